@@ -1,0 +1,49 @@
+# nasplan: `make demo` for a first look, `make test` for the whole suite (lab tests need root).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+LAB ?= plans/examples/lab.yaml
+PLAN ?= plans/examples/nas-upgrade.yaml
+APT_PACKAGES := iperf3 openssh-server openssh-client iproute2 ethtool iputils-ping procps util-linux
+
+.PHONY: setup system-deps venv lint test unit demo demo-down bench clean
+
+setup: system-deps venv
+
+system-deps:
+	@scripts/ensure-system-deps.sh $(APT_PACKAGES)
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+lint: venv
+	$(BIN)/ruff check nasplan tests bench
+	$(BIN)/ruff format --check nasplan tests bench
+	$(BIN)/mypy
+
+test: setup lint
+	$(BIN)/pytest
+
+unit: venv
+	$(BIN)/pytest tests/unit
+
+demo: setup
+	$(BIN)/nasplan lab up $(LAB)
+	$(BIN)/nasplan apply $(PLAN); status=$$?; \
+	  echo "The lab stays up for more runs; 'make demo-down' takes it down."; exit $$status
+
+demo-down: venv
+	$(BIN)/nasplan lab down $(LAB)
+
+bench: setup
+	$(BIN)/python bench/apply_overhead.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info

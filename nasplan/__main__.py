@@ -1,0 +1,5 @@
+"""``python -m nasplan``."""
+
+from nasplan.cli import main
+
+main()

@@ -1,0 +1,122 @@
+"""Command line: parse arguments, call the library, map errors to exit codes and messages."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from nasplan import __version__
+from nasplan.errors import NasplanError
+
+EXIT_INTERRUPTED = 130
+
+
+class NasplanGroup(click.Group):
+    """Turns nasplan errors into ``nasplan: message`` lines and their exit codes, no traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except NasplanError as exc:
+            for line in str(exc).splitlines() or [type(exc).__name__]:
+                click.echo(f"nasplan: {line}", err=True)
+            sys.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("nasplan: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+
+
+inventory_option = click.option(
+    "-i",
+    "--inventory",
+    type=click.Path(path_type=Path),
+    help="Use this inventory instead of the plan's.",
+)
+extra_vars_option = click.option(
+    "-e",
+    "--extra-vars",
+    "extra_vars",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Set a plan var, over the plan's own (repeatable).",
+)
+
+
+@click.group(cls=NasplanGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="nasplan")
+def main() -> None:
+    """Declarative, reproducible network and NAS performance test plans over SSH."""
+
+
+@main.command()
+@click.argument("plan_file", type=click.Path(path_type=Path))
+@inventory_option
+@extra_vars_option
+def validate(plan_file: Path, inventory: Path | None, extra_vars: tuple[str, ...]) -> None:
+    """Validate PLAN_FILE and its inventory; print ok, or each problem as FILE:LINE:COL."""
+    from nasplan.plan import load_plan, parse_extra_var
+
+    load_plan(plan_file, inventory, dict(parse_extra_var(e) for e in extra_vars))
+    click.echo("ok")
+
+
+@main.command()
+@click.argument("plan_file", type=click.Path(path_type=Path))
+@inventory_option
+@extra_vars_option
+@click.option(
+    "--out", type=click.Path(path_type=Path), help="Run directory (default runs/<UTC time>-<plan>)."
+)
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Connect and gather facts, show what would be done, change nothing.",
+)
+def apply(
+    plan_file: Path,
+    inventory: Path | None,
+    extra_vars: tuple[str, ...],
+    out: Path | None,
+    check: bool,
+) -> None:
+    """Run PLAN_FILE: facts, tools, tests; write run.json, raw outputs and report.md.
+
+    Exit codes: 0 all ok, 1 a test failed, 2 invalid input, 3 a host was unreachable.
+    """
+    from nasplan import apply as apply_module
+    from nasplan.plan import load_plan, parse_extra_var
+    from nasplan.progress import make_progress
+
+    plan = load_plan(plan_file, inventory, dict(parse_extra_var(e) for e in extra_vars))
+    progress = make_progress()
+    try:
+        if check:
+            outcome = apply_module.check(plan, progress)
+        else:
+            outcome = apply_module.apply(plan, progress, out=out)
+    finally:
+        progress.close()
+    if outcome.run_dir is not None:
+        click.echo(f"report: {outcome.run_dir / 'report.md'}")
+    sys.exit(outcome.exit_code)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(path_type=Path))
+def report(run_dir: Path) -> None:
+    """Render RUN_DIR/report.md again from RUN_DIR/run.json alone."""
+    from nasplan.report.render import write_report
+
+    click.echo(str(write_report(run_dir)))
+
+
+def _register_lab() -> None:
+    from nasplan.lab.cli import lab
+
+    main.add_command(lab)
+
+
+_register_lab()

@@ -1,0 +1,31 @@
+"""Error types that the CLI maps to exit codes and one-line messages."""
+
+from __future__ import annotations
+
+
+class NasplanError(Exception):
+    """Base class of every error nasplan reports to the user without a traceback."""
+
+    exit_code = 1
+
+
+class InputError(NasplanError):
+    """Invalid user input (plan, inventory, lab file): exit code 2, nothing touched."""
+
+    exit_code = 2
+
+    def __init__(self, messages: str | list[str]) -> None:
+        self.messages = [messages] if isinstance(messages, str) else list(messages)
+        super().__init__("\n".join(self.messages))
+
+
+class HostError(NasplanError):
+    """A host could not be reached or authenticated: exit code 3."""
+
+    exit_code = 3
+
+
+class LabError(NasplanError):
+    """The simulated lab could not be built or torn down."""
+
+    exit_code = 1

@@ -1,0 +1,433 @@
+"""Host facts: one POSIX sh script (one SSH round trip) and a pure parser of its output."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import shlex
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from nasplan.errors import NasplanError
+from nasplan.runner import Runner
+
+# Looked up on PATH and in vendor directories; each is a key of HostFacts.tools (None: absent).
+TOOL_NAMES = (
+    "iperf3",
+    "fio",
+    "apt-get",
+    "opkg",
+    "synogear",
+    "midclt",
+    "sudo",
+    "ip",
+    "ethtool",
+    "smbclient",
+    "rsync",
+    "ping",
+    "getcfg",
+)
+
+# Written for dash, bash and busybox ash (QNAP QTS, Synology DSM): no bashisms, no `local`,
+# every probe optional (stderr to /dev/null), and `exit 0` so a missing file never fails the run.
+# Each header starts with a newline because files such as Debian's os-release lack a final one.
+FACTS_SCRIPT = r"""set +e +u
+nasplan_dirs='/opt/bin /opt/sbin /var/packages/DiagnosisTool/target/tool /usr/syno/bin
+/usr/syno/sbin /usr/local/bin /usr/local/sbin /usr/bin /usr/sbin /bin /sbin'
+nasplan_section() { printf '\n@@nasplan:%s@@\n' "$1"; }
+# Non-interactive SSH sessions on NAS firmware leave /opt/bin (Entware), /usr/sbin and the
+# Synology DiagnosisTool directory off PATH: look there too, PATH first.
+nasplan_which() {
+  nasplan_p=$(command -v "$1" 2>/dev/null)
+  case "$nasplan_p" in
+    /*) if [ -x "$nasplan_p" ]; then printf '%s\n' "$nasplan_p"; return 0; fi ;;
+  esac
+  for nasplan_d in $nasplan_dirs; do
+    if [ -x "$nasplan_d/$1" ] && [ ! -d "$nasplan_d/$1" ]; then
+      printf '%s\n' "$nasplan_d/$1"; return 0
+    fi
+  done
+  return 0
+}
+nasplan_marker() {
+  if [ -f "$1" ]; then
+    nasplan_section "marker:$1"
+    if [ -n "$2" ]; then grep -E "$2" "$1" 2>/dev/null; else head -n 60 "$1" 2>/dev/null; fi
+  fi
+}
+nasplan_section hostname; hostname 2>/dev/null || uname -n 2>/dev/null
+nasplan_section uid; id -u 2>/dev/null
+nasplan_section kernel; uname -r 2>/dev/null
+nasplan_section arch; uname -m 2>/dev/null
+nasplan_marker /etc/os-release
+[ -f /etc/os-release ] || nasplan_marker /usr/lib/os-release
+if [ -f /etc/config/uLinux.conf ]; then
+  nasplan_section marker:/etc/config/uLinux.conf
+  awk '/^\[/ { s = (tolower($0) == "[system]") } s' /etc/config/uLinux.conf 2>/dev/null | head -n 40
+fi
+nasplan_getcfg=$(nasplan_which getcfg)
+if [ -n "$nasplan_getcfg" ]; then
+  nasplan_section 'marker:getcfg System Version'; "$nasplan_getcfg" System Version 2>/dev/null
+fi
+nasplan_marker /etc.defaults/VERSION
+nasplan_marker /etc.defaults/synoinfo.conf '^(unique|upnpmodelname|company_title)='
+nasplan_marker /etc/synoinfo.conf '^(unique|upnpmodelname|company_title)='
+nasplan_marker /etc/version
+nasplan_marker /etc/truenas_version
+if [ -f /data/manifest.json ]; then
+  nasplan_section marker:/data/manifest.json
+  tr ',{}' '\n\n\n' < /data/manifest.json 2>/dev/null | grep '"version"' | head -n 1
+fi
+nasplan_section cpu-model
+grep -E '^(model name|cpu model|Hardware|Processor)[[:space:]]*:' /proc/cpuinfo 2>/dev/null \
+  | uniq | head -n 4
+nasplan_section cpu-processors; grep -c '^processor' /proc/cpuinfo 2>/dev/null
+nasplan_section nproc; nproc 2>/dev/null
+nasplan_section meminfo; grep '^MemTotal:' /proc/meminfo 2>/dev/null
+nasplan_section tools
+for nasplan_t in @TOOLS@; do
+  printf '%s=%s\n' "$nasplan_t" "$(nasplan_which "$nasplan_t")"
+done
+nasplan_iperf3=$(nasplan_which iperf3)
+if [ -n "$nasplan_iperf3" ]; then
+  nasplan_section iperf3-version; "$nasplan_iperf3" --version </dev/null 2>&1 | head -n 1
+fi
+nasplan_ethtool=$(nasplan_which ethtool)
+for nasplan_d in /sys/class/net/*; do
+  [ -d "$nasplan_d" ] || continue
+  nasplan_n=${nasplan_d##*/}
+  nasplan_section nic
+  printf 'name=%s\n' "$nasplan_n"
+  for nasplan_k in mtu operstate address speed duplex; do
+    printf '%s=%s\n' "$nasplan_k" "$(cat "$nasplan_d/$nasplan_k" 2>/dev/null)"
+  done
+  nasplan_drv=$(readlink "$nasplan_d/device/driver" 2>/dev/null)
+  nasplan_drv=${nasplan_drv##*/}
+  # veth, bridges and bonds have no device/driver link; ethtool -i still names their driver.
+  if [ -z "$nasplan_drv" ] && [ -n "$nasplan_ethtool" ]; then
+    nasplan_drv=$("$nasplan_ethtool" -i "$nasplan_n" 2>/dev/null | sed -n 's/^driver: *//p')
+  fi
+  printf 'driver=%s\n' "$nasplan_drv"
+done
+nasplan_ip=$(nasplan_which ip)
+nasplan_addrs=
+[ -n "$nasplan_ip" ] && nasplan_addrs=$("$nasplan_ip" -o addr show 2>/dev/null)
+if [ -n "$nasplan_addrs" ]; then
+  nasplan_section ip-addr; printf '%s\n' "$nasplan_addrs"
+else
+  nasplan_ifconfig=$(nasplan_which ifconfig)
+  if [ -n "$nasplan_ifconfig" ]; then
+    nasplan_section ifconfig; "$nasplan_ifconfig" -a 2>/dev/null
+  fi
+fi
+nasplan_section end
+exit 0
+""".replace("@TOOLS@", " ".join(shlex.quote(t) for t in TOOL_NAMES))
+
+_HEADER = re.compile(r"^@@nasplan:([a-z0-9-]+)(?::(.*))?@@$")
+_IPERF3_VERSION = re.compile(r"^iperf\s+(?:version\s+)?(\d+(?:\.\d+)+)")
+_IP_ADDR_LINE = re.compile(r"^\d+:\s+(\S+)\s+(inet6?)\s+(\S+)")
+_IFCONFIG_INET = re.compile(r"\binet (?:addr:)?(\S+)(?:.*?(?:Mask:|netmask )(\S+))?")
+_IFCONFIG_INET6 = re.compile(
+    r"\binet6 (?:addr:\s*)?([0-9a-fA-F:.]+)(?:/(\d+))?(?:.*?prefixlen (\d+))?"
+)
+_CPU_MODEL_KEYS = ("model name", "cpu model", "Hardware", "Processor")
+_MAX_SPEED_MBPS = 10_000_000  # sysfs reports -1 or 4294967295 when a link's speed is unknown
+
+
+@dataclass(frozen=True)
+class NicFacts:
+    """One network interface as the host sees it (sysfs + ip addr)."""
+
+    name: str
+    mtu_bytes: int | None = None
+    state: str | None = None
+    mac: str | None = None
+    speed_mbps: int | None = None
+    duplex: str | None = None
+    driver: str | None = None
+    addresses: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form: ``{"name": "eth0", "mtu_bytes": 1500, ..., "addresses": [...]}``."""
+        return {**asdict(self), "addresses": list(self.addresses)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> NicFacts:
+        """Inverse of ``to_dict``; missing keys become None / empty."""
+        return cls(
+            name=str(data.get("name", "")),
+            mtu_bytes=_int_or_none(data.get("mtu_bytes")),
+            state=_str_or_none(data.get("state")),
+            mac=_str_or_none(data.get("mac")),
+            speed_mbps=_int_or_none(data.get("speed_mbps")),
+            duplex=_str_or_none(data.get("duplex")),
+            driver=_str_or_none(data.get("driver")),
+            addresses=tuple(str(a) for a in data.get("addresses") or ()),
+        )
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """What one host is: OS, CPU, memory, NICs, tool paths and platform marker files."""
+
+    hostname: str | None = None
+    os_id: str | None = None
+    os_like: str | None = None
+    os_version: str | None = None
+    os_pretty: str | None = None
+    kernel: str | None = None
+    arch: str | None = None
+    cpu_model: str | None = None
+    cpu_cores: int | None = None
+    memory_bytes: int | None = None
+    is_root: bool | None = None
+    interfaces: tuple[NicFacts, ...] = ()
+    tools: Mapping[str, str | None] = field(default_factory=dict)
+    iperf3_version: str | None = None
+    markers: Mapping[str, str] = field(default_factory=dict)
+
+    def interface(self, name: str) -> NicFacts | None:
+        """The NIC called ``name`` (e.g. ``eth0``), or None."""
+        return next((nic for nic in self.interfaces if nic.name == name), None)
+
+    def interface_for_address(self, address: str) -> NicFacts | None:
+        """The NIC that has ``address`` (``198.18.0.10``, prefix optional) assigned, or None."""
+        try:
+            wanted = ipaddress.ip_interface(address).ip
+        except ValueError:
+            return None
+        for nic in self.interfaces:
+            for cidr in nic.addresses:
+                try:
+                    if ipaddress.ip_interface(cidr).ip == wanted:
+                        return nic
+                except ValueError:
+                    continue
+        return None
+
+    def tool(self, name: str) -> str | None:
+        """Full path of ``name`` (e.g. ``iperf3``) on the host, or None when it was not found."""
+        return self.tools.get(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form stored in run.json under ``hosts.<name>.facts`` (docs/architecture.md)."""
+        return {
+            **asdict(self),
+            "interfaces": [nic.to_dict() for nic in self.interfaces],
+            "tools": dict(self.tools),
+            "markers": dict(self.markers),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> HostFacts:
+        """Inverse of ``to_dict``; missing keys become None / empty."""
+        is_root = data.get("is_root")
+        return cls(
+            hostname=_str_or_none(data.get("hostname")),
+            os_id=_str_or_none(data.get("os_id")),
+            os_like=_str_or_none(data.get("os_like")),
+            os_version=_str_or_none(data.get("os_version")),
+            os_pretty=_str_or_none(data.get("os_pretty")),
+            kernel=_str_or_none(data.get("kernel")),
+            arch=_str_or_none(data.get("arch")),
+            cpu_model=_str_or_none(data.get("cpu_model")),
+            cpu_cores=_int_or_none(data.get("cpu_cores")),
+            memory_bytes=_int_or_none(data.get("memory_bytes")),
+            is_root=is_root if isinstance(is_root, bool) else None,
+            interfaces=tuple(NicFacts.from_dict(n) for n in data.get("interfaces") or ()),
+            tools={str(k): _str_or_none(v) for k, v in (data.get("tools") or {}).items()},
+            iperf3_version=_str_or_none(data.get("iperf3_version")),
+            markers={str(k): str(v) for k, v in (data.get("markers") or {}).items()},
+        )
+
+
+def gather(runner: Runner, timeout_s: float = 20) -> HostFacts:
+    """Run FACTS_SCRIPT once on the host behind ``runner`` and parse what it printed."""
+    result = runner.run_script(FACTS_SCRIPT, timeout_s=timeout_s)
+    if not result.ok and not result.stdout.strip():
+        detail = result.stderr.strip().splitlines()
+        raise NasplanError(
+            f"{runner.name}: gathering facts failed (exit {result.exited})"
+            + (f": {detail[-1]}" if detail else "")
+        )
+    return parse_facts(result.stdout)
+
+
+def parse_facts(stdout: str) -> HostFacts:
+    """HostFacts from FACTS_SCRIPT's output; missing or garbled sections give None / empty."""
+    sections = list(_sections(stdout))
+    single = {name: lines for name, lines in sections if name != "nic"}
+    markers = {
+        name[len("marker:") :]: "\n".join(lines)
+        for name, lines in sections
+        if name.startswith("marker:")
+    }
+    os_release = _key_values(
+        (markers.get("/etc/os-release") or markers.get("/usr/lib/os-release") or "").splitlines(),
+        "=",
+    )
+    uid = _int_or_none(_first(single.get("uid")))
+    addresses = _addresses(single)
+    interfaces = tuple(
+        _nic(_key_values(lines, "="), addresses) for name, lines in sections if name == "nic"
+    )
+    tools: dict[str, str | None] = dict.fromkeys(TOOL_NAMES)
+    for key, value in _key_values(single.get("tools", []), "=").items():
+        tools[key] = value if value.startswith("/") else None
+    return HostFacts(
+        hostname=_first(single.get("hostname")),
+        os_id=_str_or_none(os_release.get("ID")),
+        os_like=_str_or_none(os_release.get("ID_LIKE")),
+        os_version=_str_or_none(os_release.get("VERSION_ID")),
+        os_pretty=_str_or_none(os_release.get("PRETTY_NAME")),
+        kernel=_first(single.get("kernel")),
+        arch=_first(single.get("arch")),
+        cpu_model=_cpu_model(single.get("cpu-model", [])),
+        cpu_cores=_positive(_first(single.get("cpu-processors")))
+        or _positive(_first(single.get("nproc"))),
+        memory_bytes=_memory_bytes(single.get("meminfo", [])),
+        is_root=None if uid is None else uid == 0,
+        interfaces=interfaces,
+        tools=tools,
+        iperf3_version=parse_iperf3_version(_first(single.get("iperf3-version")) or ""),
+        markers=markers,
+    )
+
+
+def parse_iperf3_version(line: str) -> str | None:
+    """``"iperf 3.12 (cJSON 1.7.15)"`` -> ``"3.12"``, ``"iperf 3.1.3"`` -> ``"3.1.3"``; or None."""
+    match = _IPERF3_VERSION.match(line.strip())
+    return match.group(1) if match else None
+
+
+def _sections(stdout: str) -> Iterator[tuple[str, list[str]]]:
+    """(name, lines) for each ``@@nasplan:name@@`` block, trailing blank lines dropped."""
+    name: str | None = None
+    lines: list[str] = []
+    for raw in stdout.splitlines():
+        match = _HEADER.match(raw.strip())
+        if match is None:
+            if name is not None:
+                lines.append(raw.rstrip("\r"))
+            continue
+        if name is not None:
+            yield name, _trim(lines)
+        name = match.group(1) + (f":{match.group(2)}" if match.group(2) is not None else "")
+        lines = []
+    if name is not None:
+        yield name, _trim(lines)
+
+
+def _trim(lines: list[str]) -> list[str]:
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return lines
+
+
+def _first(lines: list[str] | None) -> str | None:
+    """First non-blank line, stripped."""
+    return next((line.strip() for line in lines or () if line.strip()), None)
+
+
+def _key_values(lines: list[str], sep: str) -> dict[str, str]:
+    """``KEY=value`` lines as a dict; shell-style quotes around values removed."""
+    out: dict[str, str] = {}
+    for line in lines:
+        key, found, value = line.partition(sep)
+        if found and key.strip() and not key.lstrip().startswith("#"):
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+                value = value[1:-1]
+            out[key.strip()] = value
+    return out
+
+
+def _cpu_model(lines: list[str]) -> str | None:
+    """The most telling CPU name: x86 ``model name``, MIPS ``cpu model``, else ARM's lines."""
+    found = _key_values(lines, ":")
+    for key in _CPU_MODEL_KEYS:
+        value = found.get(key)
+        if value and not value.isdigit():
+            return value
+    return None
+
+
+def _memory_bytes(lines: list[str]) -> int | None:
+    """``MemTotal:  8061000 kB`` -> bytes (the kernel's kB is KiB)."""
+    match = re.match(r"MemTotal:\s*(\d+)\s*kB", _first(lines) or "")
+    return int(match.group(1)) * 1024 if match else None
+
+
+def _nic(values: Mapping[str, str], addresses: Mapping[str, list[str]]) -> NicFacts:
+    name = values.get("name", "")
+    speed = _int_or_none(values.get("speed"))
+    return NicFacts(
+        name=name,
+        mtu_bytes=_positive(values.get("mtu")),
+        state=_str_or_none(values.get("operstate")),
+        mac=_str_or_none(values.get("address")),
+        speed_mbps=speed if speed is not None and 0 < speed < _MAX_SPEED_MBPS else None,
+        duplex=_str_or_none(values.get("duplex")),
+        driver=_str_or_none(values.get("driver")),
+        addresses=tuple(addresses.get(name, ())),
+    )
+
+
+def _addresses(single: Mapping[str, list[str]]) -> dict[str, list[str]]:
+    """Interface name -> ``["198.18.0.10/24", ...]`` from ``ip -o addr`` or ``ifconfig -a``."""
+    out: dict[str, list[str]] = {}
+    for line in single.get("ip-addr", []):
+        match = _IP_ADDR_LINE.match(line.strip())
+        if match and _valid_interface(match.group(3)):
+            out.setdefault(match.group(1).split("@")[0], []).append(match.group(3))
+    current: str | None = None
+    for line in single.get("ifconfig", []):
+        if line and not line[0].isspace():
+            current = line.split()[0].rstrip(":")
+            continue
+        if current is None:
+            continue
+        inet = _IFCONFIG_INET.search(line)
+        inet6 = _IFCONFIG_INET6.search(line)
+        if inet:
+            cidr = f"{inet.group(1)}/{inet.group(2) or 32}"
+        elif inet6:
+            cidr = f"{inet6.group(1)}/{inet6.group(2) or inet6.group(3) or 128}"
+        else:
+            continue
+        if _valid_interface(cidr):
+            out.setdefault(current, []).append(str(ipaddress.ip_interface(cidr)))
+    return out
+
+
+def _valid_interface(cidr: str) -> bool:
+    try:
+        ipaddress.ip_interface(cidr)
+    except ValueError:
+        return False
+    return True
+
+
+def _positive(value: str | None) -> int | None:
+    number = _int_or_none(value)
+    return number if number is not None and number > 0 else None
+
+
+def _int_or_none(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    try:
+        return int(str(value).strip())
+    except (TypeError, ValueError):
+        return None
+
+
+def _str_or_none(value: object) -> str | None:
+    if value is None:
+        return None
+    text = str(value).strip()
+    return text or None

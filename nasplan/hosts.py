@@ -1,0 +1,174 @@
+"""Connect to every host of a plan in parallel, gather facts, detect platforms, prepare tools."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from nasplan.errors import NasplanError
+from nasplan.facts import HostFacts, gather
+from nasplan.inventory import Host
+from nasplan.platforms import Platform, PlatformError, detect
+from nasplan.progress import Progress
+from nasplan.runner import Runner
+from nasplan.ssh import connect
+
+MAX_PARALLEL_HOSTS = 16
+
+T = TypeVar("T")
+
+
+@dataclass
+class HostSession:
+    """A host during a run: its connection, facts, platform, tool paths, and what went wrong."""
+
+    host: Host
+    runner: Runner | None = None
+    facts: HostFacts | None = None
+    platform: Platform | None = None
+    tools: dict[str, str] = field(default_factory=dict)
+    actions: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.runner is not None and self.error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        """run.json ``hosts.<name>``."""
+        return {
+            "address": self.host.address,
+            "platform": self.platform.name if self.platform else None,
+            "platform_hint": self.host.platform_hint,
+            "reachable": self.facts is not None,
+            "error": self.error,
+            "interfaces": {k: i.to_dict() for k, i in sorted(self.host.interfaces.items())},
+            "facts": self.facts.to_dict() if self.facts else None,
+            "tools": dict(sorted(self.tools.items())),
+            "actions": list(self.actions),
+        }
+
+
+def in_parallel(items: Iterable[T], work: Callable[[T], None]) -> None:
+    """Run ``work`` on every item with a bounded pool; ``work`` records its own errors."""
+    batch = list(items)
+    if not batch:
+        return
+    with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_HOSTS, len(batch))) as pool:
+        for future in [pool.submit(work, item) for item in batch]:
+            future.result()
+
+
+def _platform_warning(session: HostSession) -> str | None:
+    hint, platform = session.host.platform_hint, session.platform
+    if hint in ("auto", None) or platform is None:
+        return None
+    aliases = {"ubuntu": "debian"}
+    if aliases.get(hint, hint) != platform.name:
+        return (
+            f"{session.host.name}: inventory says platform {hint!r} "
+            f"but the host looks like {platform.name!r}"
+        )
+    return None
+
+
+def open_sessions(
+    hosts: Mapping[str, Host],
+    progress: Progress,
+    connector: Callable[[Host], Runner] = connect,
+) -> dict[str, HostSession]:
+    """Connect and gather facts on every host at once: one SSH round trip each for the facts."""
+    sessions = {name: HostSession(host) for name, host in sorted(hosts.items())}
+
+    def one(session: HostSession) -> None:
+        progress.host(session.host.name, "connecting")
+        try:
+            session.runner = connector(session.host)
+            session.facts = gather(session.runner)
+        except NasplanError as exc:
+            session.error = str(exc)
+            progress.host(session.host.name, f"[unreachable] {exc}")
+            return
+        session.platform = detect(session.facts)
+        warning = _platform_warning(session)
+        if warning:
+            session.warnings.append(warning)
+        progress.host(session.host.name, f"{session.platform.name}, facts gathered")
+
+    in_parallel(sessions.values(), one)
+    return sessions
+
+
+def planned_installs(session: HostSession, packages: Iterable[str]) -> list[str]:
+    """What ``prepare`` would do on this host, as lines for --check."""
+    if session.facts is None or session.platform is None:
+        return []
+    try:
+        commands = session.platform.install_commands(session.facts, list(packages))
+    except PlatformError as exc:
+        return [f"cannot install: {exc}"]
+    return [command.description for command in commands]
+
+
+def prepare(
+    sessions: Mapping[str, HostSession], packages: Iterable[str], progress: Progress
+) -> None:
+    """Make ``packages`` available on every ready host (only where missing) and find their paths."""
+    wanted = list(packages)
+
+    def one(session: HostSession) -> None:
+        if not session.ready or session.facts is None or session.platform is None:
+            return
+        facts, platform, runner = session.facts, session.platform, session.runner
+        assert runner is not None
+        try:
+            commands = platform.install_commands(facts, wanted)
+        except PlatformError as exc:
+            session.error = f"{session.host.name}: {exc}"
+            progress.host(session.host.name, f"[failed] {exc}")
+            return
+        found: dict[str, str] = {}
+        for command in commands:
+            progress.host(session.host.name, command.description)
+            result = runner.run_script(command.script, sudo=command.sudo, timeout_s=600)
+            if not result.ok:
+                detail = (result.stderr or result.stdout).strip().splitlines()
+                session.error = (
+                    f"{session.host.name}: {command.description} failed (exit {result.exited})"
+                    + (f": {detail[-1]}" if detail else "")
+                )
+                progress.host(session.host.name, f"[failed] {session.error}")
+                return
+            session.actions.append(command.description)
+            for line in result.stdout.splitlines():
+                printed = line.strip()
+                if printed.startswith("/"):
+                    found[printed.rsplit("/", 1)[-1]] = printed
+        for tool in wanted:
+            path = found.get(tool) or platform.tool_path(facts, tool)
+            if path is None:
+                session.error = f"{session.host.name}: {tool} is still not available after install"
+                return
+            session.tools[tool] = path
+        if found and session.facts is not None:
+            session.facts = dataclasses.replace(
+                session.facts, tools={**session.facts.tools, **found}
+            )
+        progress.host(session.host.name, "ready")
+
+    in_parallel(sessions.values(), one)
+
+
+def close_sessions(sessions: Mapping[str, HostSession]) -> None:
+    """Close every connection, ignoring ones already gone."""
+    for session in sessions.values():
+        close = getattr(session.runner, "close", None)
+        if close is not None:
+            # Closing must never mask the run's outcome.
+            with contextlib.suppress(Exception):
+                close()

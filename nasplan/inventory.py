@@ -1,0 +1,288 @@
+"""Inventories (native nasplan form or Ansible YAML) -> validated, typed ``Inventory``."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nasplan.errors import InputError
+from nasplan.loader import Document, read_yaml, schema_errors
+from nasplan.units import parse_rate
+
+CONNECTION_KEYS = (
+    "user",
+    "port",
+    "identity_file",
+    "known_hosts",
+    "platform",
+    "framing",
+    "become_password_env",
+)
+_ANSIBLE_KEYS = {
+    "ansible_host": "address",
+    "ansible_user": "user",
+    "ansible_port": "port",
+    "ansible_ssh_private_key_file": "identity_file",
+}
+
+
+@dataclass(frozen=True)
+class Interface:
+    """One named interface of a host: ``key`` is the inventory name (``p2p``), ``name`` the OS's."""
+
+    key: str
+    name: str
+    role: str = "other"
+    speed_bits_per_second: int | None = None
+    address: str | None = None
+    prefix_len: int | None = None
+    framing: str = "ethernet"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form for run.json (address with its /prefix when known)."""
+        address = self.address
+        if address and self.prefix_len is not None:
+            address = f"{address}/{self.prefix_len}"
+        return {
+            "name": self.name,
+            "role": self.role,
+            "speed_bits_per_second": self.speed_bits_per_second,
+            "address": address,
+            "framing": self.framing,
+        }
+
+
+@dataclass(frozen=True)
+class Host:
+    """A host as nasplan connects to it, with every var already resolved by precedence."""
+
+    name: str
+    address: str
+    user: str | None = None
+    port: int | None = None
+    identity_file: Path | None = None
+    known_hosts: Path | None = None
+    platform_hint: str = "auto"
+    framing: str = "ethernet"
+    become_password_env: str | None = None
+    interfaces: Mapping[str, Interface] = field(default_factory=dict)
+    groups: tuple[str, ...] = ()
+    vars: Mapping[str, Any] = field(default_factory=dict)
+
+    def template_view(self) -> dict[str, Any]:
+        """What plan Jinja expressions see as ``hosts.<name>``."""
+        return {
+            **dict(self.vars),
+            "name": self.name,
+            "address": self.address,
+            "platform": self.platform_hint,
+            "groups": list(self.groups),
+            "interfaces": {
+                key: {
+                    "name": iface.name,
+                    "role": iface.role,
+                    "address": iface.address,
+                    "prefix_len": iface.prefix_len,
+                    "speed_bits_per_second": iface.speed_bits_per_second,
+                }
+                for key, iface in self.interfaces.items()
+            },
+        }
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """All hosts of an inventory file, by name; ``groups`` maps a group to its host names."""
+
+    path: Path
+    hosts: Mapping[str, Host]
+    groups: Mapping[str, tuple[str, ...]]
+    vars: Mapping[str, Any]
+
+
+def load_inventory(path: Path) -> Inventory:
+    """Read a native or Ansible inventory; raise InputError with FILE:LINE:COL lines."""
+    document = read_yaml(path)
+    data = document.data
+    if not isinstance(data, dict):
+        raise InputError(document.error((), "an inventory must be a mapping with 'hosts'"))
+    if "hosts" in data or "groups" in data:
+        errors = schema_errors(document, "inventory")
+        if errors:
+            raise InputError(errors)
+        return _from_native(document)
+    errors = schema_errors(document, "inventory-ansible")
+    if errors:
+        raise InputError(errors)
+    return _from_ansible(document)
+
+
+def _resolve_path(base: Path, value: Any) -> Path | None:
+    if value is None:
+        return None
+    candidate = Path(str(value)).expanduser()
+    return candidate if candidate.is_absolute() else (base / candidate)
+
+
+def _parse_interfaces(
+    document: Document, raw: Mapping[str, Any], framing: str, where: tuple[Any, ...]
+) -> dict[str, Interface]:
+    interfaces: dict[str, Interface] = {}
+    for key, spec in raw.items():
+        if not isinstance(spec, dict) or "name" not in spec:
+            raise InputError(document.error((*where, key), "an interface needs at least 'name'"))
+        address = prefix_len = None
+        if spec.get("address"):
+            try:
+                iface = ipaddress.ip_interface(str(spec["address"]))
+            except ValueError:
+                message = f"not an IP address: {spec['address']!r}"
+                raise InputError(document.error((*where, key, "address"), message)) from None
+            address = str(iface.ip)
+            if "/" in str(spec["address"]):
+                prefix_len = iface.network.prefixlen
+        speed = None
+        if spec.get("speed") is not None:
+            try:
+                speed = parse_rate(spec["speed"])
+            except ValueError as exc:
+                raise InputError(document.error((*where, key, "speed"), str(exc))) from None
+        interfaces[key] = Interface(
+            key=key,
+            name=str(spec["name"]),
+            role=str(spec.get("role", "other")),
+            speed_bits_per_second=speed,
+            address=address,
+            prefix_len=prefix_len,
+            framing=str(spec.get("framing", framing)),
+        )
+    return interfaces
+
+
+def _build_host(
+    document: Document,
+    name: str,
+    merged: dict[str, Any],
+    raw_interfaces: Any,
+    groups: tuple[str, ...],
+    where: tuple[Any, ...],
+) -> Host:
+    base = document.path.parent
+    framing = str(merged.get("framing", "ethernet"))
+    if raw_interfaces is not None and not isinstance(raw_interfaces, dict):
+        raise InputError(document.error((*where, "interfaces"), "interfaces must be a mapping"))
+    interfaces = _parse_interfaces(document, raw_interfaces or {}, framing, (*where, "interfaces"))
+    port = merged.get("port")
+    if port is not None and not isinstance(port, int):
+        try:
+            port = int(port)
+        except ValueError:
+            raise InputError(document.error((*where, "port"), f"not a port: {port!r}")) from None
+    user_vars = {k: v for k, v in merged.items() if k not in CONNECTION_KEYS and k != "address"}
+    return Host(
+        name=name,
+        address=str(merged.get("address") or name),
+        user=merged.get("user"),
+        port=port,
+        identity_file=_resolve_path(base, merged.get("identity_file")),
+        known_hosts=_resolve_path(base, merged.get("known_hosts")),
+        platform_hint=str(merged.get("platform", "auto")),
+        framing=framing,
+        become_password_env=merged.get("become_password_env"),
+        interfaces=interfaces,
+        groups=groups,
+        vars=user_vars,
+    )
+
+
+def _from_native(document: Document) -> Inventory:
+    data: dict[str, Any] = document.data
+    hosts_raw: dict[str, Any] = data["hosts"]
+    all_vars: dict[str, Any] = dict(data.get("vars") or {})
+    groups: dict[str, list[str]] = {}
+    for group, spec in (data.get("groups") or {}).items():
+        for index, member in enumerate(spec.get("hosts") or []):
+            if member not in hosts_raw:
+                raise InputError(
+                    document.error(("groups", group, "hosts", index), f"unknown host {member!r}")
+                )
+        groups[group] = list(spec.get("hosts") or [])
+    for host, spec in hosts_raw.items():
+        for group in (spec or {}).get("groups") or []:
+            members = groups.setdefault(group, [])
+            if host not in members:
+                members.append(host)
+    hosts: dict[str, Host] = {}
+    for host, spec in hosts_raw.items():
+        spec = spec or {}
+        member_of = tuple(g for g in groups if host in groups[g])
+        merged = dict(all_vars)
+        for group in member_of:
+            merged.update(((data.get("groups") or {}).get(group) or {}).get("vars") or {})
+        merged.update(spec.get("vars") or {})
+        merged.update({k: v for k, v in spec.items() if k not in ("vars", "interfaces", "groups")})
+        hosts[host] = _build_host(
+            document, host, merged, spec.get("interfaces"), member_of, ("hosts", host)
+        )
+    return Inventory(
+        path=document.path,
+        hosts=hosts,
+        groups={g: tuple(m) for g, m in groups.items()},
+        vars=all_vars,
+    )
+
+
+def _walk_ansible(
+    name: str,
+    group: Mapping[str, Any] | None,
+    inherited: dict[str, Any],
+    lineage: tuple[str, ...],
+    where: tuple[Any, ...],
+    out_hosts: dict[str, tuple[dict[str, Any], list[str], tuple[Any, ...]]],
+    out_groups: dict[str, list[str]],
+) -> None:
+    group = group or {}
+    scope = {**inherited, **(group.get("vars") or {})}
+    lineage = (*lineage, name)
+    out_groups.setdefault(name, [])
+    for host, host_vars in (group.get("hosts") or {}).items():
+        merged, member_of, _ = out_hosts.get(host, ({}, [], (*where, "hosts", host)))
+        # A host listed under several groups: deeper and later groups win, host vars always win.
+        merged = {**merged, **scope, **(host_vars or {})}
+        member_of = [*member_of, *(g for g in lineage if g not in member_of)]
+        out_hosts[host] = (merged, member_of, (*where, "hosts", host))
+        if host not in out_groups[name]:
+            out_groups[name].append(host)
+    for child, child_group in (group.get("children") or {}).items():
+        _walk_ansible(
+            child, child_group, scope, lineage, (*where, "children", child), out_hosts, out_groups
+        )
+
+
+def _from_ansible(document: Document) -> Inventory:
+    data: dict[str, Any] = document.data
+    hosts_acc: dict[str, tuple[dict[str, Any], list[str], tuple[Any, ...]]] = {}
+    groups: dict[str, list[str]] = {}
+    all_vars = dict((data.get("all") or {}).get("vars") or {})
+    for name, group in data.items():
+        _walk_ansible(name, group, {}, (), (name,), hosts_acc, groups)
+    if not hosts_acc:
+        raise InputError(document.error((), "the Ansible inventory lists no hosts"))
+    hosts: dict[str, Host] = {}
+    for host, (raw, member_of, where) in hosts_acc.items():
+        merged = {_ANSIBLE_KEYS.get(k, k): v for k, v in raw.items()}
+        merged = {k.removeprefix("nasplan_"): v for k, v in merged.items()}
+        interfaces = merged.pop("interfaces", None)
+        hosts[host] = _build_host(
+            document, host, merged, interfaces, tuple(g for g in member_of if g != "all"), where
+        )
+    groups.pop("all", None)
+    return Inventory(
+        path=document.path,
+        hosts=hosts,
+        groups={g: tuple(m) for g, m in groups.items()},
+        vars=all_vars,
+    )

@@ -1,0 +1,113 @@
+"""``nasplan lab up|down|status|reshape``: click commands over nasplan.lab.lifecycle."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from nasplan.errors import NasplanError
+from nasplan.lab import lifecycle
+from nasplan.units import format_bits_per_second
+
+DEFAULT_LAB_FILE = Path("plans/examples/lab.yaml")
+
+lab_file_argument = click.argument(
+    "lab_file",
+    metavar="LAB.yaml",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=DEFAULT_LAB_FILE,
+)
+state_dir_option = click.option(
+    "--state-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Where the lab's state and generated files live (default <lab dir>/.lab/<name>).",
+)
+
+
+def _lab_file(lab_file: Path, state_dir: Path | None) -> Path | None:
+    # With --state-dir the lab file is optional: state.json records everything down/status need.
+    if state_dir is not None and lab_file == DEFAULT_LAB_FILE and not lab_file.exists():
+        return None
+    return lab_file
+
+
+@click.group()
+def lab() -> None:
+    """The simulated lab: hosts as network namespaces with sshd, joined by tc-shaped links."""
+
+
+@lab.command()
+@lab_file_argument
+@state_dir_option
+def up(lab_file: Path, state_dir: Path | None) -> None:
+    """Bring LAB.yaml up (root only); print its inventory and ssh_config."""
+    state = lifecycle.up(lab_file, state_dir, report=click.echo)
+    click.echo(f"inventory:  {state.inventory_path}")
+    click.echo(f"ssh config: {state.ssh_config_path}   (ssh -F {state.ssh_config_path} HOST)")
+
+
+@lab.command()
+@lab_file_argument
+@state_dir_option
+def down(lab_file: Path, state_dir: Path | None) -> None:
+    """Tear LAB.yaml's lab down (daemons, namespaces, links, files)."""
+    lifecycle.down(_lab_file(lab_file, state_dir), state_dir, report=click.echo)
+
+
+@lab.command()
+@lab_file_argument
+@state_dir_option
+def status(lab_file: Path, state_dir: Path | None) -> None:
+    """Show each host, its namespace and sshd, and each link's rate."""
+    found = lifecycle.status(_lab_file(lab_file, state_dir), state_dir)
+    if found is None:
+        click.echo("lab is not up")
+        return
+    click.echo(f"lab {found.state.lab_name} ({found.state.state_dir})")
+    for host in found.hosts:
+        ns = host.host.namespace + ("" if host.namespace_exists else " (missing)")
+        alive = "running" if host.sshd_alive else "NOT running"
+        click.echo(
+            f"  host {host.host.name:<10} {host.host.address:<18} netns {ns}  "
+            f"sshd PID {host.host.sshd_pid} {alive}"
+        )
+    for link in found.links:
+        shaped = ", ".join(
+            format_bits_per_second(bps) if bps is not None else "?"
+            for bps in link.shaped_bits_per_second
+        )
+        ends = " ".join(f"{ns or 'root'}:{dev}" for ns, dev in link.link.ends)
+        click.echo(f"  link {link.link.name:<10} {link.link.rate:<6} shaped [{shaped}]  {ends}")
+    for problem in found.problems:
+        click.echo(f"  problem: {problem}")
+
+
+@lab.command()
+@click.argument("link")
+@click.argument("rate")
+@lab_file_argument
+@state_dir_option
+def reshape(link: str, rate: str, lab_file: Path, state_dir: Path | None) -> None:
+    """Shape LINK (a link name, or lan) of the running lab to RATE."""
+    _, resolved = lifecycle.resolve_state_dir(_lab_file(lab_file, state_dir), state_dir)
+    changed = lifecycle.reshape(resolved, link, rate)
+    click.echo(f"link {changed.name} shaped to {changed.rate}")
+
+
+def main() -> None:
+    """Run the lab group alone, with nasplan errors as one-line messages and exit codes."""
+    try:
+        lab.main(standalone_mode=False)
+    except NasplanError as exc:
+        for line in str(exc).splitlines():
+            click.echo(f"nasplan: {line}", err=True)
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+
+
+if __name__ == "__main__":
+    main()

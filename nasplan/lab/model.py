@@ -1,0 +1,283 @@
+"""The lab file -> validated, typed ``Lab`` (hosts, LAN, links) and the names derived from it."""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nasplan.errors import InputError
+from nasplan.loader import Document, load_validated
+from nasplan.units import format_rate_short, parse_rate
+
+LAB_RANGE = ipaddress.IPv4Network("198.18.0.0/15")
+LAN_INTERFACE = "eth0"
+FIRST_HOST_OFFSET = 10
+DEFAULT_MTU_BYTES = 1500
+
+
+@dataclass(frozen=True)
+class LinkEnd:
+    """One end of a point-to-point link: host, interface name inside it, optional address/prefix."""
+
+    host: str
+    interface: str
+    address: str | None
+
+
+@dataclass(frozen=True)
+class Link:
+    """A point-to-point veth link between two hosts, shaped to ``rate`` in each direction."""
+
+    name: str
+    rate: str
+    bits_per_second: int
+    mtu_bytes: int
+    a: LinkEnd
+    b: LinkEnd
+
+
+@dataclass(frozen=True)
+class LabHost:
+    """A lab host: its namespace, LAN address (with prefix) and personality."""
+
+    name: str
+    index: int
+    personality: str
+    namespace: str
+    lan_address: str
+
+
+@dataclass(frozen=True)
+class Lab:
+    """A validated lab file; ``names`` derive every namespace and interface name from ``name``."""
+
+    path: Path
+    name: str
+    description: str
+    lan_prefix: str
+    lan_rate: str
+    lan_bits_per_second: int
+    lan_mtu_bytes: int
+    control_address: str
+    hosts: tuple[LabHost, ...]
+    links: tuple[Link, ...]
+    digest: str = ""
+
+    @property
+    def names(self) -> Names:
+        return Names(self.name)
+
+    def host(self, name: str) -> LabHost:
+        """The host called ``name``; KeyError when there is none."""
+        for host in self.hosts:
+            if host.name == name:
+                return host
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class Names:
+    """Names of everything a lab creates; root-side interfaces all start with ``link_prefix``."""
+
+    lab_name: str
+
+    @property
+    def namespace_prefix(self) -> str:
+        return f"npl-{self.lab_name}-"
+
+    @property
+    def link_prefix(self) -> str:
+        # Interface names are limited to 15 bytes, so root-side names carry a short hash of the
+        # lab name instead of the name itself; it stays unique per lab and recognisable (npl).
+        digest = hashlib.sha256(self.lab_name.encode()).hexdigest()[:5]
+        return f"npl{digest}"
+
+    def namespace(self, host: str) -> str:
+        return f"{self.namespace_prefix}{host}"
+
+    @property
+    def bridge(self) -> str:
+        return f"{self.link_prefix}br"
+
+    def lan_root_side(self, host_index: int) -> str:
+        return f"{self.link_prefix}h{host_index}"
+
+    def lan_host_side(self, host_index: int) -> str:
+        return f"{self.link_prefix}n{host_index}"
+
+    def link_end(self, link_index: int, side: str) -> str:
+        return f"{self.link_prefix}l{link_index}{side}"
+
+
+def normalize_rate(value: str | int) -> str:
+    """``"10G"``, ``10000000000`` -> ``"10G"``: the one spelling the inventory schema accepts."""
+    return format_rate_short(parse_rate(value))
+
+
+def load_lab(path: Path) -> Lab:
+    """Read and validate a lab file; raise InputError with ``FILE:LINE:COL`` lines on problems."""
+    document = load_validated(path, "lab")
+    return build_lab(document)
+
+
+def build_lab(document: Document) -> Lab:
+    """Check references and addresses of a schema-valid lab document; return the ``Lab``."""
+    data: dict[str, Any] = document.data
+    errors: list[str] = []
+    names = Names(data["name"])
+
+    lan = data["lan"]
+    lan_net = _network(document, ("lan", "prefix"), lan["prefix"], errors)
+    host_items = list(data["hosts"].items())
+    hosts: list[LabHost] = []
+    control_address = ""
+    if lan_net is not None:
+        needed = FIRST_HOST_OFFSET + len(host_items) + 1
+        if lan_net.num_addresses < needed:
+            errors.append(
+                document.error(
+                    ("lan", "prefix"),
+                    f"{lan_net} is too small for {len(host_items)} hosts (need {needed} addresses)",
+                )
+            )
+        else:
+            control_address = f"{lan_net.network_address + 1}/{lan_net.prefixlen}"
+            for index, (host_name, spec) in enumerate(host_items):
+                address = lan_net.network_address + FIRST_HOST_OFFSET + index
+                hosts.append(
+                    LabHost(
+                        name=host_name,
+                        index=index,
+                        personality=(spec or {}).get("personality", "debian"),
+                        namespace=names.namespace(host_name),
+                        lan_address=f"{address}/{lan_net.prefixlen}",
+                    )
+                )
+
+    links = [
+        _build_link(document, index, raw, set(data["hosts"]), lan_net, errors)
+        for index, raw in enumerate(data.get("links") or [])
+    ]
+    _check_unique_interfaces(document, data.get("links") or [], errors)
+    seen_links: set[str] = set()
+    for index, raw in enumerate(data.get("links") or []):
+        if raw["name"] in seen_links:
+            errors.append(document.error(("links", index, "name"), "duplicate link name"))
+        seen_links.add(raw["name"])
+    if errors:
+        raise InputError(errors)
+    return Lab(
+        path=document.path,
+        name=data["name"],
+        description=data.get("description", ""),
+        lan_prefix=str(lan_net),
+        lan_rate=normalize_rate(lan["rate"]),
+        lan_bits_per_second=parse_rate(lan["rate"]),
+        lan_mtu_bytes=lan.get("mtu", DEFAULT_MTU_BYTES),
+        control_address=control_address,
+        hosts=tuple(hosts),
+        links=tuple(link for link in links if link is not None),
+        digest=hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest(),
+    )
+
+
+def _network(
+    document: Document, where: tuple[str | int, ...], text: str, errors: list[str]
+) -> ipaddress.IPv4Network | None:
+    try:
+        network = ipaddress.IPv4Network(text, strict=False)
+    except ValueError as exc:
+        errors.append(document.error(where, f"not an IPv4 prefix: {exc}"))
+        return None
+    if not network.subnet_of(LAB_RANGE):
+        errors.append(document.error(where, f"{text} is outside the lab range {LAB_RANGE}"))
+        return None
+    return network
+
+
+def _build_link(
+    document: Document,
+    index: int,
+    raw: dict[str, Any],
+    host_names: set[str],
+    lan_net: ipaddress.IPv4Network | None,
+    errors: list[str],
+) -> Link | None:
+    ends: list[LinkEnd] = []
+    networks: list[ipaddress.IPv4Network] = []
+    for side in ("a", "b"):
+        end = raw[side]
+        where: tuple[str | int, ...] = ("links", index, side)
+        if end["host"] not in host_names:
+            known = ", ".join(sorted(host_names))
+            errors.append(
+                document.error((*where, "host"), f"unknown host {end['host']!r} (hosts: {known})")
+            )
+        if end["interface"] == LAN_INTERFACE:
+            errors.append(
+                document.error((*where, "interface"), f"{LAN_INTERFACE} is reserved for the LAN")
+            )
+        address = end.get("address")
+        if address is not None:
+            network = _network(document, (*where, "address"), address, errors)
+            if network is not None:
+                networks.append(network)
+                ip = ipaddress.IPv4Interface(address).ip
+                if network.prefixlen < 31 and ip in (network.network_address, network[-1]):
+                    errors.append(
+                        document.error(
+                            (*where, "address"), f"{ip} is not a host address of {network}"
+                        )
+                    )
+                if lan_net is not None and network.overlaps(lan_net):
+                    errors.append(
+                        document.error((*where, "address"), f"overlaps the LAN prefix {lan_net}")
+                    )
+        ends.append(LinkEnd(end["host"], end["interface"], address))
+    if raw["a"]["host"] == raw["b"]["host"]:
+        errors.append(document.error(("links", index, "b", "host"), "a link joins two hosts"))
+    addresses = [raw[side].get("address") for side in ("a", "b")]
+    if None not in addresses and len(networks) == 2 and addresses[0] == addresses[1]:
+        errors.append(
+            document.error(("links", index, "b", "address"), "both ends have one address")
+        )
+    if len(networks) == 2 and networks[0] != networks[1]:
+        errors.append(
+            document.error(
+                ("links", index, "b", "address"), "the two ends are in different subnets"
+            )
+        )
+    try:
+        bits_per_second = parse_rate(raw["rate"])
+    except ValueError as exc:
+        errors.append(document.error(("links", index, "rate"), str(exc)))
+        return None
+    return Link(
+        name=raw["name"],
+        rate=normalize_rate(raw["rate"]),
+        bits_per_second=bits_per_second,
+        mtu_bytes=raw.get("mtu", DEFAULT_MTU_BYTES),
+        a=ends[0],
+        b=ends[1],
+    )
+
+
+def _check_unique_interfaces(
+    document: Document, links: list[dict[str, Any]], errors: list[str]
+) -> None:
+    seen: set[tuple[str, str]] = set()
+    for index, raw in enumerate(links):
+        for side in ("a", "b"):
+            key = (raw[side]["host"], raw[side]["interface"])
+            if key in seen:
+                errors.append(
+                    document.error(
+                        ("links", index, side, "interface"),
+                        f"host {key[0]} already has an interface {key[1]}",
+                    )
+                )
+            seen.add(key)

@@ -1,0 +1,123 @@
+"""The running lab's record (``state.json``): what was created, so it can be checked and undone."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nasplan.errors import LabError
+
+STATE_VERSION = 1
+STATE_FILE = "state.json"
+
+
+@dataclass
+class HostState:
+    """A running lab host: namespace, LAN address/prefix, personality, sshd PID, interfaces."""
+
+    name: str
+    namespace: str
+    address: str
+    personality: str
+    lan_root_side: str
+    sshd_pid: int | None = None
+    # inventory key -> {name, role, rate, address?}
+    interfaces: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @property
+    def ip(self) -> str:
+        """The LAN address without its prefix (what ssh connects to)."""
+        return self.address.split("/", 1)[0]
+
+
+@dataclass
+class LinkState:
+    """A shaped link: LAN (``lan``) or point-to-point; ``ends`` are (namespace or None, device)."""
+
+    name: str
+    rate: str
+    mtu_bytes: int
+    ends: list[tuple[str | None, str]]
+
+
+@dataclass
+class LabState:
+    """Everything ``lab up`` made, and where its generated files are."""
+
+    state_dir: Path
+    lab_name: str
+    lab_file: str
+    bridge: str
+    control_address: str
+    link_prefix: str
+    namespace_prefix: str
+    hosts: dict[str, HostState] = field(default_factory=dict)
+    links: dict[str, LinkState] = field(default_factory=dict)
+    namespaces: list[str] = field(default_factory=list)
+    root_links: list[str] = field(default_factory=list)
+    pids: list[int] = field(default_factory=list)
+    created_privsep_dir: bool = False
+    complete: bool = False
+    # sha256 of the lab file's data: a changed file means the running lab is stale.
+    lab_digest: str = ""
+
+    @property
+    def inventory_path(self) -> Path:
+        return self.state_dir / "inventory.yaml"
+
+    @property
+    def known_hosts_path(self) -> Path:
+        return self.state_dir / "known_hosts"
+
+    @property
+    def identity_path(self) -> Path:
+        return self.state_dir / "id_ed25519"
+
+    @property
+    def ssh_config_path(self) -> Path:
+        return self.state_dir / "ssh_config"
+
+    @property
+    def state_path(self) -> Path:
+        return self.state_dir / STATE_FILE
+
+    def host_dir(self, host: str) -> Path:
+        """Where a host's sshd_config, host key, wrapper and log live."""
+        return self.state_dir / "hosts" / host
+
+    def save(self) -> None:
+        """Write ``state.json`` atomically (a crash mid-write must not lose the teardown record)."""
+        data: dict[str, Any] = asdict(self)
+        data["state_dir"] = str(self.state_dir)
+        data["schema_version"] = STATE_VERSION
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.state_path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(data, indent=2) + "\n")
+        tmp.replace(self.state_path)
+
+
+def load_state(state_dir: Path) -> LabState | None:
+    """Read ``<state_dir>/state.json``; None when there is none, LabError when it is unreadable."""
+    path = state_dir / STATE_FILE
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise LabError(f"{path}: cannot read lab state: {exc}") from None
+    if data.pop("schema_version", None) != STATE_VERSION:
+        raise LabError(f"{path}: unknown lab state version")
+    data["state_dir"] = Path(data["state_dir"])
+    data["hosts"] = {name: HostState(**host) for name, host in data["hosts"].items()}
+    data["links"] = {
+        name: LinkState(
+            name=link["name"],
+            rate=link["rate"],
+            mtu_bytes=link["mtu_bytes"],
+            ends=[(ns, dev) for ns, dev in link["ends"]],
+        )
+        for name, link in data["links"].items()
+    }
+    return LabState(**data)

@@ -1,0 +1,130 @@
+"""iperf3 server side: POSIX sh scripts that start a one-off daemon server and stop it again."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping
+
+# seconds the start script waits for the daemon to LISTEN
+SERVER_READY_TIMEOUT_S = 5
+# exit status of the start script when something already listens on the port
+PORT_IN_USE_EXIT = 3
+
+
+# Shared shell helpers. `nap` sleeps 0.1 s, or 1 s where sleep takes whole seconds only
+# (busybox built without FLOAT_DURATION), and counts in tenths so loops stay bounded either way.
+# `alive` treats a zombie as gone: a daemon reparented to a lazy init stays a zombie for a while.
+_SH_HELPERS = """\
+ticks=0
+nap() {
+  if sleep 0.1 2>/dev/null; then ticks=$((ticks + 1)); else sleep 1; ticks=$((ticks + 10)); fi
+}
+alive() {
+  kill -0 "$1" 2>/dev/null || return 1
+  ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null
+}
+"""
+
+# `iperf3 -D` returns before the server listens, so wait until the port shows up in LISTEN
+# state (0A) in /proc/net/tcp{,6}; the port there is 4 upper-case hex digits.
+_START_BODY = """\
+listening() {
+  for table in /proc/net/tcp /proc/net/tcp6; do
+    [ -r "$table" ] || continue
+    grep -Eq "^ *[0-9]+: [0-9A-F]+:$port_hex [0-9A-F]+:[0-9A-F]+ 0A " "$table" && return 0
+  done
+  return 1
+}
+if [ -r /proc/net/tcp ] && listening; then
+  echo "nasplan: iperf3 port $port is already in use on $(hostname 2>/dev/null)" >&2
+  exit 3
+fi
+rm -f "$pidfile" "$logfile"
+if ! "$iperf3" -s -1 -D -p "$port" --pidfile "$pidfile" -J --logfile "$logfile"; then
+  echo "nasplan: $iperf3 -s -D failed" >&2
+  cat "$logfile" >&2 2>/dev/null
+  exit 1
+fi
+if [ ! -r /proc/net/tcp ]; then
+  # no Linux procfs to watch the port (BSD): give the daemon a moment instead
+  sleep 1
+  exit 0
+fi
+while [ "$ticks" -lt "$limit" ]; do
+  listening && exit 0
+  nap
+done
+echo "nasplan: iperf3 server did not listen on port $port within $((limit / 10)) s" >&2
+cat "$logfile" >&2 2>/dev/null
+pid=$(cat "$pidfile" 2>/dev/null)
+case $pid in ''|*[!0-9]*) ;; *) alive "$pid" && kill "$pid" ;; esac
+rm -f "$pidfile" "$logfile"
+exit 1
+"""
+
+# The one-off server exits by itself once it has written its JSON: give it `grace` tenths of a
+# second before TERM, then KILL. Only an iperf3 process is killed (the PID may have been reused).
+_STOP_BODY = """\
+pid=$(cat "$pidfile" 2>/dev/null)
+case $pid in ''|*[!0-9]*) pid= ;; esac
+if [ -n "$pid" ] && [ -r "/proc/$pid/comm" ] && [ "$(cat "/proc/$pid/comm")" != iperf3 ]; then
+  pid=
+fi
+if [ -n "$pid" ]; then
+  while [ "$ticks" -lt "$grace" ] && alive "$pid"; do nap; done
+  if alive "$pid"; then
+    kill "$pid" 2>/dev/null
+    ticks=0
+    while [ "$ticks" -lt 10 ] && alive "$pid"; do nap; done
+    alive "$pid" && kill -9 "$pid" 2>/dev/null
+  fi
+fi
+cat "$logfile" 2>/dev/null
+rm -f "$pidfile" "$logfile"
+exit 0
+"""
+
+
+def _assignments(values: Mapping[str, str | int]) -> str:
+    return "".join(f"{name}={shlex.quote(str(value))}\n" for name, value in values.items())
+
+
+def server_start_script(
+    iperf3_path: str,
+    port: int,
+    pidfile: str,
+    logfile: str,
+    *,
+    ready_timeout_s: int = SERVER_READY_TIMEOUT_S,
+) -> str:
+    """POSIX sh (busybox ash too) that starts a one-off daemon server and waits until it listens.
+
+    Exit 0: listening. Exit 3: the port was already in use. Exit 1: failed (reason on stderr).
+    """
+    values: dict[str, str | int] = {
+        "iperf3": iperf3_path,
+        "port": port,
+        "port_hex": f"{port:04X}",
+        "pidfile": pidfile,
+        "logfile": logfile,
+        "limit": ready_timeout_s * 10,
+    }
+    return _assignments(values) + _SH_HELPERS + _START_BODY
+
+
+def server_stop_script(pidfile: str, logfile: str, *, grace_s: float = 2.0) -> str:
+    """POSIX sh that stops the ``pidfile`` server if still alive, prints its log, removes both."""
+    values: dict[str, str | int] = {
+        "pidfile": pidfile,
+        "logfile": logfile,
+        "grace": round(grace_s * 10),
+    }
+    return _assignments(values) + _SH_HELPERS + _STOP_BODY
+
+
+def temp_paths(token: str, port: int) -> tuple[str, str]:
+    """The server's pidfile and logfile under /tmp for this run token: ``(pidfile, logfile)``."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", token)
+    base = f"/tmp/nasplan-iperf3-{safe}-{port}"
+    return f"{base}.pid", f"{base}.log"

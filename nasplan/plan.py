@@ -1,0 +1,300 @@
+"""Plans: YAML -> Jinja resolved over the inventory -> JSON Schema -> references -> ``Plan``."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import yaml
+from jinja2.sandbox import SandboxedEnvironment
+
+from nasplan.errors import InputError
+from nasplan.inventory import Inventory, load_inventory
+from nasplan.loader import Document, JsonPath, read_yaml, schema_errors
+
+_SINGLE_EXPRESSION = re.compile(r"^\s*\{\{[^{}]*\}\}\s*$")
+DEFAULT_IPERF3_PORT = 5201
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a client sends traffic: an interface of the server host, or a bare address."""
+
+    host: str | None
+    interface: str | None
+    address: str | None
+
+    def label(self) -> str:
+        """``nas.p2p`` or the address."""
+        if self.host and self.interface:
+            return f"{self.host}.{self.interface}"
+        return self.address or "?"
+
+
+@dataclass(frozen=True)
+class TestSpec:
+    """One test of a plan, resolved: common fields, plus ``settings`` for its measurement kind."""
+
+    id: str
+    name: str
+    kind: str
+    server: str
+    client: str
+    target: Target
+    repetitions: int
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        return (self.client, self.server)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A validated plan with its inventory; ``resolved`` is the plan data after Jinja."""
+
+    path: Path
+    name: str
+    description: str
+    inventory: Inventory
+    known_hosts: Path | None
+    setup_packages: tuple[str, ...]
+    tests: tuple[TestSpec, ...]
+    resolved: Mapping[str, Any]
+
+    @property
+    def host_names(self) -> tuple[str, ...]:
+        """Every host a test uses, sorted."""
+        return tuple(sorted({h for test in self.tests for h in test.hosts}))
+
+
+def parse_extra_var(text: str) -> tuple[str, Any]:
+    """``"duration_s=1"`` -> ``("duration_s", 1)``; the value is read as a YAML scalar."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise InputError(f"-e {text!r}: expected KEY=VALUE")
+    try:
+        parsed = yaml.safe_load(value) if value else ""
+    except yaml.YAMLError:
+        parsed = value
+    return key.strip(), parsed
+
+
+def _environment() -> SandboxedEnvironment:
+    return SandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False)
+
+
+def _render_value(
+    env: SandboxedEnvironment,
+    value: Any,
+    context: Mapping[str, Any],
+    document: Document,
+    path: JsonPath,
+) -> Any:
+    if isinstance(value, dict):
+        return {k: _render_value(env, v, context, document, (*path, k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_render_value(env, v, context, document, (*path, i)) for i, v in enumerate(value)]
+    if not isinstance(value, str) or ("{{" not in value and "{%" not in value):
+        return value
+    try:
+        rendered = env.from_string(value).render(context)
+    except jinja2.TemplateError as exc:
+        raise InputError(
+            document.error(path, f"template {value!r}: {exc.message or exc}")
+        ) from None
+    if _SINGLE_EXPRESSION.match(value):
+        # A value that is one expression keeps its type: "{{ vars.repetitions }}" -> 5, not "5".
+        try:
+            native = yaml.safe_load(rendered)
+        except yaml.YAMLError:
+            return rendered
+        if isinstance(native, (int, float, bool)) or native is None:
+            return native
+    return rendered
+
+
+def resolve_templates(
+    document: Document, inventory: Inventory, extra_vars: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Render every Jinja expression of the plan over ``hosts``, ``groups`` and ``vars``.
+
+    Precedence of vars, lowest first: inventory vars, plan vars, ``extra_vars`` (``-e``).
+    """
+    env = _environment()
+    data: dict[str, Any] = dict(document.data)
+    context: dict[str, Any] = {
+        "hosts": {name: host.template_view() for name, host in inventory.hosts.items()},
+        "groups": {name: list(members) for name, members in inventory.groups.items()},
+        "vars": dict(inventory.vars),
+    }
+    plan_vars = data.get("vars")
+    if isinstance(plan_vars, dict):
+        plan_vars = _render_value(env, plan_vars, context, document, ("vars",))
+        context["vars"] = {**context["vars"], **plan_vars}
+    if extra_vars:
+        context["vars"] = {**context["vars"], **extra_vars}
+        data["vars"] = {**(plan_vars if isinstance(plan_vars, dict) else {}), **extra_vars}
+    elif isinstance(plan_vars, dict):
+        data["vars"] = plan_vars
+    return {
+        key: value if key == "vars" else _render_value(env, value, context, document, (key,))
+        for key, value in data.items()
+    }
+
+
+def _parse_target(
+    document: Document, raw: dict[str, Any], index: int, inventory: Inventory
+) -> Target:
+    where: JsonPath = ("tests", index, "target")
+    server = raw["server"]
+    text = raw.get("target")
+    if text is None:
+        return Target(server, None, None)
+    try:
+        return Target(None, None, str(ipaddress.ip_address(text)))
+    except ValueError:
+        pass
+    host, _, iface = str(text).partition(".")
+    if not iface:
+        raise InputError(
+            document.error(
+                where, f"expected HOST.INTERFACE (e.g. {server}.lan) or an IP address, got {text!r}"
+            )
+        )
+    if host != server:
+        raise InputError(
+            document.error(
+                where, f"target {text!r} is not an interface of the server host {server!r}"
+            )
+        )
+    interfaces = inventory.hosts[server].interfaces
+    if iface not in interfaces:
+        known = ", ".join(sorted(interfaces)) or "none"
+        raise InputError(
+            document.error(
+                where,
+                f"host {server!r} has no interface {iface!r} in {inventory.path} (has: {known})",
+            )
+        )
+    return Target(server, iface, None)
+
+
+def _check_hosts(
+    document: Document, raw: dict[str, Any], index: int, inventory: Inventory
+) -> list[str]:
+    errors = []
+    for role in ("server", "client"):
+        name = raw[role]
+        if name not in inventory.hosts:
+            known = ", ".join(sorted(inventory.hosts))
+            errors.append(
+                document.error(
+                    ("tests", index, role),
+                    f"unknown host {name!r} (inventory {inventory.path} has: {known})",
+                )
+            )
+    if not errors and raw["server"] == raw["client"]:
+        errors.append(
+            document.error(("tests", index, "client"), "client and server are the same host")
+        )
+    return errors
+
+
+def _build_tests(
+    document: Document, resolved: dict[str, Any], inventory: Inventory
+) -> tuple[TestSpec, ...]:
+    errors: list[str] = []
+    tests: list[TestSpec] = []
+    seen: dict[str, int] = {}
+    for index, raw in enumerate(resolved["tests"]):
+        host_errors = _check_hosts(document, raw, index, inventory)
+        if host_errors:
+            errors.extend(host_errors)
+            continue
+        test_id = raw.get("id") or f"{raw['kind']}-{index + 1}"
+        if test_id in seen:
+            errors.append(
+                document.error(
+                    ("tests", index, "id"),
+                    f"duplicate test id {test_id!r} (also tests[{seen[test_id]}])",
+                )
+            )
+            continue
+        seen[test_id] = index
+        try:
+            target = _parse_target(document, raw, index, inventory)
+        except InputError as exc:
+            errors.extend(exc.messages)
+            continue
+        settings = {
+            k: v
+            for k, v in raw.items()
+            if k not in ("id", "name", "kind", "server", "client", "target", "repetitions")
+        }
+        settings.setdefault("port", DEFAULT_IPERF3_PORT + index)
+        tests.append(
+            TestSpec(
+                id=test_id,
+                name=str(raw.get("name") or test_id),
+                kind=str(raw["kind"]),
+                server=raw["server"],
+                client=raw["client"],
+                target=target,
+                repetitions=int(raw.get("repetitions", 3)),
+                settings=settings,
+            )
+        )
+    if errors:
+        raise InputError(errors)
+    return tuple(tests)
+
+
+def load_plan(
+    path: Path,
+    inventory_override: Path | None = None,
+    extra_vars: Mapping[str, Any] | None = None,
+) -> Plan:
+    """Load and validate a plan and its inventory; raise InputError listing every problem."""
+    document = read_yaml(path)
+    if not isinstance(document.data, dict):
+        raise InputError(
+            document.error((), "a plan must be a mapping with name, inventory and tests")
+        )
+    inventory_value = document.data.get("inventory")
+    if inventory_override is not None:
+        inventory_path = inventory_override
+    elif isinstance(inventory_value, str) and inventory_value:
+        inventory_path = path.parent / inventory_value
+    else:
+        errors = schema_errors(document, "plan")
+        raise InputError(errors or [document.error(("inventory",), "inventory is required")])
+    try:
+        inventory = load_inventory(inventory_path)
+    except InputError as exc:
+        if inventory_override is None and not inventory_path.exists():
+            raise InputError(
+                document.error(("inventory",), f"inventory file not found: {inventory_path}")
+            ) from None
+        raise exc from None
+    resolved = resolve_templates(document, inventory, extra_vars)
+    errors = schema_errors(Document(document.path, resolved, document.positions), "plan")
+    if errors:
+        raise InputError(errors)
+    tests = _build_tests(document, resolved, inventory)
+    known_hosts = resolved.get("known_hosts")
+    return Plan(
+        path=path,
+        name=resolved["name"],
+        description=str(resolved.get("description", "")).strip(),
+        inventory=inventory,
+        known_hosts=(path.parent / known_hosts) if known_hosts else None,
+        setup_packages=tuple((resolved.get("setup") or {}).get("packages") or ()),
+        tests=tests,
+        resolved=resolved,
+    )

@@ -1,0 +1,60 @@
+"""Platforms: how a kind of host gets its tools. One class per platform, an ordered registry."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from nasplan.facts import HostFacts
+
+
+@dataclass(frozen=True)
+class Command:
+    """A shell script to run on a host; ``sudo`` when it needs root; a line for --check output."""
+
+    script: str
+    description: str
+    sudo: bool = False
+
+
+class Platform(Protocol):
+    """One kind of host (Debian, QNAP, ...), recognised from its facts."""
+
+    name: str
+
+    def matches(self, facts: HostFacts) -> bool:
+        """True when ``facts`` come from a host of this platform."""
+        ...
+
+    def tool_path(self, facts: HostFacts, tool: str) -> str | None:
+        """Full path of ``tool`` (e.g. ``iperf3``) on this host, or None when it is missing."""
+        ...
+
+    def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
+        """Commands that make ``packages`` available; their last output line is each tool's path.
+
+        Raises PlatformError when this platform cannot install them (with what the user should do).
+        """
+        ...
+
+
+class PlatformError(Exception):
+    """A platform cannot do what was asked; the message tells the user what to do instead."""
+
+
+def registry() -> tuple[Platform, ...]:
+    """Every platform, most specific first; the first whose ``matches`` is true wins."""
+    from nasplan.platforms.debian import Debian
+    from nasplan.platforms.generic import GenericLinux
+
+    return (Debian(), GenericLinux())
+
+
+def detect(facts: HostFacts) -> Platform:
+    """The platform of a host, from its facts (the generic one when nothing else matches)."""
+    for platform in registry():
+        if platform.matches(facts):
+            return platform
+    raise AssertionError("GenericLinux matches every host")  # pragma: no cover

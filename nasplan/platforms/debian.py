@@ -1,0 +1,45 @@
+"""Debian and Ubuntu: tools from apt, installed non-interactively and only when missing."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from nasplan.platforms import Command
+
+if TYPE_CHECKING:
+    from nasplan.facts import HostFacts
+
+# iperf3's package asks whether to start a system-wide daemon; answer "no" before installing.
+_DEBCONF = {"iperf3": "iperf3 iperf3/start_daemon boolean false"}
+
+
+class Debian:
+    """Debian, Ubuntu and their derivatives (ID or ID_LIKE in /etc/os-release)."""
+
+    name = "debian"
+
+    def matches(self, facts: HostFacts) -> bool:
+        ids = {facts.os_id or "", *(facts.os_like or "").split()}
+        return bool(ids & {"debian", "ubuntu"})
+
+    def tool_path(self, facts: HostFacts, tool: str) -> str | None:
+        return facts.tool(tool)
+
+    def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
+        missing = [p for p in packages if not facts.tool(p)]
+        if not missing:
+            return []
+        preseed = "\n".join(_DEBCONF[p] for p in missing if p in _DEBCONF)
+        install = shlex.join(
+            ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing]
+        )
+        lines = ["set -e", "export DEBIAN_FRONTEND=noninteractive"]
+        if preseed:
+            lines.append(f"printf '%s\\n' {shlex.quote(preseed)} | debconf-set-selections")
+        # A fresh host may have no package lists yet: update only when the install cannot proceed.
+        retry = f"{{ apt-get update -q >/dev/null && {install} >/dev/null; }}"
+        lines.append(f"{install} >/dev/null 2>&1 || {retry}")
+        lines.extend(f"command -v {shlex.quote(p)}" for p in missing)
+        return [Command("\n".join(lines), f"apt-get install {' '.join(missing)}", sudo=True)]

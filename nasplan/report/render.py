@@ -1,0 +1,372 @@
+"""report.md from run.json alone: a pure function of the run, byte-identical for the same run."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from functools import cache
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Any
+from urllib.parse import quote
+
+import jinja2
+
+from nasplan.results import REPORT_FILE, load_run
+from nasplan.units import format_bits_per_second
+
+DASH = "–"
+LOOPBACK_NICS = frozenset({"lo", "lo0"})
+FRAMING_OVERHEAD_BYTES = {"ethernet": 38, "tc": 14}
+TCP_IPV4_HEADERS_BYTES = 52
+STATUS_MEANING = {
+    "ok": "every test ran",
+    "failed": "a test failed",
+    "unreachable": "a host could not be used",
+    "interrupted": "the run stopped before the end",
+}
+
+
+# --- filters: each name says the unit it prints ---------------------------------------------
+
+
+def bits_per_second(value: float | None) -> str:
+    """``941.5 Mbit/s`` / ``9.41 Gbit/s``; ``–`` when unknown."""
+    return DASH if value is None else format_bits_per_second(value)
+
+
+def bits_per_second_range(low: float | None, high: float | None) -> str:
+    """``939.8–941.5 Mbit/s``, or both rates in full when their units differ."""
+    if low is None or high is None:
+        return DASH
+    low_text, high_text = format_bits_per_second(low), format_bits_per_second(high)
+    low_number, _, low_unit = low_text.partition(" ")
+    high_number, _, high_unit = high_text.partition(" ")
+    if low_unit == high_unit:
+        return f"{low_number}–{high_number} {high_unit}"
+    return f"{low_text} – {high_text}"
+
+
+def nominal_speed(value: float | None) -> str:
+    """A link speed as people say it, unit named: ``10 Gbit/s``, ``2.5 Gbit/s``, ``100 Mbit/s``."""
+    if value is None:
+        return DASH
+    for factor, unit in ((10**9, "Gbit/s"), (10**6, "Mbit/s"), (10**3, "kbit/s")):
+        if value >= factor:
+            return f"{value / factor:g} {unit}"
+    return f"{value:g} bit/s"
+
+
+def speed_mbps(value: int | None) -> str:
+    """A NIC's negotiated speed given in Mbit/s (ethtool's unit), e.g. 10000 -> ``10 Gbit/s``."""
+    return DASH if value is None else nominal_speed(value * 10**6)
+
+
+def percent(ratio: float | None, digits: int = 1) -> str:
+    """A ratio as a percentage: 0.9844 -> ``98.4 %``."""
+    return DASH if ratio is None else f"{ratio * 100:.{digits}f} %"
+
+
+def cpu_percent(value: float | None) -> str:
+    """A value that already is a percentage (iperf3 CPU use): 12.5 -> ``12.5 %``."""
+    return DASH if value is None else f"{value:.1f} %"
+
+
+def gibibytes(value: int | None) -> str:
+    """Bytes in GiB (2^30 bytes): 8254390272 -> ``7.7 GiB``."""
+    return DASH if value is None else f"{value / 2**30:.1f} GiB"
+
+
+def megabytes_per_second(value: float | None) -> str:
+    """A bit rate in MB/s (10^6 bytes/s): 941.5 Mbit/s -> ``117.7 MB/s``."""
+    return DASH if value is None else f"{value / 8 / 10**6:.1f} MB/s"
+
+
+def mebibytes_per_second(value: float | None) -> str:
+    """A bit rate in MiB/s (2^20 bytes/s): 941.5 Mbit/s -> ``112.2 MiB/s``."""
+    return DASH if value is None else f"{value / 8 / 2**20:.1f} MiB/s"
+
+
+def count(value: int | None) -> str:
+    """An integer or ``–``."""
+    return DASH if value is None else str(value)
+
+
+def cell(value: Any) -> str:
+    """Text safe inside a Markdown table cell: pipes escaped, newlines folded."""
+    text = DASH if value is None or value == "" else str(value)
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def utc(timestamp: str | None) -> str:
+    """``2026-11-30T17:30:00Z`` -> ``2026-11-30 17:30:00 UTC``."""
+    if not timestamp:
+        return DASH
+    return timestamp.replace("T", " ").removesuffix("Z") + " UTC"
+
+
+FILTERS = {
+    "bits_per_second": bits_per_second,
+    "bits_per_second_range": bits_per_second_range,
+    "nominal_speed": nominal_speed,
+    "speed_mbps": speed_mbps,
+    "percent": percent,
+    "cpu_percent": cpu_percent,
+    "gibibytes": gibibytes,
+    "megabytes_per_second": megabytes_per_second,
+    "mebibytes_per_second": mebibytes_per_second,
+    "count": count,
+    "cell": cell,
+    "utc": utc,
+}
+
+
+# --- the view: what the template shows, computed from the run alone --------------------------
+
+
+def _duration(started_at: str, finished_at: str | None) -> str | None:
+    if not finished_at:
+        return None
+    seconds = int(
+        (datetime.fromisoformat(finished_at) - datetime.fromisoformat(started_at)).total_seconds()
+    )
+    minutes, seconds = divmod(max(seconds, 0), 60)
+    return f"{minutes} min {seconds} s" if minutes else f"{seconds} s"
+
+
+def _shown_file(path: str | None) -> str | None:
+    """A path as given, or only its file name when absolute (this machine's layout stays out)."""
+    if not path:
+        return None
+    if PurePosixPath(path).is_absolute() or PureWindowsPath(path).is_absolute():
+        return PurePosixPath(path.replace("\\", "/")).name
+    return path
+
+
+def _median(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def _platform(host: Mapping[str, Any]) -> str:
+    platform, hint = host.get("platform"), host.get("platform_hint")
+    if platform is None:
+        return f"unknown (inventory says {hint})" if hint and hint != "auto" else DASH
+    if hint and hint not in ("auto", platform):
+        return f"{platform} (inventory says {hint})"
+    return str(platform)
+
+
+def _nics(host: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """NIC rows sorted by OS name, with the inventory's name and role; declared-but-absent last."""
+    declared = {i["name"]: (key, i) for key, i in sorted(host.get("interfaces", {}).items())}
+    facts = host.get("facts") or {}
+    rows = []
+    for nic in sorted(facts.get("interfaces", []), key=lambda n: n["name"]):
+        if nic["name"] in LOOPBACK_NICS:
+            continue
+        key, iface = declared.pop(nic["name"], (None, {}))
+        rows.append(
+            {
+                "name": nic["name"],
+                "role": f"{key} ({iface.get('role', 'other')})" if key else None,
+                "mtu_bytes": nic.get("mtu_bytes"),
+                "speed_mbps": nic.get("speed_mbps"),
+                "driver": nic.get("driver"),
+                "addresses": ", ".join(nic.get("addresses", [])),
+                "missing": False,
+            }
+        )
+    if facts:
+        for name, (key, iface) in sorted(declared.items()):
+            rows.append(
+                {
+                    "name": name,
+                    "role": f"{key} ({iface.get('role', 'other')})",
+                    "mtu_bytes": None,
+                    "speed_mbps": None,
+                    "driver": None,
+                    "addresses": f"not found on the host (inventory: {iface.get('address')})",
+                    "missing": True,
+                }
+            )
+    return rows
+
+
+def _host(name: str, host: Mapping[str, Any]) -> dict[str, Any]:
+    facts = host.get("facts") or {}
+    os_text = facts.get("os_pretty") or " ".join(
+        str(p) for p in (facts.get("os_id"), facts.get("os_version")) if p
+    )
+    cpu_model, cores = facts.get("cpu_model"), facts.get("cpu_cores")
+    cpu = ", ".join(p for p in (cpu_model, f"{cores} cores" if cores else None) if p)
+    kernel = " ".join(str(p) for p in (facts.get("kernel"), facts.get("arch")) if p)
+    return {
+        "name": name,
+        "address": host.get("address"),
+        "platform": _platform(host),
+        "reachable": bool(host.get("reachable")),
+        "error": host.get("error"),
+        "os": os_text or None,
+        "kernel": kernel or None,
+        "cpu": cpu or None,
+        "memory_bytes": facts.get("memory_bytes"),
+        "iperf3_version": facts.get("iperf3_version"),
+        "nics": _nics(host),
+        "actions": list(host.get("actions", [])),
+    }
+
+
+def _path_label(params: Mapping[str, Any]) -> str:
+    client, target, address = params.get("client"), params.get("target"), params.get("address")
+    to = target or address or "?"
+    if address and address != target:
+        to = f"{to} ({address})"
+    return f"{client} → {to}" if client else to
+
+
+def _sender(params: Mapping[str, Any]) -> str:
+    if params.get("bidir"):
+        return "both (--bidir)"
+    if params.get("reverse"):
+        return f"{params.get('server')} (-R)"
+    return str(params.get("client", DASH))
+
+
+def _test(test: Mapping[str, Any]) -> dict[str, Any]:
+    params = test.get("params") or {}
+    path = test.get("path") or {}
+    summary = test.get("summary") or {}
+    reps = test.get("repetitions", [])
+    ok_reps = [r for r in reps if r.get("status") == "ok"]
+    retransmits = [r["retransmits"] for r in ok_reps if r.get("retransmits") is not None]
+    return {
+        "id": test["id"],
+        "name": test.get("name") or test["id"],
+        "kind": test["kind"],
+        "status": test["status"],
+        "error": test.get("error"),
+        "path_label": _path_label(params),
+        "sender": _sender(params),
+        "parallel": params.get("parallel", 1),
+        "protocol": str(params.get("protocol", "tcp")).upper(),
+        "params": params,
+        "path": path,
+        "summary": summary,
+        "median": summary.get("median"),
+        "wide_spread": bool(summary.get("wide_spread")),
+        "efficiency": test.get("efficiency"),
+        "retransmits_total": sum(retransmits) if retransmits else None,
+        "cpu_client_percent": _median(r.get("cpu_client_percent") for r in ok_reps),
+        "cpu_server_percent": _median(r.get("cpu_server_percent") for r in ok_reps),
+        "repetitions": [
+            {**r, "raw_link": quote(r["raw_file"]) if r.get("raw_file") else None} for r in reps
+        ],
+        "failed_repetitions": [r for r in reps if r.get("status") != "ok"],
+    }
+
+
+def _and(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+
+
+def _framings(tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each framing the run used, with a worked example per (speed, MTU)."""
+    examples: dict[str, dict[tuple[int, int], float | None]] = {}
+    for test in tests:
+        path = test["path"]
+        if path.get("framing") in FRAMING_OVERHEAD_BYTES:
+            found = examples.setdefault(path["framing"], {})
+            speed, mtu = path.get("speed_bits_per_second"), path.get("mtu_bytes")
+            if speed and mtu:
+                found[(speed, mtu)] = path.get("theoretical_bits_per_second")
+    return [
+        {
+            "name": name,
+            "overhead_bytes": FRAMING_OVERHEAD_BYTES[name],
+            "examples": [
+                {
+                    "speed_bits_per_second": speed,
+                    "mtu_bytes": mtu,
+                    "payload_bytes": mtu - TCP_IPV4_HEADERS_BYTES,
+                    "wire_bytes": mtu + FRAMING_OVERHEAD_BYTES[name],
+                    "theoretical_bits_per_second": theoretical,
+                }
+                for (speed, mtu), theoretical in sorted(found.items())
+            ],
+        }
+        for name, found in sorted(examples.items())
+    ]
+
+
+def build_view(run: Mapping[str, Any]) -> dict[str, Any]:
+    """Everything the template shows, derived from the run dict only (no clock, no machine)."""
+    hosts = [_host(name, host) for name, host in sorted(run["hosts"].items())]
+    tests = [_test(test) for test in run["tests"]]
+    measured = [t for t in tests if t["median"] is not None]
+    best = max(measured, key=lambda t: t["median"]) if measured else None
+    thresholds = sorted(
+        {
+            t["summary"]["wide_spread_threshold"]
+            for t in tests
+            if t["summary"].get("wide_spread_threshold") is not None
+        }
+    )
+    statuses = [t["status"] for t in tests]
+    counts = [f"{statuses.count(s)} {s}" for s in ("ok", "failed", "skipped") if s in statuses]
+    names = [h["name"] for h in hosts]
+    return {
+        "run": run,
+        "plan": run["plan"],
+        "description": str(run["plan"].get("description") or "").strip(),
+        "plan_file": _shown_file(run.get("plan_file")),
+        "inventory_file": _shown_file(run.get("inventory_file")),
+        "duration": _duration(run["started_at"], run.get("finished_at")),
+        "status_meaning": STATUS_MEANING.get(run["status"], run["status"]),
+        "kinds": sorted({t["kind"] for t in tests}),
+        "hosts": hosts,
+        "unreachable": [h for h in hosts if not h["reachable"]],
+        "tests": tests,
+        "between_hosts": f" between {_and(names)}" if names else "",
+        "tests_text": f"{len(tests)} test{'' if len(tests) == 1 else 's'}"
+        + (f" ({', '.join(counts)})" if counts else ""),
+        "failed": [t for t in tests if t["status"] != "ok"],
+        "best": best,
+        "framings": _framings(tests),
+        "spread_thresholds": thresholds,
+        "any_actions": any(h["actions"] for h in hosts),
+    }
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("nasplan.report", "templates"),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,  # Markdown, not HTML; table cells go through the `cell` filter
+    )
+    env.filters.update(FILTERS)
+    return env
+
+
+def render_report(run: Mapping[str, Any]) -> str:
+    """report.md text for a (validated) run dict; the same run always gives the same bytes."""
+    text = _environment().get_template("report.md.j2").render(**build_view(run))
+    # One blank line between blocks whatever the template's conditionals left behind.
+    lines: list[str] = []
+    for line in text.rstrip().splitlines():
+        line = line.rstrip()
+        if line or (lines and lines[-1]):
+            lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def write_report(run_dir: Path) -> Path:
+    """Render ``run_dir/run.json`` into ``run_dir/report.md``; return the report's path."""
+    path = run_dir / REPORT_FILE
+    path.write_text(render_report(load_run(run_dir)), encoding="utf-8", newline="\n")
+    return path

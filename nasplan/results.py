@@ -1,0 +1,191 @@
+"""The run directory: ``run.json`` (with ``schema_version``) and raw tool outputs under ``raw/``."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import re
+import tempfile
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import jsonschema
+
+from nasplan.errors import InputError
+from nasplan.loader import Document, JsonPath, load_schema, parse_yaml, schema_errors
+
+SCHEMA_VERSION = 1
+RUN_FILE = "run.json"
+RAW_DIR = "raw"
+REPORT_FILE = "report.md"
+REDACTED = "********"
+
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def run_id(plan_name: str, started_at: datetime) -> str:
+    """``20261130T173000Z-nas-upgrade``: UTC start time, then the plan name (naive = UTC)."""
+    moment = started_at if started_at.tzinfo else started_at.replace(tzinfo=timezone.utc)
+    stamp = moment.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    name = _UNSAFE_NAME.sub("-", plan_name).strip("-.") or "plan"
+    return f"{stamp}-{name}"
+
+
+def new_run_dir(base: Path, plan_name: str, started_at: datetime, out: Path | None) -> Path:
+    """Create the run directory with its ``raw/``; return its path.
+
+    Default ``<base>/runs/<run_id>/`` (``-2``, ``-3`` appended if that exists already);
+    ``out`` is used as given but must not exist or be empty.
+    """
+    if out is not None:
+        if out.exists() and not out.is_dir():
+            raise InputError(f"{out}: --out exists and is not a directory")
+        if out.is_dir() and any(out.iterdir()):
+            raise InputError(
+                f"{out}: --out directory is not empty; choose a new one so no run is overwritten"
+            )
+        run_dir = out
+        run_dir.mkdir(parents=True, exist_ok=True)
+    else:
+        runs = base / "runs"
+        runs.mkdir(parents=True, exist_ok=True)
+        name = run_id(plan_name, started_at)
+        run_dir = runs / name
+        suffix = 1
+        while True:
+            try:
+                run_dir.mkdir()
+                break
+            except FileExistsError:
+                suffix += 1
+                run_dir = runs / f"{name}-{suffix}"
+    (run_dir / RAW_DIR).mkdir(exist_ok=True)
+    return run_dir
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every non-empty secret replaced by ``********`` (longest secrets first)."""
+    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+def _clean(value: Any, secrets: list[str]) -> Any:
+    """A JSON-ready copy: secrets masked, NaN/infinity (not JSON) turned into null."""
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {_clean(k, secrets): _clean(v, secrets) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v, secrets) for v in value]
+    return value
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write through a temporary file in the same directory, then rename over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp_name, 0o644)
+        os.replace(temp_name, path)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+
+
+def dump_run(run: dict[str, Any], secrets: Iterable[str] = ()) -> str:
+    """run.json text: redacted, keys in insertion order, indent 2, UTF-8, trailing newline.
+
+    Never fails on odd values (a long run's data must reach the disk): NaN becomes null and
+    anything not JSON (a Path, a datetime) its ``str()``; ``run_errors`` reports such drift.
+    """
+    masked = [s for s in secrets if s]
+    return (
+        json.dumps(
+            _clean(run, masked),
+            indent=2,
+            ensure_ascii=False,
+            allow_nan=False,
+            default=lambda value: redact(str(value), masked),
+        )
+        + "\n"
+    )
+
+
+def save_run(run_dir: Path, run: dict[str, Any], secrets: Iterable[str] = ()) -> Path:
+    """Write ``run_dir/run.json`` atomically (secrets masked); return its path.
+
+    It is written even when it does not match the schema (a run's data is never thrown away);
+    call ``run_errors`` first to check it.
+    """
+    path = run_dir / RUN_FILE
+    _write_atomically(path, dump_run(run, secrets))
+    return path
+
+
+def save_raw(run_dir: Path, relative_path: str, text: str, secrets: Iterable[str] = ()) -> str:
+    """Write a raw tool output (secrets masked); return its path relative to the run directory.
+
+    ``relative_path`` is relative to the run directory and must lie under ``raw/``,
+    e.g. ``"raw/lan-single/rep-1.json"``; the same string is returned for run.json.
+    """
+    posix = PurePosixPath(relative_path)
+    if posix.is_absolute() or ".." in posix.parts or posix.parts[:1] != (RAW_DIR,):
+        raise ValueError(f"raw file path must be relative and under {RAW_DIR}/: {relative_path!r}")
+    _write_atomically(run_dir.joinpath(*posix.parts), redact(text, secrets))
+    return posix.as_posix()
+
+
+def run_errors(run: Any, path: Path = Path(RUN_FILE), text: str | None = None) -> list[str]:
+    """Problems of a run dict against schemas/run.json, one ``FILE:LINE:COL: path: msg`` each."""
+    if not isinstance(run, dict):
+        return [f"{path}: expected a JSON object, got {type(run).__name__}"]
+    version = run.get("schema_version")
+    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+        return [
+            f"{path}: run.json schema_version {version} is newer than this nasplan supports "
+            f"({SCHEMA_VERSION}); upgrade nasplan"
+        ]
+    validator = jsonschema.Draft202012Validator(load_schema("run"))
+    if validator.is_valid(run):
+        return []
+    positions: dict[JsonPath, tuple[int, int]] = {}
+    with contextlib.suppress(InputError):
+        # JSON is (nearly) YAML: the YAML composer gives each JSON path its line and column.
+        positions = parse_yaml(path, text if text is not None else dump_run(run)).positions
+    return schema_errors(Document(path, run, positions), "run")
+
+
+def run_file(run_dir_or_file: Path) -> Path:
+    """``run.json`` of a run directory, or the file itself."""
+    return run_dir_or_file / RUN_FILE if run_dir_or_file.is_dir() else run_dir_or_file
+
+
+def load_run(run_dir_or_file: Path) -> dict[str, Any]:
+    """Read and validate run.json of a run directory (or the file); raise InputError if bad."""
+    path = run_file(run_dir_or_file)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found (not a nasplan run directory?)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from None
+    try:
+        run = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+    errors = run_errors(run, path, text)
+    if errors:
+        raise InputError(errors)
+    result: dict[str, Any] = run
+    return result

@@ -1,0 +1,188 @@
+"""The one place that opens SSH connections: strict host keys, argv quoted, results as values."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import select
+import shlex
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import paramiko
+from fabric import Config, Connection
+
+from nasplan.errors import HostError
+from nasplan.inventory import Host
+from nasplan.runner import Result
+
+_READ_CHUNK_BYTES = 65536
+
+
+def fingerprint(key: paramiko.PKey) -> str:
+    """OpenSSH-style fingerprint, e.g. ``ssh-ed25519 SHA256:Xk1...``."""
+    digest = hashlib.sha256(key.asbytes()).digest()
+    return f"{key.get_name()} SHA256:{base64.b64encode(digest).decode().rstrip('=')}"
+
+
+class UnknownHostKeyError(paramiko.SSHException):
+    """The server's key is not in known_hosts: refused, with its fingerprint for the user."""
+
+
+class _RefuseUnknownHostKey(paramiko.MissingHostKeyPolicy):
+    """Refuse hosts that are not in known_hosts (Fabric's default would accept them silently)."""
+
+    def __init__(self, known_hosts: Sequence[Path]) -> None:
+        self.known_hosts = known_hosts
+
+    def missing_host_key(
+        self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey
+    ) -> None:
+        where = ", ".join(str(p) for p in self.known_hosts) or "no known_hosts file"
+        raise UnknownHostKeyError(
+            f"host key for {hostname} is not known ({fingerprint(key)}); "
+            f"not in {where}. Verify the fingerprint on the host "
+            f"(ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub) and add it with ssh-keyscan"
+        )
+
+
+def known_hosts_files(host: Host, ssh_config: dict[str, object]) -> list[Path]:
+    """Known_hosts files checked for ``host``: the inventory's, else ssh_config's, else ~/.ssh."""
+    if host.known_hosts is not None:
+        return [host.known_hosts]
+    configured = ssh_config.get("userknownhostsfile")
+    if configured:
+        names = configured if isinstance(configured, list) else str(configured).split()
+        return [Path(str(n)).expanduser() for n in names]
+    return [Path("~/.ssh/known_hosts").expanduser()]
+
+
+def _harden(connection: Connection, host: Host) -> None:
+    files = known_hosts_files(host, dict(connection.ssh_config))
+    keys = connection.client.get_host_keys()
+    for path in files:
+        if path.is_file():
+            # HostKeys.load, not SSHClient.load_host_keys: nasplan never writes known_hosts back.
+            keys.load(str(path))
+    connection.client.set_missing_host_key_policy(_RefuseUnknownHostKey(files))
+    gateway = connection.gateway
+    if isinstance(gateway, Connection):  # ProxyJump: the jump host is checked just as strictly
+        _harden(gateway, host)
+
+
+class SshRunner:
+    """Runs commands on one host over one SSH connection (a ``nasplan.runner.Runner``)."""
+
+    def __init__(self, host: Host, connection: Connection) -> None:
+        self.name = host.name
+        self.host = host
+        self.connection = connection
+        self.is_root = host.user == "root"
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout_s: float | None = None,
+        stdin: str | None = None,
+        sudo: bool = False,
+    ) -> Result:
+        """Run ``argv`` (each argument quoted) and return its Result."""
+        return self.run_script(shlex.join(argv), timeout_s=timeout_s, stdin=stdin, sudo=sudo)
+
+    def run_script(
+        self,
+        script: str,
+        *,
+        timeout_s: float | None = None,
+        stdin: str | None = None,
+        sudo: bool = False,
+    ) -> Result:
+        """Run shell text with ``sh -c``; with ``sudo`` as root (``sudo -n`` when not root)."""
+        command = shlex.join(["sh", "-c", script])
+        if sudo and not self.is_root:
+            command = shlex.join(["sudo", "-n", "--", "sh", "-c", script])
+        return self._exec(command, script, timeout_s, stdin)
+
+    def _exec(self, command: str, shown: str, timeout_s: float | None, stdin: str | None) -> Result:
+        transport = self.connection.client.get_transport()
+        if transport is None or not transport.is_active():
+            raise HostError(f"{self.name}: SSH connection lost")
+        channel = transport.open_session(timeout=10)
+        try:
+            channel.exec_command(command)
+            if stdin:
+                channel.sendall(stdin.encode())
+            channel.shutdown_write()
+            return self._collect(channel, shown, timeout_s)
+        finally:
+            channel.close()
+
+    @staticmethod
+    def _collect(channel: paramiko.Channel, shown: str, timeout_s: float | None) -> Result:
+        stdout, stderr = bytearray(), bytearray()
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            if channel.recv_ready():
+                stdout += channel.recv(_READ_CHUNK_BYTES)
+                continue
+            if channel.recv_stderr_ready():
+                stderr += channel.recv_stderr(_READ_CHUNK_BYTES)
+                continue
+            if channel.exit_status_ready() and (channel.eof_received or channel.closed):
+                break
+            if deadline is not None and time.monotonic() > deadline:
+                return Result(
+                    shown, stdout.decode(errors="replace"), f"timed out after {timeout_s} s", 124
+                )
+            select.select([channel], [], [], 0.05)
+        return Result(
+            shown,
+            stdout.decode(errors="replace"),
+            stderr.decode(errors="replace"),
+            channel.recv_exit_status(),
+        )
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def connect(host: Host, *, timeout_s: float = 10) -> SshRunner:
+    """Open an SSH connection to ``host`` with strict host-key checking.
+
+    ``~/.ssh/config`` aliases, users, ports and ProxyJump are honoured (through Fabric).
+    Raises HostError with a one-line reason (unknown/changed key with fingerprint, auth, network).
+    """
+    connect_kwargs: dict[str, object] = {"allow_agent": True}
+    if host.identity_file is not None:
+        connect_kwargs["key_filename"] = [str(host.identity_file)]
+        connect_kwargs["look_for_keys"] = False
+    connection = Connection(
+        host.address,
+        user=host.user,
+        port=host.port,
+        connect_timeout=timeout_s,
+        connect_kwargs=connect_kwargs,
+        config=Config(),
+    )
+    _harden(connection, host)
+    target = f"{host.name} ({connection.user}@{connection.host}:{connection.port})"
+    try:
+        connection.open()
+    except paramiko.BadHostKeyException as exc:
+        raise HostError(
+            f"{target}: host key CHANGED: got {fingerprint(exc.key)}, "
+            f"known_hosts has {fingerprint(exc.expected_key)}; refusing to connect"
+        ) from None
+    except UnknownHostKeyError as exc:
+        raise HostError(f"{target}: {exc}") from None
+    except paramiko.AuthenticationException as exc:
+        raise HostError(f"{target}: authentication failed: {exc}") from None
+    except (TimeoutError, paramiko.SSHException, OSError, EOFError) as exc:
+        reason = str(exc) or type(exc).__name__
+        raise HostError(f"{target}: cannot connect: {reason}") from None
+    user = connection.user
+    runner = SshRunner(host, connection)
+    runner.is_root = user == "root"
+    return runner

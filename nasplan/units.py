@@ -1,0 +1,62 @@
+"""Units: parse rates and sizes from plan text, format them with their unit named."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+
+_RATE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)(?:bit/s|bps|b)?\s*$")
+_RATE_FACTORS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)(i?)[bB]?\s*$")
+
+
+def parse_rate(text: str | int | float) -> int:
+    """Parse a rate such as ``"2.5G"``, ``"100M"`` or ``1000000000`` into bits per second.
+
+    Suffixes are decimal (SI): ``1G`` is 10^9 bit/s. Raises ValueError on anything else.
+    """
+    if isinstance(text, bool):
+        raise ValueError(f"not a rate: {text!r}")
+    if isinstance(text, (int, float)):
+        return int(text)
+    match = _RATE_RE.match(text)
+    if not match:
+        raise ValueError(f"not a rate: {text!r} (expected e.g. 1G, 2.5G, 100M)")
+    number, suffix = match.groups()
+    # Decimal, not float: float("2.01") * 10**9 truncates to 2_009_999_999
+    return int(Decimal(number) * _RATE_FACTORS[suffix.lower()])
+
+
+def parse_size(text: str | int) -> int:
+    """Parse a size such as ``"1GiB"`` (2^30 bytes) or ``"10GB"`` (10^10 bytes) into bytes."""
+    if isinstance(text, bool):
+        raise ValueError(f"not a size: {text!r}")
+    if isinstance(text, int):
+        return text
+    match = _SIZE_RE.match(text)
+    if not match:
+        raise ValueError(f"not a size: {text!r} (expected e.g. 1GiB, 512MiB, 10GB)")
+    number, prefix, binary = match.groups()
+    power = "kmgt".find(prefix.lower()) + 1 if prefix else 0
+    base = 1024 if binary else 1000
+    return int(Decimal(number) * base**power)
+
+
+def format_bits_per_second(bits_per_second: float) -> str:
+    """Format a rate with Gbit/s or Mbit/s, e.g. ``"9.41 Gbit/s"``, ``"941.5 Mbit/s"``."""
+    if bits_per_second >= 10**9:
+        return f"{bits_per_second / 10**9:.2f} Gbit/s"
+    if bits_per_second >= 10**6:
+        return f"{bits_per_second / 10**6:.1f} Mbit/s"
+    if bits_per_second >= 10**3:
+        return f"{bits_per_second / 10**3:.1f} kbit/s"
+    return f"{bits_per_second:.0f} bit/s"
+
+
+def format_rate_short(bits_per_second: float) -> str:
+    """Format a nominal link speed the way people say it: ``"10G"``, ``"2.5G"``, ``"100M"``."""
+    for factor, suffix in ((10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "k")):
+        if bits_per_second >= factor:
+            return f"{bits_per_second / factor:g}{suffix}"
+    return f"{bits_per_second:g}"

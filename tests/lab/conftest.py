@@ -1,0 +1,70 @@
+"""Lab tests: root only (skipped elsewhere, never in CI); the example lab and custom labs."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from nasplan import lab
+from nasplan.lab import LabState
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE_LAB = ROOT / "plans/examples/lab.yaml"
+HERE = Path(__file__).resolve().parent
+
+
+def require_root() -> None:
+    """Skip without root; in CI (``CI`` set) fail instead: lab tests must never be skipped there."""
+    if os.geteuid() == 0:
+        return
+    if os.environ.get("CI"):
+        pytest.fail("lab tests need root (network namespaces) and CI must run them", pytrace=False)
+    pytest.skip("lab tests need root (network namespaces)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if HERE in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(pytest.mark.lab)
+
+
+@pytest.fixture(autouse=True)
+def _root_only() -> None:
+    require_root()
+
+
+@pytest.fixture(scope="session")
+def example_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabState]:
+    """plans/examples/lab.yaml brought up in a temporary state dir, torn down at session end."""
+    require_root()
+    state_dir = tmp_path_factory.mktemp("example-lab") / "state"
+    try:
+        yield lab.up(EXAMPLE_LAB, state_dir)
+    finally:
+        lab.down(EXAMPLE_LAB, state_dir)
+
+
+@pytest.fixture
+def make_lab(tmp_path: Path) -> Iterator[Callable[[dict[str, Any]], LabState]]:
+    """Bring up a lab described by a dict (give it its own name and LAN prefix, e.g.
+    198.18.20.0/24, so it does not collide with ``example_lab``); all are torn down after the test.
+    """
+    made: list[tuple[Path, Path]] = []
+
+    def make(spec: dict[str, Any]) -> LabState:
+        lab_file = tmp_path / f"{spec['name']}.yaml"
+        lab_file.write_text(yaml.safe_dump(spec, sort_keys=False))
+        state_dir = tmp_path / "state" / spec["name"]
+        made.append((lab_file, state_dir))
+        return lab.up(lab_file, state_dir)
+
+    try:
+        yield make
+    finally:
+        for lab_file, state_dir in reversed(made):
+            lab.down(lab_file, state_dir)

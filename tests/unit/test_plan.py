@@ -1,0 +1,116 @@
+"""Plans: Jinja over the inventory, schema checks after resolution, reference checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nasplan.errors import InputError
+from nasplan.plan import load_plan
+
+INVENTORY = """
+vars: {user: root, framing: tc}
+hosts:
+  nas:
+    address: 198.18.0.10
+    interfaces:
+      lan: {name: eth0, role: lan, speed: 1G, address: 198.18.0.10/24}
+      p2p: {name: eth1, role: test, speed: 10G}
+  ws:
+    address: 198.18.0.11
+"""
+
+
+def make(tmp_path: Path, plan: str) -> Path:
+    (tmp_path / "inventory.yaml").write_text(INVENTORY)
+    path = tmp_path / "plan.yaml"
+    path.write_text(plan)
+    return path
+
+
+BASE = """name: demo
+inventory: inventory.yaml
+vars: {secs: 2}
+tests:
+  - id: lan
+    kind: iperf3
+    server: nas
+    client: ws
+    target: nas.lan
+    duration_s: "{{ vars.secs }}"
+    repetitions: 2
+"""
+
+
+def test_plan_loads_with_jinja_resolved_to_native_types(tmp_path: Path) -> None:
+    plan = load_plan(make(tmp_path, BASE))
+    (test,) = plan.tests
+    assert test.settings["duration_s"] == 2  # an int, not "2"
+    assert test.target.label() == "nas.lan"
+    assert test.repetitions == 2
+    assert plan.host_names == ("nas", "ws")
+    assert plan.inventory.hosts["nas"].framing == "tc"
+
+
+def test_jinja_over_inventory_hosts(tmp_path: Path) -> None:
+    text = BASE.replace("target: nas.lan", 'target: "{{ hosts.nas.interfaces.lan.address }}"')
+    (test,) = load_plan(make(tmp_path, text)).tests
+    assert test.target.address == "198.18.0.10"
+
+
+def test_undefined_jinja_variable_names_the_line(tmp_path: Path) -> None:
+    path = make(tmp_path, BASE.replace("vars.secs", "vars.nope"))
+    with pytest.raises(InputError) as info:
+        load_plan(path)
+    (message,) = info.value.messages
+    assert message.startswith(f"{path}:10:17: tests[0].duration_s: template")
+    assert "nope" in message
+
+
+def test_schema_checked_after_resolution(tmp_path: Path) -> None:
+    path = make(tmp_path, BASE.replace("secs: 2", "secs: 0"))
+    with pytest.raises(InputError, match=r"tests\[0\]\.duration_s: 0 is less than the minimum"):
+        load_plan(path)
+
+
+def test_unknown_key_in_a_test(tmp_path: Path) -> None:
+    path = make(tmp_path, BASE.replace("    repetitions: 2", "    repetition: 2"))
+    with pytest.raises(InputError) as info:
+        load_plan(path)
+    assert info.value.messages == [
+        f"{path}:11:5: tests[0].repetition: unknown key 'repetition' (known keys: bidir, bitrate, "
+        "client, duration_s, id, kind, mss, name, omit_s, parallel, port, protocol, repetitions, "
+        "reverse, server, target, window, zerocopy)"
+    ]
+
+
+def test_unknown_host_and_interface(tmp_path: Path) -> None:
+    path = make(tmp_path, BASE.replace("client: ws", "client: wz"))
+    with pytest.raises(InputError, match=r"plan.yaml:8:13: tests\[0\]\.client: unknown host 'wz'"):
+        load_plan(path)
+    path = make(tmp_path, BASE.replace("target: nas.lan", "target: nas.ten"))
+    with pytest.raises(InputError, match=r"tests\[0\]\.target: host 'nas' has no interface 'ten'"):
+        load_plan(path)
+    path = make(tmp_path, BASE.replace("target: nas.lan", "target: ws.lan"))
+    with pytest.raises(InputError, match="not an interface of the server host 'nas'"):
+        load_plan(path)
+
+
+def test_missing_inventory_points_at_the_plan_line(tmp_path: Path) -> None:
+    path = make(tmp_path, BASE.replace("inventory.yaml", "nowhere.yaml"))
+    with pytest.raises(InputError, match=r"plan.yaml:2:\d+: inventory: inventory file not found"):
+        load_plan(path)
+
+
+def test_duplicate_test_ids(tmp_path: Path) -> None:
+    second = BASE.split("tests:\n")[1]
+    path = make(tmp_path, BASE + second)
+    with pytest.raises(InputError, match=r"duplicate test id 'lan' \(also tests\[0\]\)"):
+        load_plan(path)
+
+
+def test_default_ports_are_distinct(tmp_path: Path) -> None:
+    second = BASE.split("tests:\n")[1].replace("id: lan", "id: lan2")
+    plan = load_plan(make(tmp_path, BASE + second))
+    assert plan.tests[0].settings["port"] != plan.tests[1].settings["port"]

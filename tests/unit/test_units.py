@@ -1,0 +1,101 @@
+"""Units: rates and sizes parsed from plan text, and formatted with their unit named."""
+
+from __future__ import annotations
+
+import pytest
+
+from nasplan.units import format_bits_per_second, format_rate_short, parse_rate, parse_size
+
+
+@pytest.mark.parametrize(
+    ("text", "bits_per_second"),
+    [
+        ("1G", 1_000_000_000),
+        ("2.5G", 2_500_000_000),
+        ("100M", 100_000_000),
+        ("10g", 10_000_000_000),
+        ("1Gbit/s", 1_000_000_000),
+        ("100 Mbps", 100_000_000),
+        ("1.2T", 1_200_000_000_000),
+        ("64k", 64_000),
+        ("1500", 1500),
+        ("2.01G", 2_010_000_000),  # float arithmetic would give 2_009_999_999
+        (1_000_000_000, 1_000_000_000),
+    ],
+)
+def test_parse_rate(text: str | int, bits_per_second: int) -> None:
+    assert parse_rate(text) == bits_per_second
+
+
+def test_parse_rate_is_exact_for_every_two_decimal_gigabit_rate() -> None:
+    wrong = [
+        f"{i / 100:.2f}G" for i in range(1, 1000) if parse_rate(f"{i / 100:.2f}G") != i * 10**7
+    ]
+    assert wrong == []
+
+
+@pytest.mark.parametrize("text", ["1GB", "1e9", "", "fast", "-1G", "1 G B", "1.G"])
+def test_parse_rate_rejects(text: str) -> None:
+    with pytest.raises(ValueError, match="not a rate"):
+        parse_rate(text)
+
+
+def test_parse_rate_rejects_a_boolean() -> None:
+    with pytest.raises(ValueError):
+        parse_rate(True)
+
+
+@pytest.mark.parametrize(
+    ("text", "size_bytes"),
+    [
+        ("1GiB", 2**30),
+        ("512MiB", 512 * 2**20),
+        ("10GB", 10 * 10**9),
+        ("1.5KiB", 1536),
+        ("4k", 4000),
+        ("100", 100),
+        ("0.3MB", 300_000),
+        (4096, 4096),
+    ],
+)
+def test_parse_size(text: str | int, size_bytes: int) -> None:
+    assert parse_size(text) == size_bytes
+
+
+@pytest.mark.parametrize("text", ["1 gibibyte", "GiB", "-1MB", "1.5.2GB"])
+def test_parse_size_rejects(text: str) -> None:
+    with pytest.raises(ValueError, match="not a size"):
+        parse_size(text)
+
+
+def test_parse_size_rejects_a_boolean() -> None:
+    with pytest.raises(ValueError):
+        parse_size(False)
+
+
+@pytest.mark.parametrize(
+    ("bits_per_second", "text"),
+    [
+        (9_411_000_000, "9.41 Gbit/s"),
+        (941_482_444.7, "941.5 Mbit/s"),
+        (1_000_000_000, "1.00 Gbit/s"),
+        (99_947_141.9, "99.9 Mbit/s"),
+        (64_000, "64.0 kbit/s"),
+        (12, "12 bit/s"),
+    ],
+)
+def test_format_bits_per_second(bits_per_second: float, text: str) -> None:
+    assert format_bits_per_second(bits_per_second) == text
+
+
+@pytest.mark.parametrize(
+    ("bits_per_second", "text"),
+    [(10**10, "10G"), (2_500_000_000, "2.5G"), (100_000_000, "100M"), (10**9, "1G"), (5_000, "5k")],
+)
+def test_format_rate_short(bits_per_second: float, text: str) -> None:
+    assert format_rate_short(bits_per_second) == text
+
+
+@pytest.mark.parametrize("text", ["1G", "2.5G", "100M", "10G", "25G"])
+def test_format_rate_short_round_trips_plan_rates(text: str) -> None:
+    assert format_rate_short(parse_rate(text)) == text
