@@ -1,0 +1,25 @@
+"""What every test kind gets while a plan runs: the plan, the host sessions, where to write."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nasplan.hosts import HostSession
+    from nasplan.plan import Plan
+    from nasplan.progress import Progress
+
+
+@dataclass
+class RunContext:
+    """Passed explicitly to every test kind; ``secrets`` are masked in everything written."""
+
+    plan: Plan
+    sessions: Mapping[str, HostSession]
+    run_dir: Path
+    progress: Progress
+    secrets: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)

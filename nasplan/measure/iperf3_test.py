@@ -1,0 +1,184 @@
+"""The iperf3 test kind: a plan test -> repetitions on real hosts -> a run.json test record."""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+from pathlib import Path
+from typing import Any
+
+from nasplan.analysis import efficiency, summarize
+from nasplan.context import RunContext
+from nasplan.hosts import HostSession
+from nasplan.measure import TestKind, iperf3
+from nasplan.paths import describe_path, nic_holding, nic_towards, path_end
+from nasplan.plan import Plan, TestSpec
+from nasplan.results import save_raw
+from nasplan.units import parse_rate
+
+
+def target_address(test: TestSpec, plan: Plan, server: HostSession) -> str:
+    """The address the client sends to: the target interface's, else the server's address."""
+    target = test.target
+    if target.address:
+        return target.address
+    if target.interface:
+        iface = plan.inventory.hosts[test.server].interfaces[target.interface]
+        if iface.address:
+            return iface.address
+        nic = server.facts.interface(iface.name) if server.facts else None
+        for cidr in nic.addresses if nic else ():
+            if ":" not in cidr:
+                return cidr.split("/")[0]
+        raise ValueError(
+            f"interface {target.label()} ({iface.name}) has no IPv4 address in the inventory "
+            "or on the host"
+        )
+    return server.host.address
+
+
+def _window_bytes(text: str) -> int:
+    factor = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(text[-1:], 1)
+    return int(text.rstrip("KMG")) * factor
+
+
+def params_of(test: TestSpec) -> iperf3.Iperf3Params:
+    """Plan settings -> the measurement's parameters."""
+    s = test.settings
+    bitrate, window = s.get("bitrate"), s.get("window")
+    return iperf3.Iperf3Params(
+        duration_s=int(s.get("duration_s", 10)),
+        omit_s=int(s.get("omit_s", 0)),
+        parallel=int(s.get("parallel", 1)),
+        reverse=bool(s.get("reverse", False)),
+        bidir=bool(s.get("bidir", False)),
+        protocol=str(s.get("protocol", "tcp")),
+        udp_bitrate_bits_per_second=None if bitrate is None else parse_rate(bitrate),
+        zerocopy=bool(s.get("zerocopy", False)),
+        window_bytes=_window_bytes(window) if window else None,
+        mss_bytes=s.get("mss"),
+        port=int(s["port"]),
+    )
+
+
+def new_record(test: TestSpec, params: dict[str, Any], metric: str) -> dict[str, Any]:
+    """A test record that has not run yet (status failed until it succeeds)."""
+    return {
+        "id": test.id,
+        "kind": test.kind,
+        "name": test.name,
+        "status": "failed",
+        "error": None,
+        "params": params,
+        "path": None,
+        "repetitions": [],
+        "summary": summarize([], metric),
+        "efficiency": None,
+    }
+
+
+def not_ready(test: TestSpec, ctx: RunContext) -> str | None:
+    """Why a test's hosts cannot run it (unreachable, tools missing), or None."""
+    for name in dict.fromkeys(test.hosts):
+        session = ctx.sessions[name]
+        if not session.ready:
+            return session.error or f"{name} is not ready"
+    return None
+
+
+def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:
+    """Run every repetition of one iperf3 test; failures are recorded, never raised."""
+    params = params_of(test)
+    record = new_record(
+        test,
+        {
+            "server": test.server,
+            "client": test.client,
+            "target": test.target.label(),
+            "address": None,
+            "repetitions": test.repetitions,
+            **dataclasses.asdict(params),
+        },
+        "bits_per_second",
+    )
+    reason = not_ready(test, ctx)
+    if reason:
+        record["error"] = reason
+        return record
+    server, client = ctx.sessions[test.server], ctx.sessions[test.client]
+    assert server.facts is not None and client.facts is not None
+    try:
+        address = target_address(test, ctx.plan, server)
+    except ValueError as exc:
+        record["error"] = str(exc)
+        return record
+    record["params"]["address"] = address
+    record["path"] = describe_path(
+        path_end(server.host, nic_holding(server.facts, address)),
+        path_end(client.host, nic_towards(client.facts, address)),
+    )
+    total_s = (params.duration_s + params.omit_s + 1) * test.repetitions
+    token = secrets.token_hex(4)
+    errors: list[str] = []
+    for index in range(1, test.repetitions + 1):
+        ctx.progress.test(test.id, index, test.repetitions, total_s)
+        rep = _repetition(test, params, address, server, client, ctx.run_dir, index, token)
+        if rep["error"]:
+            errors.append(f"repetition {index}: {rep['error']}")
+        record["repetitions"].append(rep)
+    rates = [r["bits_per_second"] for r in record["repetitions"] if r["status"] == "ok"]
+    record["summary"] = summarize(rates, "bits_per_second")
+    theoretical = record["path"]["theoretical_bits_per_second"]
+    record["efficiency"] = efficiency(record["summary"]["median"], theoretical)
+    record["status"] = "failed" if errors else "ok"
+    record["error"] = "; ".join(errors) or None
+    return record
+
+
+def _repetition(
+    test: TestSpec,
+    params: iperf3.Iperf3Params,
+    address: str,
+    server: HostSession,
+    client: HostSession,
+    run_dir: Path,
+    index: int,
+    token: str,
+) -> dict[str, Any]:
+    assert server.runner is not None and client.runner is not None
+    raw_name = f"raw/{test.id}/rep-{index}.json"
+    rep: dict[str, Any] = {"index": index, "status": "failed", "error": None, "raw_file": None}
+    try:
+        raw, parsed = iperf3.run_repetition(
+            server.runner,
+            client.runner,
+            server.tools["iperf3"],
+            client.tools["iperf3"],
+            address,
+            params,
+            f"{token}-{index}",
+            client_iperf3_version=client.facts.iperf3_version if client.facts else None,
+        )
+    except iperf3.Iperf3Error as exc:
+        rep["error"] = str(exc)
+        if exc.raw:
+            rep["raw_file"] = save_raw(run_dir, raw_name, exc.raw)
+        return rep
+    rep.update(iperf3.repetition_fields(parsed))
+    rep["status"] = "ok"
+    rep["raw_file"] = save_raw(run_dir, raw_name, raw)
+    return rep
+
+
+def describe(test: TestSpec) -> str:
+    """One line for ``apply --check``."""
+    s = test.settings
+    streams = f", {s['parallel']} streams" if s.get("parallel", 1) > 1 else ""
+    reverse = ", reverse" if s.get("reverse") else ""
+    return (
+        f"iperf3 {test.client} -> {test.target.label()}{streams}{reverse}, "
+        f"{test.repetitions} x {s.get('duration_s', 10)} s"
+    )
+
+
+KIND = TestKind(name="iperf3", tools=("iperf3",), run=run, describe=describe)
