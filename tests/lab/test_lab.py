@@ -219,6 +219,11 @@ def test_down_leaves_nothing_even_when_pieces_are_already_gone(tmp_path: Path) -
     state = lab.up(lab_file, tmp_path / "state")
     try:
         stray = subprocess.Popen(["ip", "netns", "exec", state.hosts["x"].namespace, "sleep", "60"])
+        # `ip netns exec` enters the namespace a moment after Popen returns: wait until it has.
+        deadline = time.monotonic() + 5
+        while stray.pid not in netns.namespace_pids(state.hosts["x"].namespace):
+            assert time.monotonic() < deadline, "the stray process never entered the namespace"
+            time.sleep(0.02)
         # A half-broken lab: one namespace deleted by hand while its sshd still runs.
         subprocess.run(["ip", "netns", "delete", state.hosts["y"].namespace], check=True)
     finally:
