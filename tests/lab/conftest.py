@@ -40,13 +40,23 @@ def _root_only() -> None:
 
 @pytest.fixture(scope="session")
 def example_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabState]:
-    """plans/examples/lab.yaml brought up in a temporary state dir, torn down at session end."""
+    """plans/examples/lab.yaml (renamed, readdressed) brought up in a temporary state dir."""
     require_root()
-    state_dir = tmp_path_factory.mktemp("example-lab") / "state"
+    # The example lab under its own name and addresses, so that a lab a user left up with
+    # `make demo` (plans/examples/lab.yaml itself) does not collide with the tests.
+    spec = yaml.safe_load(EXAMPLE_LAB.read_text())
+    spec["name"] = "nas-lab-test"
+    spec["lan"]["prefix"] = "198.18.10.0/24"
+    for end, address in zip(("a", "b"), ("198.18.11.1/30", "198.18.11.2/30"), strict=True):
+        spec["links"][0][end]["address"] = address
+    workdir = tmp_path_factory.mktemp("example-lab")
+    lab_file = workdir / "lab.yaml"
+    lab_file.write_text(yaml.safe_dump(spec, sort_keys=False))
+    state_dir = workdir / "state"
     try:
-        yield lab.up(EXAMPLE_LAB, state_dir)
+        yield lab.up(lab_file, state_dir)
     finally:
-        lab.down(EXAMPLE_LAB, state_dir)
+        lab.down(lab_file, state_dir)
 
 
 @pytest.fixture

@@ -154,7 +154,8 @@ def test_unknown_host_key_is_refused_with_its_fingerprint(example_lab: Any, tmp_
     )
     proc = nasplan("apply", str(PLAN), "-i", str(copy), "--out", str(tmp_path / "run"))
     assert proc.returncode == 3
-    assert "host key for 198.18.0.10 is not known (ssh-ed25519 SHA256:" in proc.stderr
+    nas_ip = example_lab.hosts["nas"].ip
+    assert f"host key for {nas_ip} is not known (ssh-ed25519 SHA256:" in proc.stderr
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run["status"] == "unreachable"
     assert all(t["status"] == "failed" for t in run["tests"])
@@ -162,7 +163,7 @@ def test_unknown_host_key_is_refused_with_its_fingerprint(example_lab: Any, tmp_
 
 def test_unreachable_host_fails_its_tests_not_the_run(example_lab: Any, tmp_path: Path) -> None:
     inventory = yaml.safe_load(example_lab.inventory_path.read_text())
-    inventory["hosts"]["ghost"] = {"address": "198.18.0.99"}  # in the lab LAN, nobody there
+    inventory["hosts"]["ghost"] = {"address": "198.18.10.99"}  # in the lab LAN, nobody there
     copy = example_lab.inventory_path.parent / "inventory-ghost.yaml"
     copy.write_text(yaml.safe_dump(inventory))
     plan = tmp_path / "plan.yaml"

@@ -114,7 +114,7 @@ def test_paramiko_connects_with_reject_policy_and_generated_known_hosts(
             timeout=10,
         )
         _, stdout, _ = client.exec_command("ip -4 -o addr show dev eth1")
-        assert "inet 198.18.1.1/30 " in stdout.read().decode()
+        assert "inet 198.18.11.1/30 " in stdout.read().decode()
     finally:
         client.close()
     assert oct(example_lab.identity_path.stat().st_mode & 0o777) == "0o600"
@@ -153,7 +153,7 @@ def test_lan_is_shaped_to_1g(example_lab: LabState) -> None:
 
 def test_p2p_link_is_shaped_to_10g(example_lab: LabState) -> None:
     nas, ws = example_lab.hosts["nas"], example_lab.hosts["ws"]
-    bits_per_second = iperf3_bits_per_second(nas, "198.18.1.1", ws)
+    bits_per_second = iperf3_bits_per_second(nas, "198.18.11.1", ws)
     assert 3 * GBIT < bits_per_second < 10 * GBIT
 
 
@@ -163,7 +163,7 @@ def test_reshape_changes_measured_rate_and_inventory(example_lab: LabState) -> N
         lab.reshape(example_lab.state_dir, "p2p", "2G")
         inventory = yaml.safe_load(example_lab.inventory_path.read_text())
         assert inventory["hosts"]["ws"]["interfaces"]["p2p"]["speed"] == "2G"
-        bits_per_second = iperf3_bits_per_second(nas, "198.18.1.1", ws)
+        bits_per_second = iperf3_bits_per_second(nas, "198.18.11.1", ws)
         assert 1.7 * GBIT < bits_per_second < 2.0 * GBIT
     finally:
         lab.reshape(example_lab.state_dir, "p2p", "10G")
@@ -172,7 +172,7 @@ def test_reshape_changes_measured_rate_and_inventory(example_lab: LabState) -> N
 
 
 def test_up_twice_is_harmless(example_lab: LabState) -> None:
-    again = lab.up(EXAMPLE_LAB, example_lab.state_dir)
+    again = lab.up(Path(example_lab.lab_file), example_lab.state_dir)
     assert again.pids == example_lab.pids
     assert all(netns.pid_alive(pid) for pid in again.pids)
     assert ssh(example_lab, "ws", "true").returncode == 0
@@ -180,12 +180,13 @@ def test_up_twice_is_harmless(example_lab: LabState) -> None:
 
 def test_status_shows_hosts_namespaces_sshd_and_links(example_lab: LabState) -> None:
     result = CliRunner().invoke(
-        lab_cli, ["status", str(EXAMPLE_LAB), "--state-dir", str(example_lab.state_dir)]
+        lab_cli, ["status", example_lab.lab_file, "--state-dir", str(example_lab.state_dir)]
     )
     assert result.exit_code == 0, result.output
     nas_line = next(line for line in result.output.splitlines() if "host nas" in line)
     assert (
-        "npl-nas-lab-nas" in nas_line and f"{example_lab.hosts['nas'].sshd_pid} running" in nas_line
+        example_lab.hosts["nas"].namespace in nas_line
+        and f"{example_lab.hosts['nas'].sshd_pid} running" in nas_line
     )
     p2p_line = next(line for line in result.output.splitlines() if "link p2p" in line)
     assert "10G" in p2p_line and "10.00 Gbit/s" in p2p_line
@@ -195,10 +196,11 @@ def test_lan_prefix_in_use_is_refused_before_anything_is_made(
     example_lab: LabState, tmp_path: Path
 ) -> None:
     lab_file = tmp_path / "clash.yaml"
-    lab_file.write_text(EXAMPLE_LAB.read_text().replace("name: nas-lab", "name: clash"))
+    clash = EXAMPLE_LAB.read_text().replace("name: nas-lab", "name: clash")
+    lab_file.write_text(clash.replace("198.18.0.0/24", "198.18.10.0/24"))
     namespaces_before = netns.list_namespaces()
-    # The example lab's bridge holds 198.18.0.1/24, the LAN prefix this lab asks for too.
-    with pytest.raises(LabError, match=r"overlaps 198\.18\.0\.1/24"):
+    # The example lab's bridge holds 198.18.10.1/24, the LAN prefix this lab asks for too.
+    with pytest.raises(LabError, match=r"overlaps 198\.18\.10\.1/24"):
         lab.up(lab_file, tmp_path / "state")
     assert netns.list_namespaces() == namespaces_before
     assert not (tmp_path / "state").exists()
