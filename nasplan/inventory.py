@@ -17,6 +17,7 @@ CONNECTION_KEYS = (
     "port",
     "identity_file",
     "known_hosts",
+    "ssh_config",
     "platform",
     "framing",
     "become_password_env",
@@ -65,6 +66,7 @@ class Host:
     port: int | None = None
     identity_file: Path | None = None
     known_hosts: Path | None = None
+    ssh_config: Path | None = None
     platform_hint: str = "auto"
     framing: str = "ethernet"
     become_password_env: str | None = None
@@ -189,6 +191,7 @@ def _build_host(
         port=port,
         identity_file=_resolve_path(base, merged.get("identity_file")),
         known_hosts=_resolve_path(base, merged.get("known_hosts")),
+        ssh_config=_resolve_path(base, merged.get("ssh_config")),
         platform_hint=str(merged.get("platform", "auto")),
         framing=framing,
         become_password_env=merged.get("become_password_env"),

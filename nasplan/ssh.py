@@ -164,7 +164,8 @@ def connect(host: Host, *, timeout_s: float = 10) -> SshRunner:
         port=host.port,
         connect_timeout=timeout_s,
         connect_kwargs=connect_kwargs,
-        config=Config(),
+        # An inventory's ssh_config replaces ~/.ssh/config, as `ssh -F FILE` does.
+        config=Config(runtime_ssh_path=str(host.ssh_config) if host.ssh_config else None),
     )
     _harden(connection, host)
     target = f"{host.name} ({connection.user}@{connection.host}:{connection.port})"

@@ -14,7 +14,9 @@ import pytest
 import testinfra
 import yaml
 
+from nasplan.inventory import load_inventory
 from nasplan.loader import load_schema
+from nasplan.ssh import connect
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAN = ROOT / "plans/examples/nas-upgrade.yaml"
@@ -182,3 +184,40 @@ def test_unreachable_host_fails_its_tests_not_the_run(example_lab: Any, tmp_path
     statuses = {t["id"]: t["status"] for t in run["tests"]}
     assert statuses == {"real": "ok", "ghostly": "failed"}
     assert run["hosts"]["ghost"]["reachable"] is False
+
+
+def test_ssh_config_alias_and_proxyjump_are_honoured(example_lab: Any, tmp_path: Path) -> None:
+    """An inventory that names hosts only by ssh_config aliases; the NAS behind a ProxyJump."""
+    nas_ip = example_lab.hosts["nas"].ip
+    ssh_config = tmp_path / "ssh_config"
+    ssh_config.write_text(
+        example_lab.ssh_config_path.read_text()
+        + f"\nHost nas-behind-ws\n  HostName {nas_ip}\n  User root\n"
+        f"  IdentityFile {example_lab.identity_path}\n"
+        f"  UserKnownHostsFile {example_lab.known_hosts_path}\n  ProxyJump ws\n"
+    )
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text(
+        f"vars: {{ssh_config: {ssh_config}, framing: tc}}\n"
+        "hosts:\n  nas: {address: nas-behind-ws}\n  ws: {}\n"
+    )
+    host = load_inventory(inventory).hosts["nas"]
+    runner = connect(host)
+    try:
+        gateway = runner.connection.gateway
+        assert gateway is not None and gateway.host == example_lab.hosts["ws"].ip
+        assert gateway.client.get_transport().is_active()  # the NAS session rides through ws
+        assert runner.run(["hostname"]).stdout.strip() == "nas"
+    finally:
+        runner.close()
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        f"name: jump\ninventory: {inventory}\ntests:\n"
+        f"  - {{id: via-jump, kind: iperf3, server: nas, client: ws, target: {nas_ip},"
+        " duration_s: 1, repetitions: 1}\n"
+    )
+    proc = nasplan("apply", str(plan), "--out", str(tmp_path / "run"))
+    assert proc.returncode == 0, proc.stderr
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["hosts"]["nas"]["facts"]["hostname"] == "nas"
+    assert run["tests"][0]["status"] == "ok"
