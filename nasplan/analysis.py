@@ -1,9 +1,9 @@
-"""Analysis: theoretical TCP line rate and repetition statistics, as pure functions."""
+"""Analysis: TCP line rate, repetition statistics, bottlenecks, cache influence: pure functions."""
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 # spread_ratio above which repetitions disagree enough for the report to say so (10 %).
@@ -90,3 +90,223 @@ def ok_values(
         for rep in repetitions
         if rep.get("status") == "ok" and isinstance(rep.get(metric), (int, float))
     ]
+
+
+# --- bottleneck attribution and cache influence ---------------------------------------------
+
+# A transfer at or above this share of a limit (network path, NAS's local disk) is bound by it.
+BOUND_RATIO = 0.85
+# A host whose CPU (all cores together) is at least this busy limits the transfer.
+CPU_BOUND_PERCENT = 90.0
+# A file smaller than this many times the RAM of the host that could cache it is cache-influenced.
+CACHE_RAM_FACTOR = 2
+_MIB = 2**20
+_GIB = 2**30
+VERDICTS = ("network-bound", "disk-bound", "cpu-bound", "protocol-bound", "unknown")
+
+
+def _mib_per_second(bytes_per_second: float) -> str:
+    return f"{bytes_per_second / _MIB:.0f} MiB/s"
+
+
+def _bits_text(bits_per_second: float) -> str:
+    if bits_per_second >= 1e9:
+        return f"{bits_per_second / 1e9:.1f} Gbit/s"
+    return f"{bits_per_second / 1e6:.0f} Mbit/s"
+
+
+def attribute_bottleneck(
+    *,
+    label: str,
+    direction: str,
+    transfer_bytes_per_second: float,
+    network_bits_per_second: float | None,
+    network_source: str = "iperf3",
+    path_speed_bits_per_second: float | None = None,
+    disk_bytes_per_second: float | None = None,
+    cpu_busy_percent: Mapping[str, float | None] | None = None,
+) -> dict[str, Any]:
+    """What limited a file transfer, from the plan's own measurements of the same path and NAS.
+
+    Inputs: ``label`` (``"SMB write"``), ``direction`` (``write``: client -> NAS, ``read``),
+    the transfer's rate in bytes/s, the path's network rate in bit/s (``network_source``:
+    ``iperf3`` for a measured median, ``theoretical`` for the TCP maximum), the NAS's local
+    sequential disk rate for that direction in bytes/s (fio), CPU busy % per host during the
+    transfer. Returns ``{"verdict": one of VERDICTS, "text": "...", "evidence": {...}}``, e.g.
+    ``SMB write 131 MiB/s = 12 % of the 10G path (9.4 Gbit/s) and 98 % of the NAS's local
+    sequential write (134 MiB/s): disk-bound``.
+    """
+    cpu = {host: value for host, value in (cpu_busy_percent or {}).items() if value is not None}
+    network_ratio = (
+        transfer_bytes_per_second * 8 / network_bits_per_second if network_bits_per_second else None
+    )
+    disk_ratio = (
+        transfer_bytes_per_second / disk_bytes_per_second if disk_bytes_per_second else None
+    )
+    busiest = max(cpu.items(), key=lambda item: item[1]) if cpu else None
+    evidence: dict[str, Any] = {
+        "direction": direction,
+        "transfer_bytes_per_second": transfer_bytes_per_second,
+        "network_bits_per_second": network_bits_per_second,
+        "network_source": network_source if network_bits_per_second else None,
+        "network_ratio": network_ratio,
+        "disk_bytes_per_second": disk_bytes_per_second,
+        "disk_ratio": disk_ratio,
+        "cpu_busy_percent": dict(sorted(cpu.items())),
+        "bound_ratio": BOUND_RATIO,
+        "cpu_bound_percent": CPU_BOUND_PERCENT,
+    }
+    parts = []
+    if network_ratio is not None and network_bits_per_second is not None:
+        speed = f"{path_speed_bits_per_second / 1e9:g}G " if path_speed_bits_per_second else ""
+        what = "iperf3" if network_source == "iperf3" else "TCP maximum"
+        parts.append(
+            f"{network_ratio * 100:.0f} % of the {speed}path "
+            f"({what} {_bits_text(network_bits_per_second)})"
+        )
+    if disk_ratio is not None and disk_bytes_per_second is not None:
+        parts.append(
+            f"{disk_ratio * 100:.0f} % of the NAS's local sequential {direction} "
+            f"({_mib_per_second(disk_bytes_per_second)})"
+        )
+    if busiest is not None:
+        parts.append(f"CPU {busiest[0]} {busiest[1]:.0f} % busy")
+    bound = [
+        (ratio, verdict)
+        for ratio, verdict in ((network_ratio, "network-bound"), (disk_ratio, "disk-bound"))
+        if ratio is not None and ratio >= BOUND_RATIO
+    ]
+    if bound:
+        verdict = max(bound)[1]
+    elif busiest is not None and busiest[1] >= CPU_BOUND_PERCENT:
+        verdict = "cpu-bound"
+    elif network_ratio is None and disk_ratio is None:
+        verdict = "unknown"
+    else:
+        verdict = "protocol-bound"
+    head = f"{label} {_mib_per_second(transfer_bytes_per_second)}"
+    text = f"{head} = {' and '.join(parts)}: {verdict}" if parts else f"{head}: {verdict}"
+    if verdict == "unknown":
+        text += " (no network or disk measurement of this path and NAS to compare with)"
+    elif verdict == "protocol-bound":
+        text += " (well under the network, the disk and the CPU limits: the protocol or client)"
+    return {"verdict": verdict, "text": text, "evidence": evidence}
+
+
+def cache_influence(
+    file_bytes: int, ram_bytes: int | None, direct_io: bool | None = None
+) -> dict[str, Any] | None:
+    """A cache warning when a file can sit in the page cache of the host that holds it, else None.
+
+    ``direct_io``: True/False for a disk test (False = buffered I/O), None for a transfer.
+    Returns ``{"reasons": ["small_file", "buffered_io"], "file_bytes", "ram_bytes",
+    "suggested_bytes", "text"}``; ``suggested_bytes`` is twice the RAM, rounded up to a GiB.
+    """
+    reasons = []
+    if ram_bytes and file_bytes < CACHE_RAM_FACTOR * ram_bytes:
+        reasons.append("small_file")
+    if direct_io is False:
+        reasons.append("buffered_io")
+    if not reasons:
+        return None
+    suggested = -(-CACHE_RAM_FACTOR * ram_bytes // _GIB) * _GIB if ram_bytes else None
+    texts = []
+    if "small_file" in reasons and ram_bytes and suggested:
+        texts.append(
+            f"the file ({file_bytes / _MIB:.0f} MiB) is smaller than twice the host's RAM "
+            f"({ram_bytes / _GIB:.1f} GiB): use at least {suggested // _GIB} GiB"
+        )
+    if "buffered_io" in reasons:
+        texts.append("buffered I/O (direct=0): the page cache is measured along with the disk")
+    return {
+        "reasons": reasons,
+        "file_bytes": file_bytes,
+        "ram_bytes": ram_bytes,
+        "suggested_bytes": suggested,
+        "text": "cache-influenced: " + "; ".join(texts),
+    }
+
+
+def _median(summary: Mapping[str, Any] | None) -> float | None:
+    value = (summary or {}).get("median")
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def network_for(
+    tests: Sequence[Mapping[str, Any]],
+    server: str,
+    client: str,
+    address: str | None,
+    direction: str,
+) -> float | None:
+    """The best iperf3 median (bit/s) of client -> server at ``address`` in the transfer's
+    direction (write: the client sends; read: ``reverse``), None when the plan has none."""
+    rates = [
+        median
+        for t in tests
+        if t.get("kind") == "iperf3"
+        and (p := t.get("params") or {}).get("server") == server
+        and p.get("client") == client
+        and p.get("address") == address
+        and not p.get("bidir")
+        and bool(p.get("reverse")) == (direction == "read")
+        and (median := _median(t.get("summary"))) is not None
+    ]
+    return max(rates) if rates else None
+
+
+def disk_for(tests: Sequence[Mapping[str, Any]], host: str, direction: str) -> float | None:
+    """The best local sequential disk median (bytes/s) of ``host`` for ``direction``."""
+    rates = [
+        median
+        for t in tests
+        if t.get("kind") == "disk"
+        and (t.get("params") or {}).get("host") == host
+        and (median := _median((t.get("directions") or {}).get(direction))) is not None
+    ]
+    return max(rates) if rates else None
+
+
+def annotate_transfers(
+    tests: Sequence[dict[str, Any]], memory_bytes: Mapping[str, int | None]
+) -> None:
+    """Add ``bottleneck`` (per direction) and ``cache_warning`` to every transfer record.
+
+    Uses the run's own iperf3 and disk results of the same path and NAS, whatever their order
+    in the plan; ``memory_bytes``: host -> RAM. Run once after every test has run.
+    """
+    for record in tests:
+        if record.get("kind") != "transfer":
+            continue
+        params = record.get("params") or {}
+        server, client = str(params.get("server")), str(params.get("client"))
+        path = record.get("path") or {}
+        resources = record.get("resources") or {}
+        cpu = {
+            host: (sample or {}).get("cpu_busy_percent_median")
+            for host, sample in resources.items()
+        }
+        verdicts: dict[str, Any] = {}
+        for direction, summary in sorted((record.get("directions") or {}).items()):
+            rate = _median(summary)
+            if rate is None:
+                continue
+            network = network_for(tests, server, client, params.get("address"), direction)
+            source = "iperf3"
+            if network is None:
+                network, source = path.get("theoretical_bits_per_second"), "theoretical"
+            method = str(params.get("method") or "transfer")
+            verdicts[direction] = attribute_bottleneck(
+                label=f"{method.upper() if method in ('smb', 'nfs') else method} {direction}",
+                direction=direction,
+                transfer_bytes_per_second=rate,
+                network_bits_per_second=network,
+                network_source=source,
+                path_speed_bits_per_second=path.get("speed_bits_per_second"),
+                disk_bytes_per_second=disk_for(tests, server, direction),
+                cpu_busy_percent=cpu,
+            )
+        record["bottleneck"] = verdicts or None
+        size = params.get("size_bytes")
+        if isinstance(size, int) and record.get("cache_warning") is None:
+            record["cache_warning"] = cache_influence(size, memory_bytes.get(server))

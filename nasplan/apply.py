@@ -3,24 +3,25 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from nasplan import __version__
+from nasplan.analysis import annotate_transfers
 from nasplan.context import RunContext
 from nasplan.hosts import HostSession, close_sessions, open_sessions, planned_installs, prepare
 from nasplan.inventory import Host
-from nasplan.measure import kinds
+from nasplan.measure import kinds, summary_text
+from nasplan.network.phase import NetworkPhase, describe_changes, skipped_record
 from nasplan.plan import Plan
 from nasplan.progress import Progress
 from nasplan.report.render import write_report
 from nasplan.results import new_run_dir, save_run
 from nasplan.runner import Runner
 from nasplan.ssh import connect
-from nasplan.units import format_bits_per_second
 
 EXIT_OK, EXIT_TEST_FAILED, EXIT_UNREACHABLE = 0, 1, 3
 
@@ -39,6 +40,15 @@ def _utc_now() -> datetime:
 
 def _iso(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def connect_with_passwords(passwords: Mapping[str, str]) -> Callable[[Host], Runner]:
+    """``ssh.connect`` handing each host its sudo password (None when it has none)."""
+
+    def one(host: Host) -> Runner:
+        return connect(host, become_password=passwords.get(host.name))
+
+    return one
 
 
 def plan_hosts(plan: Plan) -> dict[str, Host]:
@@ -71,6 +81,9 @@ def check(plan: Plan, progress: Progress, connector: Callable[[Host], Runner] = 
             progress.message(f"{name} ({platform}): {todo}")
             for warning in session.warnings:
                 progress.message(f"warning: {warning}")
+        for name in plan.network.hosts:
+            for line in describe_changes(plan.network.changes(name), {}):
+                progress.message(f"{name}: would set {line} (and put it back after the run)")
         for test in plan.tests:
             progress.message(f"test {test.id}: would run {kinds()[test.kind].describe(test)}")
         unreachable = any(s.error for s in sessions.values())
@@ -86,8 +99,16 @@ def apply(
     out: Path | None = None,
     base_dir: Path | None = None,
     connector: Callable[[Host], Runner] = connect,
+    keep: bool = False,
+    become_passwords: Mapping[str, str] | None = None,
 ) -> Outcome:
-    """Run the plan; always saves run.json and report.md, also after a failure or Ctrl-C."""
+    """Run the plan; always saves run.json and report.md, also after a failure or Ctrl-C.
+
+    Declared network changes are made after prepare and undone at the end (``keep``: left).
+    ``become_passwords`` (host -> sudo password) go to sudo on stdin and are masked in files.
+    """
+    if become_passwords and connector is connect:
+        connector = connect_with_passwords(become_passwords)
     started = _utc_now()
     run_dir = new_run_dir(base_dir or Path.cwd(), plan.name, started, out)
     run: dict[str, Any] = {
@@ -106,25 +127,48 @@ def apply(
     }
     sessions: dict[str, HostSession] = {}
     ctx = RunContext(plan, sessions, run_dir, progress)
+    ctx.secrets.extend(sorted(set((become_passwords or {}).values())))
+    network = NetworkPhase(
+        plan.network,
+        sessions,
+        run_dir,
+        progress,
+        connector,
+        keep=keep,
+        inventory_file=str(plan.inventory.path.resolve()),
+        known_hosts=str(plan.known_hosts.resolve()) if plan.known_hosts else None,
+    )
     try:
         sessions.update(open_sessions(plan_hosts(plan), progress, connector))
         prepare(sessions, _packages(plan), progress)
+        network.setup()
         for test in plan.tests:
-            record = kinds()[test.kind].run(test, ctx)
+            if not network.ok:
+                record = skipped_record(test, f"network setup failed: {network.error}")
+            else:
+                record = kinds()[test.kind].run(test, ctx)
             run["tests"].append(record)
-            summary = record["summary"]
-            median = summary["median"]
-            shown = f"median {format_bits_per_second(median)}" if median else ""
+            shown = summary_text(record["summary"])
             progress.test_done(test.id, record["status"], record["error"] or shown)
-        unreachable = any(s.facts is None for s in sessions.values())
-        failed = any(t["status"] != "ok" for t in run["tests"])
+        memory = {n: s.facts.memory_bytes if s.facts else None for n, s in sessions.items()}
+        annotate_transfers(run["tests"], memory)
+        network.teardown()
+        # A host that was reached but cannot be used (sudo refused, tools missing) counts too.
+        unreachable = any(s.facts is None or s.error for s in sessions.values())
+        failed = any(t["status"] != "ok" for t in run["tests"]) or not network.ok
         run["status"] = "unreachable" if unreachable else ("failed" if failed else "ok")
         code = EXIT_UNREACHABLE if unreachable else (EXIT_TEST_FAILED if failed else EXIT_OK)
         return Outcome(run_dir, code)
     finally:
-        close_sessions(sessions)
-        run["finished_at"] = _iso(_utc_now())
-        run["hosts"] = {name: s.to_dict() for name, s in sorted(sessions.items())}
-        run["warnings"] = [w for s in sessions.values() for w in s.warnings] + ctx.warnings
-        save_run(run_dir, run, secrets=ctx.secrets)
-        write_report(run_dir)
+        try:
+            network.teardown()  # a no-op when done above; restores after an error or Ctrl-C
+        finally:
+            close_sessions(sessions)
+            run["finished_at"] = _iso(_utc_now())
+            run["hosts"] = {name: s.to_dict() for name, s in sorted(sessions.items())}
+            run["warnings"] = [w for s in sessions.values() for w in s.warnings] + ctx.warnings
+            if network.active:
+                run["network"] = network.to_dict()
+                run["warnings"] += network.warnings
+            save_run(run_dir, run, secrets=ctx.secrets)
+            write_report(run_dir)

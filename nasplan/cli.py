@@ -75,28 +75,55 @@ def validate(plan_file: Path, inventory: Path | None, extra_vars: tuple[str, ...
     is_flag=True,
     help="Connect and gather facts, show what would be done, change nothing.",
 )
+@click.option(
+    "--keep",
+    is_flag=True,
+    help="Leave the plan's network changes (MTU, link addresses) in place after the run.",
+)
+@click.option(
+    "-K",
+    "--ask-become-pass",
+    "ask_become_pass",
+    is_flag=True,
+    help="Ask for the sudo password (hosts whose become_password_env is set use that instead).",
+)
 def apply(
     plan_file: Path,
     inventory: Path | None,
     extra_vars: tuple[str, ...],
     out: Path | None,
     check: bool,
+    keep: bool,
+    ask_become_pass: bool,
 ) -> None:
     """Run PLAN_FILE: facts, tools, tests; write run.json, raw outputs and report.md.
 
-    Exit codes: 0 all ok, 1 a test failed, 2 invalid input, 3 a host was unreachable.
+    Exit codes: 0 all ok, 1 a test failed, 2 invalid input, 3 a host was unreachable or could
+    not be used (sudo refused, tools missing and not installable).
     """
     from nasplan import apply as apply_module
     from nasplan.plan import load_plan, parse_extra_var
     from nasplan.progress import make_progress
 
     plan = load_plan(plan_file, inventory, dict(parse_extra_var(e) for e in extra_vars))
+    passwords: dict[str, str] = {}
+    if not check:
+        from os import environ
+
+        from nasplan import become
+
+        asked = None
+        if ask_become_pass:
+            asked = become.prompt_password(lambda text: click.prompt(text, hide_input=True))
+        passwords = become.passwords_for(apply_module.plan_hosts(plan), environ, asked)
     progress = make_progress()
     try:
         if check:
             outcome = apply_module.check(plan, progress)
         else:
-            outcome = apply_module.apply(plan, progress, out=out)
+            outcome = apply_module.apply(
+                plan, progress, out=out, keep=keep, become_passwords=passwords
+            )
     finally:
         progress.close()
     if outcome.run_dir is not None:
@@ -106,11 +133,63 @@ def apply(
 
 @main.command()
 @click.argument("run_dir", type=click.Path(path_type=Path))
-def report(run_dir: Path) -> None:
+@click.option(
+    "--charts",
+    type=click.Choice(["png", "svg"]),
+    help="Also draw charts with matplotlib into RUN_DIR/charts/ and show them in the report.",
+)
+def report(run_dir: Path, charts: str | None) -> None:
     """Render RUN_DIR/report.md again from RUN_DIR/run.json alone."""
     from nasplan.report.render import write_report
 
-    click.echo(str(write_report(run_dir)))
+    click.echo(str(write_report(run_dir, charts=charts)))
+
+
+@main.command()
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), help="Write here instead of stdout.")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["markdown", "json", "csv"]),
+    default="markdown",
+    show_default=True,
+)
+@click.option(
+    "--label",
+    "labels",
+    multiple=True,
+    metavar="KEY=VALUE[,KEY=VALUE]",
+    help="Name a run, once per run in order (link=10G,disk=ssd); two varying keys make a matrix.",
+)
+def compare(
+    runs: tuple[Path, ...], out: Path | None, output_format: str, labels: tuple[str, ...]
+) -> None:
+    """Compare RUN_A RUN_B [RUN_C ...] against the first: ratios, verdicts, what changed."""
+    from nasplan.compare import compare_runs, render
+    from nasplan.errors import InputError
+    from nasplan.results import load_run
+
+    if len(runs) < 2:
+        raise InputError("compare needs at least two run directories")
+    text = render(compare_runs([load_run(r) for r in runs], labels), output_format)
+    if out is None:
+        click.echo(text, nl=False)
+    else:
+        out.write_text(text, encoding="utf-8", newline="\n")
+        click.echo(str(out))
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(path_type=Path))
+def restore(run_dir: Path) -> None:
+    """Put the network of RUN_DIR's hosts back as it was before that run (after --keep)."""
+    from nasplan.network.restore import restore_run
+    from nasplan.progress import PlainProgress
+    from nasplan.ssh import connect
+
+    outcomes = restore_run(run_dir, PlainProgress(), connect)
+    sys.exit(0 if all(o.status != "failed" for o in outcomes.values()) else 1)
 
 
 def _register_lab() -> None:

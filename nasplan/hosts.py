@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from nasplan.errors import NasplanError
-from nasplan.facts import HostFacts, gather
+from nasplan.facts import HostFacts, gather, parse_iperf3_version
 from nasplan.inventory import Host
 from nasplan.platforms import Platform, PlatformError, detect
 from nasplan.progress import Progress
@@ -135,7 +135,12 @@ def prepare(
         found: dict[str, str] = {}
         for command in commands:
             progress.host(session.host.name, command.description)
-            result = runner.run_script(command.script, sudo=command.sudo, timeout_s=600)
+            try:
+                result = runner.run_script(command.script, sudo=command.sudo, timeout_s=600)
+            except NasplanError as exc:  # sudo refused: wrong password, user not allowed
+                session.error = f"{session.host.name}: {exc}"
+                progress.host(session.host.name, f"[failed] {exc}")
+                return
             if not result.ok:
                 detail = (result.stderr or result.stdout).strip().splitlines()
                 session.error = (
@@ -157,11 +162,23 @@ def prepare(
             session.tools[tool] = path
         if found and session.facts is not None:
             session.facts = dataclasses.replace(
-                session.facts, tools={**session.facts.tools, **found}
+                session.facts,
+                tools={**session.facts.tools, **found},
+                iperf3_version=_installed_iperf3_version(runner, found)
+                or session.facts.iperf3_version,
             )
         progress.host(session.host.name, "ready")
 
     in_parallel(sessions.values(), one)
+
+
+def _installed_iperf3_version(runner: Runner, found: Mapping[str, str]) -> str | None:
+    """The version of an iperf3 just installed (the facts predate it), or None."""
+    path = found.get("iperf3")
+    if path is None:
+        return None
+    result = runner.run([path, "--version"], timeout_s=30)
+    return parse_iperf3_version(result.stdout.strip().splitlines()[0] if result.stdout else "")
 
 
 def close_sessions(sessions: Mapping[str, HostSession]) -> None:

@@ -16,6 +16,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from nasplan.errors import InputError
 from nasplan.inventory import Inventory, load_inventory
 from nasplan.loader import Document, JsonPath, read_yaml, schema_errors
+from nasplan.network.model import NetworkSpec, parse_link_target, parse_network
 
 _SINGLE_EXPRESSION = re.compile(r"^\s*\{\{[^{}]*\}\}\s*$")
 DEFAULT_IPERF3_PORT = 5201
@@ -28,9 +29,12 @@ class Target:
     host: str | None
     interface: str | None
     address: str | None
+    link: str | None = None  # a plan link's end (``link:p2p@nas``); ``address`` is that end's
 
     def label(self) -> str:
-        """``nas.p2p`` or the address."""
+        """``nas.p2p``, ``link:p2p@nas`` or the address."""
+        if self.link and self.host:
+            return f"link:{self.link}@{self.host}"
         if self.host and self.interface:
             return f"{self.host}.{self.interface}"
         return self.address or "?"
@@ -51,6 +55,9 @@ class TestSpec:
 
     @property
     def hosts(self) -> tuple[str, ...]:
+        """The hosts the test runs on: ``host:`` of a one-host kind (disk), else client, server."""
+        if self.settings.get("host"):
+            return (str(self.settings["host"]),)
         return (self.client, self.server)
 
 
@@ -66,11 +73,14 @@ class Plan:
     setup_packages: tuple[str, ...]
     tests: tuple[TestSpec, ...]
     resolved: Mapping[str, Any]
+    network: NetworkSpec = field(default_factory=NetworkSpec)
 
     @property
     def host_names(self) -> tuple[str, ...]:
-        """Every host a test uses, sorted."""
-        return tuple(sorted({h for test in self.tests for h in test.hosts}))
+        """Every host a test uses or the network section changes, sorted."""
+        return tuple(
+            sorted({h for test in self.tests for h in test.hosts} | set(self.network.hosts))
+        )
 
 
 def parse_extra_var(text: str) -> tuple[str, Any]:
@@ -149,13 +159,27 @@ def resolve_templates(
 
 
 def _parse_target(
-    document: Document, raw: dict[str, Any], index: int, inventory: Inventory
+    document: Document,
+    raw: dict[str, Any],
+    index: int,
+    inventory: Inventory,
+    network: NetworkSpec | None = None,
 ) -> Target:
     where: JsonPath = ("tests", index, "target")
-    server = raw["server"]
+    server = raw.get("server")
     text = raw.get("target")
     if text is None:
         return Target(server, None, None)
+    link_end = parse_link_target(network or NetworkSpec(), str(text))
+    if isinstance(link_end, str):
+        raise InputError(document.error(where, link_end))
+    if link_end is not None:
+        link, end = link_end
+        if end.host != server:
+            raise InputError(
+                document.error(where, f"target {text!r} is not on the server host {server!r}")
+            )
+        return Target(server, end.interface_key, end.ip, link.name)
     try:
         return Target(None, None, str(ipaddress.ip_address(text)))
     except ValueError:
@@ -189,7 +213,8 @@ def _check_hosts(
     document: Document, raw: dict[str, Any], index: int, inventory: Inventory
 ) -> list[str]:
     errors = []
-    for role in ("server", "client"):
+    # a one-host kind (disk) names ``host`` instead of server and client
+    for role in [r for r in ("server", "client", "host") if r in raw]:
         name = raw[role]
         if name not in inventory.hosts:
             known = ", ".join(sorted(inventory.hosts))
@@ -199,7 +224,7 @@ def _check_hosts(
                     f"unknown host {name!r} (inventory {inventory.path} has: {known})",
                 )
             )
-    if not errors and raw["server"] == raw["client"]:
+    if not errors and "server" in raw and raw.get("server") == raw.get("client"):
         errors.append(
             document.error(("tests", index, "client"), "client and server are the same host")
         )
@@ -207,7 +232,10 @@ def _check_hosts(
 
 
 def _build_tests(
-    document: Document, resolved: dict[str, Any], inventory: Inventory
+    document: Document,
+    resolved: dict[str, Any],
+    inventory: Inventory,
+    network: NetworkSpec | None = None,
 ) -> tuple[TestSpec, ...]:
     errors: list[str] = []
     tests: list[TestSpec] = []
@@ -228,7 +256,7 @@ def _build_tests(
             continue
         seen[test_id] = index
         try:
-            target = _parse_target(document, raw, index, inventory)
+            target = _parse_target(document, raw, index, inventory, network)
         except InputError as exc:
             errors.extend(exc.messages)
             continue
@@ -243,8 +271,8 @@ def _build_tests(
                 id=test_id,
                 name=str(raw.get("name") or test_id),
                 kind=str(raw["kind"]),
-                server=raw["server"],
-                client=raw["client"],
+                server=raw.get("server", ""),
+                client=raw.get("client", ""),
                 target=target,
                 repetitions=int(raw.get("repetitions", 3)),
                 settings=settings,
@@ -286,7 +314,8 @@ def load_plan(
     errors = schema_errors(Document(document.path, resolved, document.positions), "plan")
     if errors:
         raise InputError(errors)
-    tests = _build_tests(document, resolved, inventory)
+    network = parse_network(document, resolved, inventory)
+    tests = _build_tests(document, resolved, inventory, network)
     known_hosts = resolved.get("known_hosts")
     return Plan(
         path=path,
@@ -297,4 +326,5 @@ def load_plan(
         setup_packages=tuple((resolved.get("setup") or {}).get("packages") or ()),
         tests=tests,
         resolved=resolved,
+        network=network,
     )

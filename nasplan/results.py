@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import math
 import os
 import re
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -19,6 +20,10 @@ from nasplan.errors import InputError
 from nasplan.loader import Document, JsonPath, load_schema, parse_yaml, schema_errors
 
 SCHEMA_VERSION = 1
+# schema_version N -> N + 1, one entry per bump of SCHEMA_VERSION, so that runs kept in git
+# still load: load_run chains them. A version with no way forward gets a clear message.
+Migration = Callable[[dict[str, Any]], dict[str, Any]]
+MIGRATIONS: dict[int, Migration] = {}
 RUN_FILE = "run.json"
 RAW_DIR = "raw"
 REPORT_FILE = "report.md"
@@ -171,6 +176,40 @@ def run_file(run_dir_or_file: Path) -> Path:
     return run_dir_or_file / RUN_FILE if run_dir_or_file.is_dir() else run_dir_or_file
 
 
+def migrate_run(
+    run: dict[str, Any], path: Path, migrations: Mapping[int, Migration] | None = None
+) -> dict[str, Any]:
+    """``run`` brought from an older ``schema_version`` up to SCHEMA_VERSION (a new dict).
+
+    Runs at the current version (or with no usable version, left to the schema) come back
+    unchanged; raise InputError when no migration leads from the run's version.
+    """
+    steps = MIGRATIONS if migrations is None else migrations
+    version = run.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version >= SCHEMA_VERSION:
+        return run
+    migrated = copy.deepcopy(run)
+    while version < SCHEMA_VERSION:
+        step = steps.get(version)
+        if step is None:
+            oldest = min((v for v in steps if v < SCHEMA_VERSION), default=SCHEMA_VERSION)
+            readable = (
+                f"versions {oldest} to {SCHEMA_VERSION}"
+                if oldest < SCHEMA_VERSION
+                else f"only version {SCHEMA_VERSION}"
+            )
+            raise InputError(
+                f"{path}: run.json schema_version {version} is older than this nasplan reads "
+                f"({readable}); it was written by nasplan "
+                f"{run.get('nasplan_version', '(unknown)')}: render it with that version, "
+                "or run the plan again"
+            )
+        migrated = step(migrated)
+        version += 1
+        migrated["schema_version"] = version
+    return migrated
+
+
 def load_run(run_dir_or_file: Path) -> dict[str, Any]:
     """Read and validate run.json of a run directory (or the file); raise InputError if bad."""
     path = run_file(run_dir_or_file)
@@ -184,7 +223,13 @@ def load_run(run_dir_or_file: Path) -> dict[str, Any]:
         run = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
-    errors = run_errors(run, path, text)
+    source: str | None = text
+    if isinstance(run, dict):
+        migrated = migrate_run(run, path)
+        # Line and column positions come from the file's text only while it is unchanged.
+        source = text if migrated is run else None
+        run = migrated
+    errors = run_errors(run, path, source)
     if errors:
         raise InputError(errors)
     result: dict[str, Any] = run

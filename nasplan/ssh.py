@@ -13,6 +13,7 @@ from pathlib import Path
 import paramiko
 from fabric import Config, Connection
 
+from nasplan import become
 from nasplan.errors import HostError
 from nasplan.inventory import Host
 from nasplan.runner import Result
@@ -74,11 +75,14 @@ def _harden(connection: Connection, host: Host) -> None:
 class SshRunner:
     """Runs commands on one host over one SSH connection (a ``nasplan.runner.Runner``)."""
 
-    def __init__(self, host: Host, connection: Connection) -> None:
+    def __init__(
+        self, host: Host, connection: Connection, become_password: str | None = None
+    ) -> None:
         self.name = host.name
         self.host = host
         self.connection = connection
         self.is_root = host.user == "root"
+        self.become_password = become_password
 
     def run(
         self,
@@ -99,11 +103,19 @@ class SshRunner:
         stdin: str | None = None,
         sudo: bool = False,
     ) -> Result:
-        """Run shell text with ``sh -c``; with ``sudo`` as root (``sudo -n`` when not root)."""
-        command = shlex.join(["sh", "-c", script])
-        if sudo and not self.is_root:
-            command = shlex.join(["sudo", "-n", "--", "sh", "-c", script])
-        return self._exec(command, script, timeout_s, stdin)
+        """Run shell text with ``sh -c``; with ``sudo`` as root (through sudo when not root).
+
+        With a become password sudo reads it from stdin (never argv); without, ``sudo -n``.
+        Raises become.BecomeError when sudo itself refuses (wrong password, not allowed).
+        """
+        if not sudo or self.is_root:
+            return self._exec(shlex.join(["sh", "-c", script]), script, timeout_s, stdin)
+        password = self.become_password
+        command = become.sudo_command(script, with_password=password is not None)
+        feed = stdin if password is None else become.sudo_stdin(password, stdin)
+        result = self._exec(command, script, timeout_s, feed)
+        user = str(self.connection.user)
+        return become.check_sudo(result, user, self.name, with_password=password is not None)
 
     def _exec(self, command: str, shown: str, timeout_s: float | None, stdin: str | None) -> Result:
         transport = self.connection.client.get_transport()
@@ -148,10 +160,11 @@ class SshRunner:
         self.connection.close()
 
 
-def connect(host: Host, *, timeout_s: float = 10) -> SshRunner:
+def connect(host: Host, *, timeout_s: float = 10, become_password: str | None = None) -> SshRunner:
     """Open an SSH connection to ``host`` with strict host-key checking.
 
     ``~/.ssh/config`` aliases, users, ports and ProxyJump are honoured (through Fabric).
+    ``become_password``: fed to sudo on stdin when a command needs root and the user is not root.
     Raises HostError with a one-line reason (unknown/changed key with fingerprint, auth, network).
     """
     connect_kwargs: dict[str, object] = {"allow_agent": True}
@@ -184,6 +197,6 @@ def connect(host: Host, *, timeout_s: float = 10) -> SshRunner:
         reason = str(exc) or type(exc).__name__
         raise HostError(f"{target}: cannot connect: {reason}") from None
     user = connection.user
-    runner = SshRunner(host, connection)
+    runner = SshRunner(host, connection, become_password)
     runner.is_root = user == "root"
     return runner

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from nasplan.errors import LabError
-from nasplan.lab import inventory_out, netns, personalities, shaping, sshd
+from nasplan.lab import inventory_out, netns, personalities, services, shaping, sshd
 from nasplan.lab.model import LAN_INTERFACE, Lab, Link
 from nasplan.lab.state import STATE_FILE, HostState, LabState, LinkState
 
@@ -133,7 +133,7 @@ def _start_hosts(lab: Lab, state: LabState) -> None:
             host_dir,
             state.hosts[host.name].ip,
             authorized_keys,
-            personalities.get(host.personality),
+            personalities.get(host.personality, host.personality_options),
         )
         sshd.check_config(host_dir / "sshd_config")
         host_keys[state.hosts[host.name].ip] = host_pub
@@ -147,6 +147,15 @@ def _start_hosts(lab: Lab, state: LabState) -> None:
     for name, running in state.hosts.items():
         assert running.sshd_pid is not None
         sshd.wait_ready(running.ip, running.sshd_pid, state.host_dir(name) / "sshd.log")
+    for host in lab.hosts:
+        if host.services:
+            running = state.hosts[host.name]
+            addresses = [i["address"] for i in running.interfaces.values() if i.get("address")]
+            pids = services.start_services(
+                host.services, host.namespace, state.host_dir(host.name), addresses
+            )
+            state.pids += pids
+            state.save()
 
 
 def write_files(state: LabState) -> None:
@@ -171,6 +180,7 @@ def problems(state: LabState) -> list[str]:
                 pass
         except OSError as exc:
             found.append(f"{host.name}: sshd on {host.ip}:22 does not answer ({exc})")
+        found += services.problems(host.name, state.host_dir(host.name))
     for name in ("known_hosts", "id_ed25519", "ssh_config", "inventory.yaml"):
         if not (state.state_dir / name).exists():
             found.append(f"{state.state_dir / name} is missing")
@@ -204,6 +214,7 @@ def _attempt(failures: list[str], action: Callable[[str], None], name: str) -> N
 def _remove_files(state: LabState) -> None:
     # Only what lab up wrote: --state-dir may point into a directory holding other files.
     for name in state.hosts:
+        services.remove(state.host_dir(name))
         shutil.rmtree(state.host_dir(name), ignore_errors=True)
     _rmdir(state.state_dir / "hosts")
     for name in GENERATED_FILES:

@@ -6,6 +6,7 @@ from typing import Any
 
 import yaml
 
+from nasplan.lab import personalities, services
 from nasplan.lab.state import LabState
 
 
@@ -30,6 +31,11 @@ def inventory_data(state: LabState) -> dict[str, Any]:
             "platform": host.personality,
             "interfaces": interfaces,
         }
+        # Host-level keys (user, become_password_env) a personality asks for, e.g. DSM's admin.
+        hosts[host.name].update(personalities.inventory_vars(state.host_dir(host.name)))
+        service_vars = services.inventory_vars(state.host_dir(host.name))
+        if service_vars:
+            hosts[host.name]["vars"] = service_vars
     return {
         "vars": {
             "user": "root",

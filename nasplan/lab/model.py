@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,8 @@ class LabHost:
     personality: str
     namespace: str
     lan_address: str
+    services: tuple[str, ...] = ()
+    personality_options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,8 @@ def build_lab(document: Document) -> Lab:
                         personality=(spec or {}).get("personality", "debian"),
                         namespace=names.namespace(host_name),
                         lan_address=f"{address}/{lan_net.prefixlen}",
+                        services=tuple((spec or {}).get("services") or ()),
+                        personality_options=dict((spec or {}).get("personality_options") or {}),
                     )
                 )
 

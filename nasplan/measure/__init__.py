@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from nasplan.units import format_bits_per_second
+
 if TYPE_CHECKING:
     from nasplan.context import RunContext
     from nasplan.plan import TestSpec
@@ -26,6 +28,19 @@ class TestKind:
 
 def kinds() -> dict[str, TestKind]:
     """Every test kind by its plan name (``kind: iperf3``)."""
-    from nasplan.measure import iperf3_test
+    from nasplan.measure import disk_test, iperf3_test, latency_test, transfer_test
 
-    return {kind.name: kind for kind in (iperf3_test.KIND,)}
+    every = (iperf3_test.KIND, transfer_test.KIND, latency_test.KIND, disk_test.KIND)
+    return {kind.name: kind for kind in every}
+
+
+def summary_text(summary: dict[str, Any]) -> str:
+    """A test summary's median for the progress line, in the unit its metric names."""
+    median, metric = summary.get("median"), summary.get("metric", "bits_per_second")
+    if median is None:
+        return ""
+    if metric.endswith("_ms"):
+        return f"median {median:.3f} ms"
+    if metric == "bytes_per_second":
+        return f"median {median / 2**20:.1f} MiB/s"
+    return f"median {format_bits_per_second(median)}"

@@ -10,7 +10,7 @@ from typing import Any
 from nasplan.analysis import efficiency, summarize
 from nasplan.context import RunContext
 from nasplan.hosts import HostSession
-from nasplan.measure import TestKind, iperf3
+from nasplan.measure import TestKind, iperf3, iperf3_multi, sampler
 from nasplan.paths import describe_path, nic_holding, nic_towards, path_end
 from nasplan.plan import Plan, TestSpec
 from nasplan.results import save_raw
@@ -35,6 +35,34 @@ def target_address(test: TestSpec, plan: Plan, server: HostSession) -> str:
             "or on the host"
         )
     return server.host.address
+
+
+# iperf3 3.16 made each stream its own thread; before, -P streams share one core.
+MULTITHREADED_IPERF3 = (3, 16)
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".") if part.isdigit())
+
+
+def version_warnings(
+    server: str, server_version: str | None, client: str, client_version: str | None, parallel: int
+) -> list[str]:
+    """Warnings about the two ends' iperf3 versions (differ; single-threaded -P before 3.16)."""
+    warnings: list[str] = []
+    if server_version and client_version and server_version != client_version:
+        warnings.append(
+            f"iperf3 versions differ: {server} has {server_version}, {client} has "
+            f"{client_version}; results may not compare with runs of matching versions"
+        )
+    if parallel > 1:
+        for host, version in ((server, server_version), (client, client_version)):
+            if version and _version_tuple(version) < MULTITHREADED_IPERF3:
+                warnings.append(
+                    f"iperf3 {version} on {host} runs all {parallel} streams in one thread "
+                    f"(multi-threaded from 3.16): one CPU core may cap the result"
+                )
+    return warnings
 
 
 def _window_bytes(text: str) -> int:
@@ -113,19 +141,35 @@ def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:
         record["error"] = str(exc)
         return record
     record["params"]["address"] = address
+    record["warnings"] = version_warnings(
+        test.server,
+        server.facts.iperf3_version,
+        test.client,
+        client.facts.iperf3_version,
+        params.parallel,
+    )
+    ctx.warnings += [f"{test.id}: {w}" for w in record["warnings"]]
     record["path"] = describe_path(
         path_end(server.host, nic_holding(server.facts, address)),
         path_end(client.host, nic_towards(client.facts, address)),
     )
     total_s = (params.duration_s + params.omit_s + 1) * test.repetitions
     token = secrets.token_hex(4)
+    processes = iperf3_multi.needs_processes(
+        params.parallel, server.facts.iperf3_version, client.facts.iperf3_version
+    )
+    record["params"]["parallel_mode"] = "processes" if processes else "streams"
     errors: list[str] = []
-    for index in range(1, test.repetitions + 1):
-        ctx.progress.test(test.id, index, test.repetitions, total_s)
-        rep = _repetition(test, params, address, server, client, ctx.run_dir, index, token)
-        if rep["error"]:
-            errors.append(f"repetition {index}: {rep['error']}")
-        record["repetitions"].append(rep)
+    with sampler.sampling(ctx.sessions, test.hosts, token) as resources:
+        for index in range(1, test.repetitions + 1):
+            ctx.progress.test(test.id, index, test.repetitions, total_s)
+            rep = _repetition(
+                test, params, address, server, client, ctx.run_dir, index, token, processes
+            )
+            if rep["error"]:
+                errors.append(f"repetition {index}: {rep['error']}")
+            record["repetitions"].append(rep)
+    record["resources"] = resources
     rates = [r["bits_per_second"] for r in record["repetitions"] if r["status"] == "ok"]
     record["summary"] = summarize(rates, "bits_per_second")
     theoretical = record["path"]["theoretical_bits_per_second"]
@@ -144,12 +188,15 @@ def _repetition(
     run_dir: Path,
     index: int,
     token: str,
+    processes: bool = False,
 ) -> dict[str, Any]:
     assert server.runner is not None and client.runner is not None
-    raw_name = f"raw/{test.id}/rep-{index}.json"
+    # Several processes give several JSON documents, one after another under a marker line each.
+    raw_name = f"raw/{test.id}/rep-{index}.{'txt' if processes else 'json'}"
     rep: dict[str, Any] = {"index": index, "status": "failed", "error": None, "raw_file": None}
+    run_one = iperf3_multi.run_repetition if processes else iperf3.run_repetition
     try:
-        raw, parsed = iperf3.run_repetition(
+        raw, parsed = run_one(
             server.runner,
             client.runner,
             server.tools["iperf3"],
@@ -165,6 +212,9 @@ def _repetition(
             rep["raw_file"] = save_raw(run_dir, raw_name, exc.raw)
         return rep
     rep.update(iperf3.repetition_fields(parsed))
+    rep["interval_bits_per_second"] = [row["bits_per_second"] for row in parsed["intervals"]]
+    if processes:
+        rep["processes"] = parsed["processes"]
     rep["status"] = "ok"
     rep["raw_file"] = save_raw(run_dir, raw_name, raw)
     return rep

@@ -48,8 +48,12 @@ def registry() -> tuple[Platform, ...]:
     """Every platform, most specific first; the first whose ``matches`` is true wins."""
     from nasplan.platforms.debian import Debian
     from nasplan.platforms.generic import GenericLinux
+    from nasplan.platforms.qnap import Qnap
+    from nasplan.platforms.synology import Synology
+    from nasplan.platforms.truenas import TrueNas
 
-    return (Debian(), GenericLinux())
+    # Vendor markers first: TrueNAS SCALE is Debian underneath and must never be taken for it.
+    return (Qnap(), Synology(), TrueNas(), Debian(), GenericLinux())
 
 
 def detect(facts: HostFacts) -> Platform:

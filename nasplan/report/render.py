@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from functools import cache
 from pathlib import Path, PurePosixPath, PureWindowsPath
@@ -12,6 +12,7 @@ from urllib.parse import quote
 
 import jinja2
 
+from nasplan.report import mermaid
 from nasplan.results import REPORT_FILE, load_run
 from nasplan.units import format_bits_per_second
 
@@ -87,6 +88,16 @@ def mebibytes_per_second(value: float | None) -> str:
     return DASH if value is None else f"{value / 8 / 2**20:.1f} MiB/s"
 
 
+def bytes_rate(value: float | None) -> str:
+    """A rate in bytes/s as MiB/s (2^20 bytes/s): ``131.0 MiB/s``."""
+    return DASH if value is None else f"{value / 2**20:.1f} MiB/s"
+
+
+def milliseconds(value: float | None) -> str:
+    """``0.237 ms``."""
+    return DASH if value is None else f"{value:.3f} ms"
+
+
 def count(value: int | None) -> str:
     """An integer or ``–``."""
     return DASH if value is None else str(value)
@@ -116,6 +127,8 @@ FILTERS = {
     "megabytes_per_second": megabytes_per_second,
     "mebibytes_per_second": mebibytes_per_second,
     "count": count,
+    "bytes_rate": bytes_rate,
+    "milliseconds": milliseconds,
     "cell": cell,
     "utc": utc,
 }
@@ -300,10 +313,40 @@ def _framings(tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def build_view(run: Mapping[str, Any]) -> dict[str, Any]:
+def _paths_text(tests: list[dict[str, Any]]) -> str | None:
+    """``1 Gbit/s at MTU 1500 (lan-single), 10 Gbit/s at MTU 9000 (p2p-a, p2p-b)``."""
+    groups: dict[tuple[int, int], list[str]] = {}
+    for test in tests:
+        speed, mtu = test["path"].get("speed_bits_per_second"), test["path"].get("mtu_bytes")
+        if speed and mtu:
+            groups.setdefault((speed, mtu), []).append(test["id"])
+    return (
+        ", ".join(
+            f"{nominal_speed(speed)} at MTU {mtu} ({', '.join(ids)})"
+            for (speed, mtu), ids in sorted(groups.items())
+        )
+        or None
+    )
+
+
+def _throughput_chart(tests: list[dict[str, Any]]) -> str | None:
+    """Mermaid bars of each measured test's median, with the TCP maximum as a line."""
+    measured = [t for t in tests if t["median"] is not None and t["kind"] == "iperf3"]
+    return mermaid.bar_chart(
+        "Median throughput per test (line: TCP maximum)",
+        [t["id"] for t in measured],
+        [t["median"] for t in measured],
+        [t["path"].get("theoretical_bits_per_second") for t in measured],
+    )
+
+
+def build_view(run: Mapping[str, Any], chart_files: Sequence[str] = ()) -> dict[str, Any]:
     """Everything the template shows, derived from the run dict only (no clock, no machine)."""
     hosts = [_host(name, host) for name, host in sorted(run["hosts"].items())]
-    tests = [_test(test) for test in run["tests"]]
+    # The results table and details are iperf3's; transfers, disk and latency have their own
+    # sections (_transfers.md.j2, _analysis.md.j2), in their own units.
+    tests = [_test(test) for test in run["tests"] if test["kind"] == "iperf3"]
+    everything = run["tests"]
     measured = [t for t in tests if t["median"] is not None]
     best = max(measured, key=lambda t: t["median"]) if measured else None
     thresholds = sorted(
@@ -313,7 +356,7 @@ def build_view(run: Mapping[str, Any]) -> dict[str, Any]:
             if t["summary"].get("wide_spread_threshold") is not None
         }
     )
-    statuses = [t["status"] for t in tests]
+    statuses = [t["status"] for t in everything]
     counts = [f"{statuses.count(s)} {s}" for s in ("ok", "failed", "skipped") if s in statuses]
     names = [h["name"] for h in hosts]
     return {
@@ -324,18 +367,22 @@ def build_view(run: Mapping[str, Any]) -> dict[str, Any]:
         "inventory_file": _shown_file(run.get("inventory_file")),
         "duration": _duration(run["started_at"], run.get("finished_at")),
         "status_meaning": STATUS_MEANING.get(run["status"], run["status"]),
-        "kinds": sorted({t["kind"] for t in tests}),
+        "kinds": sorted({t["kind"] for t in everything}),
         "hosts": hosts,
         "unreachable": [h for h in hosts if not h["reachable"]],
         "tests": tests,
         "between_hosts": f" between {_and(names)}" if names else "",
-        "tests_text": f"{len(tests)} test{'' if len(tests) == 1 else 's'}"
+        "tests_text": f"{len(everything)} test{'' if len(everything) == 1 else 's'}"
         + (f" ({', '.join(counts)})" if counts else ""),
-        "failed": [t for t in tests if t["status"] != "ok"],
+        "failed": [t for t in everything if t["status"] != "ok"],
         "best": best,
         "framings": _framings(tests),
         "spread_thresholds": thresholds,
         "any_actions": any(h["actions"] for h in hosts),
+        "paths_text": _paths_text(tests),
+        "throughput_chart": _throughput_chart(tests),
+        "topology": mermaid.topology(run),
+        "chart_files": list(chart_files),
     }
 
 
@@ -353,9 +400,13 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-def render_report(run: Mapping[str, Any]) -> str:
-    """report.md text for a (validated) run dict; the same run always gives the same bytes."""
-    text = _environment().get_template("report.md.j2").render(**build_view(run))
+def render_report(run: Mapping[str, Any], chart_files: Sequence[str] = ()) -> str:
+    """report.md text for a (validated) run dict; the same run always gives the same bytes.
+
+    ``chart_files`` (relative to the run directory) are shown as images under Results.
+    """
+    view = build_view(run, chart_files)
+    text = _environment().get_template("report.md.j2").render(**view)
     # One blank line between blocks whatever the template's conditionals left behind.
     lines: list[str] = []
     for line in text.rstrip().splitlines():
@@ -365,8 +416,15 @@ def render_report(run: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_report(run_dir: Path) -> Path:
-    """Render ``run_dir/run.json`` into ``run_dir/report.md``; return the report's path."""
+def write_report(run_dir: Path, charts: str | None = None) -> Path:
+    """Render ``run_dir/run.json`` into ``run_dir/report.md``; return the report's path.
+
+    ``charts="png"`` or ``"svg"`` also draws charts with matplotlib into ``run_dir/charts/``.
+    """
+    from nasplan.report.charts import write_charts  # matplotlib only when asked for
+
+    run = load_run(run_dir)
+    chart_files = write_charts(run, run_dir, charts) if charts else []
     path = run_dir / REPORT_FILE
-    path.write_text(render_report(load_run(run_dir)), encoding="utf-8", newline="\n")
+    path.write_text(render_report(run, chart_files), encoding="utf-8", newline="\n")
     return path

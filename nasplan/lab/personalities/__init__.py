@@ -1,16 +1,21 @@
 """Host personalities: what runs in a lab host's private mount namespace before its sshd starts.
 
-A personality makes a namespace look like a vendor's NAS to nasplan's platform detection, e.g.
-by bind-mounting a marker file over ``/etc.defaults/VERSION``. Those mounts happen in the sshd's
-own mount namespace (``unshare --mount --propagation private``), so only that sshd and its
-sessions see them. Every personality behaves like Debian for now.
+A vendor personality (qnap, synology, truenas) gives its host a root of its own: an overlay of
+the machine's ``/`` whose changes live in a tmpfs of that mount namespace only, entered with
+``chroot`` by sshd. There it writes the vendor's marker files, fake vendor commands, hides the
+system iperf3 and adds users, so that nasplan sees a QNAP or a Synology over SSH while nothing
+changes on the machine itself. ``debian`` shows the machine's own OS as it is.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
+
+INVENTORY_FILE = "personality.json"
 
 
 class Personality(Protocol):
@@ -28,6 +33,10 @@ class Personality(Protocol):
         """
         ...
 
+    def exec_prefix(self, host_dir: Path) -> list[str]:
+        """What sshd's exec is prefixed with (``["chroot", root]``), or ``[]`` for none."""
+        ...
+
 
 @dataclass(frozen=True)
 class Plain:
@@ -39,15 +48,39 @@ class Plain:
         """No commands: the host shows the real /etc."""
         return []
 
-
-REGISTRY: dict[str, Personality] = {
-    "debian": Plain("debian"),
-    "qnap": Plain("qnap"),
-    "synology": Plain("synology"),
-    "truenas": Plain("truenas"),
-}
+    def exec_prefix(self, host_dir: Path) -> list[str]:
+        """sshd runs in the machine's own root."""
+        return []
 
 
-def get(name: str) -> Personality:
-    """The personality called ``name``; the lab schema only admits registered names."""
-    return REGISTRY[name]
+NAMES = ("debian", "qnap", "synology", "truenas")
+
+
+def get(name: str, options: Mapping[str, Any] | None = None) -> Personality:
+    """The personality called ``name`` with its lab-file options (``personality_options``)."""
+    from nasplan.lab.personalities.qnap import Qnap
+    from nasplan.lab.personalities.synology import Synology
+    from nasplan.lab.personalities.truenas import TrueNas
+
+    opts = dict(options or {})
+    if name == "qnap":
+        return Qnap(entware=bool(opts.get("entware", True)))
+    if name == "synology":
+        return Synology(ssh_user=str(opts.get("ssh_user", "root")))
+    if name == "truenas":
+        return TrueNas()
+    return Plain(name)
+
+
+def write_inventory_vars(host_dir: Path, values: Mapping[str, str]) -> None:
+    """Record host keys (``user``, ``become_password_env``) the lab inventory must carry."""
+    (host_dir / INVENTORY_FILE).write_text(json.dumps(dict(values), sort_keys=True) + "\n")
+
+
+def inventory_vars(host_dir: Path) -> dict[str, str]:
+    """Host keys a personality asked the lab inventory to carry; empty when none."""
+    try:
+        data = json.loads((host_dir / INVENTORY_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}

@@ -1,0 +1,259 @@
+"""A comparison dict (``compare_runs``) as Markdown, JSON or CSV; same input, same bytes."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from nasplan.compare.stats import BETTER, NOISE, UNKNOWN, WORSE
+from nasplan.report import mermaid
+from nasplan.report.render import DASH, _and, _environment, cell, percent, utc
+from nasplan.units import format_bits_per_second
+
+FORMATS = ("markdown", "json", "csv")
+VERDICT_ORDER = (BETTER, WORSE, NOISE, UNKNOWN)
+
+
+def metric_value(value: float | None, metric: str) -> str:
+    """A median in the metric's unit: ``9.55 Gbit/s``, ``221.0 MB/s``, ``46.30 s``."""
+    if value is None:
+        return DASH
+    if "bits_per_second" in metric:
+        return format_bits_per_second(value)
+    if "bytes_per_second" in metric:
+        return f"{value / 10**6:.1f} MB/s"
+    if metric.endswith("_s"):
+        return f"{value:.2f} s"
+    return f"{value:.4g}"
+
+
+def ratio(value: float | None) -> str:
+    """``×2.08``; ``–`` when unknown."""
+    return DASH if value is None else f"×{value:.2f}"
+
+
+def points(value: float | None) -> str:
+    """An efficiency change in percentage points: 0.021 -> ``+2.1 pts``."""
+    return DASH if value is None else f"{value * 100:+.1f} pts".replace("-", "−")
+
+
+def _run_cell(test: Mapping[str, Any], index: int) -> str:
+    side = test["runs"][index]
+    if side is None:
+        return "not in this run"
+    if side["median"] is None:
+        return f"{side['status']}, no result"
+    text = metric_value(side["median"], test["metric"])
+    versus = test["versus_first"][index]
+    if versus and versus["ratio"] is not None:
+        text += f" ({ratio(versus['ratio'])})"
+    return text
+
+
+def _efficiency(test: Mapping[str, Any]) -> str:
+    sides = [s for s in test["runs"] if s is not None]
+    values = [s["efficiency"] for s in sides]
+    if all(v is None for v in values):
+        return DASH
+    text = " → ".join(percent(v) for v in values)
+    changes = [v["efficiency_change"] for v in test["versus_first"][1:] if v]
+    if len(changes) == 1 and changes[0] is not None:
+        text += f" ({points(changes[0])})"
+    return text
+
+
+def _verdicts(test: Mapping[str, Any], titles: Sequence[str]) -> tuple[str, str]:
+    """(verdict text, rule text) of a test row; runs named when there are more than two."""
+    if not test["comparable"]:
+        present = [titles[i] for i, side in enumerate(test["runs"]) if side is not None]
+        reason = "; ".join(test["mismatches"]) or (
+            f"only in {present[0]}" if len(present) == 1 else f"not in {titles[0]}"
+        )
+        return "not compared", reason
+    verdicts, rules = [], []
+    many = len(titles) > 2
+    for index, versus in enumerate(test["versus_first"]):
+        if versus is None:
+            continue
+        prefix = f"{titles[index]}: " if many else ""
+        word = (
+            f"**{versus['verdict']}**"
+            if versus["verdict"] in (BETTER, WORSE)
+            else versus["verdict"]
+        )
+        verdicts.append(prefix + word)
+        rules.append(prefix + versus["explanation"])
+    return "; ".join(verdicts), "; ".join(rules)
+
+
+def _opening(comparison: Mapping[str, Any], tests: list[dict[str, Any]]) -> str:
+    runs = comparison["runs"]
+    plans = sorted({r["plan"] for r in runs})
+    hosts = sorted({h for r in runs for h in r["hosts"]})
+    first, others = runs[0], runs[1:]
+    text = (
+        f"nasplan compared {len(runs)} runs of plan{'s' if len(plans) > 1 else ''} "
+        f"{_and([f'`{p}`' for p in plans])}"
+        + (f" between {_and(hosts)}" if hosts else "")
+        + f": **{first['title']}** ({utc(first['started_at'])}) is the baseline, against "
+        + _and([f"**{r['title']}** ({utc(r['started_at'])})" for r in others])
+        + "."
+    )
+    headline = comparison["headline"]
+    if headline:
+        test = next(t for t in comparison["tests"] if t["id"] == headline["test"])
+        before = test["runs"][0]["median"]
+        after = test["runs"][headline["run"]]["median"]
+        title = runs[headline["run"]]["title"]
+        if headline["decided"]:
+            text += (
+                f" Headline: {test['id']} is **{headline['verdict']}** in {title}: "
+                f"{metric_value(after, test['metric'])} against "
+                f"{metric_value(before, test['metric'])}, {ratio(headline['ratio'])} "
+                f"({headline['explanation']})."
+            )
+        else:
+            text += (
+                f" No test changed beyond noise; the largest difference is {test['id']}, "
+                f"{ratio(headline['ratio'])} ({headline['explanation']})."
+            )
+    counts: dict[str, int] = {}
+    for test in tests:
+        for word in test["verdict_words"]:
+            counts[word] = counts.get(word, 0) + 1
+    summary = [f"{counts[w]} {w}" for w in VERDICT_ORDER if w in counts]
+    not_compared = sum(1 for t in tests if not t["comparable"])
+    if not_compared:
+        summary.append(f"{not_compared} not compared")
+    if summary:
+        text += f" Verdicts: {', '.join(summary)}."
+    changed = comparison["environment"]["changed"]
+    if changed:
+        names = [c["aspect"] for c in changed]
+        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        text += (
+            f" Environment: {len(names)} aspect{'s' if len(names) != 1 else ''} changed ({shown})."
+        )
+    else:
+        text += " Environment: nothing nasplan records changed between the runs."
+    return text
+
+
+def _chart(comparison: Mapping[str, Any]) -> str | None:
+    categories, values = [], []
+    short = len(comparison["runs"]) > 3 or any(len(r["title"]) > 16 for r in comparison["runs"])
+    for test in comparison["tests"]:
+        if "bits_per_second" not in test["metric"]:
+            continue
+        for index, side in enumerate(test["runs"]):
+            if side is not None and side["median"] is not None:
+                name = f"run {index + 1}" if short else comparison["runs"][index]["title"]
+                categories.append(f"{test['id']} · {name}")
+                values.append(side["median"])
+    return mermaid.bar_chart("Median throughput per test and run", categories, values)
+
+
+def _matrices(comparison: Mapping[str, Any]) -> list[dict[str, Any]]:
+    matrix = comparison["matrix"]
+    if matrix is None:
+        return []
+    found = []
+    for test in comparison["tests"]:
+        measured = [s for s in test["runs"] if s is not None and s["median"] is not None]
+        if len(measured) < 2:
+            continue
+        rows = [
+            [
+                DASH if index is None else _run_cell(test, index).replace("not in this run", DASH)
+                for index in row
+            ]
+            for row in matrix["cells"]
+        ]
+        found.append({"test": test, "rows": list(zip(matrix["rows"], rows, strict=True))})
+    return found
+
+
+def render_markdown(comparison: Mapping[str, Any]) -> str:
+    """The comparison as Markdown (tables, a mermaid chart, matrices); deterministic."""
+    titles = [r["title"] for r in comparison["runs"]]
+    tests = []
+    for test in comparison["tests"]:
+        verdict_text, rule_text = _verdicts(test, titles)
+        tests.append(
+            {
+                **test,
+                "cells": [_run_cell(test, i) for i in range(len(titles))],
+                "efficiency_text": _efficiency(test),
+                "verdict_text": verdict_text,
+                "rule_text": rule_text,
+                "verdict_words": [v["verdict"] for v in test["versus_first"] if v],
+            }
+        )
+    view = {
+        "c": comparison,
+        "titles": titles,
+        "tests": tests,
+        "opening": _opening(comparison, tests),
+        "chart": _chart(comparison),
+        "matrices": _matrices(comparison),
+        "notes": [t for t in tests if t["mismatches"] or t["differences"]],
+    }
+    text = _environment().get_template("compare.md.j2").render(**view)
+    lines: list[str] = []
+    for line in text.rstrip().splitlines():
+        line = line.rstrip()
+        if line or (lines and lines[-1]):
+            lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def render_json(comparison: Mapping[str, Any]) -> str:
+    """The comparison dict as indented JSON with a trailing newline."""
+    return json.dumps(comparison, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+CSV_COLUMNS = (
+    "test_id", "test_name", "metric", "run_index", "run_id", "run_title", "labels", "status",
+    "n", "median", "min", "max", "efficiency", "ratio_to_first", "efficiency_change",
+    "verdict", "rule", "p_value", "comparable",
+)  # fmt: skip
+
+
+def render_csv(comparison: Mapping[str, Any]) -> str:
+    """One row per (test, run) with raw numbers (bit/s, ratios as fractions), header first."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for test in comparison["tests"]:
+        for index, side in enumerate(test["runs"]):
+            if side is None:
+                continue
+            run = comparison["runs"][index]
+            versus = test["versus_first"][index] or {}
+            labels = ";".join(f"{k}={v}" for k, v in run["labels"].items())
+            row = [
+                test["id"], test["name"], test["metric"], index, run["run_id"], run["title"],
+                labels, side["status"], side["n"], side["median"], side["min"], side["max"],
+                side["efficiency"], versus.get("ratio"), versus.get("efficiency_change"),
+                versus.get("verdict"), versus.get("rule"), versus.get("p_value"),
+                test["comparable"],
+            ]  # fmt: skip
+            writer.writerow(["" if v is None else v for v in row])
+    return out.getvalue()
+
+
+def render(comparison: Mapping[str, Any], output_format: str = "markdown") -> str:
+    """The comparison in ``markdown``, ``json`` or ``csv``."""
+    if output_format == "json":
+        return render_json(comparison)
+    if output_format == "csv":
+        return render_csv(comparison)
+    if output_format == "markdown":
+        return render_markdown(comparison)
+    raise ValueError(f"unknown format {output_format!r} (expected one of {', '.join(FORMATS)})")
+
+
+__all__ = ["FORMATS", "cell", "render", "render_csv", "render_json", "render_markdown"]

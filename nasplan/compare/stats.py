@@ -1,0 +1,124 @@
+"""Verdicts between two sets of repetitions: better / worse / within noise, and the rule used."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from math import comb
+
+# Two-sided significance level of the Mann–Whitney U test.
+ALPHA = 0.05
+# Smallest relative change of the median worth calling better or worse: a significant 1 %
+# difference between two cables is real but not what anyone upgrades for.
+MIN_EFFECT = 0.03
+# Repetitions per side from which the rank test is used; below it the exact test cannot reach
+# p < 0.05 with a margin (3 vs 3 gives at best p = 0.1), so the min–max ranges decide.
+MANN_WHITNEY_MIN_N = 5
+
+BETTER, WORSE, NOISE, UNKNOWN = "better", "worse", "within noise", "no verdict"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How ``after`` compares with ``before``: verdict word, the rule's name and its evidence."""
+
+    verdict: str  # better | worse | within noise | no verdict
+    rule: str  # "mann-whitney" | "ranges" | "none"
+    p_value: float | None
+    change: float | None  # relative change of the median, after / before - 1
+    explanation: str  # for the report, e.g. "Mann–Whitney U, p = 0.008 (5 vs 5)"
+
+
+def _ranks_doubled(pooled: Sequence[float]) -> list[int]:
+    """Twice the (mid)rank of each value, so tied ranks stay integers: [5, 1, 5] -> [5, 2, 5]."""
+    order = sorted(range(len(pooled)), key=lambda i: pooled[i])
+    ranks = [0] * len(pooled)
+    start = 0
+    while start < len(order):
+        end = start
+        while end + 1 < len(order) and pooled[order[end + 1]] == pooled[order[start]]:
+            end += 1
+        # positions start..end (0-based) share ranks start+1..end+1; their mean, doubled:
+        doubled = start + end + 2
+        for position in range(start, end + 1):
+            ranks[order[position]] = doubled
+        start = end + 1
+    return ranks
+
+
+def mann_whitney_u(first: Sequence[float], second: Sequence[float]) -> tuple[float, float]:
+    """Exact two-sided Mann–Whitney U test: ``(U of first, p)``; ties by midranks.
+
+    The p value is the exact permutation probability (every split of the pooled values equally
+    likely) of a rank sum at least as far from its mean as the observed one; no normal
+    approximation, no scipy. Counting is a DP over (values taken, doubled rank sum).
+    """
+    n, m = len(first), len(second)
+    if n == 0 or m == 0:
+        raise ValueError("both samples need at least one value")
+    ranks = _ranks_doubled([*first, *second])
+    observed = sum(ranks[:n])
+    # ways[k][s]: number of k-subsets of the pooled ranks whose doubled rank sum is s
+    total_sum = sum(ranks)
+    ways = [[0] * (total_sum + 1) for _ in range(n + 1)]
+    ways[0][0] = 1
+    for rank in ranks:
+        for k in range(n, 0, -1):
+            row, previous = ways[k], ways[k - 1]
+            for s in range(total_sum, rank - 1, -1):
+                if previous[s - rank]:
+                    row[s] += previous[s - rank]
+    mean_doubled = n * (n + m + 1)  # twice the mean rank sum n(N+1)/2
+    distance = abs(observed - mean_doubled)
+    extreme = sum(count for s, count in enumerate(ways[n]) if abs(s - mean_doubled) >= distance)
+    p_value = Fraction(extreme, comb(n + m, n))
+    u_first = observed / 2 - n * (n + 1) / 2
+    return u_first, float(min(p_value, Fraction(1)))
+
+
+def _direction(change: float, higher_is_better: bool) -> str:
+    return BETTER if (change > 0) == higher_is_better else WORSE
+
+
+def verdict(
+    before: Sequence[float],
+    after: Sequence[float],
+    *,
+    higher_is_better: bool = True,
+    alpha: float = ALPHA,
+    min_effect: float = MIN_EFFECT,
+) -> Verdict:
+    """Compare repetition values: Mann–Whitney with >= 5 per side, else min–max ranges.
+
+    Either way the medians must differ by at least ``min_effect`` (3 %) to be better or worse.
+    """
+    if not before or not after:
+        return Verdict(UNKNOWN, "none", None, None, "no successful repetitions on one side")
+    median_before, median_after = statistics.median(before), statistics.median(after)
+    change = median_after / median_before - 1 if median_before else None
+    sizes = f"{len(before)} vs {len(after)} repetitions"
+    small = change is None or abs(change) < min_effect
+    effect = f"change below {min_effect * 100:g} %"
+    if len(before) >= MANN_WHITNEY_MIN_N and len(after) >= MANN_WHITNEY_MIN_N:
+        _, p_value = mann_whitney_u(before, after)
+        text = f"Mann–Whitney U p = {p_value:.3g}, {sizes}"
+        if p_value >= alpha:
+            return Verdict(NOISE, "mann-whitney", p_value, change, f"{text}; p ≥ {alpha:g}")
+        if small or change is None:
+            return Verdict(NOISE, "mann-whitney", p_value, change, f"{text}; {effect}")
+        return Verdict(_direction(change, higher_is_better), "mann-whitney", p_value, change, text)
+    apart = min(after) > max(before) or max(after) < min(before)
+    text = f"min–max ranges {'do not overlap' if apart else 'overlap'}, {sizes}"
+    if not apart:
+        return Verdict(NOISE, "ranges", None, change, text)
+    if small or change is None:
+        return Verdict(NOISE, "ranges", None, change, f"{text}; {effect}")
+    return Verdict(_direction(change, higher_is_better), "ranges", None, change, text)
+
+
+def higher_is_better(metric: str) -> bool:
+    """Rates are better high; times (``duration_s``, ``latency_ms``) better low."""
+    lowered = metric.lower()
+    return not (lowered.endswith(("_s", "_ms", "_us", "seconds")) or "latency" in lowered)

@@ -1,0 +1,424 @@
+"""The network phase of an apply: snapshot -> arm revert + apply -> verify -> confirm -> restore.
+
+``setup`` makes and checks the declared changes; ``teardown`` (always, in ``finally``) puts every
+host back and proves it by reading the state back. Each step is a method of its own so a test
+can cut a host off between them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import secrets
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nasplan.analysis import summarize
+from nasplan.hosts import HostSession, in_parallel
+from nasplan.network import checks, restore, scripts
+from nasplan.network.model import NetworkSpec, NicChange, fact_errors
+from nasplan.network.state import NicState, parse_state_output, split_sections
+
+if TYPE_CHECKING:
+    from nasplan.facts import HostFacts
+    from nasplan.inventory import Host
+    from nasplan.plan import TestSpec
+    from nasplan.progress import Progress
+    from nasplan.runner import Runner
+
+RECONNECT_GRACE_S = 30.0
+
+
+@dataclass
+class HostNetwork:
+    """One host's part of the phase; ``status`` ends as restored, reverted-by-host, kept, failed."""
+
+    changes: tuple[NicChange, ...]
+    directory: str
+    status: str = "pending"
+    before: dict[str, NicState] = field(default_factory=dict)
+    applied: dict[str, NicState] = field(default_factory=dict)
+    after: dict[str, NicState] = field(default_factory=dict)
+    armed_at: float | None = None
+    confirmed: bool = False
+    lost: bool = False
+    touched: bool = False
+    error: str | None = None
+    original_facts: HostFacts | None = None
+
+    @property
+    def nics(self) -> list[str]:
+        return [c.nic for c in self.changes]
+
+    def to_dict(self) -> dict[str, Any]:
+        """run.json ``network.hosts.<name>``."""
+        nics = set(self.nics)
+        return {
+            "status": self.status,
+            "changes": describe_changes(self.changes, self.before),
+            "armed": self.armed_at is not None,
+            "confirmed": self.confirmed,
+            "restored": self.status == "restored",
+            "reverted_by_host": self.status == "reverted-by-host",
+            "error": self.error,
+            "before": {n: s.to_dict() for n, s in sorted(self.before.items())},
+            "applied": {n: s.to_dict() for n, s in sorted(self.applied.items()) if n in nics},
+            "after": {n: s.to_dict() for n, s in sorted(self.after.items()) if n in nics},
+        }
+
+
+def describe_changes(changes: tuple[NicChange, ...], before: Mapping[str, NicState]) -> list[str]:
+    """``["eth1: MTU 1500 -> 9000", "eth1: + 198.18.4.1/30"]``."""
+    lines = []
+    for change in changes:
+        was = before.get(change.nic)
+        if change.mtu_bytes is not None:
+            lines.append(f"{change.nic}: MTU {was.mtu_bytes if was else '?'} -> {change.mtu_bytes}")
+        lines += [f"{change.nic}: + {address}" for address in change.add_addresses]
+    return lines
+
+
+@contextlib.contextmanager
+def sigint_deferred() -> Iterator[None]:
+    """Hold a Ctrl-C back while hosts are being restored; raise it afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[bool] = []
+    previous = signal.signal(signal.SIGINT, lambda *_: caught.append(True))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
+
+
+class NetworkPhase:
+    """Declared network changes over the sessions of one run."""
+
+    def __init__(
+        self,
+        spec: NetworkSpec,
+        sessions: Mapping[str, HostSession],
+        run_dir: Path,
+        progress: Progress,
+        connector: Callable[[Host], Runner],
+        *,
+        keep: bool = False,
+        inventory_file: str = "",
+        known_hosts: str | None = None,
+    ) -> None:
+        self.spec = spec
+        self.sessions = sessions
+        self.run_dir = run_dir
+        self.progress = progress
+        self.connector = connector
+        self.keep = keep
+        self.inventory_file = inventory_file
+        self.known_hosts = known_hosts
+        token = secrets.token_hex(4)
+        self.hosts = {
+            h: HostNetwork(spec.changes(h), scripts.revert_dir(token, h)) for h in spec.hosts
+        }
+        self.checks: list[dict[str, Any]] = []
+        self.warnings: list[str] = []
+        self.error: str | None = None
+        self.torn_down = False
+
+    @property
+    def active(self) -> bool:
+        return self.spec.active
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def _fail(self, message: str) -> None:
+        self.error = f"{self.error}; {message}" if self.error else message
+        self.progress.message(f"network: {message}")
+
+    def setup(self) -> bool:
+        """Snapshot, arm, apply, verify, confirm; False (``error`` set) when a step failed."""
+        if not self.active:
+            return True
+        for step in (self.snapshot, self.arm_and_apply, self.verify, self.confirm):
+            step()
+            if not self.ok:
+                return False
+        return True
+
+    def _runner(self, name: str) -> Runner | None:
+        session = self.sessions.get(name)
+        return session.runner if session is not None and session.ready else None
+
+    def snapshot(self) -> None:
+        """Check the changes against facts, save every touched NIC's state before any change."""
+        not_ready = [h for h in self.hosts if self._runner(h) is None]
+        if not_ready:
+            self._fail(f"not changing the network: {', '.join(not_ready)} not ready")
+            return
+        facts = {h: s.facts for h, s in self.sessions.items() if s.facts is not None}
+        problems = fact_errors(self.spec, facts)
+        if problems:
+            self._fail("; ".join(problems))
+            return
+
+        def one(name: str) -> None:
+            record, runner = self.hosts[name], self._runner(name)
+            assert runner is not None
+            result = runner.run_script(scripts.state_script(record.nics), timeout_s=30)
+            states = parse_state_output(result.stdout)
+            missing = [n for n in record.nics if n not in states]
+            if not result.ok or missing:
+                record.error = f"cannot read {', '.join(missing) or 'state'} (exit {result.exited})"
+                return
+            record.before = {n: states[n] for n in record.nics}
+
+        in_parallel(list(self.hosts), one)
+        for name, record in self.hosts.items():
+            if record.error:
+                self._fail(f"{name}: snapshot: {record.error}")
+        if self.ok:
+            self.save_snapshots()
+
+    def save_snapshots(self) -> Path:
+        """``network/snapshots.json``: everything ``nasplan restore RUN_DIR`` needs later."""
+        return restore.save_snapshots(
+            self.run_dir,
+            self.inventory_file,
+            self.known_hosts,
+            {n: (r.directory, r.changes, r.before) for n, r in self.hosts.items()},
+        )
+
+    def arm_and_apply(self) -> None:
+        """Arm each host's revert timer first, then change it; read the new state back."""
+
+        def one(name: str) -> None:
+            record, runner = self.hosts[name], self._runner(name)
+            assert runner is not None
+            script = scripts.arm_and_apply_script(
+                record.directory,
+                self.spec.confirm_timeout_s,
+                scripts.restore_argvs(record.changes, record.before),
+                scripts.apply_argvs(record.changes, record.before),
+                record.nics,
+            )
+            self.progress.host(name, f"network: arming a {self.spec.confirm_timeout_s} s revert")
+            record.touched = True
+            result = runner.run_script(script, sudo=True, timeout_s=60)
+            if "armed" in split_sections(result.stdout):
+                record.armed_at = time.monotonic()
+                record.status = "changed"
+            if result.exited in (scripts.EXIT_NO_SETSID, scripts.EXIT_NOT_ARMED):
+                record.error = f"revert not armed, nothing changed: {result.stderr.strip()}"
+                record.touched = False
+                return
+            record.applied = parse_state_output(result.stdout)
+            self._use_applied_facts(name, record)
+            if not result.ok:
+                record.error = f"change failed (exit {result.exited}): {result.stderr.strip()}"
+
+        in_parallel(list(self.hosts), one)
+        for name, record in self.hosts.items():
+            if record.error:
+                self._fail(f"{name}: {record.error}")
+            elif record.status == "changed":
+                self.sessions[name].actions.append(
+                    "network: " + "; ".join(describe_changes(record.changes, record.before))
+                )
+
+    def _use_applied_facts(self, name: str, record: HostNetwork) -> None:
+        # Tests after the change must see its MTU and addresses (path MTU, target address).
+        session = self.sessions[name]
+        if session.facts is None:
+            return
+        record.original_facts = record.original_facts or session.facts
+        nics = tuple(
+            dataclasses.replace(nic, mtu_bytes=state.mtu_bytes, addresses=state.addresses)
+            if (state := record.applied.get(nic.name)) is not None
+            else nic
+            for nic in session.facts.interfaces
+        )
+        session.facts = dataclasses.replace(session.facts, interfaces=nics)
+
+    def verify(self) -> None:
+        """SSH still answers from here; routes, DF pings and link speeds between the hosts."""
+        states = {name: record.applied for name, record in self.hosts.items()}
+
+        def one(name: str) -> None:
+            record = self.hosts[name]
+            session = self.sessions[name]
+            detail = self._ssh_answers(session)
+            self.checks.append(
+                {
+                    "check": "ssh",
+                    "host": name,
+                    "interface": None,
+                    "peer": "control node",
+                    "ok": detail is None,
+                    "detail": detail or "a new SSH connection answers",
+                }
+            )
+            if detail is not None:
+                record.lost = True
+                return
+            mtus = {n: s.mtu_bytes for n, s in record.applied.items()}
+            probes = checks.probes(self.spec.links, name, mtus)
+            runner = self._runner(name)
+            assert runner is not None
+            try:
+                result = runner.run_script(checks.verify_script(probes, record.nics), timeout_s=30)
+            except Exception as exc:  # a lost connection surfaces as paramiko or OS errors
+                record.lost = True
+                record.error = f"verify: {exc}"
+                return
+            self.checks.extend(checks.evaluate(name, probes, result.stdout, states))
+
+        in_parallel(list(self.hosts), one)
+        self.checks.sort(key=lambda c: (c["host"], c["check"], c["interface"] or ""))
+        nominal = {
+            (name, iface.name): iface.speed_bits_per_second
+            for name, session in self.sessions.items()
+            for iface in session.host.interfaces.values()
+        }
+        for link in self.spec.links:
+            self.warnings += checks.link_warnings(link, states, nominal)
+        failed = [c for c in self.checks if not c["ok"]]
+        for check in failed:
+            self._fail(f"{check['host']}: {check['check']} check failed: {check['detail']}")
+
+    def _ssh_answers(self, session: HostSession) -> str | None:
+        """None when a fresh SSH connection runs ``true``, else why not."""
+        try:
+            fresh = self.connector(session.host)
+        except Exception as exc:  # HostError, or whatever a custom connector raises
+            return f"no new SSH connection: {exc}"
+        try:
+            result = fresh.run(["true"], timeout_s=15)
+            return None if result.ok else f"`true` exited {result.exited}"
+        except Exception as exc:  # a lost connection has many exception types
+            return f"SSH stopped answering: {exc}"
+        finally:
+            close = getattr(fresh, "close", None)
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    close()
+
+    def confirm(self) -> None:
+        """Disarm every host's revert: the change stays until ``teardown``."""
+
+        def one(name: str) -> None:
+            record, runner = self.hosts[name], self._runner(name)
+            if record.status != "changed" or record.lost or runner is None:
+                return
+            try:
+                result = runner.run_script(
+                    scripts.confirm_script(record.directory), sudo=True, timeout_s=30
+                )
+            except Exception as exc:  # a lost connection: paramiko, OS or nasplan errors
+                record.lost = True
+                record.error = f"confirm: {exc}"
+                return
+            if result.stdout.strip() == "confirmed":
+                record.confirmed = True
+            else:
+                record.error = (
+                    f"confirm came too late ({result.stdout.strip() or result.exited}): "
+                    f"the host's {self.spec.confirm_timeout_s} s revert fired"
+                )
+
+        in_parallel(list(self.hosts), one)
+        for name, record in self.hosts.items():
+            if record.error:
+                self._fail(f"{name}: {record.error}")
+
+    def teardown(self) -> None:
+        """Restore every touched host (unless ``keep`` after a good setup) and verify it; once."""
+        if not self.active or self.torn_down:
+            return
+        self.torn_down = True
+        with sigint_deferred():
+            in_parallel(list(self.hosts), self._teardown_host)
+            for name, record in self.hosts.items():
+                session = self.sessions.get(name)
+                if session is not None and record.original_facts is not None:
+                    session.facts = record.original_facts
+                if record.status == "failed":
+                    self._fail(f"{name}: restore: {record.error}")
+                elif record.status == "kept":
+                    self.progress.message(
+                        f"network: {name}: changes kept (--keep); undo with nasplan restore "
+                        f"{self.run_dir}"
+                    )
+
+    def _teardown_host(self, name: str) -> None:
+        record = self.hosts[name]
+        session = self.sessions.get(name)
+        if not record.touched or session is None:
+            record.status = "unchanged" if record.status == "pending" else record.status
+            return
+        if self.keep and self.ok and record.confirmed:
+            record.status = "kept"
+            return
+        now = time.monotonic()
+        # A host cut off must first have had the time to revert by itself.
+        deadline = now + RECONNECT_GRACE_S
+        if record.lost and record.armed_at is not None:
+            deadline = max(
+                deadline, record.armed_at + self.spec.confirm_timeout_s + RECONNECT_GRACE_S
+            )
+        self.progress.host(name, "network: restoring")
+        outcome = restore.restore_host(
+            None if record.lost else session.runner,
+            lambda: self.connector(session.host),
+            record.directory,
+            record.changes,
+            record.before,
+            deadline=deadline,
+        )
+        if outcome.runner is not None and outcome.runner is not session.runner:
+            close = getattr(session.runner, "close", None)
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    close()
+            session.runner = outcome.runner
+        record.status, record.after = outcome.status, outcome.after
+        if outcome.error:
+            record.error = outcome.error
+        session.actions.append(f"network: {record.status}")
+        self.progress.host(name, f"network: {record.status}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """run.json ``network``."""
+        return {
+            "declared": self.spec.to_dict(),
+            "snapshot_file": restore.SNAPSHOT_FILE,
+            "kept": any(r.status == "kept" for r in self.hosts.values()),
+            "status": "ok" if self.ok else "failed",
+            "error": self.error,
+            "hosts": {name: record.to_dict() for name, record in sorted(self.hosts.items())},
+            "checks": list(self.checks),
+            "warnings": list(self.warnings),
+        }
+
+
+def skipped_record(test: TestSpec, reason: str) -> dict[str, Any]:
+    """A run.json test record for a test not run because the network setup failed."""
+    return {
+        "id": test.id,
+        "kind": test.kind,
+        "name": test.name,
+        "status": "skipped",
+        "error": reason,
+        "params": {"server": test.server, "client": test.client, "target": test.target.label()},
+        "path": None,
+        "repetitions": [],
+        "summary": summarize([], "bits_per_second"),
+        "efficiency": None,
+    }

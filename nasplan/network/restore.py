@@ -1,0 +1,167 @@
+"""Put a host's NICs back to their snapshot and prove it; ``nasplan restore RUN_DIR`` later on."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nasplan.errors import InputError
+from nasplan.network import scripts
+from nasplan.network.model import NicChange
+from nasplan.network.state import NicState, all_differences, parse_state_output, split_sections
+
+if TYPE_CHECKING:
+    from nasplan.inventory import Host
+    from nasplan.progress import Progress
+    from nasplan.runner import Runner
+
+SNAPSHOT_FILE = "network/snapshots.json"
+SNAPSHOT_VERSION = 1
+RETRY_PAUSE_S = 1.0
+
+
+@dataclass
+class Restored:
+    """How a host came back: ``restored``, ``reverted-by-host`` or ``failed`` (with ``error``)."""
+
+    status: str
+    after: dict[str, NicState] = field(default_factory=dict)
+    error: str | None = None
+    runner: Runner | None = None
+
+
+def _run_restore(
+    runner: Runner,
+    directory: str,
+    changes: Sequence[NicChange],
+    before: Mapping[str, NicState],
+    force: bool,
+) -> tuple[str, dict[str, NicState], list[str]]:
+    nics = [c.nic for c in changes]
+    script = scripts.restore_script(
+        directory, scripts.restore_argvs(changes, before), nics, force=force
+    )
+    result = runner.run_script(script, sudo=True, timeout_s=60)
+    outcome = split_sections(result.stdout).get("outcome", "")
+    after = parse_state_output(result.stdout)
+    if not outcome:
+        return "failed", after, [f"restore script failed (exit {result.exited}): {result.stderr}"]
+    return outcome, after, all_differences(before, after, nics)
+
+
+def restore_host(
+    runner: Runner | None,
+    reconnect: Callable[[], Runner],
+    directory: str,
+    changes: Sequence[NicChange],
+    before: Mapping[str, NicState],
+    *,
+    deadline: float,
+) -> Restored:
+    """Disarm and restore (or find the host's own revert done), read back, compare to ``before``.
+
+    Retries with fresh connections until ``deadline`` (``time.monotonic()``) when the host
+    cannot be reached; ``runner`` of the result is the connection that worked.
+    """
+    last_error = "no connection"
+    while True:
+        try:
+            if runner is None:
+                runner = reconnect()
+            outcome, after, diffs = _run_restore(runner, directory, changes, before, force=False)
+            if outcome == "reverted-by-host" and diffs:
+                outcome, after, diffs = _run_restore(runner, directory, changes, before, True)
+            if outcome == "failed" or diffs:
+                return Restored("failed", after, "; ".join(diffs) or outcome, runner)
+            return Restored(outcome, after, None, runner)
+        except Exception as exc:  # SSH loss: paramiko, OS or nasplan errors
+            last_error = str(exc) or type(exc).__name__
+            runner = None
+        if time.monotonic() >= deadline:
+            return Restored("failed", {}, f"host unreachable, not restored: {last_error}")
+        time.sleep(RETRY_PAUSE_S)
+
+
+def save_snapshots(
+    run_dir: Path,
+    inventory_file: str,
+    known_hosts: str | None,
+    hosts: Mapping[str, tuple[str, Sequence[NicChange], Mapping[str, NicState]]],
+) -> Path:
+    """Write ``network/snapshots.json`` (host -> revert dir, changes, state before)."""
+    path = run_dir / SNAPSHOT_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = {
+        "schema_version": SNAPSHOT_VERSION,
+        "inventory_file": inventory_file,
+        "known_hosts": known_hosts,
+        "hosts": {
+            name: {
+                "revert_dir": directory,
+                "changes": [dataclasses.asdict(c) for c in changes],
+                "before": {n: s.to_dict() for n, s in before.items()},
+            }
+            for name, (directory, changes, before) in sorted(hosts.items())
+        },
+    }
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def load_snapshots(run_dir: Path) -> dict[str, Any]:
+    """Read ``network/snapshots.json`` of a run directory; InputError when missing or unreadable."""
+    path = run_dir / SNAPSHOT_FILE
+    try:
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: not found (the run changed no network settings)") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from None
+    if data.get("schema_version") != SNAPSHOT_VERSION:
+        raise InputError(f"{path}: unknown snapshot version {data.get('schema_version')!r}")
+    return data
+
+
+def restore_run(
+    run_dir: Path, progress: Progress, connector: Callable[[Host], Runner]
+) -> dict[str, Restored]:
+    """``nasplan restore RUN_DIR``: put every host of the run's snapshot back and verify it."""
+    from nasplan.inventory import load_inventory
+
+    data = load_snapshots(run_dir)
+    inventory = load_inventory(Path(data["inventory_file"]))
+    outcomes: dict[str, Restored] = {}
+    for name, saved in data["hosts"].items():
+        host = inventory.hosts.get(name)
+        if host is None:
+            outcomes[name] = Restored("failed", error=f"{name} is not in {inventory.path}")
+            continue
+        if data.get("known_hosts"):
+            host = dataclasses.replace(host, known_hosts=Path(data["known_hosts"]))
+        changes = [
+            NicChange(c["nic"], c["mtu_bytes"], tuple(c["add_addresses"])) for c in saved["changes"]
+        ]
+        before = {n: NicState.from_dict(s) for n, s in saved["before"].items()}
+        progress.host(name, "restoring the network snapshot")
+        outcome = restore_host(
+            None,
+            lambda host=host: connector(host),  # type: ignore[misc]
+            saved["revert_dir"],
+            changes,
+            before,
+            deadline=time.monotonic() + 15,
+        )
+        close = getattr(outcome.runner, "close", None)
+        if close is not None:
+            with contextlib.suppress(Exception):
+                close()
+        outcome.runner = None
+        progress.host(name, outcome.status + (f": {outcome.error}" if outcome.error else ""))
+        outcomes[name] = outcome
+    return outcomes

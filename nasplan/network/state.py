@@ -1,0 +1,195 @@
+"""A NIC's state (MTU, up, addresses, routes): pure parsers of ``ip -j addr``, ``ip -j route``."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+SECTION = re.compile(r"^@@nasplan:(?P<name>[^@]+)@@$")
+# Link-scope addresses (IPv6 fe80::) come and go with the link; nasplan never sets them.
+_TRACKED_SCOPES = ("global", "host", "site")
+# Routes the kernel derives from addresses: they return when the addresses do.
+_DERIVED_PROTOCOLS = ("kernel",)
+
+
+@dataclass(frozen=True)
+class Route:
+    """A route leaving through one interface: destination, gateway, metric, protocol, scope."""
+
+    dst: str
+    gateway: str | None = None
+    metric: int | None = None
+    protocol: str | None = None
+    scope: str | None = None
+
+    def argv(self, nic: str) -> list[str]:
+        """``ip route replace`` argv that puts this route back on ``nic``."""
+        argv = ["ip", "route", "replace", self.dst]
+        if self.gateway:
+            argv += ["via", self.gateway]
+        argv += ["dev", nic]
+        if self.metric is not None:
+            argv += ["metric", str(self.metric)]
+        if self.protocol:
+            argv += ["proto", self.protocol]
+        if self.scope and not self.gateway:
+            argv += ["scope", self.scope]
+        return argv
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dst": self.dst,
+            "gateway": self.gateway,
+            "metric": self.metric,
+            "protocol": self.protocol,
+            "scope": self.scope,
+        }
+
+
+@dataclass(frozen=True)
+class NicState:
+    """What nasplan may change on a NIC and must put back: MTU, up flag, addresses, routes."""
+
+    name: str
+    mtu_bytes: int | None
+    up: bool
+    addresses: tuple[str, ...]
+    routes: tuple[Route, ...] = ()
+    speed_mbps: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (snapshot file, run.json ``network.hosts.<h>.before``)."""
+        return {
+            "name": self.name,
+            "mtu_bytes": self.mtu_bytes,
+            "up": self.up,
+            "addresses": list(self.addresses),
+            "routes": [r.to_dict() for r in self.routes],
+            "speed_mbps": self.speed_mbps,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> NicState:
+        """Inverse of ``to_dict``."""
+        return cls(
+            name=str(data["name"]),
+            mtu_bytes=data.get("mtu_bytes"),
+            up=bool(data.get("up")),
+            addresses=tuple(data.get("addresses") or ()),
+            routes=tuple(Route(**r) for r in data.get("routes") or ()),
+            speed_mbps=data.get("speed_mbps"),
+        )
+
+
+def split_sections(text: str) -> dict[str, str]:
+    """``@@nasplan:NAME@@`` delimited output -> ``{NAME: body}`` (body stripped)."""
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        match = SECTION.match(line.strip())
+        if match:
+            current = sections.setdefault(match["name"], [])
+        elif current is not None:
+            current.append(line)
+    return {name: "\n".join(lines).strip() for name, lines in sections.items()}
+
+
+def _json_list(text: str) -> list[dict[str, Any]]:
+    try:
+        data = json.loads(text or "[]")
+    except json.JSONDecodeError:
+        return []
+    return [entry for entry in data if isinstance(entry, dict)] if isinstance(data, list) else []
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        number = int(str(value).strip())
+    except (TypeError, ValueError):
+        return None
+    # Drivers without a link report speed -1 (or 4294967295 as unsigned).
+    return number if 0 < number < 4_000_000 else None
+
+
+def parse_routes(route_json: str) -> dict[str, tuple[Route, ...]]:
+    """``ip -j route show`` -> routes by device, those the kernel derives left out."""
+    routes: dict[str, list[Route]] = {}
+    for entry in _json_list(route_json):
+        dev = entry.get("dev")
+        if not dev or entry.get("protocol") in _DERIVED_PROTOCOLS:
+            continue
+        metric = entry.get("metric")
+        routes.setdefault(str(dev), []).append(
+            Route(
+                dst=str(entry.get("dst", "default")),
+                gateway=entry.get("gateway"),
+                metric=metric if isinstance(metric, int) else None,
+                protocol=entry.get("protocol"),
+                scope=entry.get("scope"),
+            )
+        )
+    return {dev: tuple(found) for dev, found in routes.items()}
+
+
+def parse_state(
+    addr_json: str, route_json: str, speeds: Mapping[str, str] | None = None
+) -> dict[str, NicState]:
+    """``ip -j addr show`` + ``ip -j route show`` (+ sysfs speeds) -> ``{nic: NicState}``."""
+    routes = parse_routes(route_json)
+    states: dict[str, NicState] = {}
+    for entry in _json_list(addr_json):
+        name = entry.get("ifname")
+        if not name:
+            continue
+        addresses = tuple(
+            f"{info['local']}/{info['prefixlen']}"
+            for info in entry.get("addr_info") or []
+            if "local" in info and info.get("scope", "global") in _TRACKED_SCOPES
+        )
+        mtu = entry.get("mtu")
+        states[name] = NicState(
+            name=name,
+            mtu_bytes=mtu if isinstance(mtu, int) else None,
+            up="UP" in (entry.get("flags") or []),
+            addresses=addresses,
+            routes=routes.get(name, ()),
+            speed_mbps=_int((speeds or {}).get(name)),
+        )
+    return states
+
+
+def parse_state_output(text: str) -> dict[str, NicState]:
+    """The output of ``scripts.state_script`` -> ``{nic: NicState}``."""
+    sections = split_sections(text)
+    speeds = {k.split(":", 1)[1]: v for k, v in sections.items() if k.startswith("speed:")}
+    return parse_state(sections.get("addr", ""), sections.get("route", ""), speeds)
+
+
+def differences(before: NicState, after: NicState | None) -> list[str]:
+    """How ``after`` differs from ``before`` in what nasplan restores (empty: the same)."""
+    if after is None:
+        return [f"{before.name} is gone"]
+    found = []
+    if before.mtu_bytes != after.mtu_bytes:
+        found.append(f"{before.name} MTU {after.mtu_bytes}, was {before.mtu_bytes}")
+    if before.up != after.up:
+        found.append(f"{before.name} is {'up' if after.up else 'down'}, was not")
+    added = sorted(set(after.addresses) - set(before.addresses))
+    missing = sorted(set(before.addresses) - set(after.addresses))
+    if added:
+        found.append(f"{before.name} has {', '.join(added)} more")
+    if missing:
+        found.append(f"{before.name} lost {', '.join(missing)}")
+    if set(before.routes) != set(after.routes):
+        found.append(f"{before.name} routes differ")
+    return found
+
+
+def all_differences(
+    before: Mapping[str, NicState], after: Mapping[str, NicState], nics: Iterable[str]
+) -> list[str]:
+    """``differences`` over several NICs."""
+    return [d for nic in nics if nic in before for d in differences(before[nic], after.get(nic))]

@@ -1,0 +1,51 @@
+"""QNAP QTS: tools from Entware's ``opkg`` under ``/opt/bin``, which SSH sessions leave off PATH."""
+
+from __future__ import annotations
+
+import posixpath
+import shlex
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from nasplan.platforms import Command, PlatformError
+
+if TYPE_CHECKING:
+    from nasplan.facts import HostFacts
+
+ULINUX_CONF = "/etc/config/uLinux.conf"
+GETCFG_VERSION = "getcfg System Version"
+ENTWARE_HOWTO = "https://qnapclub.eu/en/howto/1"
+
+
+class Qnap:
+    """QNAP QTS / QuTS hero, recognised by ``/etc/config/uLinux.conf`` or ``getcfg``."""
+
+    name = "qnap"
+
+    def matches(self, facts: HostFacts) -> bool:
+        return ULINUX_CONF in facts.markers or GETCFG_VERSION in facts.markers
+
+    def tool_path(self, facts: HostFacts, tool: str) -> str | None:
+        return facts.tool(tool)
+
+    def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
+        missing = [p for p in packages if not facts.tool(p)]
+        if not missing:
+            return []
+        opkg = facts.tool("opkg")
+        if opkg is None:
+            raise PlatformError(
+                f"{' '.join(missing)} not found and Entware's opkg is not installed "
+                f"(no /opt/bin/opkg). In App Center add the qnapclub repository "
+                f"({ENTWARE_HOWTO}), install Entware-std, then run nasplan again; "
+                f"nothing was changed on this host"
+            )
+        bin_dir = posixpath.dirname(opkg)
+        install = shlex.join([opkg, "install", *missing])
+        update = shlex.join([opkg, "update"])
+        # A fresh Entware has no package lists yet: update only when the install cannot proceed.
+        lines = ["set -e", f"{install} >/dev/null 2>&1 || {{ {update} >/dev/null && {install}; }}"]
+        for tool in missing:
+            path = shlex.quote(posixpath.join(bin_dir, tool))
+            lines.append(f"[ -x {path} ] && printf '%s\\n' {path}")
+        return [Command("\n".join(lines), f"opkg install {' '.join(missing)}", sudo=True)]

@@ -1,0 +1,55 @@
+"""Synology DSM 7: iperf3 from the Diagnosis Tool package, installed by ``synogear`` as root."""
+
+from __future__ import annotations
+
+import posixpath
+import shlex
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from nasplan.platforms import Command, PlatformError
+
+if TYPE_CHECKING:
+    from nasplan.facts import HostFacts
+
+VERSION_FILE = "/etc.defaults/VERSION"
+SYNOINFO_FILES = ("/etc.defaults/synoinfo.conf", "/etc/synoinfo.conf")
+TOOL_DIR = "/var/packages/DiagnosisTool/target/tool"
+# What the Diagnosis Tool package brings that nasplan uses.
+SYNOGEAR_TOOLS = frozenset({"iperf3"})
+
+
+class Synology:
+    """Synology DSM, recognised by ``/etc.defaults/VERSION`` or ``synoinfo.conf``."""
+
+    name = "synology"
+
+    def matches(self, facts: HostFacts) -> bool:
+        return any(path in facts.markers for path in (VERSION_FILE, *SYNOINFO_FILES))
+
+    def tool_path(self, facts: HostFacts, tool: str) -> str | None:
+        return facts.tool(tool)
+
+    def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
+        # Checked on every run: the Diagnosis Tool can be removed (synogear remove, DSM update).
+        missing = [p for p in packages if not facts.tool(p)]
+        if not missing:
+            return []
+        unknown = [p for p in missing if p not in SYNOGEAR_TOOLS]
+        if unknown:
+            raise PlatformError(
+                f"{' '.join(unknown)} not found and not part of Synology's Diagnosis Tool; "
+                f"install it by hand (e.g. from SynoCommunity) and run nasplan again"
+            )
+        synogear = facts.tool("synogear")
+        if synogear is None:
+            raise PlatformError(
+                f"{' '.join(missing)} not found and synogear is missing (DSM 7 ships it); "
+                f"install the Diagnosis Tool package and run nasplan again"
+            )
+        # synogear is written for interactive shells: no terminal, no input, only its effect.
+        lines = ["set -e", f"{shlex.join([synogear, 'install'])} </dev/null >/dev/null 2>&1"]
+        for tool in missing:
+            path = shlex.quote(posixpath.join(TOOL_DIR, tool))
+            lines.append(f"[ -x {path} ] && printf '%s\\n' {path}")
+        return [Command("\n".join(lines), f"synogear install ({' '.join(missing)})", sudo=True)]

@@ -1,0 +1,35 @@
+"""TrueNAS SCALE: iperf3 and fio ship with it; its package tools are disabled, never call apt."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from nasplan.platforms import Command, PlatformError
+
+if TYPE_CHECKING:
+    from nasplan.facts import HostFacts
+
+MARKERS = ("/data/manifest.json", "/etc/truenas_version")
+
+
+class TrueNas:
+    """TrueNAS SCALE (Debian-based), recognised by its manifest/version file or ``midclt``."""
+
+    name = "truenas"
+
+    def matches(self, facts: HostFacts) -> bool:
+        return any(path in facts.markers for path in MARKERS) or facts.tool("midclt") is not None
+
+    def tool_path(self, facts: HostFacts, tool: str) -> str | None:
+        return facts.tool(tool)
+
+    def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
+        missing = [p for p in packages if not facts.tool(p)]
+        if missing:
+            raise PlatformError(
+                f"{' '.join(missing)} not found, though TrueNAS SCALE ships iperf3 and fio; "
+                f"nasplan never installs packages on TrueNAS (apt is disabled there and would "
+                f"break the appliance): check the host, or measure from another host"
+            )
+        return []

@@ -1,0 +1,251 @@
+"""Mermaid blocks GitHub and GitLab render: ``xychart-beta`` bar charts, a topology ``flowchart``.
+
+Also a validator for exactly the subset emitted here (tests use it; no mermaid CLI needed).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+FENCE = "```"
+# Words mermaid's flowchart grammar reserves; a node id must not be one of them.
+_RESERVED_IDS = frozenset({"end", "graph", "flowchart", "subgraph", "style", "class", "click"})
+_LABEL = r'"[^"\n]*"'
+_NUMBER = r"-?\d+(?:\.\d+)?"
+
+
+def _text(value: Any) -> str:
+    """Text safe inside a quoted mermaid label: double quotes become mermaid's ``#quot;``."""
+    return " ".join(str(value).split()).replace('"', "#quot;")
+
+
+def _category(value: Any) -> str:
+    """An x-axis category: xychart has no escape for quotes, so they become apostrophes."""
+    return " ".join(str(value).split()).replace('"', "'")
+
+
+def _number(value: float) -> str:
+    return f"{value:.2f}".rstrip("0").rstrip(".") if value else "0"
+
+
+def _axis_max(highest: float) -> float:
+    """A round top for the y-axis above ``highest``: 9.56 -> 10, 956 -> 1000, 0 -> 1."""
+    if highest <= 0:
+        return 1.0
+    step = 10 ** math.floor(math.log10(highest))
+    for factor in (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
+        if step * factor >= highest * 1.0001:
+            return float(step * factor)
+    return float(step * 10)
+
+
+def rate_unit(values: Sequence[float | None]) -> tuple[str, float]:
+    """The unit a chart of these bit rates uses: ``("Gbit/s", 1e9)`` or ``("Mbit/s", 1e6)``."""
+    highest = max((v for v in values if v is not None), default=0.0)
+    return ("Gbit/s", 1e9) if highest >= 1e9 else ("Mbit/s", 1e6)
+
+
+def block(body: list[str]) -> str:
+    """A fenced ```` ```mermaid ```` block around ``body`` lines (indented by four spaces)."""
+    return "\n".join([f"{FENCE}mermaid", body[0], *(f"    {line}" for line in body[1:]), FENCE])
+
+
+def bar_chart(
+    title: str,
+    categories: Sequence[str],
+    bits_per_second: Sequence[float | None],
+    line_bits_per_second: Sequence[float | None] | None = None,
+) -> str | None:
+    """An ``xychart-beta`` of bit rates (bars; a line, e.g. the TCP maximum, when all known).
+
+    Missing bars are drawn as 0. None when there is nothing to draw.
+    """
+    if not categories or all(v is None for v in bits_per_second):
+        return None
+    line = list(line_bits_per_second or [])
+    if line and any(v is None for v in line):
+        line = []
+    unit, factor = rate_unit([*bits_per_second, *line])
+    bars = [(v or 0.0) / factor for v in bits_per_second]
+    lines = [float(v or 0.0) / factor for v in line]
+    top = _axis_max(max([*bars, *lines]))
+    body = [
+        "xychart-beta",
+        f'title "{_category(title)}"',
+        "x-axis [" + ", ".join(f'"{_category(c)}"' for c in categories) + "]",
+        f'y-axis "{unit}" 0 --> {_number(top)}',
+        "bar [" + ", ".join(_number(v) for v in bars) + "]",
+    ]
+    if lines:
+        body.append("line [" + ", ".join(_number(v) for v in lines) + "]")
+    return block(body)
+
+
+# --- topology ------------------------------------------------------------------------------
+
+
+def _speed(bits_per_second: Any) -> str | None:
+    if not isinstance(bits_per_second, (int, float)) or not bits_per_second:
+        return None
+    for factor, unit in ((10**9, "Gbit/s"), (10**6, "Mbit/s")):
+        if bits_per_second >= factor:
+            return f"{bits_per_second / factor:g} {unit}"
+    return f"{bits_per_second:g} bit/s"
+
+
+def _members(run: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Declared interfaces with an address, grouped by network (``198.18.0.0/24``)."""
+    networks: dict[str, list[dict[str, Any]]] = {}
+    for host_name, host in sorted((run.get("hosts") or {}).items()):
+        nics = {n.get("name"): n for n in (host.get("facts") or {}).get("interfaces") or []}
+        for key, iface in sorted((host.get("interfaces") or {}).items()):
+            try:
+                address = ipaddress.ip_interface(str(iface.get("address")))
+            except ValueError:
+                continue
+            nic = nics.get(iface.get("name")) or {}
+            networks.setdefault(str(address.network), []).append(
+                {
+                    "host": host_name,
+                    "key": key,
+                    "name": iface.get("name"),
+                    "role": iface.get("role"),
+                    "address": str(address.ip),
+                    "speed": _speed(iface.get("speed_bits_per_second")),
+                    "mtu_bytes": nic.get("mtu_bytes"),
+                }
+            )
+    return networks
+
+
+def _mtu(members: Sequence[Mapping[str, Any]]) -> str | None:
+    values = sorted({m["mtu_bytes"] for m in members if m.get("mtu_bytes")})
+    return f"MTU {'/'.join(str(v) for v in values)}" if values else None
+
+
+def topology(run: Mapping[str, Any]) -> str | None:
+    """A ``flowchart LR``: hosts, point-to-point links and LANs with speed, MTU and addresses.
+
+    Two hosts alone on a non-LAN network are joined directly; any other network is a node
+    the hosts connect to. None when the run knows no host.
+    """
+    hosts = sorted((run.get("hosts") or {}).items())
+    if not hosts:
+        return None
+    ids = {name: f"h{index}" for index, (name, _) in enumerate(hosts)}
+    body = ["flowchart LR"]
+    for name, host in hosts:
+        details = " · ".join(str(p) for p in (host.get("platform"), host.get("address")) if p)
+        label = f"{_text(name)}<br/>{_text(details)}" if details else _text(name)
+        body.append(f'{ids[name]}["{label}"]')
+    edges = []
+    for index, (network, members) in enumerate(sorted(_members(run).items())):
+        speed = next((m["speed"] for m in members if m["speed"]), None)
+        hosts_on = {m["host"] for m in members}
+        if len(members) == 2 and len(hosts_on) == 2 and all(m["role"] != "lan" for m in members):
+            a, b = members
+            head = ": ".join(p for p in (a["key"] if a["key"] == b["key"] else None, speed) if p)
+            facts = " · ".join(p for p in (head, _mtu(members)) if p)
+            label = f"{facts}<br/>{a['address']} ↔ {b['address']}"
+            edges.append(f'{ids[a["host"]]} ---|"{_text(label)}"| {ids[b["host"]]}')
+            continue
+        node = f"n{index}"
+        keys = sorted({m["key"] for m in members})
+        title = " · ".join(p for p in ("/".join(keys), network, speed) if p)
+        body.append(f'{node}(["{_text(title)}"])')
+        for m in members:
+            label = " · ".join(p for p in (m["name"], m["address"], _mtu([m])) if p)
+            edges.append(f'{ids[m["host"]]} ---|"{_text(label)}"| {node}')
+    return block(body + edges)
+
+
+# --- validation of the emitted subset ------------------------------------------------------
+
+_XY_PATTERNS = {
+    "title": re.compile(rf"^title {_LABEL}$"),
+    "x-axis": re.compile(rf"^x-axis \[({_LABEL}(?:, {_LABEL})*)\]$"),
+    "y-axis": re.compile(rf"^y-axis {_LABEL} ({_NUMBER}) --> ({_NUMBER})$"),
+    "bar": re.compile(rf"^bar \[({_NUMBER}(?:, {_NUMBER})*)\]$"),
+    "line": re.compile(rf"^line \[({_NUMBER}(?:, {_NUMBER})*)\]$"),
+}
+_NODE = re.compile(rf"^([A-Za-z][A-Za-z0-9_]*)(?:\[({_LABEL})\]|\(\[({_LABEL})\]\))$")
+_EDGE = re.compile(rf"^([A-Za-z][A-Za-z0-9_]*) ---(?:\|({_LABEL})\|)? ([A-Za-z][A-Za-z0-9_]*)$")
+
+
+def blocks(markdown: str) -> list[str]:
+    """The bodies of every ```` ```mermaid ```` block in ``markdown``, in order."""
+    return re.findall(r"^```mermaid\n(.*?)\n```$", markdown, flags=re.DOTALL | re.MULTILINE)
+
+
+def _validate_xychart(lines: list[str]) -> list[str]:
+    errors: list[str] = []
+    seen: dict[str, list[re.Match[str]]] = {}
+    for number, line in enumerate(lines[1:], start=2):
+        keyword = line.split(" ", 1)[0]
+        pattern = _XY_PATTERNS.get(keyword)
+        match = pattern.match(line) if pattern else None
+        if match is None:
+            errors.append(f"line {number}: not in the emitted xychart subset: {line!r}")
+            continue
+        seen.setdefault(keyword, []).append(match)
+    for keyword in ("title", "x-axis", "y-axis"):
+        if len(seen.get(keyword, [])) != 1:
+            errors.append(f"expected exactly one {keyword} line")
+    if not seen.get("bar"):
+        errors.append("no bar series")
+    if errors:
+        return errors
+    categories = re.findall(_LABEL, seen["x-axis"][0].group(1))
+    low, high = float(seen["y-axis"][0].group(1)), float(seen["y-axis"][0].group(2))
+    if not low < high:
+        errors.append(f"y-axis range {low} --> {high} is empty")
+    for keyword in ("bar", "line"):
+        for match in seen.get(keyword, []):
+            values = [float(v) for v in match.group(1).split(", ")]
+            if len(values) != len(categories):
+                errors.append(f"{keyword}: {len(values)} values for {len(categories)} categories")
+            errors.extend(
+                f"{keyword}: {v} outside the y-axis {low}..{high}"
+                for v in values
+                if not low <= v <= high
+            )
+    return errors
+
+
+def _validate_flowchart(lines: list[str]) -> list[str]:
+    errors: list[str] = []
+    nodes: set[str] = set()
+    for number, line in enumerate(lines[1:], start=2):
+        node, edge = _NODE.match(line), _EDGE.match(line)
+        if node:
+            name = node.group(1)
+            if name in nodes:
+                errors.append(f"line {number}: node {name} defined twice")
+            if name.lower() in _RESERVED_IDS:
+                errors.append(f"line {number}: node id {name!r} is a mermaid keyword")
+            nodes.add(name)
+        elif edge:
+            errors.extend(
+                f"line {number}: edge to undefined node {end}"
+                for end in (edge.group(1), edge.group(3))
+                if end not in nodes
+            )
+        else:
+            errors.append(f"line {number}: not in the emitted flowchart subset: {line!r}")
+    return errors
+
+
+def validate(body: str) -> list[str]:
+    """Problems of one mermaid block body against the subset this module emits; [] when fine."""
+    lines = [line.strip() for line in body.splitlines() if line.strip()]
+    if not lines:
+        return ["empty block"]
+    if lines[0] == "xychart-beta":
+        return _validate_xychart(lines)
+    if re.fullmatch(r"flowchart (LR|TB|TD|RL|BT)", lines[0]):
+        return _validate_flowchart(lines)
+    return [f"line 1: unknown diagram type {lines[0]!r}"]

@@ -1,0 +1,215 @@
+"""Network changes against the lab: jumbo frames + p2p addressing, always put back."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import testinfra
+import yaml
+
+from nasplan import lab
+from nasplan.apply import apply
+from nasplan.hosts import close_sessions, open_sessions
+from nasplan.lab import LabState
+from nasplan.lab.shaping import tbf_argv
+from nasplan.network.phase import NetworkPhase
+from nasplan.plan import load_plan
+from nasplan.progress import PlainProgress
+from nasplan.ssh import connect
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT_S = 6
+LAB = {
+    "name": "net-lab",
+    "lan": {"prefix": "198.18.32.0/24", "rate": "1G"},
+    "hosts": {"nas": {"personality": "debian"}, "ws": {"personality": "debian"}},
+    "links": [
+        {
+            "name": "p2p",
+            "rate": "10G",
+            "a": {"host": "nas", "interface": "eth1"},
+            "b": {"host": "ws", "interface": "eth1"},
+        }
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def net_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabState]:
+    workdir = tmp_path_factory.mktemp("net-lab")
+    lab_file = workdir / "lab.yaml"
+    lab_file.write_text(yaml.safe_dump(LAB, sort_keys=False))
+    try:
+        yield lab.up(lab_file, workdir / "state")
+    finally:
+        lab.down(lab_file, workdir / "state")
+
+
+def write_plan(
+    state: LabState, directory: Path, *, link_mtu: int | None = 9000, **extra: Any
+) -> Path:
+    link: dict[str, Any] = {
+        "name": "p2p",
+        "a": {"host": "nas", "interface": "p2p"},
+        "b": {"host": "ws", "interface": "p2p"},
+        "prefix": "198.18.33.0/30",
+    }
+    if link_mtu:
+        link["mtu"] = link_mtu
+    plan = {
+        "name": "net-jumbo",
+        "inventory": str(state.inventory_path),
+        "network": {"confirm_timeout_s": TIMEOUT_S},
+        "links": [link],
+        "tests": [
+            {
+                "id": "p2p",
+                "kind": "iperf3",
+                "server": "nas",
+                "client": "ws",
+                "target": "link:p2p@nas",
+                "duration_s": extra.pop("duration_s", 1),
+                "repetitions": 1,
+            }
+        ],
+        **extra,
+    }
+    path = directory / "plan.yaml"
+    path.write_text(yaml.safe_dump(plan, sort_keys=False))
+    return path
+
+
+def nic_state(state: LabState, name: str) -> dict[str, Any]:
+    """What a user checks on a host over SSH: each NIC's MTU, flags and addresses; revert files."""
+    host = testinfra.get_host(f"ssh://{name}", ssh_config=str(state.ssh_config_path))
+    nics = json.loads(host.check_output("ip -j addr show"))
+    return {
+        "nics": {
+            n["ifname"]: (n["mtu"], n["flags"], [a["local"] for a in n.get("addr_info", [])])
+            for n in nics
+        },
+        "routes": host.check_output("ip route show"),
+        "revert_files": host.check_output("ls -d /tmp/nasplan-revert-* 2>/dev/null || true"),
+    }
+
+
+def all_states(state: LabState) -> dict[str, Any]:
+    return {name: nic_state(state, name) for name in state.hosts}
+
+
+def test_jumbo_p2p_applies_measures_and_restores(net_lab: LabState, tmp_path: Path) -> None:
+    before = all_states(net_lab)
+    plan = load_plan(write_plan(net_lab, tmp_path))
+    outcome = apply(plan, PlainProgress(io.StringIO()), out=tmp_path / "run")
+    run = json.loads((tmp_path / "run/run.json").read_text())
+    assert outcome.exit_code == 0, run["network"]["error"] or run["tests"][0]["error"]
+    assert run["tests"][0]["params"]["address"] == "198.18.33.1"
+    assert run["tests"][0]["path"]["mtu_bytes"] == 9000
+    df = [c for c in run["network"]["checks"] if c["check"] == "df-ping"]
+    assert {c["host"] for c in df} == {"nas", "ws"} and all("8972 bytes" in c["detail"] for c in df)
+    assert {h["status"] for h in run["network"]["hosts"].values()} == {"restored"}
+    assert "## Network changes" in (tmp_path / "run/report.md").read_text()
+    assert all_states(net_lab) == before
+
+
+def test_ctrl_c_in_a_test_restores_every_host(net_lab: LabState, tmp_path: Path) -> None:
+    before = all_states(net_lab)
+    plan = write_plan(net_lab, tmp_path, duration_s=10)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nasplan", "apply", str(plan), "--out", str(tmp_path / "run")],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.stderr is not None
+    seen = ""
+    for line in proc.stderr:
+        seen += line
+        if "repetition" in line:
+            break
+    time.sleep(1)
+    proc.send_signal(signal.SIGINT)
+    seen += proc.stderr.read()
+    assert proc.wait(timeout=60) == 130, seen
+    assert "network: restored" in seen
+    run = json.loads((tmp_path / "run/run.json").read_text())
+    assert run["status"] == "interrupted"
+    assert {h["status"] for h in run["network"]["hosts"].values()} == {"restored"}
+    assert all_states(net_lab) == before
+
+
+def _cut_off(device: str) -> list[str]:
+    """Drop everything the control node sends on ``device``; return the argv that lifts it.
+
+    ``device`` is the lab's root-side port of the host, an interface the lab created. netem
+    loss 100% where the kernel has it, else the port goes down (no sch_netem module here).
+    """
+    netem = ["tc", "qdisc", "replace", "dev", device, "root", "netem", "loss", "100%"]
+    if subprocess.run(netem, capture_output=True, check=False).returncode == 0:
+        return tbf_argv(device, 1_000_000_000)
+    subprocess.run(["ip", "link", "set", "dev", device, "down"], check=True)
+    return ["ip", "link", "set", "dev", device, "up"]
+
+
+def test_host_cut_off_after_the_change_reverts_by_itself(net_lab: LabState, tmp_path: Path) -> None:
+    before = all_states(net_lab)
+    plan = load_plan(write_plan(net_lab, tmp_path))
+    progress = PlainProgress(io.StringIO())
+    sessions = open_sessions({n: plan.inventory.hosts[n] for n in plan.host_names}, progress)
+    port = net_lab.hosts["nas"].lan_root_side
+    phase = NetworkPhase(
+        plan.network, sessions, tmp_path, progress, lambda h: connect(h, timeout_s=3)
+    )
+    lift: threading.Timer | None = None
+    try:
+        phase.snapshot()
+        phase.arm_and_apply()
+        lift_argv = _cut_off(port)
+        lift = threading.Timer(TIMEOUT_S + 2, subprocess.run, (lift_argv,), {"check": True})
+        lift.start()
+        phase.verify()
+        phase.confirm()
+    finally:
+        phase.teardown()
+        if lift is not None:
+            lift.join()
+        close_sessions(sessions)
+    record = phase.to_dict()
+    assert record["hosts"]["nas"]["status"] == "reverted-by-host", record["hosts"]["nas"]
+    assert record["hosts"]["nas"]["confirmed"] is False
+    assert record["hosts"]["ws"]["status"] == "restored"
+    assert "nas: ssh check failed" in (phase.error or "")
+    assert all_states(net_lab) == before
+
+
+def test_smaller_peer_mtu_fails_the_df_ping_naming_both_ends(
+    net_lab: LabState, tmp_path: Path
+) -> None:
+    before = all_states(net_lab)
+    path = write_plan(
+        net_lab,
+        tmp_path,
+        link_mtu=None,
+        interfaces=[{"host": "nas", "interface": "p2p", "mtu": 9000}],
+    )
+    outcome = apply(load_plan(path), PlainProgress(io.StringIO()), out=tmp_path / "run")
+    run = json.loads((tmp_path / "run/run.json").read_text())
+    assert outcome.exit_code == 1
+    assert run["tests"][0]["status"] == "skipped"
+    error = run["network"]["error"]
+    assert "from nas eth1" in error and "to ws eth1 198.18.33.2 (MTU 1500)" in error
+    assert "ws eth1 has the smaller MTU 1500" in error
+    assert any("disagree on MTU" in w for w in run["warnings"])
+    assert all_states(net_lab) == before

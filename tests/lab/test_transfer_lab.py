@@ -1,0 +1,177 @@
+"""File transfers for real: smbd in the NAS's namespace, smbclient, rsync over SSH, dd."""
+
+from __future__ import annotations
+
+import glob
+import io
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from nasplan.apply import EXIT_OK, apply
+from nasplan.lab import LabState, services
+from nasplan.plan import load_plan
+from nasplan.progress import make_progress
+from nasplan.results import load_run
+
+LAB = {
+    "name": "xfer-lab",
+    "lan": {"prefix": "198.18.38.0/24", "rate": "1G"},
+    "hosts": {"nas": {"services": ["smb"]}, "ws": {}},
+}
+MIB = 2**20
+
+
+@contextmanager
+def watch_argv(secret: str) -> Iterator[list[str]]:
+    """Collect every process command line that contains ``secret`` while the block runs."""
+    seen: list[str] = []
+    stop = threading.Event()
+
+    def poll() -> None:
+        while not stop.is_set():
+            for path in glob.glob("/proc/[0-9]*/cmdline"):
+                try:
+                    argv = Path(path).read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                except OSError:
+                    continue
+                if secret in argv:
+                    seen.append(argv)
+            stop.wait(0.01)
+
+    thread = threading.Thread(target=poll, daemon=True)
+    thread.start()
+    try:
+        yield seen
+    finally:
+        stop.set()
+        thread.join()
+
+
+def test_lab_runs_samba_with_a_private_password(
+    make_lab: Callable[[dict[str, Any]], LabState],
+) -> None:
+    state = make_lab(LAB)
+    smb_dir = state.host_dir("nas") / "smb"
+    password = services.read_password(state.host_dir("nas"))
+    assert password and oct((smb_dir / "password").stat().st_mode & 0o777) == "0o600"
+    inventory = yaml.safe_load(state.inventory_path.read_text())
+    assert inventory["hosts"]["nas"]["vars"]["smb"]["share"] == "data"
+    assert password not in state.inventory_path.read_text()
+    assert password not in state.state_path.read_text()
+    conf = (smb_dir / "smb.conf").read_text()
+    assert "bind interfaces only = yes" in conf and "198.18.38.10/24" in conf
+
+
+def test_transfers_for_real(
+    make_lab: Callable[[dict[str, Any]], LabState],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    state = make_lab(LAB)
+    password = services.read_password(state.host_dir("nas"))
+    assert password
+    monkeypatch.setenv(services.SMB_PASSWORD_ENV, password)
+    nas_dir, mounted = tmp_path / "nas-dir", tmp_path / "mounted"
+    nas_dir.mkdir()
+    mounted.mkdir()
+    common = {"kind": "transfer", "server": "nas", "client": "ws", "repetitions": 2}
+    smb = "{{ hosts.nas.smb.%s }}"
+    # The same path measured by iperf3 each way first: the network reference of the verdicts.
+    iperf3 = {"kind": "iperf3", "server": "nas", "client": "ws", "repetitions": 1, "duration_s": 2}
+    plan = {
+        "name": "xfer",
+        "inventory": str(state.inventory_path),
+        "tests": [
+            {**iperf3, "id": "net-write"},
+            {**iperf3, "id": "net-read", "reverse": True},
+            {**common, "id": "smb", "method": "smb", "size": "64MiB", "repetitions": 3,
+             "share": smb % "share", "user": smb % "user", "password_env": smb % "password_env"},
+            {**common, "id": "rsync", "method": "rsync", "size": "8MiB", "path": str(nas_dir),
+             "ssh_identity": str(state.identity_path),
+             "ssh_known_hosts": str(state.known_hosts_path)},
+            # A plain directory standing in for a mount: checks timing and cleanup, not a NAS.
+            {**common, "id": "copy", "method": "copy", "size": "8MiB", "direction": "write",
+             "mounted_path": str(mounted)},
+        ],
+    }  # fmt: skip
+    plan_path = tmp_path / "plan.yaml"
+    plan_path.write_text(yaml.safe_dump(plan))
+    before = set(glob.glob("/tmp/nasplan-xfer.*"))
+    with watch_argv(password) as leaked:
+        outcome = apply(load_plan(plan_path), make_progress(io.StringIO()), out=tmp_path / "run")
+    assert leaked == []
+    assert outcome.exit_code == EXIT_OK
+    run = load_run(tmp_path / "run")
+    tests = {t["id"]: t for t in run["tests"]}
+    assert all(t["status"] == "ok" for t in tests.values()), [t["error"] for t in run["tests"]]
+
+    # 1G LAN shaped by tc: the TCP maximum is 956.4 Mbit/s = 119.6 MB/s. SMB runs a larger file
+    # three times, so that its median (and verdict) resists one repetition slowed by a busy CPU.
+    theoretical_bytes_per_second = tests["smb"]["path"]["theoretical_bits_per_second"] / 8
+    for test_id, lowest in (("smb", 0.6), ("rsync", 0.02)):
+        # rsync's time is mostly its SSH handshake on a file this small.
+        for direction in ("write", "read"):
+            median = tests[test_id]["directions"][direction]["median"]
+            assert lowest * theoretical_bytes_per_second < median, (test_id, direction, median)
+            assert median < 1.02 * theoretical_bytes_per_second, (test_id, direction, median)
+    for direction in ("write", "read"):
+        verdict = tests["smb"]["bottleneck"][direction]
+        assert verdict["verdict"] == "network-bound", verdict["text"]
+        assert verdict["evidence"]["network_source"] == "iperf3", verdict["text"]
+        assert "iperf3" in verdict["text"]
+    assert set(tests["smb"]["resources"]) == {"nas", "ws"}
+    assert all(r and r["samples"] > 0 for r in tests["smb"]["resources"].values())
+    assert [r["direction"] for r in tests["copy"]["repetitions"]] == ["write", "write"]
+    smb_reps = tests["smb"]["repetitions"]
+    assert [(r["direction"], r["bytes"]) for r in smb_reps] == [
+        *[("write", 64 * MIB)] * 3,
+        *[("read", 64 * MIB)] * 3,
+    ]
+
+    # Nothing left on either end.
+    assert list((state.host_dir("nas") / "smb" / "share").iterdir()) == []
+    assert list(nas_dir.iterdir()) == [] and list(mounted.iterdir()) == []
+    assert set(glob.glob("/tmp/nasplan-xfer.*")) == before
+    assert run["warnings"] == []
+
+    # The password is nowhere in the run directory.
+    for path in (tmp_path / "run").rglob("*"):
+        if path.is_file():
+            assert password not in path.read_text(errors="replace"), path
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "## File transfers" in report and "MiB/s" in report
+    assert "| network-bound |" in report and "## What limits the transfers" in report
+
+
+def test_transfer_failure_still_cleans_up_and_names_the_cause(
+    make_lab: Callable[[dict[str, Any]], LabState],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    state = make_lab({**LAB, "name": "xfer-fail", "lan": {**LAB["lan"], "rate": "100M"}})
+    monkeypatch.setenv("XFER_WRONG_PW", "not-the-password")
+    plan = {
+        "name": "xfer-fail",
+        "inventory": str(state.inventory_path),
+        "tests": [
+            {"kind": "transfer", "id": "smb-bad", "server": "nas", "client": "ws",
+             "method": "smb", "size": "1MiB", "repetitions": 1, "share": "data",
+             "user": "nasplan", "password_env": "XFER_WRONG_PW"},
+        ],
+    }  # fmt: skip
+    plan_path = tmp_path / "plan.yaml"
+    plan_path.write_text(yaml.safe_dump(plan))
+    before = set(glob.glob("/tmp/nasplan-xfer.*"))
+    outcome = apply(load_plan(plan_path), make_progress(io.StringIO()), out=tmp_path / "run")
+    assert outcome.exit_code != EXIT_OK
+    (test,) = load_run(tmp_path / "run")["tests"]
+    assert test["status"] == "failed" and "NT_STATUS_LOGON_FAILURE" in test["error"]
+    assert set(glob.glob("/tmp/nasplan-xfer.*")) == before
+    assert os.listdir(state.host_dir("nas") / "smb" / "share") == []

@@ -1,0 +1,143 @@
+"""Bottleneck attribution and cache warnings on synthetic inputs: every verdict."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from nasplan.analysis import annotate_transfers, attribute_bottleneck, cache_influence
+
+MIB = 2**20
+GIB = 2**30
+
+
+def verdict(**overrides: Any) -> dict[str, Any]:
+    inputs: dict[str, Any] = {
+        "label": "SMB write",
+        "direction": "write",
+        "transfer_bytes_per_second": 131 * MIB,
+        "network_bits_per_second": 9.4e9,
+        "path_speed_bits_per_second": 10e9,
+        "disk_bytes_per_second": 134 * MIB,
+        "cpu_busy_percent": {"nas": 30.0, "pc": 10.0},
+    }
+    return attribute_bottleneck(**{**inputs, **overrides})
+
+
+def test_disk_bound_like_the_issue_example() -> None:
+    result = verdict()
+    assert result["verdict"] == "disk-bound"
+    assert result["text"].startswith(
+        "SMB write 131 MiB/s = 12 % of the 10G path (iperf3 9.4 Gbit/s) and 98 % of the NAS's "
+        "local sequential write (134 MiB/s)"
+    )
+    assert result["evidence"]["disk_ratio"] == pytest.approx(131 / 134)
+
+
+def test_network_bound_on_a_1g_path() -> None:
+    result = verdict(
+        transfer_bytes_per_second=112 * MIB,
+        network_bits_per_second=941e6,
+        path_speed_bits_per_second=1e9,
+        disk_bytes_per_second=400 * MIB,
+    )
+    assert result["verdict"] == "network-bound"
+    assert "100 % of the 1G path" in result["text"]
+
+
+def test_the_tighter_limit_wins_when_both_are_reached() -> None:
+    result = verdict(
+        transfer_bytes_per_second=110 * MIB,
+        network_bits_per_second=941e6,
+        disk_bytes_per_second=115 * MIB,
+    )
+    assert result["verdict"] == "network-bound"  # 98 % of the network, 96 % of the disk
+
+
+def test_cpu_bound_when_a_host_is_saturated_below_other_limits() -> None:
+    result = verdict(disk_bytes_per_second=1000 * MIB, cpu_busy_percent={"nas": 97.0})
+    assert result["verdict"] == "cpu-bound"
+    assert "CPU nas 97 % busy" in result["text"]
+
+
+def test_protocol_bound_when_well_under_every_limit() -> None:
+    result = verdict(disk_bytes_per_second=1000 * MIB)
+    assert result["verdict"] == "protocol-bound"
+
+
+def test_unknown_without_network_or_disk_numbers() -> None:
+    result = verdict(network_bits_per_second=None, disk_bytes_per_second=None)
+    assert result["verdict"] == "unknown"
+
+
+def test_a_theoretical_network_figure_is_named_as_such() -> None:
+    result = verdict(
+        network_source="theoretical",
+        disk_bytes_per_second=None,
+        transfer_bytes_per_second=1100 * MIB,
+    )
+    assert result["verdict"] == "network-bound"
+    assert "TCP maximum" in result["text"]
+
+
+def test_small_file_is_cache_influenced_with_a_suggested_size() -> None:
+    warning = cache_influence(1 * GIB, 4 * GIB)
+    assert warning is not None
+    assert warning["reasons"] == ["small_file"]
+    assert warning["suggested_bytes"] == 8 * GIB
+
+
+def test_buffered_disk_test_is_cache_influenced_whatever_its_size() -> None:
+    warning = cache_influence(64 * GIB, 4 * GIB, direct_io=False)
+    assert warning is not None and warning["reasons"] == ["buffered_io"]
+
+
+def test_large_file_with_direct_io_is_not_cache_influenced() -> None:
+    assert cache_influence(8 * GIB, 4 * GIB, direct_io=True) is None
+    assert cache_influence(8 * GIB, None) is None
+
+
+def _summary(median: float) -> dict[str, Any]:
+    return {"metric": "x", "median": median}
+
+
+def test_annotate_transfers_uses_the_plans_own_network_and_disk_results() -> None:
+    tests: list[dict[str, Any]] = [
+        {
+            "kind": "transfer",
+            "params": {
+                "server": "nas",
+                "client": "pc",
+                "address": "198.18.5.10",
+                "method": "smb",
+                "size_bytes": GIB,
+            },
+            "path": {"theoretical_bits_per_second": 9.9e9, "speed_bits_per_second": 10e9},
+            "directions": {"write": _summary(131 * MIB), "read": _summary(300 * MIB)},
+            "resources": {"nas": {"cpu_busy_percent_median": 20.0}},
+        },
+        {
+            "kind": "iperf3",
+            "params": {"server": "nas", "client": "pc", "address": "198.18.5.10", "reverse": False},
+            "summary": _summary(9.4e9),
+        },
+        {
+            "kind": "iperf3",
+            "params": {"server": "nas", "client": "pc", "address": "198.18.5.99", "reverse": False},
+            "summary": _summary(0.9e9),
+        },
+        {
+            "kind": "disk",
+            "params": {"host": "nas"},
+            "directions": {"write": _summary(134 * MIB), "read": _summary(2000 * MIB)},
+        },
+    ]
+    annotate_transfers(tests, {"nas": 4 * GIB})
+    record = tests[0]
+    assert record["bottleneck"]["write"]["verdict"] == "disk-bound"
+    assert record["bottleneck"]["write"]["evidence"]["network_bits_per_second"] == 9.4e9
+    # no reverse iperf3 test: the read is compared with the path's TCP maximum
+    assert record["bottleneck"]["read"]["evidence"]["network_source"] == "theoretical"
+    assert record["bottleneck"]["read"]["verdict"] == "protocol-bound"
+    assert record["cache_warning"]["suggested_bytes"] == 8 * GIB

@@ -1,0 +1,93 @@
+"""ping argv and the parser, on real iputils and busybox output (tests/fixtures/ping)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nasplan.measure import latency
+from nasplan.runner import Result
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ping"
+
+
+def fixture(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+def test_iputils_rtt_and_loss() -> None:
+    parsed = latency.parse(fixture("iputils-ok.txt"))
+    assert (parsed["packets"], parsed["received"], parsed["lost_percent"]) == (5, 5, 0.0)
+    assert parsed["rtt_min_ms"] == 0.057
+    assert parsed["rtt_avg_ms"] == 0.237
+    assert parsed["rtt_max_ms"] == 0.919
+    assert parsed["rtt_mdev_ms"] == 0.341
+
+
+def test_busybox_has_no_mdev() -> None:
+    parsed = latency.parse(fixture("busybox-ok.txt"))
+    assert parsed["rtt_avg_ms"] == 0.073
+    assert parsed["rtt_mdev_ms"] is None
+    assert parsed["received"] == 5
+
+
+@pytest.mark.parametrize("name", ["iputils-no-reply.txt", "busybox-unreachable.txt"])
+def test_no_reply_is_full_loss_without_rtt(name: str) -> None:
+    parsed = latency.parse(fixture(name))
+    assert parsed["received"] == 0
+    assert parsed["lost_percent"] == 100.0
+    assert parsed["rtt_avg_ms"] is None
+
+
+def test_local_mtu_too_small_is_reported() -> None:
+    parsed = latency.parse(fixture("iputils-df-8972-local-mtu.txt"))
+    assert parsed["local_mtu_bytes"] == 1500
+    assert parsed["errors"] == 2
+    assert parsed["received"] == 0
+
+
+def test_output_without_statistics_raises_with_pings_message() -> None:
+    with pytest.raises(latency.PingError, match="ping broadcast"):
+        latency.parse(fixture("iputils-broadcast-refused.txt"))
+
+
+def test_df_probe_argv_fills_one_mtu() -> None:
+    params = latency.PingParams(count=2, payload_bytes=1500 - 28, dont_fragment=True)
+    argv = latency.ping_argv("/bin/ping", "198.18.34.10", params)
+    assert argv[-1] == "198.18.34.10"
+    assert argv[argv.index("-M") + 1] == "do"
+    assert argv[argv.index("-s") + 1] == "1472"
+
+
+class FakePing:
+    """Answers DF pings as a path whose MTU is ``path_mtu`` would; records the sizes probed."""
+
+    name = "fake"
+
+    def __init__(self, path_mtu: int) -> None:
+        self.path_mtu = path_mtu
+        self.sizes: list[int] = []
+
+    def run(self, argv: list[str], **_: object) -> Result:
+        size = int(argv[argv.index("-s") + 1]) + 28
+        self.sizes.append(size)
+        name = (
+            "iputils-df-1472-ok.txt" if size <= self.path_mtu else "iputils-df-8972-peer-drops.txt"
+        )
+        return Result(" ".join(argv), fixture(name), "", 0)
+
+
+def test_mtu_probe_one_probe_when_expected_mtu_passes() -> None:
+    runner = FakePing(9000)
+    probe = latency.probe_path_mtu(runner, "ping", "198.18.34.10", 9000)  # type: ignore[arg-type]
+    assert probe["ok"] and probe["path_mtu_bytes"] == 9000
+    assert runner.sizes == [9000]
+
+
+def test_mtu_probe_finds_the_smaller_path_mtu() -> None:
+    runner = FakePing(1500)
+    probe = latency.probe_path_mtu(runner, "ping", "198.18.34.10", 9000)  # type: ignore[arg-type]
+    assert probe["path_mtu_bytes"] == 1500
+    assert probe["ok"] is False
+    assert len(runner.sizes) < 20

@@ -1,0 +1,143 @@
+"""Platform detection and install commands from facts, and sudo's password handling."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from nasplan import become
+from nasplan.errors import InputError
+from nasplan.facts import HostFacts, parse_facts
+from nasplan.inventory import Host
+from nasplan.measure.iperf3_test import version_warnings
+from nasplan.platforms import PlatformError, detect
+from nasplan.runner import Result
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def facts(name: str) -> HostFacts:
+    return parse_facts((FIXTURES / "facts" / name).read_text())
+
+
+@pytest.mark.parametrize(
+    ("fixture", "platform"),
+    [
+        ("qnap-ts253d-handbuilt.txt", "qnap"),
+        ("synology-ds920plus-handbuilt.txt", "synology"),
+        ("synology-dsm7-lab-admin.txt", "synology"),
+        # SCALE's os-release says Debian: the TrueNAS markers must win.
+        ("truenas-scale-lab.txt", "truenas"),
+        ("debian12-root.txt", "debian"),
+        ("debian12-nonroot.txt", "debian"),
+        # busybox captured on Debian: its os-release still says Debian.
+        ("busybox.txt", "debian"),
+    ],
+)
+def test_platform_is_detected_from_captured_facts(fixture: str, platform: str) -> None:
+    assert detect(facts(fixture)).name == platform
+
+
+def test_unknown_os_falls_back_to_generic_linux() -> None:
+    other = dataclasses.replace(facts("busybox.txt"), os_id="alpine", os_like=None)
+    assert detect(other).name == "linux"
+
+
+def test_truenas_fixture_really_looks_like_debian_underneath() -> None:
+    scale = facts("truenas-scale-lab.txt")
+    assert scale.os_id == "debian" and "/etc/version" in scale.markers
+
+
+def without(facts_: HostFacts, *tools: str) -> HostFacts:
+    return dataclasses.replace(facts_, tools={**facts_.tools, **dict.fromkeys(tools)})
+
+
+def test_qnap_installs_missing_iperf3_with_entware_by_full_path() -> None:
+    qnap = without(facts("qnap-ts253d-handbuilt.txt"), "iperf3")
+    [command] = detect(qnap).install_commands(qnap, ["iperf3"])
+    assert command.sudo and command.description == "opkg install iperf3"
+    assert "/opt/bin/opkg install iperf3" in command.script
+    assert "printf '%s\\n' /opt/bin/iperf3" in command.script
+    present = facts("qnap-ts253d-handbuilt.txt")
+    assert detect(present).install_commands(present, ["iperf3"]) == []
+
+
+def test_qnap_without_entware_explains_how_to_get_it() -> None:
+    bare = without(facts("qnap-ts253d-handbuilt.txt"), "iperf3", "opkg")
+    with pytest.raises(PlatformError, match=r"qnapclub\.eu/en/howto/1.*Entware-std"):
+        detect(bare).install_commands(bare, ["iperf3"])
+
+
+def test_synology_uses_synogear_as_root_and_knows_its_limits() -> None:
+    dsm = facts("synology-dsm7-lab-admin.txt")
+    assert dsm.tool("iperf3") is None and dsm.is_root is False
+    [command] = detect(dsm).install_commands(dsm, ["iperf3"])
+    assert command.sudo and command.script.splitlines()[1].startswith(
+        "/usr/syno/bin/synogear install"
+    )
+    assert "/var/packages/DiagnosisTool/target/tool/iperf3" in command.script
+    with pytest.raises(PlatformError, match="not part of Synology's Diagnosis Tool"):
+        detect(dsm).install_commands(without(dsm, "fio"), ["fio"])
+    with pytest.raises(PlatformError, match="synogear is missing"):
+        detect(dsm).install_commands(without(dsm, "synogear"), ["iperf3"])
+
+
+def test_truenas_never_installs_anything() -> None:
+    scale = facts("truenas-scale-lab.txt")
+    assert detect(scale).install_commands(scale, ["fio"]) == []
+    assert detect(scale).install_commands(scale, ["iperf3"]) == []
+    with pytest.raises(PlatformError, match="apt is disabled"):
+        detect(scale).install_commands(without(scale, "iperf3"), ["iperf3"])
+
+
+def test_become_password_comes_from_the_named_variable_else_the_prompt() -> None:
+    hosts = {
+        "nas": Host("nas", "198.18.30.10", become_password_env="NAS_PW"),
+        "ws": Host("ws", "198.18.30.11"),
+    }
+    assert become.passwords_for(hosts, {"NAS_PW": "s3cret"}) == {"nas": "s3cret"}
+    both = become.passwords_for(hosts, {"NAS_PW": "s3cret"}, prompted="typed")
+    assert both == {"nas": "s3cret", "ws": "typed"}
+    with pytest.raises(InputError, match=r"\$NAS_PW, which is not set"):
+        become.passwords_for(hosts, {})
+
+
+def test_sudo_command_never_carries_the_password() -> None:
+    command = become.sudo_command("id -u", with_password=True)
+    assert command.startswith("sudo -S -k -p '' -- sh -c ")
+    assert become.sudo_stdin("s3cret", None) == "s3cret\n"
+    assert "s3cret" not in command
+    assert become.sudo_command("id -u", with_password=False).startswith("sudo -n -- sh -c ")
+
+
+def sudo_result(name: str, exited: int, stdout: str = "") -> Result:
+    return Result("id -u", stdout, (FIXTURES / "sudo" / name).read_text(), exited)
+
+
+def test_sudo_outcomes_from_real_sudo_stderr() -> None:
+    ok = become.check_sudo(sudo_result("ok.stderr", 0, "0\n"), "admin", "nas", with_password=True)
+    assert (ok.stdout, ok.stderr) == ("0\n", "")
+    with pytest.raises(become.BecomeError, match=r"^sudo: wrong password for admin on nas$"):
+        become.check_sudo(
+            sudo_result("wrong-password.stderr", 1), "admin", "nas", with_password=True
+        )
+    with pytest.raises(become.BecomeError, match=r"needs a password for sudo.*-K"):
+        become.check_sudo(sudo_result("no-password.stderr", 1), "admin", "nas", with_password=False)
+
+
+def test_a_failing_script_under_sudo_is_not_a_sudo_error() -> None:
+    stderr = f"{become.SUDO_OK_MARKER}\nsynogear: failed\n"
+    result = become.check_sudo(Result("x", "", stderr, 2), "admin", "nas", with_password=True)
+    assert (result.exited, result.stderr) == (2, "synogear: failed\n")
+
+
+def test_iperf3_version_warnings() -> None:
+    assert version_warnings("nas", "3.16", "ws", "3.16", 4) == []
+    [differ] = version_warnings("nas", "3.12", "ws", "3.17.1", 1)
+    assert differ.startswith("iperf3 versions differ: nas has 3.12, ws has 3.17.1")
+    assert version_warnings("nas", "3.12", "ws", "3.12", 1) == []
+    threads = version_warnings("nas", "3.9", "ws", "3.9", 2)
+    assert [w.split(" on ")[1].split()[0] for w in threads] == ["nas", "ws"]
+    assert all("one thread" in w for w in threads)
