@@ -59,24 +59,26 @@ def plan_hosts(plan: Plan) -> dict[str, Host]:
     return hosts
 
 
-def _packages(plan: Plan) -> list[str]:
-    wanted = set(plan.setup_packages)
+def tool_needs(plan: Plan) -> dict[str, list[str]]:
+    """Host -> the tools its tests need, plus the plan's ``setup.packages`` on every host."""
+    needs: dict[str, set[str]] = {name: set(plan.setup_packages) for name in plan.host_names}
     for test in plan.tests:
-        wanted.update(kinds()[test.kind].tools)
-    return sorted(wanted)
+        for host, tools in kinds()[test.kind].needs(test).items():
+            needs.setdefault(host, set()).update(tools)
+    return {host: sorted(tools) for host, tools in needs.items()}
 
 
 def check(plan: Plan, progress: Progress, connector: Callable[[Host], Runner] = connect) -> Outcome:
     """``apply --check``: connect and gather facts, print what would happen, change nothing."""
     sessions = open_sessions(plan_hosts(plan), progress, connector)
     try:
-        packages = _packages(plan)
+        needs = tool_needs(plan)
         for name, session in sessions.items():
             if session.error:
                 progress.message(f"{name}: UNREACHABLE: {session.error}")
                 continue
             platform = session.platform.name if session.platform else "?"
-            installs = planned_installs(session, packages)
+            installs = planned_installs(session, needs.get(name, []))
             todo = f"would {'; '.join(installs)}" if installs else "nothing to install"
             progress.message(f"{name} ({platform}): {todo}")
             for warning in session.warnings:
@@ -140,7 +142,7 @@ def apply(
     )
     try:
         sessions.update(open_sessions(plan_hosts(plan), progress, connector))
-        prepare(sessions, _packages(plan), progress)
+        prepare(sessions, tool_needs(plan), progress)
         network.setup()
         for test in plan.tests:
             if not network.ok:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from nasplan.errors import NasplanError
 from nasplan.facts import HostFacts, gather, parse_iperf3_version
 from nasplan.inventory import Host
-from nasplan.platforms import Platform, PlatformError, detect
+from nasplan.platforms import Command, Platform, PlatformError, detect
 from nasplan.progress import Progress
 from nasplan.runner import Runner
 from nasplan.ssh import connect
@@ -31,6 +31,8 @@ class HostSession:
     facts: HostFacts | None = None
     platform: Platform | None = None
     tools: dict[str, str] = field(default_factory=dict)
+    # A tool its platform cannot provide fails only the tests that need it, with this reason.
+    tool_errors: dict[str, str] = field(default_factory=dict)
     actions: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
@@ -50,6 +52,7 @@ class HostSession:
             "interfaces": {k: i.to_dict() for k, i in sorted(self.host.interfaces.items())},
             "facts": self.facts.to_dict() if self.facts else None,
             "tools": dict(sorted(self.tools.items())),
+            "tool_errors": dict(sorted(self.tool_errors.items())),
             "actions": list(self.actions),
         }
 
@@ -104,7 +107,7 @@ def open_sessions(
     return sessions
 
 
-def planned_installs(session: HostSession, packages: Iterable[str]) -> list[str]:
+def planned_installs(session: HostSession, packages: Sequence[str]) -> list[str]:
     """What ``prepare`` would do on this host, as lines for --check."""
     if session.facts is None or session.platform is None:
         return []
@@ -115,23 +118,45 @@ def planned_installs(session: HostSession, packages: Iterable[str]) -> list[str]
     return [command.description for command in commands]
 
 
+def _installable(
+    session: HostSession, wanted: Sequence[str], progress: Progress
+) -> tuple[list[str], list[Command]]:
+    """The tools the platform can provide and its commands; the others go to tool_errors."""
+    assert session.facts is not None and session.platform is not None
+    try:
+        return list(wanted), session.platform.install_commands(session.facts, wanted)
+    except PlatformError:
+        pass
+    # One tool at a time, to tell which of them the platform cannot provide.
+    possible: list[str] = []
+    for tool in wanted:
+        try:
+            session.platform.install_commands(session.facts, [tool])
+        except PlatformError as exc:
+            session.tool_errors[tool] = f"{session.host.name}: {exc}"
+            progress.host(session.host.name, f"[{tool} unavailable] {exc}")
+        else:
+            possible.append(tool)
+    return possible, session.platform.install_commands(session.facts, possible)
+
+
 def prepare(
-    sessions: Mapping[str, HostSession], packages: Iterable[str], progress: Progress
+    sessions: Mapping[str, HostSession],
+    needs: Mapping[str, Sequence[str]],
+    progress: Progress,
 ) -> None:
-    """Make ``packages`` available on every ready host (only where missing) and find their paths."""
-    wanted = list(packages)
+    """Make each host's needed tools available (only where missing) and find their paths.
+
+    ``needs``: host name -> tools. A tool the platform cannot provide is recorded in
+    ``tool_errors``; a failed install or a refused sudo makes the whole host unusable.
+    """
 
     def one(session: HostSession) -> None:
         if not session.ready or session.facts is None or session.platform is None:
             return
         facts, platform, runner = session.facts, session.platform, session.runner
         assert runner is not None
-        try:
-            commands = platform.install_commands(facts, wanted)
-        except PlatformError as exc:
-            session.error = f"{session.host.name}: {exc}"
-            progress.host(session.host.name, f"[failed] {exc}")
-            return
+        wanted, commands = _installable(session, list(needs.get(session.host.name, ())), progress)
         found: dict[str, str] = {}
         for command in commands:
             progress.host(session.host.name, command.description)

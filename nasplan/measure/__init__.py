@@ -18,10 +18,13 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class TestKind:
-    """A kind of test: the tools it needs on its hosts, how to run it, how to describe it."""
+    """A kind of test: the tools it needs on which host, how to run it, how to describe it.
+
+    ``needs(test)``: host name -> tools that host must have (installed by its platform).
+    """
 
     name: str
-    tools: tuple[str, ...]
+    needs: Callable[[TestSpec], dict[str, tuple[str, ...]]]
     run: Callable[[TestSpec, RunContext], dict[str, Any]]
     describe: Callable[[TestSpec], str]
 

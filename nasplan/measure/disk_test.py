@@ -187,4 +187,9 @@ def describe(test: TestSpec) -> str:
     )
 
 
-KIND = TestKind(name="disk", tools=(), run=run, describe=describe)
+def needs(test: TestSpec) -> dict[str, tuple[str, ...]]:
+    """fio on the host whose disk is measured."""
+    return {host: ("fio",) for host in test.hosts}
+
+
+KIND = TestKind(name="disk", needs=needs, run=run, describe=describe)

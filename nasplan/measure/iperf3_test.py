@@ -46,22 +46,40 @@ def _version_tuple(version: str) -> tuple[int, ...]:
 
 
 def version_warnings(
-    server: str, server_version: str | None, client: str, client_version: str | None, parallel: int
+    server: str,
+    server_version: str | None,
+    client: str,
+    client_version: str | None,
+    parallel: int,
+    processes: bool = False,
 ) -> list[str]:
-    """Warnings about the two ends' iperf3 versions (differ; single-threaded -P before 3.16)."""
+    """Warnings about the two ends' iperf3 versions (differ; single-threaded -P before 3.16).
+
+    ``processes``: the test already spreads its streams over one iperf3 process each.
+    """
     warnings: list[str] = []
     if server_version and client_version and server_version != client_version:
         warnings.append(
             f"iperf3 versions differ: {server} has {server_version}, {client} has "
             f"{client_version}; results may not compare with runs of matching versions"
         )
-    if parallel > 1:
-        for host, version in ((server, server_version), (client, client_version)):
-            if version and _version_tuple(version) < MULTITHREADED_IPERF3:
-                warnings.append(
-                    f"iperf3 {version} on {host} runs all {parallel} streams in one thread "
-                    f"(multi-threaded from 3.16): one CPU core may cap the result"
-                )
+    old = [
+        (host, version)
+        for host, version in ((server, server_version), (client, client_version))
+        if version and _version_tuple(version) < MULTITHREADED_IPERF3
+    ]
+    if parallel > 1 and old and processes:
+        hosts = " and ".join(f"{version} on {host}" for host, version in old)
+        warnings.append(
+            f"iperf3 {hosts} is single-threaded (before 3.16): the {parallel} streams ran as "
+            f"{parallel} separate iperf3 processes on consecutive ports, their rates summed"
+        )
+    elif parallel > 1:
+        warnings.extend(
+            f"iperf3 {version} on {host} runs all {parallel} streams in one thread "
+            f"(multi-threaded from 3.16): one CPU core may cap the result"
+            for host, version in old
+        )
     return warnings
 
 
@@ -107,10 +125,16 @@ def new_record(test: TestSpec, params: dict[str, Any], metric: str) -> dict[str,
 
 def not_ready(test: TestSpec, ctx: RunContext) -> str | None:
     """Why a test's hosts cannot run it (unreachable, tools missing), or None."""
+    from nasplan.measure import kinds
+
+    needed = kinds()[test.kind].needs(test)
     for name in dict.fromkeys(test.hosts):
         session = ctx.sessions[name]
         if not session.ready:
             return session.error or f"{name} is not ready"
+        for tool in needed.get(name, ()):
+            if tool not in session.tools:
+                return session.tool_errors.get(tool) or f"{name}: {tool} is not available"
     return None
 
 
@@ -141,12 +165,17 @@ def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:
         record["error"] = str(exc)
         return record
     record["params"]["address"] = address
+    processes = iperf3_multi.needs_processes(
+        params.parallel, server.facts.iperf3_version, client.facts.iperf3_version
+    )
+    record["params"]["parallel_mode"] = "processes" if processes else "streams"
     record["warnings"] = version_warnings(
         test.server,
         server.facts.iperf3_version,
         test.client,
         client.facts.iperf3_version,
         params.parallel,
+        processes,
     )
     ctx.warnings += [f"{test.id}: {w}" for w in record["warnings"]]
     record["path"] = describe_path(
@@ -155,10 +184,6 @@ def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:
     )
     total_s = (params.duration_s + params.omit_s + 1) * test.repetitions
     token = secrets.token_hex(4)
-    processes = iperf3_multi.needs_processes(
-        params.parallel, server.facts.iperf3_version, client.facts.iperf3_version
-    )
-    record["params"]["parallel_mode"] = "processes" if processes else "streams"
     errors: list[str] = []
     with sampler.sampling(ctx.sessions, test.hosts, token) as resources:
         for index in range(1, test.repetitions + 1):
@@ -231,4 +256,9 @@ def describe(test: TestSpec) -> str:
     )
 
 
-KIND = TestKind(name="iperf3", tools=("iperf3",), run=run, describe=describe)
+def needs(test: TestSpec) -> dict[str, tuple[str, ...]]:
+    """iperf3 on both ends."""
+    return {test.server: ("iperf3",), test.client: ("iperf3",)}
+
+
+KIND = TestKind(name="iperf3", needs=needs, run=run, describe=describe)

@@ -119,4 +119,9 @@ def describe(test: TestSpec) -> str:
     )
 
 
-KIND = TestKind(name="latency", tools=(), run=run, describe=describe)
+def needs(test: TestSpec) -> dict[str, tuple[str, ...]]:
+    """Nothing to install: ping is part of every system nasplan knows."""
+    return {}
+
+
+KIND = TestKind(name="latency", needs=needs, run=run, describe=describe)

@@ -344,4 +344,14 @@ def describe(test: TestSpec) -> str:
     )
 
 
-KIND = TestKind(name="transfer", tools=(), run=run, describe=describe)
+def needs(test: TestSpec) -> dict[str, tuple[str, ...]]:
+    """The client's tool for the method (rsync on both ends); a copy needs only the shell."""
+    method = test.settings.get("method", "smb")
+    if method == "smb":
+        return {test.client: ("smbclient",)}
+    if method == "rsync":
+        return {test.client: ("rsync",), test.server: ("rsync",)}
+    return {}
+
+
+KIND = TestKind(name="transfer", needs=needs, run=run, describe=describe)

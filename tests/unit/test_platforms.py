@@ -141,3 +141,6 @@ def test_iperf3_version_warnings() -> None:
     threads = version_warnings("nas", "3.9", "ws", "3.9", 2)
     assert [w.split(" on ")[1].split()[0] for w in threads] == ["nas", "ws"]
     assert all("one thread" in w for w in threads)
+    [spread] = version_warnings("nas", "3.12", "ws", "3.12", 2, processes=True)
+    assert "3.12 on nas and 3.12 on ws is single-threaded" in spread
+    assert "2 separate iperf3 processes" in spread
