@@ -84,7 +84,9 @@ def check(plan: Plan, progress: Progress, connector: Callable[[Host], Runner] = 
             for warning in session.warnings:
                 progress.message(f"warning: {warning}")
         for name in plan.network.hosts:
-            for line in describe_changes(plan.network.changes(name), {}):
+            facts = sessions[name].facts if name in sessions else None
+            current = {nic.name: nic for nic in facts.interfaces} if facts else {}
+            for line in describe_changes(plan.network.changes(name), current):
                 progress.message(f"{name}: would set {line} (and put it back after the run)")
         for test in plan.tests:
             progress.message(f"test {test.id}: would run {kinds()[test.kind].describe(test)}")

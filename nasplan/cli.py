@@ -184,11 +184,12 @@ def compare(
 @click.argument("run_dir", type=click.Path(path_type=Path))
 def restore(run_dir: Path) -> None:
     """Put the network of RUN_DIR's hosts back as it was before that run (after --keep)."""
-    from nasplan.network.restore import restore_run
+    from nasplan.network.restore import record_restore, restore_run
     from nasplan.progress import PlainProgress
     from nasplan.ssh import connect
 
     outcomes = restore_run(run_dir, PlainProgress(), connect)
+    record_restore(run_dir, outcomes)
     sys.exit(0 if all(o.status != "failed" for o in outcomes.values()) else 1)
 
 

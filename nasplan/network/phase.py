@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nasplan.analysis import summarize
 from nasplan.hosts import HostSession, in_parallel
@@ -72,7 +72,14 @@ class HostNetwork:
         }
 
 
-def describe_changes(changes: tuple[NicChange, ...], before: Mapping[str, NicState]) -> list[str]:
+class _HasMtu(Protocol):
+    """A NIC's state or facts: all describe_changes reads of it."""
+
+    @property
+    def mtu_bytes(self) -> int | None: ...
+
+
+def describe_changes(changes: tuple[NicChange, ...], before: Mapping[str, _HasMtu]) -> list[str]:
     """``["eth1: MTU 1500 -> 9000", "eth1: + 198.18.4.1/30"]``."""
     lines = []
     for change in changes:

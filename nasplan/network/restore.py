@@ -165,3 +165,29 @@ def restore_run(
         progress.host(name, outcome.status + (f": {outcome.error}" if outcome.error else ""))
         outcomes[name] = outcome
     return outcomes
+
+
+def record_restore(run_dir: Path, outcomes: Mapping[str, Restored]) -> None:
+    """Write what ``nasplan restore`` did into the run's run.json and re-render its report."""
+    from nasplan.report.render import write_report
+    from nasplan.results import load_run, save_run
+
+    run = load_run(run_dir)
+    network = run.get("network")
+    if not network:
+        return
+    for name, outcome in outcomes.items():
+        entry = network["hosts"].get(name)
+        if entry is None:
+            continue
+        entry["status"] = outcome.status
+        entry["restored"] = outcome.status == "restored"
+        entry["error"] = outcome.error
+        entry["after"] = {n: s.to_dict() for n, s in sorted(outcome.after.items())}
+    network["kept"] = any(h["status"] == "kept" for h in network["hosts"].values())
+    failed = [n for n, o in outcomes.items() if o.status == "failed"]
+    network["warnings"].append(
+        "nasplan restore: " + (f"failed on {', '.join(failed)}" if failed else "hosts restored")
+    )
+    save_run(run_dir, run)
+    write_report(run_dir)

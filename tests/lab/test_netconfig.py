@@ -213,3 +213,44 @@ def test_smaller_peer_mtu_fails_the_df_ping_naming_both_ends(
     assert "ws eth1 has the smaller MTU 1500" in error
     assert any("disagree on MTU" in w for w in run["warnings"])
     assert all_states(net_lab) == before
+
+
+def test_keep_then_restore_puts_hosts_back_and_records_it(
+    net_lab: LabState, tmp_path: Path
+) -> None:
+    before = all_states(net_lab)
+    plan = write_plan(net_lab, tmp_path)
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "nasplan"]
+    kept = subprocess.run(
+        [*cmd, "apply", str(plan), "--keep", "--out", str(out)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert kept.returncode == 0, kept.stderr
+    during = nic_state(net_lab, "nas")["nics"]["eth1"]
+    assert during[0] == 9000 and "198.18.33.1" in during[2]  # left in place, as asked
+    assert {h["status"] for h in json.loads((out / "run.json").read_text())["network"][
+        "hosts"].values()} == {"kept"}  # fmt: skip
+    restored = subprocess.run(
+        [*cmd, "restore", str(out)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert restored.returncode == 0, restored.stderr
+    assert all_states(net_lab) == before
+    run = json.loads((out / "run.json").read_text())
+    assert {h["status"] for h in run["network"]["hosts"].values()} == {"restored"}
+    assert run["network"]["kept"] is False
+    assert "nasplan restore: hosts restored" in run["network"]["warnings"]
+
+
+def test_check_shows_the_changes_from_the_current_mtu_and_makes_none(
+    net_lab: LabState, tmp_path: Path
+) -> None:
+    before = all_states(net_lab)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nasplan", "apply", str(write_plan(net_lab, tmp_path)), "--check"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "nas: would set eth1: MTU 1500 -> 9000 (and put it back after the run)" in proc.stderr
+    assert "ws: would set eth1: + 198.18.33.2/30" in proc.stderr
+    assert all_states(net_lab) == before
