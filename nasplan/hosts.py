@@ -46,6 +46,7 @@ class HostSession:
         return {
             "address": self.host.address,
             "platform": self.platform.name if self.platform else None,
+            "os": self.platform.os_name(self.facts) if self.platform and self.facts else None,
             "platform_hint": self.host.platform_hint,
             "reachable": self.facts is not None,
             "error": self.error,

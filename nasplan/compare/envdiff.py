@@ -71,7 +71,8 @@ def _host_aspects(name: str, host: Mapping[str, Any]) -> dict[str, str | None]:
     cores = facts.get("cpu_cores")
     aspects: dict[str, str | None] = {
         f"{name}: platform": host.get("platform"),
-        f"{name}: OS": facts.get("os_pretty")
+        f"{name}: OS": host.get("os")
+        or facts.get("os_pretty")
         or " ".join(str(p) for p in (facts.get("os_id"), facts.get("os_version")) if p)
         or None,
         f"{name}: firmware": firmware(facts),

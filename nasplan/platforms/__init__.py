@@ -28,6 +28,10 @@ class Platform(Protocol):
         """True when ``facts`` come from a host of this platform."""
         ...
 
+    def os_name(self, facts: HostFacts) -> str | None:
+        """The system as its vendor names it, e.g. ``DSM 7.2.1-69057 Update 5``, ``QTS 5.1.0``."""
+        ...
+
     def tool_path(self, facts: HostFacts, tool: str) -> str | None:
         """Full path of ``tool`` (e.g. ``iperf3``) on this host, or None when it is missing."""
         ...
@@ -42,6 +46,16 @@ class Platform(Protocol):
 
 class PlatformError(Exception):
     """A platform cannot do what was asked; the message tells the user what to do instead."""
+
+
+def marker_values(text: str, separator: str = "=") -> dict[str, str]:
+    """``key="value"`` / ``Key = value`` lines of a vendor file -> dict (quotes stripped)."""
+    values: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(separator)
+        if sep and key.strip() and not key.lstrip().startswith(("#", "[")):
+            values[key.strip()] = value.strip().strip('"')
+    return values
 
 
 def registry() -> tuple[Platform, ...]:

@@ -24,6 +24,9 @@ class Debian:
         ids = {facts.os_id or "", *(facts.os_like or "").split()}
         return bool(ids & {"debian", "ubuntu"})
 
+    def os_name(self, facts: HostFacts) -> str | None:
+        return facts.os_pretty or " ".join(p for p in (facts.os_id, facts.os_version) if p) or None
+
     def tool_path(self, facts: HostFacts, tool: str) -> str | None:
         return facts.tool(tool)
 

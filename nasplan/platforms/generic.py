@@ -19,6 +19,9 @@ class GenericLinux:
     def matches(self, facts: HostFacts) -> bool:
         return True
 
+    def os_name(self, facts: HostFacts) -> str | None:
+        return facts.os_pretty or " ".join(p for p in (facts.os_id, facts.os_version) if p) or None
+
     def tool_path(self, facts: HostFacts, tool: str) -> str | None:
         return facts.tool(tool)
 

@@ -7,7 +7,7 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from nasplan.platforms import Command, PlatformError
+from nasplan.platforms import Command, PlatformError, marker_values
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
@@ -24,6 +24,14 @@ class Qnap:
 
     def matches(self, facts: HostFacts) -> bool:
         return ULINUX_CONF in facts.markers or GETCFG_VERSION in facts.markers
+
+    def os_name(self, facts: HostFacts) -> str | None:
+        system = marker_values(facts.markers.get(ULINUX_CONF, ""))
+        version = system.get("Version") or facts.markers.get(GETCFG_VERSION, "").strip()
+        if not version:
+            return None
+        build = system.get("Build Number")
+        return f"QTS {version}" + (f" build {build}" if build else "")
 
     def tool_path(self, facts: HostFacts, tool: str) -> str | None:
         return facts.tool(tool)

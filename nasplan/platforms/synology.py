@@ -7,7 +7,7 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from nasplan.platforms import Command, PlatformError
+from nasplan.platforms import Command, PlatformError, marker_values
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
@@ -26,6 +26,15 @@ class Synology:
 
     def matches(self, facts: HostFacts) -> bool:
         return any(path in facts.markers for path in (VERSION_FILE, *SYNOINFO_FILES))
+
+    def os_name(self, facts: HostFacts) -> str | None:
+        version = marker_values(facts.markers.get(VERSION_FILE, ""))
+        product = version.get("productversion")
+        if not product:
+            return None
+        build, fix = version.get("buildnumber"), version.get("smallfixnumber")
+        text = f"DSM {product}" + (f"-{build}" if build else "")
+        return text + (f" Update {fix}" if fix and fix != "0" else "")
 
     def tool_path(self, facts: HostFacts, tool: str) -> str | None:
         return facts.tool(tool)

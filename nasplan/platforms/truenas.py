@@ -21,6 +21,10 @@ class TrueNas:
     def matches(self, facts: HostFacts) -> bool:
         return any(path in facts.markers for path in MARKERS) or facts.tool("midclt") is not None
 
+    def os_name(self, facts: HostFacts) -> str | None:
+        version = facts.markers.get("/etc/version", "").strip()
+        return f"TrueNAS SCALE {version}" if version else "TrueNAS SCALE"
+
     def tool_path(self, facts: HostFacts, tool: str) -> str | None:
         return facts.tool(tool)
 

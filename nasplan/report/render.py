@@ -208,8 +208,10 @@ def _nics(host: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def _host(name: str, host: Mapping[str, Any]) -> dict[str, Any]:
     facts = host.get("facts") or {}
-    os_text = facts.get("os_pretty") or " ".join(
-        str(p) for p in (facts.get("os_id"), facts.get("os_version")) if p
+    os_text = (
+        host.get("os")
+        or facts.get("os_pretty")
+        or " ".join(str(p) for p in (facts.get("os_id"), facts.get("os_version")) if p)
     )
     cpu_model, cores = facts.get("cpu_model"), facts.get("cpu_cores")
     cpu = ", ".join(p for p in (cpu_model, f"{cores} cores" if cores else None) if p)

@@ -144,3 +144,14 @@ def test_iperf3_version_warnings() -> None:
     [spread] = version_warnings("nas", "3.12", "ws", "3.12", 2, processes=True)
     assert "3.12 on nas and 3.12 on ws is single-threaded" in spread
     assert "2 separate iperf3 processes" in spread
+
+
+def test_vendor_os_names_come_from_their_marker_files() -> None:
+    def os_of(fixture: str) -> str | None:
+        facts = parse_facts((FIXTURES / "facts" / fixture).read_text())
+        return detect(facts).os_name(facts)
+
+    assert os_of("synology-ds920plus-handbuilt.txt") == "DSM 7.2.1-69057 Update 5"
+    assert os_of("qnap-ts253d-handbuilt.txt") == "QTS 5.1.0 build 20230822"
+    assert os_of("truenas-scale-lab.txt") == "TrueNAS SCALE 24.04.2"
+    assert os_of("debian12-root.txt") == "Debian GNU/Linux 12 (bookworm)"
