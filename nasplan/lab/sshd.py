@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import shlex
-import socket
 import subprocess
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from nasplan.errors import LabError
-from nasplan.lab import netns
+from nasplan.lab import daemon, netns
 from nasplan.lab.personalities import Personality
 
 SSHD = "/usr/sbin/sshd"
@@ -140,43 +138,10 @@ def remove_privsep_dir() -> None:
 
 def start(namespace: str, wrapper: Path, log_path: Path) -> int:
     """Start sshd in ``namespace`` with private mount and UTS namespaces; return its PID."""
-    argv = [
-        "ip", "netns", "exec", namespace,
-        "unshare", "--mount", "--uts", "--propagation", "private",
-        "/bin/sh", str(wrapper),
-    ]  # fmt: skip
-    with log_path.open("ab") as log:
-        # ip netns exec, unshare and sh all exec their successor, so this PID ends up sshd's.
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    return proc.pid
+    argv = ["unshare", "--mount", "--uts", "--propagation", "private", "/bin/sh", str(wrapper)]
+    return daemon.spawn(namespace, argv, log_path)
 
 
 def wait_ready(address: str, pid: int, log_path: Path, timeout_s: float = 10.0) -> None:
     """Poll ``address``:22 until sshd accepts a TCP connection; LabError if it dies or times out."""
-    deadline = time.monotonic() + timeout_s
-    delay_s = 0.02
-    while True:
-        try:
-            with socket.create_connection((address, SSH_PORT), timeout=1.0):
-                return
-        except OSError:
-            pass
-        if not netns.pid_alive(pid):
-            raise LabError(f"sshd for {address} exited: {_tail(log_path)}")
-        if time.monotonic() > deadline:
-            raise LabError(f"sshd for {address} not listening after {timeout_s:g} s")
-        time.sleep(delay_s)
-        delay_s = min(delay_s * 2, 0.2)
-
-
-def _tail(path: Path, lines: int = 5) -> str:
-    try:
-        return " | ".join(path.read_text(errors="replace").strip().splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
+    daemon.wait_listening("sshd", address, SSH_PORT, pid, log_path, timeout_s)
