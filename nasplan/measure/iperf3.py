@@ -7,7 +7,7 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from nasplan.errors import NasplanError
 from nasplan.measure.iperf3_server import PORT_IN_USE_EXIT, SERVER_READY_TIMEOUT_S
@@ -335,13 +335,24 @@ def run_repetition(
     Retries "server is busy" / "port in use" after BUSY_BACKOFF_S; raises Iperf3Error otherwise.
     """
     argv = client_argv(client_iperf3, address, params, iperf3_version=client_iperf3_version)
+    return retry_when_busy(
+        lambda attempt: _attempt(server, client, server_iperf3, argv, params, f"{token}-{attempt}"),
+        sleep,
+    )
+
+
+T = TypeVar("T")
+
+
+def retry_when_busy(attempt: Callable[[int], T], sleep: Callable[[float], None] = time.sleep) -> T:
+    """Call ``attempt(n)`` again after each of BUSY_BACKOFF_S while iperf3 says it is busy."""
     pauses_s = list(BUSY_BACKOFF_S)
-    attempt = 0
+    number = 0
     while True:
         try:
-            return _attempt(server, client, server_iperf3, argv, params, f"{token}-{attempt}")
+            return attempt(number)
         except Iperf3Error as exc:
             if not pauses_s or not is_server_busy(exc):
                 raise
             sleep(pauses_s.pop(0))
-        attempt += 1
+        number += 1

@@ -10,10 +10,12 @@ from __future__ import annotations
 import dataclasses
 import re
 import shlex
+import time
+from collections.abc import Callable
 from typing import Any
 
 from nasplan.measure import iperf3
-from nasplan.measure.iperf3_server import SERVER_READY_TIMEOUT_S
+from nasplan.measure.iperf3_server import PORT_IN_USE_EXIT, SERVER_READY_TIMEOUT_S
 from nasplan.runner import Runner
 
 # iperf 3.16 (RELNOTES): "multi-threaded: each stream runs in its own thread".
@@ -79,41 +81,37 @@ def combine(parts: list[dict[str, Any]]) -> dict[str, Any]:
     return result
 
 
-def run_repetition(
+def _all(scripts: list[str]) -> str:
+    """One script running each of ``scripts`` in its own subshell; stops at the first failure."""
+    return "\n".join(f"(\n{script}\n) || exit $?" for script in scripts) + "\n"
+
+
+def _attempt(
     server: Runner,
     client: Runner,
     server_iperf3: str,
-    client_iperf3: str,
-    address: str,
+    argvs: list[list[str]],
+    single: list[iperf3.Iperf3Params],
     params: iperf3.Iperf3Params,
     token: str,
-    *,
-    client_iperf3_version: str | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """Run ``params.parallel`` single-stream clients against as many one-off servers, summed.
-
-    Returns ``(raw marker-separated client JSON, combine() result)``; raises Iperf3Error.
-    Every server started is stopped in ``finally``.
-    """
-    ports = [params.port + i for i in range(params.parallel)]
-    single = [dataclasses.replace(params, parallel=1, port=port) for port in ports]
-    started: list[tuple[str, str]] = []
+    ports = [one.port for one in single]
+    files = [iperf3.temp_paths(token, port) for port in ports]
+    # One round trip starts every server, one runs every client, one stops every server.
+    starts = [
+        iperf3.server_start_script(server_iperf3, port, pidfile, logfile)
+        for port, (pidfile, logfile) in zip(ports, files, strict=True)
+    ]
+    started = server.run_script(_all(starts), timeout_s=SERVER_READY_TIMEOUT_S * len(ports) + 10)
     raw = ""
     try:
-        for one in single:
-            pidfile, logfile = iperf3.temp_paths(token, one.port)
-            result = server.run_script(
-                iperf3.server_start_script(server_iperf3, one.port, pidfile, logfile),
-                timeout_s=SERVER_READY_TIMEOUT_S + 10,
+        if not started.ok:
+            reason = " ".join((started.stderr + started.stdout).split())[:200]
+            if started.exited == PORT_IN_USE_EXIT:
+                raise iperf3.Iperf3Error(reason)  # "is already in use": retried
+            raise iperf3.Iperf3Error(
+                f"could not start the iperf3 servers on {server.name}: {reason}"
             )
-            started.append((pidfile, logfile))
-            if not result.ok:
-                reason = " ".join((result.stderr + result.stdout).split())[:200]
-                raise iperf3.Iperf3Error(f"iperf3 server on port {one.port}: {reason}")
-        argvs = [
-            iperf3.client_argv(client_iperf3, address, one, iperf3_version=client_iperf3_version)
-            for one in single
-        ]
         timeout_s = params.duration_s + params.omit_s + iperf3.CLIENT_TIMEOUT_MARGIN_S
         raw = client.run_script(client_script(argvs, ports), timeout_s=timeout_s).stdout
         outputs = split(raw)
@@ -125,8 +123,35 @@ def run_repetition(
                 raise iperf3.Iperf3Error(f"port {port}: {exc}", raw or None) from exc
         return raw, combine(parts)
     finally:
-        for pidfile, logfile in started:
-            server.run_script(
-                iperf3.server_stop_script(pidfile, logfile, grace_s=2.0 if raw else 0),
-                timeout_s=15,
-            )
+        grace_s = 2.0 if raw else 0
+        stop = [iperf3.server_stop_script(pid, log, grace_s=grace_s) for pid, log in files]
+        server.run_script("\n".join(f"(\n{script}\n)" for script in stop), timeout_s=30)
+
+
+def run_repetition(
+    server: Runner,
+    client: Runner,
+    server_iperf3: str,
+    client_iperf3: str,
+    address: str,
+    params: iperf3.Iperf3Params,
+    token: str,
+    *,
+    client_iperf3_version: str | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[str, dict[str, Any]]:
+    """Run ``params.parallel`` single-stream clients against as many one-off servers, summed.
+
+    Returns ``(raw marker-separated client JSON, combine() result)``; raises Iperf3Error.
+    Every server started is stopped in ``finally``; a busy server or a taken port is retried.
+    """
+    ports = [params.port + i for i in range(params.parallel)]
+    single = [dataclasses.replace(params, parallel=1, port=port) for port in ports]
+    argvs = [
+        iperf3.client_argv(client_iperf3, address, one, iperf3_version=client_iperf3_version)
+        for one in single
+    ]
+    return iperf3.retry_when_busy(
+        lambda n: _attempt(server, client, server_iperf3, argvs, single, params, f"{token}-{n}"),
+        sleep,
+    )

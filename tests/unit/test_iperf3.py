@@ -560,3 +560,29 @@ def test_server_scripts_under_busybox_start_and_kill_an_idle_server(
     assert stopped.returncode == 0
     assert pid not in iperf3_pids()
     assert not Path(pidfile).exists() and not Path(logfile).exists()
+
+
+def test_processes_mode_uses_three_round_trips_and_retries_a_taken_port() -> None:
+    from nasplan.measure import iperf3_multi
+
+    single = fixture("tcp-single.json")
+    taken = Result("cmd", "", "port 5201 is already in use", 3)
+    server = ScriptedRunner(
+        "nas",
+        [("-s -1 -D", taken), ("kill", ok()),  # first attempt: a port was taken; all stopped
+         ("-s -1 -D", ok()), ("kill", ok())],  # second: one round trip starts both servers
+    )  # fmt: skip
+    both = f"{iperf3_multi.MARKER}5201 ===\n{single}\n{iperf3_multi.MARKER}5202 ===\n{single}\n"
+    client = ScriptedRunner("ws", [("-c 198.18.0.10", ok(both))])
+    pauses: list[float] = []
+    raw, rep = iperf3_multi.run_repetition(
+        server, client, "iperf3", "iperf3", "198.18.0.10",
+        Iperf3Params(duration_s=2, parallel=2, port=5201), "tok", sleep=pauses.append,
+    )  # fmt: skip
+    assert raw == both
+    assert pauses == [BUSY_BACKOFF_S[0]]
+    assert server.seen[2].count("-s -1 -D") == 2  # both servers in one script
+    assert "-p 5201" in client.seen[0] and "-p 5202" in client.seen[0]
+    assert rep["processes"] == 2
+    assert rep["bits_per_second"] == pytest.approx(2 * 956948139.91649473)
+    assert not server.answers and not client.answers
