@@ -1,0 +1,93 @@
+# nasplan facts: POSIX sh (dash, busybox ash, bash), run as one SSH round trip.
+# @TOOLS@ is replaced by the tool names nasplan looks for (nasplan/facts.py).
+set +e +u
+nasplan_dirs='/opt/bin /opt/sbin /var/packages/DiagnosisTool/target/tool /usr/syno/bin
+/usr/syno/sbin /usr/local/bin /usr/local/sbin /usr/bin /usr/sbin /bin /sbin'
+nasplan_section() { printf '\n@@nasplan:%s@@\n' "$1"; }
+# Non-interactive SSH sessions on NAS firmware leave /opt/bin (Entware), /usr/sbin and the
+# Synology DiagnosisTool directory off PATH: look there too, PATH first.
+nasplan_which() {
+  nasplan_p=$(command -v "$1" 2>/dev/null)
+  case "$nasplan_p" in
+    /*) if [ -x "$nasplan_p" ]; then printf '%s\n' "$nasplan_p"; return 0; fi ;;
+  esac
+  for nasplan_d in $nasplan_dirs; do
+    if [ -x "$nasplan_d/$1" ] && [ ! -d "$nasplan_d/$1" ]; then
+      printf '%s\n' "$nasplan_d/$1"; return 0
+    fi
+  done
+  return 0
+}
+nasplan_marker() {
+  if [ -f "$1" ]; then
+    nasplan_section "marker:$1"
+    if [ -n "$2" ]; then grep -E "$2" "$1" 2>/dev/null; else head -n 60 "$1" 2>/dev/null; fi
+  fi
+}
+nasplan_section hostname; hostname 2>/dev/null || uname -n 2>/dev/null
+nasplan_section uid; id -u 2>/dev/null
+nasplan_section kernel; uname -r 2>/dev/null
+nasplan_section arch; uname -m 2>/dev/null
+nasplan_marker /etc/os-release
+[ -f /etc/os-release ] || nasplan_marker /usr/lib/os-release
+if [ -f /etc/config/uLinux.conf ]; then
+  nasplan_section marker:/etc/config/uLinux.conf
+  awk '/^\[/ { s = (tolower($0) == "[system]") } s' /etc/config/uLinux.conf 2>/dev/null | head -n 40
+fi
+nasplan_getcfg=$(nasplan_which getcfg)
+if [ -n "$nasplan_getcfg" ]; then
+  nasplan_section 'marker:getcfg System Version'; "$nasplan_getcfg" System Version 2>/dev/null
+fi
+nasplan_marker /etc.defaults/VERSION
+nasplan_marker /etc.defaults/synoinfo.conf '^(unique|upnpmodelname|company_title)='
+nasplan_marker /etc/synoinfo.conf '^(unique|upnpmodelname|company_title)='
+nasplan_marker /etc/version
+nasplan_marker /etc/truenas_version
+if [ -f /data/manifest.json ]; then
+  nasplan_section marker:/data/manifest.json
+  tr ',{}' '\n\n\n' < /data/manifest.json 2>/dev/null | grep '"version"' | head -n 1
+fi
+nasplan_section cpu-model
+grep -E '^(model name|cpu model|Hardware|Processor)[[:space:]]*:' /proc/cpuinfo 2>/dev/null \
+  | uniq | head -n 4
+nasplan_section cpu-processors; grep -c '^processor' /proc/cpuinfo 2>/dev/null
+nasplan_section nproc; nproc 2>/dev/null
+nasplan_section meminfo; grep '^MemTotal:' /proc/meminfo 2>/dev/null
+nasplan_section tools
+for nasplan_t in @TOOLS@; do
+  printf '%s=%s\n' "$nasplan_t" "$(nasplan_which "$nasplan_t")"
+done
+nasplan_iperf3=$(nasplan_which iperf3)
+if [ -n "$nasplan_iperf3" ]; then
+  nasplan_section iperf3-version; "$nasplan_iperf3" --version </dev/null 2>&1 | head -n 1
+fi
+nasplan_ethtool=$(nasplan_which ethtool)
+for nasplan_d in /sys/class/net/*; do
+  [ -d "$nasplan_d" ] || continue
+  nasplan_n=${nasplan_d##*/}
+  nasplan_section nic
+  printf 'name=%s\n' "$nasplan_n"
+  for nasplan_k in mtu operstate address speed duplex; do
+    printf '%s=%s\n' "$nasplan_k" "$(cat "$nasplan_d/$nasplan_k" 2>/dev/null)"
+  done
+  nasplan_drv=$(readlink "$nasplan_d/device/driver" 2>/dev/null)
+  nasplan_drv=${nasplan_drv##*/}
+  # veth, bridges and bonds have no device/driver link; ethtool -i still names their driver.
+  if [ -z "$nasplan_drv" ] && [ -n "$nasplan_ethtool" ]; then
+    nasplan_drv=$("$nasplan_ethtool" -i "$nasplan_n" 2>/dev/null | sed -n 's/^driver: *//p')
+  fi
+  printf 'driver=%s\n' "$nasplan_drv"
+done
+nasplan_ip=$(nasplan_which ip)
+nasplan_addrs=
+[ -n "$nasplan_ip" ] && nasplan_addrs=$("$nasplan_ip" -o addr show 2>/dev/null)
+if [ -n "$nasplan_addrs" ]; then
+  nasplan_section ip-addr; printf '%s\n' "$nasplan_addrs"
+else
+  nasplan_ifconfig=$(nasplan_which ifconfig)
+  if [ -n "$nasplan_ifconfig" ]; then
+    nasplan_section ifconfig; "$nasplan_ifconfig" -a 2>/dev/null
+  fi
+fi
+nasplan_section end
+exit 0
