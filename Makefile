@@ -6,14 +6,21 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LAB ?= plans/examples/lab.yaml
 PLAN ?= plans/examples/nas-upgrade.yaml
-APT_PACKAGES := iperf3 openssh-server openssh-client iproute2 ethtool iputils-ping procps util-linux sudo openssl samba smbclient rsync fio busybox
+# What the demo lab needs, then what the whole test suite's labs add (Samba, NFS, fio, busybox).
+APT_PACKAGES := iperf3 openssh-server openssh-client iproute2 ethtool iputils-ping procps util-linux sudo openssl
+TEST_APT_PACKAGES := $(APT_PACKAGES) samba smbclient rsync fio busybox libnfs-utils nfs-ganesha nfs-ganesha-vfs
 
-.PHONY: setup system-deps venv lint test unit demo demo-down bench clean
+.PHONY: setup test-setup system-deps test-system-deps venv lint test unit demo demo-down bench clean
 
 setup: system-deps venv
 
+test-setup: test-system-deps venv
+
 system-deps:
 	@scripts/ensure-system-deps.sh $(APT_PACKAGES)
+
+test-system-deps:
+	@scripts/ensure-system-deps.sh $(TEST_APT_PACKAGES)
 
 venv: $(STAMP)
 
@@ -28,7 +35,7 @@ lint: venv
 	$(BIN)/ruff format --check nasplan tests bench
 	$(BIN)/mypy
 
-test: setup lint
+test: test-setup lint
 	$(BIN)/pytest
 
 unit: venv

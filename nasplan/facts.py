@@ -28,6 +28,7 @@ TOOL_NAMES = (
     "rsync",
     "ping",
     "getcfg",
+    "nfs-cp",
 )
 
 # Written for dash, bash and busybox ash (QNAP QTS, Synology DSM): no bashisms, no `local`,

@@ -23,5 +23,15 @@ fi
 # iperf3's package asks whether to start a system-wide daemon: no.
 echo 'iperf3 iperf3/start_daemon boolean false' | "${as_root[@]}" debconf-set-selections 2>/dev/null || true
 export DEBIAN_FRONTEND=noninteractive
+# The lab runs its own sshd, smbd and ganesha inside network namespaces; the packages' system-wide
+# services are not wanted. policy-rc.d (honoured by invoke-rc.d and deb-systemd-invoke) keeps
+# them from starting during the install; we add it only if the machine has none, and remove it.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\n# nasplan: no service starts while installing the lab packages\nexit 101\n' |
+    "${as_root[@]}" tee "$policy" >/dev/null
+  "${as_root[@]}" chmod 755 "$policy"
+  trap '"${as_root[@]}" rm -f "$policy"' EXIT
+fi
 "${as_root[@]}" apt-get update -qq
 "${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

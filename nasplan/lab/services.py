@@ -1,5 +1,7 @@
 """Lab services beyond sshd: a real Samba ``smbd`` in a host's network namespace (``smb``).
 
+``nfs`` (nfs-ganesha with its own rpcbind) lives in nasplan/lab/nfs.py; this module starts it.
+
 Everything Samba writes (passdb, locks, state, logs, the share) lives under
 ``<state>/hosts/<host>/smb``; the password lives there too, in a 0600 file, never in argv,
 the inventory or the lab state. smbd binds to the host's own addresses only.
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from nasplan.errors import LabError
-from nasplan.lab import netns
+from nasplan.lab import netns, nfs
 
 SMBD = "/usr/sbin/smbd"
 SMBPASSWD = "/usr/bin/smbpasswd"
@@ -30,7 +32,7 @@ SMB_USER = "nasplan"
 # system user to the machine the lab runs on.
 SMB_UNIX_USER = "root"
 SMB_PASSWORD_ENV = "NASPLAN_LAB_SMB_PASSWORD"
-SERVICES = ("smb",)
+SERVICES = ("smb", "nfs")
 SHORT_LINK_DIR = Path("/run")
 _PRIVATE_DIRS = ("private", "lock", "state", "cache", "run", "ncalrpc", "log")
 
@@ -201,29 +203,41 @@ def start_services(
         except LabError:
             netns.stop_pids([pid])
             raise
+    if "nfs" in services:
+        try:
+            pids += nfs.start_nfs(namespace, addresses[0].split("/")[0], host_dir)
+        except LabError:
+            netns.stop_pids(pids)
+            raise
     return pids
 
 
 def inventory_vars(host_dir: Path) -> dict[str, Any]:
-    """Host vars for the lab inventory: ``{"smb": {share, user, password_env}}`` or ``{}``.
+    """Host vars for the lab inventory: ``{"smb": {share, user, ...}, "nfs": {...}}``, or ``{}``.
 
     The password is not among them: it stays in the 0600 file; users export it into the
     environment variable named by ``password_env``.
     """
+    found = nfs.inventory_vars(host_dir)
     if not smb_files(host_dir).conf_path.exists():
-        return {}
+        return found
     return {
+        **found,
         "smb": {
             "share": SMB_SHARE,
             "user": SMB_USER,
             "password_env": SMB_PASSWORD_ENV,
             "password_file": str(smb_files(host_dir).password_path),
-        }
+        },
     }
 
 
 def problems(host_name: str, host_dir: Path) -> list[str]:
     """What is wrong with a host's services (empty when all run or it has none)."""
+    return _smb_problems(host_name, host_dir) + nfs.problems(host_name, host_dir)
+
+
+def _smb_problems(host_name: str, host_dir: Path) -> list[str]:
     files = smb_files(host_dir)
     if not files.conf_path.exists():
         return []

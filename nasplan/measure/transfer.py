@@ -1,4 +1,4 @@
-"""File transfer commands (smbclient, rsync over SSH, dd to a mounted path) and their parsers.
+"""File transfer commands (smbclient, rsync over SSH, libnfs nfs-cp, dd) and their parsers.
 
 Everything here is pure: argv lists, shell text quoted with shlex, parsers of real tool output.
 Rates are timed on the client around the whole command (``date +%s%N``), so they include
@@ -36,6 +36,8 @@ _RSYNC_SENT = re.compile(
 )
 _RSYNC_SIZE = re.compile(r"^Total transferred file size: (?P<bytes>[0-9,]+) bytes", re.MULTILINE)
 _RSYNC_ERROR = re.compile(r"^rsync(?: error)?: [^\n]*", re.MULTILINE)
+_NFS_UNSAFE = re.compile(r"[\s?#%\\]")
+_NFS_COPIED = re.compile(r"^copied (?P<bytes>[0-9]+) bytes$", re.MULTILINE)
 _DD_LINE = re.compile(
     r"^(?P<bytes>[0-9]+) bytes (?:\([^)]*\) )?copied, (?P<seconds>[0-9.e+-]+) s", re.MULTILINE
 )
@@ -263,3 +265,30 @@ def parse_dd(text: str) -> dict[str, float | int | None]:
         raise TransferParseError(lines[0] if lines else "dd printed no summary")
     size, seconds = int(match.group("bytes")), float(match.group("seconds"))
     return {"tool_bytes_per_second": size / seconds if seconds > 0 else None, "bytes": size}
+
+
+# --- libnfs nfs-cp ---------------------------------------------------------------------------
+
+
+def nfs_url(address: str, export: str, name: str, version: int | None = None) -> str:
+    """``nfs://ADDRESS/EXPORT/NAME[?version=N]`` as libnfs parses it (no escaping: no %, ?, #)."""
+    path = f"/{export.strip('/')}/{name}" if export.strip("/") else f"/{name}"
+    if _NFS_UNSAFE.search(path):
+        raise ValueError(f"{path!r}: an nfs:// URL here cannot carry blanks, ?, #, % or \\")
+    host = f"[{address}]" if ":" in address else address
+    query = f"?version={int(version)}" if version else ""
+    return f"nfs://{host}{path}{query}"
+
+
+def nfs_cp_argv(source: str, destination: str) -> list[str]:
+    """``nfs-cp SOURCE DESTINATION``; it never overwrites, so the destination must not exist."""
+    return ["nfs-cp", source, destination]
+
+
+def parse_nfs_cp(text: str) -> dict[str, float | int | None]:
+    """nfs-cp output -> ``{"tool_bytes_per_second": None, "bytes"}`` (it reports no rate)."""
+    match = _NFS_COPIED.search(text)
+    if match is None:
+        lines = text.strip().splitlines()
+        raise TransferParseError(f"nfs-cp: {lines[0] if lines else 'printed nothing'}")
+    return {"tool_bytes_per_second": None, "bytes": int(match.group("bytes"))}

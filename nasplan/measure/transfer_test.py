@@ -41,11 +41,15 @@ class Transfer:
     directions: tuple[str, ...]
     size_bytes: int
     remote_name: str
+    repetitions: int = 1
     share: str | None = None
     smb_user: str | None = None
     password_env: str | None = None
     remote_dir: str | None = None
     mounted_path: str | None = None
+    export: str | None = None
+    nfs_version: int | None = None
+    server_path: str | None = None
     ssh: transfer.SshOptions = dataclasses.field(default_factory=transfer.SshOptions)
 
     @property
@@ -60,7 +64,7 @@ def settings_of(test: TestSpec, server: HostSession, token: str) -> Transfer:
     direction = str(s.get("direction", "both"))
     directions = transfer.DIRECTIONS if direction == "both" else (direction,)
     name = f"nasplan-{test.id}-{token}.bin"
-    base = Transfer(method, directions, parse_size(s.get("size", "1GiB")), name)
+    base = Transfer(method, directions, parse_size(s.get("size", "1GiB")), name, test.repetitions)
     if method == "smb":
         for key in ("share", "password_env"):
             if not s.get(key):
@@ -82,9 +86,26 @@ def settings_of(test: TestSpec, server: HostSession, token: str) -> Transfer:
             known_hosts=s.get("ssh_known_hosts"),
         )
         return dataclasses.replace(base, remote_dir=s["path"], ssh=ssh)
+    if method == "nfs" and s.get("export"):
+        export = str(s["export"])
+        return dataclasses.replace(
+            base,
+            export=export,
+            nfs_version=s.get("nfs_version"),
+            server_path=str(s.get("server_path") or export),
+        )
     if not s.get("mounted_path"):
-        raise ValueError(f"method {method} needs mounted_path (where the client mounts the NAS)")
+        needed = "export (nfs-cp) or mounted_path" if method == "nfs" else "mounted_path"
+        raise ValueError(f"method {method} needs {needed} (where the client mounts the NAS)")
     return dataclasses.replace(base, mounted_path=s["mounted_path"])
+
+
+def _write_target(xfer: Transfer, index: int) -> Transfer:
+    """The Transfer of write ``index`` (0: the untimed seed): nfs-cp needs a new file each time."""
+    if xfer.export is None:
+        return xfer
+    stem, dot, suffix = xfer.remote_name.rpartition(".")
+    return dataclasses.replace(xfer, remote_name=f"{stem}-{index}{dot}{suffix}")
 
 
 def _join(directory: str | None, name: str) -> str:
@@ -115,6 +136,12 @@ def _command(
         if direction == "write":
             return transfer.rsync_argv(xfer.ssh, source, remote), before
         return transfer.rsync_argv(xfer.ssh, remote, read_copy), before
+    if xfer.export is not None:
+        url = transfer.nfs_url(address, xfer.export, xfer.remote_name, xfer.nfs_version)
+        if direction == "write":
+            return transfer.nfs_cp_argv(source, url), before
+        # nfs-cp cannot write to /dev/null (it creates its destination exclusively).
+        return transfer.nfs_cp_argv(url, read_copy), before
     mounted = _join(xfer.mounted_path, xfer.remote_name)
     if direction == "write":
         return transfer.dd_write_argv(source, mounted), before
@@ -125,7 +152,14 @@ def _command(
     ]
 
 
-def _parse_tool(method: str, output: str) -> dict[str, float | int | None]:
+def _tool(xfer: Transfer) -> str:
+    return "nfs-cp" if xfer.export is not None else TOOLS[xfer.method]
+
+
+def _parse_tool(xfer: Transfer, output: str) -> dict[str, float | int | None]:
+    method = xfer.method
+    if xfer.export is not None:
+        return transfer.parse_nfs_cp(output)
     if method == "smb":
         return transfer.parse_smbclient(output)
     if method == "rsync":
@@ -143,7 +177,7 @@ def repetition(
     raw = result.stdout + result.stderr
     try:
         duration_s, exited, output = transfer.parse_timed(result.stdout)
-        tool = _parse_tool(xfer.method, output)
+        tool = _parse_tool(xfer, output)
     except transfer.TransferParseError as exc:
         rep["error"] = f"{exc} (exit {result.exited})"
         return rep, raw
@@ -185,6 +219,15 @@ def _cleanup(
         result = server.run(transfer.remove_argv(path), timeout_s=SETUP_TIMEOUT_S)
         if not result.ok:
             problems.append(f"rm {path} on the NAS: {result.stderr.strip()}")
+    elif xfer.export is not None:
+        # libnfs-utils has no nfs-rm: the NAS removes every file the writes may have made.
+        paths = [
+            _join(xfer.server_path, _write_target(xfer, index).remote_name)
+            for index in range(xfer.repetitions + 1)
+        ]
+        result = server.run(["rm", "-f", "--", *paths], timeout_s=SETUP_TIMEOUT_S)
+        if not result.ok:
+            problems.append(f"rm {' '.join(paths)} on the NAS: {result.stderr.strip()}")
     else:
         path = _join(xfer.mounted_path, xfer.remote_name)
         result = client.run(transfer.remove_argv(path), timeout_s=SETUP_TIMEOUT_S)
@@ -201,7 +244,7 @@ def _prepare_client(
 ) -> tuple[str | None, str | None]:
     """Check the tool, make the temp dir and source file; return (local dir, error)."""
     assert client.runner is not None
-    tool = TOOLS[xfer.method]
+    tool = _tool(xfer)
     if not client.runner.run(["sh", "-c", 'command -v "$1"', "sh", tool]).ok:
         return None, f"{tool} is not installed on {client.host.name}"
     stdin = None
@@ -292,10 +335,12 @@ def _run_directions(
     speed = (record["path"] or {}).get("speed_bits_per_second")
     total_s = total * xfer.size_bytes * 8 / speed if speed else 0.0
     done = 0
+    on_nas: Transfer | None = None  # the last write that put the file on the NAS
     for direction in xfer.directions:
-        if direction == "read" and not any(r["status"] == "ok" for r in record["repetitions"]):
+        if direction == "read" and on_nas is None:
             # A read needs the file on the NAS: put it there once, untimed.
-            seed, raw = repetition(client, xfer, "write", local_dir, address)
+            on_nas = _write_target(xfer, 0)
+            seed, raw = repetition(client, on_nas, "write", local_dir, address)
             save_raw(ctx.run_dir, f"raw/{test.id}/seed.txt", raw, ctx.secrets)
             if seed["status"] != "ok":
                 errors.append(f"could not place the file on the NAS for reading: {seed['error']}")
@@ -303,7 +348,10 @@ def _run_directions(
         for index in range(1, test.repetitions + 1):
             done += 1
             ctx.progress.test(test.id, done, total, total_s)
-            rep, raw = repetition(client, xfer, direction, local_dir, address)
+            target = _write_target(xfer, index) if direction == "write" else on_nas or xfer
+            rep, raw = repetition(client, target, direction, local_dir, address)
+            if direction == "write" and rep["status"] == "ok":
+                on_nas = target
             name = f"raw/{test.id}/{direction}-{index}.txt"
             raw_file = save_raw(ctx.run_dir, name, raw, ctx.secrets)
             record["repetitions"].append({"index": index, **rep, "raw_file": raw_file})
@@ -351,6 +399,8 @@ def needs(test: TestSpec) -> dict[str, tuple[str, ...]]:
         return {test.client: ("smbclient",)}
     if method == "rsync":
         return {test.client: ("rsync",), test.server: ("rsync",)}
+    if method == "nfs" and test.settings.get("export"):
+        return {test.client: ("nfs-cp",)}
     return {}
 
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from nasplan.analysis import summarize
 from nasplan.hosts import HostSession, in_parallel
 from nasplan.network import checks, restore, scripts
+from nasplan.network.backends import NetworkBackend, SetsidTimer, for_platform
 from nasplan.network.model import NetworkSpec, NicChange, fact_errors
 from nasplan.network.state import NicState, parse_state_output, split_sections
 
@@ -50,6 +51,7 @@ class HostNetwork:
     touched: bool = False
     error: str | None = None
     original_facts: HostFacts | None = None
+    backend: NetworkBackend = field(default_factory=SetsidTimer)
 
     @property
     def nics(self) -> list[str]:
@@ -60,6 +62,7 @@ class HostNetwork:
         nics = set(self.nics)
         return {
             "status": self.status,
+            "mechanism": self.backend.mechanism,
             "changes": describe_changes(self.changes, self.before),
             "armed": self.armed_at is not None,
             "confirmed": self.confirmed,
@@ -186,6 +189,8 @@ class NetworkPhase:
                 record.error = f"cannot read {', '.join(missing) or 'state'} (exit {result.exited})"
                 return
             record.before = {n: states[n] for n in record.nics}
+            session = self.sessions[name]
+            record.backend = for_platform(session.platform, session.facts)
 
         in_parallel(list(self.hosts), one)
         for name, record in self.hosts.items():
@@ -201,6 +206,7 @@ class NetworkPhase:
             self.inventory_file,
             self.known_hosts,
             {n: (r.directory, r.changes, r.before) for n, r in self.hosts.items()},
+            {n: r.backend.mechanism for n, r in self.hosts.items()},
         )
 
     def arm_and_apply(self) -> None:
@@ -209,14 +215,14 @@ class NetworkPhase:
         def one(name: str) -> None:
             record, runner = self.hosts[name], self._runner(name)
             assert runner is not None
-            script = scripts.arm_and_apply_script(
-                record.directory,
-                self.spec.confirm_timeout_s,
-                scripts.restore_argvs(record.changes, record.before),
-                scripts.apply_argvs(record.changes, record.before),
-                record.nics,
+            script = record.backend.arm_and_apply_script(
+                record.directory, self.spec.confirm_timeout_s, record.changes, record.before
             )
-            self.progress.host(name, f"network: arming a {self.spec.confirm_timeout_s} s revert")
+            self.progress.host(
+                name,
+                f"network: arming a {self.spec.confirm_timeout_s} s revert "
+                f"({record.backend.mechanism})",
+            )
             record.touched = True
             result = runner.run_script(script, sudo=True, timeout_s=60)
             if "armed" in split_sections(result.stdout):
@@ -326,7 +332,7 @@ class NetworkPhase:
                 return
             try:
                 result = runner.run_script(
-                    scripts.confirm_script(record.directory), sudo=True, timeout_s=30
+                    record.backend.confirm_script(record.directory), sudo=True, timeout_s=30
                 )
             except Exception as exc:  # a lost connection: paramiko, OS or nasplan errors
                 record.lost = True
@@ -388,6 +394,7 @@ class NetworkPhase:
             record.changes,
             record.before,
             deadline=deadline,
+            backend=record.backend,
         )
         if outcome.runner is not None and outcome.runner is not session.runner:
             close = getattr(session.runner, "close", None)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nasplan.errors import InputError
-from nasplan.network import scripts
+from nasplan.network.backends import NetworkBackend, SetsidTimer, by_mechanism
 from nasplan.network.model import NicChange
 from nasplan.network.state import NicState, all_differences, parse_state_output, split_sections
 
@@ -42,11 +42,10 @@ def _run_restore(
     changes: Sequence[NicChange],
     before: Mapping[str, NicState],
     force: bool,
+    backend: NetworkBackend,
 ) -> tuple[str, dict[str, NicState], list[str]]:
     nics = [c.nic for c in changes]
-    script = scripts.restore_script(
-        directory, scripts.restore_argvs(changes, before), nics, force=force
-    )
+    script = backend.restore_script(directory, changes, before, force=force)
     result = runner.run_script(script, sudo=True, timeout_s=60)
     outcome = split_sections(result.stdout).get("outcome", "")
     after = parse_state_output(result.stdout)
@@ -63,6 +62,7 @@ def restore_host(
     before: Mapping[str, NicState],
     *,
     deadline: float,
+    backend: NetworkBackend | None = None,
 ) -> Restored:
     """Disarm and restore (or find the host's own revert done), read back, compare to ``before``.
 
@@ -70,13 +70,16 @@ def restore_host(
     cannot be reached; ``runner`` of the result is the connection that worked.
     """
     last_error = "no connection"
+    backend = backend or SetsidTimer()
     while True:
         try:
             if runner is None:
                 runner = reconnect()
-            outcome, after, diffs = _run_restore(runner, directory, changes, before, force=False)
+            outcome, after, diffs = _run_restore(runner, directory, changes, before, False, backend)
             if outcome == "reverted-by-host" and diffs:
-                outcome, after, diffs = _run_restore(runner, directory, changes, before, True)
+                outcome, after, diffs = _run_restore(
+                    runner, directory, changes, before, True, backend
+                )
             if outcome == "failed" or diffs:
                 return Restored("failed", after, "; ".join(diffs) or outcome, runner)
             return Restored(outcome, after, None, runner)
@@ -93,8 +96,9 @@ def save_snapshots(
     inventory_file: str,
     known_hosts: str | None,
     hosts: Mapping[str, tuple[str, Sequence[NicChange], Mapping[str, NicState]]],
+    mechanisms: Mapping[str, str] | None = None,
 ) -> Path:
-    """Write ``network/snapshots.json`` (host -> revert dir, changes, state before)."""
+    """Write ``network/snapshots.json`` (host -> revert dir, mechanism, changes, state before)."""
     path = run_dir / SNAPSHOT_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     data = {
@@ -104,6 +108,7 @@ def save_snapshots(
         "hosts": {
             name: {
                 "revert_dir": directory,
+                "mechanism": (mechanisms or {}).get(name),
                 "changes": [dataclasses.asdict(c) for c in changes],
                 "before": {n: s.to_dict() for n, s in before.items()},
             }
@@ -156,6 +161,7 @@ def restore_run(
             changes,
             before,
             deadline=time.monotonic() + 15,
+            backend=by_mechanism(saved.get("mechanism")),
         )
         close = getattr(outcome.runner, "close", None)
         if close is not None:

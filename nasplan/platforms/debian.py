@@ -13,6 +13,8 @@ if TYPE_CHECKING:
 
 # iperf3's package asks whether to start a system-wide daemon; answer "no" before installing.
 _DEBCONF = {"iperf3": "iperf3 iperf3/start_daemon boolean false"}
+# Tools whose Debian package has another name; the others come in a package of their own name.
+PACKAGES = {"nfs-cp": "libnfs-utils", "ping": "iputils-ping"}
 
 
 class Debian:
@@ -35,9 +37,8 @@ class Debian:
         if not missing:
             return []
         preseed = "\n".join(_DEBCONF[p] for p in missing if p in _DEBCONF)
-        install = shlex.join(
-            ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing]
-        )
+        names = sorted({PACKAGES.get(p, p) for p in missing})
+        install = shlex.join(["apt-get", "install", "-y", "-q", "--no-install-recommends", *names])
         lines = ["set -e", "export DEBIAN_FRONTEND=noninteractive"]
         if preseed:
             lines.append(f"printf '%s\\n' {shlex.quote(preseed)} | debconf-set-selections")
@@ -45,4 +46,4 @@ class Debian:
         retry = f"{{ apt-get update -q >/dev/null && {install} >/dev/null; }}"
         lines.append(f"{install} >/dev/null 2>&1 || {retry}")
         lines.extend(f"command -v {shlex.quote(p)}" for p in missing)
-        return [Command("\n".join(lines), f"apt-get install {' '.join(missing)}", sudo=True)]
+        return [Command("\n".join(lines), f"apt-get install {' '.join(names)}", sudo=True)]

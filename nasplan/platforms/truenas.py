@@ -9,6 +9,7 @@ from nasplan.platforms import Command, PlatformError
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
+    from nasplan.network.backends import NetworkBackend
 
 MARKERS = ("/data/manifest.json", "/etc/truenas_version")
 
@@ -37,3 +38,9 @@ class TrueNas:
                 f"break the appliance): check the host, or measure from another host"
             )
         return []
+
+    def network_backend(self, facts: HostFacts) -> NetworkBackend | None:
+        """The middleware's own commit-confirmed change, when ``midclt`` is there."""
+        from nasplan.network.truenas import TrueNasCommit
+
+        return TrueNasCommit() if facts.tool("midclt") else None

@@ -18,22 +18,21 @@ echo "Package management tools are disabled on TrueNAS appliances." >&2
 exit 1
 """
 
-MIDCLT = r"""#!/bin/sh
-[ "$(id -u)" -eq 0 ] || { echo "Not authenticated" >&2; exit 1; }
-case "$1 $2" in
-  "call system.version") echo '"TrueNAS-SCALE-@VERSION@"' ;;
-  "call system.info")
-    printf '{"version": "TrueNAS-SCALE-@VERSION@", "hostname": "%s", ' "$(hostname)"
-    printf '"physmem": %s, "cores": %s}\n' \
-      "$(awk '/^MemTotal:/ { printf "%.0f", $2 * 1024 }' /proc/meminfo)" "$(nproc)" ;;
-  *) echo "[ENOMETHOD] Method does not exist" >&2; exit 1 ;;
-esac
-""".replace("@VERSION@", VERSION)
+# A Python stand-in for the middleware's client (the real midclt is Python too).
+MIDCLT = (
+    (Path(__file__).parent / "truenas_midclt.py")
+    .read_text(encoding="utf-8")
+    .replace('VERSION = "@VERSION@"', f"VERSION = {VERSION!r}")
+)
 
 
 @dataclass(frozen=True)
 class TrueNas:
-    """TrueNAS SCALE 24.04 (Debian underneath): /etc/version, /data/manifest.json, midclt."""
+    """TrueNAS SCALE 24.04 (Debian underneath): /etc/version, /data/manifest.json, midclt.
+
+    midclt answers system.version/info and the interface API (update, commit with rollback,
+    checkin, rollback, query); its state lives in the host's private overlay.
+    """
 
     name: str = "truenas"
 

@@ -1,0 +1,105 @@
+"""How a host's network change is armed, applied, confirmed and undone: one backend per mechanism.
+
+The generic backend arms a detached ``setsid sh`` timer and changes NICs with ``ip``; a platform
+with a commit-confirmed mechanism of its own (TrueNAS ``interface.commit``) offers its backend
+through an optional ``network_backend(facts)`` method. Snapshot and read-back stay ``ip -j``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from nasplan.network import scripts
+from nasplan.network.model import NicChange
+from nasplan.network.state import NicState
+
+if TYPE_CHECKING:
+    from nasplan.facts import HostFacts
+    from nasplan.platforms import Platform
+
+SETSID_TIMER = "setsid-timer"
+
+
+class NetworkBackend(Protocol):
+    """Scripts of one mechanism; exit codes and ``@@nasplan:...@@`` sections as in ``scripts``."""
+
+    @property
+    def mechanism(self) -> str:
+        """Its name in run.json and the snapshot file, e.g. ``setsid-timer``."""
+        ...
+
+    def arm_and_apply_script(
+        self,
+        directory: str,
+        timeout_s: int,
+        changes: Sequence[NicChange],
+        before: Mapping[str, NicState],
+    ) -> str:
+        """Arm the revert, apply, print ``armed`` and the new state (exit 90/91/92 on failure)."""
+        ...
+
+    def confirm_script(self, directory: str) -> str:
+        """Disarm; prints ``confirmed``, ``fired`` (the host reverted) or ``missing``."""
+        ...
+
+    def restore_script(
+        self,
+        directory: str,
+        changes: Sequence[NicChange],
+        before: Mapping[str, NicState],
+        *,
+        force: bool,
+    ) -> str:
+        """Disarm and restore; prints an ``outcome`` section and the state read back."""
+        ...
+
+
+class SetsidTimer:
+    """Any Linux: ``ip`` changes; a detached ``setsid sh`` timer restores unless confirmed."""
+
+    mechanism = SETSID_TIMER
+
+    def arm_and_apply_script(
+        self,
+        directory: str,
+        timeout_s: int,
+        changes: Sequence[NicChange],
+        before: Mapping[str, NicState],
+    ) -> str:
+        return scripts.arm_and_apply_script(
+            directory,
+            timeout_s,
+            scripts.restore_argvs(changes, before),
+            scripts.apply_argvs(changes, before),
+            [c.nic for c in changes],
+        )
+
+    def confirm_script(self, directory: str) -> str:
+        return scripts.confirm_script(directory)
+
+    def restore_script(
+        self,
+        directory: str,
+        changes: Sequence[NicChange],
+        before: Mapping[str, NicState],
+        *,
+        force: bool,
+    ) -> str:
+        return scripts.restore_script(
+            directory, scripts.restore_argvs(changes, before), [c.nic for c in changes], force=force
+        )
+
+
+def for_platform(platform: Platform | None, facts: HostFacts | None) -> NetworkBackend:
+    """The platform's own backend when it has one, else the generic ``SetsidTimer``."""
+    offer = getattr(platform, "network_backend", None)
+    backend: NetworkBackend | None = offer(facts) if offer is not None and facts else None
+    return backend if backend is not None else SetsidTimer()
+
+
+def by_mechanism(mechanism: str | None) -> NetworkBackend:
+    """The backend a snapshot file names (``nasplan restore``); the generic one when unnamed."""
+    from nasplan.network.truenas import MECHANISM, TrueNasCommit
+
+    return TrueNasCommit() if mechanism == MECHANISM else SetsidTimer()

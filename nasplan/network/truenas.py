@@ -1,0 +1,164 @@
+"""TrueNAS SCALE's own commit-confirmed change: ``interface.update``, ``interface.commit`` with
+rollback and ``checkin_timeout``, ``interface.checkin``; the middleware rolls back by itself.
+
+``interface.update`` only stages a change; ``interface.commit`` applies every staged one and, with
+``rollback``, restores them all after ``checkin_timeout`` seconds unless ``interface.checkin``
+comes first. A file in the revert directory records that nasplan armed (and confirmed) it, so a
+host found with nothing pending and no confirm has rolled back by itself.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from nasplan.network import scripts
+from nasplan.network.model import NicChange
+from nasplan.network.state import NicState
+
+MECHANISM = "truenas-interface-commit"
+# Restoring the snapshot is committed with a rollback too, then checked in by the same script.
+RESTORE_CHECKIN_TIMEOUT_S = 60
+
+
+def alias(address: str) -> dict[str, Any]:
+    """``198.18.4.1/30`` -> ``{"type": "INET", "address": "198.18.4.1", "netmask": 30}``."""
+    ip, _, prefix = address.partition("/")
+    return {"type": "INET6" if ":" in ip else "INET", "address": ip, "netmask": int(prefix)}
+
+
+def midclt(method: str, *args: Any) -> list[str]:
+    """``midclt call METHOD ARG...`` argv; strings pass as they are, the rest as JSON."""
+    return ["midclt", "call", method, *(a if isinstance(a, str) else json.dumps(a) for a in args)]
+
+
+def commit_argv(timeout_s: int) -> list[str]:
+    """``interface.commit`` that rolls back after ``timeout_s`` unless checked in."""
+    return midclt("interface.commit", {"rollback": True, "checkin_timeout": int(timeout_s)})
+
+
+def update_argvs(changes: Sequence[NicChange], before: Mapping[str, NicState]) -> list[list[str]]:
+    """``interface.update`` per NIC (ids are names): the new MTU, the alias list with additions."""
+    argvs = []
+    for change in changes:
+        data: dict[str, Any] = {}
+        if change.mtu_bytes is not None:
+            data["mtu"] = change.mtu_bytes
+        if change.add_addresses:
+            # aliases replaces the whole list: keep what the NIC had.
+            had = before[change.nic].addresses if change.nic in before else ()
+            data["aliases"] = [alias(a) for a in dict.fromkeys((*had, *change.add_addresses))]
+        if data:
+            argvs.append(midclt("interface.update", change.nic, data))
+    return argvs
+
+
+def restore_update_argvs(
+    changes: Sequence[NicChange], before: Mapping[str, NicState]
+) -> list[list[str]]:
+    """``interface.update`` per changed NIC back to its snapshot MTU and addresses."""
+    argvs = []
+    for change in changes:
+        state = before[change.nic]
+        data: dict[str, Any] = {"aliases": [alias(a) for a in state.addresses]}
+        if state.mtu_bytes is not None:
+            data["mtu"] = state.mtu_bytes
+        argvs.append(midclt("interface.update", change.nic, data))
+    return argvs
+
+
+def _steps(argvs: Iterable[Sequence[str]], indent: str = "") -> str:
+    return "".join(f"{indent}{shlex.join(argv)} >/dev/null || nasplan_failed=1\n" for argv in argvs)
+
+
+_WAITING = f"nasplan_w=$({shlex.join(midclt('interface.checkin_waiting'))} 2>/dev/null)\n"
+_NOT_WAITING = 'case "$nasplan_w" in ""|null|None) true ;; *) false ;; esac'
+
+
+class TrueNasCommit:
+    """The TrueNAS SCALE middleware's own commit with rollback and checkin."""
+
+    mechanism = MECHANISM
+
+    def arm_and_apply_script(
+        self,
+        directory: str,
+        timeout_s: int,
+        changes: Sequence[NicChange],
+        before: Mapping[str, NicState],
+    ) -> str:
+        """Stage updates, commit with rollback (that arms it), print ``armed`` and the state.
+
+        Exits 90 without midclt, 91 when changes were already pending or an update was refused
+        (staged ones rolled back, nothing applied), 92 when the commit failed.
+        """
+        d = shlex.quote(directory)
+        pending = shlex.join(midclt("interface.has_pending_changes"))
+        rollback = shlex.join(midclt("interface.rollback"))
+        return (
+            "set -u\n"
+            "command -v midclt >/dev/null 2>&1 || { echo 'midclt not found' >&2; "
+            f"exit {scripts.EXIT_NO_SETSID}; }}\n"
+            # Someone's staged or unconfirmed change would be committed (or rolled back) with ours.
+            # midclt prints booleans as Python does: False.
+            f'case "$({pending} 2>/dev/null)" in False|false) ;; *) echo "interface changes are '
+            f'already pending on this host: finish them first" >&2; '
+            f"exit {scripts.EXIT_NOT_ARMED} ;; esac\n"
+            f"rm -rf {d} && mkdir -m 700 {d} || exit {scripts.EXIT_NOT_ARMED}\n"
+            "nasplan_failed=0\n"
+            + _steps(update_argvs(changes, before))
+            + f'if [ "$nasplan_failed" != 0 ]; then {rollback} >/dev/null 2>&1; rm -rf {d}; '
+            f"echo 'interface.update refused a change' >&2; exit {scripts.EXIT_NOT_ARMED}; fi\n"
+            f"if {shlex.join(commit_argv(timeout_s))} >/dev/null; then\n"
+            f"  touch {d}/armed\n"
+            f"  {_WAITING}"
+            "  printf '@@nasplan:armed@@\\n%s\\n' \"$nasplan_w\"\n"
+            "else nasplan_failed=1; fi\n"
+            + scripts.state_script(c.nic for c in changes)
+            + f'[ "$nasplan_failed" = 0 ] || exit {scripts.EXIT_APPLY_FAILED}\n'
+        )
+
+    def confirm_script(self, directory: str) -> str:
+        """``interface.checkin`` while the rollback is pending; ``fired`` when it already ran."""
+        d = shlex.quote(directory)
+        return (
+            _WAITING + f"if {_NOT_WAITING}; then\n"
+            f"  if [ -f {d}/armed ]; then echo fired; else echo missing; fi\n"
+            f"elif {shlex.join(midclt('interface.checkin'))} >/dev/null; then\n"
+            f"  touch {d}/confirmed; echo confirmed\n"
+            "else echo missing; fi\n"
+        )
+
+    def restore_script(
+        self,
+        directory: str,
+        changes: Sequence[NicChange],
+        before: Mapping[str, NicState],
+        *,
+        force: bool,
+    ) -> str:
+        """Pending: ``interface.rollback``; confirmed (or ``force``): update back, commit, checkin.
+
+        Armed, never confirmed and nothing pending: the middleware rolled back by itself.
+        """
+        d = shlex.quote(directory)
+        fired_test = "false" if force else f"[ -f {d}/armed ] && [ ! -f {d}/confirmed ]"
+        return (
+            "nasplan_failed=0\n"
+            + _WAITING
+            + f"if ! {_NOT_WAITING}; then\n"
+            + _steps([midclt("interface.rollback")], "  ")
+            + "  nasplan_outcome=restored\n"
+            f"elif {fired_test}; then\n"
+            "  nasplan_outcome=reverted-by-host\n"
+            "else\n"
+            + _steps(restore_update_argvs(changes, before), "  ")
+            + _steps([commit_argv(RESTORE_CHECKIN_TIMEOUT_S), midclt("interface.checkin")], "  ")
+            + "  nasplan_outcome=restored\n"
+            "fi\n"
+            f"rm -rf {d}\n"
+            "printf '\\n@@nasplan:outcome@@\\n%s\\n' \"$nasplan_outcome\"\n"
+            + scripts.state_script(c.nic for c in changes)
+        )

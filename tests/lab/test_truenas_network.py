@@ -1,0 +1,193 @@
+"""TrueNAS network changes go through the middleware's own commit with rollback and checkin."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import testinfra
+import yaml
+
+from nasplan import lab
+from nasplan.apply import apply
+from nasplan.hosts import close_sessions, open_sessions
+from nasplan.lab import LabState
+from nasplan.network.phase import NetworkPhase
+from nasplan.plan import load_plan
+from nasplan.progress import PlainProgress
+from nasplan.ssh import connect
+
+TIMEOUT_S = 5
+LAB = {
+    "name": "tnas-net",
+    "lan": {"prefix": "198.18.41.0/24", "rate": "1G"},
+    "hosts": {"nas": {"personality": "truenas"}, "ws": {"personality": "debian"}},
+    "links": [
+        {
+            "name": "p2p",
+            "rate": "10G",
+            "a": {"host": "nas", "interface": "eth1"},
+            "b": {"host": "ws", "interface": "eth1"},
+        }
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def tnas_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabState]:
+    workdir = tmp_path_factory.mktemp("tnas-net")
+    lab_file = workdir / "lab.yaml"
+    lab_file.write_text(yaml.safe_dump(LAB, sort_keys=False))
+    try:
+        yield lab.up(lab_file, workdir / "state")
+    finally:
+        lab.down(lab_file, workdir / "state")
+
+
+def write_plan(state: LabState, directory: Path) -> Path:
+    plan = {
+        "name": "tnas-jumbo",
+        "inventory": str(state.inventory_path),
+        "network": {"confirm_timeout_s": TIMEOUT_S},
+        "links": [
+            {
+                "name": "p2p",
+                "a": {"host": "nas", "interface": "p2p"},
+                "b": {"host": "ws", "interface": "p2p"},
+                "prefix": "198.18.42.0/30",
+                "mtu": 9000,
+            }
+        ],
+        "tests": [
+            {
+                "id": "p2p",
+                "kind": "iperf3",
+                "server": "nas",
+                "client": "ws",
+                "target": "link:p2p@nas",
+                "duration_s": 1,
+                "repetitions": 1,
+            }
+        ],
+    }
+    path = directory / "plan.yaml"
+    path.write_text(yaml.safe_dump(plan, sort_keys=False))
+    return path
+
+
+def host_state(state: LabState, name: str) -> dict[str, Any]:
+    """What a user checks over SSH: NICs (MTU, flags, addresses), routes, midclt's view."""
+    host = testinfra.get_host(f"ssh://{name}", ssh_config=str(state.ssh_config_path))
+    nics = json.loads(host.check_output("ip -j addr show"))
+    seen: dict[str, Any] = {
+        "nics": {
+            n["ifname"]: (n["mtu"], n["flags"], [a["local"] for a in n.get("addr_info", [])])
+            for n in nics
+        },
+        "routes": host.check_output("ip route show"),
+        "revert_files": host.check_output("ls -d /tmp/nasplan-revert-* 2>/dev/null || true"),
+    }
+    if name == "nas":
+        seen["waiting"] = host.check_output("midclt call interface.checkin_waiting")
+        seen["pending"] = host.check_output("midclt call interface.has_pending_changes")
+    return seen
+
+
+def all_states(state: LabState) -> dict[str, Any]:
+    return {name: host_state(state, name) for name in state.hosts}
+
+
+def test_truenas_change_uses_interface_commit_and_is_restored(
+    tnas_lab: LabState, tmp_path: Path
+) -> None:
+    before = all_states(tnas_lab)
+    assert before["nas"]["waiting"] == "null" and before["nas"]["pending"] == "False"
+    outcome = apply(load_plan(write_plan(tnas_lab, tmp_path)), PlainProgress(io.StringIO()),
+                    out=tmp_path / "run")  # fmt: skip
+    run = json.loads((tmp_path / "run/run.json").read_text())
+    assert outcome.exit_code == 0, run["network"]["error"] or run["tests"][0]["error"]
+    hosts = run["network"]["hosts"]
+    assert hosts["nas"]["mechanism"] == "truenas-interface-commit"
+    assert hosts["ws"]["mechanism"] == "setsid-timer"
+    assert hosts["nas"]["confirmed"] is True
+    assert hosts["nas"]["applied"]["eth1"]["mtu_bytes"] == 9000
+    assert hosts["nas"]["applied"]["eth1"]["addresses"] == ["198.18.42.1/30"]
+    assert run["tests"][0]["path"]["mtu_bytes"] == 9000
+    assert {h["status"] for h in hosts.values()} == {"restored"}
+    snapshots = json.loads((tmp_path / "run/network/snapshots.json").read_text())
+    assert snapshots["hosts"]["nas"]["mechanism"] == "truenas-interface-commit"
+    assert all_states(tnas_lab) == before
+
+
+def test_truenas_rolls_back_by_itself_when_nasplan_never_checks_in(
+    tnas_lab: LabState, tmp_path: Path
+) -> None:
+    before = all_states(tnas_lab)
+    plan = load_plan(write_plan(tnas_lab, tmp_path))
+    progress = PlainProgress(io.StringIO())
+    sessions = open_sessions({n: plan.inventory.hosts[n] for n in plan.host_names}, progress)
+    port = tnas_lab.hosts["nas"].lan_root_side  # created by the lab, in the root namespace
+    phase = NetworkPhase(
+        plan.network, sessions, tmp_path, progress, lambda h: connect(h, timeout_s=3)
+    )
+    lift: threading.Timer | None = None
+    try:
+        phase.snapshot()
+        phase.arm_and_apply()
+        assert phase.hosts["nas"].applied["eth1"].mtu_bytes == 9000
+        subprocess.run(["ip", "link", "set", "dev", port, "down"], check=True)
+        up = ["ip", "link", "set", "dev", port, "up"]
+        lift = threading.Timer(TIMEOUT_S + 2, subprocess.run, (up,), {"check": True})
+        lift.start()
+        phase.verify()
+        phase.confirm()
+    finally:
+        phase.teardown()
+        if lift is not None:
+            lift.join()
+        close_sessions(sessions)
+    record = phase.to_dict()["hosts"]
+    assert record["nas"]["mechanism"] == "truenas-interface-commit"
+    assert record["nas"]["status"] == "reverted-by-host", record["nas"]
+    assert record["nas"]["confirmed"] is False
+    assert record["ws"]["status"] == "restored"
+    assert all_states(tnas_lab) == before
+
+
+def test_kept_truenas_change_is_undone_by_nasplan_restore(
+    tnas_lab: LabState, tmp_path: Path
+) -> None:
+    before = all_states(tnas_lab)
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "nasplan"]
+    plan = write_plan(tnas_lab, tmp_path)
+    kept = subprocess.run([*cmd, "apply", str(plan), "--keep", "--out", str(out)],
+                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert kept.returncode == 0, kept.stderr
+    during = host_state(tnas_lab, "nas")
+    assert during["nics"]["eth1"][0] == 9000 and "198.18.42.1" in during["nics"]["eth1"][2]
+    assert (during["waiting"], during["pending"]) == ("null", "False")  # checked in: it stays
+    nas = testinfra.get_host("ssh://nas", ssh_config=str(tnas_lab.ssh_config_path))
+    log = "/var/lib/nasplan-lab-midclt/calls.log"
+    nas.check_output(f"rm -f {log}")
+    restored = subprocess.run([*cmd, "restore", str(out)],
+                              capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert restored.returncode == 0, restored.stderr
+    # nasplan restore used the middleware, as the snapshot file said
+    restore_calls = nas.check_output(f"cat {log}").split()
+    assert restore_calls[:4] == [
+        "interface.checkin_waiting",
+        "interface.update",
+        "interface.commit",
+        "interface.checkin",
+    ]
+    assert all_states(tnas_lab) == before
+    run = json.loads((out / "run.json").read_text())
+    assert {h["status"] for h in run["network"]["hosts"].values()} == {"restored"}
