@@ -14,6 +14,7 @@ from nasplan.analysis import cache_influence, summarize
 from nasplan.context import RunContext
 from nasplan.hosts import HostSession
 from nasplan.measure import TestKind, fio, sampler
+from nasplan.measure.common import not_ready
 from nasplan.plan import TestSpec
 from nasplan.results import save_raw
 from nasplan.units import parse_size
@@ -65,13 +66,12 @@ def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:
     size_bytes = parse_size(test.settings.get("size", DEFAULT_SIZE))
     record = new_record(test, size_bytes)
     session = ctx.sessions[host_of(test)]
-    if not session.ready or session.runner is None or session.facts is None:
-        record["error"] = session.error or f"{session.host.name} is not ready"
+    reason = not_ready(test, ctx)
+    if reason:
+        record["error"] = reason
         return record
-    fio_path = session.tools.get("fio") or session.facts.tool("fio")
-    if not fio_path:
-        record["error"] = f"fio is not installed on {session.host.name}"
-        return record
+    assert session.runner is not None
+    fio_path = session.tools["fio"]
     token = secrets.token_hex(4)
     workdir = f"{str(test.settings['path']).rstrip('/')}/nasplan-fio-{token}"
     made = session.runner.run(["mkdir", "-p", "--", workdir], timeout_s=_SETUP_TIMEOUT_S)

@@ -11,31 +11,11 @@ from nasplan.analysis import efficiency, summarize
 from nasplan.context import RunContext
 from nasplan.hosts import HostSession
 from nasplan.measure import TestKind, iperf3, iperf3_multi, sampler
+from nasplan.measure.common import new_record, not_ready, target_address
 from nasplan.paths import describe_path, nic_holding, nic_towards, path_end
-from nasplan.plan import Plan, TestSpec
+from nasplan.plan import TestSpec
 from nasplan.results import save_raw
 from nasplan.units import parse_rate
-
-
-def target_address(test: TestSpec, plan: Plan, server: HostSession) -> str:
-    """The address the client sends to: the target interface's, else the server's address."""
-    target = test.target
-    if target.address:
-        return target.address
-    if target.interface:
-        iface = plan.inventory.hosts[test.server].interfaces[target.interface]
-        if iface.address:
-            return iface.address
-        nic = server.facts.interface(iface.name) if server.facts else None
-        for cidr in nic.addresses if nic else ():
-            if ":" not in cidr:
-                return cidr.split("/")[0]
-        raise ValueError(
-            f"interface {target.label()} ({iface.name}) has no IPv4 address in the inventory "
-            "or on the host"
-        )
-    return server.host.address
-
 
 # iperf3 3.16 made each stream its own thread; before, -P streams share one core.
 MULTITHREADED_IPERF3 = (3, 16)
@@ -105,37 +85,6 @@ def params_of(test: TestSpec) -> iperf3.Iperf3Params:
         mss_bytes=s.get("mss"),
         port=int(s["port"]),
     )
-
-
-def new_record(test: TestSpec, params: dict[str, Any], metric: str) -> dict[str, Any]:
-    """A test record that has not run yet (status failed until it succeeds)."""
-    return {
-        "id": test.id,
-        "kind": test.kind,
-        "name": test.name,
-        "status": "failed",
-        "error": None,
-        "params": params,
-        "path": None,
-        "repetitions": [],
-        "summary": summarize([], metric),
-        "efficiency": None,
-    }
-
-
-def not_ready(test: TestSpec, ctx: RunContext) -> str | None:
-    """Why a test's hosts cannot run it (unreachable, tools missing), or None."""
-    from nasplan.measure import kinds
-
-    needed = kinds()[test.kind].needs(test)
-    for name in dict.fromkeys(test.hosts):
-        session = ctx.sessions[name]
-        if not session.ready:
-            return session.error or f"{name} is not ready"
-        for tool in needed.get(name, ()):
-            if tool not in session.tools:
-                return session.tool_errors.get(tool) or f"{name}: {tool} is not available"
-    return None
 
 
 def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:

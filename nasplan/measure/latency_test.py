@@ -8,7 +8,7 @@ from typing import Any
 from nasplan.analysis import summarize
 from nasplan.context import RunContext
 from nasplan.measure import TestKind, latency, sampler
-from nasplan.measure.iperf3_test import new_record, not_ready, target_address
+from nasplan.measure.common import new_record, not_ready, target_address
 from nasplan.paths import describe_path, nic_holding, nic_towards, path_end
 from nasplan.plan import TestSpec
 from nasplan.results import save_raw

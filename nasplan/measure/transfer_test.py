@@ -17,7 +17,7 @@ from nasplan.analysis import efficiency, summarize
 from nasplan.context import RunContext
 from nasplan.hosts import HostSession
 from nasplan.measure import TestKind, sampler, transfer
-from nasplan.measure.iperf3_test import new_record, not_ready, target_address
+from nasplan.measure.common import new_record, not_ready, target_address
 from nasplan.paths import describe_path, nic_holding, nic_towards, path_end
 from nasplan.plan import TestSpec
 from nasplan.results import save_raw

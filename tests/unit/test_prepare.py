@@ -12,7 +12,7 @@ from nasplan.context import RunContext
 from nasplan.facts import parse_facts
 from nasplan.hosts import HostSession, prepare
 from nasplan.inventory import Host
-from nasplan.measure.iperf3_test import not_ready
+from nasplan.measure.common import not_ready
 from nasplan.plan import load_plan
 from nasplan.platforms.generic import GenericLinux
 from nasplan.progress import PlainProgress
