@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -78,3 +79,25 @@ def make_lab(tmp_path: Path) -> Iterator[Callable[[dict[str, Any]], LabState]]:
     finally:
         for lab_file, state_dir in reversed(made):
             lab.down(lab_file, state_dir)
+
+
+LabContext = Callable[[dict[str, Any]], AbstractContextManager[LabState]]
+
+
+@pytest.fixture(scope="session")
+def running_lab(tmp_path_factory: pytest.TempPathFactory) -> LabContext:
+    """``with running_lab(spec) as state:`` a lab from a dict, always torn down; for a module-
+    scoped fixture shared by a file's tests (give it its own name and address block)."""
+
+    @contextmanager
+    def run(spec: dict[str, Any]) -> Iterator[LabState]:
+        require_root()
+        workdir = tmp_path_factory.mktemp(spec["name"])
+        lab_file = workdir / "lab.yaml"
+        lab_file.write_text(yaml.safe_dump(spec, sort_keys=False))
+        try:
+            yield lab.up(lab_file, workdir / "state")
+        finally:
+            lab.down(lab_file, workdir / "state")
+
+    return run

@@ -4,9 +4,9 @@ resource sampling, and the analysis on real numbers; the hosts left clean."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,6 @@ import jsonschema
 import pytest
 import yaml
 
-from nasplan.lab import LabState
 from nasplan.loader import load_schema
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,20 +62,16 @@ def plan(inventory: Path, disk_dir: Path) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def measured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    # make_lab is function-scoped; bring the lab up here once for every test of this module
-    from nasplan import lab
-
+def measured(running_lab: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     work = tmp_path_factory.mktemp("meas")
-    lab_file = work / "lab.yaml"
-    lab_file.write_text(yaml.safe_dump(LAB, sort_keys=False))
-    state: LabState = lab.up(lab_file, work / "state")
-    disk_dir = Path(f"/var/tmp/meas-lab-{os.getpid()}")
-    disk_dir.mkdir()
-    try:
+    out = work / "run"
+    with (
+        running_lab(LAB) as state,
+        tempfile.TemporaryDirectory(prefix="meas-lab-", dir="/var/tmp") as d,
+    ):
+        disk_dir = Path(d)
         plan_file = work / "plan.yaml"
         plan_file.write_text(yaml.safe_dump(plan(state.inventory_path, disk_dir)))
-        out = work / "run"
         proc = subprocess.run(
             [sys.executable, "-m", "nasplan", "apply", str(plan_file), "--out", str(out)],
             capture_output=True,
@@ -86,14 +81,6 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             check=False,
         )
         left = sorted(p.name for p in disk_dir.iterdir())
-    finally:
-        for leftover in disk_dir.rglob("*"):
-            if leftover.is_file():
-                leftover.unlink()
-        for leftover in sorted(disk_dir.rglob("*"), reverse=True):
-            leftover.rmdir()
-        disk_dir.rmdir()
-        lab.down(lab_file, work / "state")
     run = json.loads((out / "run.json").read_text())
     return {
         "proc": proc,

@@ -18,7 +18,6 @@ import pytest
 import testinfra
 import yaml
 
-from nasplan import lab
 from nasplan.apply import apply
 from nasplan.hosts import close_sessions, open_sessions
 from nasplan.lab import LabState
@@ -46,14 +45,9 @@ LAB = {
 
 
 @pytest.fixture(scope="module")
-def net_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabState]:
-    workdir = tmp_path_factory.mktemp("net-lab")
-    lab_file = workdir / "lab.yaml"
-    lab_file.write_text(yaml.safe_dump(LAB, sort_keys=False))
-    try:
-        yield lab.up(lab_file, workdir / "state")
-    finally:
-        lab.down(lab_file, workdir / "state")
+def net_lab(running_lab: Any) -> Iterator[LabState]:
+    with running_lab(LAB) as state:
+        yield state
 
 
 def write_plan(

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 import yaml
 
-from nasplan import lab
 from nasplan.lab import LabState
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,15 +36,10 @@ LAB = {
 
 
 @pytest.fixture(scope="module")
-def platform_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabState]:
+def platform_lab(running_lab: Any) -> Iterator[LabState]:
     """One lab for every test here: a QNAP with and one without Entware, DSM, SCALE, Debian."""
-    workdir = tmp_path_factory.mktemp("platform-lab")
-    lab_file = workdir / "lab.yaml"
-    lab_file.write_text(yaml.safe_dump(LAB, sort_keys=False))
-    try:
-        yield lab.up(lab_file, workdir / "state")
-    finally:
-        lab.down(lab_file, workdir / "state")
+    with running_lab(LAB) as state:
+        yield state
 
 
 def password(state: LabState) -> str:
