@@ -93,3 +93,17 @@ def test_report_references_chart_files_when_given(run: dict[str, Any]) -> None:
     report = render_report(run, ["charts/throughput.png"])
     assert "![Median throughput per test](charts/throughput.png)" in report
     assert "charts/" not in render_report(run)
+
+
+@pytest.mark.parametrize("chart_format", ["png", "svg"])
+def test_report_charts_drawn_with_matplotlib(tmp_path: Path, chart_format: str) -> None:
+    shutil.copytree(SAMPLE, tmp_path / "run")
+    report = write_report(tmp_path / "run", charts=chart_format).read_text()
+    chart = tmp_path / "run" / "charts" / f"throughput.{chart_format}"
+    head = chart.read_bytes()[:200]
+    assert (
+        head.startswith(b"\x89PNG")
+        if chart_format == "png"
+        else b"<svg" in head or b"<?xml" in head
+    )
+    assert f"](charts/throughput.{chart_format})" in report
