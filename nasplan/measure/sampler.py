@@ -15,6 +15,7 @@ import statistics
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from nasplan.hosts import in_parallel
 from nasplan.runner import Runner
 
 if TYPE_CHECKING:
@@ -46,19 +47,11 @@ nohup sh -c "$loop" nasplan-sampler >/dev/null 2>&1 </dev/null &
 echo "$!"
 """
 
-# Removing the flag ends the loop within one interval; wait up to 2 s for its last line.
+# The loop is ours (started by _START): end it now rather than wait out its interval; a line it
+# was writing is incomplete and ignored by the parser.
 _STOP = """\
 rm -f "$flag"
-n=0
-# a loop reparented to a lazy init (lab namespaces, some NAS firmwares) stays a zombie: gone
-alive() {
-  kill -0 "$1" 2>/dev/null || return 1
-  ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null
-}
-while [ "$n" -lt 20 ] && alive "$pid"; do
-  sleep 0.1 2>/dev/null || sleep 1
-  n=$((n + 1))
-done
+kill "$pid" 2>/dev/null
 cat "$out" 2>/dev/null
 rm -f "$out"
 """
@@ -158,17 +151,24 @@ def sampling(
     """
     started: dict[str, tuple[Runner, int]] = {}
     collected: dict[str, dict[str, Any] | None] = {}
-    for name in dict.fromkeys(hosts):
+
+    def start_one(name: str) -> None:
         session = sessions.get(name)
         if session is None or not session.ready or session.runner is None:
-            continue
+            return
         pid = start(session.runner, f"{token}-{name}", max_s=max_s)
         if pid is None:
             collected[name] = None
         else:
             started[name] = (session.runner, pid)
+
+    def stop_one(name: str) -> None:
+        runner, pid = started[name]
+        collected[name] = stop(runner, f"{token}-{name}", pid)
+
+    # Hosts at once: sampling must not add its round trips host after host to every test.
+    in_parallel(dict.fromkeys(hosts), start_one)
     try:
         yield collected
     finally:
-        for name, (runner, pid) in started.items():
-            collected[name] = stop(runner, f"{token}-{name}", pid)
+        in_parallel(list(started), stop_one)
