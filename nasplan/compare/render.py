@@ -10,7 +10,7 @@ from typing import Any
 
 from nasplan.compare.stats import BETTER, NOISE, UNKNOWN, WORSE
 from nasplan.report import mermaid
-from nasplan.report.render import DASH, _and, _environment, cell, percent, utc
+from nasplan.report.render import DASH, cell, join_and, percent, render_template, utc
 from nasplan.units import format_bits_per_second
 
 FORMATS = ("markdown", "json", "csv")
@@ -96,10 +96,10 @@ def _opening(comparison: Mapping[str, Any], tests: list[dict[str, Any]]) -> str:
     first, others = runs[0], runs[1:]
     text = (
         f"nasplan compared {len(runs)} runs of plan{'s' if len(plans) > 1 else ''} "
-        f"{_and([f'`{p}`' for p in plans])}"
-        + (f" between {_and(hosts)}" if hosts else "")
+        f"{join_and([f'`{p}`' for p in plans])}"
+        + (f" between {join_and(hosts)}" if hosts else "")
         + f": **{first['title']}** ({utc(first['started_at'])}) is the baseline, against "
-        + _and([f"**{r['title']}** ({utc(r['started_at'])})" for r in others])
+        + join_and([f"**{r['title']}** ({utc(r['started_at'])})" for r in others])
         + "."
     )
     headline = comparison["headline"]
@@ -201,13 +201,7 @@ def render_markdown(comparison: Mapping[str, Any]) -> str:
         "matrices": _matrices(comparison),
         "notes": [t for t in tests if t["mismatches"] or t["differences"]],
     }
-    text = _environment().get_template("compare.md.j2").render(**view)
-    lines: list[str] = []
-    for line in text.rstrip().splitlines():
-        line = line.rstrip()
-        if line or (lines and lines[-1]):
-            lines.append(line)
-    return "\n".join(lines) + "\n"
+    return render_template("compare.md.j2", view)
 
 
 def render_json(comparison: Mapping[str, Any]) -> str:

@@ -30,6 +30,17 @@ def target_address(test: TestSpec, plan: Plan, server: HostSession) -> str:
     return server.host.address
 
 
+def path_params(test: TestSpec, target: str | None = None) -> dict[str, Any]:
+    """The params every client -> server kind records; ``address`` is filled in once known."""
+    return {
+        "server": test.server,
+        "client": test.client,
+        "target": target or test.target.label(),
+        "address": None,
+        "repetitions": test.repetitions,
+    }
+
+
 def new_record(test: TestSpec, params: dict[str, Any], metric: str) -> dict[str, Any]:
     """A test record that has not run yet (status failed until it succeeds)."""
     return {

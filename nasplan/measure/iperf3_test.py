@@ -11,7 +11,7 @@ from nasplan.analysis import efficiency, summarize
 from nasplan.context import RunContext
 from nasplan.hosts import HostSession
 from nasplan.measure import TestKind, iperf3, iperf3_multi, sampler
-from nasplan.measure.common import new_record, not_ready, target_address
+from nasplan.measure.common import new_record, not_ready, path_params, target_address
 from nasplan.paths import describe_path, nic_holding, nic_towards, path_end
 from nasplan.plan import TestSpec
 from nasplan.results import save_raw
@@ -92,14 +92,7 @@ def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:
     params = params_of(test)
     record = new_record(
         test,
-        {
-            "server": test.server,
-            "client": test.client,
-            "target": test.target.label(),
-            "address": None,
-            "repetitions": test.repetitions,
-            **dataclasses.asdict(params),
-        },
+        {**path_params(test), **dataclasses.asdict(params)},
         "bits_per_second",
     )
     reason = not_ready(test, ctx)

@@ -8,7 +8,7 @@ from typing import Any
 from nasplan.analysis import summarize
 from nasplan.context import RunContext
 from nasplan.measure import TestKind, latency, sampler
-from nasplan.measure.common import new_record, not_ready, target_address
+from nasplan.measure.common import new_record, not_ready, path_params, target_address
 from nasplan.paths import describe_path, nic_holding, nic_towards, path_end
 from nasplan.plan import TestSpec
 from nasplan.results import save_raw
@@ -30,11 +30,7 @@ def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:
     record = new_record(
         test,
         {
-            "server": test.server,
-            "client": test.client,
-            "target": test.target.label(),
-            "address": None,
-            "repetitions": test.repetitions,
+            **path_params(test),
             "count": params.count,
             "interval_s": params.interval_s,
             "mtu_probe": bool(test.settings.get("mtu_probe", True)),

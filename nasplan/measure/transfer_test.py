@@ -17,7 +17,7 @@ from nasplan.analysis import efficiency, summarize
 from nasplan.context import RunContext
 from nasplan.hosts import HostSession
 from nasplan.measure import TestKind, sampler, transfer
-from nasplan.measure.common import new_record, not_ready, target_address
+from nasplan.measure.common import new_record, not_ready, path_params, target_address
 from nasplan.paths import describe_path, nic_holding, nic_towards, path_end
 from nasplan.plan import TestSpec
 from nasplan.results import save_raw
@@ -272,11 +272,7 @@ def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:
     record = new_record(
         test,
         {
-            "server": test.server,
-            "client": test.client,
-            "target": _target_label(test),
-            "address": None,
-            "repetitions": test.repetitions,
+            **path_params(test, _target_label(test)),
             **{k: v for k, v in test.settings.items() if k != "port"},
         },
         "bits_per_second",

@@ -281,7 +281,7 @@ def _test(test: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _and(names: list[str]) -> str:
+def join_and(names: list[str]) -> str:
     """``a``, ``a and b``, ``a, b and c``."""
     return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
 
@@ -373,7 +373,7 @@ def build_view(run: Mapping[str, Any], chart_files: Sequence[str] = ()) -> dict[
         "hosts": hosts,
         "unreachable": [h for h in hosts if not h["reachable"]],
         "tests": tests,
-        "between_hosts": f" between {_and(names)}" if names else "",
+        "between_hosts": f" between {join_and(names)}" if names else "",
         "tests_text": f"{len(everything)} test{'' if len(everything) == 1 else 's'}"
         + (f" ({', '.join(counts)})" if counts else ""),
         "failed": [t for t in everything if t["status"] != "ok"],
@@ -407,9 +407,13 @@ def render_report(run: Mapping[str, Any], chart_files: Sequence[str] = ()) -> st
 
     ``chart_files`` (relative to the run directory) are shown as images under Results.
     """
-    view = build_view(run, chart_files)
-    text = _environment().get_template("report.md.j2").render(**view)
-    # One blank line between blocks whatever the template's conditionals left behind.
+    return render_template("report.md.j2", build_view(run, chart_files))
+
+
+def render_template(template: str, view: Mapping[str, Any]) -> str:
+    """Render one of nasplan's Markdown templates: trailing spaces dropped, one blank line
+    between blocks whatever the template's conditionals left behind, a final newline."""
+    text = _environment().get_template(template).render(**view)
     lines: list[str] = []
     for line in text.rstrip().splitlines():
         line = line.rstrip()

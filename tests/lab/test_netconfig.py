@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import testinfra
 import yaml
+from lab_helpers import nic_state
 
 from nasplan.apply import apply
 from nasplan.hosts import close_sessions, open_sessions
@@ -82,20 +82,6 @@ def write_plan(
     path = directory / "plan.yaml"
     path.write_text(yaml.safe_dump(plan, sort_keys=False))
     return path
-
-
-def nic_state(state: LabState, name: str) -> dict[str, Any]:
-    """What a user checks on a host over SSH: each NIC's MTU, flags and addresses; revert files."""
-    host = testinfra.get_host(f"ssh://{name}", ssh_config=str(state.ssh_config_path))
-    nics = json.loads(host.check_output("ip -j addr show"))
-    return {
-        "nics": {
-            n["ifname"]: (n["mtu"], n["flags"], [a["local"] for a in n.get("addr_info", [])])
-            for n in nics
-        },
-        "routes": host.check_output("ip route show"),
-        "revert_files": host.check_output("ls -d /tmp/nasplan-revert-* 2>/dev/null || true"),
-    }
 
 
 def all_states(state: LabState) -> dict[str, Any]:

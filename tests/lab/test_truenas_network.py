@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import testinfra
 import yaml
+from lab_helpers import nic_state
 
 from nasplan.apply import apply
 from nasplan.hosts import close_sessions, open_sessions
@@ -77,18 +78,10 @@ def write_plan(state: LabState, directory: Path) -> Path:
 
 
 def host_state(state: LabState, name: str) -> dict[str, Any]:
-    """What a user checks over SSH: NICs (MTU, flags, addresses), routes, midclt's view."""
-    host = testinfra.get_host(f"ssh://{name}", ssh_config=str(state.ssh_config_path))
-    nics = json.loads(host.check_output("ip -j addr show"))
-    seen: dict[str, Any] = {
-        "nics": {
-            n["ifname"]: (n["mtu"], n["flags"], [a["local"] for a in n.get("addr_info", [])])
-            for n in nics
-        },
-        "routes": host.check_output("ip route show"),
-        "revert_files": host.check_output("ls -d /tmp/nasplan-revert-* 2>/dev/null || true"),
-    }
+    """NICs, routes and revert files as a user checks them, and on the NAS midclt's view."""
+    seen = nic_state(state, name)
     if name == "nas":
+        host = testinfra.get_host(f"ssh://{name}", ssh_config=str(state.ssh_config_path))
         seen["waiting"] = host.check_output("midclt call interface.checkin_waiting")
         seen["pending"] = host.check_output("midclt call interface.has_pending_changes")
     return seen

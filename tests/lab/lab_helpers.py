@@ -1,0 +1,25 @@
+"""Helpers shared by lab test modules (on the import path through pytest's ``pythonpath``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import testinfra
+
+from nasplan.lab import LabState
+
+
+def nic_state(state: LabState, name: str) -> dict[str, Any]:
+    """What a user checks on a lab host over SSH: each NIC's MTU, flags and addresses, the
+    routes, and nasplan's revert files (left over when a revert was not cleaned up)."""
+    host = testinfra.get_host(f"ssh://{name}", ssh_config=str(state.ssh_config_path))
+    nics = json.loads(host.check_output("ip -j addr show"))
+    return {
+        "nics": {
+            n["ifname"]: (n["mtu"], n["flags"], [a["local"] for a in n.get("addr_info", [])])
+            for n in nics
+        },
+        "routes": host.check_output("ip route show"),
+        "revert_files": host.check_output("ls -d /tmp/nasplan-revert-* 2>/dev/null || true"),
+    }
