@@ -13,7 +13,7 @@ from typing import Any
 from nasplan.analysis import cache_influence, summarize
 from nasplan.context import RunContext
 from nasplan.hosts import HostSession
-from nasplan.measure import TestKind, fio, sampler
+from nasplan.measure import TestKind, fio, sampler, timeline
 from nasplan.measure.common import not_ready
 from nasplan.plan import TestSpec
 from nasplan.results import save_raw
@@ -81,8 +81,11 @@ def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:
     errors: list[str] = []
     try:
         with sampler.sampling(ctx.sessions, [session.host.name], token) as resources:
-            _repetitions(test, ctx, session, fio_path, f"{workdir}/fio.bin", record, errors)
+            throughput = _repetitions(
+                test, ctx, session, fio_path, f"{workdir}/fio.bin", record, errors
+            )
         record["resources"] = resources
+        record["timeline"] = timeline.timeline(throughput)
     finally:
         removed = session.runner.run(["rm", "-rf", "--", workdir], timeout_s=_SETUP_TIMEOUT_S)
         if not removed.ok:
@@ -101,7 +104,10 @@ def _repetitions(
     filename: str,
     record: dict[str, Any],
     errors: list[str],
-) -> None:
+) -> list[dict[str, Any] | None]:
+    """Run every repetition into ``record``; return each one's series from fio's log."""
+    clock = timeline.Clock()
+    throughput: list[dict[str, Any] | None] = []
     params = record["params"]
     direct = bool(params["direct"])
     directions = _directions(test)
@@ -111,6 +117,7 @@ def _repetitions(
             done += 1
             ctx.progress.test(test.id, done, total, 0.0)
             job = fio.FioParams(rw=direction, size_bytes=params["size_bytes"], direct=direct)
+            started_s = clock.now_s()
             rep, refused = _one(
                 ctx, session, fio_path, filename, job, f"{test.id}/{direction}-{index}"
             )
@@ -121,13 +128,29 @@ def _repetitions(
                     f"{params['path']}; measured with buffered I/O instead (cache-influenced)"
                 )
                 job = fio.FioParams(rw=direction, size_bytes=params["size_bytes"], direct=False)
+                started_s = clock.now_s()
                 rep, _ = _one(
                     ctx, session, fio_path, filename, job, f"{test.id}/{direction}-{index}"
                 )
-            rep["index"] = index
+            rep.update(index=index, started_s=started_s, ended_s=clock.now_s())
+            bw_log = rep.pop("bw_log", [])
             record["repetitions"].append(rep)
             if rep["error"]:
                 errors.append(f"{direction} {index}: {rep['error']}")
+                continue
+            t_s, rates = timeline.fio_points(bw_log, started_s, direction)
+            throughput.append(
+                timeline.series(
+                    repetition=index,
+                    direction=direction,
+                    source="fio",
+                    t_s=t_s,
+                    bits_per_second=rates,
+                    started_s=started_s,
+                    detect_fall=True,
+                )
+            )
+    return throughput
 
 
 def _one(
@@ -143,7 +166,9 @@ def _one(
     rep: dict[str, Any] = {"index": 0, "status": "failed", "error": None, "raw_file": None}
     rep["direction"] = job.rw
     try:
-        raw, parsed = fio.run_job(session.runner, fio_path, filename, job)
+        raw, parsed = fio.run_job(
+            session.runner, fio_path, filename, job, bw_log_prefix=f"{filename}.bw"
+        )
     except fio.FioError as exc:
         rep["error"] = str(exc)
         if exc.raw:
@@ -156,6 +181,7 @@ def _one(
         bytes=parsed["bytes"],
         duration_s=parsed["duration_s"],
         direct=parsed["direct"],
+        bw_log=parsed.get("bw_log") or [],
     )
     return rep, False
 

@@ -33,6 +33,11 @@ def _pyplot() -> Any:
     return importlib.import_module("matplotlib.pyplot")
 
 
+def pyplot() -> Any:
+    """matplotlib.pyplot drawing to files (reproducible SVG); InputError when not installed."""
+    return _pyplot()
+
+
 def throughput_points(run: Mapping[str, Any]) -> list[tuple[str, float, float | None]]:
     """``(test id, median bit/s, TCP maximum bit/s or None)`` of each test with a result."""
     points = []

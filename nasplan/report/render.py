@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 import jinja2
 
-from nasplan.report import mermaid
+from nasplan.report import mermaid, timeline
 from nasplan.results import REPORT_FILE, load_run
 from nasplan.units import format_bits_per_second
 
@@ -384,7 +384,8 @@ def build_view(run: Mapping[str, Any], chart_files: Sequence[str] = ()) -> dict[
         "paths_text": _paths_text(tests),
         "throughput_chart": _throughput_chart(tests),
         "topology": mermaid.topology(run),
-        "chart_files": list(chart_files),
+        "chart_files": [f for f in chart_files if not timeline.is_timeline_file(f)],
+        "timelines": timeline.views(run, chart_files),
     }
 
 
@@ -428,9 +429,12 @@ def write_report(run_dir: Path, charts: str | None = None) -> Path:
     ``charts="png"`` or ``"svg"`` also draws charts with matplotlib into ``run_dir/charts/``.
     """
     from nasplan.report.charts import write_charts  # matplotlib only when asked for
+    from nasplan.report.timeline_charts import write_timeline_charts
 
     run = load_run(run_dir)
     chart_files = write_charts(run, run_dir, charts) if charts else []
+    if charts:
+        chart_files += write_timeline_charts(run, run_dir, charts)
     path = run_dir / REPORT_FILE
     path.write_text(render_report(run, chart_files), encoding="utf-8", newline="\n")
     return path
