@@ -337,8 +337,8 @@ def rate_fall(
     """Where a per-second rate series falls for good after its first seconds, else None.
 
     The series is split in two where two flat levels fit it best (least squares); it fell when
-    the later part's median is at most ``ratio`` of the earlier part's and each part has enough
-    points. Returns ``{"fell_at_s": t of the last point at the earlier rate, "before": median
+    the later part's median is at most ``ratio`` of the earlier part's, each part has enough
+    points and stays on its side of the midpoint between the two. Returns ``{"fell_at_s": t of the last point at the earlier rate, "before": median
     before, "after": median after, "ratio": after / before}`` in the units of ``values``, e.g.
     ``{"fell_at_s": 4.0, "before": 63.0e6, "after": 23.0e6, "ratio": 0.37}``.
     """
@@ -354,6 +354,11 @@ def rate_fall(
     split = best[1]
     before, after = statistics.median(rates[:split]), statistics.median(rates[split:])
     if before <= 0 or after > ratio * before:
+        return None
+    # Each side stays on its side of the midpoint (a ramp-up first second and a partial last
+    # second aside): a level that held, then another, not a dip or a spike.
+    middle = (before + after) / 2
+    if any(v <= middle for v in rates[1:split]) or any(v >= middle for v in rates[split:-1]):
         return None
     return {
         "fell_at_s": points[split - 1][0],

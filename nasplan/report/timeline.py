@@ -59,7 +59,7 @@ def per_second(throughput: Sequence[Mapping[str, Any]]) -> list[float | None]:
     ]
     if not points:
         return []
-    grid: list[float | None] = [None] * (math.ceil(max(t for t, _ in points)) + 1)
+    grid: list[float | None] = [None] * (max(0, round(max(t for t, _ in points))) + 1)
     for t, value in points:
         if value is not None:
             grid[max(0, round(t))] = value

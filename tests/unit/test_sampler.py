@@ -47,3 +47,30 @@ def test_loop_samples_and_leaves_nothing_behind() -> None:
     status = Path(f"/proc/{pid}/status")
     # gone, or a zombie waiting for a lazy init to reap it: either way no longer running
     assert not status.exists() or "\nState:\tZ" in status.read_text()
+
+
+def test_lines_of_the_older_sampler_still_parse_without_disks_or_nics() -> None:
+    parsed = sampler.parse((FIXTURES / "idle-dash.txt").read_text())
+    series = parsed["series"]
+    assert series["t_s"] == [1.0, 2.01]
+    assert series["cpu_busy_percent"][0] == pytest.approx(0.5, abs=0.01)
+    assert series["mem_available_bytes"] == [24303500 * 1024, 24296960 * 1024]
+    assert series["disks"] == {} and series["nics"] == {}
+
+
+def test_the_loop_here_reads_disk_and_nic_counters() -> None:
+    runner = LocalRunner()
+    token = f"unit-series-{os.getpid()}"
+    pid = sampler.start(runner, token, max_s=30)
+    assert pid is not None
+    time.sleep(2.2)
+    result = sampler.stop(runner, token, pid)
+    assert result is not None
+    series = result["series"]
+    assert len(series["t_s"]) >= 2 and all(
+        0.9 < t - s < 1.3 for s, t in zip([0, *series["t_s"]], series["t_s"])
+    )
+    assert all(v is None or 0 <= v <= 100 for v in series["cpu_busy_percent"])
+    for rates in [*series["disks"].values(), *series["nics"].values()]:
+        assert all(len(column) == len(series["t_s"]) for column in rates.values())
+        assert all(v is None or v >= 0 for column in rates.values() for v in column)
