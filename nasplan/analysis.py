@@ -338,9 +338,10 @@ def rate_fall(
 
     The series is split in two where two flat levels fit it best (least squares); it fell when
     the later part's median is at most ``ratio`` of the earlier part's, each part has enough
-    points and stays on its side of the midpoint between the two. Returns ``{"fell_at_s": t of the last point at the earlier rate, "before": median
-    before, "after": median after, "ratio": after / before}`` in the units of ``values``, e.g.
-    ``{"fell_at_s": 4.0, "before": 63.0e6, "after": 23.0e6, "ratio": 0.37}``.
+    points and stays on its side of the midpoint between the two. Returns ``{"fell_at_s": t of
+    the last point at the earlier rate, "before": median before, "after": median after,
+    "ratio": after / before}`` in the units of ``values``, e.g. ``{"fell_at_s": 4.0,
+    "before": 63.0e6, "after": 23.0e6, "ratio": 0.37}``.
     """
     points = [(t, float(v)) for t, v in zip(t_s, values, strict=True) if v is not None]
     rates = [v for _, v in points]

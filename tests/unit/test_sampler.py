@@ -68,7 +68,7 @@ def test_the_loop_here_reads_disk_and_nic_counters() -> None:
     assert result is not None
     series = result["series"]
     assert len(series["t_s"]) >= 2 and all(
-        0.9 < t - s < 1.3 for s, t in zip([0, *series["t_s"]], series["t_s"])
+        0.9 < t - s < 1.3 for s, t in zip([0, *series["t_s"]], series["t_s"], strict=False)
     )
     assert all(v is None or 0 <= v <= 100 for v in series["cpu_busy_percent"])
     for rates in [*series["disks"].values(), *series["nics"].values()]:
