@@ -127,3 +127,28 @@ def test_real_fio_log_is_read_back_and_removed(tmp_path: Path) -> None:
     assert all(rw == "write" for _, _, rw in log)
     assert all(10 * MIB < rate < 14 * MIB for _, rate, _ in log), log
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fio.bin"]
+
+
+def test_a_transfer_is_the_client_nic_per_second_inside_its_repetition() -> None:
+    from nasplan.measure import sampler
+
+    text = (FIXTURES / "sampler" / "netns-iperf3-1g-then-dd-dash.txt").read_text()
+    resources = {"ws": sampler.parse(text), "nas": None}
+    record = {
+        "params": {"client": "ws", "server": "nas"},
+        "path": {"client_interface": "tlcap1"},
+        "repetitions": [
+            {"index": 1, "status": "ok", "direction": "write", "started_s": 1.0, "ended_s": 4.1},
+            {"index": 1, "status": "ok", "direction": "read", "started_s": 4.2, "ended_s": 5.1},
+            {"index": 2, "status": "failed", "direction": "read"},
+        ],
+    }
+    write, read = timeline.transfer_series(record, resources)
+    assert write["t_s"] == [2.01, 3.02, 4.02]
+    assert [round(v / 1e6) for v in write["bits_per_second"]] == [766, 947, 962]
+    assert (write["source"], write["host"], write["nic"]) == ("nic", "ws", "tlcap1")
+    assert write["fall"] is None
+    # the read: what the client received in its one second, the peer's ACKs here
+    assert read["t_s"] == [5.03] and read["bits_per_second"][0] < 1e6
+    assert timeline.transfer_series(record, {"ws": None}) == []
+    assert timeline.transfer_series({**record, "path": None}, resources) == []
