@@ -41,7 +41,9 @@ def _draw(figure: Any, test: Mapping[str, Any]) -> None:
         )
     rate_axes.set_xlabel("seconds since the test started")
     rate_axes.set_ylabel(unit)
-    rate_axes.set_ylim(bottom=0)
+    highest = max([v for s in throughput for v in s["bits_per_second"] if v is not None] or [0])
+    rate_axes.set_ylim(0, max(highest, maximum or 0) / factor * 1.15 or 1)
+    rate_axes.set_xlim(left=0)
     cpu_axes = rate_axes.twinx()
     for colour, (host, resources) in zip(
         _CPU_COLOURS, sorted((test.get("resources") or {}).items()), strict=False
@@ -60,7 +62,15 @@ def _draw(figure: Any, test: Mapping[str, Any]) -> None:
     cpu_axes.set_ylabel("CPU busy, all cores (%)")
     handles, labels = rate_axes.get_legend_handles_labels()
     cpu_handles, cpu_labels = cpu_axes.get_legend_handles_labels()
-    rate_axes.legend(handles + cpu_handles, labels + cpu_labels, loc="lower right", fontsize=8)
+    rate_axes.legend(
+        handles + cpu_handles,
+        labels + cpu_labels,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.15),
+        ncol=3,
+        fontsize=8,
+        frameon=False,
+    )
     rate_axes.set_title(f"{test['id']}: rate and CPU per second")
 
 
@@ -73,12 +83,17 @@ def write_timeline_charts(run: Mapping[str, Any], run_dir: Path, chart_format: s
     (run_dir / CHARTS_DIR).mkdir(exist_ok=True)
     written = []
     for test in tests:
-        figure = plt.figure(figsize=(8, 4))
+        figure = plt.figure(figsize=(8, 4.5))
         _draw(figure, test)
-        figure.tight_layout()
         relative = chart_file(str(test["id"]), chart_format)
         metadata: dict[str, Any] = {"Date": None} if chart_format == "svg" else {}
-        figure.savefig(run_dir / relative, format=chart_format, metadata=metadata, dpi=100)
+        figure.savefig(
+            run_dir / relative,
+            format=chart_format,
+            metadata=metadata,
+            dpi=100,
+            bbox_inches="tight",  # the legend sits below the axes
+        )
         plt.close(figure)
         written.append(relative)
     return written

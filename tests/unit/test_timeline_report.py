@@ -138,3 +138,19 @@ def test_charts_png_draws_rate_and_cpu_per_test(run: dict[str, Any], tmp_path: P
     # the timeline figures are shown by their test, not among the run's summary charts
     assert report.count("](charts/") == 3
     assert report.index("(charts/timeline-lan-single.png)") > report.index("## Rate over time")
+
+
+def test_report_of_a_real_lab_run_over_1g() -> None:
+    run = load_run(FIXTURES / "runs" / "timeline-lab")
+    report = render_report(run)
+    section = report.split("## Rate over time")[1].split("## How the numbers")[0]
+    assert "Rates that fell" not in section  # nothing throttled the lab's disk
+    assert "### net: " in section and "### smb: " in section and "### fio" not in section
+    assert "bytes per second on the client's NIC towards the NAS" in section
+    charts = mermaid.blocks(section)
+    assert len(charts) == 2 and all(mermaid.validate(chart) == [] for chart in charts)
+    for chart in charts:
+        rate, flat = (x.strip()[6:-1] for x in chart.splitlines() if x.strip().startswith("line"))
+        assert set(flat.split(", ")) == {"956.41"}  # 1G at MTU 1500, tc framing, in Mbit/s
+        points = [float(v) for v in rate.split(", ")]
+        assert points[0] == 0 and 900 < max(points) < 1000, chart
