@@ -14,7 +14,7 @@ import jinja2
 
 from nasplan.report import mermaid
 from nasplan.results import REPORT_FILE, load_run
-from nasplan.units import format_bits_per_second
+from nasplan.units import format_bits_per_second, format_bytes_per_second
 
 DASH = "–"
 LOOPBACK_NICS = frozenset({"lo", "lo0"})
@@ -90,7 +90,7 @@ def mebibytes_per_second(value: float | None) -> str:
 
 def bytes_rate(value: float | None) -> str:
     """A rate in bytes/s as MiB/s (2^20 bytes/s): ``131.0 MiB/s``."""
-    return DASH if value is None else f"{value / 2**20:.1f} MiB/s"
+    return DASH if value is None else format_bytes_per_second(value)
 
 
 def milliseconds(value: float | None) -> str:

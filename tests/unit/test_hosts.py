@@ -7,12 +7,15 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 from nasplan.apply import tool_needs
-from nasplan.context import RunContext
+from nasplan.errors import CannotStart
 from nasplan.facts import parse_facts
 from nasplan.hosts import HostSession, prepare
 from nasplan.inventory import Host
-from nasplan.measure.common import not_ready
+from nasplan.measure import kinds
+from nasplan.measure.kind import RunContext, check_ready
 from nasplan.plan import load_plan
 from nasplan.platforms.generic import GenericLinux
 from nasplan.progress import PlainProgress
@@ -64,4 +67,6 @@ def test_a_tool_the_platform_cannot_provide_fails_only_its_tests(tmp_path: Path)
     )
     plan = load_plan(plan_file)
     ctx = RunContext(plan, {"nas": session}, tmp_path, PlainProgress(log.open("a")))
-    assert not_ready(plan.tests[0], ctx) == session.tool_errors["fio"]
+    with pytest.raises(CannotStart) as failed:
+        check_ready(plan.tests[0], ctx, kinds.bind(plan.tests[0]).needs)
+    assert str(failed.value) == session.tool_errors["fio"]

@@ -8,72 +8,73 @@ default) repeats with buffered I/O, marked cache-influenced.
 from __future__ import annotations
 
 import secrets
+from dataclasses import dataclass
 from typing import Any
 
 from nasplan.analysis import cache_influence, summarize
-from nasplan.context import RunContext
+from nasplan.errors import CannotStart
 from nasplan.hosts import HostSession
-from nasplan.measure import TestKind, fio, sampler
-from nasplan.measure.common import not_ready
-from nasplan.plan import TestSpec
-from nasplan.results import save_raw
+from nasplan.measure import sampler
+from nasplan.measure.kind import Kind, Needs, RunContext, check_ready, finish, new_record
+from nasplan.measure.tools import fio
+from nasplan.plan import PlanTest
 from nasplan.units import parse_size
 
 DIRECTIONS = ("write", "read")
-DEFAULT_SIZE = "64MiB"
 _SETUP_TIMEOUT_S = 60.0
 
 
-def host_of(test: TestSpec) -> str:
-    """The one host a disk test runs on (``host:`` in the plan)."""
-    return str(test.settings["host"])
+@dataclass(frozen=True)
+class DiskSettings:
+    """A disk test's settings: where fio writes, which directions, how much, how."""
+
+    host: str
+    path: str
+    direction: str = "both"
+    size: str | int = "64MiB"
+    direct: bool = True
+    fallback_buffered: bool = True
+
+    @property
+    def size_bytes(self) -> int:
+        return parse_size(self.size)
+
+    @property
+    def directions(self) -> tuple[str, ...]:
+        return DIRECTIONS if self.direction == "both" else (self.direction,)
 
 
-def _directions(test: TestSpec) -> tuple[str, ...]:
-    direction = str(test.settings.get("direction", "both"))
-    return DIRECTIONS if direction == "both" else (direction,)
-
-
-def new_record(test: TestSpec, size_bytes: int) -> dict[str, Any]:
-    """A disk test record that has not run yet (status failed until it succeeds)."""
+def settings(test: PlanTest) -> DiskSettings:
+    """Plan settings (``host``, ``path`` required) -> a DiskSettings with the defaults above."""
     s = test.settings
-    return {
-        "id": test.id,
-        "kind": "disk",
-        "name": test.name,
-        "status": "failed",
-        "error": None,
-        "params": {
-            "host": host_of(test),
-            "path": s["path"],
-            "direction": s.get("direction", "both"),
-            "size_bytes": size_bytes,
-            "block_bytes": fio.DEFAULT_BLOCK_BYTES,
-            "direct": bool(s.get("direct", True)),
-            "repetitions": test.repetitions,
-        },
-        "path": None,
-        "repetitions": [],
-        "summary": summarize([], "bytes_per_second"),
-        "efficiency": None,
-        "directions": {},
-        "cache_warning": None,
-    }
+    given = {k: s[k] for k in ("direction", "size", "direct", "fallback_buffered") if k in s}
+    return DiskSettings(host=str(s["host"]), path=str(s["path"]), **given)
 
 
-def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:
+def run(test: PlanTest, s: DiskSettings, ctx: RunContext) -> dict[str, Any]:
     """Run every repetition of one disk test; failures are recorded, never raised."""
-    size_bytes = parse_size(test.settings.get("size", DEFAULT_SIZE))
-    record = new_record(test, size_bytes)
-    session = ctx.sessions[host_of(test)]
-    reason = not_ready(test, ctx)
-    if reason:
-        record["error"] = reason
+    size_bytes = s.size_bytes
+    params = {
+        "host": s.host,
+        "path": s.path,
+        "direction": s.direction,
+        "size_bytes": size_bytes,
+        "block_bytes": fio.DEFAULT_BLOCK_BYTES,
+        "direct": bool(s.direct),
+        "repetitions": test.repetitions,
+    }
+    record = new_record(test, params, "bytes_per_second")
+    record.update(directions={}, cache_warning=None)
+    session = ctx.sessions[s.host]
+    try:
+        check_ready(test, ctx, needs(test, s))
+    except CannotStart as exc:
+        record["error"] = str(exc)
         return record
     assert session.runner is not None
     fio_path = session.tools["fio"]
     token = secrets.token_hex(4)
-    workdir = f"{str(test.settings['path']).rstrip('/')}/nasplan-fio-{token}"
+    workdir = f"{s.path.rstrip('/')}/nasplan-fio-{token}"
     made = session.runner.run(["mkdir", "-p", "--", workdir], timeout_s=_SETUP_TIMEOUT_S)
     if not made.ok:
         record["error"] = f"cannot create {workdir} on {session.host.name}: {made.stderr.strip()}"
@@ -81,20 +82,19 @@ def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:
     errors: list[str] = []
     try:
         with sampler.sampling(ctx.sessions, [session.host.name], token) as resources:
-            _repetitions(test, ctx, session, fio_path, f"{workdir}/fio.bin", record, errors)
+            _repetitions(test, s, ctx, session, fio_path, f"{workdir}/fio.bin", record, errors)
         record["resources"] = resources
     finally:
         removed = session.runner.run(["rm", "-rf", "--", workdir], timeout_s=_SETUP_TIMEOUT_S)
         if not removed.ok:
             ctx.warnings.append(f"{test.id}: could not remove {workdir}: {removed.stderr.strip()}")
     _summarize(record, session, size_bytes)
-    record["status"] = "failed" if errors else "ok"
-    record["error"] = "; ".join(errors) or None
-    return record
+    return finish(record, errors)
 
 
 def _repetitions(
-    test: TestSpec,
+    test: PlanTest,
+    s: DiskSettings,
     ctx: RunContext,
     session: HostSession,
     fio_path: str,
@@ -104,7 +104,7 @@ def _repetitions(
 ) -> None:
     params = record["params"]
     direct = bool(params["direct"])
-    directions = _directions(test)
+    directions = s.directions
     total, done = test.repetitions * len(directions), 0
     for direction in directions:
         for index in range(1, test.repetitions + 1):
@@ -114,7 +114,7 @@ def _repetitions(
             rep, refused = _one(
                 ctx, session, fio_path, filename, job, f"{test.id}/{direction}-{index}"
             )
-            if refused and test.settings.get("fallback_buffered", True):
+            if refused and s.fallback_buffered:
                 direct = params["direct"] = False
                 ctx.warnings.append(
                     f"{test.id}: {session.host.name} refused direct I/O (O_DIRECT) on "
@@ -147,11 +147,11 @@ def _one(
     except fio.FioError as exc:
         rep["error"] = str(exc)
         if exc.raw:
-            rep["raw_file"] = save_raw(ctx.run_dir, f"raw/{name}.txt", exc.raw)
+            rep["raw_file"] = ctx.save_raw(f"raw/{name}.txt", exc.raw)
         return rep, exc.direct_io_unsupported and job.direct
     rep.update(
         status="ok",
-        raw_file=save_raw(ctx.run_dir, f"raw/{name}.json", raw),
+        raw_file=ctx.save_raw(f"raw/{name}.json", raw),
         bytes_per_second=parsed["bytes_per_second"],
         bytes=parsed["bytes"],
         duration_s=parsed["duration_s"],
@@ -177,19 +177,18 @@ def _summarize(record: dict[str, Any], session: HostSession, size_bytes: int) ->
     record["cache_warning"] = cache_influence(size_bytes, memory_bytes, record["params"]["direct"])
 
 
-def describe(test: TestSpec) -> str:
+def describe(test: PlanTest, s: DiskSettings) -> str:
     """One line for ``apply --check``."""
-    s = test.settings
     return (
-        f"fio sequential {s.get('direction', 'both')} on {host_of(test)}:{s['path']}, "
-        f"{s.get('size', DEFAULT_SIZE)} in 1 MiB blocks, "
-        f"{'direct' if s.get('direct', True) else 'buffered'} I/O, x {test.repetitions}"
+        f"fio sequential {s.direction} on {s.host}:{s.path}, "
+        f"{s.size} in 1 MiB blocks, "
+        f"{'direct' if s.direct else 'buffered'} I/O, x {test.repetitions}"
     )
 
 
-def needs(test: TestSpec) -> dict[str, tuple[str, ...]]:
+def needs(test: PlanTest, s: DiskSettings) -> Needs:
     """fio on the host whose disk is measured."""
     return {host: ("fio",) for host in test.hosts}
 
 
-KIND = TestKind(name="disk", needs=needs, run=run, describe=describe)
+KIND = Kind(name="disk", settings=settings, needs=needs, describe=describe, run=run)

@@ -4,25 +4,19 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-from pathlib import Path
 from typing import Any
 
 from nasplan.analysis import efficiency, summarize
-from nasplan.context import RunContext
+from nasplan.errors import CannotStart
 from nasplan.hosts import HostSession
-from nasplan.measure import TestKind, iperf3, iperf3_multi, sampler
-from nasplan.measure.common import new_record, not_ready, path_params, target_address
-from nasplan.paths import describe_path, nic_holding, nic_towards, path_end
-from nasplan.plan import TestSpec
-from nasplan.results import save_raw
+from nasplan.measure import sampler
+from nasplan.measure.kind import Kind, Needs, RunContext, finish, new_record, open_pair, path_params
+from nasplan.measure.tools import iperf3, iperf3_multi
+from nasplan.plan import PlanTest
 from nasplan.units import parse_rate
 
-# iperf3 3.16 made each stream its own thread; before, -P streams share one core.
-MULTITHREADED_IPERF3 = (3, 16)
-
-
-def _version_tuple(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split(".") if part.isdigit())
+# Each test of a plan gets its own server port unless it names one: tests never share a server.
+FIRST_PORT = 5201
 
 
 def version_warnings(
@@ -46,7 +40,7 @@ def version_warnings(
     old = [
         (host, version)
         for host, version in ((server, server_version), (client, client_version))
-        if version and _version_tuple(version) < MULTITHREADED_IPERF3
+        if iperf3.single_threaded(version)
     ]
     if parallel > 1 and old and processes:
         hosts = " and ".join(f"{version} on {host}" for host, version in old)
@@ -68,8 +62,8 @@ def _window_bytes(text: str) -> int:
     return int(text.rstrip("KMG")) * factor
 
 
-def params_of(test: TestSpec) -> iperf3.Iperf3Params:
-    """Plan settings -> the measurement's parameters."""
+def settings(test: PlanTest) -> iperf3.Iperf3Params:
+    """Plan settings -> the measurement's parameters (the port: FIRST_PORT + the test's index)."""
     s = test.settings
     bitrate, window = s.get("bitrate"), s.get("window")
     return iperf3.Iperf3Params(
@@ -83,29 +77,24 @@ def params_of(test: TestSpec) -> iperf3.Iperf3Params:
         zerocopy=bool(s.get("zerocopy", False)),
         window_bytes=_window_bytes(window) if window else None,
         mss_bytes=s.get("mss"),
-        port=int(s["port"]),
+        port=int(s.get("port", FIRST_PORT + test.index)),
     )
 
 
-def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:
+def run(test: PlanTest, params: iperf3.Iperf3Params, ctx: RunContext) -> dict[str, Any]:
     """Run every repetition of one iperf3 test; failures are recorded, never raised."""
-    params = params_of(test)
     record = new_record(
         test,
         {**path_params(test), **dataclasses.asdict(params)},
         "bits_per_second",
     )
-    reason = not_ready(test, ctx)
-    if reason:
-        record["error"] = reason
-        return record
-    server, client = ctx.sessions[test.server], ctx.sessions[test.client]
-    assert server.facts is not None and client.facts is not None
     try:
-        address = target_address(test, ctx.plan, server)
-    except ValueError as exc:
+        pair = open_pair(test, ctx, needs(test, params))
+    except CannotStart as exc:
         record["error"] = str(exc)
         return record
+    server, client, address = pair.server, pair.client, pair.address
+    assert server.facts is not None and client.facts is not None
     record["params"]["address"] = address
     processes = iperf3_multi.needs_processes(
         params.parallel, server.facts.iperf3_version, client.facts.iperf3_version
@@ -120,19 +109,14 @@ def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:
         processes,
     )
     ctx.warnings += [f"{test.id}: {w}" for w in record["warnings"]]
-    record["path"] = describe_path(
-        path_end(server.host, nic_holding(server.facts, address)),
-        path_end(client.host, nic_towards(client.facts, address)),
-    )
+    record["path"] = pair.path
     total_s = (params.duration_s + params.omit_s + 1) * test.repetitions
     token = secrets.token_hex(4)
     errors: list[str] = []
     with sampler.sampling(ctx.sessions, test.hosts, token) as resources:
         for index in range(1, test.repetitions + 1):
             ctx.progress.test(test.id, index, test.repetitions, total_s)
-            rep = _repetition(
-                test, params, address, server, client, ctx.run_dir, index, token, processes
-            )
+            rep = _repetition(test, params, address, server, client, ctx, index, token, processes)
             if rep["error"]:
                 errors.append(f"repetition {index}: {rep['error']}")
             record["repetitions"].append(rep)
@@ -141,18 +125,16 @@ def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:
     record["summary"] = summarize(rates, "bits_per_second")
     theoretical = record["path"]["theoretical_bits_per_second"]
     record["efficiency"] = efficiency(record["summary"]["median"], theoretical)
-    record["status"] = "failed" if errors else "ok"
-    record["error"] = "; ".join(errors) or None
-    return record
+    return finish(record, errors)
 
 
 def _repetition(
-    test: TestSpec,
+    test: PlanTest,
     params: iperf3.Iperf3Params,
     address: str,
     server: HostSession,
     client: HostSession,
-    run_dir: Path,
+    ctx: RunContext,
     index: int,
     token: str,
     processes: bool = False,
@@ -176,31 +158,30 @@ def _repetition(
     except iperf3.Iperf3Error as exc:
         rep["error"] = str(exc)
         if exc.raw:
-            rep["raw_file"] = save_raw(run_dir, raw_name, exc.raw)
+            rep["raw_file"] = ctx.save_raw(raw_name, exc.raw)
         return rep
     rep.update(iperf3.repetition_fields(parsed))
     rep["interval_bits_per_second"] = [row["bits_per_second"] for row in parsed["intervals"]]
     if processes:
         rep["processes"] = parsed["processes"]
     rep["status"] = "ok"
-    rep["raw_file"] = save_raw(run_dir, raw_name, raw)
+    rep["raw_file"] = ctx.save_raw(raw_name, raw)
     return rep
 
 
-def describe(test: TestSpec) -> str:
+def describe(test: PlanTest, params: iperf3.Iperf3Params) -> str:
     """One line for ``apply --check``."""
-    s = test.settings
-    streams = f", {s['parallel']} streams" if s.get("parallel", 1) > 1 else ""
-    reverse = ", reverse" if s.get("reverse") else ""
+    streams = f", {params.parallel} streams" if params.parallel > 1 else ""
+    reverse = ", reverse" if params.reverse else ""
     return (
         f"iperf3 {test.client} -> {test.target.label()}{streams}{reverse}, "
-        f"{test.repetitions} x {s.get('duration_s', 10)} s"
+        f"{test.repetitions} x {params.duration_s} s"
     )
 
 
-def needs(test: TestSpec) -> dict[str, tuple[str, ...]]:
+def needs(test: PlanTest, params: iperf3.Iperf3Params) -> Needs:
     """iperf3 on both ends."""
     return {test.server: ("iperf3",), test.client: ("iperf3",)}
 
 
-KIND = TestKind(name="iperf3", needs=needs, run=run, describe=describe)
+KIND = Kind(name="iperf3", settings=settings, needs=needs, describe=describe, run=run)

@@ -3,61 +3,62 @@
 from __future__ import annotations
 
 import secrets
+from dataclasses import dataclass
 from typing import Any
 
 from nasplan.analysis import summarize
-from nasplan.context import RunContext
-from nasplan.measure import TestKind, latency, sampler
-from nasplan.measure.common import new_record, not_ready, path_params, target_address
-from nasplan.paths import describe_path, nic_holding, nic_towards, path_end
-from nasplan.plan import TestSpec
-from nasplan.results import save_raw
+from nasplan.errors import CannotStart
+from nasplan.measure import sampler
+from nasplan.measure.kind import Kind, Needs, RunContext, finish, new_record, open_pair, path_params
+from nasplan.measure.tools import ping
+from nasplan.plan import PlanTest
 
 METRIC = "rtt_avg_ms"
 
 
-def params_of(test: TestSpec) -> latency.PingParams:
-    """Plan settings -> one ping run's parameters."""
+@dataclass(frozen=True)
+class LatencySettings:
+    """A latency test's settings: one ping run's parameters, and whether to probe the path MTU."""
+
+    params: ping.PingParams
+    mtu_probe: bool = True
+
+
+def settings(test: PlanTest) -> LatencySettings:
+    """Plan settings -> a LatencySettings (10 pings 0.2 s apart, MTU probe on, by default)."""
     s = test.settings
-    return latency.PingParams(
+    params = ping.PingParams(
         count=int(s.get("count", 10)), interval_s=float(s.get("interval_s", 0.2))
     )
+    return LatencySettings(params, bool(s.get("mtu_probe", True)))
 
 
-def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:
+def run(test: PlanTest, s: LatencySettings, ctx: RunContext) -> dict[str, Any]:
     """Run every repetition (one ping run each) and the MTU probe; failures are recorded."""
-    params = params_of(test)
+    params = s.params
     record = new_record(
         test,
         {
             **path_params(test),
             "count": params.count,
             "interval_s": params.interval_s,
-            "mtu_probe": bool(test.settings.get("mtu_probe", True)),
+            "mtu_probe": s.mtu_probe,
         },
         METRIC,
     )
     record["mtu_probe"] = None
-    reason = not_ready(test, ctx)
-    if reason:
-        record["error"] = reason
-        return record
-    server, client = ctx.sessions[test.server], ctx.sessions[test.client]
-    assert server.facts is not None and client.facts is not None and client.runner is not None
-    ping_path = client.tools.get("ping") or client.facts.tool("ping")
-    if not ping_path:
-        record["error"] = f"ping is not installed on {client.host.name}"
-        return record
     try:
-        address = target_address(test, ctx.plan, server)
-    except ValueError as exc:
+        pair = open_pair(test, ctx, needs(test, s))
+        client, address = pair.client, pair.address
+        assert client.facts is not None and client.runner is not None
+        ping_path = client.tools.get("ping") or client.facts.tool("ping")
+        if not ping_path:
+            raise CannotStart(f"ping is not installed on {client.host.name}")
+    except CannotStart as exc:
         record["error"] = str(exc)
         return record
     record["params"]["address"] = address
-    record["path"] = describe_path(
-        path_end(server.host, nic_holding(server.facts, address)),
-        path_end(client.host, nic_towards(client.facts, address)),
-    )
+    record["path"] = pair.path
     errors: list[str] = []
     with sampler.sampling(ctx.sessions, test.hosts, secrets.token_hex(4)) as resources:
         for index in range(1, test.repetitions + 1):
@@ -65,13 +66,13 @@ def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:
             rep: dict[str, Any] = {"index": index, "status": "failed", "error": None}
             rep["raw_file"] = None
             try:
-                raw, parsed = latency.run_ping(client.runner, ping_path, address, params)
-            except latency.PingError as exc:
+                raw, parsed = ping.run_ping(client.runner, ping_path, address, params)
+            except ping.PingError as exc:
                 rep["error"] = str(exc)
                 errors.append(f"repetition {index}: {exc}")
                 record["repetitions"].append(rep)
                 continue
-            rep["raw_file"] = save_raw(ctx.run_dir, f"raw/{test.id}/rep-{index}.txt", raw)
+            rep["raw_file"] = ctx.save_raw(f"raw/{test.id}/rep-{index}.txt", raw)
             rep.update({k: parsed[k] for k in ("packets", "lost_percent", *_RTT_KEYS)})
             rep["lost_packets"] = parsed["packets"] - parsed["received"]
             if parsed["received"] == 0:
@@ -83,8 +84,8 @@ def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:
         mtu = (record["path"] or {}).get("mtu_bytes")
         if record["params"]["mtu_probe"] and mtu:
             try:
-                record["mtu_probe"] = latency.probe_path_mtu(client.runner, ping_path, address, mtu)
-            except latency.PingError as exc:
+                record["mtu_probe"] = ping.probe_path_mtu(client.runner, ping_path, address, mtu)
+            except ping.PingError as exc:
                 ctx.warnings.append(f"{test.id}: path MTU probe not possible: {exc}")
     record["resources"] = resources
     values = [
@@ -97,27 +98,24 @@ def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:
             f"path MTU {probe['path_mtu_bytes']} bytes, expected {probe['expected_mtu_bytes']}"
             " (a hop drops or cannot pass full-size packets)"
         )
-    record["status"] = "failed" if errors else "ok"
-    record["error"] = "; ".join(errors) or None
-    return record
+    return finish(record, errors)
 
 
 _RTT_KEYS = ("rtt_min_ms", "rtt_avg_ms", "rtt_max_ms", "rtt_mdev_ms")
 
 
-def describe(test: TestSpec) -> str:
+def describe(test: PlanTest, s: LatencySettings) -> str:
     """One line for ``apply --check``."""
-    params = params_of(test)
-    probe = ", path-MTU probe" if test.settings.get("mtu_probe", True) else ""
+    probe = ", path-MTU probe" if s.mtu_probe else ""
     return (
-        f"ping {test.client} -> {test.target.label()}, {params.count} packets x "
+        f"ping {test.client} -> {test.target.label()}, {s.params.count} packets x "
         f"{test.repetitions}{probe}"
     )
 
 
-def needs(test: TestSpec) -> dict[str, tuple[str, ...]]:
+def needs(test: PlanTest, s: LatencySettings) -> Needs:
     """Nothing to install: ping is part of every system nasplan knows."""
     return {}
 
 
-KIND = TestKind(name="latency", needs=needs, run=run, describe=describe)
+KIND = Kind(name="latency", settings=settings, needs=needs, describe=describe, run=run)

@@ -14,13 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from nasplan.analysis import efficiency, summarize
-from nasplan.context import RunContext
+from nasplan.errors import CannotStart
 from nasplan.hosts import HostSession
-from nasplan.measure import TestKind, sampler, transfer
-from nasplan.measure.common import new_record, not_ready, path_params, target_address
-from nasplan.paths import describe_path, nic_holding, nic_towards, path_end
-from nasplan.plan import TestSpec
-from nasplan.results import save_raw
+from nasplan.measure import sampler
+from nasplan.measure.kind import Kind, Needs, RunContext, finish, new_record, open_pair, path_params
+from nasplan.measure.tools import transfer
+from nasplan.plan import PlanTest
 from nasplan.runner import Runner
 from nasplan.units import parse_size
 
@@ -57,47 +56,69 @@ class Transfer:
         return 60.0 + self.size_bytes / SLOWEST_BYTES_PER_SECOND
 
 
-def settings_of(test: TestSpec, server: HostSession, token: str) -> Transfer:
-    """Plan settings -> a Transfer; ValueError naming what is missing for the method."""
-    s = test.settings
-    method = str(s.get("method", "smb"))
-    direction = str(s.get("direction", "both"))
-    directions = transfer.DIRECTIONS if direction == "both" else (direction,)
+@dataclass(frozen=True)
+class TransferSettings:
+    """A transfer test's settings as the plan gives them, each default stated here once."""
+
+    method: str = "smb"
+    direction: str = "both"
+    size: str | int = "1GiB"
+    share: str | None = None
+    user: str | None = None
+    password_env: str | None = None
+    path: str | None = None
+    mounted_path: str | None = None
+    export: str | None = None
+    nfs_version: int | None = None
+    server_path: str | None = None
+    ssh_user: str | None = None
+    ssh_port: int | None = None
+    ssh_identity: str | None = None
+    ssh_known_hosts: str | None = None
+
+
+def settings(test: PlanTest) -> TransferSettings:
+    """Plan settings -> a TransferSettings (keys the plan schema allows for a transfer)."""
+    known = TransferSettings.__dataclass_fields__
+    return TransferSettings(**{k: v for k, v in test.settings.items() if k in known})
+
+
+def transfer_for(s: TransferSettings, test: PlanTest, server: HostSession, token: str) -> Transfer:
+    """The settings made concrete for one run; CannotStart naming what the method misses."""
+    directions = transfer.DIRECTIONS if s.direction == "both" else (s.direction,)
     name = f"nasplan-{test.id}-{token}.bin"
-    base = Transfer(method, directions, parse_size(s.get("size", "1GiB")), name, test.repetitions)
-    if method == "smb":
-        for key in ("share", "password_env"):
-            if not s.get(key):
-                raise ValueError(f"method smb needs {key}")
+    base = Transfer(s.method, directions, parse_size(s.size), name, test.repetitions)
+    if s.method == "smb":
+        if not s.share or not s.password_env:
+            raise CannotStart(f"method smb needs {'share' if not s.share else 'password_env'}")
         return dataclasses.replace(
             base,
-            share=s["share"],
-            password_env=s["password_env"],
-            smb_user=str(s.get("user") or server.host.user or "guest"),
-            remote_dir=s.get("path"),
+            share=s.share,
+            password_env=s.password_env,
+            smb_user=str(s.user or server.host.user or "guest"),
+            remote_dir=s.path,
         )
-    if method == "rsync":
-        if not s.get("path"):
-            raise ValueError("method rsync needs path (a directory on the NAS)")
+    if s.method == "rsync":
+        if not s.path:
+            raise CannotStart("method rsync needs path (a directory on the NAS)")
         ssh = transfer.SshOptions(
-            user=s.get("ssh_user") or server.host.user,
-            port=s.get("ssh_port") or server.host.port,
-            identity_file=s.get("ssh_identity"),
-            known_hosts=s.get("ssh_known_hosts"),
+            user=s.ssh_user or server.host.user,
+            port=s.ssh_port or server.host.port,
+            identity_file=s.ssh_identity,
+            known_hosts=s.ssh_known_hosts,
         )
-        return dataclasses.replace(base, remote_dir=s["path"], ssh=ssh)
-    if method == "nfs" and s.get("export"):
-        export = str(s["export"])
+        return dataclasses.replace(base, remote_dir=s.path, ssh=ssh)
+    if s.method == "nfs" and s.export:
         return dataclasses.replace(
             base,
-            export=export,
-            nfs_version=s.get("nfs_version"),
-            server_path=str(s.get("server_path") or export),
+            export=str(s.export),
+            nfs_version=s.nfs_version,
+            server_path=str(s.server_path or s.export),
         )
-    if not s.get("mounted_path"):
-        needed = "export (nfs-cp) or mounted_path" if method == "nfs" else "mounted_path"
-        raise ValueError(f"method {method} needs {needed} (where the client mounts the NAS)")
-    return dataclasses.replace(base, mounted_path=s["mounted_path"])
+    if not s.mounted_path:
+        needed = "export (nfs-cp) or mounted_path" if s.method == "nfs" else "mounted_path"
+        raise CannotStart(f"method {s.method} needs {needed} (where the client mounts the NAS)")
+    return dataclasses.replace(base, mounted_path=s.mounted_path)
 
 
 def _write_target(xfer: Transfer, index: int) -> Transfer:
@@ -267,37 +288,24 @@ def _prepare_client(
     return local_dir, None
 
 
-def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:
+def run(test: PlanTest, s: TransferSettings, ctx: RunContext) -> dict[str, Any]:
     """Run every repetition of one transfer test; failures are recorded, never raised."""
     record = new_record(
-        test,
-        {
-            **path_params(test, _target_label(test)),
-            **{k: v for k, v in test.settings.items() if k != "port"},
-        },
-        "bits_per_second",
+        test, {**path_params(test, _target_label(test)), **test.settings}, "bits_per_second"
     )
     record["directions"] = {}
-    reason = not_ready(test, ctx)
-    if reason:
-        record["error"] = reason
-        return record
-    server, client = ctx.sessions[test.server], ctx.sessions[test.client]
-    assert server.facts is not None and client.facts is not None
-    assert server.runner is not None and client.runner is not None
     token = secrets.token_hex(4)
     try:
-        xfer = settings_of(test, server, token)
-        address = target_address(test, ctx.plan, server)
-    except ValueError as exc:
+        pair = open_pair(test, ctx, needs(test, s))
+        xfer = transfer_for(s, test, pair.server, token)
+    except CannotStart as exc:
         record["error"] = str(exc)
         return record
+    server, client, address = pair.server, pair.client, pair.address
+    assert server.runner is not None and client.runner is not None
     record["params"].update(address=address, size_bytes=xfer.size_bytes, method=xfer.method)
     record["params"]["direction"] = "both" if len(xfer.directions) == 2 else xfer.directions[0]
-    record["path"] = describe_path(
-        path_end(server.host, nic_holding(server.facts, address)),
-        path_end(client.host, nic_towards(client.facts, address)),
-    )
+    record["path"] = pair.path
     local_dir, error = _prepare_client(xfer, client, ctx)
     if local_dir is None:
         record["error"] = error
@@ -312,13 +320,11 @@ def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:
         problems = _cleanup(xfer, client.runner, server.runner, local_dir, address)
         ctx.warnings += [f"{test.id}: cleanup: {p}" for p in problems]
     _summarize(record, xfer)
-    record["status"] = "failed" if errors else "ok"
-    record["error"] = "; ".join(errors) or None
-    return record
+    return finish(record, errors)
 
 
 def _run_directions(
-    test: TestSpec,
+    test: PlanTest,
     xfer: Transfer,
     client: Runner,
     local_dir: str,
@@ -337,7 +343,7 @@ def _run_directions(
             # A read needs the file on the NAS: put it there once, untimed.
             on_nas = _write_target(xfer, 0)
             seed, raw = repetition(client, on_nas, "write", local_dir, address)
-            save_raw(ctx.run_dir, f"raw/{test.id}/seed.txt", raw, ctx.secrets)
+            ctx.save_raw(f"raw/{test.id}/seed.txt", raw)
             if seed["status"] != "ok":
                 errors.append(f"could not place the file on the NAS for reading: {seed['error']}")
                 return
@@ -349,7 +355,7 @@ def _run_directions(
             if direction == "write" and rep["status"] == "ok":
                 on_nas = target
             name = f"raw/{test.id}/{direction}-{index}.txt"
-            raw_file = save_raw(ctx.run_dir, name, raw, ctx.secrets)
+            raw_file = ctx.save_raw(name, raw)
             record["repetitions"].append({"index": index, **rep, "raw_file": raw_file})
             if rep["error"]:
                 errors.append(f"{direction} {index}: {rep['error']}")
@@ -373,31 +379,29 @@ def _summarize(record: dict[str, Any], xfer: Transfer) -> None:
     record["efficiency"] = efficiency(record["summary"]["median"], theoretical)
 
 
-def _target_label(test: TestSpec) -> str:
+def _target_label(test: PlanTest) -> str:
     """``nas.p2p``, an address, or the NAS's name when the plan gives no target."""
     target = test.target
     return target.label() if target.interface or target.address else test.server
 
 
-def describe(test: TestSpec) -> str:
+def describe(test: PlanTest, s: TransferSettings) -> str:
     """One line for ``apply --check``."""
-    s = test.settings
     return (
-        f"transfer {s.get('method', 'smb')} {test.client} <-> {_target_label(test)}, "
-        f"{s.get('direction', 'both')}, {s.get('size', '1GiB')} x {test.repetitions}"
+        f"transfer {s.method} {test.client} <-> {_target_label(test)}, "
+        f"{s.direction}, {s.size} x {test.repetitions}"
     )
 
 
-def needs(test: TestSpec) -> dict[str, tuple[str, ...]]:
+def needs(test: PlanTest, s: TransferSettings) -> Needs:
     """The client's tool for the method (rsync on both ends); a copy needs only the shell."""
-    method = test.settings.get("method", "smb")
-    if method == "smb":
+    if s.method == "smb":
         return {test.client: ("smbclient",)}
-    if method == "rsync":
+    if s.method == "rsync":
         return {test.client: ("rsync",), test.server: ("rsync",)}
-    if method == "nfs" and test.settings.get("export"):
+    if s.method == "nfs" and s.export:
         return {test.client: ("nfs-cp",)}
     return {}
 
 
-KIND = TestKind(name="transfer", needs=needs, run=run, describe=describe)
+KIND = Kind(name="transfer", settings=settings, needs=needs, describe=describe, run=run)

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from nasplan.errors import NasplanError
+from nasplan.measure.tools.jsondoc import find_object, number
 from nasplan.runner import Runner
+from nasplan.units import MIB_BYTES
 
-MIB = 2**20
-DEFAULT_BLOCK_BYTES = MIB
+DEFAULT_BLOCK_BYTES = MIB_BYTES
 # Slowest disk a repetition may take before it is killed: 1 MB/s (10^6 bytes/s), plus set-up.
 _SLOWEST_BYTES_PER_SECOND = 1_000_000
 _TIMEOUT_MARGIN_S = 60
@@ -76,25 +75,12 @@ def fio_argv(fio_path: str, filename: str, params: FioParams) -> list[str]:
 
 def _find_document(raw: str) -> dict[str, Any] | None:
     """fio's result object, skipping text it printed before it (notes, ``fio: ...`` errors)."""
-    decoder = json.JSONDecoder()
-    for match in re.finditer(r"^\{", raw, re.MULTILINE):
-        try:
-            obj, _ = decoder.raw_decode(raw, match.start())
-        except json.JSONDecodeError:
-            continue
-        if isinstance(obj, dict) and isinstance(obj.get("jobs"), list):
-            return obj
-    return None
+    return find_object(raw, lambda obj: isinstance(obj.get("jobs"), list), at_line_start=True)
 
 
 def _text_lines(raw: str) -> list[str]:
     """The non-JSON lines fio printed (before or after its JSON)."""
     return [line.strip() for line in raw.splitlines() if line.startswith(("fio:", "note:", "fio "))]
-
-
-def _number(section: dict[str, Any], key: str) -> float | None:
-    value = section.get(key)
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def parse(raw: str) -> dict[str, Any]:
@@ -123,14 +109,14 @@ def parse(raw: str) -> dict[str, Any]:
         refused = direct_refused or (direct and error == _EINVAL)
         raise FioError(message, raw, direct_io_unsupported=refused)
     side = job.get("write" if rw.endswith("write") else "read") or {}
-    runtime_ms = _number(side, "runtime")
+    runtime_ms = number(side, "runtime")
     io_bytes = side.get("io_bytes")
     return {
         "rw": "write" if rw.endswith("write") else "read",
-        "bytes_per_second": _number(side, "bw_bytes"),
+        "bytes_per_second": number(side, "bw_bytes"),
         "bytes": int(io_bytes) if isinstance(io_bytes, int) else None,
         "duration_s": runtime_ms / 1000 if runtime_ms is not None else None,
-        "iops": _number(side, "iops"),
+        "iops": number(side, "iops"),
         "direct": direct,
         "fio_version": str(doc.get("fio version") or "").removeprefix("fio-") or None,
         "notes": [line for line in lines if not line.startswith("fio:")],

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -10,10 +9,11 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from nasplan.errors import NasplanError
-from nasplan.measure.iperf3_server import PORT_IN_USE_EXIT, SERVER_READY_TIMEOUT_S
-from nasplan.measure.iperf3_server import server_start_script as server_start_script
-from nasplan.measure.iperf3_server import server_stop_script as server_stop_script
-from nasplan.measure.iperf3_server import temp_paths as temp_paths
+from nasplan.measure.tools.iperf3_server import PORT_IN_USE_EXIT, SERVER_READY_TIMEOUT_S
+from nasplan.measure.tools.iperf3_server import server_start_script as server_start_script
+from nasplan.measure.tools.iperf3_server import server_stop_script as server_stop_script
+from nasplan.measure.tools.iperf3_server import temp_paths as temp_paths
+from nasplan.measure.tools.jsondoc import count, find_object, number
 from nasplan.runner import Runner
 
 # "server is busy" is transient (someone else's test); retry after these pauses, in seconds.
@@ -22,6 +22,9 @@ CLIENT_TIMEOUT_MARGIN_S = 15
 CONNECT_TIMEOUT_MS = 3000
 # --connect-timeout appeared in iperf 3.2 (RELNOTES); older clients reject the option.
 _CONNECT_TIMEOUT_SINCE = (3, 2)
+# iperf 3.16 (RELNOTES): "multi-threaded: each stream runs in its own thread"; before, the -P
+# streams of one process share one thread, so one CPU core may cap the result.
+MULTI_THREADED_SINCE = (3, 16)
 _BUSY_MARKERS = ("the server is busy", "is already in use")
 
 # The repetition keys of run.json (schemas/run.schema.json, $defs.repetition) that parse() fills.
@@ -84,6 +87,12 @@ def version_tuple(version: str | None) -> tuple[int, ...] | None:
     return tuple(int(part) for part in match.group(1).split(".")) if match else None
 
 
+def single_threaded(version: str | None) -> bool:
+    """True when ``version`` is known and older than 3.16 (all -P streams in one thread)."""
+    parsed = version_tuple(version)
+    return parsed is not None and parsed < MULTI_THREADED_SINCE
+
+
 def client_argv(
     iperf3_path: str,
     address: str,
@@ -129,25 +138,7 @@ def _excerpt(text: str, limit: int = 200) -> str:
 
 def _find_document(raw: str) -> dict[str, Any] | None:
     """The iperf3 result object in ``raw``, skipping any text (or debug JSON) printed before it."""
-    decoder = json.JSONDecoder()
-    for match in re.finditer(r"\{", raw):
-        try:
-            obj, _ = decoder.raw_decode(raw, match.start())
-        except json.JSONDecodeError:
-            continue
-        if isinstance(obj, dict) and isinstance(obj.get("start"), dict):
-            return obj
-    return None
-
-
-def _number(section: Mapping[str, Any] | None, key: str) -> float | None:
-    value = (section or {}).get(key)
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _count(section: Mapping[str, Any] | None, key: str) -> int | None:
-    value = _number(section, key)
-    return int(value) if value is not None else None
+    return find_object(raw, lambda obj: isinstance(obj.get("start"), dict))
 
 
 def _version(start: Mapping[str, Any]) -> str | None:
@@ -159,12 +150,12 @@ def _direction(
     sent: Mapping[str, Any] | None, received: Mapping[str, Any] | None
 ) -> dict[str, Any]:
     return {
-        "bits_per_second": _number(received, "bits_per_second"),
-        "sent_bits_per_second": _number(sent, "bits_per_second"),
-        "received_bits_per_second": _number(received, "bits_per_second"),
-        "bytes": _count(received, "bytes"),
-        "duration_s": _number(received, "seconds"),
-        "retransmits": _count(sent, "retransmits"),
+        "bits_per_second": number(received, "bits_per_second"),
+        "sent_bits_per_second": number(sent, "bits_per_second"),
+        "received_bits_per_second": number(received, "bits_per_second"),
+        "bytes": count(received, "bytes"),
+        "duration_s": number(received, "seconds"),
+        "retransmits": count(sent, "retransmits"),
     }
 
 
@@ -175,13 +166,13 @@ def _intervals(doc: Mapping[str, Any], bidir: bool) -> list[dict[str, Any]]:
         if total.get("omitted"):
             continue
         row = {
-            "start_s": _number(total, "start"),
-            "end_s": _number(total, "end"),
-            "bits_per_second": _number(total, "bits_per_second"),
-            "retransmits": _count(total, "retransmits"),
+            "start_s": number(total, "start"),
+            "end_s": number(total, "end"),
+            "bits_per_second": number(total, "bits_per_second"),
+            "retransmits": count(total, "retransmits"),
         }
         if bidir:  # names of iperf3 >= 3.11; 3.7-3.10 used others (RELNOTES, #952)
-            row["reverse_bits_per_second"] = _number(
+            row["reverse_bits_per_second"] = number(
                 item.get("sum_bidir_reverse"), "bits_per_second"
             )
         rows.append(row)
@@ -215,28 +206,28 @@ def parse(raw: str) -> dict[str, Any]:
     cpu = end.get("cpu_utilization_percent")
     result: dict[str, Any] = {
         **_direction(sent, received),
-        "cpu_client_percent": _number(cpu, "host_total"),
-        "cpu_server_percent": _number(cpu, "remote_total"),
+        "cpu_client_percent": number(cpu, "host_total"),
+        "cpu_server_percent": number(cpu, "remote_total"),
         "jitter_ms": None,
         "lost_packets": None,
         "packets": None,
         "lost_percent": None,
         "protocol": "udp" if udp else "tcp",
         "iperf3_version": _version(start),
-        "streams": _count(test_start, "num_streams") or len(end.get("streams") or []) or None,
-        "omit_s": _count(test_start, "omit"),
+        "streams": count(test_start, "num_streams") or len(end.get("streams") or []) or None,
+        "omit_s": count(test_start, "omit"),
         "tcp_mss_bytes": None
         if udp
-        else _count(start, "tcp_mss") or _count(start, "tcp_mss_default"),
+        else count(start, "tcp_mss") or count(start, "tcp_mss_default"),
         "intervals": _intervals(doc, bidir),
     }
     if udp:
         result["retransmits"] = None
         result.update(
-            jitter_ms=_number(received, "jitter_ms"),
-            lost_packets=_count(received, "lost_packets"),
-            packets=_count(received, "packets"),
-            lost_percent=_number(received, "lost_percent"),
+            jitter_ms=number(received, "jitter_ms"),
+            lost_packets=count(received, "lost_packets"),
+            packets=count(received, "packets"),
+            lost_percent=number(received, "lost_percent"),
         )
     if bidir:
         reverse = _direction(
@@ -262,9 +253,9 @@ def parse_server_log(raw: str) -> dict[str, Any] | None:
     end = doc.get("end") or {}
     return {
         "iperf3_version": _version(doc["start"]),
-        "received_bits_per_second": _number(end.get("sum_received"), "bits_per_second"),
-        "sent_bits_per_second": _number(end.get("sum_sent"), "bits_per_second"),
-        "cpu_percent": _number(end.get("cpu_utilization_percent"), "host_total"),
+        "received_bits_per_second": number(end.get("sum_received"), "bits_per_second"),
+        "sent_bits_per_second": number(end.get("sum_sent"), "bits_per_second"),
+        "cpu_percent": number(end.get("cpu_utilization_percent"), "host_total"),
         "error": str(doc["error"]) if doc.get("error") else None,
     }
 

@@ -14,22 +14,17 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from nasplan.measure import iperf3
-from nasplan.measure.iperf3_server import PORT_IN_USE_EXIT, SERVER_READY_TIMEOUT_S
+from nasplan.measure.tools import iperf3
+from nasplan.measure.tools.iperf3_server import PORT_IN_USE_EXIT, SERVER_READY_TIMEOUT_S
 from nasplan.runner import Runner
 
-# iperf 3.16 (RELNOTES): "multi-threaded: each stream runs in its own thread".
-MULTI_THREADED_SINCE = (3, 16)
 MARKER = "=== nasplan-iperf3-port "
 _MARKER_LINE = re.compile(r"^=== nasplan-iperf3-port (?P<port>[0-9]+) ===$", re.MULTILINE)
 
 
 def needs_processes(parallel: int, *versions: str | None) -> bool:
     """True when ``parallel`` > 1 and any end runs iperf3 older than 3.16 (unknown: False)."""
-    if parallel <= 1:
-        return False
-    known = [v for v in (iperf3.version_tuple(x) for x in versions) if v is not None]
-    return any(v < MULTI_THREADED_SINCE for v in known)
+    return parallel > 1 and any(iperf3.single_threaded(version) for version in versions)
 
 
 def client_script(argvs: list[list[str]], ports: list[int]) -> str:

@@ -12,6 +12,8 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from nasplan.errors import NasplanError
+
 METHODS = ("smb", "rsync", "copy", "nfs")
 DIRECTIONS = ("write", "read")
 ELAPSED_MARK = "NASPLAN_ELAPSED_NS="
@@ -43,7 +45,7 @@ _DD_LINE = re.compile(
 )
 
 
-class TransferParseError(ValueError):
+class TransferParseError(NasplanError):
     """A tool's output did not say what was transferred."""
 
 

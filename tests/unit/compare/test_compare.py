@@ -24,7 +24,7 @@ from nasplan.errors import InputError
 from nasplan.report import mermaid
 from nasplan.results import load_run, save_run
 
-SAMPLE = Path(__file__).parent.parent / "fixtures" / "runs" / "sample"
+SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "runs" / "sample"
 
 
 def with_values(run: dict[str, Any], test_id: str, values: list[float]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from nasplan.lab.model import Names, load_lab
 from nasplan.lab.personalities import Plain
 from nasplan.lab.state import HostState, LabState, LinkState
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "plans/examples/lab.yaml"
 
 VALID = """\

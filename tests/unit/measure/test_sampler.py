@@ -11,7 +11,7 @@ import pytest
 from nasplan.measure import sampler
 from nasplan.runner import LocalRunner
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sampler"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "sampler"
 
 
 def test_idle_host() -> None:

@@ -14,7 +14,7 @@ from nasplan.network.model import NicChange
 from nasplan.network.state import differences, parse_state, parse_state_output
 from nasplan.plan import load_plan
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures/ip"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures/ip"
 INVENTORY = {
     "hosts": {
         "nas": {

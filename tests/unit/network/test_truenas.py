@@ -16,7 +16,7 @@ from nasplan.network.state import NicState, split_sections
 from nasplan.network.truenas import TrueNasCommit, restore_update_argvs, update_argvs
 from nasplan.platforms import detect
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 CHANGES = (
     NicChange("eth1", 9000, ("198.18.42.1/30",)),
     NicChange("eth2", None, ("fd00::1/64",)),

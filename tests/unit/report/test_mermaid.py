@@ -15,7 +15,7 @@ from nasplan.report import mermaid, render_report
 from nasplan.report.render import write_report
 from nasplan.results import load_run
 
-SAMPLE = Path(__file__).parent.parent / "fixtures" / "runs" / "sample"
+SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "runs" / "sample"
 
 
 @pytest.fixture()

@@ -10,13 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from nasplan.cli import main
 from nasplan.errors import InputError
 from nasplan.report import render_report, write_report
 from nasplan.report.render import bits_per_second_range, cell, gibibytes, nominal_speed, percent
 from nasplan.results import load_run, save_run
 
-SAMPLE = Path(__file__).parent.parent / "fixtures" / "runs" / "sample"
+SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "runs" / "sample"
 
 
 @pytest.fixture()
@@ -39,6 +41,19 @@ def table_row(report: str, first_cell: str) -> list[str]:
 
 def test_rendering_twice_gives_identical_bytes(run: dict[str, Any]) -> None:
     assert render_report(run).encode() == render_report(copy.deepcopy(run)).encode()
+
+
+def test_a_run_from_before_renders_as_it_did_then(tmp_path: Path) -> None:
+    """``nasplan report`` on a kept run gives the report.md nasplan wrote for it then.
+
+    The fixture's report.md was rendered when the run was made; when a change to the report
+    is intended, render it again with ``nasplan report`` and commit the new report.md.
+    """
+    copied = tmp_path / "run"
+    shutil.copytree(SAMPLE, copied)
+    result = CliRunner().invoke(main, ["report", str(copied)])
+    assert result.exit_code == 0, result.output
+    assert (copied / "report.md").read_bytes() == (SAMPLE / "report.md").read_bytes()
 
 
 def test_report_from_a_copied_run_dir_is_byte_identical(tmp_path: Path) -> None:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from nasplan.measure import fio
+from nasplan.measure.tools import fio
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "fio"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "fio"
 
 
 def fixture(name: str) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from nasplan.measure.iperf3 import (
+from nasplan.measure.tools.iperf3 import (
     BUSY_BACKOFF_S,
     CONTRACT_KEYS,
     Iperf3Error,
@@ -33,8 +33,8 @@ from nasplan.measure.iperf3 import (
 )
 from nasplan.runner import LocalRunner, Result
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "iperf3" / "3.12"
-RUN_SCHEMA = Path(__file__).resolve().parents[2] / "nasplan" / "schemas" / "run.schema.json"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "iperf3" / "3.12"
+RUN_SCHEMA = Path(__file__).resolve().parents[4] / "nasplan" / "schemas" / "run.schema.json"
 SUCCESS_FIXTURES = sorted(
     p.name
     for p in FIXTURES.glob("*.json")
@@ -563,7 +563,7 @@ def test_server_scripts_under_busybox_start_and_kill_an_idle_server(
 
 
 def test_processes_mode_uses_three_round_trips_and_retries_a_taken_port() -> None:
-    from nasplan.measure import iperf3_multi
+    from nasplan.measure.tools import iperf3_multi
 
     single = fixture("tcp-single.json")
     taken = Result("cmd", "", "port 5201 is already in use", 3)

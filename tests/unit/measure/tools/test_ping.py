@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from nasplan.measure import latency
+from nasplan.measure.tools import ping
 from nasplan.runner import Result
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ping"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "ping"
 
 
 def fixture(name: str) -> str:
@@ -17,7 +17,7 @@ def fixture(name: str) -> str:
 
 
 def test_iputils_rtt_and_loss() -> None:
-    parsed = latency.parse(fixture("iputils-ok.txt"))
+    parsed = ping.parse(fixture("iputils-ok.txt"))
     assert (parsed["packets"], parsed["received"], parsed["lost_percent"]) == (5, 5, 0.0)
     assert parsed["rtt_min_ms"] == 0.057
     assert parsed["rtt_avg_ms"] == 0.237
@@ -26,7 +26,7 @@ def test_iputils_rtt_and_loss() -> None:
 
 
 def test_busybox_has_no_mdev() -> None:
-    parsed = latency.parse(fixture("busybox-ok.txt"))
+    parsed = ping.parse(fixture("busybox-ok.txt"))
     assert parsed["rtt_avg_ms"] == 0.073
     assert parsed["rtt_mdev_ms"] is None
     assert parsed["received"] == 5
@@ -34,27 +34,27 @@ def test_busybox_has_no_mdev() -> None:
 
 @pytest.mark.parametrize("name", ["iputils-no-reply.txt", "busybox-unreachable.txt"])
 def test_no_reply_is_full_loss_without_rtt(name: str) -> None:
-    parsed = latency.parse(fixture(name))
+    parsed = ping.parse(fixture(name))
     assert parsed["received"] == 0
     assert parsed["lost_percent"] == 100.0
     assert parsed["rtt_avg_ms"] is None
 
 
 def test_local_mtu_too_small_is_reported() -> None:
-    parsed = latency.parse(fixture("iputils-df-8972-local-mtu.txt"))
+    parsed = ping.parse(fixture("iputils-df-8972-local-mtu.txt"))
     assert parsed["local_mtu_bytes"] == 1500
     assert parsed["errors"] == 2
     assert parsed["received"] == 0
 
 
 def test_output_without_statistics_raises_with_pings_message() -> None:
-    with pytest.raises(latency.PingError, match="ping broadcast"):
-        latency.parse(fixture("iputils-broadcast-refused.txt"))
+    with pytest.raises(ping.PingError, match="ping broadcast"):
+        ping.parse(fixture("iputils-broadcast-refused.txt"))
 
 
 def test_df_probe_argv_fills_one_mtu() -> None:
-    params = latency.PingParams(count=2, payload_bytes=1500 - 28, dont_fragment=True)
-    argv = latency.ping_argv("/bin/ping", "198.18.34.10", params)
+    params = ping.PingParams(count=2, payload_bytes=1500 - 28, dont_fragment=True)
+    argv = ping.ping_argv("/bin/ping", "198.18.34.10", params)
     assert argv[-1] == "198.18.34.10"
     assert argv[argv.index("-M") + 1] == "do"
     assert argv[argv.index("-s") + 1] == "1472"
@@ -80,14 +80,14 @@ class FakePing:
 
 def test_mtu_probe_one_probe_when_expected_mtu_passes() -> None:
     runner = FakePing(9000)
-    probe = latency.probe_path_mtu(runner, "ping", "198.18.34.10", 9000)  # type: ignore[arg-type]
+    probe = ping.probe_path_mtu(runner, "ping", "198.18.34.10", 9000)  # type: ignore[arg-type]
     assert probe["ok"] and probe["path_mtu_bytes"] == 9000
     assert runner.sizes == [9000]
 
 
 def test_mtu_probe_finds_the_smaller_path_mtu() -> None:
     runner = FakePing(1500)
-    probe = latency.probe_path_mtu(runner, "ping", "198.18.34.10", 9000)  # type: ignore[arg-type]
+    probe = ping.probe_path_mtu(runner, "ping", "198.18.34.10", 9000)  # type: ignore[arg-type]
     assert probe["path_mtu_bytes"] == 1500
     assert probe["ok"] is False
     assert len(runner.sizes) < 20

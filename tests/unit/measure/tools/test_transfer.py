@@ -13,14 +13,14 @@ import pytest
 
 from nasplan.analysis import annotate_transfers
 from nasplan.errors import InputError
-from nasplan.measure import transfer
+from nasplan.measure.tools import transfer
 from nasplan.plan import load_plan
 from nasplan.report import render_report
 from nasplan.results import load_run, run_errors
 from nasplan.runner import LocalRunner
 
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "transfer"
-SAMPLE_RUN = Path(__file__).parent.parent / "fixtures" / "runs" / "sample"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "transfer"
+SAMPLE_RUN = Path(__file__).resolve().parents[3] / "fixtures" / "runs" / "sample"
 MIB16 = 16 * 2**20
 
 

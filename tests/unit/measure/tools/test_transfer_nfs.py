@@ -12,12 +12,13 @@ from nasplan.errors import InputError
 from nasplan.facts import parse_facts
 from nasplan.hosts import HostSession
 from nasplan.inventory import Host
-from nasplan.measure import transfer, transfer_test
+from nasplan.measure.kinds import transfer as transfer_kind
+from nasplan.measure.tools import transfer
 from nasplan.plan import load_plan
 from nasplan.platforms import detect
 from nasplan.runner import Result
 
-FIXTURES = Path(__file__).parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
 MIB32 = 32 * 2**20
 
 
@@ -125,13 +126,13 @@ def test_export_from_inventory_vars_makes_nfs_cp_commands(tmp_path: Path) -> Non
         tmp_path,
         "export: '{{ hosts.nas.nfs.export }}', server_path: '{{ hosts.nas.nfs.server_path }}'",
     )
-    assert transfer_test.needs(test) == {"ws": ("nfs-cp",)}
+    assert transfer_kind.needs(test, transfer_kind.settings(test)) == {"ws": ("nfs-cp",)}
     server = HostSession(Host("nas", "198.18.39.10"))
-    xfer = transfer_test.settings_of(test, server, "abcd")
+    xfer = transfer_kind.transfer_for(transfer_kind.settings(test), test, server, "abcd")
     assert (xfer.export, xfer.server_path) == ("/data", "/srv/nfs/export")
     runner = ScriptRunner()
     for direction in ("write", "read"):
-        rep, _ = transfer_test.repetition(runner, xfer, direction, "/tmp/x", "198.18.39.10")
+        rep, _ = transfer_kind.repetition(runner, xfer, direction, "/tmp/x", "198.18.39.10")
         assert rep["status"] == "ok" and rep["bytes_per_second"] == 2 * 2**20
     write, read = runner.scripts
     url = f"nfs://198.18.39.10/data/{xfer.remote_name}"
@@ -143,8 +144,10 @@ def test_export_from_inventory_vars_makes_nfs_cp_commands(tmp_path: Path) -> Non
 
 def test_nfs_with_a_mounted_path_still_copies_with_dd(tmp_path: Path) -> None:
     test = load_test(tmp_path, "mounted_path: /mnt/nas")
-    assert transfer_test.needs(test) == {}
-    xfer = transfer_test.settings_of(test, HostSession(Host("nas", "198.18.39.10")), "abcd")
+    assert transfer_kind.needs(test, transfer_kind.settings(test)) == {}
+    xfer = transfer_kind.transfer_for(
+        transfer_kind.settings(test), test, HostSession(Host("nas", "198.18.39.10")), "abcd"
+    )
     assert xfer.export is None and xfer.mounted_path == "/mnt/nas"
 
 
