@@ -4,8 +4,9 @@ fails only the tests that need it."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,21 +20,8 @@ from nasplan.measure.kind import RunContext, check_ready
 from nasplan.plan import load_plan
 from nasplan.platforms.generic import GenericLinux
 from nasplan.progress import PlainProgress
-from nasplan.runner import Result
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "facts"
-
-
-class NoCommands:
-    """A runner that fails loudly: nothing may be run when nothing needs installing."""
-
-    name = "fake"
-
-    def run(self, argv: Sequence[str], **_: object) -> Result:
-        raise AssertionError(f"unexpected command {argv}")
-
-    def run_script(self, script: str, **_: object) -> Result:
-        raise AssertionError(f"unexpected script {script}")
 
 
 def test_tool_needs_are_per_host(tmp_path: Path) -> None:
@@ -47,11 +35,13 @@ def test_tool_needs_are_per_host(tmp_path: Path) -> None:
     assert tool_needs(load_plan(plan)) == {"nas": ["fio", "iperf3"], "ws": ["iperf3"]}
 
 
-def test_a_tool_the_platform_cannot_provide_fails_only_its_tests(tmp_path: Path) -> None:
+def test_a_tool_the_platform_cannot_provide_fails_only_its_tests(
+    tmp_path: Path, fake_runner: Callable[[str], Any]
+) -> None:
     facts = parse_facts((FIXTURES / "debian12-root.txt").read_text())
     assert facts.tool("iperf3")
     facts = dataclasses.replace(facts, tools={**facts.tools, "fio": None})
-    session = HostSession(Host("nas", "198.18.0.10"), NoCommands(), facts, GenericLinux())
+    session = HostSession(Host("nas", "198.18.0.10"), fake_runner("nas"), facts, GenericLinux())
     log = tmp_path / "progress.log"
     with log.open("w") as stream:
         prepare({"nas": session}, {"nas": ["fio", "iperf3"]}, PlainProgress(stream))

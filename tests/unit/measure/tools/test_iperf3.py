@@ -8,8 +8,7 @@ import shutil
 import socket
 import subprocess
 import time
-import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,7 @@ from nasplan.measure.tools.iperf3 import (
     server_stop_script,
     temp_paths,
 )
-from nasplan.runner import LocalRunner, Result
+from nasplan.runner import Result
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "iperf3" / "3.12"
 RUN_SCHEMA = Path(__file__).resolve().parents[4] / "nasplan" / "schemas" / "run.schema.json"
@@ -252,39 +251,32 @@ def test_repetition_fields_fit_the_run_json_contract(name: str) -> None:
 # --- run_repetition retry logic, against a double that fails loudly ----------------------------
 
 
-class ScriptedRunner:
-    """A Runner double: answers commands in order, fails on anything it was not told to expect."""
+Make = Callable[[str], Any]  # the fake_runner fixture of tests/unit/conftest.py
 
-    def __init__(self, name: str, answers: list[tuple[str, Result]]) -> None:
-        self.name = name
-        self.answers = answers
-        self.seen: list[str] = []
 
-    def _next(self, shown: str) -> Result:
-        assert self.answers, f"{self.name}: unexpected command {shown[:80]!r}"
-        expected, result = self.answers.pop(0)
-        assert expected in shown, f"{self.name}: expected {expected!r} in {shown[:200]!r}"
-        self.seen.append(shown)
-        return result
-
-    def run(self, argv: Sequence[str], **_: Any) -> Result:
-        return self._next(" ".join(argv))
-
-    def run_script(self, script: str, **_: Any) -> Result:
-        return self._next(script)
+def scripted(make: Make, name: str, answers: list[tuple[str, Result]]) -> Any:
+    """A FakeRunner (tests/unit/conftest.py) answering ``answers`` in order, nothing else."""
+    runner = make(name)
+    for fragment, result in answers:
+        runner.expect(fragment, reply=result)
+    return runner
 
 
 def ok(stdout: str = "") -> Result:
     return Result("cmd", stdout, "", 0)
 
 
-def test_run_repetition_retries_a_busy_server_then_succeeds() -> None:
+def test_run_repetition_retries_a_busy_server_then_succeeds(
+    fake_runner: Callable[[str], Any],
+) -> None:
     server_log = fixture("tcp-single-server-log.json")
-    server = ScriptedRunner(
-        "nas", [("-s -1 -D", ok()), ("kill", ok()), ("-s -1 -D", ok()), ("kill", ok(server_log))]
+    server = scripted(
+        fake_runner,
+        "nas",
+        [("-s -1 -D", ok()), ("kill", ok()), ("-s -1 -D", ok()), ("kill", ok(server_log))],
     )
-    client = ScriptedRunner(
-        "ws", [("-c 198.18.0.10", ok(fixture("error-server-busy.json"))),
+    client = scripted(
+        fake_runner, "ws", [("-c 198.18.0.10", ok(fixture("error-server-busy.json"))),
                ("-c 198.18.0.10", ok(fixture("tcp-single.json")))],
     )  # fmt: skip
     pauses: list[float] = []
@@ -296,15 +288,15 @@ def test_run_repetition_retries_a_busy_server_then_succeeds() -> None:
     assert raw == fixture("tcp-single.json")
     assert rep["bits_per_second"] == pytest.approx(956948139.91649473)
     assert rep["server"]["received_bits_per_second"] == pytest.approx(957111670.3343828)
-    assert not server.answers and not client.answers
+    assert not server.queue and not client.queue
 
 
-def test_run_repetition_retries_when_the_port_is_taken() -> None:
+def test_run_repetition_retries_when_the_port_is_taken(fake_runner: Make) -> None:
     taken = Result("sh", "", "nasplan: iperf3 port 5201 is already in use on nas\n", 3)
-    server = ScriptedRunner(
-        "nas", [("-s -1 -D", taken), ("-s -1 -D", ok()), ("kill", ok())]
+    server = scripted(
+        fake_runner, "nas", [("-s -1 -D", taken), ("-s -1 -D", ok()), ("kill", ok())]
     )  # no stop after a start that found the port taken: that server is not ours
-    client = ScriptedRunner("ws", [("-c", ok(fixture("tcp-single.json")))])
+    client = scripted(fake_runner, "ws", [("-c", ok(fixture("tcp-single.json")))])
     pauses: list[float] = []
     _, rep = run_repetition(
         server, client, "iperf3", "iperf3", "198.18.0.10", Iperf3Params(duration_s=2), "t",
@@ -312,13 +304,13 @@ def test_run_repetition_retries_when_the_port_is_taken() -> None:
     )  # fmt: skip
     assert pauses == [BUSY_BACKOFF_S[0]]
     assert rep["server"] is None  # the stop script printed no log
-    assert not server.answers
+    assert not server.queue
 
 
-def test_run_repetition_gives_up_after_the_last_backoff() -> None:
+def test_run_repetition_gives_up_after_the_last_backoff(fake_runner: Make) -> None:
     attempts = len(BUSY_BACKOFF_S) + 1
-    server = ScriptedRunner("nas", [("-s -1 -D", ok()), ("kill", ok())] * attempts)
-    client = ScriptedRunner("ws", [("-c", ok(fixture("error-server-busy.json")))] * attempts)
+    server = scripted(fake_runner, "nas", [("-s -1 -D", ok()), ("kill", ok())] * attempts)
+    client = scripted(fake_runner, "ws", [("-c", ok(fixture("error-server-busy.json")))] * attempts)
     pauses: list[float] = []
     with pytest.raises(Iperf3Error, match="server is busy"):
         run_repetition(
@@ -328,22 +320,26 @@ def test_run_repetition_gives_up_after_the_last_backoff() -> None:
     assert pauses == list(BUSY_BACKOFF_S)
 
 
-def test_run_repetition_stops_the_server_when_the_client_fails() -> None:
-    server = ScriptedRunner("nas", [("-s -1 -D", ok()), ("kill", ok())])
-    client = ScriptedRunner("ws", [("-c", ok(fixture("error-connection-refused.json")))])
+def test_run_repetition_stops_the_server_when_the_client_fails(
+    fake_runner: Callable[[str], Any],
+) -> None:
+    server = scripted(fake_runner, "nas", [("-s -1 -D", ok()), ("kill", ok())])
+    client = scripted(fake_runner, "ws", [("-c", ok(fixture("error-connection-refused.json")))])
     with pytest.raises(Iperf3Error, match="Connection refused"):
         run_repetition(
             server, client, "iperf3", "iperf3", "198.18.0.10", Iperf3Params(duration_s=1), "t",
             sleep=lambda _: pytest.fail("connection refused must not be retried"),
         )  # fmt: skip
-    assert not server.answers  # the stop script ran
-    assert "grace=0" in server.seen[-1]  # and did not wait for a test that never came
+    assert not server.queue  # the stop script ran
+    assert "grace=0" in server.texts()[-1]  # and did not wait for a test that never came
 
 
-def test_run_repetition_reports_a_server_that_would_not_start() -> None:
+def test_run_repetition_reports_a_server_that_would_not_start(
+    fake_runner: Callable[[str], Any],
+) -> None:
     failed = Result("sh", "", "sh: 1: /opt/iperf3: not found\nnasplan: /opt/iperf3 -s -D failed", 1)
-    server = ScriptedRunner("nas", [("-s -1 -D", failed), ("kill", ok())])
-    client = ScriptedRunner("ws", [])
+    server = scripted(fake_runner, "nas", [("-s -1 -D", failed), ("kill", ok())])
+    client = scripted(fake_runner, "ws", [])
     with pytest.raises(Iperf3Error, match=r"could not start the iperf3 server on nas: .*not found"):
         run_repetition(
             server, client, "/opt/iperf3", "iperf3", "198.18.0.10", Iperf3Params(duration_s=1), "t"
@@ -449,131 +445,20 @@ def test_temp_paths_are_per_token_under_tmp() -> None:
     )
 
 
-# --- real runs between two network namespaces ---------------------------------------------------
-
-
-def require_root() -> None:
-    if os.geteuid() != 0:
-        if os.environ.get("CI"):
-            pytest.fail("lab tests must run as root in CI")
-        pytest.skip("needs root for network namespaces")
-
-
-@pytest.fixture
-def namespaces() -> Iterator[tuple[str, str]]:
-    """Two namespaces joined by a veth pair: server 198.18.250.1, client 198.18.250.2."""
-    require_root()
-    tag = uuid.uuid4().hex[:6]
-    server_ns, client_ns = f"npt-iperf-s{tag}", f"npt-iperf-c{tag}"
-    server_if, client_if = f"nptis{tag}", f"nptic{tag}"
-
-    def ip(*args: str) -> None:
-        subprocess.run(["ip", *args], check=True, capture_output=True, timeout=10)
-
-    try:
-        ip("netns", "add", server_ns)
-        ip("netns", "add", client_ns)
-        ip("link", "add", server_if, "type", "veth", "peer", "name", client_if)
-        for ns, ifname, address in (
-            (server_ns, server_if, "198.18.250.1/30"),
-            (client_ns, client_if, "198.18.250.2/30"),
-        ):
-            ip("link", "set", ifname, "netns", ns)
-            ip("-n", ns, "link", "set", ifname, "name", "eth0")
-            ip("-n", ns, "addr", "add", address, "dev", "eth0")
-            ip("-n", ns, "link", "set", "lo", "up")
-            ip("-n", ns, "link", "set", "eth0", "up")
-        yield server_ns, client_ns
-    finally:
-        # deleting a namespace deletes the veth pair with it
-        for ns in (server_ns, client_ns):
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=10)
-
-
-def iperf3_pids() -> set[int]:
-    found = set()
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and (entry / "comm").read_text().strip() == "iperf3":
-                status = (entry / "status").read_text()
-                if "\nState:\tZ" not in status:
-                    found.add(int(entry.name))
-        except OSError:
-            continue
-    return found
-
-
-@pytest.mark.lab
-def test_run_repetition_for_real_leaves_nothing_behind(namespaces: tuple[str, str]) -> None:
-    server_ns, client_ns = namespaces
-    server, client = LocalRunner("nas", netns=server_ns), LocalRunner("ws", netns=client_ns)
-    before = iperf3_pids()
-    token = f"test-{uuid.uuid4().hex[:8]}"
-    params = Iperf3Params(duration_s=1, parallel=2, window_bytes=262144, port=5299)
-    raw, rep = run_repetition(server, client, "iperf3", "iperf3", "198.18.250.1", params, token)
-    assert json.loads(raw)["end"]["sum_received"]["bits_per_second"] == rep["bits_per_second"]
-    assert 10**8 < rep["bits_per_second"] < 10**12  # an unshaped veth: sane, not a fixed number
-    assert rep["streams"] == 2
-    assert rep["server"] is not None and rep["server"]["received_bits_per_second"] > 10**8
-    assert iperf3_pids() <= before  # no iperf3 of ours left
-    assert not list(Path("/tmp").glob(f"nasplan-iperf3-{token}*"))
-
-
-@pytest.mark.lab
-def test_run_repetition_for_real_reports_connection_refused(namespaces: tuple[str, str]) -> None:
-    server_ns, client_ns = namespaces
-    server, client = LocalRunner("nas", netns=server_ns), LocalRunner("ws", netns=client_ns)
-    before = iperf3_pids()
-    token = f"test-{uuid.uuid4().hex[:8]}"
-    began = time.monotonic()
-    with pytest.raises(Iperf3Error, match="unable to connect to server: Connection refused"):
-        # the client aims at its own address, where nothing listens
-        run_repetition(
-            server, client, "iperf3", "iperf3", "198.18.250.2", Iperf3Params(duration_s=1), token
-        )
-    assert time.monotonic() - began < 5
-    assert iperf3_pids() <= before
-    assert not list(Path("/tmp").glob(f"nasplan-iperf3-{token}*"))
-
-
-@pytest.mark.lab
-def test_server_scripts_under_busybox_start_and_kill_an_idle_server(
-    namespaces: tuple[str, str], tmp_path: Path
+def test_processes_mode_uses_three_round_trips_and_retries_a_taken_port(
+    fake_runner: Callable[[str], Any],
 ) -> None:
-    server_ns, _ = namespaces
-    if not shutil.which("busybox"):
-        pytest.skip("busybox not installed")
-    shell, env = shells(tmp_path)[1]
-    pidfile, logfile = temp_paths(f"bb-{uuid.uuid4().hex[:8]}", 5298)
-
-    def in_ns(script: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["ip", "netns", "exec", server_ns, shell, "-c", script],
-            env=env, capture_output=True, text=True, timeout=30,
-        )  # fmt: skip
-
-    started = in_ns(server_start_script("iperf3", 5298, pidfile, logfile))
-    assert started.returncode == 0, started.stderr
-    pid = int(Path(pidfile).read_text())
-    assert pid in iperf3_pids()
-    stopped = in_ns(server_stop_script(pidfile, logfile, grace_s=0))
-    assert stopped.returncode == 0
-    assert pid not in iperf3_pids()
-    assert not Path(pidfile).exists() and not Path(logfile).exists()
-
-
-def test_processes_mode_uses_three_round_trips_and_retries_a_taken_port() -> None:
     from nasplan.measure.tools import iperf3_multi
 
     single = fixture("tcp-single.json")
     taken = Result("cmd", "", "port 5201 is already in use", 3)
-    server = ScriptedRunner(
-        "nas",
+    server = scripted(
+        fake_runner, "nas",
         [("-s -1 -D", taken), ("kill", ok()),  # first attempt: a port was taken; all stopped
          ("-s -1 -D", ok()), ("kill", ok())],  # second: one round trip starts both servers
     )  # fmt: skip
     both = f"{iperf3_multi.MARKER}5201 ===\n{single}\n{iperf3_multi.MARKER}5202 ===\n{single}\n"
-    client = ScriptedRunner("ws", [("-c 198.18.0.10", ok(both))])
+    client = scripted(fake_runner, "ws", [("-c 198.18.0.10", ok(both))])
     pauses: list[float] = []
     raw, rep = iperf3_multi.run_repetition(
         server, client, "iperf3", "iperf3", "198.18.0.10",
@@ -581,8 +466,8 @@ def test_processes_mode_uses_three_round_trips_and_retries_a_taken_port() -> Non
     )  # fmt: skip
     assert raw == both
     assert pauses == [BUSY_BACKOFF_S[0]]
-    assert server.seen[2].count("-s -1 -D") == 2  # both servers in one script
-    assert "-p 5201" in client.seen[0] and "-p 5202" in client.seen[0]
+    assert server.texts()[2].count("-s -1 -D") == 2  # both servers in one script
+    assert "-p 5201" in client.texts()[0] and "-p 5202" in client.texts()[0]
     assert rep["processes"] == 2
     assert rep["bits_per_second"] == pytest.approx(2 * 956948139.91649473)
-    assert not server.answers and not client.answers
+    assert not server.queue and not client.queue

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,6 @@ from nasplan.measure.kinds import transfer as transfer_kind
 from nasplan.measure.tools import transfer
 from nasplan.plan import load_plan
 from nasplan.platforms import detect
-from nasplan.runner import Result
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
 MIB32 = 32 * 2**20
@@ -92,36 +92,12 @@ def test_nfs_plan_needs_an_export_or_a_mounted_path(tmp_path: Path) -> None:
         load_test(tmp_path, "direction: write")
 
 
-class ScriptRunner:
-    """A Runner that records the scripts it is given and answers like a successful nfs-cp."""
-
-    def __init__(self) -> None:
-        self.scripts: list[str] = []
-
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        stdin: str | None = None,
-        timeout_s: float | None = None,
-        sudo: bool = False,
-    ) -> Result:
-        raise AssertionError("not used")
-
-    def run_script(
-        self,
-        script: str,
-        *,
-        stdin: str | None = None,
-        timeout_s: float | None = None,
-        sudo: bool = False,
-    ) -> Result:
-        self.scripts.append(script)
-        out = f"copied 1048576 bytes\n{transfer.ELAPSED_MARK}500000000\n{transfer.EXIT_MARK}0\n"
-        return Result(script, out, "", 0)
+NFS_CP_OK = f"copied 1048576 bytes\n{transfer.ELAPSED_MARK}500000000\n{transfer.EXIT_MARK}0\n"
 
 
-def test_export_from_inventory_vars_makes_nfs_cp_commands(tmp_path: Path) -> None:
+def test_export_from_inventory_vars_makes_nfs_cp_commands(
+    tmp_path: Path, fake_runner: Callable[[str], Any]
+) -> None:
     test = load_test(
         tmp_path,
         "export: '{{ hosts.nas.nfs.export }}', server_path: '{{ hosts.nas.nfs.server_path }}'",
@@ -130,11 +106,11 @@ def test_export_from_inventory_vars_makes_nfs_cp_commands(tmp_path: Path) -> Non
     server = HostSession(Host("nas", "198.18.39.10"))
     xfer = transfer_kind.transfer_for(transfer_kind.settings(test), test, server, "abcd")
     assert (xfer.export, xfer.server_path) == ("/data", "/srv/nfs/export")
-    runner = ScriptRunner()
+    runner = fake_runner("ws").expect("nfs-cp", NFS_CP_OK).expect("nfs-cp", NFS_CP_OK)
     for direction in ("write", "read"):
         rep, _ = transfer_kind.repetition(runner, xfer, direction, "/tmp/x", "198.18.39.10")
         assert rep["status"] == "ok" and rep["bytes_per_second"] == 2 * 2**20
-    write, read = runner.scripts
+    write, read = runner.texts()
     url = f"nfs://198.18.39.10/data/{xfer.remote_name}"
     assert f"nfs-cp /tmp/x/source.bin {url}" in write
     # nfs-cp creates its destination exclusively: the old read copy goes first.
