@@ -15,8 +15,8 @@ WIDE_SPREAD_RATIO = 0.10
 # option, on by default in Linux). On the wire: MTU + 14 (Ethernet header) + 4 (FCS) + 8 (preamble
 # and start delimiter) + 12 (inter-frame gap). tc shapes what the kernel hands the device:
 # MTU + 14 Ethernet header only.
-_TCP_IP_HEADER_BYTES = 52
-_FRAME_OVERHEAD_BYTES: dict[str, int] = {"ethernet": 38, "tc": 14}
+TCP_IPV4_HEADER_BYTES = 52
+FRAME_OVERHEAD_BYTES: dict[str, int] = {"ethernet": 38, "tc": 14}
 
 
 def theoretical_tcp_bits_per_second(
@@ -26,12 +26,12 @@ def theoretical_tcp_bits_per_second(
 
     ``framing="tc"`` is a link shaped by tc in the lab (no preamble, FCS or inter-frame gap).
     """
-    if framing not in _FRAME_OVERHEAD_BYTES:
+    if framing not in FRAME_OVERHEAD_BYTES:
         raise ValueError(f"unknown framing {framing!r} (expected ethernet or tc)")
-    if mtu_bytes <= _TCP_IP_HEADER_BYTES:
+    if mtu_bytes <= TCP_IPV4_HEADER_BYTES:
         raise ValueError(f"MTU {mtu_bytes} bytes leaves no room for TCP payload")
-    payload_bytes = mtu_bytes - _TCP_IP_HEADER_BYTES
-    return speed_bits_per_second * payload_bytes / (mtu_bytes + _FRAME_OVERHEAD_BYTES[framing])
+    payload_bytes = mtu_bytes - TCP_IPV4_HEADER_BYTES
+    return speed_bits_per_second * payload_bytes / (mtu_bytes + FRAME_OVERHEAD_BYTES[framing])
 
 
 def summarize(
