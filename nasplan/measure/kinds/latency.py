@@ -9,7 +9,16 @@ from typing import Any
 from nasplan.analysis import summarize
 from nasplan.errors import CannotStart
 from nasplan.measure import sampler
-from nasplan.measure.kind import Kind, Needs, RunContext, finish, new_record, open_pair, path_params
+from nasplan.measure.kind import (
+    Kind,
+    Needs,
+    RunContext,
+    finish,
+    host_tool,
+    new_record,
+    open_pair,
+    path_params,
+)
 from nasplan.measure.tools import ping
 from nasplan.plan import PlanTest
 
@@ -49,14 +58,12 @@ def run(test: PlanTest, s: LatencySettings, ctx: RunContext) -> dict[str, Any]:
     record["mtu_probe"] = None
     try:
         pair = open_pair(test, ctx, needs(test, s))
-        client, address = pair.client, pair.address
-        assert client.facts is not None and client.runner is not None
-        ping_path = client.tools.get("ping") or client.facts.tool("ping")
-        if not ping_path:
-            raise CannotStart(f"ping is not installed on {client.host.name}")
+        ping_path = host_tool(pair.client, "ping")
     except CannotStart as exc:
         record["error"] = str(exc)
         return record
+    client, address = pair.client, pair.address
+    assert client.runner is not None
     record["params"]["address"] = address
     record["path"] = pair.path
     errors: list[str] = []
