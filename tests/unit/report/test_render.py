@@ -221,3 +221,18 @@ def test_write_report_refuses_an_invalid_run(tmp_path: Path, run: dict[str, Any]
 def test_fixture_run_json_is_byte_for_byte_what_save_run_writes(tmp_path: Path) -> None:
     save_run(tmp_path, json.loads((SAMPLE / "run.json").read_text()))
     assert (tmp_path / "run.json").read_bytes() == (SAMPLE / "run.json").read_bytes()
+
+
+def test_a_kind_without_its_own_section_is_listed_in_its_metrics_unit(
+    run: dict[str, Any],
+) -> None:
+    other = copy.deepcopy(run["tests"][0])
+    other.update(id="mtu-sweep", kind="some-new-kind", status="ok", error=None)
+    other["summary"] = {**other["summary"], "metric": "path_mtu_bytes", "n": 3}
+    other["summary"].update(min=1500.0, median=9000.0, max=9000.0)
+    run["tests"].append(other)
+    report = render_report(run)
+    assert "## Other tests" in report
+    row = table_row(report, "mtu-sweep")
+    assert row[1:] == ["some-new-kind", "9000 bytes", "1500 bytes – 9000 bytes", "3", "ok"]
+    assert "## Other tests" not in render_report(load_run(SAMPLE))
