@@ -81,6 +81,11 @@ class BoundTest:
     run: Callable[[RunContext], dict[str, Any]]
 
 
+def no_tools(test: PlanTest, settings: object) -> Needs:
+    """``needs`` of a kind whose tools every system has (ping): nothing to install."""
+    return {}
+
+
 def target_address(test: PlanTest, plan: Plan, server: HostSession) -> str:
     """The address the client sends to: the target interface's, else the server's address."""
     target = test.target

@@ -11,11 +11,11 @@ from nasplan.errors import CannotStart
 from nasplan.measure import sampler
 from nasplan.measure.kind import (
     Kind,
-    Needs,
     RunContext,
     finish,
     host_tool,
     new_record,
+    no_tools,
     open_pair,
     path_params,
 )
@@ -57,7 +57,7 @@ def run(test: PlanTest, s: LatencySettings, ctx: RunContext) -> dict[str, Any]:
     )
     record["mtu_probe"] = None
     try:
-        pair = open_pair(test, ctx, needs(test, s))
+        pair = open_pair(test, ctx, no_tools(test, s))
         ping_path = host_tool(pair.client, "ping")
     except CannotStart as exc:
         record["error"] = str(exc)
@@ -120,9 +120,4 @@ def describe(test: PlanTest, s: LatencySettings) -> str:
     )
 
 
-def needs(test: PlanTest, s: LatencySettings) -> Needs:
-    """Nothing to install: ping is part of every system nasplan knows."""
-    return {}
-
-
-KIND = Kind(name="latency", settings=settings, needs=needs, describe=describe, run=run)
+KIND = Kind(name="latency", settings=settings, needs=no_tools, describe=describe, run=run)

@@ -17,11 +17,11 @@ from nasplan.analysis import summarize
 from nasplan.errors import CannotStart
 from nasplan.measure.kind import (
     Kind,
-    Needs,
     RunContext,
     finish,
     host_tool,
     new_record,
+    no_tools,
     open_pair,
     path_params,
 )
@@ -118,7 +118,7 @@ def run(test: PlanTest, s: SweepSettings, ctx: RunContext) -> dict[str, Any]:
     }
     record = new_record(test, params, METRIC)
     try:
-        pair = open_pair(test, ctx, needs(test, s))
+        pair = open_pair(test, ctx, no_tools(test, s))
         ping_path = host_tool(pair.client, "ping")
     except CannotStart as exc:
         record["error"] = str(exc)
@@ -150,9 +150,4 @@ def describe(test: PlanTest, s: SweepSettings) -> str:
     )
 
 
-def needs(test: PlanTest, s: SweepSettings) -> Needs:
-    """Nothing to install: ping is part of every system nasplan knows."""
-    return {}
-
-
-KIND = Kind(name="ping-sweep", settings=settings, needs=needs, describe=describe, run=run)
+KIND = Kind(name="ping-sweep", settings=settings, needs=no_tools, describe=describe, run=run)

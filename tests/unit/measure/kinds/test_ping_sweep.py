@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from nasplan.measure import kinds
-from nasplan.runner import Result
 
 PING = Path(__file__).resolve().parents[3] / "fixtures" / "ping"
 TEST = (
@@ -17,25 +16,12 @@ TEST = (
 TOOLS = {"ping": "/usr/bin/ping"}
 
 
-def peer_mtu(path_mtu_bytes: int) -> Callable[[str], Result]:
-    """A path whose peer drops DF packets above ``path_mtu_bytes`` (captured between namespaces)."""
-
-    def reply(command: str) -> Result:
-        argv = command.split()
-        size = int(argv[argv.index("-s") + 1]) + 28
-        passes = size <= path_mtu_bytes
-        name = "iputils-df-1472-ok.txt" if passes else "iputils-df-8972-peer-drops.txt"
-        return Result(command, (PING / name).read_text(), "", 0)
-
-    return reply
-
-
 def test_sizes_are_tried_smallest_first_and_the_largest_answered_is_the_path_mtu(
-    kind_context: Callable[..., Any],
+    kind_context: Callable[..., Any], df_path: Any
 ) -> None:
     ctx, _, ws = kind_context(TEST, TOOLS)
-    ws.expect("-M do -s 1472 198.18.251.1", reply=peer_mtu(1500))
-    ws.expect("-M do -s 8972 198.18.251.1", reply=peer_mtu(1500))
+    ws.expect("-M do -s 1472 198.18.251.1", reply=df_path(1500))
+    ws.expect("-M do -s 8972 198.18.251.1", reply=df_path(1500))
 
     record = kinds.bind(ctx.plan.tests[0]).run(ctx)
 
@@ -50,12 +36,12 @@ def test_sizes_are_tried_smallest_first_and_the_largest_answered_is_the_path_mtu
 
 
 def test_an_expected_jumbo_path_that_drops_them_fails_with_the_mtu_found(
-    kind_context: Callable[..., Any],
+    kind_context: Callable[..., Any], df_path: Any
 ) -> None:
     ctx, _, ws = kind_context(
         TEST.replace("repetitions: 1", "repetitions: 2, expect_mtu_bytes: 9000"), TOOLS
     )
-    ws.allow("-M do", reply=peer_mtu(1500))
+    ws.allow("-M do", reply=df_path(1500))
 
     record = kinds.bind(ctx.plan.tests[0]).run(ctx)
 
@@ -65,7 +51,7 @@ def test_an_expected_jumbo_path_that_drops_them_fails_with_the_mtu_found(
 
 
 def test_a_target_that_answers_no_size_fails_the_repetition(
-    kind_context: Callable[..., Any],
+    kind_context: Callable[..., Any], df_path: Any
 ) -> None:
     ctx, _, ws = kind_context(TEST, TOOLS)
     ws.allow("-M do", (PING / "iputils-no-reply.txt").read_text())
