@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from nasplan.measure import kinds
+from nasplan.runner import Result
 
 PING = Path(__file__).resolve().parents[3] / "fixtures" / "ping"
 TEST = (
@@ -33,6 +34,30 @@ def test_sizes_are_tried_smallest_first_and_the_largest_answered_is_the_path_mtu
     assert record["params"]["sizes_bytes"] == [1500, 9000]
     raw = (ctx.run_dir / rep["raw_file"]).read_text()
     assert raw.count("=== nasplan ping-sweep:") == 2 and "100% packet loss" in raw
+
+
+def captured_sweep(command: str) -> Result:
+    """The real outputs of a sweep from an MTU 9000 sender to an MTU 4000 peer, by size."""
+    argv = command.split()
+    size = int(argv[argv.index("-s") + 1]) + 28
+    name = "sweep-local-mtu9000-9100.txt" if size == 9100 else f"sweep-peer-mtu4000-{size}.txt"
+    return Result(command, (PING / name).read_text(), "", 0)
+
+
+def test_a_4000_byte_hop_on_a_jumbo_path_is_found_and_sizes_the_nic_refuses_named(
+    kind_context: Callable[..., Any],
+) -> None:
+    sizes = "sizes_bytes: [1500, 4000, 4100, 9000, 9100]"
+    ctx, _, ws = kind_context(TEST.replace("sizes_bytes: [9000, 1500]", sizes), TOOLS)
+    ws.allow("-M do", reply=captured_sweep)
+
+    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+
+    assert record["status"] == "ok"
+    sweep = record["repetitions"][0]["sweep"]
+    assert [entry["received"] for entry in sweep] == [2, 2, 0, 0, 0]
+    assert [entry["local_mtu_bytes"] for entry in sweep] == [None, None, None, None, 9000]
+    assert record["summary"]["median"] == 4000
 
 
 def test_an_expected_jumbo_path_that_drops_them_fails_with_the_mtu_found(
