@@ -86,3 +86,10 @@ def test_a_target_that_answers_no_size_fails_the_repetition(
     assert record["status"] == "failed"
     assert "no size got a reply from 198.18.251.1" in record["error"]
     assert record["summary"]["median"] is None
+
+
+def test_check_describes_the_sweep_and_installs_nothing(kind_context: Callable[..., Any]) -> None:
+    ctx, _, _ = kind_context(TEST, TOOLS)
+    bound = kinds.bind(ctx.plan.tests[0])
+    assert bound.description == "DF ping sweep ws -> nas at 1500, 9000 bytes, 2 pings each x 1"
+    assert bound.needs == {}
