@@ -106,6 +106,12 @@ def target_address(test: PlanTest, plan: Plan, server: HostSession) -> str:
     return server.host.address
 
 
+def target_label(test: PlanTest) -> str:
+    """``nas.p2p``, ``link:p2p@nas``, an address, or the server's name when the plan gives none."""
+    target = test.target
+    return target.label() if target.interface or target.address else test.server
+
+
 def path_params(test: PlanTest, target: str | None = None) -> dict[str, Any]:
     """The params every client -> server kind records; ``address`` is filled in once known."""
     return {

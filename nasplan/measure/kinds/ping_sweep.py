@@ -24,6 +24,7 @@ from nasplan.measure.kind import (
     no_tools,
     open_pair,
     path_params,
+    target_label,
 )
 from nasplan.measure.tools import ping
 from nasplan.plan import PlanTest
@@ -110,7 +111,7 @@ def _repetition(
 def run(test: PlanTest, s: SweepSettings, ctx: RunContext) -> dict[str, Any]:
     """Sweep every repetition; a failure is recorded, never raised."""
     params = {
-        **path_params(test),
+        **path_params(test, target_label(test)),
         "sizes_bytes": list(s.sizes_bytes),
         "count": s.count,
         "interval_s": s.interval_s,
@@ -145,7 +146,7 @@ def describe(test: PlanTest, s: SweepSettings) -> str:
     """One line for ``apply --check``."""
     sizes = ", ".join(str(size) for size in s.sizes_bytes)
     return (
-        f"DF ping sweep {test.client} -> {test.target.label()} at {sizes} bytes, "
+        f"DF ping sweep {test.client} -> {target_label(test)} at {sizes} bytes, "
         f"{s.count} pings each x {test.repetitions}"
     )
 
