@@ -1,0 +1,83 @@
+"""``kind: disk`` run() through the runner seam: fio on the NAS, its work directory, fallback."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from nasplan.measure import kinds
+
+FIO = Path(__file__).resolve().parents[3] / "fixtures" / "fio"
+TEST = "  - {id: vol, kind: disk, host: nas, path: /volume1/test, size: 32MiB, repetitions: 1}\n"
+TOOLS = {"fio": "/usr/bin/fio"}
+
+
+def test_write_then_read_in_a_directory_removed_afterwards(
+    kind_context: Callable[..., Any],
+) -> None:
+    ctx, nas, _ = kind_context(TEST, TOOLS)
+    nas.expect("mkdir -p -- /volume1/test/nasplan-fio-")
+    nas.expect("--rw=write", (FIO / "seq-write-direct.json").read_text())
+    nas.expect("fio.bin.bw_bw.1.log", (FIO / "bwlog" / "direct-write-steady_bw.1.log").read_text())
+    nas.expect("--rw=read", (FIO / "seq-read-direct.json").read_text())
+    nas.expect("fio.bin.bw_bw.1.log", (FIO / "bwlog" / "direct-read_bw.1.log").read_text())
+    nas.expect("rm -rf -- /volume1/test/nasplan-fio-")
+
+    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+
+    assert (record["status"], record["error"]) == ("ok", None)
+    assert record["params"]["size_bytes"] == 32 * 2**20
+    assert "--size=33554432" in nas.texts("--rw=write")[0]
+    assert "--direct=1" in nas.texts("--rw=read")[0]
+    assert set(record["directions"]) == {"write", "read"}
+    assert record["summary"] == record["directions"]["write"]
+    workdirs = {text.split()[-1] for text in nas.texts("nasplan-fio-") if text.startswith("mkdir")}
+    workdir = workdirs.pop()
+    assert nas.texts("rm -rf")[0].endswith(workdir)
+    # fio's per-second log of each job, read back and removed, is the test's timeline
+    assert f"--write_bw_log={workdir}/fio.bin.bw" in nas.texts("--rw=write")[0]
+    assert all('rm -f -- "$1"' in text for text in nas.texts("_bw.1.log"))
+    write, read = record["timeline"]["throughput"]
+    assert (write["direction"], write["source"], len(write["t_s"])) == ("write", "fio", 4)
+    assert (read["direction"], len(read["t_s"])) == ("read", 3)
+    assert write["fall"] is None and read["fall"] is None
+    assert write["bits_per_second"][0] == 23552 * 1024 * 8
+    reps = record["repetitions"]
+    assert reps[0]["started_s"] < write["t_s"][0] and reps[0]["ended_s"] <= reps[1]["started_s"]
+
+
+def test_refused_direct_io_is_measured_buffered_and_said(
+    kind_context: Callable[..., Any],
+) -> None:
+    ctx, nas, _ = kind_context(TEST.replace("size: 32MiB", "direction: write"), TOOLS)
+    nas.expect("mkdir -p")
+    nas.expect("--direct=1", (FIO / "direct-io-error.txt").read_text())
+    nas.expect("--direct=0", (FIO / "seq-write-buffered.json").read_text())
+    bwlog = FIO / "bwlog" / "buffered-write-cache-then-disk_bw.1.log"
+    nas.expect("_bw.1.log", bwlog.read_text())
+    nas.expect("rm -rf")
+
+    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+
+    assert record["status"] == "ok"
+    assert record["params"]["direct"] is False
+    assert record["repetitions"][0]["direct"] is False
+    assert any("refused direct I/O" in w for w in ctx.warnings)
+    # buffered, its rate fell once the page cache was full (a real fio log)
+    (series,) = record["timeline"]["throughput"]
+    assert series["fall"] is not None and series["fall"]["after_s"] == 4.0
+
+
+def test_a_directory_that_cannot_be_made_fails_without_running_fio(
+    kind_context: Callable[..., Any],
+) -> None:
+    ctx, nas, _ = kind_context(TEST, TOOLS)
+    nas.expect("mkdir -p", stderr="mkdir: cannot create directory: Read-only file system", exited=1)
+
+    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+
+    assert record["status"] == "failed"
+    assert record["error"].endswith("Read-only file system")
+    assert record["summary"]["median"] is None
+    assert record["repetitions"] == []
