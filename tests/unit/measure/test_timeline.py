@@ -153,3 +153,14 @@ def test_a_transfer_is_the_client_nic_per_second_inside_its_repetition() -> None
     assert read["t_s"] == [5.03] and read["bits_per_second"][0] < 1e6
     assert timeline.transfer_series(record, {"ws": None}) == []
     assert timeline.transfer_series({**record, "path": None}, resources) == []
+
+
+def test_the_jobs_one_rate_hides_the_cache_the_series_shows() -> None:
+    summary = fio.parse((BW_LOGS / "buffered-write-cache-then-disk.json").read_text())
+    assert (summary["rw"], summary["direct"], summary["bytes"]) == ("write", False, 480 * MIB)
+    rows = bw_log("buffered-write-cache-then-disk_bw.1.log")
+    fall = rate_fall([t for t, _, _ in rows], [rate for _, rate, _ in rows])
+    assert fall is not None
+    # 480 MiB in 22 s (the final fsync included): close to the disk, far from the first seconds
+    assert summary["bytes_per_second"] == pytest.approx(fall["after"], rel=0.05)
+    assert fall["before"] > 2.5 * summary["bytes_per_second"]
