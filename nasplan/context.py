@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nasplan.hosts import HostSession
@@ -23,3 +23,12 @@ class RunContext:
     progress: Progress
     secrets: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # apply saves run.json with this record (the running test) after every repetition
+    on_checkpoint: Callable[[dict[str, Any]], None] | None = None
+    running: dict[str, Any] | None = None
+
+    def checkpoint(self, record: dict[str, Any]) -> None:
+        """Keep ``record`` (the test being run, its finished repetitions) safe on disk now."""
+        self.running = record
+        if self.on_checkpoint is not None:
+            self.on_checkpoint(record)

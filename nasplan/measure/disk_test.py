@@ -126,6 +126,7 @@ def _repetitions(
                 )
             rep["index"] = index
             record["repetitions"].append(rep)
+            ctx.checkpoint(record)
             if rep["error"]:
                 errors.append(f"{direction} {index}: {rep['error']}")
 

@@ -7,7 +7,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from nasplan.analysis import efficiency, summarize
+from nasplan.analysis import efficiency, stall_reason, summarize
 from nasplan.context import RunContext
 from nasplan.hosts import HostSession
 from nasplan.measure import TestKind, iperf3, iperf3_multi, sampler
@@ -136,6 +136,7 @@ def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:
             if rep["error"]:
                 errors.append(f"repetition {index}: {rep['error']}")
             record["repetitions"].append(rep)
+            ctx.checkpoint(record)
     record["resources"] = resources
     rates = [r["bits_per_second"] for r in record["repetitions"] if r["status"] == "ok"]
     record["summary"] = summarize(rates, "bits_per_second")
@@ -182,7 +183,9 @@ def _repetition(
     rep["interval_bits_per_second"] = [row["bits_per_second"] for row in parsed["intervals"]]
     if processes:
         rep["processes"] = parsed["processes"]
-    rep["status"] = "ok"
+    # A stall is a fault, not a slow result: the repetition fails with why.
+    rep["error"] = stall_reason(parsed["intervals"])
+    rep["status"] = "failed" if rep["error"] else "ok"
     rep["raw_file"] = save_raw(run_dir, raw_name, raw)
     return rep
 

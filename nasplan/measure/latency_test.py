@@ -70,6 +70,7 @@ def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:
                 rep["error"] = str(exc)
                 errors.append(f"repetition {index}: {exc}")
                 record["repetitions"].append(rep)
+                ctx.checkpoint(record)
                 continue
             rep["raw_file"] = save_raw(ctx.run_dir, f"raw/{test.id}/rep-{index}.txt", raw)
             rep.update({k: parsed[k] for k in ("packets", "lost_percent", *_RTT_KEYS)})
@@ -80,6 +81,7 @@ def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:
             else:
                 rep["status"] = "ok"
             record["repetitions"].append(rep)
+            ctx.checkpoint(record)
         mtu = (record["path"] or {}).get("mtu_bytes")
         if record["params"]["mtu_probe"] and mtu:
             try:
