@@ -285,10 +285,16 @@ class LeaseKeeper:
             runner = session.runner
             if runner is None or getattr(runner, "lost", None):
                 return
+            try_script = getattr(runner, "try_script", None)
             try:
-                result = runner.run_script(script, timeout_s=self.renew_s + 10)
+                if try_script is not None:  # SSH: a missed renewal is no lost host
+                    result = try_script(script, timeout_s=self.renew_s + 10)
+                else:
+                    result = runner.run_script(script, timeout_s=self.renew_s + 10)
             except Exception:  # a lost host: the lease runs out there, as it should
                 return
+            if result is None:
+                continue
             if result.stdout.strip() == "lost":
                 session.warnings.append(
                     f"{session.host.name}: another run took this host's lock during the run"

@@ -125,16 +125,35 @@ class SshRunner:
         user = str(self.connection.user)
         return become.check_sudo(result, user, self.name, with_password=password is not None)
 
-    def _lose(self, reason: str) -> HostLostError:
-        self.lost = self.lost or f"{self.name}: {reason}"
-        return HostLostError(self.name, self.lost)
+    def try_script(self, script: str, *, timeout_s: float) -> Result | None:
+        """Run shell text as the login user; None when the host did not answer, without
+        marking it lost (a lease renewal during a short link outage must not end the run)."""
+        if self.lost:
+            return None
+        try:
+            return self._exec(shlex.join(["sh", "-c", script]), script, timeout_s, None, False)
+        except HostLostError:
+            return None
 
-    def _exec(self, command: str, shown: str, timeout_s: float | None, stdin: str | None) -> Result:
+    def _lose(self, reason: str, mark: bool = True) -> HostLostError:
+        message = f"{self.name}: {reason}"
+        if mark:
+            self.lost = self.lost or message
+        return HostLostError(self.name, self.lost or message)
+
+    def _exec(
+        self,
+        command: str,
+        shown: str,
+        timeout_s: float | None,
+        stdin: str | None,
+        mark_lost: bool = True,
+    ) -> Result:
         if self.lost:
             raise HostLostError(self.name, self.lost)
         transport = self.connection.client.get_transport()
         if transport is None or not transport.is_active():
-            raise self._lose("SSH connection lost")
+            raise self._lose("SSH connection lost", mark_lost)
         channel_s = self.timeouts.channel_s
         try:
             channel = transport.open_session(timeout=channel_s)
@@ -142,9 +161,9 @@ class SshRunner:
             reason = str(exc) or type(exc).__name__
             if "Timeout" in reason:
                 raise self._lose(
-                    f"host stopped answering: no SSH channel within {channel_s:g} s"
+                    f"host stopped answering: no SSH channel within {channel_s:g} s", mark_lost
                 ) from None
-            raise self._lose(f"SSH connection lost: {reason}") from None
+            raise self._lose(f"SSH connection lost: {reason}", mark_lost) from None
         try:
             channel.settimeout(channel_s)
             channel.exec_command(command)
@@ -153,7 +172,8 @@ class SshRunner:
             channel.shutdown_write()
             return self._collect(channel, shown, timeout_s or self.timeouts.command_s)
         except (paramiko.SSHException, OSError, EOFError) as exc:
-            raise self._lose(f"SSH connection lost: {exc or type(exc).__name__}") from None
+            reason = str(exc) or type(exc).__name__
+            raise self._lose(f"SSH connection lost: {reason}", mark_lost) from None
         finally:
             channel.close()
 

@@ -325,3 +325,56 @@ def test_run_directory_full(lab: LabState, tmp_path: Path, tiny_dir: Path) -> No
     assert run["tests"][0]["repetitions"][0]["status"] == "ok"
     assert states(lab) == before_state
     assert settle(lab, before_files) == set()
+
+
+def test_link_down_mid_test_fails_the_repetition_as_stalled(lab: LabState, tmp_path: Path) -> None:
+    before_state, before_files = states(lab), leftovers(lab)
+    port = lab.hosts["ftnas"].lan_root_side  # the lab's own root-side port of ftnas
+    proc = start(write_plan(lab, tmp_path, duration_s=5), tmp_path / "run", NASPLAN_CHANNEL_S="8")
+    seen = wait_for(proc, "repetition 1/1")
+    time.sleep(1.5)
+    subprocess.run(["ip", "link", "set", "dev", port, "down"], check=True)
+    try:
+        time.sleep(2.5)
+    finally:
+        subprocess.run(["ip", "link", "set", "dev", port, "up"], check=True)
+    err = finish(proc, seen)
+    assert proc.returncode == 1, err
+    assert "Traceback" not in err
+    run = json.loads((tmp_path / "run/run.json").read_text())
+    test = run["tests"][0]
+    rep = test["repetitions"][0]
+    assert rep["status"] == "failed" and rep["error"].startswith("stalled: "), rep["error"]
+    assert test["status"] == "failed" and "stalled" in test["error"]
+    assert test["summary"]["n"] == 0
+    assert run["hosts"]["ftnas"]["reachable"] is True
+    assert settle(lab, before_files) == set()
+    assert states(lab) == before_state
+
+
+def test_foreign_listener_on_the_iperf3_port_fails_that_test_and_is_left_alone(
+    lab: LabState, tmp_path: Path
+) -> None:
+    before_files = leftovers(lab)
+    listener = subprocess.Popen(
+        [
+            "ip", "netns", "exec", lab.hosts["ftnas"].namespace, sys.executable, "-c",
+            "import socket, time\n"
+            "s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+            "s.bind(('0.0.0.0', 5201)); s.listen(); time.sleep(60)",
+        ]
+    )  # fmt: skip
+    try:
+        time.sleep(0.5)
+        code, err = apply_once(write_plan(lab, tmp_path, other_test=True), tmp_path / "run")
+        assert code == 1, err
+        assert "Traceback" not in err
+        run = json.loads((tmp_path / "run/run.json").read_text())
+        nas, other = run["tests"]
+        assert nas["status"] == "failed" and "port 5201 is already in use" in nas["error"]
+        assert other["status"] == "ok"
+        assert listener.poll() is None  # not ours: left running
+    finally:
+        listener.kill()
+        listener.wait()
+    assert settle(lab, before_files) == set()
