@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,48 @@ def test_too_little_free_space_is_refused_before_a_run(tmp_path: Path) -> None:
     with pytest.raises(RunDirError, match=r"MB free, a run needs at least .* --out"):
         require_free_space(tmp_path / "runs", min_bytes=10**18)
     require_free_space(tmp_path / "runs", min_bytes=1)
+
+
+def _uptime_s() -> int:
+    return int(float(Path("/proc/uptime").read_text().split()[0]))
+
+
+def _arm(tmp_path: Path, lease: Path) -> tuple[Path, subprocess.Popen[bytes]]:
+    from nasplan.network import scripts
+
+    directory = tmp_path / "revert"
+    directory.mkdir()
+    (directory / "restore.sh").write_text(f"touch {tmp_path / 'restored'}\n")
+    argv = ["setsid", "sh", "-c", scripts._REVERT_DAEMON, "nasplan-revert", str(directory)]
+    daemon = subprocess.Popen([*argv, "1", str(lease)])
+    for _ in range(50):
+        if (directory / "pid").exists():
+            break
+        time.sleep(0.1)
+    confirm = subprocess.run(
+        ["sh", "-c", scripts.confirm_script(str(directory))], capture_output=True, text=True
+    )
+    assert confirm.stdout.strip() == "confirmed"
+    return directory, daemon
+
+
+def test_a_confirmed_revert_stays_armed_until_the_lease_runs_out(tmp_path: Path) -> None:
+    lease = tmp_path / "lease"
+    lease.write_text(f"{_uptime_s() + 3}\n")
+    directory, daemon = _arm(tmp_path, lease)
+    try:
+        time.sleep(2)  # past the 1 s confirm timeout: confirmed, the lease still runs
+        assert not (tmp_path / "restored").exists()
+        daemon.wait(timeout=5)  # the lease ran out: the host puts the snapshot back
+        assert (tmp_path / "restored").exists() and (directory / "fired").exists()
+    finally:
+        daemon.kill()
+
+
+def test_a_confirmed_revert_without_a_lease_is_disarmed(tmp_path: Path) -> None:
+    directory, daemon = _arm(tmp_path, tmp_path / "no-lease")
+    try:
+        daemon.wait(timeout=4)
+        assert not (tmp_path / "restored").exists() and not (directory / "fired").exists()
+    finally:
+        daemon.kill()
