@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from nasplan.errors import NasplanError
+from nasplan.errors import HostLostError, NasplanError
 from nasplan.facts import HostFacts, gather, parse_iperf3_version
 from nasplan.inventory import Host
 from nasplan.platforms import Command, Platform, PlatformError, detect
@@ -205,7 +205,14 @@ def prepare(
             )
         progress.host(session.host.name, "ready")
 
-    in_parallel(sessions.values(), one)
+    def guarded(session: HostSession) -> None:
+        try:
+            one(session)
+        except HostLostError as exc:  # stopped answering half-way: its tests fail with why
+            session.mark_lost(str(exc))
+            progress.host(session.host.name, f"[lost] {exc}")
+
+    in_parallel(sessions.values(), guarded)
 
 
 def _installed_iperf3_version(runner: Runner, found: Mapping[str, str]) -> str | None:
