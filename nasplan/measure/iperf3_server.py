@@ -90,7 +90,8 @@ nasplan_watch() {
   [ -f "$nasplan_lease" ] || return 0
   nohup sh -c "$watch" nasplan-iperf3-watch "$pid" "$nasplan_lease" "$pidfile" \\
     >/dev/null 2>&1 </dev/null &
-  nasplan_register "$!" "$pidfile"
+  echo "$!" > "$pidfile.watch"
+  nasplan_register "$!" "$pidfile" "$pidfile.watch"
 }
 """
 
@@ -112,7 +113,12 @@ if [ -n "$pid" ]; then
   fi
 fi
 cat "$logfile" 2>/dev/null
-rm -f "$pidfile" "$logfile"
+# its watchdog too (only while its command line still names this server's pidfile)
+watch=$(cat "$pidfile.watch" 2>/dev/null)
+case $watch in ''|*[!0-9]*) ;; *)
+  tr '\\000' ' ' < "/proc/$watch/cmdline" 2>/dev/null | grep -qF -- "$pidfile" && kill "$watch"
+esac
+rm -f "$pidfile" "$logfile" "$pidfile.watch"
 exit 0
 """
 
