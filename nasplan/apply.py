@@ -11,9 +11,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from nasplan import __version__, hostlock
+from nasplan import __version__, leases
 from nasplan.analysis import annotate_transfers, summarize
-from nasplan.context import RunContext
 from nasplan.errors import HostLostError, RunDirError
 from nasplan.hosts import (
     HostSession,
@@ -25,10 +24,11 @@ from nasplan.hosts import (
     prepare,
 )
 from nasplan.inventory import Host
-from nasplan.measure import kinds, summary_text
-from nasplan.network.phase import NetworkPhase, describe_changes, skipped_record
+from nasplan.measure import kinds
+from nasplan.measure.kind import BoundTest, RunContext, skipped, summary_text
+from nasplan.network.phase import NetworkPhase, describe_changes
 from nasplan.output import require_free_space, secrets_from_environ
-from nasplan.plan import Plan, TestSpec
+from nasplan.plan import Plan
 from nasplan.progress import Progress, RedactedProgress
 from nasplan.report.render import write_report
 from nasplan.results import new_run_dir, save_run
@@ -72,20 +72,26 @@ def plan_hosts(plan: Plan) -> dict[str, Host]:
     return hosts
 
 
-def tool_needs(plan: Plan) -> dict[str, list[str]]:
+def bound_tests(plan: Plan) -> list[BoundTest]:
+    """The plan's tests, each bound to its kind with its settings parsed once."""
+    return [kinds.bind(test) for test in plan.tests]
+
+
+def tool_needs(plan: Plan, bound: list[BoundTest] | None = None) -> dict[str, list[str]]:
     """Host -> the tools its tests need, plus the plan's ``setup.packages`` on every host."""
     needs: dict[str, set[str]] = {name: set(plan.setup_packages) for name in plan.host_names}
-    for test in plan.tests:
-        for host, tools in kinds()[test.kind].needs(test).items():
+    for one in bound_tests(plan) if bound is None else bound:
+        for host, tools in one.needs.items():
             needs.setdefault(host, set()).update(tools)
     return {host: sorted(tools) for host, tools in needs.items()}
 
 
 def check(plan: Plan, progress: Progress, connector: Callable[[Host], Runner] = connect) -> Outcome:
     """``apply --check``: connect and gather facts, print what would happen, change nothing."""
+    bound = bound_tests(plan)
     sessions = open_sessions(plan_hosts(plan), progress, connector)
     try:
-        needs = tool_needs(plan)
+        needs = tool_needs(plan, bound)
         for name, session in sessions.items():
             if session.error:
                 progress.message(f"{name}: UNREACHABLE: {session.error}")
@@ -101,8 +107,8 @@ def check(plan: Plan, progress: Progress, connector: Callable[[Host], Runner] = 
             current = {nic.name: nic for nic in facts.interfaces} if facts else {}
             for line in describe_changes(plan.network.changes(name), current):
                 progress.message(f"{name}: would set {line} (and put it back after the run)")
-        for test in plan.tests:
-            progress.message(f"test {test.id}: would run {kinds()[test.kind].describe(test)}")
+        for one in bound:
+            progress.message(f"test {one.test.id}: would run {one.description}")
         unreachable = any(s.error for s in sessions.values())
         return Outcome(None, EXIT_UNREACHABLE if unreachable else EXIT_OK)
     finally:
@@ -121,16 +127,16 @@ def _resummarized(record: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
-def run_test(test: TestSpec, ctx: RunContext) -> dict[str, Any]:
+def run_test(one: BoundTest, ctx: RunContext) -> dict[str, Any]:
     """One test's record; a host lost on the way fails it, keeping its finished repetitions."""
     ctx.running = None
     try:
-        return kinds()[test.kind].run(test, ctx)
+        return one.run(ctx)
     except HostLostError as exc:
         session = ctx.sessions.get(exc.host)
         if session is not None:
             session.mark_lost(str(exc))
-        record = ctx.running or dict(skipped_record(test, str(exc)))
+        record = ctx.running or dict(skipped(one.test, str(exc)))
         record["status"] = "failed"
         record["error"] = "; ".join(e for e in (record.get("error"), str(exc)) if e)
         return _resummarized(record)
@@ -147,7 +153,7 @@ def _lock_hosts(
         if not session.ready:
             return
         try:
-            refused = hostlock.acquire(session, run_id, lease_s)
+            refused = leases.acquire(session, run_id, lease_s)
         except HostLostError as exc:
             session.mark_lost(str(exc))
             progress.host(session.host.name, f"[lost] {exc}")
@@ -178,6 +184,7 @@ def apply(
     """
     if become_passwords and connector is connect:
         connector = connect_with_passwords(become_passwords)
+    bound = bound_tests(plan)
     timeouts = from_environ()
     started = _utc_now()
     require_free_space(out if out is not None else (base_dir or Path.cwd()) / "runs")
@@ -217,7 +224,7 @@ def apply(
         reconnect_grace_s=timeouts.reconnect_grace_s,
     )
     lock_id = f"{run_dir.name}-{secrets.token_hex(4)}"
-    keeper = hostlock.LeaseKeeper(sessions, lock_id, timeouts.lease_s, timeouts.renew_s, progress)
+    keeper = leases.LeaseKeeper(sessions, lock_id, timeouts.lease_s, timeouts.renew_s, progress)
 
     def snapshot(running: dict[str, Any] | None = None) -> dict[str, Any]:
         current = dict(run)
@@ -238,7 +245,7 @@ def apply(
         sessions.update(open_sessions(plan_hosts(plan), progress, connector))
         _lock_hosts(sessions, lock_id, timeouts.lease_s, progress)
         keeper.start()
-        prepare(sessions, tool_needs(plan), progress)
+        prepare(sessions, tool_needs(plan, bound), progress)
         checkpoint()
         try:
             network.setup()
@@ -246,17 +253,17 @@ def apply(
             network.fail(str(exc))
         mark_lost_hosts(sessions)
         checkpoint()
-        for test in plan.tests:
+        for one in bound:
             if not network.ok:
-                record = skipped_record(test, f"network setup failed: {network.error}")
+                record = skipped(one.test, f"network setup failed: {network.error}")
             else:
-                record = run_test(test, ctx)
+                record = run_test(one, ctx)
             for name in mark_lost_hosts(sessions):
                 progress.host(name, f"[lost] {sessions[name].error}")
             run["tests"].append(record)
             checkpoint()
             shown = summary_text(record["summary"])
-            progress.test_done(test.id, record["status"], record["error"] or shown)
+            progress.test_done(one.test.id, record["status"], record["error"] or shown)
         memory = {n: s.facts.memory_bytes if s.facts else None for n, s in sessions.items()}
         annotate_transfers(run["tests"], memory)
         network.teardown()
@@ -271,7 +278,7 @@ def apply(
             network.teardown()  # a no-op when done above; restores after an error or Ctrl-C
         finally:
             keeper.stop()
-            in_parallel(sessions.values(), lambda s: hostlock.release(s, lock_id))
+            in_parallel(sessions.values(), lambda s: leases.release(s, lock_id))
             close_sessions(sessions)
             run["finished_at"] = _iso(_utc_now())
             _finish(run_dir, snapshot(), ctx.secrets, progress)

@@ -43,3 +43,10 @@ class RunDirError(NasplanError):
     """The run directory cannot take the run's files (full, read-only): exit code 1."""
 
     exit_code = 1
+
+
+class CannotStart(NasplanError):
+    """A test cannot start (a host not ready, a tool missing, no address to send to).
+
+    Its kind records the message as the test's error; the run goes on with the next test.
+    """

@@ -118,7 +118,7 @@ def save_run(run_dir: Path, run: dict[str, Any], secrets: Iterable[str] = ()) ->
     return write_text(path, dump_run(run, secrets), redactor_of(secrets))
 
 
-def save_raw(run_dir: Path, relative_path: str, text: str, secrets: Iterable[str] = ()) -> str:
+def save_raw(run_dir: Path, relative_path: str, text: str, secrets: Iterable[str]) -> str:
     """Write a raw tool output (secrets masked); return its path relative to the run directory.
 
     ``relative_path`` is relative to the run directory and must lie under ``raw/``,
