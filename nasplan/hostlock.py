@@ -26,7 +26,8 @@ EXIT_BUSY = 75
 # nasplan_now: the host clock in whole seconds; nasplan_lease_ok: the lease has not run out
 # (true when there is no lock: a measurement run on its own keeps its old bounded life).
 # nasplan_register PID TOKEN [FILE...]: what a stale lock's finder kills (PID, only while its
-# command line still holds TOKEN) and removes (FILEs, only under /tmp/nasplan-).
+# command line still holds TOKEN; ``-``: none) and removes (FILEs: /tmp/nasplan-*, a disk test's
+# nasplan-fio-* directory).
 PRELUDE = r"""
 nasplan_dir="/tmp/nasplan-$(uname -n 2>/dev/null | tr -c 'A-Za-z0-9_.\n-' '_').lock"
 nasplan_lease="$nasplan_dir/lease"
@@ -63,7 +64,7 @@ nasplan_cleanup() {
   fi
   if [ -f "$1/files" ]; then
     while read -r f; do
-      case $f in /tmp/nasplan-*) ;; *) continue ;; esac
+      case $f in /tmp/nasplan-*|*/nasplan-fio-*) ;; *) continue ;; esac
       [ -e "$f" ] || continue
       rm -rf -- "$f" && echo "file $f"
     done < "$1/files"

@@ -68,12 +68,15 @@ def test_lock_is_refused_while_its_lease_runs_and_taken_over_after(tmp_path: Pat
         # run-a's lease runs out: run-b takes over and removes what run-a registered.
         leftover = Path("/tmp/nasplan-ft-unit-leftover")
         leftover.write_text("x")
-        (lock / "files").write_text(f"{leftover}\n/etc/passwd\n")
+        fio_dir = tmp_path / "volume" / "nasplan-fio-0123abcd"
+        fio_dir.mkdir(parents=True)
+        (lock / "files").write_text(f"{leftover}\n/etc/passwd\n{fio_dir}\n{tmp_path}\n")
         (lock / "lease").write_text("0\n")
         third = sh(hostlock.acquire_script("run-b", 30), tmp_path)
         assert third.returncode == 0, third.stdout
         assert f"file {leftover}" in third.stdout and not leftover.exists()
-        assert Path("/etc/passwd").exists()
+        assert f"file {fio_dir}" in third.stdout and not fio_dir.exists()
+        assert Path("/etc/passwd").exists() and tmp_path.exists()  # not nasplan's: kept
         assert "run_id=run-b" in (lock / "owner").read_text()
         assert sh(hostlock.renew_script("run-a", 30), tmp_path).stdout.strip() == "lost"
         assert sh(hostlock.renew_script("run-b", 30), tmp_path).stdout.strip() == "renewed"
