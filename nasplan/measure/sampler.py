@@ -3,8 +3,9 @@
 The loop reads /proc/stat, /proc/meminfo, /proc/diskstats and /proc/net/dev every
 SAMPLE_INTERVAL_S with shell builtins only (no process per sample, so it does not distort what
 it measures) and appends one line per sample to a /tmp file. It stops when its flag file is
-removed, or by itself after ``max_s``. ``parse`` turns the lines into the test's summary and a
-per-second series (CPU busy, memory available, disk and NIC bytes per second, like vmstat).
+removed, when the run's lease on the host runs out (nasplan gone: see nasplan.hostlock), or by
+itself after ``max_s``. ``parse`` turns the lines into the test's summary and a per-second
+series (CPU busy, memory available, disk and NIC bytes per second, like vmstat).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from nasplan.hostlock import PRELUDE
 from nasplan.hosts import in_parallel
 from nasplan.runner import Runner
 
@@ -34,10 +36,18 @@ _TIMEOUT_S = 15.0
 # RAM, loop and optical devices; sectors are 512 bytes whatever the device's own sector size.
 # NICs: every interface but lo. "E" ends a complete line (one written when the loop was killed
 # is not). `sleep 0.5` fails on a busybox built without FLOAT_DURATION: fall back to whole seconds.
+# $1: the run's lease file (nasplan.hostlock): the loop ends once nasplan stopped renewing it
+# (kept in $lease: the NIC loop below reuses the positional parameters).
 _LOOP = """\
 ticks=0
+lease=${1:-}
 while [ -e "$flag" ] && [ "$ticks" -lt "$limit" ]; do
   read -r up _ < /proc/uptime
+  if [ -n "$lease" ] && [ -f "$lease" ]; then
+    read -r until < "$lease" || until=0
+    case $until in ''|*[!0-9]*) until=0 ;; esac
+    [ "${up%.*}" -lt "$until" ] || { rm -f "$out" "$flag"; break; }
+  fi
   read -r _ user nice system idle iowait irq softirq steal _ < /proc/stat
   mem=
   while read -r key value _; do
@@ -64,7 +74,8 @@ done >> "$out"
 
 _START = """\
 : > "$out" && : > "$flag" || exit 1
-nohup sh -c "$loop" nasplan-sampler >/dev/null 2>&1 </dev/null &
+nohup sh -c "$loop" nasplan-sampler "$nasplan_lease" >/dev/null 2>&1 </dev/null &
+nasplan_register "$!" "$out" "$out" "$flag"
 echo "$!"
 """
 
@@ -94,7 +105,7 @@ def start_script(token: str, *, max_s: float = MAX_SAMPLING_S) -> str:
     out, flag = paths(token)
     limit = max(1, round(max_s / SAMPLE_INTERVAL_S))
     loop = _assign({"out": out, "flag": flag, "limit": limit}) + _LOOP
-    return _assign({"out": out, "flag": flag, "loop": loop}) + _START
+    return _assign({"out": out, "flag": flag, "loop": loop}) + PRELUDE + _START
 
 
 def stop_script(token: str, pid: int) -> str:
