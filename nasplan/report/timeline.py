@@ -116,9 +116,9 @@ def fall_texts(test: Mapping[str, Any]) -> list[str]:
         before, after = fall["before_bits_per_second"], fall["after_bits_per_second"]
         texts.append(
             f"{what}: the rate fell after {fall['after_s']:g} s, from "
-            f"{_rate_text(kind, before)} to {_rate_text(kind, after)} "
-            f"({after / before * 100:.0f} % of it): a cache took the first seconds, then the "
-            f"disk's own speed (or another limit) set the rate"
+            f"{_rate_text(kind, before)} to {_rate_text(kind, after)}, "
+            f"{after / before * 100:.0f} % of the earlier rate: a cache took the first seconds, "
+            f"then the disk's own speed (or another limit) set the rate"
         )
     return texts
 

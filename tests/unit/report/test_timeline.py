@@ -155,3 +155,20 @@ def test_report_of_a_real_lab_run_over_1g() -> None:
         assert set(flat.split(", ")) == {"956.41"}  # 1G at MTU 1500, tc framing, in Mbit/s
         points = [float(v) for v in rate.split(", ")]
         assert points[0] == 0 and 900 < max(points) < 1000, chart
+
+
+def test_a_real_smb_write_that_fell_when_the_nas_cache_was_full() -> None:
+    run = load_run(FIXTURES / "runs" / "smb-fall-lab")
+    (series,) = run["tests"][0]["timeline"]["throughput"]
+    assert (series["source"], series["direction"], series["nic"]) == ("nic", "write", "eth0")
+    assert series["fall"]["after_s"] == 2.0
+    # the NAS's disk was throttled to 25 MB/s: what the NIC carried once its cache was full
+    assert 20e6 < series["fall"]["after_bits_per_second"] / 8 < 26.5e6
+    assert series["fall"]["before_bits_per_second"] > 3 * series["fall"]["after_bits_per_second"]
+    report = render_report(run)
+    assert (
+        "- **smb-write** write repetition 1: the rate fell after 2 s, from 95.8 MB/s "
+        "(91.4 MiB/s) to 25.3 MB/s (24.1 MiB/s), 26 % of the earlier rate" in report
+    )
+    (chart,) = [b for b in mermaid.blocks(report) if "smb-write: rate" in b]
+    assert mermaid.validate(chart) == []
