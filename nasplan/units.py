@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
+MIB_BYTES = 2**20  # a mebibyte; a megabyte (MB) is 10**6 bytes
+
 _RATE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)(?:bit/s|bps|b)?\s*$")
 _RATE_FACTORS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
 
@@ -52,6 +54,11 @@ def format_bits_per_second(bits_per_second: float) -> str:
     if bits_per_second >= 10**3:
         return f"{bits_per_second / 10**3:.1f} kbit/s"
     return f"{bits_per_second:.0f} bit/s"
+
+
+def format_bytes_per_second(bytes_per_second: float, digits: int = 1) -> str:
+    """Format a rate in bytes/s as MiB/s (2^20 bytes/s), e.g. ``"131.0 MiB/s"``."""
+    return f"{bytes_per_second / MIB_BYTES:.{digits}f} MiB/s"
 
 
 def format_rate_short(bits_per_second: float) -> str:

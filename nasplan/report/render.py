@@ -12,14 +12,13 @@ from urllib.parse import quote
 
 import jinja2
 
+from nasplan.analysis import FRAME_OVERHEAD_BYTES, TCP_IPV4_HEADER_BYTES
 from nasplan.report import mermaid
 from nasplan.results import REPORT_FILE, load_run
-from nasplan.units import format_bits_per_second
+from nasplan.units import format_bits_per_second, format_bytes_per_second
 
 DASH = "–"
 LOOPBACK_NICS = frozenset({"lo", "lo0"})
-FRAMING_OVERHEAD_BYTES = {"ethernet": 38, "tc": 14}
-TCP_IPV4_HEADERS_BYTES = 52
 STATUS_MEANING = {
     "ok": "every test ran",
     "failed": "a test failed",
@@ -90,7 +89,7 @@ def mebibytes_per_second(value: float | None) -> str:
 
 def bytes_rate(value: float | None) -> str:
     """A rate in bytes/s as MiB/s (2^20 bytes/s): ``131.0 MiB/s``."""
-    return DASH if value is None else f"{value / 2**20:.1f} MiB/s"
+    return DASH if value is None else format_bytes_per_second(value)
 
 
 def milliseconds(value: float | None) -> str:
@@ -291,7 +290,7 @@ def _framings(tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
     examples: dict[str, dict[tuple[int, int], float | None]] = {}
     for test in tests:
         path = test["path"]
-        if path.get("framing") in FRAMING_OVERHEAD_BYTES:
+        if path.get("framing") in FRAME_OVERHEAD_BYTES:
             found = examples.setdefault(path["framing"], {})
             speed, mtu = path.get("speed_bits_per_second"), path.get("mtu_bytes")
             if speed and mtu:
@@ -299,13 +298,13 @@ def _framings(tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
         {
             "name": name,
-            "overhead_bytes": FRAMING_OVERHEAD_BYTES[name],
+            "overhead_bytes": FRAME_OVERHEAD_BYTES[name],
             "examples": [
                 {
                     "speed_bits_per_second": speed,
                     "mtu_bytes": mtu,
-                    "payload_bytes": mtu - TCP_IPV4_HEADERS_BYTES,
-                    "wire_bytes": mtu + FRAMING_OVERHEAD_BYTES[name],
+                    "payload_bytes": mtu - TCP_IPV4_HEADER_BYTES,
+                    "wire_bytes": mtu + FRAME_OVERHEAD_BYTES[name],
                     "theoretical_bits_per_second": theoretical,
                 }
                 for (speed, mtu), theoretical in sorted(found.items())
