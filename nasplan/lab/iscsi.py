@@ -177,7 +177,9 @@ def stop(host_dir: Path) -> None:
     """Ask a host's tgtd to exit (it ignores SIGTERM); nothing when it is not running."""
     pid = _pid(iscsi_files(host_dir))
     if pid is not None and netns.pid_alive(pid):
-        tgtadm(pid, ["--op", "delete", "--mode", "system", "--force"])
+        # tgtd leaves only once it has no target; --force ends a session still logged in.
+        tgtadm(pid, ["--op", "delete", "--mode", "target", "--tid", str(TARGET_ID), "--force"])
+        tgtadm(pid, ["--op", "delete", "--mode", "system"])
 
 
 def inventory_vars(host_dir: Path) -> dict[str, Any]:

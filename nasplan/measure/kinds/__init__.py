@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from nasplan.measure.kind import BoundTest, Kind
-from nasplan.measure.kinds import disk, iperf3, latency, transfer
+from nasplan.measure.kinds import disk, iperf3, iscsi, latency, transfer
 
 KINDS: dict[str, Kind[Any]] = {
-    kind.name: kind for kind in (iperf3.KIND, transfer.KIND, latency.KIND, disk.KIND)
+    kind.name: kind for kind in (iperf3.KIND, transfer.KIND, latency.KIND, disk.KIND, iscsi.KIND)
 }
 
 
