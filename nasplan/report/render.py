@@ -12,6 +12,7 @@ from urllib.parse import quote
 
 import jinja2
 
+from nasplan import storage
 from nasplan.analysis import FRAME_OVERHEAD_BYTES, TCP_IPV4_HEADER_BYTES
 from nasplan.report import mermaid
 from nasplan.results import REPORT_FILE, load_run
@@ -227,6 +228,7 @@ def _host(name: str, host: Mapping[str, Any]) -> dict[str, Any]:
         "memory_bytes": facts.get("memory_bytes"),
         "iperf3_version": facts.get("iperf3_version"),
         "nics": _nics(host),
+        "storage": storage.aspects(facts.get("storage") or {}),
         "actions": list(host.get("actions", [])),
     }
 

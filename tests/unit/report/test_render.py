@@ -17,6 +17,7 @@ from nasplan.errors import InputError
 from nasplan.report import render_report, write_report
 from nasplan.report.render import bits_per_second_range, cell, gibibytes, nominal_speed, percent
 from nasplan.results import load_run, save_run
+from nasplan.storage import parse_mdstat
 
 SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "runs" / "sample"
 
@@ -221,3 +222,21 @@ def test_write_report_refuses_an_invalid_run(tmp_path: Path, run: dict[str, Any]
 def test_fixture_run_json_is_byte_for_byte_what_save_run_writes(tmp_path: Path) -> None:
     save_run(tmp_path, json.loads((SAMPLE / "run.json").read_text()))
     assert (tmp_path / "run.json").read_bytes() == (SAMPLE / "run.json").read_bytes()
+
+
+def test_a_host_s_storage_layout_is_listed_under_its_name(run: dict[str, Any]) -> None:
+    mdstat = (
+        Path(__file__).resolve().parents[2] / "fixtures" / "storage" / "mdstat-synology-8bay.txt"
+    )
+    host = next(iter(run["hosts"].values()))
+    host["facts"]["storage"] = {
+        "md_arrays": parse_mdstat(mdstat.read_text())[3:],
+        "mounts": [{"source": "/dev/md0", "mountpoint": "/", "fstype": "ext4"}],
+    }
+    text = render_report(run)
+    name = next(iter(run["hosts"]))
+    section = text.split(f"### {name} storage\n\n", 1)[1].split("\n\n", 1)[0]
+    assert section.splitlines() == [
+        "- RAID: md0 raid1 of 8 (sda1 sdb1 sdc1 sdd1 sde1 sdf1 sdg1 sdh1), 2.4 GiB [UUUUUUUU]",
+        "- filesystems: / ext4 on /dev/md0",
+    ]
