@@ -141,9 +141,11 @@ def test_iscsi_write_and_read_beside_iperf3_and_fio_with_chap_kept_secret(
         assert verdict["text"].startswith(f"iSCSI {direction} ")
         assert verdict["evidence"]["network_source"] == "iperf3"
         assert verdict["evidence"]["disk_bytes_per_second"] is not None
-    # What was written is on the LUN's backing file: random data, not the sparse file's zeros.
-    written = iscsi.iscsi_files(state.host_dir("nas")).lun_path.read_bytes()[: 4 * MIB]
-    assert written.count(0) < MIB // 64
+    # What was written is on the LUN's backing file: random data (a zero byte in 256), not the
+    # sparse file's zeros; the LUN beyond the 4 MiB is untouched.
+    lun_bytes = iscsi.iscsi_files(state.host_dir("nas")).lun_path.read_bytes()
+    assert lun_bytes[: 4 * MIB].count(0) < 2 * 4 * MIB // 256
+    assert lun_bytes[4 * MIB :].count(0) == 12 * MIB
 
     bad = tests["bad-iqn"]
     assert bad["status"] == "failed"
