@@ -67,3 +67,17 @@ def format_rate_short(bits_per_second: float) -> str:
         if bits_per_second >= factor:
             return f"{bits_per_second / factor:g}{suffix}"
     return f"{bits_per_second:g}"
+
+
+def format_metric(value: float, metric: str) -> str:
+    """``value`` in its metric's unit: ``*_ms`` -> ``0.250 ms``, ``*_bytes`` -> ``9000 bytes``, ...
+
+    ``bytes_per_second`` is shown in MiB/s; any other metric is a rate in bits per second.
+    """
+    if metric.endswith("_ms"):
+        return f"{value:.3f} ms"
+    if metric == "bytes_per_second":
+        return format_bytes_per_second(value)
+    if metric.endswith("_bytes"):
+        return f"{value:.0f} bytes"
+    return format_bits_per_second(value)

@@ -18,7 +18,7 @@ from nasplan import results
 from nasplan.analysis import summarize
 from nasplan.errors import CannotStart
 from nasplan.measure.netpath import describe_path, nic_holding, nic_towards, path_end
-from nasplan.units import format_bits_per_second, format_bytes_per_second
+from nasplan.units import format_metric
 
 if TYPE_CHECKING:
     from nasplan.hosts import HostSession
@@ -81,6 +81,11 @@ class BoundTest:
     run: Callable[[RunContext], dict[str, Any]]
 
 
+def no_tools(test: PlanTest, settings: object) -> Needs:
+    """``needs`` of a kind whose tools every system has (ping): nothing to install."""
+    return {}
+
+
 def target_address(test: PlanTest, plan: Plan, server: HostSession) -> str:
     """The address the client sends to: the target interface's, else the server's address."""
     target = test.target
@@ -99,6 +104,12 @@ def target_address(test: PlanTest, plan: Plan, server: HostSession) -> str:
             "or on the host"
         )
     return server.host.address
+
+
+def target_label(test: PlanTest) -> str:
+    """``nas.p2p``, ``link:p2p@nas``, an address, or the server's name when the plan gives none."""
+    target = test.target
+    return target.label() if target.interface or target.address else test.server
 
 
 def path_params(test: PlanTest, target: str | None = None) -> dict[str, Any]:
@@ -159,6 +170,14 @@ def check_ready(test: PlanTest, ctx: RunContext, needed: Needs) -> None:
                 )
 
 
+def host_tool(session: HostSession, tool: str) -> str:
+    """Full path of ``tool`` on the session's host (prepared, else found by facts); CannotStart."""
+    path = session.tools.get(tool) or (session.facts.tool(tool) if session.facts else None)
+    if not path:
+        raise CannotStart(f"{tool} is not installed on {session.host.name}")
+    return path
+
+
 @dataclass(frozen=True)
 class Pair:
     """A client -> server test's two ready hosts, the address sent to, and run.json ``path``."""
@@ -186,12 +205,4 @@ def open_pair(test: PlanTest, ctx: RunContext, needed: Needs) -> Pair:
 def summary_text(summary: dict[str, Any]) -> str:
     """A test summary's median for the progress line, in the unit its metric names."""
     median, metric = summary.get("median"), summary.get("metric", "bits_per_second")
-    if median is None:
-        return ""
-    if metric.endswith("_ms"):
-        return f"median {median:.3f} ms"
-    if metric == "bytes_per_second":
-        return f"median {format_bytes_per_second(median)}"
-    if metric.endswith("_bytes"):
-        return f"median {median:.0f} bytes"
-    return f"median {format_bits_per_second(median)}"
+    return "" if median is None else f"median {format_metric(median, metric)}"

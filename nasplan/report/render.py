@@ -16,9 +16,11 @@ from nasplan import storage
 from nasplan.analysis import FRAME_OVERHEAD_BYTES, TCP_IPV4_HEADER_BYTES
 from nasplan.report import mermaid
 from nasplan.results import REPORT_FILE, load_run
-from nasplan.units import format_bits_per_second, format_bytes_per_second
+from nasplan.units import format_bits_per_second, format_bytes_per_second, format_metric
 
 DASH = "–"
+# Kinds with a section of their own in report.md; the others go under "Other tests".
+KINDS_WITH_SECTIONS = frozenset({"iperf3", "transfer", "latency", "disk"})
 LOOPBACK_NICS = frozenset({"lo", "lo0"})
 STATUS_MEANING = {
     "ok": "every test ran",
@@ -116,7 +118,13 @@ def utc(timestamp: str | None) -> str:
     return timestamp.replace("T", " ").removesuffix("Z") + " UTC"
 
 
+def metric_value(value: float | None, metric: str) -> str:
+    """A summary value in the unit its metric names (``*_ms``, ``*_bytes``, rates), or a dash."""
+    return DASH if value is None else format_metric(value, metric)
+
+
 FILTERS = {
+    "metric_value": metric_value,
     "bits_per_second": bits_per_second,
     "bits_per_second_range": bits_per_second_range,
     "nominal_speed": nominal_speed,
@@ -347,9 +355,11 @@ def build_view(run: Mapping[str, Any], chart_files: Sequence[str] = ()) -> dict[
     """Everything the template shows, derived from the run dict only (no clock, no machine)."""
     hosts = [_host(name, host) for name, host in sorted(run["hosts"].items())]
     # The results table and details are iperf3's; transfers, disk and latency have their own
-    # sections (_transfers.md.j2, _analysis.md.j2), in their own units.
+    # sections (_transfers.md.j2, _analysis.md.j2), in their own units; any other kind is listed
+    # under "Other tests" with its summary in the unit its metric names.
     tests = [_test(test) for test in run["tests"] if test["kind"] == "iperf3"]
     everything = run["tests"]
+    other_tests = [t for t in everything if t["kind"] not in KINDS_WITH_SECTIONS]
     measured = [t for t in tests if t["median"] is not None]
     best = max(measured, key=lambda t: t["median"]) if measured else None
     thresholds = sorted(
@@ -374,6 +384,7 @@ def build_view(run: Mapping[str, Any], chart_files: Sequence[str] = ()) -> dict[
         "hosts": hosts,
         "unreachable": [h for h in hosts if not h["reachable"]],
         "tests": tests,
+        "other_tests": other_tests,
         "between_hosts": f" between {join_and(names)}" if names else "",
         "tests_text": f"{len(everything)} test{'' if len(everything) == 1 else 's'}"
         + (f" ({', '.join(counts)})" if counts else ""),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
@@ -53,17 +54,10 @@ class FakeRunner:
         self.queue.append((fragment, reply or Result(fragment, stdout, stderr, exited)))
         return self
 
-    def allow(
-        self,
-        fragment: str,
-        stdout: str = "",
-        *,
-        stderr: str = "",
-        exited: int = 0,
-        reply: Reply | None = None,
-    ) -> FakeRunner:
-        """Any command containing ``fragment`` gets this answer, as often as it comes."""
-        self.standing.append((fragment, reply or Result(fragment, stdout, stderr, exited)))
+    def allow(self, fragment: str, stdout: str = "", **answer: Any) -> FakeRunner:
+        """Any command containing ``fragment`` gets this answer (as ``expect``), every time."""
+        self.expect(fragment, stdout, **answer)
+        self.standing.append(self.queue.pop())
         return self
 
     def texts(self, fragment: str = "") -> list[str]:

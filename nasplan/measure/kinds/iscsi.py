@@ -26,6 +26,7 @@ from nasplan.measure.kind import (
     new_record,
     open_pair,
     path_params,
+    target_label,
 )
 from nasplan.measure.tools import iscsi
 from nasplan.plan import PlanTest
@@ -92,7 +93,7 @@ def needs(test: PlanTest, s: IscsiSettings) -> Needs:
 def describe(test: PlanTest, s: IscsiSettings) -> str:
     """One line for ``apply --check``."""
     return (
-        f"iscsi {test.client} -> {_target_label(test)} {s.iqn} LUN {s.lun}"
+        f"iscsi {test.client} -> {target_label(test)} {s.iqn} LUN {s.lun}"
         f"{' (scratch)' if s.scratch else ''}, {s.direction}, {s.size} x {test.repetitions}"
     )
 
@@ -100,7 +101,7 @@ def describe(test: PlanTest, s: IscsiSettings) -> str:
 def run(test: PlanTest, s: IscsiSettings, ctx: RunContext) -> dict[str, Any]:
     """Run every repetition of one iSCSI test; failures are recorded, never raised."""
     params: dict[str, Any] = {
-        **path_params(test, _target_label(test)),
+        **path_params(test, target_label(test)),
         "method": "iscsi",
         "iqn": s.iqn,
         "lun": s.lun,
@@ -253,12 +254,6 @@ def _summarize(record: dict[str, Any], s: IscsiSettings) -> None:
     record["summary"] = summarize(bits, "bits_per_second")
     theoretical = (record["path"] or {}).get("theoretical_bits_per_second")
     record["efficiency"] = efficiency(record["summary"]["median"], theoretical)
-
-
-def _target_label(test: PlanTest) -> str:
-    """``nas.p2p``, an address, or the NAS's name when the plan gives no target."""
-    target = test.target
-    return target.label() if target.interface or target.address else test.server
 
 
 KIND = Kind(name="iscsi", settings=settings, needs=needs, describe=describe, run=run)

@@ -9,7 +9,16 @@ from typing import Any
 from nasplan.analysis import summarize
 from nasplan.errors import CannotStart
 from nasplan.measure import sampler
-from nasplan.measure.kind import Kind, Needs, RunContext, finish, new_record, open_pair, path_params
+from nasplan.measure.kind import (
+    Kind,
+    RunContext,
+    finish,
+    host_tool,
+    new_record,
+    no_tools,
+    open_pair,
+    path_params,
+)
 from nasplan.measure.tools import ping
 from nasplan.plan import PlanTest
 
@@ -48,15 +57,13 @@ def run(test: PlanTest, s: LatencySettings, ctx: RunContext) -> dict[str, Any]:
     )
     record["mtu_probe"] = None
     try:
-        pair = open_pair(test, ctx, needs(test, s))
-        client, address = pair.client, pair.address
-        assert client.facts is not None and client.runner is not None
-        ping_path = client.tools.get("ping") or client.facts.tool("ping")
-        if not ping_path:
-            raise CannotStart(f"ping is not installed on {client.host.name}")
+        pair = open_pair(test, ctx, no_tools(test, s))
+        ping_path = host_tool(pair.client, "ping")
     except CannotStart as exc:
         record["error"] = str(exc)
         return record
+    client, address = pair.client, pair.address
+    assert client.runner is not None
     record["params"]["address"] = address
     record["path"] = pair.path
     errors: list[str] = []
@@ -113,9 +120,4 @@ def describe(test: PlanTest, s: LatencySettings) -> str:
     )
 
 
-def needs(test: PlanTest, s: LatencySettings) -> Needs:
-    """Nothing to install: ping is part of every system nasplan knows."""
-    return {}
-
-
-KIND = Kind(name="latency", settings=settings, needs=needs, describe=describe, run=run)
+KIND = Kind(name="latency", settings=settings, needs=no_tools, describe=describe, run=run)

@@ -17,7 +17,16 @@ from nasplan.analysis import efficiency, summarize
 from nasplan.errors import CannotStart
 from nasplan.hosts import HostSession
 from nasplan.measure import sampler
-from nasplan.measure.kind import Kind, Needs, RunContext, finish, new_record, open_pair, path_params
+from nasplan.measure.kind import (
+    Kind,
+    Needs,
+    RunContext,
+    finish,
+    new_record,
+    open_pair,
+    path_params,
+    target_label,
+)
 from nasplan.measure.tools import transfer
 from nasplan.plan import PlanTest
 from nasplan.runner import Runner
@@ -291,7 +300,7 @@ def _prepare_client(
 def run(test: PlanTest, s: TransferSettings, ctx: RunContext) -> dict[str, Any]:
     """Run every repetition of one transfer test; failures are recorded, never raised."""
     record = new_record(
-        test, {**path_params(test, _target_label(test)), **test.settings}, "bits_per_second"
+        test, {**path_params(test, target_label(test)), **test.settings}, "bits_per_second"
     )
     record["directions"] = {}
     token = secrets.token_hex(4)
@@ -379,16 +388,10 @@ def _summarize(record: dict[str, Any], xfer: Transfer) -> None:
     record["efficiency"] = efficiency(record["summary"]["median"], theoretical)
 
 
-def _target_label(test: PlanTest) -> str:
-    """``nas.p2p``, an address, or the NAS's name when the plan gives no target."""
-    target = test.target
-    return target.label() if target.interface or target.address else test.server
-
-
 def describe(test: PlanTest, s: TransferSettings) -> str:
     """One line for ``apply --check``."""
     return (
-        f"transfer {s.method} {test.client} <-> {_target_label(test)}, "
+        f"transfer {s.method} {test.client} <-> {target_label(test)}, "
         f"{s.direction}, {s.size} x {test.repetitions}"
     )
 

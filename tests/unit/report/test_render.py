@@ -240,3 +240,18 @@ def test_a_host_s_storage_layout_is_listed_under_its_name(run: dict[str, Any]) -
         "- RAID: md0 raid1 of 8 (sda1 sdb1 sdc1 sdd1 sde1 sdf1 sdg1 sdh1), 2.4 GiB [UUUUUUUU]",
         "- filesystems: / ext4 on /dev/md0",
     ]
+
+
+def test_a_kind_without_its_own_section_is_listed_in_its_metrics_unit(
+    run: dict[str, Any],
+) -> None:
+    other = copy.deepcopy(run["tests"][0])
+    other.update(id="mtu-sweep", kind="some-new-kind", status="ok", error=None)
+    other["summary"] = {**other["summary"], "metric": "path_mtu_bytes", "n": 3}
+    other["summary"].update(min=1500.0, median=9000.0, max=9000.0)
+    run["tests"].append(other)
+    report = render_report(run)
+    assert "## Other tests" in report
+    row = table_row(report, "mtu-sweep")
+    assert row[1:] == ["some-new-kind", "9000 bytes", "1500 bytes – 9000 bytes", "3", "ok"]
+    assert "## Other tests" not in render_report(load_run(SAMPLE))

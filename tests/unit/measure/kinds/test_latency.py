@@ -7,35 +7,20 @@ from pathlib import Path
 from typing import Any
 
 from nasplan.measure import kinds
-from nasplan.runner import Result
 
 PING = Path(__file__).resolve().parents[3] / "fixtures" / "ping"
 TEST = "  - {id: rtt, kind: latency, server: nas, client: ws, count: 5, repetitions: 1}\n"
 TOOLS = {"ping": "/usr/bin/ping"}
 
 
-def path_of_mtu(path_mtu_bytes: int) -> Callable[[str], Result]:
-    """Answer DF pings as a path whose MTU is ``path_mtu_bytes`` would (real iputils output)."""
-
-    def reply(command: str) -> Result:
-        argv = command.split()
-        size = int(argv[argv.index("-s") + 1]) + 28
-        name = (
-            "iputils-df-1472-ok.txt" if size <= path_mtu_bytes else "iputils-df-8972-peer-drops.txt"
-        )
-        return Result(command, (PING / name).read_text(), "", 0)
-
-    return reply
-
-
 def test_rtts_are_recorded_and_a_full_path_mtu_takes_one_probe(
-    kind_context: Callable[..., Any],
+    kind_context: Callable[..., Any], df_path: Any
 ) -> None:
     ctx, _, ws = kind_context(TEST, TOOLS)
     ws.expect(
         "/usr/bin/ping -n -c 5 -i 0.2 -W 1 198.18.251.1", (PING / "iputils-ok.txt").read_text()
     )
-    ws.expect("-M do -s 8972", reply=path_of_mtu(9000))
+    ws.expect("-M do -s 8972", reply=df_path(9000))
 
     record = kinds.bind(ctx.plan.tests[0]).run(ctx)
 
@@ -48,11 +33,11 @@ def test_rtts_are_recorded_and_a_full_path_mtu_takes_one_probe(
 
 
 def test_a_hop_that_drops_jumbo_frames_fails_the_test_with_the_mtu_found(
-    kind_context: Callable[..., Any],
+    kind_context: Callable[..., Any], df_path: Any
 ) -> None:
     ctx, _, ws = kind_context(TEST, TOOLS)
     ws.expect("ping -n -c 5", (PING / "iputils-ok.txt").read_text())
-    ws.allow("-M do", reply=path_of_mtu(1500))
+    ws.allow("-M do", reply=df_path(1500))
 
     record = kinds.bind(ctx.plan.tests[0]).run(ctx)
 

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from nasplan.measure.tools import ping
-from nasplan.runner import Result
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "ping"
 
@@ -62,33 +60,20 @@ def test_df_probe_argv_fills_one_mtu() -> None:
     assert argv[argv.index("-s") + 1] == "1472"
 
 
-def path_of_mtu(path_mtu_bytes: int) -> Callable[[str], Result]:
-    """Answer DF pings as a path whose MTU is ``path_mtu_bytes`` would (real iputils output)."""
-
-    def reply(command: str) -> Result:
-        argv = command.split()
-        size = int(argv[argv.index("-s") + 1]) + 28
-        ok = size <= path_mtu_bytes
-        name = "iputils-df-1472-ok.txt" if ok else "iputils-df-8972-peer-drops.txt"
-        return Result(command, fixture(name), "", 0)
-
-    return reply
-
-
 def probed_sizes(runner: Any) -> list[int]:
     """The packet sizes (payload + 28 header bytes) the probe sent, in order."""
     return [int(text.split()[text.split().index("-s") + 1]) + 28 for text in runner.texts("-s")]
 
 
-def test_mtu_probe_one_probe_when_expected_mtu_passes(fake_runner: Callable[[str], Any]) -> None:
-    runner = fake_runner("ws").allow("-M do", reply=path_of_mtu(9000))
+def test_mtu_probe_one_probe_when_expected_mtu_passes(fake_runner: Any, df_path: Any) -> None:
+    runner = fake_runner("ws").allow("-M do", reply=df_path(9000))
     probe = ping.probe_path_mtu(runner, "ping", "198.18.34.10", 9000)
     assert probe["ok"] and probe["path_mtu_bytes"] == 9000
     assert probed_sizes(runner) == [9000]
 
 
-def test_mtu_probe_finds_the_smaller_path_mtu(fake_runner: Callable[[str], Any]) -> None:
-    runner = fake_runner("ws").allow("-M do", reply=path_of_mtu(1500))
+def test_mtu_probe_finds_the_smaller_path_mtu(fake_runner: Any, df_path: Any) -> None:
+    runner = fake_runner("ws").allow("-M do", reply=df_path(1500))
     probe = ping.probe_path_mtu(runner, "ping", "198.18.34.10", 9000)
     assert probe["path_mtu_bytes"] == 1500
     assert probe["ok"] is False
