@@ -20,7 +20,7 @@ from nasplan.units import format_bits_per_second, format_bytes_per_second, forma
 
 DASH = "–"
 # Kinds with a section of their own in report.md; the others go under "Other tests".
-KINDS_WITH_SECTIONS = frozenset({"iperf3", "transfer", "latency", "disk"})
+KINDS_WITH_SECTIONS = frozenset({"iperf3", "transfer", "iscsi", "latency", "disk"})
 LOOPBACK_NICS = frozenset({"lo", "lo0"})
 STATUS_MEANING = {
     "ok": "every test ran",

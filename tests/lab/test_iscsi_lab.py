@@ -161,6 +161,7 @@ def test_iscsi_write_and_read_beside_iperf3_and_fio_with_chap_kept_secret(
     report = (tmp_path / "run" / "report.md").read_text()
     assert "### blk: blk (iscsi)" in report and "iSCSI (block storage)" in report
     assert "- **blk** (write): iSCSI write " in report
+    assert "## Other tests" not in report  # iSCSI has its place beside the file transfers
     # Nothing of the initiator is left on the client.
     ws = state.hosts["ws"].namespace
     left = subprocess.run(["ip", "netns", "exec", ws, "sh", "-c", "ls -d /tmp/nasplan-iscsi.*"],
