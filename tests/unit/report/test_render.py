@@ -255,3 +255,31 @@ def test_a_kind_without_its_own_section_is_listed_in_its_metrics_unit(
     row = table_row(report, "mtu-sweep")
     assert row[1:] == ["some-new-kind", "9000 bytes", "1500 bytes – 9000 bytes", "3", "ok"]
     assert "## Other tests" not in render_report(load_run(SAMPLE))
+
+
+def test_an_iscsi_test_sits_beside_the_transfers_in_mb_and_mib(run: dict[str, Any]) -> None:
+    rate = 8 * 2**20 / 0.065878  # the captured 8 MiB write (tests/fixtures/iscsi)
+    rep = {"index": 1, "direction": "write", "status": "ok", "error": None, "raw_file": None,
+           "bytes": 8 * 2**20, "duration_s": 0.065878, "bytes_per_second": rate,
+           "bits_per_second": rate * 8}  # fmt: skip
+    run["tests"].append(
+        {
+            "id": "blk", "kind": "iscsi", "name": "iSCSI, small", "status": "ok", "error": None,
+            "params": {"server": "nas", "client": "ws", "target": "nas", "address": "198.18.0.10",
+                       "method": "iscsi", "iqn": "iqn.2026-12.lab.nasplan:nas.scratch", "lun": 1,
+                       "scratch": True, "size_bytes": 8 * 2**20, "request_bytes": 2**20,
+                       "queue_depth": 8, "chap_user": "nasplan", "repetitions": 1},
+            "path": None, "repetitions": [rep], "efficiency": None,
+            "summary": {"metric": "bits_per_second", "n": 1, "median": rate * 8},
+            "directions": {"write": {"metric": "bytes_per_second", "n": 1, "median": rate,
+                                     "min": rate, "max": rate, "wide_spread": False}},
+        }
+    )  # fmt: skip
+    report = render_report(run)
+    assert "### blk: iSCSI, small (iscsi)" in report
+    assert (
+        "iqn.2026-12.lab.nasplan:nas.scratch LUN 1 (scratch), 1 MiB requests, 8 in flight" in report
+    )
+    row = table_row(report, "iscsi")
+    assert row[1:6] == ["write", "8 MiB", "0.07 s", "127.3 MB/s", "121.4 MiB/s"]
+    assert "## Other tests" not in report
