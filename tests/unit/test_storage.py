@@ -75,7 +75,8 @@ def test_zpool_status_raidz2_mirror_with_cache_and_a_faulted_member() -> None:
 
 
 def test_zpool_list_parsable_sizes() -> None:
-    # zpool list -H -p separates fields with tabs and prints exact byte counts.
+    # Not a capture (no ZFS pool on the build machine): the layout zpool-list(8) documents for
+    # -H (tab-separated, no header) and -p (exact bytes) with -o name,size,health.
     assert storage.parse_zpool_list("tank\t11991548690432\tONLINE\n") == {
         "tank": {"size_bytes": 11991548690432, "health": "ONLINE"}
     }
