@@ -191,8 +191,8 @@ def test_truenas_change_is_put_back_by_the_host_when_nasplan_is_killed(
     (tmp_path / "plan.yaml").write_text(yaml.safe_dump(plan, sort_keys=False))
     env = {**os.environ, "NASPLAN_LEASE_S": "3", "NASPLAN_RENEW_S": "1", "PYTHONUNBUFFERED": "1"}
     cmd = [sys.executable, "-m", "nasplan"]
-    proc = subprocess.Popen([*cmd, "apply", str(tmp_path / "plan.yaml"), "--out",
-                             str(tmp_path / "run")], stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+    argv = [*cmd, "apply", str(tmp_path / "plan.yaml"), "--out", str(tmp_path / "run")]
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=env)
     assert proc.stderr is not None
     for line in proc.stderr:
         if "repetition 1/1" in line:
