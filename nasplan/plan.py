@@ -11,12 +11,12 @@ from typing import Any
 
 import jinja2
 import yaml
-from jinja2.sandbox import SandboxedEnvironment
 
 from nasplan.errors import InputError
 from nasplan.inventory import Inventory, load_inventory
 from nasplan.loader import Document, JsonPath, read_yaml, schema_errors
 from nasplan.network.model import NetworkSpec, parse_link_target, parse_network
+from nasplan.templating import PlanSandbox, TemplateRefused
 
 _SINGLE_EXPRESSION = re.compile(r"^\s*\{\{[^{}]*\}\}\s*$")
 DEFAULT_IPERF3_PORT = 5201
@@ -83,6 +83,11 @@ class Plan:
         )
 
 
+def _short(template: str) -> str:
+    """A template as shown in an error: repr, cut to 80 characters."""
+    return repr(template if len(template) <= 80 else template[:77] + "...")
+
+
 def parse_extra_var(text: str) -> tuple[str, Any]:
     """``"duration_s=1"`` -> ``("duration_s", 1)``; the value is read as a YAML scalar."""
     key, sep, value = text.partition("=")
@@ -95,12 +100,8 @@ def parse_extra_var(text: str) -> tuple[str, Any]:
     return key.strip(), parsed
 
 
-def _environment() -> SandboxedEnvironment:
-    return SandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False)
-
-
 def _render_value(
-    env: SandboxedEnvironment,
+    env: PlanSandbox,
     value: Any,
     context: Mapping[str, Any],
     document: Document,
@@ -113,11 +114,18 @@ def _render_value(
     if not isinstance(value, str) or ("{{" not in value and "{%" not in value):
         return value
     try:
-        rendered = env.from_string(value).render(context)
-    except jinja2.TemplateError as exc:
+        rendered = env.render(value, context)
+    except TemplateRefused as exc:
         raise InputError(
-            document.error(path, f"template {value!r}: {exc.message or exc}")
+            document.error(path, f"template {_short(value)}: refused: {exc}")
         ) from None
+    except jinja2.TemplateError as exc:
+        message = exc.message or str(exc)
+        raise InputError(document.error(path, f"template {_short(value)}: {message}")) from None
+    except (ArithmeticError, ValueError, TypeError, LookupError, RecursionError) as exc:
+        # Python errors the template itself caused ({{ 1 / 0 }}, {{ 'x' | int(base=99) }})
+        message = f"{type(exc).__name__}: {exc}"
+        raise InputError(document.error(path, f"template {_short(value)}: {message}")) from None
     if _SINGLE_EXPRESSION.match(value):
         # A value that is one expression keeps its type: "{{ vars.repetitions }}" -> 5, not "5".
         try:
@@ -136,7 +144,7 @@ def resolve_templates(
 
     Precedence of vars, lowest first: inventory vars, plan vars, ``extra_vars`` (``-e``).
     """
-    env = _environment()
+    env = PlanSandbox()
     data: dict[str, Any] = dict(document.data)
     context: dict[str, Any] = {
         "hosts": {name: host.template_view() for name, host in inventory.hosts.items()},
