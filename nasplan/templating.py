@@ -18,8 +18,8 @@ from typing import Any
 
 import jinja2
 from jinja2.compiler import CodeGenerator, Frame
-from jinja2.nodes import Concat
 from jinja2.exceptions import SecurityError
+from jinja2.nodes import Concat
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 MAX_VALUE_CHARS = 65_536  # one rendered plan value
