@@ -212,7 +212,7 @@ def load_schema(name: str) -> dict[str, Any]:
     return schema
 
 
-def _describe(error: jsonschema.ValidationError) -> tuple[JsonPath, str, bool]:
+def describe_error(error: jsonschema.ValidationError) -> tuple[JsonPath, str, bool]:
     """(json path, message, whether the position is the key's rather than the value's)."""
     json_path: JsonPath = tuple(error.absolute_path)
     schema = error.schema if isinstance(error.schema, dict) else {}
@@ -226,12 +226,27 @@ def _describe(error: jsonschema.ValidationError) -> tuple[JsonPath, str, bool]:
     if error.validator == "required":
         message = str(error.message).replace("is a required property", "is required")
         return json_path, message, False
+    if error.validator == "pattern" and "description" in schema:
+        return (
+            json_path,
+            f"{error.instance!r} is not valid: expected {schema['description']}",
+            False,
+        )
     if error.validator in ("oneOf", "anyOf") and "description" in schema:
         expected = schema["description"]
         return json_path, f"{error.instance!r} is not valid: expected {expected}", False
     if error.validator in ("oneOf", "anyOf") and error.context:
-        return _describe(jsonschema.exceptions.best_match(error.context))
+        return describe_error(jsonschema.exceptions.best_match(error.context))
     return json_path, str(error.message), False
+
+
+@cache
+def subschema_validator(schema_name: str, definition: str) -> jsonschema.Draft202012Validator:
+    """A validator of ``$defs/<definition>`` of a schema (its other ``$defs`` resolvable)."""
+    schema = load_schema(schema_name)
+    return jsonschema.Draft202012Validator(
+        {"$defs": schema["$defs"], "$ref": f"#/$defs/{definition}"}
+    )
 
 
 def schema_errors(document: Document, schema_name: str) -> list[str]:
@@ -242,7 +257,7 @@ def schema_errors(document: Document, schema_name: str) -> list[str]:
     )
     found: list[tuple[tuple[int, int], str]] = []
     for error in validator.iter_errors(document.data):
-        json_path, message, at_key = _describe(error)
+        json_path, message, at_key = describe_error(error)
         key_pos = document.positions.get((*json_path, "\0key")) if at_key else None
         pos = key_pos or document.positions.get(json_path)
         where = f"{document.path}:{pos[0]}:{pos[1]}" if pos else document.where(json_path)
