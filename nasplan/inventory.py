@@ -17,6 +17,7 @@ from nasplan.loader import (
     schema_errors,
     subschema_validator,
 )
+from nasplan.localfile import private_file_problem
 from nasplan.units import parse_rate
 
 CONNECTION_KEYS = (
@@ -80,6 +81,7 @@ class Host:
     interfaces: Mapping[str, Interface] = field(default_factory=dict)
     groups: tuple[str, ...] = ()
     vars: Mapping[str, Any] = field(default_factory=dict)
+    origin: str = ""  # FILE:LINE:COL: json.path of the host in its inventory, for errors
 
     def template_view(self) -> dict[str, Any]:
         """What plan Jinja expressions see as ``hosts.<name>``."""
@@ -110,6 +112,24 @@ class Inventory:
     hosts: Mapping[str, Host]
     groups: Mapping[str, tuple[str, ...]]
     vars: Mapping[str, Any]
+
+
+def ssh_file_errors(host: Host) -> list[str]:
+    """Problems of the SSH files ``host`` names (identity_file, known_hosts, ssh_config).
+
+    Each must be a regular file you (or root) own, not writable by others; a private key also
+    not readable by others. A file that does not exist is left to the connection to report.
+    """
+    errors = []
+    for name, path, secret in (
+        ("identity_file", host.identity_file, True),
+        ("known_hosts", host.known_hosts, False),
+        ("ssh_config", host.ssh_config, False),
+    ):
+        problem = private_file_problem(path, secret=secret) if path is not None else None
+        if problem:
+            errors.append(f"{host.origin}.{name}: {path}: {problem}")
+    return errors
 
 
 def host_validator() -> Any:
@@ -210,6 +230,7 @@ def _build_host(
         interfaces=interfaces,
         groups=groups,
         vars=user_vars,
+        origin=f"{document.where(where)}: {format_json_path(where)}",
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import re
 from collections.abc import Mapping
@@ -13,7 +14,7 @@ import jinja2
 import yaml
 
 from nasplan.errors import InputError
-from nasplan.inventory import Inventory, load_inventory
+from nasplan.inventory import Inventory, load_inventory, ssh_file_errors
 from nasplan.loader import Document, JsonPath, read_yaml, schema_errors
 from nasplan.network.model import NetworkSpec, parse_link_target, parse_network
 from nasplan.templating import PlanSandbox, TemplateRefused
@@ -325,7 +326,7 @@ def load_plan(
     network = parse_network(document, resolved, inventory)
     tests = _build_tests(document, resolved, inventory, network)
     known_hosts = resolved.get("known_hosts")
-    return Plan(
+    plan = Plan(
         path=path,
         name=resolved["name"],
         description=str(resolved.get("description", "")).strip(),
@@ -336,3 +337,15 @@ def load_plan(
         resolved=resolved,
         network=network,
     )
+    file_errors = [
+        line
+        for name in plan.host_names
+        for line in ssh_file_errors(
+            dataclasses.replace(inventory.hosts[name], known_hosts=plan.known_hosts)
+            if plan.known_hosts
+            else inventory.hosts[name]
+        )
+    ]
+    if file_errors:
+        raise InputError(file_errors)
+    return plan

@@ -15,7 +15,8 @@ from fabric import Config, Connection
 
 from nasplan import become
 from nasplan.errors import HostError
-from nasplan.inventory import Host
+from nasplan.inventory import Host, ssh_file_errors
+from nasplan.localfile import private_file_problem
 from nasplan.runner import Result
 
 _READ_CHUNK_BYTES = 65536
@@ -63,6 +64,9 @@ def _harden(connection: Connection, host: Host) -> None:
     files = known_hosts_files(host, dict(connection.ssh_config))
     keys = connection.client.get_host_keys()
     for path in files:
+        problem = private_file_problem(path, secret=False)
+        if problem:
+            raise HostError(f"{host.name}: known_hosts file {path}: {problem}")
         if path.is_file():
             # HostKeys.load, not SSHClient.load_host_keys: nasplan never writes known_hosts back.
             keys.load(str(path))
@@ -167,6 +171,9 @@ def connect(host: Host, *, timeout_s: float = 10, become_password: str | None = 
     ``become_password``: fed to sudo on stdin when a command needs root and the user is not root.
     Raises HostError with a one-line reason (unknown/changed key with fingerprint, auth, network).
     """
+    problems = ssh_file_errors(host)
+    if problems:  # checked when the plan was loaded too; this catches a file swapped since
+        raise HostError("; ".join(problems))
     connect_kwargs: dict[str, object] = {"allow_agent": True}
     if host.identity_file is not None:
         connect_kwargs["key_filename"] = [str(host.identity_file)]
