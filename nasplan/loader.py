@@ -75,6 +75,8 @@ class _UniqueKeyLoader(_BaseLoader):  # type: ignore[misc,valid-type]  # libyaml
 def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
     seen: set[Any] = set()
     for key_node, _ in node.value:
+        if isinstance(key_node, yaml.ScalarNode) and key_node.tag == _MERGE_TAG:
+            continue  # ``<<: *defaults``: flatten_mapping merges it below
         if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != _STR_TAG:
             shown = key_node.value if isinstance(key_node, yaml.ScalarNode) else "a collection"
             raise yaml.constructor.ConstructorError(
@@ -100,6 +102,7 @@ def _refuse_tag(loader: _UniqueKeyLoader, node: yaml.Node) -> Any:
 
 
 _STR_TAG = "tag:yaml.org,2002:str"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 _UniqueKeyLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
     _construct_mapping,
