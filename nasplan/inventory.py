@@ -356,6 +356,8 @@ def _from_ansible(document: Document) -> Inventory:
     errors: list[str] = []
     for host, (raw, member_of, where, raw_origins) in hosts_acc.items():
         merged = {_native_key(k): v for k, v in raw.items()}
+        if isinstance(merged.get("port"), str) and merged["port"].isdigit():
+            merged["port"] = int(merged["port"])  # Ansible reads ansible_port: "2222" as a port
         origins = {_native_key(k): v for k, v in raw_origins.items()}
         checked = {
             k: v for k, v in merged.items() if k in (*CONNECTION_KEYS, "address", "interfaces")

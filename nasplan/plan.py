@@ -314,7 +314,7 @@ def load_plan(
     try:
         inventory = load_inventory(inventory_path)
     except InputError as exc:
-        if inventory_override is None and not inventory_path.exists():
+        if inventory_override is None and exc.messages[0].endswith(": file not found"):
             raise InputError(
                 document.error(("inventory",), f"inventory file not found: {inventory_path}")
             ) from None

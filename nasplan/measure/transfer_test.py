@@ -196,10 +196,38 @@ def repetition(
     return rep, raw
 
 
+def check_commands(xfer: Transfer, address: str) -> None:
+    """Build every command the test will run; ValueError when a value breaks a tool's syntax.
+
+    Called before anything is made on a host, so a refused value leaves nothing behind.
+    """
+    for direction in xfer.directions:
+        _command(xfer, direction, "/nasplan-check", address)
+        _command(_write_target(xfer, 0), direction, "/nasplan-check", address)
+
+
 def _cleanup(
     xfer: Transfer, client: Runner, server: Runner, local_dir: str, address: str
 ) -> list[str]:
-    """Remove the NAS's copy and the client's temp dir; return what could not be removed."""
+    """Remove the NAS's copy and the client's temp dir; return what could not be removed.
+
+    The client's temp dir (with the SMB authentication file) is removed whatever happens.
+    """
+    try:
+        problems = _remove_remote_copy(xfer, client, server, local_dir, address)
+    except ValueError as exc:
+        problems = [f"the copy on the NAS: {exc}"]
+    finally:
+        result = client.run(transfer.cleanup_argv(local_dir), timeout_s=SETUP_TIMEOUT_S)
+    if not result.ok:
+        problems.append(f"rm -rf {local_dir}: {result.stderr.strip()}")
+    return problems
+
+
+def _remove_remote_copy(
+    xfer: Transfer, client: Runner, server: Runner, local_dir: str, address: str
+) -> list[str]:
+    """Remove the file the test put on the NAS; return what could not be removed."""
     problems: list[str] = []
     if xfer.method == "smb":
         assert xfer.share is not None
@@ -233,9 +261,6 @@ def _cleanup(
         result = client.run(transfer.remove_argv(path), timeout_s=SETUP_TIMEOUT_S)
         if not result.ok:
             problems.append(f"rm {path}: {result.stderr.strip()}")
-    result = client.run(transfer.cleanup_argv(local_dir), timeout_s=SETUP_TIMEOUT_S)
-    if not result.ok:
-        problems.append(f"rm -rf {local_dir}: {result.stderr.strip()}")
     return problems
 
 
@@ -289,6 +314,7 @@ def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:
     try:
         xfer = settings_of(test, server, token)
         address = target_address(test, ctx.plan, server)
+        check_commands(xfer, address)
     except ValueError as exc:
         record["error"] = str(exc)
         return record

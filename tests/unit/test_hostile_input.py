@@ -131,8 +131,10 @@ def test_billion_laughs_is_refused_quickly_with_its_position(tmp_path: Path) -> 
 
 
 def test_alias_bomb_in_the_inventory(tmp_path: Path) -> None:
-    bomb = INVENTORY + "  x:\n    vars:\n" + "".join(
-        f"      {line}\n" for line in BILLION_LAUGHS.splitlines()
+    bomb = (
+        INVENTORY
+        + "  x:\n    vars:\n"
+        + "".join(f"      {line}\n" for line in BILLION_LAUGHS.splitlines())
     )
     code, out = validate(str(write(tmp_path, inventory=bomb)))
     assert code == 2
@@ -329,7 +331,11 @@ all:
     ("old", "new", "where"),
     [
         ("name: eth0", 'name: "eth0;touch /tmp/x"', "inventory.yaml:10:25: all.children.nas"),
-        ("ansible_user: admin", 'ansible_user: "a b"', "inventory.yaml:3:19: all.vars.ansible_user"),
+        (
+            "ansible_user: admin",
+            'ansible_user: "a b"',
+            "inventory.yaml:3:19: all.vars.ansible_user",
+        ),
         ("ansible_host: 198.19.80.3", "ansible_host: -oX", "inventory.yaml:12:25: all.children"),
         ("        ws:\n          ansible_host: 198.19.80.3\n", '        "-oX=y": {}\n', ":11:9:"),
     ],
@@ -350,8 +356,7 @@ def test_ansible_inventory_values_are_checked(
         ("{kind: disk, host: nas, path: '/srv/a:b'}", "tests[0].path"),
         ("{kind: disk, host: nas, path: 'srv'}", "tests[0].path"),
         (
-            "{kind: transfer, server: nas, client: ws, method: smb, share: 'a;b', "
-            "password_env: P}",
+            "{kind: transfer, server: nas, client: ws, method: smb, share: 'a;b', password_env: P}",
             "tests[0].share",
         ),
         (
@@ -369,9 +374,7 @@ def test_ansible_inventory_values_are_checked(
         ),
     ],
 )
-def test_plan_values_for_tools_with_their_own_syntax(
-    tmp_path: Path, test: str, field: str
-) -> None:
+def test_plan_values_for_tools_with_their_own_syntax(tmp_path: Path, test: str, field: str) -> None:
     plan = PLAN.split("tests:")[0] + f"tests:\n  - {test}\n"
     code, out = validate(str(write(tmp_path, plan)))
     assert code == 2, out
