@@ -22,6 +22,19 @@ from nasplan.units import parse_size
 DIRECTIONS = ("write", "read")
 DEFAULT_SIZE = "64MiB"
 _SETUP_TIMEOUT_S = 60.0
+_WORKDIR_PREFIX = "nasplan-fio-"
+_FIO_FILE = "fio.bin"
+# $1: the plan's directory, $2: a fresh name. Makes $1/$2 (never an existing one: no -p) and
+# prints its physical path, refusing when that is not the new directory itself (a symlink).
+_MAKE_WORKDIR = """\
+base=$(cd -P -- "$1" && pwd -P) || exit 3
+mkdir -m 700 -- "$base/$2" || exit 3
+real=$(cd -P -- "$base/$2" && pwd -P) || exit 3
+if [ "$real" != "$base/$2" ]; then
+  echo "$base/$2 resolves to $real" >&2; rmdir -- "$base/$2"; exit 4
+fi
+echo "$real"
+"""
 
 
 def host_of(test: TestSpec) -> str:
@@ -73,16 +86,31 @@ def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:
     assert session.runner is not None
     fio_path = session.tools["fio"]
     token = secrets.token_hex(4)
-    workdir = f"{str(test.settings['path']).rstrip('/')}/nasplan-fio-{token}"
-    made = session.runner.run(["mkdir", "-p", "--", workdir], timeout_s=_SETUP_TIMEOUT_S)
-    if not made.ok:
-        record["error"] = f"cannot create {workdir} on {session.host.name}: {made.stderr.strip()}"
+    path = str(test.settings["path"])
+    try:
+        fio.check_filename(f"{path.rstrip('/')}/{_WORKDIR_PREFIX}{token}/{_FIO_FILE}")
+    except ValueError as exc:
+        record["error"] = f"path {path!r}: {exc}"
+        return record
+    made = session.runner.run(
+        ["sh", "-c", _MAKE_WORKDIR, "sh", path, f"{_WORKDIR_PREFIX}{token}"],
+        timeout_s=_SETUP_TIMEOUT_S,
+    )
+    workdir = made.stdout.strip().splitlines()[-1] if made.ok and made.stdout.strip() else ""
+    if not made.ok or not workdir.startswith("/"):
+        reason = made.stderr.strip() or made.stdout.strip()
+        record["error"] = (
+            f"cannot create a test directory in {path} on {session.host.name}: {reason}"
+        )
         return record
     errors: list[str] = []
     try:
+        filename = fio.check_filename(f"{workdir}/{_FIO_FILE}")
         with sampler.sampling(ctx.sessions, [session.host.name], token) as resources:
-            _repetitions(test, ctx, session, fio_path, f"{workdir}/fio.bin", record, errors)
+            _repetitions(test, ctx, session, fio_path, filename, record, errors)
         record["resources"] = resources
+    except ValueError as exc:  # the directory resolved to a path fio would misread
+        errors.append(f"path {path!r} resolves to {workdir!r}: {exc}")
     finally:
         removed = session.runner.run(["rm", "-rf", "--", workdir], timeout_s=_SETUP_TIMEOUT_S)
         if not removed.ok:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nasplan.measure import transfer
+from nasplan.measure import fio, transfer
 from nasplan.measure.transfer_test import Transfer, _cleanup, check_commands
 from nasplan.network.phase import skipped_record
 from nasplan.plan import load_plan
@@ -77,3 +77,24 @@ def test_report_renders_every_kind_skipped_after_a_failed_network_setup(tmp_path
     for test in plan.tests:
         assert f"{test.id}" in text
     assert text.count("network setup failed: eth9 missing") >= len(plan.tests)
+
+
+@pytest.mark.parametrize(
+    "path", ["/srv/a;b/fio.bin", "/srv/a:b/fio.bin", "/srv/$jobname/fio.bin", "srv/fio.bin"]
+)
+def test_fio_file_names_fio_would_misread_are_refused(path: str) -> None:
+    with pytest.raises(ValueError, match="fio would not read"):
+        fio.fio_argv("fio", path, fio.FioParams(rw="write", size_bytes=fio.MIB))
+
+
+def test_fio_file_name_with_plain_characters_passes() -> None:
+    argv = fio.fio_argv(
+        "fio", "/share/Public Files/x/fio.bin", fio.FioParams(rw="read", size_bytes=fio.MIB)
+    )
+    assert "--filename=/share/Public Files/x/fio.bin" in argv
+
+
+@pytest.mark.parametrize("path", ["a b", "$(id)", "-e", "x;y", "x:y", "*"])
+def test_rsync_remote_path_the_nas_shell_would_split_is_refused(path: str) -> None:
+    with pytest.raises(ValueError, match="rsync"):
+        transfer.rsync_remote(transfer.SshOptions(user="u"), "198.19.80.2", path)
