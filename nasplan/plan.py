@@ -15,7 +15,7 @@ import yaml
 
 from nasplan.errors import InputError
 from nasplan.inventory import Inventory, load_inventory, ssh_file_errors
-from nasplan.loader import Document, JsonPath, read_yaml, schema_errors
+from nasplan.loader import Document, JsonPath, parse_yaml, read_yaml, schema_errors
 from nasplan.network.model import NetworkSpec, parse_link_target, parse_network
 from nasplan.templating import PlanSandbox, TemplateRefused
 
@@ -95,10 +95,24 @@ def parse_extra_var(text: str) -> tuple[str, Any]:
     if not sep or not key.strip():
         raise InputError(f"-e {text!r}: expected KEY=VALUE")
     try:
-        parsed = yaml.safe_load(value) if value else ""
-    except yaml.YAMLError:
+        # the plan's own bounded loader: an alias bomb on the command line is refused too
+        parsed = parse_yaml(Path("-e"), value).data if value else ""
+    except InputError as exc:
+        if "alias" in str(exc) or "nesting" in str(exc):
+            raise InputError(f"-e {key.strip()}: {exc}") from None
         parsed = value
     return key.strip(), parsed
+
+
+def _whole_numbers(value: Any) -> Any:
+    """Floats without a fraction as ints (``parallel: 2.0`` -> 2): tools want ``-P 2``."""
+    if isinstance(value, dict):
+        return {k: _whole_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole_numbers(v) for v in value]
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    return value
 
 
 def _render_value(
@@ -320,6 +334,7 @@ def load_plan(
             ) from None
         raise exc from None
     resolved = resolve_templates(document, inventory, extra_vars)
+    resolved = {k: v if k == "vars" else _whole_numbers(v) for k, v in resolved.items()}
     errors = schema_errors(Document(document.path, resolved, document.positions), "plan")
     if errors:
         raise InputError(errors)

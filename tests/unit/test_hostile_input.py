@@ -379,3 +379,9 @@ def test_plan_values_for_tools_with_their_own_syntax(tmp_path: Path, test: str, 
     code, out = validate(str(write(tmp_path, plan)))
     assert code == 2, out
     assert f": {field}: " in out
+
+
+def test_alias_bomb_in_an_extra_var(tmp_path: Path) -> None:
+    bomb = "x=" + "".join(f"{line}\n" for line in BILLION_LAUGHS.splitlines())
+    code, out = validate(str(write(tmp_path)), "-e", bomb)
+    assert code == 2 and "-e x: -e:5:" in out and "an alias bomb" in out

@@ -98,3 +98,14 @@ def test_fio_file_name_with_plain_characters_passes() -> None:
 def test_rsync_remote_path_the_nas_shell_would_split_is_refused(path: str) -> None:
     with pytest.raises(ValueError, match="rsync"):
         transfer.rsync_remote(transfer.SshOptions(user="u"), "198.19.80.2", path)
+
+
+def test_whole_number_floats_reach_the_tools_as_integers(tmp_path: Path) -> None:
+    """``parallel: 2.0`` is an integer to JSON Schema; iperf3 would get ``-P 2.0``."""
+    (tmp_path / "inventory.yaml").write_text(INVENTORY)
+    (tmp_path / "plan.yaml").write_text(
+        PLAN.replace("id: net,", "id: net, parallel: 2.0, duration_s: 1.0,")
+    )
+    settings = load_plan(tmp_path / "plan.yaml").tests[0].settings
+    assert settings["parallel"] == 2 and isinstance(settings["parallel"], int)
+    assert isinstance(settings["duration_s"], int)
