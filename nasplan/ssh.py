@@ -70,6 +70,12 @@ def _harden(connection: Connection, host: Host) -> None:
         if path.is_file():
             # HostKeys.load, not SSHClient.load_host_keys: nasplan never writes known_hosts back.
             keys.load(str(path))
+    configured_keys = connection.ssh_config.get("identityfile") or []
+    for name in configured_keys if isinstance(configured_keys, list) else [configured_keys]:
+        key_path = Path(str(name)).expanduser()
+        problem = private_file_problem(key_path, secret=True)
+        if problem:
+            raise HostError(f"{host.name}: IdentityFile {key_path} (ssh_config): {problem}")
     connection.client.set_missing_host_key_policy(_RefuseUnknownHostKey(files))
     gateway = connection.gateway
     if isinstance(gateway, Connection):  # ProxyJump: the jump host is checked just as strictly

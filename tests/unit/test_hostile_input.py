@@ -385,3 +385,17 @@ def test_alias_bomb_in_an_extra_var(tmp_path: Path) -> None:
     bomb = "x=" + "".join(f"{line}\n" for line in BILLION_LAUGHS.splitlines())
     code, out = validate(str(write(tmp_path)), "-e", bomb)
     assert code == 2 and "-e x: -e:5:" in out and "an alias bomb" in out
+
+
+def test_identity_file_named_by_ssh_config_is_checked_before_connecting(tmp_path: Path) -> None:
+    from nasplan.errors import HostError
+    from nasplan.inventory import Host
+    from nasplan.ssh import connect
+
+    config = tmp_path / "ssh_config"
+    config.write_text("Host nas\n  HostName 198.19.80.2\n  IdentityFile /dev/zero\n")
+    host = Host(name="nas", address="nas", ssh_config=config)
+    started = time.monotonic()
+    with pytest.raises(HostError, match=r"IdentityFile /dev/zero \(ssh_config\): is a device"):
+        connect(host, timeout_s=1)
+    assert time.monotonic() - started < 1  # refused before any connection attempt
