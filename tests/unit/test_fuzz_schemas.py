@@ -342,3 +342,43 @@ def test_validate_command_exits_0_or_2_only(tmp_path: Path, seed: int) -> None:
         result = CliRunner().invoke(main, ["validate", str(path)])
         assert result.exit_code in (0, 2), f"{result.exception!r}\n{path.read_text()}"
         assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+LAB_BASE = """\
+name: hi-fuzz
+lan: {prefix: 198.19.80.0/24, rate: 1G, mtu: 1500}
+hosts:
+  nas: {personality: qnap, personality_options: {entware: false}, services: [smb]}
+  ws: {}
+links:
+  - name: p2p
+    rate: 10G
+    mtu: 9000
+    a: {host: nas, interface: eth1, address: 198.19.81.1/30}
+    b: {host: ws, interface: eth1, address: 198.19.81.2/30}
+"""
+
+
+def test_generated_and_mutated_lab_files_load_or_exit_2(tmp_path: Path) -> None:
+    from nasplan.lab.model import load_lab
+
+    rng = random.Random(SEED + 2)
+    base = yaml.safe_load(LAB_BASE)
+    path = tmp_path / "lab.yaml"
+    counts = {"ok": 0, "refused": 0}
+    for _ in range(400):
+        doc = base
+        for _ in range(rng.choice([0, 0, 1, 1, 2])):
+            doc = mutate(doc, rng)
+        text = yaml.safe_dump(doc, sort_keys=False)
+        path.write_text(mutate_text(text, rng) if rng.random() < 0.15 else text)
+        try:
+            load_lab(path)
+        except InputError as exc:
+            counts["refused"] += 1
+            assert _is_message(str(exc)), f"{exc}\n--- lab:\n{text}"
+            continue
+        except Exception as exc:
+            raise AssertionError(f"{type(exc).__name__}: {exc}\n--- lab:\n{text}") from exc
+        counts["ok"] += 1
+    assert counts["ok"] > 50 and counts["refused"] > 50, counts
