@@ -12,6 +12,7 @@ import functools
 import re
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -25,7 +26,8 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 MAX_VALUE_CHARS = 65_536  # one rendered plan value
 MAX_WORK_CHARS = 1_000_000  # every string or list item built while rendering one value
 MAX_INT_BITS = 4096
-MAX_RENDER_S = 2.0
+MAX_RENDER_S = 2.0  # one value
+MAX_PLAN_RENDER_S = 10.0  # every value of one plan together
 # Filters a plan may use; the rest (random, urlize, xmlattr, pprint, ...) have no use in a plan.
 _FILTERS = (
     "abs", "capitalize", "center", "count", "d", "default", "dictsort", "first", "float",
@@ -84,6 +86,7 @@ class PlanSandbox(ImmutableSandboxedEnvironment):
         self.globals = {"range": self._range}
         self.filters = {name: self._bounded_filter(name, self.filters[name]) for name in _FILTERS}
         self.work_chars = 0
+        self.render_s_left = MAX_PLAN_RENDER_S
         self._compiled: dict[str, jinja2.Template] = {}
 
     def spend(self, chars: int) -> None:
@@ -182,12 +185,18 @@ class PlanSandbox(ImmutableSandboxedEnvironment):
         self.work_chars = 0
         out: list[str] = []
         length = 0
-        with _deadline(MAX_RENDER_S):
-            for chunk in template.generate(context):
-                length += len(chunk)
-                if length > MAX_VALUE_CHARS:
-                    raise TemplateRefused(f"renders more than {MAX_VALUE_CHARS} characters")
-                out.append(chunk)
+        started = time.monotonic()
+        if self.render_s_left <= 0:
+            raise TemplateRefused(f"the plan's templates took longer than {MAX_PLAN_RENDER_S:g} s")
+        try:
+            with _deadline(min(MAX_RENDER_S, self.render_s_left)):
+                for chunk in template.generate(context):
+                    length += len(chunk)
+                    if length > MAX_VALUE_CHARS:
+                        raise TemplateRefused(f"renders more than {MAX_VALUE_CHARS} characters")
+                    out.append(chunk)
+        finally:
+            self.render_s_left -= time.monotonic() - started
         return "".join(out)
 
 
@@ -214,9 +223,13 @@ def _deadline(seconds: float) -> Iterator[None]:
         raise TemplateRefused(f"took longer than {seconds:g} s")
 
     previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    started = time.monotonic()
+    outer_s, outer_interval_s = signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if outer_s > 0:  # someone else's timer was running: put back what is left of it
+            left_s = max(outer_s - (time.monotonic() - started), 0.001)
+            signal.setitimer(signal.ITIMER_REAL, left_s, outer_interval_s)

@@ -263,6 +263,10 @@ HOSTILE_TEMPLATES = [
     ("{{ 'ab'.replace('', 'x' * 60000) }}", "replace would build"),
     ("{{ 7 ** 99999 }}", "power is over"),
     ("{% for i in range(60000) %}{% for j in range(60000) %}{% endfor %}{% endfor %}", "builds"),
+    (
+        "{% for c in 'x' * 60000 %}{% for d in 'x' * 60000 %}{% endfor %}{% endfor %}",
+        "took longer than 2 s",
+    ),
     ("{{ 1 / 0 }}", "ZeroDivisionError"),
     ("{{ [1, 2] | random }}", "No filter named 'random'"),
 ]
