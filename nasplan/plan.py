@@ -20,7 +20,6 @@ from nasplan.network.model import NetworkSpec, parse_link_target, parse_network
 from nasplan.templating import PlanSandbox, TemplateRefused
 
 _SINGLE_EXPRESSION = re.compile(r"^\s*\{\{[^{}]*\}\}\s*$")
-DEFAULT_IPERF3_PORT = 5201
 
 
 @dataclass(frozen=True)
@@ -42,8 +41,8 @@ class Target:
 
 
 @dataclass(frozen=True)
-class TestSpec:
-    """One test of a plan, resolved: common fields, plus ``settings`` for its measurement kind."""
+class PlanTest:
+    """One test of a plan, resolved: common fields, its kind's own ``settings``, its ``index``."""
 
     id: str
     name: str
@@ -53,6 +52,7 @@ class TestSpec:
     target: Target
     repetitions: int
     settings: Mapping[str, Any] = field(default_factory=dict)
+    index: int = 0
 
     @property
     def hosts(self) -> tuple[str, ...]:
@@ -72,7 +72,7 @@ class Plan:
     inventory: Inventory
     known_hosts: Path | None
     setup_packages: tuple[str, ...]
-    tests: tuple[TestSpec, ...]
+    tests: tuple[PlanTest, ...]
     resolved: Mapping[str, Any]
     network: NetworkSpec = field(default_factory=NetworkSpec)
 
@@ -259,9 +259,9 @@ def _build_tests(
     resolved: dict[str, Any],
     inventory: Inventory,
     network: NetworkSpec | None = None,
-) -> tuple[TestSpec, ...]:
+) -> tuple[PlanTest, ...]:
     errors: list[str] = []
-    tests: list[TestSpec] = []
+    tests: list[PlanTest] = []
     seen: dict[str, int] = {}
     for index, raw in enumerate(resolved["tests"]):
         host_errors = _check_hosts(document, raw, index, inventory)
@@ -288,9 +288,8 @@ def _build_tests(
             for k, v in raw.items()
             if k not in ("id", "name", "kind", "server", "client", "target", "repetitions")
         }
-        settings.setdefault("port", DEFAULT_IPERF3_PORT + index)
         tests.append(
-            TestSpec(
+            PlanTest(
                 id=test_id,
                 name=str(raw.get("name") or test_id),
                 kind=str(raw["kind"]),
@@ -299,6 +298,7 @@ def _build_tests(
                 target=target,
                 repetitions=int(raw.get("repetitions", 3)),
                 settings=settings,
+                index=index,
             )
         )
     if errors:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from nasplan.measure import fio, transfer
-from nasplan.measure.transfer_test import Transfer, _cleanup, check_commands
-from nasplan.network.phase import skipped_record
+from nasplan.measure.kind import skipped
+from nasplan.measure.kinds.transfer import Transfer, _cleanup, check_commands
+from nasplan.measure.tools import fio, transfer
 from nasplan.plan import load_plan
 from nasplan.report import render_report
 from nasplan.results import load_run
@@ -72,7 +72,7 @@ def test_report_renders_every_kind_skipped_after_a_failed_network_setup(tmp_path
     (tmp_path / "plan.yaml").write_text(PLAN)
     plan = load_plan(tmp_path / "plan.yaml")
     run = copy.deepcopy(load_run(SAMPLE_RUN))
-    run["tests"] = [skipped_record(t, "network setup failed: eth9 missing") for t in plan.tests]
+    run["tests"] = [skipped(t, "network setup failed: eth9 missing") for t in plan.tests]
     text = render_report(run)
     for test in plan.tests:
         assert f"{test.id}" in text
