@@ -209,7 +209,7 @@ def plan_documents(rng: random.Random, count: int) -> Iterator[tuple[Any, bool]]
     """(plan data, whether it was mutated): kinds picked evenly, hosts from INVENTORY_BASE."""
     schema = load_schema("plan")
     gen = Generator(schema, rng)
-    kinds = ["iperf3", "transfer", "latency", "disk"]
+    kinds = ["iperf3", "transfer", "latency", "disk", "ping-sweep"]
     for index in range(count):
         doc: dict[str, Any] = {"name": f"fuzz{index}", "inventory": "inventory.yaml", "tests": []}
         for _ in range(rng.randint(1, 3)):

@@ -84,12 +84,14 @@ def test_report_renders_every_kind_skipped_after_a_failed_network_setup(tmp_path
 )
 def test_fio_file_names_fio_would_misread_are_refused(path: str) -> None:
     with pytest.raises(ValueError, match="fio would not read"):
-        fio.fio_argv("fio", path, fio.FioParams(rw="write", size_bytes=fio.MIB))
+        fio.fio_argv("fio", path, fio.FioParams(rw="write", size_bytes=fio.DEFAULT_BLOCK_BYTES))
 
 
 def test_fio_file_name_with_plain_characters_passes() -> None:
     argv = fio.fio_argv(
-        "fio", "/share/Public Files/x/fio.bin", fio.FioParams(rw="read", size_bytes=fio.MIB)
+        "fio",
+        "/share/Public Files/x/fio.bin",
+        fio.FioParams(rw="read", size_bytes=fio.DEFAULT_BLOCK_BYTES),
     )
     assert "--filename=/share/Public Files/x/fio.bin" in argv
 
