@@ -252,14 +252,18 @@ def subschema_validator(schema_name: str, definition: str) -> jsonschema.Draft20
     )
 
 
+@cache
+def _validator(schema_name: str) -> jsonschema.Draft202012Validator:
+    """One validator per schema, built once (its $ref lookups are cached inside it)."""
+    return jsonschema.Draft202012Validator(
+        load_schema(schema_name), format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+    )
+
+
 def schema_errors(document: Document, schema_name: str) -> list[str]:
     """Validate ``document`` against a schema; one formatted line per problem, in file order."""
-    schema = load_schema(schema_name)
-    validator = jsonschema.Draft202012Validator(
-        schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
-    )
     found: list[tuple[tuple[int, int], str]] = []
-    for error in validator.iter_errors(document.data):
+    for error in _validator(schema_name).iter_errors(document.data):
         json_path, message, at_key = describe_error(error)
         key_pos = document.positions.get((*json_path, "\0key")) if at_key else None
         pos = key_pos or document.positions.get(json_path)

@@ -247,6 +247,12 @@ def plan_documents(rng: random.Random, count: int) -> Iterator[tuple[Any, bool]]
         yield (mutate(doc, rng) if mutated else doc), mutated
 
 
+def _dump(doc: Any) -> str:
+    """YAML text of ``doc`` (libyaml's emitter when there is one: the fuzz stays fast)."""
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    return str(yaml.dump(doc, Dumper=dumper, sort_keys=False))
+
+
 def _is_message(text: str) -> bool:
     return all(re.match(r"^\S.*?: \S", line) for line in text.splitlines())
 
@@ -256,8 +262,8 @@ def test_generated_and_mutated_plans_validate_or_exit_2(tmp_path: Path) -> None:
     (tmp_path / "inventory.yaml").write_text(INVENTORY_BASE)
     path = tmp_path / "plan.yaml"
     counts = {"ok": 0, "refused": 0}
-    for doc, _ in plan_documents(rng, 1200):
-        text = yaml.safe_dump(doc, sort_keys=False)
+    for doc, _ in plan_documents(rng, 1000):
+        text = _dump(doc)
         if rng.random() < 0.15:
             text = mutate_text(text, rng)
         path.write_text(text)
@@ -276,7 +282,7 @@ def test_generated_and_mutated_plans_validate_or_exit_2(tmp_path: Path) -> None:
         except Exception as exc:
             raise AssertionError(f"apply --check: {exc!r}\n--- plan:\n{text}") from exc
     # both sides are exercised: a fuzz that only ever fails validation proves little
-    assert counts["ok"] > 300 and counts["refused"] > 300, counts
+    assert counts["ok"] > 250 and counts["refused"] > 250, counts
 
 
 class _Null:
@@ -314,8 +320,8 @@ def test_generated_and_mutated_inventories_load_or_exit_2(tmp_path: Path) -> Non
     rng = random.Random(SEED + 1)
     path = tmp_path / "inventory.yaml"
     counts = {"ok": 0, "refused": 0}
-    for doc in inventory_documents(rng, 1200):
-        text = yaml.safe_dump(doc, sort_keys=False)
+    for doc in inventory_documents(rng, 900):
+        text = _dump(doc)
         if rng.random() < 0.15:
             text = mutate_text(text, rng)
         path.write_text(text)
@@ -328,7 +334,7 @@ def test_generated_and_mutated_inventories_load_or_exit_2(tmp_path: Path) -> Non
         except Exception as exc:
             raise AssertionError(f"{type(exc).__name__}: {exc}\n--- inventory:\n{text}") from exc
         counts["ok"] += 1
-    assert counts["ok"] > 200 and counts["refused"] > 200, counts
+    assert counts["ok"] > 150 and counts["refused"] > 150, counts
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -338,7 +344,7 @@ def test_validate_command_exits_0_or_2_only(tmp_path: Path, seed: int) -> None:
     (tmp_path / "inventory.yaml").write_text(INVENTORY_BASE)
     path = tmp_path / "plan.yaml"
     for doc, _ in plan_documents(rng, 60):
-        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        path.write_text(_dump(doc))
         result = CliRunner().invoke(main, ["validate", str(path)])
         assert result.exit_code in (0, 2), f"{result.exception!r}\n{path.read_text()}"
         assert result.exception is None or isinstance(result.exception, SystemExit)
@@ -370,7 +376,7 @@ def test_generated_and_mutated_lab_files_load_or_exit_2(tmp_path: Path) -> None:
         doc = base
         for _ in range(rng.choice([0, 0, 1, 1, 2])):
             doc = mutate(doc, rng)
-        text = yaml.safe_dump(doc, sort_keys=False)
+        text = _dump(doc)
         path.write_text(mutate_text(text, rng) if rng.random() < 0.15 else text)
         try:
             load_lab(path)
