@@ -8,11 +8,13 @@ default) repeats with buffered I/O, marked cache-influenced.
 from __future__ import annotations
 
 import secrets
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
 from nasplan.analysis import cache_influence, summarize
 from nasplan.errors import CannotStart
+from nasplan.hostlock import PRELUDE
 from nasplan.hosts import HostSession
 from nasplan.measure import sampler
 from nasplan.measure.kind import Kind, Needs, RunContext, check_ready, finish, new_record
@@ -24,8 +26,9 @@ DIRECTIONS = ("write", "read")
 _SETUP_TIMEOUT_S = 60.0
 _WORKDIR_PREFIX = "nasplan-fio-"
 _FIO_FILE = "fio.bin"
-# $1: the plan's directory, $2: a fresh name. Makes $1/$2 (never an existing one: no -p) and
-# prints its physical path, refusing when that is not the new directory itself (a symlink).
+# $1: the plan's directory, $2: a fresh name. Makes $1/$2 (never an existing one: no -p),
+# registers it in the host's lock and prints its physical path, refusing when that is not the
+# new directory itself.
 _MAKE_WORKDIR = """\
 base=$(cd -P -- "$1" && pwd -P) || exit 3
 mkdir -m 700 -- "$base/$2" || exit 3
@@ -33,6 +36,7 @@ real=$(cd -P -- "$base/$2" && pwd -P) || exit 3
 if [ "$real" != "$base/$2" ]; then
   echo "$base/$2 resolves to $real" >&2; rmdir -- "$base/$2"; exit 4
 fi
+nasplan_register - "$real" "$real"
 echo "$real"
 """
 
@@ -93,8 +97,9 @@ def run(test: PlanTest, s: DiskSettings, ctx: RunContext) -> dict[str, Any]:
     except ValueError as exc:
         record["error"] = f"path {path!r}: {exc}"
         return record
-    made = session.runner.run(
-        ["sh", "-c", _MAKE_WORKDIR, "sh", path, f"{_WORKDIR_PREFIX}{token}"],
+    # Registered in the host's lock: should this run die here, the next run removes it.
+    made = session.runner.run_script(
+        PRELUDE + f"set -- {shlex.join([path, _WORKDIR_PREFIX + token])}\n" + _MAKE_WORKDIR,
         timeout_s=_SETUP_TIMEOUT_S,
     )
     workdir = made.stdout.strip().splitlines()[-1] if made.ok and made.stdout.strip() else ""
@@ -154,6 +159,7 @@ def _repetitions(
                 )
             rep["index"] = index
             record["repetitions"].append(rep)
+            ctx.checkpoint(record)
             if rep["error"]:
                 errors.append(f"{direction} {index}: {rep['error']}")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,9 +16,15 @@ TOOLS = {"fio": "/usr/bin/fio"}
 MKDIR = "mkdir -m 700"  # the host-side script that makes the work directory and prints it
 
 
+def _made_name(script: str) -> str:
+    """The fresh name the work-directory script was given (its ``set -- PATH NAME`` line)."""
+    line = next(line for line in script.splitlines() if line.startswith("set -- "))
+    return shlex.split(line)[-1]
+
+
 def made_in(directory: str) -> Callable[[str], Result]:
     """The work-directory script's answer: ``directory/<the name it was given>``."""
-    return lambda text: Result(text, f"{directory}/{text.split()[-1]}\n", "", 0)
+    return lambda text: Result(text, f"{directory}/{_made_name(text)}\n", "", 0)
 
 
 def test_write_then_read_in_a_directory_removed_afterwards(
@@ -38,9 +45,11 @@ def test_write_then_read_in_a_directory_removed_afterwards(
     assert set(record["directions"]) == {"write", "read"}
     assert record["summary"] == record["directions"]["write"]
     (made,) = nas.texts(MKDIR)
-    assert made.endswith(" sh /volume1/test " + made.split()[-1])  # plan path and name as $1 $2
-    workdir = f"/volume1/test/{made.split()[-1]}"
-    assert workdir.split("/")[-1].startswith("nasplan-fio-")
+    name = _made_name(made)
+    assert f"set -- /volume1/test {name}" in made  # the plan's path and a fresh name
+    assert 'nasplan_register - "$real"' in made  # in the host's lock before fio writes
+    workdir = f"/volume1/test/{name}"
+    assert name.startswith("nasplan-fio-")
     assert f"--filename={workdir}/fio.bin" in nas.texts("--rw=write")[0]
     assert nas.texts("rm -rf")[0].endswith(workdir)
 
