@@ -24,6 +24,8 @@ MAX_RUN_JSON_BYTES = 64 * MIB
 # Private keys, known_hosts and ssh_config files.
 MAX_KEY_FILE_BYTES = 1 * MIB
 _READ_CHUNK_BYTES = 65536
+# read-only; non-blocking so that opening a FIFO with no writer returns at once
+_READ_ONLY_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 
 def _kind(mode: int) -> str:
@@ -45,7 +47,7 @@ def read_bytes_bounded(path: Path, max_bytes: int, what: str = "file") -> bytes:
     before and while reading (a file that grows past the limit is refused too).
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags=_READ_ONLY_FLAGS)
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
     except IsADirectoryError:
