@@ -162,8 +162,18 @@ def report(run_dir: Path, charts: str | None) -> None:
     metavar="KEY=VALUE[,KEY=VALUE]",
     help="Name a run, once per run in order (link=10G,disk=ssd); two varying keys make a matrix.",
 )
+@click.option(
+    "--charts",
+    type=click.Choice(["png", "svg"]),
+    default=None,
+    help="Also draw matplotlib charts into OUT's directory (<OUT name>-charts/); needs --out.",
+)
 def compare(
-    runs: tuple[Path, ...], out: Path | None, output_format: str, labels: tuple[str, ...]
+    runs: tuple[Path, ...],
+    out: Path | None,
+    output_format: str,
+    labels: tuple[str, ...],
+    charts: str | None,
 ) -> None:
     """Compare RUN_A RUN_B [RUN_C ...] against the first: ratios, verdicts, what changed."""
     from nasplan.compare import compare_runs, render
@@ -172,7 +182,16 @@ def compare(
 
     if len(runs) < 2:
         raise InputError("compare needs at least two run directories")
-    text = render(compare_runs([load_run(r) for r in runs], labels), output_format)
+    if charts and (out is None or output_format != "markdown"):
+        raise InputError("--charts needs --out FILE.md (the Markdown links the charts)")
+    comparison = compare_runs([load_run(r) for r in runs], labels)
+    chart_files: list[str] = []
+    if charts and out is not None:
+        from nasplan.report.charts import write_compare_charts
+
+        chart_dir = out.parent / f"{out.stem}-charts"
+        chart_files = write_compare_charts(comparison, chart_dir, charts, out.parent)
+    text = render(comparison, output_format, chart_files)
     if out is None:
         click.echo(text, nl=False)
     else:
