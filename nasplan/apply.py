@@ -14,10 +14,10 @@ from nasplan.analysis import annotate_transfers
 from nasplan.context import RunContext
 from nasplan.hosts import HostSession, close_sessions, open_sessions, planned_installs, prepare
 from nasplan.inventory import Host
-from nasplan.measure import kinds, summary_text
+from nasplan.measure import kinds
 from nasplan.network.phase import NetworkPhase, describe_changes, skipped_record
 from nasplan.plan import Plan
-from nasplan.progress import Progress
+from nasplan.progress import Progress, result_text
 from nasplan.report.render import write_report
 from nasplan.results import new_run_dir, save_run
 from nasplan.runner import Runner
@@ -152,7 +152,7 @@ def apply(
             else:
                 record = kinds()[test.kind].run(test, ctx)
             run["tests"].append(record)
-            shown = summary_text(record["summary"])
+            shown = result_text(record)
             progress.test_done(test.id, record["status"], record["error"] or shown)
         memory = {n: s.facts.memory_bytes if s.facts else None for n, s in sessions.items()}
         annotate_transfers(run["tests"], memory)
