@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -23,7 +24,7 @@ from nasplan.results import new_run_dir, save_run
 from nasplan.runner import Runner
 from nasplan.ssh import connect
 
-EXIT_OK, EXIT_TEST_FAILED, EXIT_UNREACHABLE = 0, 1, 3
+EXIT_OK, EXIT_TEST_FAILED, EXIT_INPUT, EXIT_UNREACHABLE = 0, 1, 2, 3
 
 
 @dataclass(frozen=True)
@@ -68,8 +69,36 @@ def tool_needs(plan: Plan) -> dict[str, list[str]]:
     return {host: sorted(tools) for host, tools in needs.items()}
 
 
-def check(plan: Plan, progress: Progress, connector: Callable[[Host], Runner] = connect) -> Outcome:
-    """``apply --check``: connect and gather facts, print what would happen, change nothing."""
+def unset_variables(plan: Plan, environ: Mapping[str, str]) -> list[str]:
+    """The password variables the run would read that are not set: a host's sudo password
+    (``become_password_env``), a transfer's SMB password (``password_env``)."""
+    problems = [
+        f"{name}: the sudo password comes from ${host.become_password_env}, which is not set "
+        "(export it, or pass -K to apply)"
+        for name, host in sorted(plan_hosts(plan).items())
+        if host.become_password_env and host.become_password_env not in environ
+    ]
+    problems += [
+        f"test {test.id}: the SMB password comes from ${variable}, which is not set: "
+        "the test would fail"
+        for test in plan.tests
+        if (variable := test.settings.get("password_env")) and variable not in environ
+    ]
+    return problems
+
+
+def check(
+    plan: Plan,
+    progress: Progress,
+    connector: Callable[[Host], Runner] = connect,
+    environ: Mapping[str, str] | None = None,
+) -> Outcome:
+    """``apply --check``: connect and gather facts, print what would happen, change nothing.
+
+    Exit code 2 when a password variable the run needs is not set (``environ``, default the
+    process environment), else 0, or 3 when a host is unreachable.
+    """
+    missing = unset_variables(plan, os.environ if environ is None else environ)
     sessions = open_sessions(plan_hosts(plan), progress, connector)
     try:
         needs = tool_needs(plan)
@@ -79,7 +108,7 @@ def check(plan: Plan, progress: Progress, connector: Callable[[Host], Runner] = 
                 continue
             platform = session.platform.name if session.platform else "?"
             installs = planned_installs(session, needs.get(name, []))
-            todo = f"would {'; '.join(installs)}" if installs else "nothing to install"
+            todo = "; ".join(installs) if installs else "nothing to install"
             progress.message(f"{name} ({platform}): {todo}")
             for warning in session.warnings:
                 progress.message(f"warning: {warning}")
@@ -90,8 +119,12 @@ def check(plan: Plan, progress: Progress, connector: Callable[[Host], Runner] = 
                 progress.message(f"{name}: would set {line} (and put it back after the run)")
         for test in plan.tests:
             progress.message(f"test {test.id}: would run {kinds()[test.kind].describe(test)}")
+        for problem in missing:
+            progress.message(f"problem: {problem}")
         unreachable = any(s.error for s in sessions.values())
-        return Outcome(None, EXIT_UNREACHABLE if unreachable else EXIT_OK)
+        if unreachable:
+            return Outcome(None, EXIT_UNREACHABLE)
+        return Outcome(None, EXIT_INPUT if missing else EXIT_OK)
     finally:
         close_sessions(sessions)
 

@@ -56,10 +56,37 @@ def main() -> None:
 @inventory_option
 @extra_vars_option
 def validate(plan_file: Path, inventory: Path | None, extra_vars: tuple[str, ...]) -> None:
-    """Validate PLAN_FILE and its inventory; print ok, or each problem as FILE:LINE:COL."""
-    from nasplan.plan import load_plan, parse_extra_var
+    """Validate PLAN_FILE and its inventory; print ok, or each problem as FILE:LINE:COL.
 
-    load_plan(plan_file, inventory, dict(parse_extra_var(e) for e in extra_vars))
+    A plan whose inventory ``nasplan lab up`` writes is checked before the lab is up, against
+    the inventory its lab file will give (a warning says so).
+    """
+    import tempfile
+
+    from nasplan.lab import preview
+    from nasplan.plan import load_plan, parse_extra_var, planned_inventory
+
+    variables = dict(parse_extra_var(e) for e in extra_vars)
+    if preview.is_lab_file(plan_file):
+        from nasplan.lab.model import load_lab
+
+        load_lab(plan_file)
+        click.echo(f"ok (a lab file: sudo nasplan lab up {plan_file})")
+        return
+    planned = inventory or planned_inventory(plan_file)
+    if planned is None or planned.exists() or not preview.generated_by_lab(planned):
+        load_plan(plan_file, inventory, variables)
+        click.echo("ok")
+        return
+    with tempfile.TemporaryDirectory(prefix="nasplan-validate-") as directory:
+        previewed = Path(directory) / planned.name
+        lab_file = preview.write_preview(planned, previewed)
+        load_plan(plan_file, previewed, variables)
+    click.echo(
+        f"warning: {planned} is not there yet (the lab is not up): checked against the "
+        f"inventory `nasplan lab up {lab_file}` writes",
+        err=True,
+    )
     click.echo("ok")
 
 

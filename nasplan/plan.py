@@ -295,6 +295,17 @@ def _build_tests(
     return tuple(tests)
 
 
+def planned_inventory(path: Path) -> Path | None:
+    """The inventory file a plan names (relative to the plan), without loading either; None
+    when the plan is unreadable or names none (load_plan then says why)."""
+    try:
+        data = read_yaml(path).data
+    except InputError:
+        return None
+    value = data.get("inventory") if isinstance(data, dict) else None
+    return path.parent / value if isinstance(value, str) and value else None
+
+
 def load_plan(
     path: Path,
     inventory_override: Path | None = None,
