@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from nasplan import __version__
-from nasplan.analysis import annotate_transfers
+from nasplan.analysis import annotate_transfers, shared_kernels
 from nasplan.context import RunContext
 from nasplan.hosts import HostSession, close_sessions, open_sessions, planned_installs, prepare
 from nasplan.inventory import Host
@@ -58,6 +58,14 @@ def plan_hosts(plan: Plan) -> dict[str, Host]:
     if plan.known_hosts is not None:
         hosts = {n: dataclasses.replace(h, known_hosts=plan.known_hosts) for n, h in hosts.items()}
     return hosts
+
+
+def local_boot_id() -> str | None:
+    """This machine's kernel boot id (Linux), to tell hosts that share its kernel; else None."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
+    except OSError:
+        return None
 
 
 def tool_needs(plan: Plan) -> dict[str, list[str]]:
@@ -188,7 +196,8 @@ def apply(
             shown = result_text(record)
             progress.test_done(test.id, record["status"], record["error"] or shown)
         memory = {n: s.facts.memory_bytes if s.facts else None for n, s in sessions.items()}
-        annotate_transfers(run["tests"], memory)
+        boot_ids = {n: s.facts.boot_id if s.facts else None for n, s in sessions.items()}
+        annotate_transfers(run["tests"], memory, shared_kernels(boot_ids, local_boot_id()))
         network.teardown()
         # A host that was reached but cannot be used (sudo refused, tools missing) counts too.
         unreachable = any(s.facts is None or s.error for s in sessions.values())

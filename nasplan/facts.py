@@ -104,6 +104,7 @@ class HostFacts:
     tools: Mapping[str, str | None] = field(default_factory=dict)
     iperf3_version: str | None = None
     markers: Mapping[str, str] = field(default_factory=dict)
+    boot_id: str | None = None  # the kernel's: hosts sharing one share CPU figures
 
     def interface(self, name: str) -> NicFacts | None:
         """The NIC called ``name`` (e.g. ``eth0``), or None."""
@@ -157,6 +158,7 @@ class HostFacts:
             tools={str(k): _str_or_none(v) for k, v in (data.get("tools") or {}).items()},
             iperf3_version=_str_or_none(data.get("iperf3_version")),
             markers={str(k): str(v) for k, v in (data.get("markers") or {}).items()},
+            boot_id=_str_or_none(data.get("boot_id")),
         )
 
 
@@ -210,6 +212,7 @@ def parse_facts(stdout: str) -> HostFacts:
         tools=tools,
         iperf3_version=parse_iperf3_version(_first(single.get("iperf3-version")) or ""),
         markers=markers,
+        boot_id=_first(single.get("boot-id")),
     )
 
 
