@@ -303,6 +303,20 @@ def _test(test: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _failure(test: Mapping[str, Any]) -> dict[str, Any]:
+    """A test that did not succeed, with a link to the raw output of its first failed
+    repetition: the tool's own words, when nasplan's summary of them is not enough."""
+    raw = next(
+        (
+            r["raw_file"]
+            for r in test.get("repetitions") or []
+            if r.get("status") != "ok" and r.get("raw_file")
+        ),
+        None,
+    )
+    return {**test, "raw_link": quote(raw) if raw else None}
+
+
 def join_and(names: list[str]) -> str:
     """``a``, ``a and b``, ``a, b and c``."""
     return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
@@ -425,7 +439,7 @@ def build_view(run: Mapping[str, Any], chart_files: Sequence[str] = ()) -> dict[
         "between_hosts": f" between {join_and(names)}" if names else "",
         "tests_text": f"{len(everything)} test{'' if len(everything) == 1 else 's'}"
         + (f" ({', '.join(counts)})" if counts else ""),
-        "failed": [t for t in everything if t["status"] != "ok"],
+        "failed": [_failure(t) for t in everything if t["status"] != "ok"],
         "best": best,
         "framings": _framings(tests),
         "spread_thresholds": thresholds,

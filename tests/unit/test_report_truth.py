@@ -193,3 +193,13 @@ def test_compare_charts_group_tests_with_a_series_per_run(
     files = write_compare_charts(comparison, tmp_path / "c-charts", "svg", tmp_path)
     assert files == ["c-charts/throughput.svg", "c-charts/transfer-and-disk-rates.svg"]
     assert (tmp_path / files[1]).read_text().startswith("<?xml")
+
+
+def test_a_failure_links_the_raw_output_with_the_tool_s_own_words(run: dict[str, Any]) -> None:
+    failed = copy.deepcopy(run)
+    rsync = next(t for t in failed["tests"] if t["id"] == "rsync")
+    rsync["status"], rsync["error"] = "failed", "write 1: ssh: connect to host ... refused"
+    rsync["repetitions"][0].update(status="failed", raw_file="raw/rsync/write 1.txt")
+    report = render_report(failed)
+    line = next(x for x in report.splitlines() if x.startswith("- **rsync** (rsync"))
+    assert line.endswith("([raw output](raw/rsync/write%201.txt))")
