@@ -37,6 +37,8 @@ def metric_value(value: float | None, metric: str) -> str:
         return format_bits_per_second(value)
     if "bytes_per_second" in metric:
         return bytes_rate(value)
+    if metric.endswith("_ms"):
+        return f"{value:.3f} ms"
     if metric.endswith("_s"):
         return f"{value:.2f} s"
     return f"{value:.4g}"

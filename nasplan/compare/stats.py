@@ -122,16 +122,12 @@ def verdict(
             return Verdict(NOISE, "mann-whitney", p_value, change, f"{text}; {effect}")
         return Verdict(_direction(change, higher_is_better), "mann-whitney", p_value, change, text)
     needed = needed_repetitions(before, after, min_effect=min_effect)
-    shown = f"{needed}" if needed <= MAX_SUGGESTED_N else f"more than {MAX_SUGGESTED_N}"
-    return Verdict(
-        TOO_FEW,
-        "too-few",
-        None,
-        change,
-        f"{sizes}; about {shown} per side would tell a change of "
-        f"{max(abs(change or 0.0), min_effect) * 100:.0f} %",
-        needed,
-    )
+    size = f"a change of {max(abs(change or 0.0), min_effect) * 100:.0f} %"
+    if needed <= MAX_SUGGESTED_N:
+        text = f"{sizes}; about {needed} per side would tell {size}"
+    else:
+        text = f"{sizes}; more than {MAX_SUGGESTED_N} per side would be needed to tell {size}"
+    return Verdict(TOO_FEW, "too-few", None, change, text, needed)
 
 
 def needed_repetitions(

@@ -129,7 +129,7 @@ def test_three_against_three_is_too_few_to_tell_and_says_how_many_would() -> Non
     noisy = verdict([1.0e9, 1.1e9, 0.9e9], [1.05e9, 1.15e9, 0.95e9])
     assert noisy.verdict == "too few repetitions to tell"
     assert noisy.needed_per_side is not None and noisy.needed_per_side > 20
-    assert "per side would tell a change of 5 %" in noisy.explanation
+    assert "more than 50 per side would be needed to tell a change of 5 %" in noisy.explanation
 
 
 def test_times_are_better_when_lower() -> None:
