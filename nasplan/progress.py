@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from nasplan.report.directions import series_of
+from nasplan.directions import series_of
 from nasplan.units import format_bits_per_second
 
 

@@ -18,7 +18,7 @@ from nasplan.compare.stats import (
     higher_is_better,
     verdict,
 )
-from nasplan.report.directions import Series, series_of
+from nasplan.directions import Series, series_of
 
 FORMAT = "nasplan-compare"
 # 2: one row per direction (``direction``, ``label``), too-few verdicts, ``across``.

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from nasplan.errors import InputError
-from nasplan.report.directions import series_of
+from nasplan.directions import series_of
 from nasplan.report.quantities import BITS, BYTES, QUANTITIES, quantity_of
 
 CHART_FORMATS = ("png", "svg")
