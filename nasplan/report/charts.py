@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nasplan.errors import InputError
 from nasplan.directions import series_of
+from nasplan.errors import InputError
 from nasplan.report.quantities import BITS, BYTES, QUANTITIES, quantity_of
 
 CHART_FORMATS = ("png", "svg")

@@ -12,8 +12,8 @@ from urllib.parse import quote
 
 import jinja2
 
-from nasplan.report import mermaid
 from nasplan.directions import series_of
+from nasplan.report import mermaid
 from nasplan.report.in_force import network_rows, run_in_force
 from nasplan.report.quantities import BITS, BYTES
 from nasplan.results import REPORT_FILE, load_run
