@@ -87,21 +87,26 @@ def outcome(
     plan_path.write_text(yaml.safe_dump(plan, sort_keys=False))
     password = (state.host_dir("nas") / PASSWORD_FILE).read_text().strip()
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(PASSWORD_ENV, password)
+        patch.setenv(PASSWORD_ENV, password)  # what `apply --check` looks for
         console = io.StringIO()
-        result = apply(load_plan(plan_path), make_progress(console), out=work / "run")
+        result = apply(
+            load_plan(plan_path),
+            make_progress(console),
+            out=work / "run",
+            become_passwords={"nas": password},
+        )
     assert result.exit_code == EXIT_OK, console.getvalue()
     yield work / "run", console.getvalue()
 
 
-def tests_of(run_dir: Path) -> dict[str, dict[str, Any]]:
+def records_of(run_dir: Path) -> dict[str, dict[str, Any]]:
     return {t["id"]: t for t in load_run(run_dir)["tests"]}
 
 
 def test_rsync_over_a_cable_reaches_the_nas_s_sshd(
     state: LabState, outcome: tuple[Path, str]
 ) -> None:
-    rsync = tests_of(outcome[0])["rsync"]
+    rsync = records_of(outcome[0])["rsync"]
     assert rsync["status"] == "ok", rsync["error"]  # was: Connection refused
     assert rsync["params"]["address"] == "198.19.121.1"
     known = state.known_hosts_path.read_text()
@@ -111,7 +116,7 @@ def test_rsync_over_a_cable_reaches_the_nas_s_sshd(
 def test_nfs_files_are_gone_from_the_nas_logged_in_as_admin(
     state: LabState, outcome: tuple[Path, str]
 ) -> None:
-    nfs = tests_of(outcome[0])["nfs"]
+    nfs = records_of(outcome[0])["nfs"]
     assert nfs["status"] == "ok", nfs["error"]
     export = Path(nfs["params"]["server_path"])
     assert export.is_dir() and list(export.iterdir()) == []  # as the NFS server sees it

@@ -1,6 +1,6 @@
 """Report and compare say what was measured: per direction, the network in force, one unit per
 quantity, charts per quantity, noise not turned into headlines. From a real lab run (see
-tests/fixtures/runs/README.md): SMB, NFS and rsync transfers, a disk, iperf3 with and without
+tests/fixtures/runs/mixed/README.md): SMB, NFS and rsync transfers, a disk, iperf3 with and without
 target, --bidir, a cable addressed by the plan at MTU 9000."""
 
 from __future__ import annotations
@@ -130,8 +130,7 @@ def test_file_size_compares_across_a_labelled_dimension(run: dict[str, Any]) -> 
 
 def test_bidir_reverse_is_its_own_row(run: dict[str, Any]) -> None:
     bidir = next(t for t in run["tests"] if t["params"].get("bidir"))
-    if not any(r.get("reverse_bits_per_second") for r in bidir["repetitions"]):
-        pytest.skip("fixture predates reverse_bits_per_second")
+    assert all(r["reverse_bits_per_second"] > 1e9 for r in bidir["repetitions"])
     comparison = compare_runs([run, copy.deepcopy(run)])
     labels = [t["label"] for t in comparison["tests"] if t["id"] == bidir["id"]]
     assert labels == [f"{bidir['id']} (forward)", f"{bidir['id']} (reverse)"]
