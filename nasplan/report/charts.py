@@ -54,6 +54,15 @@ def _pyplot() -> Any:
     return importlib.import_module("matplotlib.pyplot")
 
 
+def _limit(theoretical_bits_per_second: float | None, quantity: str) -> float | None:
+    """The TCP maximum in the chart's own quantity: bit/s, or bytes/s on a byte-rate chart."""
+    if theoretical_bits_per_second is None:
+        return None
+    return (
+        theoretical_bits_per_second / 8 if quantity == BYTES.name else theoretical_bits_per_second
+    )
+
+
 def run_charts(run: Mapping[str, Any]) -> list[Chart]:
     """A run's charts: per quantity, one bar per test and direction, the TCP maximum as limit."""
     charts: dict[str, Chart] = {}
@@ -104,7 +113,7 @@ def compare_charts(comparison: Mapping[str, Any]) -> list[Chart]:
         for index, median in enumerate(medians):
             chart.values[index].append(median)
         limits = [s.get("theoretical_bits_per_second") for s in test["runs"] if s]
-        chart.limits.append(max((v for v in limits if v), default=None))
+        chart.limits.append(_limit(max((v for v in limits if v), default=None), quantity))
     return list(charts.values())
 
 

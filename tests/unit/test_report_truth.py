@@ -170,6 +170,11 @@ def test_report_charts_one_per_quantity_with_the_limit_per_test(run: dict[str, A
     assert [c.quantity for c in charts] == ["bits", "bytes"]
     assert charts[0].limits[0] == run["tests"][0]["path"]["theoretical_bits_per_second"]
     assert "smb (read)" in charts[1].groups and "disk (write)" in charts[1].groups
+    smb = next(t for t in run["tests"] if t["id"] == "smb")
+    limits = dict(zip(charts[1].groups, charts[1].limits, strict=True))
+    # on a MiB/s axis the TCP maximum is in bytes/s too, never bit/s on the wrong axis
+    assert limits["smb (read)"] == smb["path"]["theoretical_bits_per_second"] / 8
+    assert limits["disk (write)"] is None
 
 
 def test_compare_charts_group_tests_with_a_series_per_run(
