@@ -83,9 +83,7 @@ def run_charts(run: Mapping[str, Any]) -> list[Chart]:
                 chart.values.append([])
                 chart.series.append("median")
             chart.values[0].append(float(median))
-            chart.limits.append(
-                series.theoretical_bits_per_second if quantity == BITS.name else None
-            )
+            chart.limits.append(_limit(series.theoretical_bits_per_second, quantity))
     return list(charts.values())
 
 
