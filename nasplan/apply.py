@@ -12,11 +12,11 @@ from typing import Any
 
 from nasplan import __version__
 from nasplan.analysis import annotate_transfers, shared_kernels
-from nasplan.context import RunContext
 from nasplan.hosts import HostSession, close_sessions, open_sessions, planned_installs, prepare
 from nasplan.inventory import Host
 from nasplan.measure import kinds
-from nasplan.network.phase import NetworkPhase, describe_changes, skipped_record
+from nasplan.measure.kind import BoundTest, RunContext, skipped
+from nasplan.network.phase import NetworkPhase, describe_changes
 from nasplan.plan import Plan
 from nasplan.progress import Progress, result_text
 from nasplan.report.render import write_report
@@ -68,11 +68,16 @@ def local_boot_id() -> str | None:
         return None
 
 
-def tool_needs(plan: Plan) -> dict[str, list[str]]:
+def bound_tests(plan: Plan) -> list[BoundTest]:
+    """The plan's tests, each bound to its kind with its settings parsed once."""
+    return [kinds.bind(test) for test in plan.tests]
+
+
+def tool_needs(plan: Plan, bound: list[BoundTest] | None = None) -> dict[str, list[str]]:
     """Host -> the tools its tests need, plus the plan's ``setup.packages`` on every host."""
     needs: dict[str, set[str]] = {name: set(plan.setup_packages) for name in plan.host_names}
-    for test in plan.tests:
-        for host, tools in kinds()[test.kind].needs(test).items():
+    for one in bound_tests(plan) if bound is None else bound:
+        for host, tools in one.needs.items():
             needs.setdefault(host, set()).update(tools)
     return {host: sorted(tools) for host, tools in needs.items()}
 
@@ -107,9 +112,10 @@ def check(
     process environment), else 0, or 3 when a host is unreachable.
     """
     missing = unset_variables(plan, os.environ if environ is None else environ)
+    bound = bound_tests(plan)
     sessions = open_sessions(plan_hosts(plan), progress, connector)
     try:
-        needs = tool_needs(plan)
+        needs = tool_needs(plan, bound)
         for name, session in sessions.items():
             if session.error:
                 progress.message(f"{name}: UNREACHABLE: {session.error}")
@@ -125,8 +131,8 @@ def check(
             current = {nic.name: nic for nic in facts.interfaces} if facts else {}
             for line in describe_changes(plan.network.changes(name), current):
                 progress.message(f"{name}: would set {line} (and put it back after the run)")
-        for test in plan.tests:
-            progress.message(f"test {test.id}: would run {kinds()[test.kind].describe(test)}")
+        for one in bound:
+            progress.message(f"test {one.test.id}: would run {one.description}")
         for problem in missing:
             progress.message(f"problem: {problem}")
         unreachable = any(s.error for s in sessions.values())
@@ -154,6 +160,7 @@ def apply(
     """
     if become_passwords and connector is connect:
         connector = connect_with_passwords(become_passwords)
+    bound = bound_tests(plan)
     started = _utc_now()
     run_dir = new_run_dir(base_dir or Path.cwd(), plan.name, started, out)
     run: dict[str, Any] = {
@@ -185,16 +192,16 @@ def apply(
     )
     try:
         sessions.update(open_sessions(plan_hosts(plan), progress, connector))
-        prepare(sessions, tool_needs(plan), progress)
+        prepare(sessions, tool_needs(plan, bound), progress)
         network.setup()
-        for test in plan.tests:
+        for one in bound:
             if not network.ok:
-                record = skipped_record(test, f"network setup failed: {network.error}")
+                record = skipped(one.test, f"network setup failed: {network.error}")
             else:
-                record = kinds()[test.kind].run(test, ctx)
+                record = one.run(ctx)
             run["tests"].append(record)
             shown = result_text(record)
-            progress.test_done(test.id, record["status"], record["error"] or shown)
+            progress.test_done(one.test.id, record["status"], record["error"] or shown)
         memory = {n: s.facts.memory_bytes if s.facts else None for n, s in sessions.items()}
         boot_ids = {n: s.facts.boot_id if s.facts else None for n, s in sessions.items()}
         annotate_transfers(run["tests"], memory, shared_kernels(boot_ids, local_boot_id()))

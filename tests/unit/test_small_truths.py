@@ -19,7 +19,7 @@ from nasplan.cli import main
 from nasplan.facts import parse_facts
 from nasplan.hosts import HostSession, planned_installs
 from nasplan.inventory import Host
-from nasplan.measure import transfer
+from nasplan.measure.tools import transfer
 from nasplan.network.checks import mtu_probes
 from nasplan.network.model import MtuSpec
 from nasplan.network.state import NicState
