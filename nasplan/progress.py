@@ -13,7 +13,7 @@ from rich.live import Live
 from rich.table import Table
 
 from nasplan.directions import series_of
-from nasplan.units import format_bits_per_second
+from nasplan.units import format_metric
 
 
 class Progress(Protocol):
@@ -54,14 +54,7 @@ def result_text(record: Mapping[str, Any]) -> str:
         median = series.summary.get("median")
         if median is None:
             continue
-        if series.metric.endswith("bytes_per_second"):
-            value = f"{median / 2**20:.1f} MiB/s"
-        elif series.metric.endswith("_ms"):
-            value = f"{median:.3f} ms"
-        elif series.metric.endswith("bits_per_second"):
-            value = format_bits_per_second(median)
-        else:
-            value = f"{median:.4g}"
+        value = format_metric(median, series.metric)
         named = len(series_of(record)) > 1 or record.get("kind") in ("transfer", "disk")
         parts.append(f"{series.direction} median {value}" if named else f"median {value}")
     return ", ".join(parts)

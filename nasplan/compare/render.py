@@ -39,6 +39,8 @@ def metric_value(value: float | None, metric: str) -> str:
         return bytes_rate(value)
     if metric.endswith("_ms"):
         return f"{value:.3f} ms"
+    if metric.endswith("_bytes"):
+        return f"{value:.0f} bytes"
     if metric.endswith("_s"):
         return f"{value:.2f} s"
     return f"{value:.4g}"
