@@ -29,14 +29,15 @@ _FILE_NAMES = {BITS.name: "throughput", BYTES.name: "transfer-and-disk-rates"}
 
 @dataclass
 class Chart:
-    """One quantity's grouped bars: ``values[series][group]`` (None: no bar), optional limits."""
+    """One quantity's grouped bars: ``values[series][group]`` (None: no bar) and the limit of
+    each bar (``limits[series][group]``, e.g. its path's TCP maximum, None when none)."""
 
     quantity: str
     title: str
     groups: list[str] = field(default_factory=list)
     series: list[str] = field(default_factory=list)
     values: list[list[float | None]] = field(default_factory=list)
-    limits: list[float | None] = field(default_factory=list)
+    limits: list[list[float | None]] = field(default_factory=list)
 
 
 def _pyplot() -> Any:
@@ -81,9 +82,10 @@ def run_charts(run: Mapping[str, Any]) -> list[Chart]:
             chart.groups.append(f"{test['id']} ({series.direction})" if named else test["id"])
             if not chart.values:
                 chart.values.append([])
+                chart.limits.append([])
                 chart.series.append("median")
             chart.values[0].append(float(median))
-            chart.limits.append(_limit(series.theoretical_bits_per_second, quantity))
+            chart.limits[0].append(_limit(series.theoretical_bits_per_second, quantity))
     return list(charts.values())
 
 
@@ -105,25 +107,27 @@ def compare_charts(comparison: Mapping[str, Any]) -> list[Chart]:
                 f"Median {QUANTITIES[quantity].title} per test and run",
                 series=titles,
                 values=[[] for _ in titles],
+                limits=[[] for _ in titles],
             ),
         )
         chart.groups.append(str(test["label"]))
-        for index, median in enumerate(medians):
+        for index, (median, side) in enumerate(zip(medians, test["runs"], strict=True)):
             chart.values[index].append(median)
-        limits = [s.get("theoretical_bits_per_second") for s in test["runs"] if s]
-        chart.limits.append(_limit(max((v for v in limits if v), default=None), quantity))
+            theoretical = side.get("theoretical_bits_per_second") if side else None
+            chart.limits[index].append(_limit(theoretical, quantity))
     return list(charts.values())
 
 
 def _draw(pyplot: Any, chart: Chart, path: Path, chart_format: str) -> None:
     """Horizontal grouped bars: groups top to bottom, one bar per series, limits as markers."""
     unit, factor = QUANTITIES[chart.quantity].unit(
-        [v for row in chart.values for v in row] + list(chart.limits)
+        [v for row in chart.values for v in row] + [v for row in chart.limits for v in row]
     )
     count, width = len(chart.series), 0.8 / max(1, len(chart.series))
     height = max(2.5, 0.9 + len(chart.groups) * (0.25 + 0.22 * count))
     figure, axes = pyplot.subplots(figsize=(10.5, height))
     positions = list(range(len(chart.groups)))
+    labelled = False
     for index, (name, row) in enumerate(zip(chart.series, chart.values, strict=True)):
         offsets = [p - 0.4 + width * (index + 0.5) for p in positions]
         shown = [(o, v / factor) for o, v in zip(offsets, row, strict=True) if v is not None]
@@ -134,13 +138,16 @@ def _draw(pyplot: Any, chart: Chart, path: Path, chart_format: str) -> None:
             color=_SERIES_COLOURS[index % len(_SERIES_COLOURS)],
             label=name if count > 1 else "median",
         )
-    limits = [(p, v / factor) for p, v in zip(positions, chart.limits, strict=False) if v]
-    if limits:
-        for number, (position, value) in enumerate(limits):
-            axes.plot(
-                [value, value], [position - 0.45, position + 0.45], color=_LIMIT_COLOUR,
-                linewidth=2, label="TCP maximum of the path" if number == 0 else None,
-            )  # fmt: skip
+        # each bar's own limit, a short mark across that bar only
+        limits = chart.limits[index] if index < len(chart.limits) else []
+        for offset, limit in zip(offsets, limits, strict=False):
+            if limit:
+                axes.plot(
+                    [limit / factor] * 2, [offset - width / 2, offset + width / 2],
+                    color=_LIMIT_COLOUR, linewidth=2,
+                    label=None if labelled else "TCP maximum of the path",
+                )  # fmt: skip
+                labelled = True
     axes.set_yticks(positions, chart.groups)
     axes.invert_yaxis()  # the first test at the top, as in the tables
     axes.set_xlabel(unit)

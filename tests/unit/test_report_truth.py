@@ -168,10 +168,10 @@ def test_report_charts_one_per_quantity_with_the_limit_per_test(run: dict[str, A
     assert '"disk write"' in byte_rates and '"smb read"' in byte_rates
     charts = run_charts(run)
     assert [c.quantity for c in charts] == ["bits", "bytes"]
-    assert charts[0].limits[0] == run["tests"][0]["path"]["theoretical_bits_per_second"]
+    assert charts[0].limits[0][0] == run["tests"][0]["path"]["theoretical_bits_per_second"]
     assert "smb (read)" in charts[1].groups and "disk (write)" in charts[1].groups
     smb = next(t for t in run["tests"] if t["id"] == "smb")
-    limits = dict(zip(charts[1].groups, charts[1].limits, strict=True))
+    limits = dict(zip(charts[1].groups, charts[1].limits[0], strict=True))
     # on a MiB/s axis the TCP maximum is in bytes/s too, never bit/s on the wrong axis
     assert limits["smb (read)"] == smb["path"]["theoretical_bits_per_second"] / 8
     assert limits["disk (write)"] is None
@@ -189,6 +189,8 @@ def test_compare_charts_group_tests_with_a_series_per_run(
     assert rates.series == ["a", "b", "c", "d"]  # one series (legend entry) per run
     assert len(rates.groups) >= 6  # one group per test and direction
     assert all(len(values) == len(rates.groups) for values in rates.values)
+    # each run's bar carries its own path's limit (a reshaped link has another)
+    assert all(len(limits) == len(rates.groups) for limits in rates.limits)
     markdown = render(comparison)
     horizontal = [b for b in mermaid.blocks(markdown) if b.startswith("xychart-beta horizontal")]
     # one chart per quantity: bit/s, MiB/s, ms
