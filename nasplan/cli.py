@@ -203,26 +203,32 @@ def compare(
     charts: str | None,
 ) -> None:
     """Compare RUN_A RUN_B [RUN_C ...] against the first: ratios, verdicts, what changed."""
+    from os import environ
+
     from nasplan.compare import compare_runs, render
     from nasplan.errors import InputError
+    from nasplan.output import redactor_of, secrets_from_environ, write_text
     from nasplan.results import load_run
 
     if len(runs) < 2:
         raise InputError("compare needs at least two run directories")
     if charts and (out is None or output_format != "markdown"):
         raise InputError("--charts needs --out FILE.md (the Markdown links the charts)")
-    comparison = compare_runs([load_run(r) for r in runs], labels)
+    loaded = [load_run(r) for r in runs]
+    # The same redaction as every file nasplan writes: secrets the runs' plans name by variable.
+    redactor = redactor_of(secrets_from_environ([run.get("plan") for run in loaded], environ))
+    comparison = compare_runs(loaded, labels)
     chart_files: list[str] = []
     if charts and out is not None:
         from nasplan.report.charts import write_compare_charts
 
         chart_dir = out.parent / f"{out.stem}-charts"
         chart_files = write_compare_charts(comparison, chart_dir, charts, out.parent)
-    text = render(comparison, output_format, chart_files)
+    text = redactor.text(render(comparison, output_format, chart_files))
     if out is None:
         click.echo(text, nl=False)
     else:
-        out.write_text(text, encoding="utf-8", newline="\n")
+        write_text(out, text, redactor)
         click.echo(str(out))
 
 
