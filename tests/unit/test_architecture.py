@@ -43,6 +43,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "nasplan.analysis",
         "nasplan.directions",
         "nasplan.facts",
+        "nasplan.storage",
         "nasplan.become",
         "nasplan.network.model",
         "nasplan.network.state",
