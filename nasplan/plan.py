@@ -32,12 +32,12 @@ class Target:
     link: str | None = None  # a plan link's end (``link:p2p@nas``); ``address`` is that end's
 
     def label(self) -> str:
-        """``nas.p2p``, ``link:p2p@nas`` or the address."""
+        """``nas.p2p``, ``link:p2p@nas``, the address, or the server's name (its SSH address)."""
         if self.link and self.host:
             return f"link:{self.link}@{self.host}"
         if self.host and self.interface:
             return f"{self.host}.{self.interface}"
-        return self.address or "?"
+        return self.address or self.host or "?"
 
 
 @dataclass(frozen=True)
@@ -181,6 +181,18 @@ def resolve_templates(
     }
 
 
+def _interface_at(inventory: Inventory, server: str | None) -> str | None:
+    """The server's inventory interface whose address is the one nasplan connects to (the
+    default target), so a test without ``target:`` is labelled ``nas.lan``; None when none is."""
+    host = inventory.hosts.get(server) if server else None
+    if host is None:
+        return None
+    for key, iface in sorted(host.interfaces.items()):
+        if iface.address and iface.address.split("/")[0] == host.address:
+            return key
+    return None
+
+
 def _parse_target(
     document: Document,
     raw: dict[str, Any],
@@ -192,7 +204,7 @@ def _parse_target(
     server = raw.get("server")
     text = raw.get("target")
     if text is None:
-        return Target(server, None, None)
+        return Target(server, _interface_at(inventory, server), None)
     link_end = parse_link_target(network or NetworkSpec(), str(text))
     if isinstance(link_end, str):
         raise InputError(document.error(where, link_end))
@@ -304,6 +316,17 @@ def _build_tests(
     if errors:
         raise InputError(errors)
     return tuple(tests)
+
+
+def planned_inventory(path: Path) -> Path | None:
+    """The inventory file a plan names (relative to the plan), without loading either; None
+    when the plan is unreadable or names none (load_plan then says why)."""
+    try:
+        data = read_yaml(path).data
+    except InputError:
+        return None
+    value = data.get("inventory") if isinstance(data, dict) else None
+    return path.parent / value if isinstance(value, str) and value else None
 
 
 def load_plan(

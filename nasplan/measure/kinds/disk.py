@@ -138,11 +138,9 @@ def _repetitions(
     params = record["params"]
     direct = bool(params["direct"])
     directions = s.directions
-    total, done = test.repetitions * len(directions), 0
     for direction in directions:
         for index in range(1, test.repetitions + 1):
-            done += 1
-            ctx.progress.test(test.id, done, total, 0.0)
+            ctx.progress.test(test.id, index, test.repetitions, 0.0, direction)
             job = fio.FioParams(rw=direction, size_bytes=params["size_bytes"], direct=direct)
             rep, refused = _one(
                 ctx, session, fio_path, filename, job, f"{test.id}/{direction}-{index}"
