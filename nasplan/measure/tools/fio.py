@@ -24,6 +24,8 @@ BW_LOG_AVG_MS = 1000
 BW_LOG_KIB_BYTES = 1024
 _BW_LOG_DIRECTIONS = {0: "read", 1: "write", 2: "trim"}
 _BW_LOG_LINE = re.compile(r"^\s*(\d+),\s*(\d+),\s*(\d+),", re.MULTILINE)
+_FIO_SAFE_CHAR = re.compile(r"[A-Za-z0-9_.,+@=%/ -]")
+_FIO_SAFE = re.compile(r"^/[A-Za-z0-9_.,+@=%/ -]*$")
 
 
 class FioError(NasplanError):
@@ -58,6 +60,20 @@ class FioParams:
         return _TIMEOUT_MARGIN_S + 2 * self.size_bytes / _SLOWEST_BYTES_PER_SECOND
 
 
+def check_filename(filename: str) -> str:
+    """``filename`` if fio reads it as one absolute file name, else ValueError saying why.
+
+    fio splits ``filename=`` at ``:`` (several files), cuts it at ``;`` and expands ``$jobname``
+    and friends, so a path holding them would make fio write somewhere else; only plain path
+    characters pass.
+    """
+    if not _FIO_SAFE.match(filename):
+        bad = sorted({c for c in filename if not _FIO_SAFE_CHAR.match(c)})
+        shown = " ".join(repr(c) for c in bad) or "a relative path"
+        raise ValueError(f"fio would not read {filename!r} as one file name ({shown})")
+    return filename
+
+
 def fio_argv(
     fio_path: str, filename: str, params: FioParams, bw_log_prefix: str | None = None
 ) -> list[str]:
@@ -65,7 +81,9 @@ def fio_argv(
 
     Writes end with an fsync (``end_fsync=1``) so the time includes getting data to disk.
     ``bw_log_prefix``: fio also writes its per-second bandwidth to ``bw_log_file(prefix)``.
+    ValueError when fio would not read ``filename`` as one file (``check_filename``).
     """
+    check_filename(filename)
     argv = [
         fio_path,
         f"--name=nasplan-seq-{params.rw}",
