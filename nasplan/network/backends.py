@@ -2,17 +2,20 @@
 
 The generic backend arms a detached ``setsid sh`` timer and changes NICs with ``ip``; a platform
 with a commit-confirmed mechanism of its own (TrueNAS ``interface.commit``) offers its backend
-through an optional ``network_backend(facts)`` method. Snapshot and read-back stay ``ip -j``.
+through an optional ``network_backend(facts)`` method. The generic backend's commands and
+read-back come from the host's ``NetTools`` (``ip -j``, ``ip`` text or ``ifconfig``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from nasplan.network import scripts
+from nasplan.network import scripts, tools
 from nasplan.network.model import NicChange
 from nasplan.network.state import NicState
+from nasplan.network.tools import NetTools
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
@@ -27,6 +30,11 @@ class NetworkBackend(Protocol):
     @property
     def mechanism(self) -> str:
         """Its name in run.json and the snapshot file, e.g. ``setsid-timer``."""
+        ...
+
+    @property
+    def net_tools(self) -> NetTools:
+        """The commands its scripts read NIC state with (``ip -j``, ``ip`` text, ``ifconfig``)."""
         ...
 
     def arm_and_apply_script(
@@ -55,10 +63,13 @@ class NetworkBackend(Protocol):
         ...
 
 
+@dataclass(frozen=True)
 class SetsidTimer:
-    """Any Linux: ``ip`` changes; a detached ``setsid sh`` timer restores unless confirmed."""
+    """Any Linux: ``ip`` (or ``ifconfig``) changes; a detached ``setsid sh`` timer restores
+    unless confirmed. ``net_tools`` says which commands (BusyBox sh runs the scripts too)."""
 
-    mechanism = SETSID_TIMER
+    net_tools: NetTools = field(default_factory=NetTools)
+    mechanism: str = field(default=SETSID_TIMER, init=False)
 
     def arm_and_apply_script(
         self,
@@ -70,9 +81,10 @@ class SetsidTimer:
         return scripts.arm_and_apply_script(
             directory,
             timeout_s,
-            scripts.restore_argvs(changes, before),
-            scripts.apply_argvs(changes, before),
+            tools.restore_argvs(changes, before, self.net_tools),
+            tools.apply_argvs(changes, before, self.net_tools),
             [c.nic for c in changes],
+            self.net_tools,
         )
 
     def confirm_script(self, directory: str) -> str:
@@ -87,7 +99,11 @@ class SetsidTimer:
         force: bool,
     ) -> str:
         return scripts.restore_script(
-            directory, scripts.restore_argvs(changes, before), [c.nic for c in changes], force=force
+            directory,
+            tools.restore_argvs(changes, before, self.net_tools),
+            [c.nic for c in changes],
+            force=force,
+            tools=self.net_tools,
         )
 
 
@@ -95,11 +111,11 @@ def for_platform(platform: Platform | None, facts: HostFacts | None) -> NetworkB
     """The platform's own backend when it has one, else the generic ``SetsidTimer``."""
     offer = getattr(platform, "network_backend", None)
     backend: NetworkBackend | None = offer(facts) if offer is not None and facts else None
-    return backend if backend is not None else SetsidTimer()
+    return backend if backend is not None else SetsidTimer(tools.from_facts(facts) or NetTools())
 
 
-def by_mechanism(mechanism: str | None) -> NetworkBackend:
+def by_mechanism(mechanism: str | None, net_tools: NetTools | None = None) -> NetworkBackend:
     """The backend a snapshot file names (``nasplan restore``); the generic one when unnamed."""
     from nasplan.network.truenas import MECHANISM, TrueNasCommit
 
-    return TrueNasCommit() if mechanism == MECHANISM else SetsidTimer()
+    return TrueNasCommit() if mechanism == MECHANISM else SetsidTimer(net_tools or NetTools())

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from nasplan.errors import InputError
 from nasplan.network.backends import NetworkBackend, SetsidTimer, by_mechanism
 from nasplan.network.model import NicChange
-from nasplan.network.state import NicState, all_differences, parse_state_output, split_sections
+from nasplan.network.state import NicState, all_differences, split_sections
+from nasplan.network.tools import NetTools, parse_state_output
 
 if TYPE_CHECKING:
     from nasplan.inventory import Host
@@ -97,8 +98,9 @@ def save_snapshots(
     known_hosts: str | None,
     hosts: Mapping[str, tuple[str, Sequence[NicChange], Mapping[str, NicState]]],
     mechanisms: Mapping[str, str] | None = None,
+    net_tools: Mapping[str, NetTools] | None = None,
 ) -> Path:
-    """Write ``network/snapshots.json`` (host -> revert dir, mechanism, changes, state before)."""
+    """Write ``network/snapshots.json`` (host -> revert dir, mechanism, tools, changes, before)."""
     path = run_dir / SNAPSHOT_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     data = {
@@ -109,6 +111,7 @@ def save_snapshots(
             name: {
                 "revert_dir": directory,
                 "mechanism": (mechanisms or {}).get(name),
+                "net_tools": (net_tools or {}).get(name, NetTools()).to_dict(),
                 "changes": [dataclasses.asdict(c) for c in changes],
                 "before": {n: s.to_dict() for n, s in before.items()},
             }
@@ -161,7 +164,9 @@ def restore_run(
             changes,
             before,
             deadline=time.monotonic() + 15,
-            backend=by_mechanism(saved.get("mechanism")),
+            backend=by_mechanism(
+                saved.get("mechanism"), NetTools.from_dict(saved.get("net_tools"))
+            ),
         )
         close = getattr(outcome.runner, "close", None)
         if close is not None:

@@ -17,6 +17,7 @@ from typing import Any
 from nasplan.network import scripts
 from nasplan.network.model import NicChange
 from nasplan.network.state import NicState
+from nasplan.network.tools import NetTools, state_script
 
 MECHANISM = "truenas-interface-commit"
 # Restoring the snapshot is committed with a rollback too, then checked in by the same script.
@@ -81,6 +82,7 @@ class TrueNasCommit:
     """The TrueNAS SCALE middleware's own commit with rollback and checkin."""
 
     mechanism = MECHANISM
+    net_tools = NetTools()  # SCALE ships a current iproute2: state is read with `ip -j`
 
     def arm_and_apply_script(
         self,
@@ -116,7 +118,7 @@ class TrueNasCommit:
             f"  {_WAITING}"
             "  printf '@@nasplan:armed@@\\n%s\\n' \"$nasplan_w\"\n"
             "else nasplan_failed=1; fi\n"
-            + scripts.state_script(c.nic for c in changes)
+            + state_script(c.nic for c in changes)
             + f'[ "$nasplan_failed" = 0 ] || exit {scripts.EXIT_APPLY_FAILED}\n'
         )
 
@@ -160,5 +162,5 @@ class TrueNasCommit:
             "fi\n"
             f"rm -rf {d}\n"
             "printf '\\n@@nasplan:outcome@@\\n%s\\n' \"$nasplan_outcome\"\n"
-            + scripts.state_script(c.nic for c in changes)
+            + state_script(c.nic for c in changes)
         )
