@@ -108,8 +108,8 @@ def write_plan(state: LabState, directory: Path, *, duration_s: int = 1) -> Path
 
 
 def test_the_nas_shells_have_busybox_network_tools_and_no_ip_json(bb_lab: LabState) -> None:
-    qnap = host_sh(bb_lab, "qnap", 'readlink -f "$(command -v ip)"; ip -j addr show; echo $?')
-    assert qnap.stdout.splitlines()[0] == "/usr/bin/busybox"
+    qnap = host_sh(bb_lab, "qnap", 'readlink -f "$(command -v ip)" /bin/sh; ip -j addr; echo $?')
+    assert qnap.stdout.splitlines()[:2] == ["/usr/bin/busybox", "/usr/bin/busybox"]
     assert qnap.stdout.splitlines()[-1] == "1" and "[" not in qnap.stdout
     syno = host_sh(bb_lab, "syno", "command -v ip; ls /usr/bin/ip /usr/sbin/ip; ifconfig --help")
     assert syno.stdout.strip() == "" and "BusyBox" in syno.stderr

@@ -70,7 +70,8 @@ def net_tools_inside(mode: str) -> list[str]:
     """Shell lines (run chrooted) that leave only BusyBox's network tools, as on QTS or DSM.
 
     ``busybox``: BusyBox's ``ip``, ``ifconfig`` and ``route``; ``busybox-ifconfig``: no ``ip``
-    at all. Either way iproute2 (and its ``ip -j``) is gone from every usual path.
+    at all. Either way iproute2 (and its ``ip -j``) is gone from every usual path, and
+    ``/bin/sh`` is BusyBox's ash (as on QTS), so nasplan's host scripts run in it.
     """
     if mode == "iproute2":
         return []
@@ -78,6 +79,8 @@ def net_tools_inside(mode: str) -> list[str]:
     return [
         f"rm -f {' '.join(_SYSTEM_NET_TOOLS)}",
         *(f"ln -sf /usr/bin/busybox {_BUSYBOX_DIR}/{applet}" for applet in applets),
+        # This script itself goes on in the sh that already runs it.
+        "ln -sf /usr/bin/busybox /usr/bin/sh",
     ]
 
 
