@@ -223,3 +223,15 @@ def test_state_scripts_run_by_busybox_read_lo_as_iproute2_does(kind: str, tmp_pa
         expected.addresses,
     )
     assert ours.mtu_bytes == int(Path("/sys/class/net/lo/mtu").read_text())
+
+
+@pytest.mark.parametrize(
+    ("probe", "expected"),
+    [("[[", True), ("[d", False), ("", False)],  # iproute2 4.13-4.16: JSON addr, text routes
+)
+def test_ip_json_probe_needs_json_from_both_addr_and_route(probe: str, expected: bool) -> None:
+    facts = parse_facts(f"@@nasplan:tools@@\nip=/sbin/ip\n@@nasplan:ip-json@@\n{probe}\n")
+    assert facts.ip_json is expected
+    assert facts.to_dict()["ip_json"] is expected
+    chosen = tools.from_facts(facts)
+    assert chosen is not None and chosen.kind == (IP_JSON if expected else IP_TEXT)
