@@ -1,14 +1,15 @@
 """How a host's network change is armed, applied, confirmed and undone: one backend per mechanism.
 
 The generic backend arms a detached ``setsid sh`` timer and changes NICs with ``ip``; a platform
-with a commit-confirmed mechanism of its own (TrueNAS ``interface.commit``) offers its backend
-through an optional ``network_backend(facts)`` method. The generic backend's commands and
-read-back come from the host's ``NetTools`` (``ip -j``, ``ip`` text or ``ifconfig``).
+with a commit-confirmed mechanism of its own (TrueNAS ``interface.commit``) names it in
+``Platform.network_mechanism(facts)``, and ``BACKENDS`` maps each name to its backend. The
+generic backend's commands and read-back come from the host's ``NetTools`` (``ip -j``, ``ip``
+text or ``ifconfig``, chosen from its facts).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -16,12 +17,12 @@ from nasplan.network import scripts, tools
 from nasplan.network.model import NicChange
 from nasplan.network.state import NicState
 from nasplan.network.tools import NetTools
+from nasplan.network.truenas import TrueNasCommit
+from nasplan.platforms.base import SETSID_TIMER, TRUENAS_INTERFACE_COMMIT
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
     from nasplan.platforms import Platform
-
-SETSID_TIMER = "setsid-timer"
 
 
 class NetworkBackend(Protocol):
@@ -107,15 +108,27 @@ class SetsidTimer:
         )
 
 
+def _truenas_commit(net_tools: NetTools) -> NetworkBackend:
+    return TrueNasCommit()  # SCALE ships a current iproute2: its read-back is `ip -j`
+
+
+BACKENDS: dict[str, Callable[[NetTools], NetworkBackend]] = {
+    SETSID_TIMER: SetsidTimer,
+    TRUENAS_INTERFACE_COMMIT: _truenas_commit,
+}
+
+
 def for_platform(platform: Platform | None, facts: HostFacts | None) -> NetworkBackend:
-    """The platform's own backend when it has one, else the generic ``SetsidTimer``."""
-    offer = getattr(platform, "network_backend", None)
-    backend: NetworkBackend | None = offer(facts) if offer is not None and facts else None
-    return backend if backend is not None else SetsidTimer(tools.from_facts(facts) or NetTools())
+    """The backend the platform declares for this host, with the tools its facts show;
+    the generic ``SetsidTimer`` (``ip -j``) without either."""
+    if platform is None or facts is None:
+        return SetsidTimer()
+    return by_mechanism(platform.network_mechanism(facts), tools.from_facts(facts))
 
 
 def by_mechanism(mechanism: str | None, net_tools: NetTools | None = None) -> NetworkBackend:
-    """The backend a snapshot file names (``nasplan restore``); the generic one when unnamed."""
-    from nasplan.network.truenas import MECHANISM, TrueNasCommit
+    """The backend a mechanism name stands for (a snapshot file's); the generic one when unnamed.
 
-    return TrueNasCommit() if mechanism == MECHANISM else SetsidTimer(net_tools or NetTools())
+    ``net_tools``: the host's tools (a snapshot's), ``ip -j`` when not given.
+    """
+    return BACKENDS.get(mechanism or SETSID_TIMER, SetsidTimer)(net_tools or NetTools())
