@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import glob
 import json
 import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import testinfra
@@ -39,3 +44,29 @@ def cut_off(device: str) -> list[str]:
         return tbf_argv(device, 1_000_000_000)
     subprocess.run(["ip", "link", "set", "dev", device, "down"], check=True)
     return ["ip", "link", "set", "dev", device, "up"]
+
+
+@contextmanager
+def watch_argv(secret: str) -> Iterator[list[str]]:
+    """Collect every process command line that contains ``secret`` while the block runs."""
+    seen: list[str] = []
+    stop = threading.Event()
+
+    def poll() -> None:
+        while not stop.is_set():
+            for path in glob.glob("/proc/[0-9]*/cmdline"):
+                try:
+                    argv = Path(path).read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                except OSError:
+                    continue
+                if secret in argv:
+                    seen.append(argv)
+            stop.wait(0.01)
+
+    thread = threading.Thread(target=poll, daemon=True)
+    thread.start()
+    try:
+        yield seen
+    finally:
+        stop.set()
+        thread.join()
