@@ -113,6 +113,7 @@ class HostFacts:
     # {"md_arrays": [...], "zfs_pools": [...], "zfs_sizes": {...}, "disks": [...],
     #  "mounts": [...]}: nasplan/storage.py
     storage: Mapping[str, Any] = field(default_factory=dict)
+    boot_id: str | None = None  # the kernel's: hosts sharing one share CPU figures
 
     def interface(self, name: str) -> NicFacts | None:
         """The NIC called ``name`` (e.g. ``eth0``), or None."""
@@ -169,6 +170,7 @@ class HostFacts:
             markers={str(k): str(v) for k, v in (data.get("markers") or {}).items()},
             ip_json=ip_json if isinstance(ip_json, bool) else None,
             storage=dict(data.get("storage") or {}),
+            boot_id=_str_or_none(data.get("boot_id")),
         )
 
 
@@ -224,6 +226,7 @@ def parse_facts(stdout: str) -> HostFacts:
         markers=markers,
         ip_json=_ip_json(single),
         storage=_storage(sections, single),
+        boot_id=_first(single.get("boot-id")),
     )
 
 
