@@ -88,7 +88,8 @@ def iperf3_test(clients: dict[str, paramiko.SSHClient], test: dict[str, Any]) ->
 def fio_test(clients: dict[str, paramiko.SSHClient], test: dict[str, Any]) -> dict[str, Any]:
     """fio in a fresh directory on the host, removed after, in one round trip."""
     directory = shlex.quote(test["directory"])
-    script = f"mkdir -p {directory} && {shlex.join(test['argv'])}; rc=$?; rm -rf {directory}; exit $rc"
+    fio = shlex.join(test["argv"])
+    script = f"mkdir -p {directory} && {fio}; rc=$?; rm -rf {directory}; exit $rc"
     status, out, err = run(clients[test["host"]], shlex.join(["sh", "-c", script]))
     if status != 0:
         raise SystemExit(f"fio failed: {err.strip()}")
