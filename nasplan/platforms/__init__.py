@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
+
+from nasplan.platforms.base import Command, PlatformError
+from nasplan.platforms.debian import Debian
+from nasplan.platforms.generic import GenericLinux
+from nasplan.platforms.qnap import Qnap
+from nasplan.platforms.synology import Synology
+from nasplan.platforms.truenas import TrueNas
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
 
-
-@dataclass(frozen=True)
-class Command:
-    """A shell script to run on a host; ``sudo`` when it needs root; a line for --check output."""
-
-    script: str
-    description: str
-    sudo: bool = False
+__all__ = ["Command", "Platform", "PlatformError", "detect", "registry"]
 
 
 class Platform(Protocol):
@@ -43,29 +42,13 @@ class Platform(Protocol):
         """
         ...
 
-
-class PlatformError(Exception):
-    """A platform cannot do what was asked; the message tells the user what to do instead."""
-
-
-def marker_values(text: str, separator: str = "=") -> dict[str, str]:
-    """``key="value"`` / ``Key = value`` lines of a vendor file -> dict (quotes stripped)."""
-    values: dict[str, str] = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition(separator)
-        if sep and key.strip() and not key.lstrip().startswith(("#", "[")):
-            values[key.strip()] = value.strip().strip('"')
-    return values
+    def network_mechanism(self, facts: HostFacts) -> str:
+        """The network backend that changes this host's NICs, by name (``base.SETSID_TIMER``)."""
+        ...
 
 
 def registry() -> tuple[Platform, ...]:
     """Every platform, most specific first; the first whose ``matches`` is true wins."""
-    from nasplan.platforms.debian import Debian
-    from nasplan.platforms.generic import GenericLinux
-    from nasplan.platforms.qnap import Qnap
-    from nasplan.platforms.synology import Synology
-    from nasplan.platforms.truenas import TrueNas
-
     # Vendor markers first: TrueNAS SCALE is Debian underneath and must never be taken for it.
     return (Qnap(), Synology(), TrueNas(), Debian(), GenericLinux())
 
