@@ -132,7 +132,7 @@ def floor_spec(state: LabState, size: int) -> dict[str, Any]:
 
 def fio_argv(filename: str) -> list[str]:
     """The fio command nasplan's disk test runs for this workload (same flags, same size)."""
-    from nasplan.measure import fio
+    from nasplan.measure.tools import fio
 
     params = fio.FioParams(rw="write", size_bytes=FIO_SIZE_BYTES, direct=False)
     return fio.fio_argv("fio", filename, params)
