@@ -274,7 +274,8 @@ def _attempt(
     params: Iperf3Params,
     token: str,
 ) -> tuple[str, dict[str, Any]]:
-    pidfile, logfile = temp_paths(token, params.port)
+    # the server's name in the path: hosts sharing one /tmp (the lab) tell their files apart
+    pidfile, logfile = temp_paths(f"{token}-{server.name}", params.port)
     started = server.run_script(
         server_start_script(server_iperf3, params.port, pidfile, logfile),
         timeout_s=SERVER_READY_TIMEOUT_S + 10,
