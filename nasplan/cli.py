@@ -211,5 +211,3 @@ def restore(run_dir: Path) -> None:
     outcomes = restore_run(run_dir, PlainProgress(), connect)
     record_restore(run_dir, outcomes)
     sys.exit(0 if all(o.status != "failed" for o in outcomes.values()) else 1)
-
-
