@@ -43,17 +43,20 @@ def test_rendering_twice_gives_identical_bytes(run: dict[str, Any]) -> None:
     assert render_report(run).encode() == render_report(copy.deepcopy(run)).encode()
 
 
-def test_a_run_from_before_renders_as_it_did_then(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kept", ["sample", "all-kinds"])
+def test_a_run_from_before_renders_as_it_did_then(tmp_path: Path, kept: str) -> None:
     """``nasplan report`` on a kept run gives the report.md nasplan wrote for it then.
 
-    The fixture's report.md was rendered when the run was made; when a change to the report
-    is intended, render it again with ``nasplan report`` and commit the new report.md.
+    Each fixture's report.md was rendered when the run was made (all-kinds: a lab run of every
+    kind); when a change to the report is intended, render it again with ``nasplan report``
+    and commit the new report.md.
     """
+    source = SAMPLE.parent / kept
     copied = tmp_path / "run"
-    shutil.copytree(SAMPLE, copied)
+    shutil.copytree(source, copied)
     result = CliRunner().invoke(main, ["report", str(copied)])
     assert result.exit_code == 0, result.output
-    assert (copied / "report.md").read_bytes() == (SAMPLE / "report.md").read_bytes()
+    assert (copied / "report.md").read_bytes() == (source / "report.md").read_bytes()
 
 
 def test_report_from_a_copied_run_dir_is_byte_identical(tmp_path: Path) -> None:
