@@ -42,6 +42,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "nasplan.plan",
         "nasplan.analysis",
         "nasplan.facts",
+        "nasplan.storage",
         "nasplan.become",
         "nasplan.network.model",
         "nasplan.network.state",
