@@ -29,10 +29,9 @@ import paramiko
 _TOOLS_LINE = "@TOOLS@"
 
 
-def facts_script() -> str:
-    """nasplan/facts.sh with the tool list nasplan substitutes (taken from nasplan.facts)."""
+def facts_script(tools: list[str]) -> str:
+    """nasplan/facts.sh with the tool list nasplan substitutes (given by the caller)."""
     text = resources.files("nasplan").joinpath("facts.sh").read_text()
-    tools = json.loads(sys.argv[1]) if len(sys.argv) > 1 else []
     return text.replace(_TOOLS_LINE, " ".join(shlex.quote(t) for t in tools))
 
 
@@ -102,7 +101,7 @@ def fio_test(clients: dict[str, paramiko.SSHClient], test: dict[str, Any]) -> di
 
 def main() -> None:
     spec = json.load(sys.stdin)
-    script = facts_script()
+    script = facts_script(json.loads(sys.argv[1]) if len(sys.argv) > 1 else [])
     started = time.perf_counter()
     hosts: dict[str, dict[str, Any]] = spec["hosts"]
     with ThreadPoolExecutor(max_workers=len(hosts)) as pool:
