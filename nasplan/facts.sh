@@ -73,6 +73,9 @@ grep -E '^(model name|cpu model|Hardware|Processor)[[:space:]]*:' /proc/cpuinfo 
 nasplan_section cpu-processors; grep -c '^processor' /proc/cpuinfo 2>/dev/null
 nasplan_section nproc; nproc 2>/dev/null
 nasplan_section meminfo; grep '^MemTotal:' /proc/meminfo 2>/dev/null
+# Hosts with one boot_id share one kernel (containers, lab namespaces): their CPU figures are
+# the whole machine's.
+nasplan_section boot-id; cat /proc/sys/kernel/random/boot_id 2>/dev/null
 nasplan_section tools
 for nasplan_t in @TOOLS@; do
   nasplan_find "$nasplan_t"
