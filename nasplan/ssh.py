@@ -111,7 +111,7 @@ class SshRunner:
         stdin: str | None = None,
         sudo: bool = False,
     ) -> Result:
-        """Run a script (POSIX sh, or PowerShell on Windows); ``sudo``: as root (sudo when not root).
+        """Run a script (POSIX sh; PowerShell on Windows); ``sudo``: as root (sudo when not root).
 
         With a become password sudo reads it from stdin (never argv); without, ``sudo -n``.
         Raises become.BecomeError when sudo itself refuses (wrong password, not allowed).

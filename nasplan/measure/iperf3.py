@@ -188,6 +188,20 @@ def _intervals(doc: Mapping[str, Any], bidir: bool) -> list[dict[str, Any]]:
     return rows
 
 
+def _udp_arrived(result: Mapping[str, Any]) -> dict[str, Any]:
+    """iperf3 before 3.2 reports UDP as one ``sum``: the sender's rate with the receiver's loss.
+
+    What arrived is the sent rate times the share of datagrams that were not lost.
+    """
+    sent, packets, lost = (
+        result.get(k) for k in ("sent_bits_per_second", "packets", "lost_packets")
+    )
+    if sent is None or not packets or lost is None:
+        return {}
+    arrived = sent * (packets - lost) / packets
+    return {"bits_per_second": arrived, "received_bits_per_second": arrived}
+
+
 def parse(raw: str) -> dict[str, Any]:
     """Parse ``iperf3 -J`` client output into a repetition dict (see module docs for the keys).
 
@@ -238,6 +252,8 @@ def parse(raw: str) -> dict[str, Any]:
             packets=_count(received, "packets"),
             lost_percent=_number(received, "lost_percent"),
         )
+        if "sum_received" not in end:
+            result.update(_udp_arrived(result))
     if bidir:
         reverse = _direction(
             end.get("sum_sent_bidir_reverse"), end.get("sum_received_bidir_reverse")

@@ -19,6 +19,8 @@ from nasplan.units import parse_rate
 
 # iperf3 3.16 made each stream its own thread; before, -P streams share one core.
 MULTITHREADED_IPERF3 = (3, 16)
+# 3.1.3 (2016) is the last build esnet published for Windows; 3.2 added --connect-timeout.
+PRE_3_2_IPERF3 = (3, 2)
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:
@@ -43,6 +45,13 @@ def version_warnings(
             f"iperf3 versions differ: {server} has {server_version}, {client} has "
             f"{client_version}; results may not compare with runs of matching versions"
         )
+    warnings.extend(
+        f"iperf3 {version} on {host} is from 2016 (3.1.3 is the last build esnet published for "
+        f"Windows): no --connect-timeout, and TCP retransmits only where it reads TCP_INFO "
+        f"(Linux, FreeBSD); a current Windows build of iperf3 measures the same link better"
+        for host, version in ((server, server_version), (client, client_version))
+        if version and _version_tuple(version) < PRE_3_2_IPERF3
+    )
     old = [
         (host, version)
         for host, version in ((server, server_version), (client, client_version))

@@ -101,7 +101,7 @@ def test_windows_exec_line_is_base64_of_the_utf16_script_and_has_no_shell_metach
         encoded = line.replace("'", "").split()[-1]
         assert base64.b64decode(encoded).decode("utf-16-le") == script
         # PowerShell's call operator ``& `` leads; nothing else any login shell would act on
-        assert not set(line.removeprefix("& ")) & set("%!\"$`;&|<>^()\n"), line
+        assert not set(line.removeprefix("& ")) & set('%!"$`;&|<>^()\n'), line
     assert shell.windows(None).exec_line(script).startswith("powershell.exe -NoLogo -NoProfile")
 
 
@@ -162,7 +162,7 @@ def test_cmd_quote_gives_the_program_the_value_unchanged(value: str) -> None:
 
 @pytest.mark.parametrize("value", ["%PATH%", "!x!", 'a"b', "new\nline"])
 def test_cmd_refuses_what_it_would_expand_or_split(value: str) -> None:
-    with pytest.raises(shell.ShellQuoteError, match="cmd.exe cannot carry"):
+    with pytest.raises(shell.ShellQuoteError, match=r"cmd\.exe cannot carry"):
         shell.Cmd().quote(value)
 
 
