@@ -37,7 +37,10 @@ class ShellQuoteError(ValueError):
 class Shell(Protocol):
     """How one shell quotes arguments and runs a script sent as an SSH exec string."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """``sh``, ``powershell`` or ``cmd``."""
+        ...
 
     def quote(self, arg: str) -> str:
         """``arg`` as one literal word of this shell."""
