@@ -6,10 +6,11 @@ import ipaddress
 import re
 import shlex
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from importlib import resources
 from typing import Any
 
+from nasplan import facts_bsd
 from nasplan.errors import NasplanError
 from nasplan.runner import Runner
 
@@ -29,6 +30,10 @@ TOOL_NAMES = (
     "ping",
     "getcfg",
     "nfs-cp",
+    "ifconfig",
+    "brew",
+    "networksetup",
+    "pkg",
 )
 
 # Written for dash, bash and busybox ash (QNAP QTS, Synology DSM): no bashisms, no `local`,
@@ -90,6 +95,7 @@ class HostFacts:
     """What one host is: OS, CPU, memory, NICs, tool paths and platform marker files."""
 
     hostname: str | None = None
+    kernel_name: str | None = None  # uname -s: Linux, Darwin, FreeBSD; "Windows"
     os_id: str | None = None
     os_like: str | None = None
     os_version: str | None = None
@@ -143,6 +149,7 @@ class HostFacts:
         is_root = data.get("is_root")
         return cls(
             hostname=_str_or_none(data.get("hostname")),
+            kernel_name=_str_or_none(data.get("kernel_name")),
             os_id=_str_or_none(data.get("os_id")),
             os_like=_str_or_none(data.get("os_like")),
             os_version=_str_or_none(data.get("os_version")),
@@ -193,8 +200,10 @@ def parse_facts(stdout: str) -> HostFacts:
     tools: dict[str, str | None] = dict.fromkeys(TOOL_NAMES)
     for key, value in _key_values(single.get("tools", []), "=").items():
         tools[key] = value if value.startswith("/") else None
-    return HostFacts(
+    kernel_name = _first(single.get("uname-s"))
+    facts = HostFacts(
         hostname=_first(single.get("hostname")),
+        kernel_name=kernel_name,
         os_id=_str_or_none(os_release.get("ID")),
         os_like=_str_or_none(os_release.get("ID_LIKE")),
         os_version=_str_or_none(os_release.get("VERSION_ID")),
@@ -210,6 +219,20 @@ def parse_facts(stdout: str) -> HostFacts:
         tools=tools,
         iperf3_version=parse_iperf3_version(_first(single.get("iperf3-version")) or ""),
         markers=markers,
+    )
+    if kernel_name in facts_bsd.BSD_KERNELS:
+        return _bsd_facts(facts, kernel_name, single)
+    return facts
+
+
+def _bsd_facts(facts: HostFacts, kernel_name: str, single: Mapping[str, list[str]]) -> HostFacts:
+    """FreeBSD / macOS: system from ``sysctl``, NICs (MTU, media speed, state) from ifconfig."""
+    fields = facts_bsd.system_fields(kernel_name, facts_bsd.parse_sysctl(single.get("sysctl", [])))
+    nics = facts_bsd.parse_ifconfig(single.get("ifconfig", []), kernel_name)
+    return replace(
+        facts,
+        **fields,
+        interfaces=tuple(NicFacts(**{**nic, "addresses": tuple(nic["addresses"])}) for nic in nics),
     )
 
 
