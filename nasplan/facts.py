@@ -10,9 +10,9 @@ from dataclasses import asdict, dataclass, field, replace
 from importlib import resources
 from typing import Any
 
-from nasplan import facts_bsd
+from nasplan import facts_bsd, facts_windows, shell
 from nasplan.errors import NasplanError
-from nasplan.runner import Runner
+from nasplan.runner import Result, Runner
 
 # Looked up on PATH and in vendor directories; each is a key of HostFacts.tools (None: absent).
 TOOL_NAMES = (
@@ -47,7 +47,7 @@ FACTS_SCRIPT = (
     .replace("@TOOLS@", " ".join(shlex.quote(t) for t in TOOL_NAMES))
 )
 
-_HEADER = re.compile(r"^@@nasplan:([a-z0-9-]+)(?::(.*))?@@$")
+_HEADER = re.compile(r"^@@nasplan:([a-z0-9-]+)(?::(.*))?@@$", re.MULTILINE)
 _IPERF3_VERSION = re.compile(r"^iperf\s+(?:version\s+)?(\d+(?:\.\d+)+)")
 _IP_ADDR_LINE = re.compile(r"^\d+:\s+(\S+)\s+(inet6?)\s+(\S+)")
 _IFCONFIG_INET = re.compile(r"\binet (?:addr:)?(\S+)(?:.*?(?:Mask:|netmask )(\S+))?")
@@ -167,16 +167,45 @@ class HostFacts:
         )
 
 
-def gather(runner: Runner, timeout_s: float = 20) -> HostFacts:
-    """Run FACTS_SCRIPT once on the host behind ``runner`` and parse what it printed."""
-    result = runner.run_script(FACTS_SCRIPT, timeout_s=timeout_s)
+def gather(
+    runner: Runner,
+    timeout_s: float = 20,
+    *,
+    windows: bool = False,
+    tool_paths: Mapping[str, str] | None = None,
+) -> HostFacts:
+    """Run the facts script once on the host behind ``runner`` and parse what it printed.
+
+    POSIX hosts run FACTS_SCRIPT. A host that refuses ``sh`` the way cmd.exe or PowerShell do
+    (or ``windows=True``, from the inventory) gets the PowerShell facts script, and the runner
+    speaks PowerShell from then on. ``tool_paths``: inventory ``tools:`` (Windows) tried first.
+    """
+    if not windows:
+        result = runner.run_script(FACTS_SCRIPT, timeout_s=timeout_s)
+        windows = not _HEADER.search(result.stdout) and facts_windows.looks_like_windows(
+            result.stderr + result.stdout
+        )
+        if not windows:
+            _check_gathered(runner, result)
+            return parse_facts(result.stdout)
+    use_shell = getattr(runner, "use_shell", None)
+    if use_shell is None:
+        raise NasplanError(f"{runner.name}: a Windows host, and this runner speaks only POSIX sh")
+    use_shell(shell.windows(None))
+    result = runner.run_script(facts_windows.facts_script(tool_paths), timeout_s=timeout_s * 2)
+    _check_gathered(runner, result)
+    facts = parse_facts(result.stdout)
+    use_shell(shell.windows(facts.markers.get(facts_windows.DEFAULT_SHELL_MARKER) or None))
+    return facts
+
+
+def _check_gathered(runner: Runner, result: Result) -> None:
     if not result.ok and not result.stdout.strip():
         detail = result.stderr.strip().splitlines()
         raise NasplanError(
             f"{runner.name}: gathering facts failed (exit {result.exited})"
             + (f": {detail[-1]}" if detail else "")
         )
-    return parse_facts(result.stdout)
 
 
 def parse_facts(stdout: str) -> HostFacts:
@@ -222,7 +251,25 @@ def parse_facts(stdout: str) -> HostFacts:
     )
     if kernel_name in facts_bsd.BSD_KERNELS:
         return _bsd_facts(facts, kernel_name, single)
+    if kernel_name == "Windows":
+        return _windows_facts(facts, single)
     return facts
+
+
+def _windows_facts(facts: HostFacts, single: Mapping[str, list[str]]) -> HostFacts:
+    """Windows: OS/CPU/RAM from CIM, NICs from Get-NetAdapter + Get-NetIPAddress, tool paths."""
+    nics = facts_windows.adapters(
+        facts_windows.parse_format_list(single.get("win-netadapter", [])),
+        facts_windows.parse_format_list(single.get("win-ipaddress", [])),
+    )
+    default_shell = _first(single.get("default-shell")) or ""
+    return replace(
+        facts,
+        **facts_windows.system_fields(single),
+        interfaces=tuple(NicFacts(**nic) for nic in nics),
+        tools=facts_windows.tools(single.get("tools", [])),
+        markers={**facts.markers, facts_windows.DEFAULT_SHELL_MARKER: default_shell},
+    )
 
 
 def _bsd_facts(facts: HostFacts, kernel_name: str, single: Mapping[str, list[str]]) -> HostFacts:

@@ -93,7 +93,11 @@ def open_sessions(
         progress.host(session.host.name, "connecting")
         try:
             session.runner = connector(session.host)
-            session.facts = gather(session.runner)
+            session.facts = gather(
+                session.runner,
+                windows=session.host.platform_hint == "windows",
+                tool_paths=session.host.tools,
+            )
         except NasplanError as exc:
             session.error = str(exc)
             progress.host(session.host.name, f"[unreachable] {exc}")

@@ -58,16 +58,39 @@ def marker_values(text: str, separator: str = "=") -> dict[str, str]:
     return values
 
 
+def manual_network_refusal(os_name: str, example: str) -> str:
+    """The refusal of a platform nasplan cannot change the network of, with what to do instead."""
+    return (
+        f"nasplan changes MTU and addresses only where it can arm a revert and read the state "
+        f"back (Linux ip, the TrueNAS SCALE middleware); on {os_name} set it yourself, e.g. "
+        f"`{example}`, and run the plan without its network: section"
+    )
+
+
 def registry() -> tuple[Platform, ...]:
     """Every platform, most specific first; the first whose ``matches`` is true wins."""
     from nasplan.platforms.debian import Debian
+    from nasplan.platforms.freebsd import FreeBsd, TrueNasCore
     from nasplan.platforms.generic import GenericLinux
+    from nasplan.platforms.macos import MacOs
     from nasplan.platforms.qnap import Qnap
     from nasplan.platforms.synology import Synology
     from nasplan.platforms.truenas import TrueNas
+    from nasplan.platforms.windows import Windows
 
-    # Vendor markers first: TrueNAS SCALE is Debian underneath and must never be taken for it.
-    return (Qnap(), Synology(), TrueNas(), Debian(), GenericLinux())
+    # Kernels other than Linux first (TrueNAS CORE also has midclt, like SCALE); then vendor
+    # markers: TrueNAS SCALE is Debian underneath and must never be taken for it.
+    return (
+        Windows(),
+        MacOs(),
+        TrueNasCore(),
+        FreeBsd(),
+        Qnap(),
+        Synology(),
+        TrueNas(),
+        Debian(),
+        GenericLinux(),
+    )
 
 
 def detect(facts: HostFacts) -> Platform:

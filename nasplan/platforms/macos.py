@@ -7,7 +7,7 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from nasplan.platforms import Command, PlatformError
+from nasplan.platforms import Command, PlatformError, manual_network_refusal
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
@@ -62,8 +62,4 @@ class MacOs:
 
     def network_refusal(self, facts: HostFacts) -> str | None:
         """Why nasplan will not change this host's network (no armed revert it can read back)."""
-        return (
-            "nasplan changes MTU and addresses only where it can arm a revert and read the "
-            f"state back (Linux ip, the TrueNAS SCALE middleware); on {self.os_name(facts) or self.name} set it yourself, "
-            f"e.g. `{_EXAMPLE}`, and declare the expected MTU in the inventory"
-        )
+        return manual_network_refusal(self.os_name(facts) or self.name, _EXAMPLE)
