@@ -210,3 +210,9 @@ POSIX = HostShell(PosixSh(), PosixSh())
 def windows(default_shell: str | None) -> HostShell:
     """A Windows host whose OpenSSH ``DefaultShell`` is ``default_shell`` (None: cmd.exe)."""
     return HostShell(for_default_shell(default_shell), PowerShell())
+
+
+def of(runner: object) -> HostShell:
+    """The HostShell a runner speaks (POSIX for runners that only know ``sh``)."""
+    host_shell = getattr(runner, "host_shell", POSIX)
+    return host_shell if isinstance(host_shell, HostShell) else POSIX

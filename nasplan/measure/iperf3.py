@@ -9,7 +9,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from nasplan import shell
 from nasplan.errors import NasplanError
+from nasplan.measure import iperf3_server, iperf3_server_windows
 from nasplan.measure.iperf3_server import PORT_IN_USE_EXIT, SERVER_READY_TIMEOUT_S
 from nasplan.measure.iperf3_server import server_start_script as server_start_script
 from nasplan.measure.iperf3_server import server_stop_script as server_stop_script
@@ -299,16 +301,17 @@ def _attempt(
     params: Iperf3Params,
     token: str,
 ) -> tuple[str, dict[str, Any]]:
-    pidfile, logfile = temp_paths(token, params.port)
+    scripts = iperf3_server_windows if shell.of(server).is_windows else iperf3_server
+    pidfile, logfile = scripts.temp_paths(token, params.port)
     started = server.run_script(
-        server_start_script(server_iperf3, params.port, pidfile, logfile),
+        scripts.server_start_script(server_iperf3, params.port, pidfile, logfile),
         timeout_s=SERVER_READY_TIMEOUT_S + 10,
     )
     if not started.ok:
         reason = _excerpt(started.stderr + started.stdout) or f"exit status {started.exited}"
         if started.exited == PORT_IN_USE_EXIT:
             raise Iperf3Error(reason)
-        server.run_script(server_stop_script(pidfile, logfile, grace_s=0), timeout_s=15)
+        server.run_script(scripts.server_stop_script(pidfile, logfile, grace_s=0), timeout_s=15)
         raise Iperf3Error(f"could not start the iperf3 server on {server.name}: {reason}")
     parsed: dict[str, Any] | None = None
     try:
@@ -326,7 +329,7 @@ def _attempt(
         # after a test the one-off server exits by itself once its log is written; after a
         # failure it would wait for a client forever
         stopped = server.run_script(
-            server_stop_script(pidfile, logfile, grace_s=2.0 if parsed is not None else 0),
+            scripts.server_stop_script(pidfile, logfile, grace_s=2.0 if parsed is not None else 0),
             timeout_s=15,
         )
     parsed["server"] = parse_server_log(stopped.stdout)

@@ -116,7 +116,10 @@ def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:
         record["error"] = str(exc)
         return record
     record["params"]["address"] = address
-    processes = iperf3_multi.needs_processes(
+    # One process per stream needs POSIX sh on both ends (parallel clients, several servers);
+    # a Windows end runs -P streams in one iperf3 and is warned about the shared thread.
+    windows_end = any(s.facts.kernel_name == "Windows" for s in (server, client) if s.facts)
+    processes = not windows_end and iperf3_multi.needs_processes(
         params.parallel, server.facts.iperf3_version, client.facts.iperf3_version
     )
     record["params"]["parallel_mode"] = "processes" if processes else "streams"
