@@ -67,7 +67,7 @@ class _Recorder:
 def test_a_windows_server_gets_the_powershell_scripts_and_a_linux_client_runs_3_1_3() -> None:
     server = _Recorder("win11", shell.windows(None))
     client = _Recorder("nas", shell.POSIX, (FIXTURE / "tcp-single.json").read_text())
-    raw, parsed = run_repetition(
+    _raw, parsed = run_repetition(
         server,
         client,
         r"C:\iperf3\iperf3.exe",
