@@ -287,3 +287,42 @@ def test_inventory_platform_windows_skips_the_posix_round_trip() -> None:
     gather(runner, windows=True, tool_paths={"iperf3": "D:\\bin\\iperf3.exe"})  # type: ignore[arg-type]
     assert [language for language, _ in runner.scripts] == ["powershell"]
     assert "D:\\bin\\iperf3.exe" in runner.scripts[0][1]
+
+
+# --- the example plan and the inventory ------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_windows_and_mac_example_plan_validates_with_its_inventory() -> None:
+    from nasplan.plan import load_plan
+
+    plan = load_plan(ROOT / "plans/examples/qnap-windows-mac.yaml")
+    clients = {(t.client, t.target.label(), t.settings.get("parallel", 1)) for t in plan.tests}
+    assert len(plan.tests) == 8
+    assert ("win11", "qnap.tengig", 2) in clients and ("macmini", "qnap.lan", 1) in clients
+    win11 = plan.inventory.hosts["win11"]
+    assert win11.platform_hint == "windows"
+    assert win11.tools == {"iperf3": "C:\\iperf3\\iperf3.exe"}
+    assert win11.interfaces["tengig"].name == "Ethernet 2"
+
+
+def test_apply_check_on_windows_without_iperf3_shows_the_advice_not_an_install() -> None:
+    from nasplan.hosts import planned_installs
+
+    facts = parse_facts(windows_output(tools="choco=C:\\ProgramData\\chocolatey\\bin\\choco.exe"))
+    (line,) = planned_installs(_session("win11", facts), ["iperf3"])
+    assert line.startswith("cannot install: iperf3.exe not found")
+    assert "choco install iperf3 -y" in line
+
+
+def test_an_unknown_tool_in_the_inventory_is_a_located_error(tmp_path: Path) -> None:
+    from nasplan.errors import InputError
+    from nasplan.inventory import load_inventory
+
+    path = tmp_path / "inventory.yaml"
+    path.write_text("hosts:\n  pc:\n    platform: windows\n    tools: {iperf2: 'C:\\x.exe'}\n")
+    with pytest.raises(InputError) as info:
+        load_inventory(path)
+    assert f"{path}:4:" in "\n".join(info.value.messages)
+    assert "hosts.pc.tools" in "\n".join(info.value.messages)
