@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import secrets
 from dataclasses import dataclass
 from typing import Any
 
+from nasplan import shell
 from nasplan.analysis import efficiency, summarize
 from nasplan.context import RunContext
 from nasplan.hosts import HostSession
-from nasplan.measure import TestKind, sampler, transfer
+from nasplan.measure import TestKind, sampler, transfer, transfer_windows
 from nasplan.measure.common import new_record, not_ready, path_params, target_address
 from nasplan.paths import describe_path, nic_holding, nic_towards, path_end
 from nasplan.plan import TestSpec
@@ -156,6 +158,18 @@ def _tool(xfer: Transfer) -> str:
     return "nfs-cp" if xfer.export is not None else TOOLS[xfer.method]
 
 
+def _windows_paths(xfer: Transfer, address: str) -> tuple[str, str]:
+    """(``\\\\NAS\\share``, the NAS copy's UNC path) for a Windows client."""
+    assert xfer.share is not None
+    share = transfer_windows.unc_path(address, xfer.share)
+    return share, transfer_windows.unc_path(address, xfer.share, xfer.remote_dir, xfer.remote_name)
+
+
+def _smb_password(xfer: Transfer) -> str:
+    """The SMB password line for a Windows script's stdin (checked in ``prepare_client``)."""
+    return os.environ.get(xfer.password_env or "", "") + "\n"
+
+
 def _parse_tool(xfer: Transfer, output: str) -> dict[str, float | int | None]:
     method = xfer.method
     if xfer.export is not None:
@@ -171,18 +185,32 @@ def repetition(
     client: Runner, xfer: Transfer, direction: str, local_dir: str, address: str
 ) -> tuple[dict[str, Any], str]:
     """Run one timed transfer; return (repetition fields, raw output). Never raises."""
-    argv, before = _command(xfer, direction, local_dir, address)
     rep: dict[str, Any] = {"direction": direction, "status": "failed", "error": None}
-    result = client.run_script(transfer.timed_script(argv, before), timeout_s=xfer.timeout_s)
+    if shell.of(client).is_windows:
+        argv = ["Copy-Item" if direction == "write" else "FileStream.CopyTo"]
+        share, remote = _windows_paths(xfer, address)
+        assert xfer.smb_user is not None
+        script = transfer_windows.timed_copy_script(
+            share, remote, local_dir, direction, xfer.smb_user
+        )
+        result = client.run_script(script, stdin=_smb_password(xfer), timeout_s=xfer.timeout_s)
+    else:
+        argv, before = _command(xfer, direction, local_dir, address)
+        result = client.run_script(transfer.timed_script(argv, before), timeout_s=xfer.timeout_s)
     raw = result.stdout + result.stderr
     try:
-        duration_s, exited, output = transfer.parse_timed(result.stdout)
-        tool = _parse_tool(xfer, output)
+        duration_s, exited, output = transfer.parse_timed(result.stdout.replace("\r\n", "\n"))
+        if shell.of(client).is_windows:  # timed by the script itself: no tool rate to read
+            tool: dict[str, float | int | None] = {"tool_bytes_per_second": None}
+        else:
+            tool = _parse_tool(xfer, output)
     except transfer.TransferParseError as exc:
-        rep["error"] = f"{exc} (exit {result.exited})"
+        detail = (result.stdout.strip().splitlines() or [""])[-1]
+        rep["error"] = f"{exc} (exit {result.exited})" + (f": {detail}" if detail else "")
         return rep, raw
     if exited != 0:
-        rep["error"] = f"{argv[0]} exited {exited}"
+        said = (output.strip().splitlines() or [""])[-1]
+        rep["error"] = f"{argv[0]} exited {exited}" + (f": {said}" if said else "")
         return rep, raw
     rate = xfer.size_bytes / duration_s if duration_s > 0 else None
     rep.update(
@@ -201,6 +229,13 @@ def _cleanup(
 ) -> list[str]:
     """Remove the NAS's copy and the client's temp dir; return what could not be removed."""
     problems: list[str] = []
+    if shell.of(client).is_windows:
+        share, remote = _windows_paths(xfer, address)
+        assert xfer.smb_user is not None
+        script = transfer_windows.cleanup_script(share, remote, local_dir, xfer.smb_user)
+        result = client.run_script(script, stdin=_smb_password(xfer), timeout_s=SETUP_TIMEOUT_S)
+        said = [line.strip() for line in result.stdout.splitlines() if line.startswith("nasplan:")]
+        return said + ([] if result.ok else [f"cleanup exited {result.exited}"])
     if xfer.method == "smb":
         assert xfer.share is not None
         argv = transfer.smbclient_argv(
@@ -239,11 +274,13 @@ def _cleanup(
     return problems
 
 
-def _prepare_client(
+def prepare_client(
     xfer: Transfer, client: HostSession, ctx: RunContext
 ) -> tuple[str | None, str | None]:
     """Check the tool, make the temp dir and source file; return (local dir, error)."""
     assert client.runner is not None
+    if shell.of(client.runner).is_windows:
+        return _prepare_windows_client(xfer, client, ctx)
     tool = _tool(xfer)
     if not client.runner.run(["sh", "-c", 'command -v "$1"', "sh", tool]).ok:
         return None, f"{tool} is not installed on {client.host.name}"
@@ -263,6 +300,31 @@ def _prepare_client(
     )
     local_dir = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
     if not result.ok or not local_dir.startswith("/"):
+        return None, f"cannot create the source file on {client.host.name}: {result.stderr.strip()}"
+    return local_dir, None
+
+
+def _prepare_windows_client(
+    xfer: Transfer, client: HostSession, ctx: RunContext
+) -> tuple[str | None, str | None]:
+    """Windows: only SMB (the built-in client); the source file in a private %TEMP% dir."""
+    assert client.runner is not None
+    if xfer.method != "smb":
+        return None, (
+            f"{client.host.name} is Windows: nasplan measures transfers from Windows over SMB "
+            f"only (method: smb, timed Copy-Item to \\\\NAS\\share), not {xfer.method}"
+        )
+    password = os.environ.get(xfer.password_env or "")
+    if not password:
+        return None, f"environment variable {xfer.password_env} (SMB password) is not set"
+    ctx.secrets.append(password)
+    timeout_s = SETUP_TIMEOUT_S + xfer.size_bytes / SLOWEST_BYTES_PER_SECOND
+    result = client.runner.run_script(
+        transfer_windows.setup_script(xfer.size_bytes), timeout_s=timeout_s
+    )
+    lines = result.stdout.strip().splitlines()
+    local_dir = lines[-1].strip() if lines else ""
+    if not result.ok or not re.match(r"^[A-Za-z]:\\", local_dir):
         return None, f"cannot create the source file on {client.host.name}: {result.stderr.strip()}"
     return local_dir, None
 
@@ -298,7 +360,7 @@ def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:
         path_end(server.host, nic_holding(server.facts, address)),
         path_end(client.host, nic_towards(client.facts, address)),
     )
-    local_dir, error = _prepare_client(xfer, client, ctx)
+    local_dir, error = prepare_client(xfer, client, ctx)
     if local_dir is None:
         record["error"] = error
         return record

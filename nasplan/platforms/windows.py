@@ -24,6 +24,11 @@ DOWNLOAD_PAGES = {
 }
 
 
+# Tools Windows has built in, by the name a test kind asks for: an SMB transfer needs no
+# smbclient (nasplan times New-SmbMapping + Copy-Item, nasplan/measure/transfer_windows.py).
+BUILTIN = {"smbclient": "builtin: Windows SMB client (New-SmbMapping, Copy-Item)"}
+
+
 class Windows:
     """Windows, recognised by the PowerShell facts (``uname-s`` section says ``Windows``)."""
 
@@ -37,10 +42,10 @@ class Windows:
         return f"{caption} (build {facts.kernel})" if facts.kernel else caption
 
     def tool_path(self, facts: HostFacts, tool: str) -> str | None:
-        return facts.tool(tool)
+        return BUILTIN.get(tool) or facts.tool(tool)
 
     def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
-        missing = [p for p in packages if not facts.tool(p)]
+        missing = [p for p in packages if not self.tool_path(facts, p)]
         if missing:
             raise PlatformError(" ".join(how_to_get(facts, tool) for tool in missing))
         return []

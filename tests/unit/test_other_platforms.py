@@ -326,3 +326,10 @@ def test_an_unknown_tool_in_the_inventory_is_a_located_error(tmp_path: Path) -> 
         load_inventory(path)
     assert f"{path}:4:" in "\n".join(info.value.messages)
     assert "hosts.pc.tools" in "\n".join(info.value.messages)
+
+
+def test_windows_needs_no_smbclient_for_an_smb_transfer() -> None:
+    facts = parse_facts(windows_output())
+    platform = detect(facts)
+    assert platform.install_commands(facts, ["smbclient"]) == []
+    assert (platform.tool_path(facts, "smbclient") or "").startswith("builtin: Windows SMB")
