@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -161,8 +160,7 @@ def _tool(xfer: Transfer) -> str:
 def _windows_paths(xfer: Transfer, address: str) -> tuple[str, str]:
     """(``\\\\NAS\\share``, the NAS copy's UNC path) for a Windows client."""
     assert xfer.share is not None
-    share = transfer_windows.unc_path(address, xfer.share)
-    return share, transfer_windows.unc_path(address, xfer.share, xfer.remote_dir, xfer.remote_name)
+    return transfer_windows.share_paths(address, xfer.share, xfer.remote_dir, xfer.remote_name)
 
 
 def _smb_password(xfer: Transfer) -> str:
@@ -307,26 +305,16 @@ def prepare_client(
 def _prepare_windows_client(
     xfer: Transfer, client: HostSession, ctx: RunContext
 ) -> tuple[str | None, str | None]:
-    """Windows: only SMB (the built-in client); the source file in a private %TEMP% dir."""
+    """Windows: only SMB (its built-in client), the source file in a private %TEMP% dir."""
     assert client.runner is not None
     if xfer.method != "smb":
-        return None, (
-            f"{client.host.name} is Windows: nasplan measures transfers from Windows over SMB "
-            f"only (method: smb, timed Copy-Item to \\\\NAS\\share), not {xfer.method}"
-        )
+        return None, transfer_windows.only_smb(client.host.name, xfer.method)
     password = os.environ.get(xfer.password_env or "")
     if not password:
         return None, f"environment variable {xfer.password_env} (SMB password) is not set"
     ctx.secrets.append(password)
     timeout_s = SETUP_TIMEOUT_S + xfer.size_bytes / SLOWEST_BYTES_PER_SECOND
-    result = client.runner.run_script(
-        transfer_windows.setup_script(xfer.size_bytes), timeout_s=timeout_s
-    )
-    lines = result.stdout.strip().splitlines()
-    local_dir = lines[-1].strip() if lines else ""
-    if not result.ok or not re.match(r"^[A-Za-z]:\\", local_dir):
-        return None, f"cannot create the source file on {client.host.name}: {result.stderr.strip()}"
-    return local_dir, None
+    return transfer_windows.make_source(client.runner, xfer.size_bytes, timeout_s)
 
 
 def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from nasplan.measure.transfer import ELAPSED_MARK, EXIT_MARK, SOURCE_NAME
+from nasplan.runner import Runner
 from nasplan.shell import PowerShell
 
 _UNC_UNSAFE = re.compile(r'[\\/:*?"<>|\x00-\x1f]')
@@ -61,6 +62,30 @@ def unc_path(address: str, share: str, *parts: str | None) -> str:
         if not name or _UNC_UNSAFE.search(name) or name in (".", ".."):
             raise ValueError(f"{name!r} is not a usable name in a Windows share path")
     return "\\\\" + "\\".join([address, *names])
+
+
+def share_paths(address: str, share: str, directory: str | None, name: str) -> tuple[str, str]:
+    """(``\\\\NAS\\share``, the UNC path of ``name`` in ``directory`` of that share)."""
+    return unc_path(address, share), unc_path(address, share, directory, name)
+
+
+def only_smb(host: str, method: str) -> str:
+    """Why a transfer with ``method`` is not measured from the Windows host ``host``."""
+    return (
+        f"{host} is Windows: nasplan measures transfers from Windows over SMB only "
+        f"(method: smb, a timed Copy-Item to \\\\NAS\\share), not {method}"
+    )
+
+
+def make_source(runner: Runner, size_bytes: int, timeout_s: float) -> tuple[str | None, str | None]:
+    """Run ``setup_script`` on the Windows host: ``(temp dir, None)`` or ``(None, why not)``."""
+    result = runner.run_script(setup_script(size_bytes), timeout_s=timeout_s)
+    lines = result.stdout.strip().splitlines()
+    local_dir = lines[-1].strip() if lines else ""
+    if not result.ok or not re.match(r"^[A-Za-z]:\\", local_dir):
+        detail = (result.stderr or result.stdout).strip()
+        return None, f"cannot create the source file on {runner.name}: {detail}"
+    return local_dir, None
 
 
 def _assign(values: dict[str, str]) -> str:

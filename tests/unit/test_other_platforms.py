@@ -299,7 +299,7 @@ def test_the_windows_and_mac_example_plan_validates_with_its_inventory() -> None
 
     plan = load_plan(ROOT / "plans/examples/qnap-windows-mac.yaml")
     clients = {(t.client, t.target.label(), t.settings.get("parallel", 1)) for t in plan.tests}
-    assert len(plan.tests) == 8
+    assert len(plan.tests) == 10
     assert ("win11", "qnap.tengig", 2) in clients and ("macmini", "qnap.lan", 1) in clients
     win11 = plan.inventory.hosts["win11"]
     assert win11.platform_hint == "windows"

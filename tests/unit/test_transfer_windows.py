@@ -109,3 +109,17 @@ def test_a_windows_client_is_told_plainly_that_only_smb_is_measured() -> None:
     local_dir, error = transfer_test.prepare_client(xfer, session, None)  # type: ignore[arg-type]
     assert local_dir is None
     assert error is not None and "over SMB only" in error and "not rsync" in error
+
+
+def test_the_source_file_dir_is_the_last_line_the_setup_printed() -> None:
+    client = _WindowsClient("C:\\Users\\me\\AppData\\Local\\Temp\\nasplan-xfer-0123456789ab\r\n")
+    local_dir, error = transfer_windows.make_source(client, 4 * 2**30, 60)  # type: ignore[arg-type]
+    assert (local_dir, error) == (
+        "C:\\Users\\me\\AppData\\Local\\Temp\\nasplan-xfer-0123456789ab",
+        None,
+    )
+    ((script, stdin),) = client.calls
+    assert "$size = [long]4294967296" in script and stdin is None
+    assert "RandomNumberGenerator" in script  # incompressible, like /dev/urandom on POSIX
+    failed, why = transfer_windows.make_source(_WindowsClient("", exited=1), 1, 60)  # type: ignore[arg-type]
+    assert failed is None and why is not None and "cannot create the source file" in why
