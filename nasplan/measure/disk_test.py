@@ -10,10 +10,11 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
+from nasplan import shell
 from nasplan.analysis import cache_influence, summarize
 from nasplan.context import RunContext
 from nasplan.hosts import HostSession
-from nasplan.measure import TestKind, fio, sampler
+from nasplan.measure import TestKind, disk_windows, fio, sampler
 from nasplan.measure.common import not_ready
 from nasplan.plan import TestSpec
 from nasplan.results import save_raw
@@ -72,6 +73,8 @@ def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:
         return record
     assert session.runner is not None
     fio_path = session.tools["fio"]
+    if shell.of(session.runner).is_windows:
+        return _run_windows(test, ctx, session, fio_path, record, size_bytes)
     token = secrets.token_hex(4)
     workdir = f"{str(test.settings['path']).rstrip('/')}/nasplan-fio-{token}"
     made = session.runner.run(["mkdir", "-p", "--", workdir], timeout_s=_SETUP_TIMEOUT_S)
@@ -89,6 +92,36 @@ def run(test: TestSpec, ctx: RunContext) -> dict[str, Any]:
             ctx.warnings.append(f"{test.id}: could not remove {workdir}: {removed.stderr.strip()}")
     _summarize(record, session, size_bytes)
     record["status"] = "failed" if errors else "ok"
+    record["error"] = "; ".join(errors) or None
+    return record
+
+
+def _run_windows(
+    test: TestSpec,
+    ctx: RunContext,
+    session: HostSession,
+    diskspd_path: str,
+    record: dict[str, Any],
+    size_bytes: int,
+) -> dict[str, Any]:
+    """Windows: diskspd (the platform's disk tool, given for ``fio``), caches off."""
+    assert session.runner is not None
+    record["params"]["tool"] = "diskspd"
+    duration_s = int(test.settings.get("duration_s", 10))
+    plan = [(d, i) for d in _directions(test) for i in range(1, test.repetitions + 1)]
+    reps, errors, warnings = disk_windows.run_repetitions(
+        session.runner,
+        diskspd_path,
+        str(test.settings["path"]),
+        plan,
+        size_bytes,
+        duration_s,
+        lambda name, raw: save_raw(ctx.run_dir, f"raw/{test.id}/{name}.txt", raw),
+    )
+    record["repetitions"] = reps
+    ctx.warnings += [f"{test.id}: {w}" for w in warnings]
+    _summarize(record, session, size_bytes)
+    record["status"] = "failed" if errors or not reps else "ok"
     record["error"] = "; ".join(errors) or None
     return record
 

@@ -27,6 +27,8 @@ DOWNLOAD_PAGES = {
 # Tools Windows has built in, by the name a test kind asks for: an SMB transfer needs no
 # smbclient (nasplan times New-SmbMapping + Copy-Item, nasplan/measure/transfer_windows.py).
 BUILTIN = {"smbclient": "builtin: Windows SMB client (New-SmbMapping, Copy-Item)"}
+# The Windows tool that does a Linux tool's job: a disk test asks for fio, Windows runs diskspd.
+EQUIVALENTS = {"fio": "diskspd"}
 
 
 class Windows:
@@ -42,12 +44,14 @@ class Windows:
         return f"{caption} (build {facts.kernel})" if facts.kernel else caption
 
     def tool_path(self, facts: HostFacts, tool: str) -> str | None:
-        return BUILTIN.get(tool) or facts.tool(tool)
+        return BUILTIN.get(tool) or facts.tool(EQUIVALENTS.get(tool, tool))
 
     def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
         missing = [p for p in packages if not self.tool_path(facts, p)]
         if missing:
-            raise PlatformError(" ".join(how_to_get(facts, tool) for tool in missing))
+            raise PlatformError(
+                " ".join(how_to_get(facts, EQUIVALENTS.get(tool, tool)) for tool in missing)
+            )
         return []
 
     def network_refusal(self, facts: HostFacts) -> str | None:

@@ -333,3 +333,13 @@ def test_windows_needs_no_smbclient_for_an_smb_transfer() -> None:
     platform = detect(facts)
     assert platform.install_commands(facts, ["smbclient"]) == []
     assert (platform.tool_path(facts, "smbclient") or "").startswith("builtin: Windows SMB")
+
+
+def test_a_disk_test_on_windows_asks_for_diskspd_where_linux_asks_for_fio() -> None:
+    with_winget = "winget=C:\\Users\\me\\AppData\\Local\\Microsoft\\WindowsApps\\winget.exe"
+    facts = parse_facts(windows_output(tools=with_winget))
+    platform = detect(facts)
+    with pytest.raises(PlatformError, match=r"diskspd\.exe not found.*Microsoft\.DiskSpd"):
+        platform.install_commands(facts, ["fio"])
+    found = parse_facts(windows_output(tools="diskspd=C:\\Tools\\diskspd.exe"))
+    assert platform.tool_path(found, "fio") == "C:\\Tools\\diskspd.exe"
