@@ -102,6 +102,8 @@ def open_sessions(
             session.error = str(exc)
             progress.host(session.host.name, f"[unreachable] {exc}")
             return
+        if session.host.tools and session.facts.kernel_name != "Windows":
+            session.facts = with_inventory_tools(session.runner, session.facts, session.host.tools)
         session.platform = detect(session.facts)
         warning = _platform_warning(session)
         if warning:
@@ -110,6 +112,19 @@ def open_sessions(
 
     in_parallel(sessions.values(), one)
     return sessions
+
+
+def with_inventory_tools(runner: Runner, facts: HostFacts, tools: Mapping[str, str]) -> HostFacts:
+    """``facts`` with the inventory's ``tools:`` paths (they win), iperf3's version read again.
+
+    Windows reads them in its facts script already; POSIX hosts take them as given.
+    """
+    version = _installed_iperf3_version(runner, tools) if "iperf3" in tools else None
+    return dataclasses.replace(
+        facts,
+        tools={**facts.tools, **tools},
+        iperf3_version=version or facts.iperf3_version,
+    )
 
 
 def planned_installs(session: HostSession, packages: Sequence[str]) -> list[str]:

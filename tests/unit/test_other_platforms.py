@@ -343,3 +343,17 @@ def test_a_disk_test_on_windows_asks_for_diskspd_where_linux_asks_for_fio() -> N
         platform.install_commands(facts, ["fio"])
     found = parse_facts(windows_output(tools="diskspd=C:\\Tools\\diskspd.exe"))
     assert platform.tool_path(found, "fio") == "C:\\Tools\\diskspd.exe"
+
+
+def test_inventory_tools_on_a_posix_host_win_and_their_iperf3_version_is_read() -> None:
+    import shutil
+
+    from nasplan.hosts import with_inventory_tools
+    from nasplan.runner import LocalRunner
+
+    real_iperf3 = shutil.which("iperf3")
+    assert real_iperf3 is not None
+    facts = macos_facts(tools="iperf3=/opt/homebrew/bin/iperf3")
+    updated = with_inventory_tools(LocalRunner(), facts, {"iperf3": real_iperf3})
+    assert updated.tool("iperf3") == real_iperf3
+    assert updated.iperf3_version is not None and updated.iperf3_version.startswith("3.")
