@@ -182,9 +182,11 @@ def gather(
     """
     if not windows:
         result = runner.run_script(FACTS_SCRIPT, timeout_s=timeout_s)
-        windows = not _HEADER.search(result.stdout) and facts_windows.looks_like_windows(
+        refused = not _HEADER.search(result.stdout) and facts_windows.looks_like_windows(
             result.stderr + result.stdout
         )
+        # Git for Windows / MSYS2 / Cygwin put an sh on PATH: it runs, but the host is Windows.
+        windows = refused or facts_windows.posix_layer_on_windows(result.stdout)
         if not windows:
             _check_gathered(runner, result)
             return parse_facts(result.stdout)

@@ -19,6 +19,7 @@ TOOL_NAMES = ("iperf3", "robocopy", "diskspd", "winget", "choco")
 DEFAULT_SHELL_MARKER = r"HKLM:\SOFTWARE\OpenSSH\DefaultShell"
 _LINK_SPEED = re.compile(r"^([\d.]+)\s*([KMG]?)bps$", re.IGNORECASE)
 _SPEED_FACTOR_MBPS = {"": 1e-6, "K": 1e-3, "M": 1.0, "G": 1000.0}
+_POSIX_LAYERS = ("MINGW", "MSYS", "CYGWIN")
 _NOT_WINDOWS_SHELL = (
     "is not recognized as an internal or external command",  # cmd.exe
     "is not recognized as the name of a cmdlet",  # PowerShell
@@ -39,6 +40,12 @@ def facts_script(tool_paths: Mapping[str, str] | None = None) -> str:
 def looks_like_windows(stderr: str) -> bool:
     """True when a POSIX ``sh -c`` was refused the way cmd.exe or PowerShell refuse it."""
     return any(marker in stderr for marker in _NOT_WINDOWS_SHELL)
+
+
+def posix_layer_on_windows(stdout: str) -> bool:
+    """True when the POSIX facts ran in a Windows POSIX layer (``uname -s`` MINGW64_NT-...)."""
+    match = re.search(r"@@nasplan:uname-s@@\r?\n([^\r\n]*)", stdout)
+    return match is not None and match.group(1).strip().upper().startswith(_POSIX_LAYERS)
 
 
 def parse_format_list(lines: Sequence[str]) -> list[dict[str, str]]:

@@ -357,3 +357,17 @@ def test_inventory_tools_on_a_posix_host_win_and_their_iperf3_version_is_read() 
     updated = with_inventory_tools(LocalRunner(), facts, {"iperf3": real_iperf3})
     assert updated.tool("iperf3") == real_iperf3
     assert updated.iperf3_version is not None and updated.iperf3_version.startswith("3.")
+
+
+def test_an_sh_from_git_for_windows_does_not_hide_a_windows_host() -> None:
+    class GitBashFirst(_RefusesSh):
+        def run_script(self, script: str, **_: object) -> Result:
+            if self.host_shell.is_windows:
+                return super().run_script(script)
+            self.scripts.append(("sh", script))
+            return Result(script, "\n@@nasplan:uname-s@@\nMINGW64_NT-10.0-19045\n", "", 0)
+
+    runner = GitBashFirst(windows_output())
+    facts = gather(runner)  # type: ignore[arg-type]
+    assert facts.kernel_name == "Windows"
+    assert [language for language, _ in runner.scripts] == ["sh", "powershell"]
