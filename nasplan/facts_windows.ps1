@@ -4,6 +4,8 @@
 # @CANDIDATES@ is replaced by tool name -> paths to try before PATH (nasplan/facts_windows.py).
 $ErrorActionPreference = 'SilentlyContinue'
 $ProgressPreference = 'SilentlyContinue'
+# Adapter names are often not ASCII (e.g. localized "Ethernet"): send UTF-8, as nasplan reads.
+[Console]::OutputEncoding = [Text.UTF8Encoding]::new($false)
 function Section([string]$Name) { ''; "@@nasplan:$Name@@" }
 function Show($Objects, [string[]]$Properties) {
   $Objects | Format-List -Property $Properties | Out-String -Width 4096 -Stream

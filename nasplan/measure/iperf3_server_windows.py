@@ -14,13 +14,16 @@ from nasplan.shell import Cmd, PowerShell
 
 _START = """\
 $ErrorActionPreference = 'Stop'
+$pidfile = Join-Path $env:TEMP $pidname
+$logfile = Join-Path $env:TEMP $logname
 if (Get-NetTCPConnection -LocalPort $port -State Listen -ErrorAction SilentlyContinue) {
   [Console]::Error.WriteLine("nasplan: iperf3 port $port is already in use on $env:COMPUTERNAME")
   exit @PORT_IN_USE@
 }
 Remove-Item -LiteralPath $pidfile, $logfile -ErrorAction SilentlyContinue
+# The server's working directory is %TEMP%: its --logfile is given there, by name.
 $created = Invoke-CimMethod -ClassName Win32_Process -MethodName Create -Arguments @{
-  CommandLine = $commandline }
+  CommandLine = $commandline; CurrentDirectory = $env:TEMP }
 if ($created.ReturnValue -ne 0) {
   $code = $created.ReturnValue
   [Console]::Error.WriteLine("nasplan: starting $iperf3 failed (Win32_Process.Create: $code)")
@@ -41,6 +44,8 @@ exit 1
 # Only an iperf3 process is stopped (the PID may have been reused).
 _STOP = """\
 $ErrorActionPreference = 'SilentlyContinue'
+$pidfile = Join-Path $env:TEMP $pidname
+$logfile = Join-Path $env:TEMP $logname
 $id = Get-Content -LiteralPath $pidfile -TotalCount 1
 $process = if ($id -match '^[0-9]+$') { Get-Process -Id $id } else { $null }
 if ($process -and $process.ProcessName -eq 'iperf3') {
@@ -70,15 +75,16 @@ def server_start_script(
 ) -> str:
     """PowerShell that starts a one-off JSON-logging server and waits until the port listens.
 
-    The command line handed to Win32_Process.Create is quoted with cmd/MSVCRT rules (``Cmd``),
-    which refuse what they cannot carry rather than pass it half-quoted.
+    ``pidfile``/``logfile`` are file names in the SSH user's %TEMP% (``temp_paths``). The command
+    line handed to Win32_Process.Create is quoted with cmd/MSVCRT rules (``Cmd``), which refuse
+    what they cannot carry rather than pass it half-quoted.
     """
     argv = [iperf3_path, "-s", "-1", "-p", str(port), "-J", "--logfile", logfile]
     values: dict[str, str | int | float] = {
         "iperf3": iperf3_path,
         "port": port,
-        "pidfile": pidfile,
-        "logfile": logfile,
+        "pidname": pidfile,
+        "logname": logfile,
         "limit": ready_timeout_s,
         "commandline": Cmd().join(argv),
     }
@@ -87,14 +93,12 @@ def server_start_script(
 
 def server_stop_script(pidfile: str, logfile: str, *, grace_s: float = 2.0) -> str:
     """PowerShell that stops the ``pidfile`` server if still alive, prints its log, removes both."""
-    return _assignments({"pidfile": pidfile, "logfile": logfile, "grace": grace_s}) + _STOP
+    values: dict[str, str | int | float] = {"pidname": pidfile, "logname": logfile}
+    return _assignments({**values, "grace": grace_s}) + _STOP
 
 
 def temp_paths(token: str, port: int) -> tuple[str, str]:
-    """The server's pidfile and logfile in the SSH user's %TEMP%: ``(pidfile, logfile)``.
-
-    Relative to the session's profile directory, where Windows OpenSSH starts every command.
-    """
+    """The server's pidfile and logfile names, kept in the SSH user's %TEMP%."""
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", token)
-    base = f"AppData\\Local\\Temp\\nasplan-iperf3-{safe}-{port}"
+    base = f"nasplan-iperf3-{safe}-{port}"
     return f"{base}.pid", f"{base}.log"

@@ -22,13 +22,15 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "iperf3" / "3.1.3"
 
 def test_start_script_quotes_every_value_for_powershell_and_the_command_line_for_msvcrt() -> None:
     script = win.server_start_script(
-        r"C:\Program Files\iperf3\iperf3.exe", 5201, "a.pid", r"C:\it's\server.log"
+        r"C:\Program Files\iperf3\iperf3.exe", 5201, "a.pid", "it's server.log"
     )
     assert "$iperf3 = 'C:\\Program Files\\iperf3\\iperf3.exe'\n" in script
-    assert "$logfile = 'C:\\it''s\\server.log'\n" in script
+    assert "$logname = 'it''s server.log'\n" in script
+    assert "$logfile = Join-Path $env:TEMP $logname" in script
+    assert "CurrentDirectory = $env:TEMP" in script  # the log name is relative to it
     assert "$port = 5201\n" in script
     expected = (
-        '"C:\\Program Files\\iperf3\\iperf3.exe" -s -1 -p 5201 -J --logfile "C:\\it\'s\\server.log"'
+        '"C:\\Program Files\\iperf3\\iperf3.exe" -s -1 -p 5201 -J --logfile "it\'s server.log"'
     )
     assert f"$commandline = '{expected.replace(chr(39), chr(39) * 2)}'" in script
     assert "Invoke-CimMethod -ClassName Win32_Process -MethodName Create" in script
@@ -78,6 +80,6 @@ def test_a_windows_server_gets_the_powershell_scripts_and_a_linux_client_runs_3_
     )
     assert parsed["iperf3_version"] == "3.1.3"
     start, stop = server.scripts
-    assert "Win32_Process" in start and "AppData\\Local\\Temp\\nasplan-iperf3-tok-0-5201" in start
+    assert "Win32_Process" in start and "$pidname = 'nasplan-iperf3-tok-0-5201.pid'" in start
     assert "Stop-Process" in stop
     assert client.argvs[0][:4] == ["/usr/bin/iperf3", "-J", "-c", "198.19.16.10"]
