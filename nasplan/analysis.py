@@ -6,6 +6,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nasplan.units import MIB_BYTES, format_bytes_per_second
+
 # spread_ratio above which repetitions disagree enough for the report to say so (10 %).
 WIDE_SPREAD_RATIO = 0.10
 
@@ -13,8 +15,8 @@ WIDE_SPREAD_RATIO = 0.10
 # option, on by default in Linux). On the wire: MTU + 14 (Ethernet header) + 4 (FCS) + 8 (preamble
 # and start delimiter) + 12 (inter-frame gap). tc shapes what the kernel hands the device:
 # MTU + 14 Ethernet header only.
-_TCP_IP_HEADER_BYTES = 52
-_FRAME_OVERHEAD_BYTES: dict[str, int] = {"ethernet": 38, "tc": 14}
+TCP_IPV4_HEADER_BYTES = 52
+FRAME_OVERHEAD_BYTES: dict[str, int] = {"ethernet": 38, "tc": 14}
 
 
 def theoretical_tcp_bits_per_second(
@@ -24,12 +26,12 @@ def theoretical_tcp_bits_per_second(
 
     ``framing="tc"`` is a link shaped by tc in the lab (no preamble, FCS or inter-frame gap).
     """
-    if framing not in _FRAME_OVERHEAD_BYTES:
+    if framing not in FRAME_OVERHEAD_BYTES:
         raise ValueError(f"unknown framing {framing!r} (expected ethernet or tc)")
-    if mtu_bytes <= _TCP_IP_HEADER_BYTES:
+    if mtu_bytes <= TCP_IPV4_HEADER_BYTES:
         raise ValueError(f"MTU {mtu_bytes} bytes leaves no room for TCP payload")
-    payload_bytes = mtu_bytes - _TCP_IP_HEADER_BYTES
-    return speed_bits_per_second * payload_bytes / (mtu_bytes + _FRAME_OVERHEAD_BYTES[framing])
+    payload_bytes = mtu_bytes - TCP_IPV4_HEADER_BYTES
+    return speed_bits_per_second * payload_bytes / (mtu_bytes + FRAME_OVERHEAD_BYTES[framing])
 
 
 def summarize(
@@ -100,13 +102,8 @@ BOUND_RATIO = 0.85
 CPU_BOUND_PERCENT = 90.0
 # A file smaller than this many times the RAM of the host that could cache it is cache-influenced.
 CACHE_RAM_FACTOR = 2
-_MIB = 2**20
 _GIB = 2**30
 VERDICTS = ("network-bound", "disk-bound", "cpu-bound", "protocol-bound", "unknown")
-
-
-def _mib_per_second(bytes_per_second: float) -> str:
-    return f"{bytes_per_second / _MIB:.0f} MiB/s"
 
 
 def _bits_text(bits_per_second: float) -> str:
@@ -167,7 +164,7 @@ def attribute_bottleneck(
     if disk_ratio is not None and disk_bytes_per_second is not None:
         parts.append(
             f"{disk_ratio * 100:.0f} % of the NAS's local sequential {direction} "
-            f"({_mib_per_second(disk_bytes_per_second)})"
+            f"({format_bytes_per_second(disk_bytes_per_second, 0)})"
         )
     if busiest is not None:
         parts.append(f"CPU {busiest[0]} {busiest[1]:.0f} % busy")
@@ -184,7 +181,7 @@ def attribute_bottleneck(
         verdict = "unknown"
     else:
         verdict = "protocol-bound"
-    head = f"{label} {_mib_per_second(transfer_bytes_per_second)}"
+    head = f"{label} {format_bytes_per_second(transfer_bytes_per_second, 0)}"
     text = f"{head} = {' and '.join(parts)}: {verdict}" if parts else f"{head}: {verdict}"
     if verdict == "unknown":
         text += " (no network or disk measurement of this path and NAS to compare with)"
@@ -213,7 +210,7 @@ def cache_influence(
     texts = []
     if "small_file" in reasons and ram_bytes and suggested:
         texts.append(
-            f"the file ({file_bytes / _MIB:.0f} MiB) is smaller than twice the host's RAM "
+            f"the file ({file_bytes / MIB_BYTES:.0f} MiB) is smaller than twice the host's RAM "
             f"({ram_bytes / _GIB:.1f} GiB): use at least {suggested // _GIB} GiB"
         )
     if "buffered_io" in reasons:

@@ -11,11 +11,11 @@ from typing import Any
 
 from nasplan import __version__
 from nasplan.analysis import annotate_transfers
-from nasplan.context import RunContext
 from nasplan.hosts import HostSession, close_sessions, open_sessions, planned_installs, prepare
 from nasplan.inventory import Host
-from nasplan.measure import kinds, summary_text
-from nasplan.network.phase import NetworkPhase, describe_changes, skipped_record
+from nasplan.measure import kinds
+from nasplan.measure.kind import BoundTest, RunContext, skipped, summary_text
+from nasplan.network.phase import NetworkPhase, describe_changes
 from nasplan.plan import Plan
 from nasplan.progress import Progress
 from nasplan.report.render import write_report
@@ -59,20 +59,26 @@ def plan_hosts(plan: Plan) -> dict[str, Host]:
     return hosts
 
 
-def tool_needs(plan: Plan) -> dict[str, list[str]]:
+def bound_tests(plan: Plan) -> list[BoundTest]:
+    """The plan's tests, each bound to its kind with its settings parsed once."""
+    return [kinds.bind(test) for test in plan.tests]
+
+
+def tool_needs(plan: Plan, bound: list[BoundTest] | None = None) -> dict[str, list[str]]:
     """Host -> the tools its tests need, plus the plan's ``setup.packages`` on every host."""
     needs: dict[str, set[str]] = {name: set(plan.setup_packages) for name in plan.host_names}
-    for test in plan.tests:
-        for host, tools in kinds()[test.kind].needs(test).items():
+    for one in bound_tests(plan) if bound is None else bound:
+        for host, tools in one.needs.items():
             needs.setdefault(host, set()).update(tools)
     return {host: sorted(tools) for host, tools in needs.items()}
 
 
 def check(plan: Plan, progress: Progress, connector: Callable[[Host], Runner] = connect) -> Outcome:
     """``apply --check``: connect and gather facts, print what would happen, change nothing."""
+    bound = bound_tests(plan)
     sessions = open_sessions(plan_hosts(plan), progress, connector)
     try:
-        needs = tool_needs(plan)
+        needs = tool_needs(plan, bound)
         for name, session in sessions.items():
             if session.error:
                 progress.message(f"{name}: UNREACHABLE: {session.error}")
@@ -88,8 +94,8 @@ def check(plan: Plan, progress: Progress, connector: Callable[[Host], Runner] = 
             current = {nic.name: nic for nic in facts.interfaces} if facts else {}
             for line in describe_changes(plan.network.changes(name), current):
                 progress.message(f"{name}: would set {line} (and put it back after the run)")
-        for test in plan.tests:
-            progress.message(f"test {test.id}: would run {kinds()[test.kind].describe(test)}")
+        for one in bound:
+            progress.message(f"test {one.test.id}: would run {one.description}")
         unreachable = any(s.error for s in sessions.values())
         return Outcome(None, EXIT_UNREACHABLE if unreachable else EXIT_OK)
     finally:
@@ -113,6 +119,7 @@ def apply(
     """
     if become_passwords and connector is connect:
         connector = connect_with_passwords(become_passwords)
+    bound = bound_tests(plan)
     started = _utc_now()
     run_dir = new_run_dir(base_dir or Path.cwd(), plan.name, started, out)
     run: dict[str, Any] = {
@@ -144,16 +151,16 @@ def apply(
     )
     try:
         sessions.update(open_sessions(plan_hosts(plan), progress, connector))
-        prepare(sessions, tool_needs(plan), progress)
+        prepare(sessions, tool_needs(plan, bound), progress)
         network.setup()
-        for test in plan.tests:
+        for one in bound:
             if not network.ok:
-                record = skipped_record(test, f"network setup failed: {network.error}")
+                record = skipped(one.test, f"network setup failed: {network.error}")
             else:
-                record = kinds()[test.kind].run(test, ctx)
+                record = one.run(ctx)
             run["tests"].append(record)
             shown = summary_text(record["summary"])
-            progress.test_done(test.id, record["status"], record["error"] or shown)
+            progress.test_done(one.test.id, record["status"], record["error"] or shown)
         memory = {n: s.facts.memory_bytes if s.facts else None for n, s in sessions.items()}
         annotate_transfers(run["tests"], memory)
         network.teardown()

@@ -184,8 +184,8 @@ def compare(
 @click.argument("run_dir", type=click.Path(path_type=Path))
 def restore(run_dir: Path) -> None:
     """Put the network of RUN_DIR's hosts back as it was before that run (after --keep)."""
-    from nasplan.network.restore import record_restore, restore_run
     from nasplan.progress import PlainProgress
+    from nasplan.restore import record_restore, restore_run
     from nasplan.ssh import connect
 
     outcomes = restore_run(run_dir, PlainProgress(), connect)

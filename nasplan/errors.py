@@ -29,3 +29,10 @@ class LabError(NasplanError):
     """The simulated lab could not be built or torn down."""
 
     exit_code = 1
+
+
+class CannotStart(NasplanError):
+    """A test cannot start (a host not ready, a tool missing, no address to send to).
+
+    Its kind records the message as the test's error; the run goes on with the next test.
+    """

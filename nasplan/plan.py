@@ -19,7 +19,6 @@ from nasplan.loader import Document, JsonPath, read_yaml, schema_errors
 from nasplan.network.model import NetworkSpec, parse_link_target, parse_network
 
 _SINGLE_EXPRESSION = re.compile(r"^\s*\{\{[^{}]*\}\}\s*$")
-DEFAULT_IPERF3_PORT = 5201
 
 
 @dataclass(frozen=True)
@@ -41,8 +40,8 @@ class Target:
 
 
 @dataclass(frozen=True)
-class TestSpec:
-    """One test of a plan, resolved: common fields, plus ``settings`` for its measurement kind."""
+class PlanTest:
+    """One test of a plan, resolved: common fields, its kind's own ``settings``, its ``index``."""
 
     id: str
     name: str
@@ -52,6 +51,7 @@ class TestSpec:
     target: Target
     repetitions: int
     settings: Mapping[str, Any] = field(default_factory=dict)
+    index: int = 0
 
     @property
     def hosts(self) -> tuple[str, ...]:
@@ -71,7 +71,7 @@ class Plan:
     inventory: Inventory
     known_hosts: Path | None
     setup_packages: tuple[str, ...]
-    tests: tuple[TestSpec, ...]
+    tests: tuple[PlanTest, ...]
     resolved: Mapping[str, Any]
     network: NetworkSpec = field(default_factory=NetworkSpec)
 
@@ -236,9 +236,9 @@ def _build_tests(
     resolved: dict[str, Any],
     inventory: Inventory,
     network: NetworkSpec | None = None,
-) -> tuple[TestSpec, ...]:
+) -> tuple[PlanTest, ...]:
     errors: list[str] = []
-    tests: list[TestSpec] = []
+    tests: list[PlanTest] = []
     seen: dict[str, int] = {}
     for index, raw in enumerate(resolved["tests"]):
         host_errors = _check_hosts(document, raw, index, inventory)
@@ -265,9 +265,8 @@ def _build_tests(
             for k, v in raw.items()
             if k not in ("id", "name", "kind", "server", "client", "target", "repetitions")
         }
-        settings.setdefault("port", DEFAULT_IPERF3_PORT + index)
         tests.append(
-            TestSpec(
+            PlanTest(
                 id=test_id,
                 name=str(raw.get("name") or test_id),
                 kind=str(raw["kind"]),
@@ -276,6 +275,7 @@ def _build_tests(
                 target=target,
                 repetitions=int(raw.get("repetitions", 3)),
                 settings=settings,
+                index=index,
             )
         )
     if errors:

@@ -138,7 +138,7 @@ def save_run(run_dir: Path, run: dict[str, Any], secrets: Iterable[str] = ()) ->
     return path
 
 
-def save_raw(run_dir: Path, relative_path: str, text: str, secrets: Iterable[str] = ()) -> str:
+def save_raw(run_dir: Path, relative_path: str, text: str, secrets: Iterable[str]) -> str:
     """Write a raw tool output (secrets masked); return its path relative to the run directory.
 
     ``relative_path`` is relative to the run directory and must lie under ``raw/``,

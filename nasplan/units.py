@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
+MIB_BYTES = 2**20  # a mebibyte; a megabyte (MB) is 10**6 bytes
+
 _RATE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)(?:bit/s|bps|b)?\s*$")
 _RATE_FACTORS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
 
@@ -54,9 +56,28 @@ def format_bits_per_second(bits_per_second: float) -> str:
     return f"{bits_per_second:.0f} bit/s"
 
 
+def format_bytes_per_second(bytes_per_second: float, digits: int = 1) -> str:
+    """Format a rate in bytes/s as MiB/s (2^20 bytes/s), e.g. ``"131.0 MiB/s"``."""
+    return f"{bytes_per_second / MIB_BYTES:.{digits}f} MiB/s"
+
+
 def format_rate_short(bits_per_second: float) -> str:
     """Format a nominal link speed the way people say it: ``"10G"``, ``"2.5G"``, ``"100M"``."""
     for factor, suffix in ((10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "k")):
         if bits_per_second >= factor:
             return f"{bits_per_second / factor:g}{suffix}"
     return f"{bits_per_second:g}"
+
+
+def format_metric(value: float, metric: str) -> str:
+    """``value`` in its metric's unit: ``*_ms`` -> ``0.250 ms``, ``*_bytes`` -> ``9000 bytes``, ...
+
+    ``bytes_per_second`` is shown in MiB/s; any other metric is a rate in bits per second.
+    """
+    if metric.endswith("_ms"):
+        return f"{value:.3f} ms"
+    if metric == "bytes_per_second":
+        return format_bytes_per_second(value)
+    if metric.endswith("_bytes"):
+        return f"{value:.0f} bytes"
+    return format_bits_per_second(value)

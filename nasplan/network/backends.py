@@ -1,24 +1,25 @@
 """How a host's network change is armed, applied, confirmed and undone: one backend per mechanism.
 
 The generic backend arms a detached ``setsid sh`` timer and changes NICs with ``ip``; a platform
-with a commit-confirmed mechanism of its own (TrueNAS ``interface.commit``) offers its backend
-through an optional ``network_backend(facts)`` method. Snapshot and read-back stay ``ip -j``.
+with a commit-confirmed mechanism of its own (TrueNAS ``interface.commit``) names it in
+``Platform.network_mechanism(facts)``, and ``BACKENDS`` maps each name to its backend.
+Snapshot and read-back stay ``ip -j``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from nasplan.network import scripts
 from nasplan.network.model import NicChange
 from nasplan.network.state import NicState
+from nasplan.network.truenas import TrueNasCommit
+from nasplan.platforms.base import SETSID_TIMER, TRUENAS_INTERFACE_COMMIT
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
     from nasplan.platforms import Platform
-
-SETSID_TIMER = "setsid-timer"
 
 
 class NetworkBackend(Protocol):
@@ -91,15 +92,19 @@ class SetsidTimer:
         )
 
 
+BACKENDS: dict[str, Callable[[], NetworkBackend]] = {
+    SETSID_TIMER: SetsidTimer,
+    TRUENAS_INTERFACE_COMMIT: TrueNasCommit,
+}
+
+
 def for_platform(platform: Platform | None, facts: HostFacts | None) -> NetworkBackend:
-    """The platform's own backend when it has one, else the generic ``SetsidTimer``."""
-    offer = getattr(platform, "network_backend", None)
-    backend: NetworkBackend | None = offer(facts) if offer is not None and facts else None
-    return backend if backend is not None else SetsidTimer()
+    """The backend the platform declares for this host; the generic ``SetsidTimer`` without one."""
+    if platform is None or facts is None:
+        return SetsidTimer()
+    return by_mechanism(platform.network_mechanism(facts))
 
 
 def by_mechanism(mechanism: str | None) -> NetworkBackend:
-    """The backend a snapshot file names (``nasplan restore``); the generic one when unnamed."""
-    from nasplan.network.truenas import MECHANISM, TrueNasCommit
-
-    return TrueNasCommit() if mechanism == MECHANISM else SetsidTimer()
+    """The backend a mechanism name stands for (a snapshot file's); the generic one when unnamed."""
+    return BACKENDS.get(mechanism or SETSID_TIMER, SetsidTimer)()

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from nasplan.analysis import summarize
 from nasplan.hosts import HostSession, in_parallel
 from nasplan.network import checks, restore, scripts
 from nasplan.network.backends import NetworkBackend, SetsidTimer, for_platform
@@ -28,7 +27,6 @@ from nasplan.network.state import NicState, parse_state_output, split_sections
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
     from nasplan.inventory import Host
-    from nasplan.plan import TestSpec
     from nasplan.progress import Progress
     from nasplan.runner import Runner
 
@@ -115,8 +113,9 @@ def network_refusals(sessions: Mapping[str, HostSession], hosts: Iterable[str]) 
     refusals: list[str] = []
     for name in hosts:
         session = sessions.get(name)
-        refuse = getattr(session.platform, "network_refusal", None) if session else None
-        reason = refuse(session.facts) if refuse is not None and session and session.facts else None
+        if session is None or session.platform is None or session.facts is None:
+            continue
+        reason = session.platform.network_refusal(session.facts)
         if reason:
             refusals.append(f"{name}: {reason}")
     return refusals
@@ -437,19 +436,3 @@ class NetworkPhase:
             "checks": list(self.checks),
             "warnings": list(self.warnings),
         }
-
-
-def skipped_record(test: TestSpec, reason: str) -> dict[str, Any]:
-    """A run.json test record for a test not run because the network setup failed."""
-    return {
-        "id": test.id,
-        "kind": test.kind,
-        "name": test.name,
-        "status": "skipped",
-        "error": reason,
-        "params": {"server": test.server, "client": test.client, "target": test.target.label()},
-        "path": None,
-        "repetitions": [],
-        "summary": summarize([], "bits_per_second"),
-        "efficiency": None,
-    }

@@ -1,8 +1,7 @@
-"""Put a host's NICs back to their snapshot and prove it; ``nasplan restore RUN_DIR`` later on."""
+"""Put a host's NICs back to their snapshot and prove it; the snapshot file of a run."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import time
@@ -12,13 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nasplan.errors import InputError
-from nasplan.network.backends import NetworkBackend, SetsidTimer, by_mechanism
+from nasplan.network.backends import NetworkBackend, SetsidTimer
 from nasplan.network.model import NicChange
 from nasplan.network.state import NicState, all_differences, parse_state_output, split_sections
 
 if TYPE_CHECKING:
-    from nasplan.inventory import Host
-    from nasplan.progress import Progress
     from nasplan.runner import Runner
 
 SNAPSHOT_FILE = "network/snapshots.json"
@@ -131,69 +128,3 @@ def load_snapshots(run_dir: Path) -> dict[str, Any]:
     if data.get("schema_version") != SNAPSHOT_VERSION:
         raise InputError(f"{path}: unknown snapshot version {data.get('schema_version')!r}")
     return data
-
-
-def restore_run(
-    run_dir: Path, progress: Progress, connector: Callable[[Host], Runner]
-) -> dict[str, Restored]:
-    """``nasplan restore RUN_DIR``: put every host of the run's snapshot back and verify it."""
-    from nasplan.inventory import load_inventory
-
-    data = load_snapshots(run_dir)
-    inventory = load_inventory(Path(data["inventory_file"]))
-    outcomes: dict[str, Restored] = {}
-    for name, saved in data["hosts"].items():
-        host = inventory.hosts.get(name)
-        if host is None:
-            outcomes[name] = Restored("failed", error=f"{name} is not in {inventory.path}")
-            continue
-        if data.get("known_hosts"):
-            host = dataclasses.replace(host, known_hosts=Path(data["known_hosts"]))
-        changes = [
-            NicChange(c["nic"], c["mtu_bytes"], tuple(c["add_addresses"])) for c in saved["changes"]
-        ]
-        before = {n: NicState.from_dict(s) for n, s in saved["before"].items()}
-        progress.host(name, "restoring the network snapshot")
-        outcome = restore_host(
-            None,
-            lambda host=host: connector(host),  # type: ignore[misc]
-            saved["revert_dir"],
-            changes,
-            before,
-            deadline=time.monotonic() + 15,
-            backend=by_mechanism(saved.get("mechanism")),
-        )
-        close = getattr(outcome.runner, "close", None)
-        if close is not None:
-            with contextlib.suppress(Exception):
-                close()
-        outcome.runner = None
-        progress.host(name, outcome.status + (f": {outcome.error}" if outcome.error else ""))
-        outcomes[name] = outcome
-    return outcomes
-
-
-def record_restore(run_dir: Path, outcomes: Mapping[str, Restored]) -> None:
-    """Write what ``nasplan restore`` did into the run's run.json and re-render its report."""
-    from nasplan.report.render import write_report
-    from nasplan.results import load_run, save_run
-
-    run = load_run(run_dir)
-    network = run.get("network")
-    if not network:
-        return
-    for name, outcome in outcomes.items():
-        entry = network["hosts"].get(name)
-        if entry is None:
-            continue
-        entry["status"] = outcome.status
-        entry["restored"] = outcome.status == "restored"
-        entry["error"] = outcome.error
-        entry["after"] = {n: s.to_dict() for n, s in sorted(outcome.after.items())}
-    network["kept"] = any(h["status"] == "kept" for h in network["hosts"].values())
-    failed = [n for n, o in outcomes.items() if o.status == "failed"]
-    network["warnings"].append(
-        "nasplan restore: " + (f"failed on {', '.join(failed)}" if failed else "hosts restored")
-    )
-    save_run(run_dir, run)
-    write_report(run_dir)

@@ -17,8 +17,9 @@ from typing import Any
 from nasplan.network import scripts
 from nasplan.network.model import NicChange
 from nasplan.network.state import NicState
+from nasplan.platforms.base import TRUENAS_INTERFACE_COMMIT
 
-MECHANISM = "truenas-interface-commit"
+MECHANISM = TRUENAS_INTERFACE_COMMIT
 # Restoring the snapshot is committed with a rollback too, then checked in by the same script.
 RESTORE_CHECKIN_TIMEOUT_S = 60
 

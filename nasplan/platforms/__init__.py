@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
+
+from nasplan.platforms.base import Command, PlatformError
+from nasplan.platforms.debian import Debian
+from nasplan.platforms.freebsd import FreeBsd, TrueNasCore
+from nasplan.platforms.generic import GenericLinux
+from nasplan.platforms.macos import MacOs
+from nasplan.platforms.qnap import Qnap
+from nasplan.platforms.synology import Synology
+from nasplan.platforms.truenas import TrueNas
+from nasplan.platforms.windows import Windows
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
 
-
-@dataclass(frozen=True)
-class Command:
-    """A shell script to run on a host; ``sudo`` when it needs root; a line for --check output."""
-
-    script: str
-    description: str
-    sudo: bool = False
+__all__ = ["Command", "Platform", "PlatformError", "detect", "registry"]
 
 
 class Platform(Protocol):
@@ -43,41 +45,17 @@ class Platform(Protocol):
         """
         ...
 
+    def network_mechanism(self, facts: HostFacts) -> str:
+        """The network backend that changes this host's NICs, by name (``base.SETSID_TIMER``)."""
+        ...
 
-class PlatformError(Exception):
-    """A platform cannot do what was asked; the message tells the user what to do instead."""
-
-
-def marker_values(text: str, separator: str = "=") -> dict[str, str]:
-    """``key="value"`` / ``Key = value`` lines of a vendor file -> dict (quotes stripped)."""
-    values: dict[str, str] = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition(separator)
-        if sep and key.strip() and not key.lstrip().startswith(("#", "[")):
-            values[key.strip()] = value.strip().strip('"')
-    return values
-
-
-def manual_network_refusal(os_name: str, example: str) -> str:
-    """The refusal of a platform nasplan cannot change the network of, with what to do instead."""
-    return (
-        f"nasplan changes MTU and addresses only where it can arm a revert and read the state "
-        f"back (Linux ip, the TrueNAS SCALE middleware); on {os_name} set it yourself, e.g. "
-        f"`{example}`, and run the plan without its network: section"
-    )
+    def network_refusal(self, facts: HostFacts) -> str | None:
+        """Why nasplan will not change this host's network (what to do by hand); None: it will."""
+        ...
 
 
 def registry() -> tuple[Platform, ...]:
     """Every platform, most specific first; the first whose ``matches`` is true wins."""
-    from nasplan.platforms.debian import Debian
-    from nasplan.platforms.freebsd import FreeBsd, TrueNasCore
-    from nasplan.platforms.generic import GenericLinux
-    from nasplan.platforms.macos import MacOs
-    from nasplan.platforms.qnap import Qnap
-    from nasplan.platforms.synology import Synology
-    from nasplan.platforms.truenas import TrueNas
-    from nasplan.platforms.windows import Windows
-
     # Kernels other than Linux first (TrueNAS CORE also has midclt, like SCALE); then vendor
     # markers: TrueNAS SCALE is Debian underneath and must never be taken for it.
     return (

@@ -6,7 +6,7 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from nasplan.platforms import Command
+from nasplan.platforms.base import SETSID_TIMER, Command
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
@@ -47,3 +47,11 @@ class Debian:
         lines.append(f"{install} >/dev/null 2>&1 || {retry}")
         lines.extend(f"command -v {shlex.quote(p)}" for p in missing)
         return [Command("\n".join(lines), f"apt-get install {' '.join(names)}", sudo=True)]
+
+    def network_mechanism(self, facts: HostFacts) -> str:
+        """``ip`` changes under a ``setsid`` timer that undoes them unless confirmed."""
+        return SETSID_TIMER
+
+    def network_refusal(self, facts: HostFacts) -> str | None:
+        """None: nasplan changes this host's network itself (``network_mechanism``)."""
+        return None

@@ -6,7 +6,7 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from nasplan.platforms import Command, PlatformError, manual_network_refusal
+from nasplan.platforms.base import MANUAL, Command, PlatformError, manual_network_refusal
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
@@ -51,6 +51,10 @@ class TrueNasCore:
             )
         return []
 
+    def network_mechanism(self, facts: HostFacts) -> str:
+        """No mechanism: nasplan does not change this host's network (``network_refusal``)."""
+        return MANUAL
+
     def network_refusal(self, facts: HostFacts) -> str | None:
         """Why nasplan will not change this host's network (its middleware owns it)."""
         return (
@@ -84,6 +88,10 @@ class FreeBsd:
         lines = ["set -e", f"{install} >/dev/null"]
         lines.extend(f"command -v {shlex.quote(p)}" for p in missing)
         return [Command("\n".join(lines), f"pkg install {' '.join(missing)}", sudo=True)]
+
+    def network_mechanism(self, facts: HostFacts) -> str:
+        """No mechanism: nasplan does not change this host's network (``network_refusal``)."""
+        return MANUAL
 
     def network_refusal(self, facts: HostFacts) -> str | None:
         """Why nasplan will not change this host's network (no armed revert it can read back)."""

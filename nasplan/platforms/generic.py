@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from nasplan.platforms import Command, PlatformError
+from nasplan.platforms.base import SETSID_TIMER, Command, PlatformError
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
@@ -34,3 +34,11 @@ class GenericLinux:
                 f"packages on {os_name}; install {' '.join(missing)} by hand"
             )
         return []
+
+    def network_mechanism(self, facts: HostFacts) -> str:
+        """``ip`` changes under a ``setsid`` timer that undoes them unless confirmed."""
+        return SETSID_TIMER
+
+    def network_refusal(self, facts: HostFacts) -> str | None:
+        """None: nasplan changes this host's network itself (``network_mechanism``)."""
+        return None

@@ -7,7 +7,7 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from nasplan.platforms import Command, PlatformError, manual_network_refusal
+from nasplan.platforms.base import MANUAL, Command, PlatformError, manual_network_refusal
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
@@ -59,6 +59,10 @@ class MacOs:
             path = shlex.quote(posixpath.join(bin_dir, tool))
             lines.append(f"[ -x {path} ] && printf '%s\\n' {path}")
         return [Command("\n".join(lines), f"brew install {' '.join(names)}", sudo=False)]
+
+    def network_mechanism(self, facts: HostFacts) -> str:
+        """No mechanism: nasplan does not change this host's network (``network_refusal``)."""
+        return MANUAL
 
     def network_refusal(self, facts: HostFacts) -> str | None:
         """Why nasplan will not change this host's network (no armed revert it can read back)."""

@@ -7,7 +7,7 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from nasplan.platforms import Command, PlatformError, marker_values
+from nasplan.platforms.base import SETSID_TIMER, Command, PlatformError, marker_values
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
@@ -57,3 +57,11 @@ class Qnap:
             path = shlex.quote(posixpath.join(bin_dir, tool))
             lines.append(f"[ -x {path} ] && printf '%s\\n' {path}")
         return [Command("\n".join(lines), f"opkg install {' '.join(missing)}", sudo=True)]
+
+    def network_mechanism(self, facts: HostFacts) -> str:
+        """``ip`` changes under a ``setsid`` timer that undoes them unless confirmed."""
+        return SETSID_TIMER
+
+    def network_refusal(self, facts: HostFacts) -> str | None:
+        """None: nasplan changes this host's network itself (``network_mechanism``)."""
+        return None

@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from nasplan.platforms import Command, PlatformError
+from nasplan.platforms.base import SETSID_TIMER, TRUENAS_INTERFACE_COMMIT, Command, PlatformError
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
-    from nasplan.network.backends import NetworkBackend
 
 MARKERS = ("/data/manifest.json", "/etc/truenas_version")
 
@@ -39,8 +38,10 @@ class TrueNas:
             )
         return []
 
-    def network_backend(self, facts: HostFacts) -> NetworkBackend | None:
-        """The middleware's own commit-confirmed change, when ``midclt`` is there."""
-        from nasplan.network.truenas import TrueNasCommit
+    def network_mechanism(self, facts: HostFacts) -> str:
+        """The middleware's own commit-confirmed change when ``midclt`` is there, else ``ip``."""
+        return TRUENAS_INTERFACE_COMMIT if facts.tool("midclt") else SETSID_TIMER
 
-        return TrueNasCommit() if facts.tool("midclt") else None
+    def network_refusal(self, facts: HostFacts) -> str | None:
+        """None: nasplan changes this host's network itself (``network_mechanism``)."""
+        return None

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from nasplan.platforms import Command, PlatformError, manual_network_refusal
+from nasplan.platforms.base import MANUAL, Command, PlatformError, manual_network_refusal
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
@@ -53,6 +53,10 @@ class Windows:
                 " ".join(how_to_get(facts, EQUIVALENTS.get(tool, tool)) for tool in missing)
             )
         return []
+
+    def network_mechanism(self, facts: HostFacts) -> str:
+        """No mechanism: nasplan does not change this host's network (``network_refusal``)."""
+        return MANUAL
 
     def network_refusal(self, facts: HostFacts) -> str | None:
         """Why nasplan will not change this host's network."""

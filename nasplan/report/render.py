@@ -12,14 +12,15 @@ from urllib.parse import quote
 
 import jinja2
 
+from nasplan.analysis import FRAME_OVERHEAD_BYTES, TCP_IPV4_HEADER_BYTES
 from nasplan.report import mermaid
 from nasplan.results import REPORT_FILE, load_run
-from nasplan.units import format_bits_per_second
+from nasplan.units import format_bits_per_second, format_bytes_per_second, format_metric
 
 DASH = "–"
+# Kinds with a section of their own in report.md; the others go under "Other tests".
+KINDS_WITH_SECTIONS = frozenset({"iperf3", "transfer", "latency", "disk"})
 LOOPBACK_NICS = frozenset({"lo", "lo0"})
-FRAMING_OVERHEAD_BYTES = {"ethernet": 38, "tc": 14}
-TCP_IPV4_HEADERS_BYTES = 52
 STATUS_MEANING = {
     "ok": "every test ran",
     "failed": "a test failed",
@@ -90,7 +91,7 @@ def mebibytes_per_second(value: float | None) -> str:
 
 def bytes_rate(value: float | None) -> str:
     """A rate in bytes/s as MiB/s (2^20 bytes/s): ``131.0 MiB/s``."""
-    return DASH if value is None else f"{value / 2**20:.1f} MiB/s"
+    return DASH if value is None else format_bytes_per_second(value)
 
 
 def milliseconds(value: float | None) -> str:
@@ -116,7 +117,13 @@ def utc(timestamp: str | None) -> str:
     return timestamp.replace("T", " ").removesuffix("Z") + " UTC"
 
 
+def metric_value(value: float | None, metric: str) -> str:
+    """A summary value in the unit its metric names (``*_ms``, ``*_bytes``, rates), or a dash."""
+    return DASH if value is None else format_metric(value, metric)
+
+
 FILTERS = {
+    "metric_value": metric_value,
     "bits_per_second": bits_per_second,
     "bits_per_second_range": bits_per_second_range,
     "nominal_speed": nominal_speed,
@@ -291,7 +298,7 @@ def _framings(tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
     examples: dict[str, dict[tuple[int, int], float | None]] = {}
     for test in tests:
         path = test["path"]
-        if path.get("framing") in FRAMING_OVERHEAD_BYTES:
+        if path.get("framing") in FRAME_OVERHEAD_BYTES:
             found = examples.setdefault(path["framing"], {})
             speed, mtu = path.get("speed_bits_per_second"), path.get("mtu_bytes")
             if speed and mtu:
@@ -299,13 +306,13 @@ def _framings(tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
         {
             "name": name,
-            "overhead_bytes": FRAMING_OVERHEAD_BYTES[name],
+            "overhead_bytes": FRAME_OVERHEAD_BYTES[name],
             "examples": [
                 {
                     "speed_bits_per_second": speed,
                     "mtu_bytes": mtu,
-                    "payload_bytes": mtu - TCP_IPV4_HEADERS_BYTES,
-                    "wire_bytes": mtu + FRAMING_OVERHEAD_BYTES[name],
+                    "payload_bytes": mtu - TCP_IPV4_HEADER_BYTES,
+                    "wire_bytes": mtu + FRAME_OVERHEAD_BYTES[name],
                     "theoretical_bits_per_second": theoretical,
                 }
                 for (speed, mtu), theoretical in sorted(found.items())
@@ -346,9 +353,11 @@ def build_view(run: Mapping[str, Any], chart_files: Sequence[str] = ()) -> dict[
     """Everything the template shows, derived from the run dict only (no clock, no machine)."""
     hosts = [_host(name, host) for name, host in sorted(run["hosts"].items())]
     # The results table and details are iperf3's; transfers, disk and latency have their own
-    # sections (_transfers.md.j2, _analysis.md.j2), in their own units.
+    # sections (_transfers.md.j2, _analysis.md.j2), in their own units; any other kind is listed
+    # under "Other tests" with its summary in the unit its metric names.
     tests = [_test(test) for test in run["tests"] if test["kind"] == "iperf3"]
     everything = run["tests"]
+    other_tests = [t for t in everything if t["kind"] not in KINDS_WITH_SECTIONS]
     measured = [t for t in tests if t["median"] is not None]
     best = max(measured, key=lambda t: t["median"]) if measured else None
     thresholds = sorted(
@@ -373,6 +382,7 @@ def build_view(run: Mapping[str, Any], chart_files: Sequence[str] = ()) -> dict[
         "hosts": hosts,
         "unreachable": [h for h in hosts if not h["reachable"]],
         "tests": tests,
+        "other_tests": other_tests,
         "between_hosts": f" between {join_and(names)}" if names else "",
         "tests_text": f"{len(everything)} test{'' if len(everything) == 1 else 's'}"
         + (f" ({', '.join(counts)})" if counts else ""),

@@ -7,8 +7,9 @@ import os
 import shutil
 import socket
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -173,42 +174,16 @@ def test_truncated_output_keeps_what_arrived() -> None:
     assert facts.interfaces == () and facts.tool("iperf3") is None
 
 
-class RecordingRunner:
-    """LocalRunner that counts the scripts it runs."""
-
-    def __init__(self) -> None:
-        self.name = "local"
-        self.inner = LocalRunner()
-        self.results: list[Result] = []
-
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout_s: float | None = None,
-        stdin: str | None = None,
-        sudo: bool = False,
-    ) -> Result:
-        raise AssertionError(f"gather ran a command: {argv}")
-
-    def run_script(
-        self,
-        script: str,
-        *,
-        timeout_s: float | None = None,
-        stdin: str | None = None,
-        sudo: bool = False,
-    ) -> Result:
-        assert not sudo and stdin is None  # facts need no root and read no input
-        result = self.inner.run_script(script, timeout_s=timeout_s)
-        self.results.append(result)
-        return result
+def local_shell(command: str) -> Result:
+    """Run a script on this machine for real (the FakeRunner's reply)."""
+    return LocalRunner().run_script(command, timeout_s=20)
 
 
-def test_gather_for_real_matches_python_in_one_call() -> None:
-    runner = RecordingRunner()
+def test_gather_for_real_matches_python_in_one_call(fake_runner: Callable[[str], Any]) -> None:
+    runner = fake_runner("local").expect("@@nasplan:", reply=local_shell)
     facts = gather(runner)
-    assert len(runner.results) == 1 and runner.results[0].exited == 0
+    [call] = runner.calls
+    assert call.script and not call.sudo and call.stdin is None  # no root, no input needed
     uname = os.uname()
     assert facts.hostname == socket.gethostname()
     assert (facts.kernel, facts.arch) == (uname.release, uname.machine)
@@ -242,40 +217,13 @@ def test_script_runs_the_same_under_other_shells(shell: list[str]) -> None:
     )
 
 
-class FailingRunner:
-    """A host whose shell fails with ``exited`` after printing ``stdout``."""
-
-    def __init__(self, stdout: str, exited: int) -> None:
-        self.name = "nas"
-        self.result = Result("sh", stdout, "sh: cannot execute\n", exited)
-
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout_s: float | None = None,
-        stdin: str | None = None,
-        sudo: bool = False,
-    ) -> Result:
-        raise AssertionError("not expected")
-
-    def run_script(
-        self,
-        script: str,
-        *,
-        timeout_s: float | None = None,
-        stdin: str | None = None,
-        sudo: bool = False,
-    ) -> Result:
-        return self.result
-
-
-def test_gather_raises_when_the_script_fails_silently() -> None:
+def test_gather_raises_when_the_script_fails_silently(fake_runner: Callable[[str], Any]) -> None:
+    runner = fake_runner("nas").expect("@@nasplan:", stderr="sh: cannot execute\n", exited=127)
     with pytest.raises(NasplanError, match=r"nas: gathering facts failed \(exit 127\)"):
-        gather(FailingRunner("", 127))
+        gather(runner)
 
 
-def test_gather_uses_partial_output_of_a_failed_run() -> None:
+def test_gather_uses_partial_output_of_a_failed_run(fake_runner: Callable[[str], Any]) -> None:
     text = (FIXTURES / "debian12-root.txt").read_text()
-    facts = gather(FailingRunner(text, 124))
+    facts = gather(fake_runner("nas").expect("@@nasplan:", text, exited=124))
     assert facts.os_id == "debian"

@@ -7,8 +7,9 @@ content under each header is real output (tests/fixtures/facts/README.md names e
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,6 @@ from nasplan.hosts import HostSession
 from nasplan.inventory import Host
 from nasplan.network.phase import network_refusals
 from nasplan.platforms import PlatformError, detect
-from nasplan.runner import Result
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "facts"
 
@@ -242,28 +242,7 @@ def test_windows_facts_script_tries_the_inventory_path_quoted_for_powershell() -
     assert len(shell.windows(None).exec_line(script)) <= shell.CMD_LINE_LIMIT
 
 
-class _RefusesSh:
-    """A host whose login shell is cmd.exe: ``sh -c`` fails, the PowerShell script answers."""
-
-    name = "win11"
-
-    def __init__(self, windows_stdout: str) -> None:
-        self.windows_stdout = windows_stdout
-        self.host_shell = shell.POSIX
-        self.scripts: list[tuple[str, str]] = []
-
-    def use_shell(self, host_shell: shell.HostShell) -> None:
-        self.host_shell = host_shell
-
-    def run(self, argv: Sequence[str], **_: object) -> Result:
-        raise AssertionError(f"unexpected argv {argv}")
-
-    def run_script(self, script: str, **_: object) -> Result:
-        self.scripts.append((self.host_shell.scripts.name, script))
-        if self.host_shell.is_windows:
-            return Result(script, self.windows_stdout, "", 0)
-        refused = "'sh' is not recognized as an internal or external command,"
-        return Result(script, "", refused, 1)
+CMD_REFUSES_SH = "'sh' is not recognized as an internal or external command,"
 
 
 @pytest.mark.parametrize(
@@ -271,22 +250,33 @@ class _RefusesSh:
     [("", "cmd"), ("C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe", "powershell")],
 )
 def test_a_host_refusing_sh_gets_the_powershell_facts_and_keeps_speaking_powershell(
-    default_shell: str, login: str
+    fake_runner: Callable[[str], Any], default_shell: str, login: str
 ) -> None:
-    runner = _RefusesSh(windows_output(default_shell=default_shell))
-    facts = gather(runner)  # type: ignore[arg-type]
+    runner = fake_runner("win11")
+    runner.expect("nasplan_section", stderr=CMD_REFUSES_SH, exited=1)
+    runner.expect("Get-NetAdapter", windows_output(default_shell=default_shell))
+    facts = gather(runner)
     assert facts.kernel_name == "Windows"
-    assert [language for language, _ in runner.scripts] == ["sh", "powershell"]
-    assert "Get-NetAdapter" in runner.scripts[1][1]
     assert runner.host_shell.login.name == login
     assert runner.host_shell.is_windows
 
 
-def test_inventory_platform_windows_skips_the_posix_round_trip() -> None:
-    runner = _RefusesSh(windows_output())
-    gather(runner, windows=True, tool_paths={"iperf3": "D:\\bin\\iperf3.exe"})  # type: ignore[arg-type]
-    assert [language for language, _ in runner.scripts] == ["powershell"]
-    assert "D:\\bin\\iperf3.exe" in runner.scripts[0][1]
+def test_inventory_platform_windows_skips_the_posix_round_trip(
+    fake_runner: Callable[[str], Any],
+) -> None:
+    runner = fake_runner("win11").expect("D:\\bin\\iperf3.exe", windows_output())
+    gather(runner, windows=True, tool_paths={"iperf3": "D:\\bin\\iperf3.exe"})
+    [call] = runner.calls
+    assert "Get-NetAdapter" in call.text and runner.host_shell.is_windows
+
+
+def test_an_sh_from_git_for_windows_does_not_hide_a_windows_host(
+    fake_runner: Callable[[str], Any],
+) -> None:
+    runner = fake_runner("win11")
+    runner.expect("nasplan_section", "\n@@nasplan:uname-s@@\nMINGW64_NT-10.0-19045\n")
+    runner.expect("Get-NetAdapter", windows_output())
+    assert gather(runner).kernel_name == "Windows"
 
 
 # --- the example plan and the inventory ------------------------------------------------------
@@ -357,17 +347,3 @@ def test_inventory_tools_on_a_posix_host_win_and_their_iperf3_version_is_read() 
     updated = with_inventory_tools(LocalRunner(), facts, {"iperf3": real_iperf3})
     assert updated.tool("iperf3") == real_iperf3
     assert updated.iperf3_version is not None and updated.iperf3_version.startswith("3.")
-
-
-def test_an_sh_from_git_for_windows_does_not_hide_a_windows_host() -> None:
-    class GitBashFirst(_RefusesSh):
-        def run_script(self, script: str, **_: object) -> Result:
-            if self.host_shell.is_windows:
-                return super().run_script(script)
-            self.scripts.append(("sh", script))
-            return Result(script, "\n@@nasplan:uname-s@@\nMINGW64_NT-10.0-19045\n", "", 0)
-
-    runner = GitBashFirst(windows_output())
-    facts = gather(runner)  # type: ignore[arg-type]
-    assert facts.kernel_name == "Windows"
-    assert [language for language, _ in runner.scripts] == ["sh", "powershell"]

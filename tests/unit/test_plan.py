@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from nasplan.errors import InputError
+from nasplan.measure.kinds import iperf3 as iperf3_kind
 from nasplan.plan import load_plan
 
 INVENTORY = """
@@ -113,4 +114,5 @@ def test_duplicate_test_ids(tmp_path: Path) -> None:
 def test_default_ports_are_distinct(tmp_path: Path) -> None:
     second = BASE.split("tests:\n")[1].replace("id: lan", "id: lan2")
     plan = load_plan(make(tmp_path, BASE + second))
-    assert plan.tests[0].settings["port"] != plan.tests[1].settings["port"]
+    ports = [iperf3_kind.settings(test).port for test in plan.tests]
+    assert ports == [5201, 5202]

@@ -11,7 +11,7 @@ from nasplan import become
 from nasplan.errors import InputError
 from nasplan.facts import HostFacts, parse_facts
 from nasplan.inventory import Host
-from nasplan.measure.iperf3_test import version_warnings
+from nasplan.measure.kinds.iperf3 import version_warnings
 from nasplan.platforms import PlatformError, detect
 from nasplan.runner import Result
 

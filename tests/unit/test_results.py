@@ -208,7 +208,7 @@ def test_save_run_and_save_raw_never_write_a_secret(tmp_path: Path) -> None:
 def test_save_raw_refuses_paths_outside_raw(tmp_path: Path) -> None:
     for bad in ("/etc/passwd", "raw/../run.json", "other/x.json"):
         with pytest.raises(ValueError, match="under raw/"):
-            save_raw(tmp_path, bad, "x")
+            save_raw(tmp_path, bad, "x", [])
     assert list(tmp_path.iterdir()) == []
 
 

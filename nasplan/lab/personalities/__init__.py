@@ -9,13 +9,14 @@ changes on the machine itself. ``debian`` shows the machine's own OS as it is.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-INVENTORY_FILE = "personality.json"
+from nasplan.lab.personalities.vendor import inventory_vars
+
+__all__ = ["NAMES", "Personality", "Plain", "get", "inventory_vars"]
 
 
 class Personality(Protocol):
@@ -70,17 +71,3 @@ def get(name: str, options: Mapping[str, Any] | None = None) -> Personality:
     if name == "truenas":
         return TrueNas()
     return Plain(name)
-
-
-def write_inventory_vars(host_dir: Path, values: Mapping[str, str]) -> None:
-    """Record host keys (``user``, ``become_password_env``) the lab inventory must carry."""
-    (host_dir / INVENTORY_FILE).write_text(json.dumps(dict(values), sort_keys=True) + "\n")
-
-
-def inventory_vars(host_dir: Path) -> dict[str, str]:
-    """Host keys a personality asked the lab inventory to carry; empty when none."""
-    try:
-        data = json.loads((host_dir / INVENTORY_FILE).read_text())
-    except (OSError, ValueError):
-        return {}
-    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nasplan.errors import LabError
-from nasplan.lab.personalities import vendor, write_inventory_vars
+from nasplan.lab.personalities import vendor
 
 ADMIN_USER = "admin"
 ADMIN_UID = 1026  # DSM's first administrator account
@@ -83,7 +83,7 @@ class Synology:
         password_file.touch(mode=0o600)
         password_file.write_text(password + "\n")
         if self.ssh_user == ADMIN_USER:
-            write_inventory_vars(
+            vendor.write_inventory_vars(
                 host_dir, {"user": ADMIN_USER, "become_password_env": PASSWORD_ENV}
             )
         q = shlex.quote

@@ -8,9 +8,13 @@ there. All writes land in the tmpfs, which disappears with the namespace.
 
 from __future__ import annotations
 
+import json
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+
+# Host keys (user, become_password_env) a personality asks the lab inventory to carry.
+INVENTORY_FILE = "personality.json"
 
 LAYER_DIR = "root-layer"
 # Where the real binaries go before they are hidden: the fake vendor installers copy from here.
@@ -80,3 +84,17 @@ def setup(host_dir: Path, inside_lines: list[str]) -> list[list[str]]:
     outside = host_dir / "personality-outside.sh"
     outside.write_text(_outside(host_dir, inside))
     return [["/bin/sh", str(outside)]]
+
+
+def write_inventory_vars(host_dir: Path, values: Mapping[str, str]) -> None:
+    """Record host keys (``user``, ``become_password_env``) the lab inventory must carry."""
+    (host_dir / INVENTORY_FILE).write_text(json.dumps(dict(values), sort_keys=True) + "\n")
+
+
+def inventory_vars(host_dir: Path) -> dict[str, str]:
+    """Host keys a personality asked the lab inventory to carry; empty when none."""
+    try:
+        data = json.loads((host_dir / INVENTORY_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}

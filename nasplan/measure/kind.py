@@ -1,0 +1,208 @@
+"""The one contract of a test kind: Kind, RunContext, the record's life, open_pair(), raw files.
+
+A kind turns one plan test into one run.json test record: ``new_record`` when it begins
+(status failed until it succeeds), ``skipped`` when it never ran, ``finish`` when it ends.
+Its hosts are checked (and a client -> server pair opened) by ``check_ready`` / ``open_pair``,
+which raise CannotStart; raw tool outputs are written only through ``RunContext.save_raw``,
+which always masks the run's secrets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from nasplan import results
+from nasplan.analysis import summarize
+from nasplan.errors import CannotStart
+from nasplan.measure.netpath import describe_path, nic_holding, nic_towards, path_end
+from nasplan.units import format_metric
+
+if TYPE_CHECKING:
+    from nasplan.hosts import HostSession
+    from nasplan.plan import Plan, PlanTest
+    from nasplan.progress import Progress
+
+S = TypeVar("S")
+Needs = dict[str, tuple[str, ...]]
+
+
+@dataclass
+class RunContext:
+    """Passed explicitly to every test kind; ``secrets`` are masked in everything written."""
+
+    plan: Plan
+    sessions: Mapping[str, HostSession]
+    run_dir: Path
+    progress: Progress
+    secrets: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def save_raw(self, relative_path: str, text: str) -> str:
+        """Write a raw tool output under ``raw/`` with the secrets masked; its run-relative path."""
+        return results.save_raw(self.run_dir, relative_path, text, self.secrets)
+
+
+@dataclass(frozen=True)
+class Kind(Generic[S]):
+    """A plan kind (``kind: iperf3``): its typed settings, parsed once, and what it does.
+
+    ``settings(test)``: the plan test's own keys -> a frozen value with every default stated once;
+    ``needs``: host name -> tools that host must have (installed by its platform);
+    ``describe``: one line for ``apply --check``; ``run``: the run.json test record (never raises).
+    """
+
+    name: str
+    settings: Callable[[PlanTest], S]
+    needs: Callable[[PlanTest, S], Needs]
+    describe: Callable[[PlanTest, S], str]
+    run: Callable[[PlanTest, S, RunContext], dict[str, Any]]
+
+    def bind(self, test: PlanTest) -> BoundTest:
+        """This kind with ``test``'s settings parsed: what apply and ``--check`` call."""
+        settings = self.settings(test)
+        return BoundTest(
+            test=test,
+            needs=self.needs(test, settings),
+            description=self.describe(test, settings),
+            run=lambda ctx: self.run(test, settings, ctx),
+        )
+
+
+@dataclass(frozen=True)
+class BoundTest:
+    """One plan test with its kind's settings parsed: its needs, its line, how to run it."""
+
+    test: PlanTest
+    needs: Needs
+    description: str
+    run: Callable[[RunContext], dict[str, Any]]
+
+
+def no_tools(test: PlanTest, settings: object) -> Needs:
+    """``needs`` of a kind whose tools every system has (ping): nothing to install."""
+    return {}
+
+
+def target_address(test: PlanTest, plan: Plan, server: HostSession) -> str:
+    """The address the client sends to: the target interface's, else the server's address."""
+    target = test.target
+    if target.address:
+        return target.address
+    if target.interface:
+        iface = plan.inventory.hosts[test.server].interfaces[target.interface]
+        if iface.address:
+            return iface.address
+        nic = server.facts.interface(iface.name) if server.facts else None
+        for cidr in nic.addresses if nic else ():
+            if ":" not in cidr:
+                return cidr.split("/")[0]
+        raise CannotStart(
+            f"interface {target.label()} ({iface.name}) has no IPv4 address in the inventory "
+            "or on the host"
+        )
+    return server.host.address
+
+
+def target_label(test: PlanTest) -> str:
+    """``nas.p2p``, ``link:p2p@nas``, an address, or the server's name when the plan gives none."""
+    target = test.target
+    return target.label() if target.interface or target.address else test.server
+
+
+def path_params(test: PlanTest, target: str | None = None) -> dict[str, Any]:
+    """The params every client -> server kind records; ``address`` is filled in once known."""
+    return {
+        "server": test.server,
+        "client": test.client,
+        "target": target or test.target.label(),
+        "address": None,
+        "repetitions": test.repetitions,
+    }
+
+
+def new_record(test: PlanTest, params: dict[str, Any], metric: str) -> dict[str, Any]:
+    """A test record that has not run yet (status failed until it succeeds)."""
+    return {
+        "id": test.id,
+        "kind": test.kind,
+        "name": test.name,
+        "status": "failed",
+        "error": None,
+        "params": params,
+        "path": None,
+        "repetitions": [],
+        "summary": summarize([], metric),
+        "efficiency": None,
+    }
+
+
+def skipped(test: PlanTest, reason: str) -> dict[str, Any]:
+    """The record of a test that did not run at all (e.g. the network setup failed)."""
+    record = new_record(
+        test,
+        {"server": test.server, "client": test.client, "target": test.target.label()},
+        "bits_per_second",
+    )
+    record.update(status="skipped", error=reason)
+    return record
+
+
+def finish(record: dict[str, Any], errors: list[str]) -> dict[str, Any]:
+    """``record`` with its status and error set from what went wrong (``[]``: ok)."""
+    record["status"] = "failed" if errors else "ok"
+    record["error"] = "; ".join(errors) or None
+    return record
+
+
+def check_ready(test: PlanTest, ctx: RunContext, needed: Needs) -> None:
+    """Raise CannotStart when a host of ``test`` is not ready or lacks a tool in ``needed``."""
+    for name in dict.fromkeys(test.hosts):
+        session = ctx.sessions[name]
+        if not session.ready:
+            raise CannotStart(session.error or f"{name} is not ready")
+        for tool in needed.get(name, ()):
+            if tool not in session.tools:
+                raise CannotStart(
+                    session.tool_errors.get(tool) or f"{name}: {tool} is not available"
+                )
+
+
+def host_tool(session: HostSession, tool: str) -> str:
+    """Full path of ``tool`` on the session's host (prepared, else found by facts); CannotStart."""
+    path = session.tools.get(tool) or (session.facts.tool(tool) if session.facts else None)
+    if not path:
+        raise CannotStart(f"{tool} is not installed on {session.host.name}")
+    return path
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A client -> server test's two ready hosts, the address sent to, and run.json ``path``."""
+
+    server: HostSession
+    client: HostSession
+    address: str
+    path: dict[str, Any]
+
+
+def open_pair(test: PlanTest, ctx: RunContext, needed: Needs) -> Pair:
+    """Check both hosts, find the target address and the path between them; CannotStart if not."""
+    check_ready(test, ctx, needed)
+    server, client = ctx.sessions[test.server], ctx.sessions[test.client]
+    assert server.facts is not None and client.facts is not None
+    assert server.runner is not None and client.runner is not None
+    address = target_address(test, ctx.plan, server)
+    path = describe_path(
+        path_end(server.host, nic_holding(server.facts, address)),
+        path_end(client.host, nic_towards(client.facts, address)),
+    )
+    return Pair(server, client, address, path)
+
+
+def summary_text(summary: dict[str, Any]) -> str:
+    """A test summary's median for the progress line, in the unit its metric names."""
+    median, metric = summary.get("median"), summary.get("metric", "bits_per_second")
+    return "" if median is None else f"median {format_metric(median, metric)}"

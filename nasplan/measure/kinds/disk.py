@@ -1,0 +1,226 @@
+"""The ``disk`` test kind: fio sequential write/read on a path of the NAS's volume, on the NAS.
+
+Each test works in its own directory ``<path>/nasplan-fio-<token>``, removed in ``finally``.
+When the file system refuses O_DIRECT, the test says so and (``fallback_buffered``, the
+default) repeats with buffered I/O, marked cache-influenced.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from nasplan import shell
+from nasplan.analysis import cache_influence, summarize
+from nasplan.errors import CannotStart
+from nasplan.hosts import HostSession
+from nasplan.measure import sampler
+from nasplan.measure.kind import Kind, Needs, RunContext, check_ready, finish, new_record
+from nasplan.measure.tools import disk_windows, fio
+from nasplan.plan import PlanTest
+from nasplan.units import parse_size
+
+DIRECTIONS = ("write", "read")
+_SETUP_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class DiskSettings:
+    """A disk test's settings: where fio writes, which directions, how much, how."""
+
+    host: str
+    path: str
+    direction: str = "both"
+    size: str | int = "64MiB"
+    direct: bool = True
+    fallback_buffered: bool = True
+    duration_s: int = 10  # diskspd (Windows) runs for a time; fio writes ``size`` once
+
+    @property
+    def size_bytes(self) -> int:
+        return parse_size(self.size)
+
+    @property
+    def directions(self) -> tuple[str, ...]:
+        return DIRECTIONS if self.direction == "both" else (self.direction,)
+
+
+def settings(test: PlanTest) -> DiskSettings:
+    """Plan settings (``host``, ``path`` required) -> a DiskSettings with the defaults above."""
+    s = test.settings
+    keys = ("direction", "size", "direct", "fallback_buffered", "duration_s")
+    given = {k: s[k] for k in keys if k in s}
+    return DiskSettings(host=str(s["host"]), path=str(s["path"]), **given)
+
+
+def run(test: PlanTest, s: DiskSettings, ctx: RunContext) -> dict[str, Any]:
+    """Run every repetition of one disk test; failures are recorded, never raised."""
+    size_bytes = s.size_bytes
+    params = {
+        "host": s.host,
+        "path": s.path,
+        "direction": s.direction,
+        "size_bytes": size_bytes,
+        "block_bytes": fio.DEFAULT_BLOCK_BYTES,
+        "direct": bool(s.direct),
+        "repetitions": test.repetitions,
+    }
+    record = new_record(test, params, "bytes_per_second")
+    record.update(directions={}, cache_warning=None)
+    session = ctx.sessions[s.host]
+    try:
+        check_ready(test, ctx, needs(test, s))
+    except CannotStart as exc:
+        record["error"] = str(exc)
+        return record
+    assert session.runner is not None
+    fio_path = session.tools["fio"]
+    if shell.of(session.runner).is_windows:
+        return _run_windows(test, s, ctx, session, fio_path, record)
+    token = secrets.token_hex(4)
+    workdir = f"{s.path.rstrip('/')}/nasplan-fio-{token}"
+    made = session.runner.run(["mkdir", "-p", "--", workdir], timeout_s=_SETUP_TIMEOUT_S)
+    if not made.ok:
+        record["error"] = f"cannot create {workdir} on {session.host.name}: {made.stderr.strip()}"
+        return record
+    errors: list[str] = []
+    try:
+        with sampler.sampling(ctx.sessions, [session.host.name], token) as resources:
+            _repetitions(test, s, ctx, session, fio_path, f"{workdir}/fio.bin", record, errors)
+        record["resources"] = resources
+    finally:
+        removed = session.runner.run(["rm", "-rf", "--", workdir], timeout_s=_SETUP_TIMEOUT_S)
+        if not removed.ok:
+            ctx.warnings.append(f"{test.id}: could not remove {workdir}: {removed.stderr.strip()}")
+    _summarize(record, session, size_bytes)
+    return finish(record, errors)
+
+
+def _run_windows(
+    test: PlanTest,
+    s: DiskSettings,
+    ctx: RunContext,
+    session: HostSession,
+    diskspd_path: str,
+    record: dict[str, Any],
+) -> dict[str, Any]:
+    """Windows: diskspd (the platform's disk tool, given for ``fio``), caches off."""
+    assert session.runner is not None
+    record["params"]["tool"] = "diskspd"
+    plan = [(d, i) for d in s.directions for i in range(1, test.repetitions + 1)]
+    reps, errors, warnings = disk_windows.run_repetitions(
+        session.runner,
+        diskspd_path,
+        s.path,
+        plan,
+        s.size_bytes,
+        s.duration_s,
+        lambda name, raw: ctx.save_raw(f"raw/{test.id}/{name}.txt", raw),
+    )
+    record["repetitions"] = reps
+    ctx.warnings += [f"{test.id}: {w}" for w in warnings]
+    _summarize(record, session, s.size_bytes)
+    return finish(record, errors if reps else [*errors, "no repetition ran"])
+
+
+def _repetitions(
+    test: PlanTest,
+    s: DiskSettings,
+    ctx: RunContext,
+    session: HostSession,
+    fio_path: str,
+    filename: str,
+    record: dict[str, Any],
+    errors: list[str],
+) -> None:
+    params = record["params"]
+    direct = bool(params["direct"])
+    directions = s.directions
+    total, done = test.repetitions * len(directions), 0
+    for direction in directions:
+        for index in range(1, test.repetitions + 1):
+            done += 1
+            ctx.progress.test(test.id, done, total, 0.0)
+            job = fio.FioParams(rw=direction, size_bytes=params["size_bytes"], direct=direct)
+            rep, refused = _one(
+                ctx, session, fio_path, filename, job, f"{test.id}/{direction}-{index}"
+            )
+            if refused and s.fallback_buffered:
+                direct = params["direct"] = False
+                ctx.warnings.append(
+                    f"{test.id}: {session.host.name} refused direct I/O (O_DIRECT) on "
+                    f"{params['path']}; measured with buffered I/O instead (cache-influenced)"
+                )
+                job = fio.FioParams(rw=direction, size_bytes=params["size_bytes"], direct=False)
+                rep, _ = _one(
+                    ctx, session, fio_path, filename, job, f"{test.id}/{direction}-{index}"
+                )
+            rep["index"] = index
+            record["repetitions"].append(rep)
+            if rep["error"]:
+                errors.append(f"{direction} {index}: {rep['error']}")
+
+
+def _one(
+    ctx: RunContext,
+    session: HostSession,
+    fio_path: str,
+    filename: str,
+    job: fio.FioParams,
+    name: str,
+) -> tuple[dict[str, Any], bool]:
+    """One fio job -> (repetition, whether O_DIRECT was refused)."""
+    assert session.runner is not None
+    rep: dict[str, Any] = {"index": 0, "status": "failed", "error": None, "raw_file": None}
+    rep["direction"] = job.rw
+    try:
+        raw, parsed = fio.run_job(session.runner, fio_path, filename, job)
+    except fio.FioError as exc:
+        rep["error"] = str(exc)
+        if exc.raw:
+            rep["raw_file"] = ctx.save_raw(f"raw/{name}.txt", exc.raw)
+        return rep, exc.direct_io_unsupported and job.direct
+    rep.update(
+        status="ok",
+        raw_file=ctx.save_raw(f"raw/{name}.json", raw),
+        bytes_per_second=parsed["bytes_per_second"],
+        bytes=parsed["bytes"],
+        duration_s=parsed["duration_s"],
+        direct=parsed["direct"],
+    )
+    return rep, False
+
+
+def _summarize(record: dict[str, Any], session: HostSession, size_bytes: int) -> None:
+    reps = record["repetitions"]
+    for direction in DIRECTIONS:
+        rates = [
+            r["bytes_per_second"]
+            for r in reps
+            if r.get("direction") == direction and r["status"] == "ok"
+        ]
+        if any(r.get("direction") == direction for r in reps):
+            record["directions"][direction] = summarize(rates, "bytes_per_second")
+    first = next(iter(record["directions"].values()), None)
+    if first is not None:
+        record["summary"] = first
+    memory_bytes = session.facts.memory_bytes if session.facts else None
+    record["cache_warning"] = cache_influence(size_bytes, memory_bytes, record["params"]["direct"])
+
+
+def describe(test: PlanTest, s: DiskSettings) -> str:
+    """One line for ``apply --check``."""
+    return (
+        f"fio sequential {s.direction} on {s.host}:{s.path}, "
+        f"{s.size} in 1 MiB blocks, "
+        f"{'direct' if s.direct else 'buffered'} I/O, x {test.repetitions}"
+    )
+
+
+def needs(test: PlanTest, s: DiskSettings) -> Needs:
+    """fio on the host whose disk is measured."""
+    return {host: ("fio",) for host in test.hosts}
+
+
+KIND = Kind(name="disk", settings=settings, needs=needs, describe=describe, run=run)

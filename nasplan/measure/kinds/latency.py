@@ -1,0 +1,123 @@
+"""The ``latency`` test kind: ping RTT from the client to the target, and a path-MTU probe."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from nasplan.analysis import summarize
+from nasplan.errors import CannotStart
+from nasplan.measure import sampler
+from nasplan.measure.kind import (
+    Kind,
+    RunContext,
+    finish,
+    host_tool,
+    new_record,
+    no_tools,
+    open_pair,
+    path_params,
+)
+from nasplan.measure.tools import ping
+from nasplan.plan import PlanTest
+
+METRIC = "rtt_avg_ms"
+
+
+@dataclass(frozen=True)
+class LatencySettings:
+    """A latency test's settings: one ping run's parameters, and whether to probe the path MTU."""
+
+    params: ping.PingParams
+    mtu_probe: bool = True
+
+
+def settings(test: PlanTest) -> LatencySettings:
+    """Plan settings -> a LatencySettings (10 pings 0.2 s apart, MTU probe on, by default)."""
+    s = test.settings
+    params = ping.PingParams(
+        count=int(s.get("count", 10)), interval_s=float(s.get("interval_s", 0.2))
+    )
+    return LatencySettings(params, bool(s.get("mtu_probe", True)))
+
+
+def run(test: PlanTest, s: LatencySettings, ctx: RunContext) -> dict[str, Any]:
+    """Run every repetition (one ping run each) and the MTU probe; failures are recorded."""
+    params = s.params
+    record = new_record(
+        test,
+        {
+            **path_params(test),
+            "count": params.count,
+            "interval_s": params.interval_s,
+            "mtu_probe": s.mtu_probe,
+        },
+        METRIC,
+    )
+    record["mtu_probe"] = None
+    try:
+        pair = open_pair(test, ctx, no_tools(test, s))
+        ping_path = host_tool(pair.client, "ping")
+    except CannotStart as exc:
+        record["error"] = str(exc)
+        return record
+    client, address = pair.client, pair.address
+    assert client.runner is not None
+    record["params"]["address"] = address
+    record["path"] = pair.path
+    errors: list[str] = []
+    with sampler.sampling(ctx.sessions, test.hosts, secrets.token_hex(4)) as resources:
+        for index in range(1, test.repetitions + 1):
+            ctx.progress.test(test.id, index, test.repetitions, 0.0)
+            rep: dict[str, Any] = {"index": index, "status": "failed", "error": None}
+            rep["raw_file"] = None
+            try:
+                raw, parsed = ping.run_ping(client.runner, ping_path, address, params)
+            except ping.PingError as exc:
+                rep["error"] = str(exc)
+                errors.append(f"repetition {index}: {exc}")
+                record["repetitions"].append(rep)
+                continue
+            rep["raw_file"] = ctx.save_raw(f"raw/{test.id}/rep-{index}.txt", raw)
+            rep.update({k: parsed[k] for k in ("packets", "lost_percent", *_RTT_KEYS)})
+            rep["lost_packets"] = parsed["packets"] - parsed["received"]
+            if parsed["received"] == 0:
+                rep["error"] = f"no reply from {address} ({parsed['packets']} sent)"
+                errors.append(f"repetition {index}: {rep['error']}")
+            else:
+                rep["status"] = "ok"
+            record["repetitions"].append(rep)
+        mtu = (record["path"] or {}).get("mtu_bytes")
+        if record["params"]["mtu_probe"] and mtu:
+            try:
+                record["mtu_probe"] = ping.probe_path_mtu(client.runner, ping_path, address, mtu)
+            except ping.PingError as exc:
+                ctx.warnings.append(f"{test.id}: path MTU probe not possible: {exc}")
+    record["resources"] = resources
+    values = [
+        r[METRIC] for r in record["repetitions"] if r["status"] == "ok" and r[METRIC] is not None
+    ]
+    record["summary"] = summarize(values, METRIC)
+    probe = record["mtu_probe"]
+    if probe is not None and not probe["ok"]:
+        errors.append(
+            f"path MTU {probe['path_mtu_bytes']} bytes, expected {probe['expected_mtu_bytes']}"
+            " (a hop drops or cannot pass full-size packets)"
+        )
+    return finish(record, errors)
+
+
+_RTT_KEYS = ("rtt_min_ms", "rtt_avg_ms", "rtt_max_ms", "rtt_mdev_ms")
+
+
+def describe(test: PlanTest, s: LatencySettings) -> str:
+    """One line for ``apply --check``."""
+    probe = ", path-MTU probe" if s.mtu_probe else ""
+    return (
+        f"ping {test.client} -> {test.target.label()}, {s.params.count} packets x "
+        f"{test.repetitions}{probe}"
+    )
+
+
+KIND = Kind(name="latency", settings=settings, needs=no_tools, describe=describe, run=run)

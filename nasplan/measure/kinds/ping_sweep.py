@@ -1,0 +1,154 @@
+"""The ``ping-sweep`` test kind: don't-fragment pings at a list of packet sizes find the path MTU.
+
+Each repetition sends ``count`` DF pings of every size in ``sizes_bytes`` (whole IPv4 packets:
+ICMP payload + 28 header bytes), smallest first, from the client to the target. The path MTU
+of the repetition is the largest size that got a reply; a size the sending NIC cannot send at
+all is named by the kernel (``local_mtu_bytes``). With ``expect_mtu_bytes`` the test fails when
+the median path MTU is another: a hop that drops jumbo frames shows up here before it slows a
+transfer down.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from nasplan.analysis import summarize
+from nasplan.errors import CannotStart
+from nasplan.measure.kind import (
+    Kind,
+    RunContext,
+    finish,
+    host_tool,
+    new_record,
+    no_tools,
+    open_pair,
+    path_params,
+    target_label,
+)
+from nasplan.measure.tools import ping
+from nasplan.plan import PlanTest
+from nasplan.runner import Runner
+
+METRIC = "path_mtu_bytes"
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    """A sweep's sizes (IPv4 packet bytes, ascending), pings per size, and the MTU expected."""
+
+    sizes_bytes: tuple[int, ...] = (1500, 9000)
+    count: int = 2
+    interval_s: float = 0.2
+    expect_mtu_bytes: int | None = None
+
+
+def settings(test: PlanTest) -> SweepSettings:
+    """Plan settings -> a SweepSettings; sizes sorted, each once."""
+    s, default = test.settings, SweepSettings()
+    sizes = s.get("sizes_bytes", default.sizes_bytes)
+    expect = s.get("expect_mtu_bytes")
+    return SweepSettings(
+        sizes_bytes=tuple(sorted({int(size) for size in sizes})),
+        count=int(s.get("count", default.count)),
+        interval_s=float(s.get("interval_s", default.interval_s)),
+        expect_mtu_bytes=None if expect is None else int(expect),
+    )
+
+
+def _probe(
+    runner: Runner, ping_path: str, address: str, s: SweepSettings, size_bytes: int
+) -> tuple[str, dict[str, Any]]:
+    """DF pings of one size: ``(raw output under a header line, the size's sweep entry)``."""
+    params = ping.PingParams(
+        count=s.count,
+        interval_s=s.interval_s,
+        payload_bytes=size_bytes - ping.ICMP_IPV4_HEADER_BYTES,
+        dont_fragment=True,
+    )
+    header = f"=== nasplan ping-sweep: {size_bytes} bytes: "
+    header += " ".join(ping.ping_argv(ping_path, address, params)) + " ===\n"
+    raw, parsed = ping.run_ping(runner, ping_path, address, params)
+    entry = {
+        "size_bytes": size_bytes,
+        "packets": parsed["packets"],
+        "received": parsed["received"],
+        "rtt_avg_ms": parsed["rtt_avg_ms"],
+        "local_mtu_bytes": parsed["local_mtu_bytes"],
+    }
+    return header + raw, entry
+
+
+def _repetition(
+    test: PlanTest,
+    s: SweepSettings,
+    ctx: RunContext,
+    runner: Runner,
+    ping_path: str,
+    address: str,
+    index: int,
+) -> dict[str, Any]:
+    rep: dict[str, Any] = {"index": index, "status": "failed", "error": None, "raw_file": None}
+    rep.update(path_mtu_bytes=None, sweep=[])
+    raws: list[str] = []
+    try:
+        for size_bytes in s.sizes_bytes:
+            raw, entry = _probe(runner, ping_path, address, s, size_bytes)
+            raws.append(raw)
+            rep["sweep"].append(entry)
+    except ping.PingError as exc:
+        rep["error"] = str(exc)
+    if raws:
+        rep["raw_file"] = ctx.save_raw(f"raw/{test.id}/rep-{index}.txt", "\n".join(raws))
+    passed = [entry["size_bytes"] for entry in rep["sweep"] if entry["received"] > 0]
+    rep["path_mtu_bytes"] = max(passed) if passed else None
+    if rep["error"] is None and not passed:
+        rep["error"] = f"no size got a reply from {address} (does it answer ping?)"
+    rep["status"] = "ok" if rep["error"] is None else "failed"
+    return rep
+
+
+def run(test: PlanTest, s: SweepSettings, ctx: RunContext) -> dict[str, Any]:
+    """Sweep every repetition; a failure is recorded, never raised."""
+    params = {
+        **path_params(test, target_label(test)),
+        "sizes_bytes": list(s.sizes_bytes),
+        "count": s.count,
+        "interval_s": s.interval_s,
+        "expect_mtu_bytes": s.expect_mtu_bytes,
+    }
+    record = new_record(test, params, METRIC)
+    try:
+        pair = open_pair(test, ctx, no_tools(test, s))
+        ping_path = host_tool(pair.client, "ping")
+    except CannotStart as exc:
+        record["error"] = str(exc)
+        return record
+    assert pair.client.runner is not None
+    record["params"]["address"] = pair.address
+    record["path"] = pair.path
+    errors: list[str] = []
+    for index in range(1, test.repetitions + 1):
+        ctx.progress.test(test.id, index, test.repetitions, 0.0)
+        rep = _repetition(test, s, ctx, pair.client.runner, ping_path, pair.address, index)
+        record["repetitions"].append(rep)
+        if rep["error"]:
+            errors.append(f"repetition {index}: {rep['error']}")
+    found = [r[METRIC] for r in record["repetitions"] if r["status"] == "ok"]
+    record["summary"] = summarize(found, METRIC)
+    median = record["summary"]["median"]
+    if s.expect_mtu_bytes is not None and median is not None and median != s.expect_mtu_bytes:
+        errors.append(f"path MTU {median:.0f} bytes, expected {s.expect_mtu_bytes}")
+    return finish(record, errors)
+
+
+def describe(test: PlanTest, s: SweepSettings) -> str:
+    """One line for ``apply --check``."""
+    sizes = ", ".join(str(size) for size in s.sizes_bytes)
+    return (
+        f"DF ping sweep {test.client} -> {target_label(test)} at {sizes} bytes, "
+        f"{s.count} pings each x {test.repetitions}"
+    )
+
+
+KIND = Kind(name="ping-sweep", settings=settings, needs=no_tools, describe=describe, run=run)

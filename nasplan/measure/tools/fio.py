@@ -1,0 +1,132 @@
+"""fio: sequential read/write argv on a path of the volume, a defensive parser of its JSON."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from nasplan.errors import NasplanError
+from nasplan.measure.tools.jsondoc import find_object, number
+from nasplan.runner import Runner
+from nasplan.units import MIB_BYTES
+
+DEFAULT_BLOCK_BYTES = MIB_BYTES
+# Slowest disk a repetition may take before it is killed: 1 MB/s (10^6 bytes/s), plus set-up.
+_SLOWEST_BYTES_PER_SECOND = 1_000_000
+_TIMEOUT_MARGIN_S = 60
+# fio's own words when O_DIRECT is refused (tmpfs before Linux 6.6, some FUSE and NAS volumes)
+_DIRECT_IO_MARKERS = ("direct io errored", "does not support direct", "o_direct")
+_EINVAL = 22
+
+
+class FioError(NasplanError):
+    """fio failed; ``direct_io_unsupported`` when the file system refused O_DIRECT."""
+
+    def __init__(
+        self, message: str, raw: str | None = None, *, direct_io_unsupported: bool = False
+    ) -> None:
+        super().__init__(message)
+        self.raw = raw
+        self.direct_io_unsupported = direct_io_unsupported
+
+
+@dataclass(frozen=True, kw_only=True)
+class FioParams:
+    """One sequential fio job: ``rw`` is ``write`` or ``read``; 1 MiB blocks, O_DIRECT."""
+
+    rw: str
+    size_bytes: int
+    block_bytes: int = DEFAULT_BLOCK_BYTES
+    direct: bool = True
+
+    def __post_init__(self) -> None:
+        if self.rw not in ("write", "read"):
+            raise ValueError(f"fio rw must be write or read, not {self.rw!r}")
+        if self.size_bytes < self.block_bytes or self.block_bytes < 512:
+            raise ValueError("fio needs size >= block size >= 512 bytes")
+
+    @property
+    def timeout_s(self) -> float:
+        # a read lays the file out first (an untimed write), so allow twice the size
+        return _TIMEOUT_MARGIN_S + 2 * self.size_bytes / _SLOWEST_BYTES_PER_SECOND
+
+
+def fio_argv(fio_path: str, filename: str, params: FioParams) -> list[str]:
+    """``[fio, --name=nasplan-seq-write, --filename=F, --rw=write, --bs=1048576, ...]``.
+
+    Writes end with an fsync (``end_fsync=1``) so the time includes getting data to disk.
+    """
+    argv = [
+        fio_path,
+        f"--name=nasplan-seq-{params.rw}",
+        f"--filename={filename}",
+        f"--rw={params.rw}",
+        f"--bs={params.block_bytes}",
+        f"--size={params.size_bytes}",
+        f"--direct={1 if params.direct else 0}",
+        "--ioengine=psync",
+        "--numjobs=1",
+        "--output-format=json",
+    ]
+    if params.rw == "write":
+        argv.append("--end_fsync=1")
+    return argv
+
+
+def _find_document(raw: str) -> dict[str, Any] | None:
+    """fio's result object, skipping text it printed before it (notes, ``fio: ...`` errors)."""
+    return find_object(raw, lambda obj: isinstance(obj.get("jobs"), list), at_line_start=True)
+
+
+def _text_lines(raw: str) -> list[str]:
+    """The non-JSON lines fio printed (before or after its JSON)."""
+    return [line.strip() for line in raw.splitlines() if line.startswith(("fio:", "note:", "fio "))]
+
+
+def parse(raw: str) -> dict[str, Any]:
+    """fio ``--output-format=json`` output -> ``{"rw", "bytes_per_second", "bytes", "duration_s",
+    "iops", "direct", "fio_version", "notes"}``.
+
+    Raises FioError with fio's own message when there is no result or the job failed;
+    ``direct_io_unsupported`` is set when the failure is O_DIRECT being refused.
+    """
+    lines = _text_lines(raw)
+    doc = _find_document(raw)
+    direct_refused = any(m in line.lower() for line in lines for m in _DIRECT_IO_MARKERS)
+    if doc is None or not doc["jobs"]:
+        text = "; ".join(lines) or " ".join(raw.split())[:200] or "(empty)"
+        raise FioError(
+            f"no fio JSON result: {text}", raw or None, direct_io_unsupported=direct_refused
+        )
+    job = doc["jobs"][0]
+    options = job.get("job options") or {}
+    direct = str(options.get("direct", "0")) == "1"
+    rw = str(options.get("rw", "read"))
+    error = job.get("error") or 0
+    if error:
+        errors = [line for line in lines if line.startswith("fio:")]
+        message = "; ".join(errors) or f"fio job failed with error {error}"
+        refused = direct_refused or (direct and error == _EINVAL)
+        raise FioError(message, raw, direct_io_unsupported=refused)
+    side = job.get("write" if rw.endswith("write") else "read") or {}
+    runtime_ms = number(side, "runtime")
+    io_bytes = side.get("io_bytes")
+    return {
+        "rw": "write" if rw.endswith("write") else "read",
+        "bytes_per_second": number(side, "bw_bytes"),
+        "bytes": int(io_bytes) if isinstance(io_bytes, int) else None,
+        "duration_s": runtime_ms / 1000 if runtime_ms is not None else None,
+        "iops": number(side, "iops"),
+        "direct": direct,
+        "fio_version": str(doc.get("fio version") or "").removeprefix("fio-") or None,
+        "notes": [line for line in lines if not line.startswith("fio:")],
+    }
+
+
+def run_job(
+    runner: Runner, fio_path: str, filename: str, params: FioParams
+) -> tuple[str, dict[str, Any]]:
+    """Run one fio job on ``runner``: ``(raw output, parse() result)``; raises FioError."""
+    result = runner.run(fio_argv(fio_path, filename, params), timeout_s=params.timeout_s)
+    raw = result.stdout + (f"\n{result.stderr}" if result.stderr.strip() else "")
+    return raw, parse(raw)

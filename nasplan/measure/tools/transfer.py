@@ -1,0 +1,296 @@
+"""File transfer commands (smbclient, rsync over SSH, libnfs nfs-cp, dd) and their parsers.
+
+Everything here is pure: argv lists, shell text quoted with shlex, parsers of real tool output.
+Rates are timed on the client around the whole command (``date +%s%N``), so they include
+connection setup (SMB session, SSH handshake): what a user waiting for a copy experiences.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from nasplan.errors import NasplanError
+
+METHODS = ("smb", "rsync", "copy", "nfs")
+DIRECTIONS = ("write", "read")
+ELAPSED_MARK = "NASPLAN_ELAPSED_NS="
+EXIT_MARK = "NASPLAN_EXIT="
+SOURCE_NAME = "source.bin"
+READ_NAME = "read.bin"
+AUTH_NAME = "smb-auth"
+# smbclient divides bytes by 1.024 x milliseconds: its "kb/s" and "KiloBytes/sec" are KiB/s.
+SMBCLIENT_KIB_BYTES = 1024
+_SMB_UNSAFE = re.compile(r'["\s;\\]')
+_SMB_LINE = re.compile(
+    r"^(?P<verb>putting|getting) file (?P<rest>.*?) "
+    r"\((?P<rate>[0-9.]+) (?:kb/s|KiloBytes/sec)\) \(average [0-9.]+ (?:kb/s|KiloBytes/sec)\)",
+    re.MULTILINE,
+)
+_SMB_SIZE = re.compile(r" of size (?P<bytes>[0-9]+) as ")
+_NT_STATUS = re.compile(r"NT_STATUS_[A-Z_]+[^\n]*")
+_RSYNC_SENT = re.compile(
+    r"^sent (?P<sent>[0-9,.]+) bytes\s+received (?P<received>[0-9,.]+) bytes\s+"
+    r"(?P<rate>[0-9,.]+) bytes/sec",
+    re.MULTILINE,
+)
+_RSYNC_SIZE = re.compile(r"^Total transferred file size: (?P<bytes>[0-9,]+) bytes", re.MULTILINE)
+_RSYNC_ERROR = re.compile(r"^rsync(?: error)?: [^\n]*", re.MULTILINE)
+_NFS_UNSAFE = re.compile(r"[\s?#%\\]")
+_NFS_COPIED = re.compile(r"^copied (?P<bytes>[0-9]+) bytes$", re.MULTILINE)
+_DD_LINE = re.compile(
+    r"^(?P<bytes>[0-9]+) bytes (?:\([^)]*\) )?copied, (?P<seconds>[0-9.e+-]+) s", re.MULTILINE
+)
+
+
+class TransferParseError(NasplanError):
+    """A tool's output did not say what was transferred."""
+
+
+@dataclass(frozen=True)
+class SshOptions:
+    """How the client reaches the NAS over SSH for rsync; host keys always checked strictly."""
+
+    user: str | None = None
+    port: int | None = None
+    identity_file: str | None = None
+    known_hosts: str | None = None
+
+
+def setup_script(size_bytes: int, *, with_auth: bool) -> str:
+    """Shell text: a private temp dir with an incompressible source file; prints the dir.
+
+    With ``with_auth`` the script's stdin (the smbclient authentication file) goes to
+    ``DIR/smb-auth``, mode 0600, so no password ever appears in argv.
+    """
+    lines = [
+        "set -e",
+        "umask 077",
+        'dir=$(mktemp -d "${TMPDIR:-/tmp}/nasplan-xfer.XXXXXX")',
+    ]
+    if with_auth:
+        lines.append(f'cat > "$dir"/{AUTH_NAME}')
+    lines += [
+        f'head -c {int(size_bytes)} /dev/urandom > "$dir"/{SOURCE_NAME}',
+        'echo "$dir"',
+    ]
+    return "\n".join(lines)
+
+
+def cleanup_argv(local_dir: str) -> list[str]:
+    """Remove the client's temp dir (source, read copy, auth file)."""
+    return ["rm", "-rf", "--", local_dir]
+
+
+def smb_auth_file(user: str, password: str, domain: str | None = None) -> str:
+    """smbclient ``-A`` file text (sent over stdin into a 0600 file, never in argv)."""
+    lines = [f"username = {user}", f"password = {password}"]
+    if domain:
+        lines.append(f"domain = {domain}")
+    return "\n".join(lines) + "\n"
+
+
+def timed_script(argv: Sequence[str], before: Sequence[Sequence[str]] = ()) -> str:
+    """Shell text running ``before`` untimed, then timing ``argv``; prints elapsed ns and exit.
+
+    The tool's stdout and stderr both go to stdout, followed by the two marker lines.
+    """
+    lines = [f"{shlex.join(step)} || exit $?" for step in before]
+    lines += [
+        "start=$(date +%s%N)",
+        f"{shlex.join(argv)} 2>&1",
+        "rc=$?",
+        "end=$(date +%s%N)",
+        f'echo "{ELAPSED_MARK}$((end - start))"',
+        f'echo "{EXIT_MARK}$rc"',
+        'exit "$rc"',
+    ]
+    return "\n".join(lines)
+
+
+def parse_timed(text: str) -> tuple[float, int, str]:
+    """``(duration_s, exit status, tool output)`` from ``timed_script`` output."""
+    elapsed = re.search(rf"^{ELAPSED_MARK}(-?[0-9]+)$", text, re.MULTILINE)
+    status = re.search(rf"^{EXIT_MARK}([0-9]+)$", text, re.MULTILINE)
+    if elapsed is None or status is None:
+        raise TransferParseError("the timed command printed no elapsed time (killed?)")
+    tool_output = text[: elapsed.start()]
+    return int(elapsed.group(1)) / 1e9, int(status.group(1)), tool_output
+
+
+# --- smbclient -------------------------------------------------------------------------------
+
+
+def _smb_safe(name: str) -> str:
+    if _SMB_UNSAFE.search(name):
+        raise ValueError(f"{name!r}: smbclient commands cannot carry quotes, blanks, ; or \\")
+    return name
+
+
+def smbclient_argv(
+    address: str,
+    share: str,
+    auth_file: str,
+    command: str,
+    *,
+    directory: str | None = None,
+) -> list[str]:
+    """``smbclient //ADDRESS/SHARE -A AUTH [-D DIR] -c COMMAND``."""
+    argv = ["smbclient", f"//{address}/{_smb_safe(share)}", "-A", auth_file]
+    if directory:
+        argv += ["-D", _smb_safe(directory)]
+    return [*argv, "-c", command]
+
+
+def smb_put(local: str, remote: str) -> str:
+    """smbclient command: upload ``local`` as ``remote``."""
+    return f"put {_smb_safe(local)} {_smb_safe(remote)}"
+
+
+def smb_get(remote: str, local: str) -> str:
+    """smbclient command: download ``remote`` to ``local``."""
+    return f"get {_smb_safe(remote)} {_smb_safe(local)}"
+
+
+def smb_del(remote: str) -> str:
+    """smbclient command: delete ``remote``."""
+    return f"del {_smb_safe(remote)}"
+
+
+def parse_smbclient(text: str) -> dict[str, float | int | None]:
+    """smbclient put/get output -> ``{"tool_bytes_per_second", "bytes"}`` (bytes: get only).
+
+    Raises TransferParseError with smbclient's NT_STATUS message when nothing was transferred.
+    """
+    match = _SMB_LINE.search(text)
+    if match is None:
+        status = _NT_STATUS.search(text)
+        detail = status.group(0).strip() if status else (text.strip().splitlines() or ["?"])[-1]
+        raise TransferParseError(f"smbclient: {detail}")
+    size = _SMB_SIZE.search(match.group("rest"))
+    return {
+        "tool_bytes_per_second": float(match.group("rate")) * SMBCLIENT_KIB_BYTES,
+        "bytes": int(size.group("bytes")) if size else None,
+    }
+
+
+# --- rsync over SSH --------------------------------------------------------------------------
+
+
+def ssh_command(options: SshOptions) -> list[str]:
+    """The ``ssh`` rsync runs (``-e``): batch mode, strict host keys, the plan's identity."""
+    argv = ["ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes"]
+    if options.identity_file:
+        argv += ["-i", options.identity_file, "-o", "IdentitiesOnly=yes"]
+    if options.known_hosts:
+        argv += ["-o", f"UserKnownHostsFile={options.known_hosts}"]
+        argv += ["-o", "GlobalKnownHostsFile=/dev/null"]
+    if options.port:
+        argv += ["-p", str(options.port)]
+    return argv
+
+
+def rsync_remote(options: SshOptions, address: str, path: str) -> str:
+    """``[user@]address:path``."""
+    host = f"[{address}]" if ":" in address else address
+    return f"{options.user}@{host}:{path}" if options.user else f"{host}:{path}"
+
+
+def rsync_argv(options: SshOptions, source: str, destination: str) -> list[str]:
+    """rsync of one file, always sent whole and uncompressed, with plain-number ``--stats``."""
+    return [
+        "rsync",
+        # Always send the whole file, even when the NAS already has one of the same size and age.
+        "--ignore-times",
+        "--whole-file",
+        "--no-compress",
+        "--stats",
+        "--no-human-readable",
+        "-e",
+        shlex.join(ssh_command(options)),
+        source,
+        destination,
+    ]
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def parse_rsync(text: str) -> dict[str, float | int | None]:
+    """rsync ``--stats`` -> ``{"tool_bytes_per_second", "bytes"}`` (bytes of file data).
+
+    rsync's own rate covers its whole run, handshake included, in coarse time steps.
+    """
+    sent = _RSYNC_SENT.search(text)
+    size = _RSYNC_SIZE.search(text)
+    errors = _RSYNC_ERROR.findall(text)
+    if errors or sent is None or size is None:
+        detail = errors[0] if errors else "no --stats summary in its output"
+        raise TransferParseError(detail)
+    return {
+        "tool_bytes_per_second": _number(sent.group("rate")),
+        "bytes": int(_number(size.group("bytes"))),
+    }
+
+
+# --- dd to and from a mounted path -----------------------------------------------------------
+
+
+def dd_write_argv(source: str, destination: str) -> list[str]:
+    """Copy to the mounted path; ``conv=fsync`` keeps the flush to the NAS inside the time."""
+    return ["dd", f"if={source}", f"of={destination}", "bs=1M", "conv=fsync"]
+
+
+def dd_read_argv(source: str, destination: str) -> list[str]:
+    """Copy from the mounted path to ``destination`` (``/dev/null`` keeps the client disk out)."""
+    return ["dd", f"if={source}", f"of={destination}", "bs=1M"]
+
+
+def drop_file_cache_argv(path: str) -> list[str]:
+    """Evict one file from this machine's page cache (``posix_fadvise DONTNEED``, no root)."""
+    return ["dd", f"if={path}", "iflag=nocache", "count=0", "status=none"]
+
+
+def remove_argv(path: str) -> list[str]:
+    """Remove one file, no error when it is gone already."""
+    return ["rm", "-f", "--", path]
+
+
+def parse_dd(text: str) -> dict[str, float | int | None]:
+    """GNU dd's summary -> ``{"tool_bytes_per_second", "bytes"}``."""
+    match = _DD_LINE.search(text)
+    if match is None:
+        lines = [line for line in text.strip().splitlines() if line.startswith("dd:")]
+        raise TransferParseError(lines[0] if lines else "dd printed no summary")
+    size, seconds = int(match.group("bytes")), float(match.group("seconds"))
+    return {"tool_bytes_per_second": size / seconds if seconds > 0 else None, "bytes": size}
+
+
+# --- libnfs nfs-cp ---------------------------------------------------------------------------
+
+
+def nfs_url(address: str, export: str, name: str, version: int | None = None) -> str:
+    """``nfs://ADDRESS/EXPORT/NAME[?version=N]`` as libnfs parses it (no escaping: no %, ?, #)."""
+    path = f"/{export.strip('/')}/{name}" if export.strip("/") else f"/{name}"
+    if _NFS_UNSAFE.search(path):
+        raise ValueError(f"{path!r}: an nfs:// URL here cannot carry blanks, ?, #, % or \\")
+    host = f"[{address}]" if ":" in address else address
+    query = f"?version={int(version)}" if version else ""
+    return f"nfs://{host}{path}{query}"
+
+
+def nfs_cp_argv(source: str, destination: str) -> list[str]:
+    """``nfs-cp SOURCE DESTINATION``; it never overwrites, so the destination must not exist."""
+    return ["nfs-cp", source, destination]
+
+
+def parse_nfs_cp(text: str) -> dict[str, float | int | None]:
+    """nfs-cp output -> ``{"tool_bytes_per_second": None, "bytes"}`` (it reports no rate)."""
+    match = _NFS_COPIED.search(text)
+    if match is None:
+        lines = text.strip().splitlines()
+        raise TransferParseError(f"nfs-cp: {lines[0] if lines else 'printed nothing'}")
+    return {"tool_bytes_per_second": None, "bytes": int(match.group("bytes"))}

@@ -1,0 +1,84 @@
+"""``nasplan restore RUN_DIR``: put a kept run's network back, record it in run.json and report.
+
+A use case beside ``apply``: it reads the run's snapshot file and inventory, asks
+``network.restore`` to put each host back, then rewrites run.json and re-renders report.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from nasplan.inventory import Host, load_inventory
+from nasplan.network.backends import by_mechanism
+from nasplan.network.model import NicChange
+from nasplan.network.restore import Restored, load_snapshots, restore_host
+from nasplan.network.state import NicState
+from nasplan.progress import Progress
+from nasplan.report.render import write_report
+from nasplan.results import load_run, save_run
+from nasplan.runner import Runner
+
+
+def restore_run(
+    run_dir: Path, progress: Progress, connector: Callable[[Host], Runner]
+) -> dict[str, Restored]:
+    """Put every host of the run's snapshot back and verify it: host -> how it came back."""
+    data = load_snapshots(run_dir)
+    inventory = load_inventory(Path(data["inventory_file"]))
+    outcomes: dict[str, Restored] = {}
+    for name, saved in data["hosts"].items():
+        host = inventory.hosts.get(name)
+        if host is None:
+            outcomes[name] = Restored("failed", error=f"{name} is not in {inventory.path}")
+            continue
+        if data.get("known_hosts"):
+            host = dataclasses.replace(host, known_hosts=Path(data["known_hosts"]))
+        changes = [
+            NicChange(c["nic"], c["mtu_bytes"], tuple(c["add_addresses"])) for c in saved["changes"]
+        ]
+        before = {n: NicState.from_dict(s) for n, s in saved["before"].items()}
+        progress.host(name, "restoring the network snapshot")
+        outcome = restore_host(
+            None,
+            lambda host=host: connector(host),  # type: ignore[misc]
+            saved["revert_dir"],
+            changes,
+            before,
+            deadline=time.monotonic() + 15,
+            backend=by_mechanism(saved.get("mechanism")),
+        )
+        close = getattr(outcome.runner, "close", None)
+        if close is not None:
+            with contextlib.suppress(Exception):
+                close()
+        outcome.runner = None
+        progress.host(name, outcome.status + (f": {outcome.error}" if outcome.error else ""))
+        outcomes[name] = outcome
+    return outcomes
+
+
+def record_restore(run_dir: Path, outcomes: Mapping[str, Restored]) -> None:
+    """Write what ``nasplan restore`` did into the run's run.json and re-render its report."""
+    run = load_run(run_dir)
+    network = run.get("network")
+    if not network:
+        return
+    for name, outcome in outcomes.items():
+        entry = network["hosts"].get(name)
+        if entry is None:
+            continue
+        entry["status"] = outcome.status
+        entry["restored"] = outcome.status == "restored"
+        entry["error"] = outcome.error
+        entry["after"] = {n: s.to_dict() for n, s in sorted(outcome.after.items())}
+    network["kept"] = any(h["status"] == "kept" for h in network["hosts"].values())
+    failed = [n for n, o in outcomes.items() if o.status == "failed"]
+    network["warnings"].append(
+        "nasplan restore: " + (f"failed on {', '.join(failed)}" if failed else "hosts restored")
+    )
+    save_run(run_dir, run)
+    write_report(run_dir)

@@ -1,0 +1,128 @@
+"""iperf3's one repetition for real, between two network namespaces: numbers, nothing left."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nasplan.measure.tools.iperf3 import (
+    Iperf3Error,
+    Iperf3Params,
+    run_repetition,
+    server_start_script,
+    server_stop_script,
+    temp_paths,
+)
+from nasplan.runner import LocalRunner
+
+
+@pytest.fixture
+def namespaces() -> Iterator[tuple[str, str]]:
+    """Two namespaces joined by a veth pair: server 198.18.250.1, client 198.18.250.2."""
+    tag = uuid.uuid4().hex[:6]
+    server_ns, client_ns = f"npt-iperf-s{tag}", f"npt-iperf-c{tag}"
+    server_if, client_if = f"nptis{tag}", f"nptic{tag}"
+
+    def ip(*args: str) -> None:
+        subprocess.run(["ip", *args], check=True, capture_output=True, timeout=10)
+
+    try:
+        ip("netns", "add", server_ns)
+        ip("netns", "add", client_ns)
+        ip("link", "add", server_if, "type", "veth", "peer", "name", client_if)
+        for ns, ifname, address in (
+            (server_ns, server_if, "198.18.250.1/30"),
+            (client_ns, client_if, "198.18.250.2/30"),
+        ):
+            ip("link", "set", ifname, "netns", ns)
+            ip("-n", ns, "link", "set", ifname, "name", "eth0")
+            ip("-n", ns, "addr", "add", address, "dev", "eth0")
+            ip("-n", ns, "link", "set", "lo", "up")
+            ip("-n", ns, "link", "set", "eth0", "up")
+        yield server_ns, client_ns
+    finally:
+        # deleting a namespace deletes the veth pair with it
+        for ns in (server_ns, client_ns):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=10)
+
+
+def iperf3_pids() -> set[int]:
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "comm").read_text().strip() == "iperf3":
+                status = (entry / "status").read_text()
+                if "\nState:\tZ" not in status:
+                    found.add(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_run_repetition_for_real_leaves_nothing_behind(namespaces: tuple[str, str]) -> None:
+    server_ns, client_ns = namespaces
+    server, client = LocalRunner("nas", netns=server_ns), LocalRunner("ws", netns=client_ns)
+    before = iperf3_pids()
+    token = f"test-{uuid.uuid4().hex[:8]}"
+    params = Iperf3Params(duration_s=1, parallel=2, window_bytes=262144, port=5299)
+    raw, rep = run_repetition(server, client, "iperf3", "iperf3", "198.18.250.1", params, token)
+    assert json.loads(raw)["end"]["sum_received"]["bits_per_second"] == rep["bits_per_second"]
+    assert 10**8 < rep["bits_per_second"] < 10**12  # an unshaped veth: sane, not a fixed number
+    assert rep["streams"] == 2
+    assert rep["server"] is not None and rep["server"]["received_bits_per_second"] > 10**8
+    assert iperf3_pids() <= before  # no iperf3 of ours left
+    assert not list(Path("/tmp").glob(f"nasplan-iperf3-{token}*"))
+
+
+def test_run_repetition_for_real_reports_connection_refused(namespaces: tuple[str, str]) -> None:
+    server_ns, client_ns = namespaces
+    server, client = LocalRunner("nas", netns=server_ns), LocalRunner("ws", netns=client_ns)
+    before = iperf3_pids()
+    token = f"test-{uuid.uuid4().hex[:8]}"
+    began = time.monotonic()
+    with pytest.raises(Iperf3Error, match="unable to connect to server: Connection refused"):
+        # the client aims at its own address, where nothing listens
+        run_repetition(
+            server, client, "iperf3", "iperf3", "198.18.250.2", Iperf3Params(duration_s=1), token
+        )
+    assert time.monotonic() - began < 5
+    assert iperf3_pids() <= before
+    assert not list(Path("/tmp").glob(f"nasplan-iperf3-{token}*"))
+
+
+def test_server_scripts_under_busybox_start_and_kill_an_idle_server(
+    namespaces: tuple[str, str], tmp_path: Path
+) -> None:
+    server_ns, _ = namespaces
+    busybox = shutil.which("busybox")
+    if not busybox:
+        pytest.skip("busybox not installed")
+    applets = tmp_path / "busybox-bin"
+    applets.mkdir()
+    for applet in ("sh", "sleep", "grep", "cat", "rm", "hostname", "kill"):
+        (applets / applet).symlink_to(busybox)
+    shell, env = str(applets / "sh"), {**os.environ, "PATH": f"{applets}:{os.environ['PATH']}"}
+    pidfile, logfile = temp_paths(f"bb-{uuid.uuid4().hex[:8]}", 5298)
+
+    def in_ns(script: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["ip", "netns", "exec", server_ns, shell, "-c", script],
+            env=env, capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+
+    started = in_ns(server_start_script("iperf3", 5298, pidfile, logfile))
+    assert started.returncode == 0, started.stderr
+    pid = int(Path(pidfile).read_text())
+    assert pid in iperf3_pids()
+    stopped = in_ns(server_stop_script(pidfile, logfile, grace_s=0))
+    assert stopped.returncode == 0
+    assert pid not in iperf3_pids()
+    assert not Path(pidfile).exists() and not Path(logfile).exists()

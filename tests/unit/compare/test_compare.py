@@ -1,0 +1,313 @@
+"""nasplan compare: matching, ratios, verdicts, environment diff, matrices, formats, old runs."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import io
+import itertools
+import json
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from nasplan import results
+from nasplan.analysis import efficiency, summarize
+from nasplan.cli import main
+from nasplan.compare import compare_runs, render
+from nasplan.compare.matrix import build_matrix, parse_label
+from nasplan.compare.stats import mann_whitney_u, verdict
+from nasplan.errors import InputError
+from nasplan.report import mermaid
+from nasplan.results import load_run, save_run
+
+SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "runs" / "sample"
+
+
+def with_values(run: dict[str, Any], test_id: str, values: list[float]) -> dict[str, Any]:
+    """A copy of ``run`` whose test ``test_id`` has one ok repetition per value."""
+    run = copy.deepcopy(run)
+    test = next(t for t in run["tests"] if t["id"] == test_id)
+    template = {**test["repetitions"][0], "status": "ok", "error": None}
+    test["repetitions"] = [
+        {**template, "index": i, "bits_per_second": v, "received_bits_per_second": v}
+        for i, v in enumerate(values, start=1)
+    ]
+    test["params"]["repetitions"] = len(values)
+    test["status"] = "ok"
+    test["error"] = None
+    test["summary"] = summarize(values)
+    test["efficiency"] = efficiency(
+        test["summary"]["median"], test["path"]["theoretical_bits_per_second"]
+    )
+    return run
+
+
+def only_lan(run: dict[str, Any]) -> dict[str, Any]:
+    run = copy.deepcopy(run)
+    run["tests"] = [t for t in run["tests"] if t["id"] == "lan-single"]
+    run["status"] = "ok"
+    return run
+
+
+@pytest.fixture()
+def sample() -> dict[str, Any]:
+    return only_lan(load_run(SAMPLE))
+
+
+def row(markdown: str, first_cell: str) -> list[str]:
+    for line in markdown.splitlines():
+        if line.startswith(f"| {first_cell} |"):
+            return [c.strip() for c in line.split("|")[1:-1]]
+    raise AssertionError(f"no row {first_cell!r} in:\n{markdown}")
+
+
+# --- statistics --------------------------------------------------------------------------------
+
+
+def brute_force_p(first: list[float], second: list[float]) -> Fraction:
+    """Two-sided permutation p of the rank sum, by listing every split (for checking the DP)."""
+    pooled = first + second
+    ranks = {v: (sorted(pooled).index(v) + 1 + len(pooled) - sorted(pooled)[::-1].index(v)) / 2
+             for v in pooled}  # fmt: skip
+    n, total = len(first), len(pooled)
+    mean = n * (total + 1) / 2
+    observed = abs(sum(ranks[v] for v in first) - mean)
+    splits = list(itertools.combinations(range(total), n))
+    extreme = sum(
+        1 for s in splits if abs(sum(ranks[pooled[i]] for i in s) - mean) >= observed - 1e-9
+    )
+    return Fraction(extreme, len(splits))
+
+
+def test_mann_whitney_is_exact_for_fully_separated_samples() -> None:
+    u, p_value = mann_whitney_u([1, 2, 3, 4, 5], [6, 7, 8, 9, 10])
+    assert u == 0
+    assert p_value == pytest.approx(2 / 252)  # only the two extreme splits of C(10, 5)
+
+
+def test_mann_whitney_matches_enumeration_with_ties() -> None:
+    first = [9.1, 9.3, 9.3, 9.5, 9.6, 9.2]
+    second = [9.3, 9.4, 9.6, 9.7, 9.8]
+    _, p_value = mann_whitney_u(first, second)
+    assert p_value == pytest.approx(float(brute_force_p(first, second)))
+    assert mann_whitney_u([5.0] * 5, [5.0] * 5)[1] == 1.0
+
+
+def test_verdict_with_five_repetitions_uses_mann_whitney() -> None:
+    before = [940e6, 941e6, 939e6, 942e6, 940.5e6]
+    after = [2.30e9, 2.31e9, 2.29e9, 2.32e9, 2.30e9]
+    result = verdict(before, after)
+    assert (result.verdict, result.rule) == ("better", "mann-whitney")
+    assert result.p_value == pytest.approx(2 / 252)
+    assert "Mann–Whitney U p = 0.00794, 5 vs 5 repetitions" in result.explanation
+    assert verdict(after, before).verdict == "worse"
+
+
+def test_a_significant_but_tiny_change_is_within_noise() -> None:
+    before = [940e6, 940.1e6, 940.2e6, 940.3e6, 940.4e6]
+    after = [950e6, 950.1e6, 950.2e6, 950.3e6, 950.4e6]  # +1 %, every value higher
+    result = verdict(before, after)
+    assert result.verdict == "within noise"
+    assert "change below 3 %" in result.explanation
+
+
+def test_with_three_repetitions_the_ranges_decide() -> None:
+    assert verdict([1.0e9, 1.1e9, 1.2e9], [1.3e9, 1.4e9, 1.5e9]).verdict == "better"
+    overlapping = verdict([1.0e9, 1.1e9, 1.35e9], [1.3e9, 1.4e9, 1.5e9])
+    assert (overlapping.verdict, overlapping.rule) == ("within noise", "ranges")
+    assert overlapping.explanation == "min–max ranges overlap, 3 vs 3 repetitions"
+
+
+def test_times_are_better_when_lower() -> None:
+    assert verdict([46.3, 46.5, 46.1], [18.3, 18.2, 18.4], higher_is_better=False).verdict == (
+        "better"
+    )
+
+
+# --- compare_runs ------------------------------------------------------------------------------
+
+
+def test_ten_gig_run_is_better_with_the_ratio_of_the_medians(sample: dict[str, Any]) -> None:
+    slow = with_values(sample, "lan-single", [954e6, 955e6, 956e6])
+    fast = with_values(sample, "lan-single", [9.50e9, 9.55e9, 9.56e9])
+    fast["hosts"]["nas"]["interfaces"]["lan"]["speed_bits_per_second"] = 10**10
+    comparison = compare_runs([slow, fast], ["link=1G", "link=10G"])
+    test = comparison["tests"][0]
+    versus = test["versus_first"][1]
+    assert versus["ratio"] == pytest.approx(9.55e9 / 955e6)
+    assert (versus["verdict"], versus["rule"]) == ("better", "ranges")
+    markdown = render(comparison)
+    cells = row(markdown, "lan-single")
+    assert cells[1:3] == ["955.0 Mbit/s", "9.55 Gbit/s (×10.00)"]
+    assert cells[4:6] == ["**better**", "min–max ranges do not overlap, 3 vs 3 repetitions"]
+    assert "Headline: lan-single is **better** in link=10G: 9.55 Gbit/s against 955.0 Mbit/s" in (
+        markdown
+    )
+    assert row(markdown, "nas.lan: nominal speed")[1:] == ["1 Gbit/s", "10 Gbit/s"]
+
+
+def test_a_regression_is_worse_and_efficiency_change_in_points(sample: dict[str, Any]) -> None:
+    good = with_values(sample, "lan-single", [950e6, 951e6, 952e6, 953e6, 954e6])
+    bad = with_values(sample, "lan-single", [800e6, 801e6, 802e6, 803e6, 804e6])
+    markdown = render(compare_runs([good, bad], ["before", "after"]))
+    cells = row(markdown, "lan-single")
+    assert cells[2] == "802.0 Mbit/s (×0.84)"
+    assert cells[3] == "99.5 % → 83.9 % (−15.7 pts)"
+    assert cells[4] == "**worse**"
+    assert cells[5].startswith("Mann–Whitney U p = 0.00794")
+
+
+def test_no_change_is_within_noise_and_said_so(sample: dict[str, Any]) -> None:
+    a = with_values(sample, "lan-single", [940e6, 945e6, 950e6])
+    b = with_values(sample, "lan-single", [942e6, 947e6, 949e6])
+    markdown = render(compare_runs([a, b]))
+    assert row(markdown, "lan-single")[4] == "within noise"
+    assert "No test changed beyond noise" in markdown
+    assert "Environment: nothing nasplan records changed between the runs." in markdown
+
+
+def test_tests_match_by_id_or_renamed_id_and_only_with_the_same_workload(
+    sample: dict[str, Any],
+) -> None:
+    renamed = copy.deepcopy(sample)
+    renamed["tests"][0]["id"] = "lan-one-stream"  # same name, new id
+    other = copy.deepcopy(sample)
+    other["tests"][0]["params"]["parallel"] = 4
+    other["tests"][0]["params"]["duration_s"] = 30
+    by_name = compare_runs([sample, renamed])["tests"]
+    assert [t["id"] for t in by_name] == ["lan-single"]
+    assert by_name[0]["comparable"]
+    mismatch = compare_runs([sample, other])
+    assert not mismatch["tests"][0]["comparable"]
+    assert mismatch["tests"][0]["mismatches"] == ["parallel: 1 → 4"]
+    markdown = render(mismatch)
+    assert row(markdown, "lan-single")[4:] == ["not compared", "parallel: 1 → 4"]
+    assert "- **lan-single**: ran with other settings: duration_s: 2 → 30." in markdown
+
+
+def test_environment_diff_names_what_changed(sample: dict[str, Any]) -> None:
+    after = copy.deepcopy(sample)
+    ws = after["hosts"]["ws"]["facts"]
+    ws["iperf3_version"] = "3.17"
+    ws["memory_bytes"] = 16 * 2**30
+    next(n for n in ws["interfaces"] if n["name"] == "eth0")["mtu_bytes"] = 9000
+    after["hosts"]["nas"]["facts"]["markers"] = {
+        "/etc.defaults/VERSION": 'productversion="7.2.1"\nbuildnumber="69057"\n'
+    }
+    comparison = compare_runs([sample, after])
+    changed = {c["aspect"]: c["values"] for c in comparison["environment"]["changed"]}
+    assert changed["ws: iperf3"] == ["3.16", "3.17"]
+    assert changed["ws: RAM"][1] == "16.0 GiB"
+    assert changed["ws eth0: MTU"] == ["1500", "9000"]
+    assert changed["nas: firmware"] == ["–", "DSM 7.2.1-69057"]
+    assert comparison["environment"]["unchanged_count"] > 10
+
+
+def test_two_label_dimensions_make_a_matrix(sample: dict[str, Any]) -> None:
+    medians = {("1G", "hdd"): 111e6, ("1G", "ssd"): 112e6, ("10G", "hdd"): 221e6,
+               ("10G", "ssd"): 558e6}  # fmt: skip
+    runs, labels = [], []
+    for (link, disk), value in medians.items():
+        runs.append(with_values(sample, "lan-single", [value * 0.99, value, value * 1.01]))
+        labels.append(f"link={link},disk={disk}")
+    markdown = render(compare_runs(runs, labels))
+    assert "## link × disk" in markdown
+    assert row(markdown, "link \\ disk") == ["link \\ disk", "hdd", "ssd"]
+    assert row(markdown, "10G") == ["10G", "221.0 Mbit/s (×1.99)", "558.0 Mbit/s (×5.03)"]
+    assert build_matrix([{"link": "1G"}, {"link": "10G"}]) is None  # one dimension: no matrix
+
+
+def test_labels_must_be_one_per_run_and_well_formed(sample: dict[str, Any]) -> None:
+    with pytest.raises(InputError, match="--label given 1 times for 2 runs"):
+        compare_runs([sample, sample], ["link=1G"])
+    with pytest.raises(InputError, match="given twice"):
+        parse_label("link=1G,link=10G")
+    assert parse_label("before") == {"run": "before"}
+
+
+def test_without_labels_the_varying_plan_vars_name_the_runs(sample: dict[str, Any]) -> None:
+    a, b = copy.deepcopy(sample), copy.deepcopy(sample)
+    a["plan"]["vars"] = {"link": "1G", "duration_s": 2}
+    b["plan"]["vars"] = {"link": "10G", "duration_s": 2}
+    assert [r["title"] for r in compare_runs([a, b])["runs"]] == ["link=1G", "link=10G"]
+
+
+def test_every_format_is_deterministic_and_csv_has_a_row_per_test_and_run(
+    sample: dict[str, Any],
+) -> None:
+    a = with_values(sample, "lan-single", [940e6, 941e6, 942e6])
+    b = with_values(sample, "lan-single", [2.3e9, 2.31e9, 2.32e9])
+    for output_format in ("markdown", "json", "csv"):
+        first = render(compare_runs([a, b]), output_format).encode()
+        again = render(compare_runs([copy.deepcopy(a), copy.deepcopy(b)]), output_format)
+        assert first == again.encode()
+    rows = list(csv.DictReader(io.StringIO(render(compare_runs([a, b]), "csv"))))
+    assert [(r["test_id"], r["run_index"]) for r in rows] == [
+        ("lan-single", "0"),
+        ("lan-single", "1"),
+    ]
+    assert float(rows[1]["ratio_to_first"]) == pytest.approx(2.31e9 / 941e6)
+    assert rows[1]["verdict"] == "better"
+    data = json.loads(render(compare_runs([a, b]), "json"))
+    assert data["tests"][0]["versus_first"][1]["verdict"] == "better"
+
+
+def test_compare_markdown_has_a_well_formed_chart(sample: dict[str, Any]) -> None:
+    a = with_values(sample, "lan-single", [940e6, 941e6, 942e6])
+    b = with_values(sample, "lan-single", [2.3e9, 2.31e9, 2.32e9])
+    blocks = mermaid.blocks(render(compare_runs([a, b], ["2.5G", "10G"])))
+    assert len(blocks) == 1
+    assert mermaid.validate(blocks[0]) == []
+    assert 'x-axis ["lan-single · 2.5G", "lan-single · 10G"]' in blocks[0]
+
+
+# --- command line and old runs -----------------------------------------------------------------
+
+
+def test_cli_compare_writes_the_file_in_the_format_asked(
+    tmp_path: Path, sample: dict[str, Any]
+) -> None:
+    for name, values in (("a", [940e6, 941e6, 942e6]), ("b", [9.4e9, 9.5e9, 9.6e9])):
+        (tmp_path / name).mkdir()
+        save_run(tmp_path / name, with_values(sample, "lan-single", values))
+    out = tmp_path / "compare.json"
+    args = ["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--format", "json"]
+    result = CliRunner().invoke(main, [*args, "--out", str(out), "--label", "1G", "--label", "10G"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["runs"][1]["title"] == "10G"
+    alone = CliRunner().invoke(main, ["compare", str(tmp_path / "a")])
+    assert alone.exit_code == 2
+    assert "compare needs at least two run directories" in alone.output
+
+
+def test_a_version_0_run_gets_a_clear_message(tmp_path: Path, sample: dict[str, Any]) -> None:
+    old = {**sample, "schema_version": 0}
+    (tmp_path / "run.json").write_text(json.dumps(old))
+    with pytest.raises(InputError) as error:
+        load_run(tmp_path)
+    assert "run.json schema_version 0 is older than this nasplan reads (only version 1)" in str(
+        error.value
+    )
+    assert "written by nasplan 0.1.0" in str(error.value)
+
+
+def test_a_version_0_run_loads_through_a_registered_migration(
+    tmp_path: Path, sample: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = {**sample, "schema_version": 0}
+    old["run_name"] = old.pop("run_id")  # what a version 0 might have called it
+
+    def from_0(run: dict[str, Any]) -> dict[str, Any]:
+        run["run_id"] = run.pop("run_name")
+        return run
+
+    monkeypatch.setitem(results.MIGRATIONS, 0, from_0)
+    (tmp_path / "run.json").write_text(json.dumps(old))
+    loaded = load_run(tmp_path)
+    assert loaded["schema_version"] == 1
+    assert loaded["run_id"] == sample["run_id"]
+    assert json.loads((tmp_path / "run.json").read_text())["schema_version"] == 0  # file untouched

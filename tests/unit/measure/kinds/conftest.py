@@ -1,0 +1,68 @@
+"""A plan of two hosts joined by a 10G, MTU 9000 link, whose sessions talk to FakeRunners."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nasplan.facts import NicFacts, parse_facts
+from nasplan.hosts import HostSession
+from nasplan.measure.kind import RunContext
+from nasplan.plan import load_plan
+from nasplan.platforms.generic import GenericLinux
+from nasplan.progress import PlainProgress
+
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
+SAMPLER_PID = "4242"
+
+
+def fixture_text(relative: str) -> str:
+    """A captured tool output under tests/fixtures."""
+    return (FIXTURES / relative).read_text(encoding="utf-8")
+
+
+def sampled(runner: Any) -> Any:
+    """``runner`` answering the resource sampler's start and stop scripts (a real capture)."""
+    runner.allow("nasplan-sampler", SAMPLER_PID + "\n")
+    return runner.allow('rm -f "$flag"', fixture_text("sampler/idle-dash.txt"))
+
+
+@pytest.fixture()
+def kind_context(
+    tmp_path: Path, fake_runner: Callable[[str], Any]
+) -> Callable[..., tuple[RunContext, Any, Any]]:
+    """``make(tests_yaml, tools=...)`` -> (RunContext, nas FakeRunner, ws FakeRunner).
+
+    The NAS (198.18.251.1) and the workstation (198.18.251.2) share eth1, 10 Gbit/s, MTU 9000:
+    the NAS's facts are a real capture of a lab namespace, the workstation's its mirror image.
+    Both runners answer the resource sampler (a real capture of its output).
+    """
+
+    def make(tests_yaml: str, tools: dict[str, str] | None = None) -> tuple[RunContext, Any, Any]:
+        (tmp_path / "inventory.yaml").write_text(
+            "hosts:\n  nas: {address: 198.18.251.1}\n  ws: {address: 198.18.251.2}\n"
+        )
+        plan_file = tmp_path / "plan.yaml"
+        plan_file.write_text(f"name: unit\ninventory: inventory.yaml\ntests:\n{tests_yaml}")
+        plan = load_plan(plan_file)
+        nas_facts = parse_facts(fixture_text("facts/debian12-netns-veth.txt"))
+        ws_nic = NicFacts("eth1", 9000, "up", None, 10000, "full", "veth", ("198.18.251.2/30",))
+        ws_facts = dataclasses.replace(nas_facts, hostname="ws", interfaces=(ws_nic,))
+        nas, ws = sampled(fake_runner("nas")), sampled(fake_runner("ws"))
+        sessions = {
+            name: HostSession(
+                plan.inventory.hosts[name], runner, facts, GenericLinux(), dict(tools or {})
+            )
+            for name, runner, facts in (("nas", nas, nas_facts), ("ws", ws, ws_facts))
+        }
+        run_dir = tmp_path / "run"
+        (run_dir / "raw").mkdir(parents=True)
+        ctx = RunContext(plan, sessions, run_dir, PlainProgress(io.StringIO()))
+        return ctx, nas, ws
+
+    return make

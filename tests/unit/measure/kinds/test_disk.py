@@ -1,0 +1,65 @@
+"""``kind: disk`` run() through the runner seam: fio on the NAS, its work directory, fallback."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from nasplan.measure import kinds
+
+FIO = Path(__file__).resolve().parents[3] / "fixtures" / "fio"
+TEST = "  - {id: vol, kind: disk, host: nas, path: /volume1/test, size: 32MiB, repetitions: 1}\n"
+TOOLS = {"fio": "/usr/bin/fio"}
+
+
+def test_write_then_read_in_a_directory_removed_afterwards(
+    kind_context: Callable[..., Any],
+) -> None:
+    ctx, nas, _ = kind_context(TEST, TOOLS)
+    nas.expect("mkdir -p -- /volume1/test/nasplan-fio-")
+    nas.expect("--rw=write", (FIO / "seq-write-direct.json").read_text())
+    nas.expect("--rw=read", (FIO / "seq-read-direct.json").read_text())
+    nas.expect("rm -rf -- /volume1/test/nasplan-fio-")
+
+    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+
+    assert (record["status"], record["error"]) == ("ok", None)
+    assert record["params"]["size_bytes"] == 32 * 2**20
+    assert "--size=33554432" in nas.texts("--rw=write")[0]
+    assert "--direct=1" in nas.texts("--rw=read")[0]
+    assert set(record["directions"]) == {"write", "read"}
+    assert record["summary"] == record["directions"]["write"]
+    workdirs = {text.split()[-1] for text in nas.texts("nasplan-fio-") if text.startswith("mkdir")}
+    assert nas.texts("rm -rf")[0].endswith(workdirs.pop())
+
+
+def test_refused_direct_io_is_measured_buffered_and_said(
+    kind_context: Callable[..., Any],
+) -> None:
+    ctx, nas, _ = kind_context(TEST.replace("size: 32MiB", "direction: write"), TOOLS)
+    nas.expect("mkdir -p")
+    nas.expect("--direct=1", (FIO / "direct-io-error.txt").read_text())
+    nas.expect("--direct=0", (FIO / "seq-write-buffered.json").read_text())
+    nas.expect("rm -rf")
+
+    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+
+    assert record["status"] == "ok"
+    assert record["params"]["direct"] is False
+    assert record["repetitions"][0]["direct"] is False
+    assert any("refused direct I/O" in w for w in ctx.warnings)
+
+
+def test_a_directory_that_cannot_be_made_fails_without_running_fio(
+    kind_context: Callable[..., Any],
+) -> None:
+    ctx, nas, _ = kind_context(TEST, TOOLS)
+    nas.expect("mkdir -p", stderr="mkdir: cannot create directory: Read-only file system", exited=1)
+
+    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+
+    assert record["status"] == "failed"
+    assert record["error"].endswith("Read-only file system")
+    assert record["summary"]["median"] is None
+    assert record["repetitions"] == []

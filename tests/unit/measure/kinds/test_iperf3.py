@@ -1,0 +1,77 @@
+"""``kind: iperf3`` run() through the runner seam: what it asks each host, what it records."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nasplan.measure import kinds
+
+IPERF3 = Path(__file__).resolve().parents[3] / "fixtures" / "iperf3" / "3.12"
+TEST = "  - {id: p2p, kind: iperf3, server: nas, client: ws, duration_s: 2, repetitions: 1}\n"
+TOOLS = {"iperf3": "/usr/bin/iperf3"}
+
+
+def test_one_repetition_is_recorded_with_its_path_raw_file_and_resources(
+    kind_context: Callable[..., Any],
+) -> None:
+    ctx, nas, ws = kind_context(TEST, TOOLS)
+    nas.expect("port=5201")
+    nas.expect("kill", (IPERF3 / "tcp-single-server-log.json").read_text())
+    client_output = (IPERF3 / "tcp-single.json").read_text()
+    ws.expect("/usr/bin/iperf3 -J -c 198.18.251.1 -p 5201 -t 2", client_output)
+
+    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+
+    assert (record["status"], record["error"]) == ("ok", None)
+    assert record["params"]["address"] == "198.18.251.1"
+    assert record["params"]["parallel_mode"] == "streams"
+    rep = record["repetitions"][0]
+    assert rep["bits_per_second"] == pytest.approx(956948139.91649473)
+    assert (ctx.run_dir / rep["raw_file"]).read_text() == client_output
+    path = record["path"]
+    assert (path["mtu_bytes"], path["speed_bits_per_second"]) == (9000, 10**10)
+    assert path["server_interface"] == path["client_interface"] == "eth1"
+    assert record["efficiency"] == pytest.approx(956948139.9 / path["theoretical_bits_per_second"])
+    assert set(record["resources"]) == {"nas", "ws"}
+    assert record["resources"]["nas"]["samples"] > 1
+
+
+def test_a_host_that_is_not_ready_fails_the_test_before_any_command(
+    kind_context: Callable[..., Any],
+) -> None:
+    ctx, _, _ = kind_context(TEST, TOOLS)
+    ctx.sessions["nas"].error = "nas: sudo: wrong password"
+
+    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+
+    assert (record["status"], record["error"]) == ("failed", "nas: sudo: wrong password")
+    assert record["repetitions"] == [] and record["path"] is None
+
+
+def test_a_missing_iperf3_fails_the_test_with_the_platforms_reason(
+    kind_context: Callable[..., Any],
+) -> None:
+    ctx, _, _ = kind_context(TEST, {})
+    ctx.sessions["ws"].tool_errors["iperf3"] = "ws: iperf3 not found; install it by hand"
+
+    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+
+    assert record["error"] == "ws: iperf3 not found; install it by hand"
+
+
+def test_a_refused_connection_is_recorded_and_the_server_stopped(
+    kind_context: Callable[..., Any],
+) -> None:
+    ctx, nas, ws = kind_context(TEST, TOOLS)
+    nas.expect("-s -1 -D").expect("kill")
+    ws.expect("-c 198.18.251.1", (IPERF3 / "error-connection-refused.json").read_text())
+
+    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+
+    assert record["status"] == "failed"
+    assert "Connection refused" in record["error"]
+    assert record["repetitions"][0]["raw_file"] == "raw/p2p/rep-1.json"

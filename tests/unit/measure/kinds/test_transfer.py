@@ -1,0 +1,87 @@
+"""``kind: transfer`` run() through the runner seam: the client's commands, timing, cleanup."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nasplan.measure import kinds
+
+TRANSFER = Path(__file__).resolve().parents[3] / "fixtures" / "transfer"
+TEST = (
+    "  - {id: nfs, kind: transfer, server: nas, client: ws, method: copy,\n"
+    "     mounted_path: /mnt/nas, direction: write, size: 16MiB, repetitions: 1}\n"
+)
+
+
+def test_a_write_to_a_mounted_path_is_timed_and_everything_removed(
+    kind_context: Callable[..., Any],
+) -> None:
+    ctx, _, ws = kind_context(TEST)
+    ws.expect("command -v", "/usr/bin/dd\n")
+    ws.expect("head -c 16777216 /dev/urandom", "/tmp/nasplan-xfer.Ab12Cd\n")
+    ws.expect("dd if=/tmp/nasplan-xfer.Ab12Cd/source.bin of=/mnt/nas/nasplan-nfs-", (
+        TRANSFER / "timed-dd-write.txt").read_text())  # fmt: skip
+    ws.expect("rm -f -- /mnt/nas/nasplan-nfs-")
+    ws.expect("rm -rf -- /tmp/nasplan-xfer.Ab12Cd")
+
+    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+
+    assert (record["status"], record["error"]) == ("ok", None)
+    rep = record["repetitions"][0]
+    assert rep["duration_s"] == pytest.approx(0.017025099)
+    assert rep["bytes_per_second"] == pytest.approx(16 * 2**20 / 0.017025099)
+    assert record["params"]["method"] == "copy" and record["params"]["size_bytes"] == 16 * 2**20
+    assert record["path"]["mtu_bytes"] == 9000
+    assert (ctx.run_dir / rep["raw_file"]).read_text() == (
+        TRANSFER / "timed-dd-write.txt"
+    ).read_text()
+
+
+def test_smb_without_its_password_in_the_environment_fails_before_copying(
+    kind_context: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("NASPLAN_UNIT_SMB_PASSWORD", raising=False)
+    ctx, _, ws = kind_context(
+        "  - {id: smb, kind: transfer, server: nas, client: ws, method: smb, share: data,\n"
+        "     password_env: NASPLAN_UNIT_SMB_PASSWORD, repetitions: 1}\n",
+        {"smbclient": "/usr/bin/smbclient"},
+    )
+    ws.expect("command -v", "/usr/bin/smbclient\n")
+
+    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+
+    assert record["status"] == "failed"
+    assert record["error"] == (
+        "environment variable NASPLAN_UNIT_SMB_PASSWORD (SMB password) is not set"
+    )
+
+
+def test_the_smb_password_never_reaches_argv_and_is_masked_in_raw_files(
+    kind_context: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NASPLAN_UNIT_SMB_PASSWORD", "s3cr3t-pw")
+    ctx, _, ws = kind_context(
+        "  - {id: smb, kind: transfer, server: nas, client: ws, method: smb, share: data,\n"
+        "     password_env: NASPLAN_UNIT_SMB_PASSWORD, direction: write, size: 1MiB,\n"
+        "     repetitions: 1}\n",
+        {"smbclient": "/usr/bin/smbclient"},
+    )
+    ws.expect("command -v", "/usr/bin/smbclient\n")
+    ws.expect("mktemp -d", "/tmp/nasplan-xfer.Zz9\n")
+    refused = (TRANSFER / "timed-smbclient-logon-failure.txt").read_text()
+    ws.expect("smbclient", refused + "echoed back: s3cr3t-pw\n")
+    ws.expect("smbclient")  # the cleanup's del
+    ws.expect("rm -rf -- /tmp/nasplan-xfer.Zz9")
+
+    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+
+    assert record["status"] == "failed"
+    assert "s3cr3t-pw" not in " ".join(ws.texts())
+    setup = next(call for call in ws.calls if "mktemp" in call.text)
+    assert setup.stdin is not None and "s3cr3t-pw" in setup.stdin  # on stdin only
+    raw = (ctx.run_dir / record["repetitions"][0]["raw_file"]).read_text()
+    assert "s3cr3t-pw" not in raw and "********" in raw

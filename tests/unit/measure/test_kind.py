@@ -1,0 +1,34 @@
+"""The kind contract: raw files always masked, the record's life, the progress line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from nasplan.measure.kind import RunContext, finish, summary_text
+
+
+def test_save_raw_masks_the_runs_secrets(tmp_path: Path) -> None:
+    ctx = RunContext(plan=None, sessions={}, run_dir=tmp_path, progress=None)  # type: ignore[arg-type]
+    ctx.secrets.append("hunter2")
+    relative = ctx.save_raw("raw/t/rep-1.txt", "smbclient: password hunter2 refused\n")
+    assert relative == "raw/t/rep-1.txt"
+    assert (tmp_path / relative).read_text() == "smbclient: password ******** refused\n"
+
+
+def test_finish_sets_status_and_error_from_what_went_wrong() -> None:
+    record: dict[str, Any] = {"status": "failed", "error": None}
+    assert finish(record, []) == {"status": "ok", "error": None}
+    assert finish(record, ["rep 1: a", "rep 2: b"]) == {
+        "status": "failed",
+        "error": "rep 1: a; rep 2: b",
+    }
+
+
+def test_summary_text_names_the_metrics_unit() -> None:
+    assert summary_text({"median": 941.5e6, "metric": "bits_per_second"}) == "median 941.5 Mbit/s"
+    assert (
+        summary_text({"median": 131 * 2**20, "metric": "bytes_per_second"}) == "median 131.0 MiB/s"
+    )
+    assert summary_text({"median": 0.25, "metric": "rtt_avg_ms"}) == "median 0.250 ms"
+    assert summary_text({"median": None}) == ""

@@ -1,0 +1,109 @@
+"""Mermaid charts in report.md: well-formed, showing the run's numbers and topology."""
+
+from __future__ import annotations
+
+import copy
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nasplan.errors import InputError
+from nasplan.report import mermaid, render_report
+from nasplan.report.render import write_report
+from nasplan.results import load_run
+
+SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "runs" / "sample"
+
+
+@pytest.fixture()
+def run() -> dict[str, Any]:
+    return load_run(SAMPLE)
+
+
+def test_report_has_a_valid_throughput_chart_and_topology(run: dict[str, Any]) -> None:
+    blocks = mermaid.blocks(render_report(run))
+    assert [b.splitlines()[0] for b in blocks] == ["flowchart LR", "xychart-beta"]
+    assert all(mermaid.validate(b) == [] for b in blocks)
+    chart = blocks[1]
+    assert 'x-axis ["lan-single", "p2p-parallel"]' in chart  # the failed test has no bar
+    assert "bar [0.94, 9.39]" in chart
+    assert "line [0.96, 9.93]" in chart  # the TCP maximum of each path
+    assert 'y-axis "Gbit/s" 0 --> 10' in chart
+
+
+def test_topology_shows_the_p2p_link_and_the_lan(run: dict[str, Any]) -> None:
+    flowchart = mermaid.blocks(render_report(run))[0]
+    assert 'h0["nas<br/>debian · 198.18.0.10"]' in flowchart
+    assert 'h0 ---|"p2p: 10 Gbit/s · MTU 9000<br/>198.18.1.1 ↔ 198.18.1.2"| h1' in flowchart
+    assert 'n0(["lan · 198.18.0.0/24 · 1 Gbit/s"])' in flowchart
+
+
+def test_quotes_in_names_are_escaped_and_still_valid(run: dict[str, Any]) -> None:
+    odd = copy.deepcopy(run)
+    odd["hosts"]['my "nas"'] = odd["hosts"].pop("nas")
+    odd["tests"][0]["id"] = 'lan "single"'
+    blocks = mermaid.blocks(render_report(odd))
+    assert all(mermaid.validate(b) == [] for b in blocks), blocks
+    assert "my #quot;nas#quot;" in blocks[0]
+    assert "\"lan 'single'\"" in blocks[1]
+
+
+def test_validator_rejects_what_mermaid_would_not_draw() -> None:
+    chart = "\n".join(
+        [
+            "xychart-beta",
+            'title "t"',
+            'x-axis ["a", "b"]',
+            'y-axis "Gbit/s" 0 --> 10',
+            "bar [1, 2, 3]",
+            "line [1, 20]",
+        ]
+    )
+    errors = mermaid.validate(chart)
+    assert "bar: 3 values for 2 categories" in errors
+    assert "line: 20.0 outside the y-axis 0.0..10.0" in errors
+    flow = 'flowchart LR\n    a["x"]\n    end["y"]\n    a ---|"l"| b\n    a ---|"bad " quote"| a'
+    errors = mermaid.validate(flow)
+    assert any("'end' is a mermaid keyword" in e for e in errors)
+    assert any("undefined node b" in e for e in errors)
+    assert any("not in the emitted flowchart subset" in e for e in errors)
+    assert mermaid.validate("pie\n") == ["line 1: unknown diagram type 'pie'"]
+
+
+def test_axis_tops_are_round_numbers() -> None:
+    chart = mermaid.bar_chart("t", ["a"], [956e6])
+    assert chart is not None and 'y-axis "Mbit/s" 0 --> 1000' in chart
+    assert mermaid.bar_chart("t", ["a"], [None]) is None
+
+
+def test_report_charts_without_matplotlib_say_how_to_get_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shutil.copytree(SAMPLE, tmp_path / "run")
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import fails as if not installed
+    with pytest.raises(InputError, match="--charts needs matplotlib: install matplotlib"):
+        write_report(tmp_path / "run", charts="png")
+    assert not (tmp_path / "run" / "charts").exists()
+
+
+def test_report_references_chart_files_when_given(run: dict[str, Any]) -> None:
+    report = render_report(run, ["charts/throughput.png"])
+    assert "![Median throughput per test](charts/throughput.png)" in report
+    assert "charts/" not in render_report(run)
+
+
+@pytest.mark.parametrize("chart_format", ["png", "svg"])
+def test_report_charts_drawn_with_matplotlib(tmp_path: Path, chart_format: str) -> None:
+    shutil.copytree(SAMPLE, tmp_path / "run")
+    report = write_report(tmp_path / "run", charts=chart_format).read_text()
+    chart = tmp_path / "run" / "charts" / f"throughput.{chart_format}"
+    head = chart.read_bytes()[:200]
+    assert (
+        head.startswith(b"\x89PNG")
+        if chart_format == "png"
+        else b"<svg" in head or b"<?xml" in head
+    )
+    assert f"](charts/throughput.{chart_format})" in report

@@ -1,0 +1,238 @@
+"""report.md: a pure, reproducible function of run.json that shows what a user expects."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from nasplan.cli import main
+from nasplan.errors import InputError
+from nasplan.report import render_report, write_report
+from nasplan.report.render import bits_per_second_range, cell, gibibytes, nominal_speed, percent
+from nasplan.results import load_run, save_run
+
+SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "runs" / "sample"
+
+
+@pytest.fixture()
+def run() -> dict[str, Any]:
+    return load_run(SAMPLE)
+
+
+@pytest.fixture()
+def report(run: dict[str, Any]) -> str:
+    return render_report(run)
+
+
+def table_row(report: str, first_cell: str) -> list[str]:
+    """The cells of the first table row starting with ``first_cell``."""
+    for line in report.splitlines():
+        if line.startswith(f"| {first_cell} |"):
+            return [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+    raise AssertionError(f"no table row for {first_cell!r}")
+
+
+def test_rendering_twice_gives_identical_bytes(run: dict[str, Any]) -> None:
+    assert render_report(run).encode() == render_report(copy.deepcopy(run)).encode()
+
+
+def test_a_run_from_before_renders_as_it_did_then(tmp_path: Path) -> None:
+    """``nasplan report`` on a kept run gives the report.md nasplan wrote for it then.
+
+    The fixture's report.md was rendered when the run was made; when a change to the report
+    is intended, render it again with ``nasplan report`` and commit the new report.md.
+    """
+    copied = tmp_path / "run"
+    shutil.copytree(SAMPLE, copied)
+    result = CliRunner().invoke(main, ["report", str(copied)])
+    assert result.exit_code == 0, result.output
+    assert (copied / "report.md").read_bytes() == (SAMPLE / "report.md").read_bytes()
+
+
+def test_report_from_a_copied_run_dir_is_byte_identical(tmp_path: Path) -> None:
+    first = tmp_path / "a" / "run"
+    second = tmp_path / "elsewhere" / "deeper" / "run"
+    shutil.copytree(SAMPLE, first)
+    shutil.copytree(SAMPLE, second)
+    report_path = write_report(first)
+    assert report_path == first / "report.md"
+    assert write_report(second).read_bytes() == report_path.read_bytes()
+    text = report_path.read_text()
+    assert str(tmp_path) not in text
+    assert str(Path.cwd()) not in text
+
+
+def test_opening_paragraph_says_what_where_when_and_the_headline(report: str) -> None:
+    lines = report.splitlines()
+    assert lines[0] == "# nas-upgrade"
+    assert "between nas and ws on 2026-11-30 17:30:00 UTC" in report
+    assert "3 tests (2 ok, 1 failed)" in report
+    assert (
+        "Best path: ws → nas.p2p (198.18.1.1), test p2p-parallel: 9.39 Gbit/s median "
+        "(95 % of the 9.93 Gbit/s TCP maximum for 10 Gbit/s at MTU 9000)."
+    ) in report
+    assert "deliver what the cards promise?" in report
+
+
+def test_hosts_table_shows_platform_hint_gib_and_iperf3(report: str) -> None:
+    nas = table_row(report, "nas")
+    assert nas[:3] == ["nas", "198.18.0.10", "debian (inventory says synology)"]
+    assert "Intel(R) Celeron(R) J4125 CPU @ 2.00GHz, 4 cores" in nas
+    assert "7.7 GiB" in nas
+    assert nas[-1] == "3.12"
+    assert table_row(report, "ws")[2] == "debian"
+
+
+def test_nic_tables_show_inventory_role_mtu_speed_without_loopback(report: str) -> None:
+    assert "| eth1 | p2p (test) | 9000 | 10 Gbit/s | veth | 198.18.1.1/30 |" in report
+    assert "| eth0 | lan (lan) | 1500 | 10 Gbit/s | veth | 198.18.0.20/24 |" in report
+    assert "| lo |" not in report
+
+
+def test_results_table_shows_median_range_efficiency_and_maximum(report: str) -> None:
+    lan = table_row(report, "lan-single")
+    assert lan == [
+        "lan-single",
+        "ws → nas.lan (198.18.0.10)",
+        "ws",
+        "1",
+        "941.5 Mbit/s",
+        "939.8–941.5 Mbit/s",
+        "3",
+        "2",
+        "12.5 % / 30.1 %",
+        "956.4 Mbit/s (1 Gbit/s, MTU 1500)",
+        "98.4 %",
+        "ok",
+    ]
+    p2p = table_row(report, "p2p-parallel")
+    assert p2p[4:6] == ["9.39 Gbit/s", "8.10–9.41 Gbit/s"]
+    assert p2p[-1] == "ok ⚠ wide spread"
+    assert table_row(report, "lan-single")[-1] == "ok"
+
+
+def test_failed_test_is_listed_with_its_error(report: str) -> None:
+    row = table_row(report, "p2p-reverse")
+    assert row[2] == "nas (-R)"
+    assert row[4] == "–"
+    assert row[-1] == "failed"
+    assert (
+        "- **p2p-reverse** (P2P 10G, NAS sends (-R)): failed: repetition 1: iperf3 on ws" in report
+    )
+    assert "- repetition 2: iperf3 on ws: unable to connect to server: Connection refused" in report
+
+
+def test_details_link_each_raw_file_relative_to_the_report(report: str) -> None:
+    links = re.findall(r"\[raw\]\(([^)]+)\)", report)
+    assert len(links) == 9
+    assert "raw/lan-single/rep-1.json" in links
+    for link in links:
+        assert (SAMPLE / link).is_file()
+    assert "Median 941.5 Mbit/s (117.7 MB/s, 112.2 MiB/s) of 3" in report
+
+
+def test_method_section_explains_framing_formula_and_spread(report: str) -> None:
+    method = report.split("## How the numbers were computed", 1)[1]
+    assert "rate × (MTU − 52) / (MTU + 14)" in method
+    assert "rate × (MTU − 52) / (MTU + 38)" not in method  # the sample only used tc
+    assert "1 Gbit/s × 1448 / 1514 = 956.4 Mbit/s" in method
+    assert "what the receiver got" in method
+    assert "Mbit/s = 10^6 bit/s" in method
+    assert "exceeds 10 %" in method
+
+
+def test_ethernet_framing_gets_its_own_formula(run: dict[str, Any]) -> None:
+    run["tests"][0]["path"].update(framing="ethernet", theoretical_bits_per_second=941482444.7)
+    report = render_report(run)
+    assert "rate × (MTU − 52) / (MTU + 38)" in report
+    assert "1 Gbit/s × 1448 / 1538 = 941.5 Mbit/s" in report
+
+
+def test_warnings_and_actions_are_shown(report: str) -> None:
+    assert "- nas: inventory says platform 'synology' but the host looks like 'debian'" in report
+    assert "- **nas**: installed iperf3 with apt-get" in report
+    assert "## Unreachable hosts" not in report
+
+
+def test_unreachable_host_is_reported_with_its_error(run: dict[str, Any]) -> None:
+    run["status"] = "unreachable"
+    run["hosts"]["nas"].update(
+        platform=None, reachable=False, error="ssh: connect to 198.18.0.10 port 22: timed out"
+    )
+    run["hosts"]["nas"]["facts"] = None
+    run["tests"] = [run["tests"][2]]
+    run["tests"][0].update(path=None, summary=None, repetitions=[], error="nas is not ready")
+    report = render_report(run)
+    assert "Run status: **unreachable** (a host could not be used)." in report
+    assert "No test produced a result." in report
+    assert "- **nas** (198.18.0.10): ssh: connect to 198.18.0.10 port 22: timed out" in report
+    assert table_row(report, "nas")[3] == "unreachable"
+    assert "Failed: nas is not ready" in report
+
+
+def test_interrupted_run_without_finish_time_renders(run: dict[str, Any]) -> None:
+    run.update(status="interrupted", finished_at=None, tests=[], warnings=[])
+    report = render_report(run)
+    assert "(the run took" not in report
+    assert "0 tests." in report
+    assert "## Warnings\n\nNone." in report
+
+
+def test_absolute_plan_path_is_shown_by_file_name_only(run: dict[str, Any]) -> None:
+    run["plan_file"] = "/home/alice/lab/plans/nas-upgrade.yaml"
+    run["inventory_file"] = "/home/alice/lab/inventory.yaml"
+    report = render_report(run)
+    assert "/home/alice" not in report
+    assert "Plan `nas-upgrade.yaml`, inventory `inventory.yaml`" in report
+
+
+def test_table_cells_escape_pipes_and_newlines(run: dict[str, Any]) -> None:
+    run["tests"][0]["params"]["target"] = "a|b"
+    report = render_report(run)
+    assert "ws → a\\|b (198.18.0.10)" in report
+    assert cell("line one\nline two") == "line one line two"
+
+
+def test_unit_filters_name_their_units() -> None:
+    assert percent(0.9844) == "98.4 %"
+    assert percent(0.9459, 0) == "95 %"
+    assert gibibytes(8 * 2**30) == "8.0 GiB"
+    assert nominal_speed(2_500_000_000) == "2.5 Gbit/s"
+    assert nominal_speed(100_000_000) == "100 Mbit/s"
+    assert bits_per_second_range(939_811_840, 941_530_112) == "939.8–941.5 Mbit/s"
+    assert bits_per_second_range(941_000_000, 1_200_000_000) == "941.0 Mbit/s – 1.20 Gbit/s"
+
+
+def test_write_report_refuses_an_invalid_run(tmp_path: Path, run: dict[str, Any]) -> None:
+    run["tests"][0]["status"] = "great"
+    save_run(tmp_path, run)
+    with pytest.raises(InputError, match=r"tests\[0\]\.status: 'great' is not one of"):
+        write_report(tmp_path)
+    assert not (tmp_path / "report.md").exists()
+
+
+def test_fixture_run_json_is_byte_for_byte_what_save_run_writes(tmp_path: Path) -> None:
+    save_run(tmp_path, json.loads((SAMPLE / "run.json").read_text()))
+    assert (tmp_path / "run.json").read_bytes() == (SAMPLE / "run.json").read_bytes()
+
+
+def test_a_kind_without_its_own_section_is_listed_in_its_metrics_unit(
+    run: dict[str, Any],
+) -> None:
+    other = copy.deepcopy(run["tests"][0])
+    other.update(id="mtu-sweep", kind="some-new-kind", status="ok", error=None)
+    other["summary"] = {**other["summary"], "metric": "path_mtu_bytes", "n": 3}
+    other["summary"].update(min=1500.0, median=9000.0, max=9000.0)
+    run["tests"].append(other)
+    report = render_report(run)
+    assert "## Other tests" in report
+    row = table_row(report, "mtu-sweep")
+    assert row[1:] == ["some-new-kind", "9000 bytes", "1500 bytes – 9000 bytes", "3", "ok"]
+    assert "## Other tests" not in render_report(load_run(SAMPLE))
