@@ -1,4 +1,4 @@
-"""Platform detection and install commands from facts, and sudo's password handling."""
+"""Platform detection, vendor OS names and install commands, from captured facts."""
 
 from __future__ import annotations
 
@@ -7,13 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from nasplan import become
-from nasplan.errors import InputError
 from nasplan.facts import HostFacts, parse_facts
-from nasplan.inventory import Host
-from nasplan.measure.kinds.iperf3 import version_warnings
 from nasplan.platforms import PlatformError, detect
-from nasplan.runner import Result
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -90,60 +85,6 @@ def test_truenas_never_installs_anything() -> None:
     assert detect(scale).install_commands(scale, ["iperf3"]) == []
     with pytest.raises(PlatformError, match="apt is disabled"):
         detect(scale).install_commands(without(scale, "iperf3"), ["iperf3"])
-
-
-def test_become_password_comes_from_the_named_variable_else_the_prompt() -> None:
-    hosts = {
-        "nas": Host("nas", "198.18.30.10", become_password_env="NAS_PW"),
-        "ws": Host("ws", "198.18.30.11"),
-    }
-    assert become.passwords_for(hosts, {"NAS_PW": "s3cret"}) == {"nas": "s3cret"}
-    both = become.passwords_for(hosts, {"NAS_PW": "s3cret"}, prompted="typed")
-    assert both == {"nas": "s3cret", "ws": "typed"}
-    with pytest.raises(InputError, match=r"\$NAS_PW, which is not set"):
-        become.passwords_for(hosts, {})
-
-
-def test_sudo_command_never_carries_the_password() -> None:
-    command = become.sudo_command("id -u", with_password=True)
-    assert command.startswith("sudo -S -k -p '' -- sh -c ")
-    assert become.sudo_stdin("s3cret", None) == "s3cret\n"
-    assert "s3cret" not in command
-    assert become.sudo_command("id -u", with_password=False).startswith("sudo -n -- sh -c ")
-
-
-def sudo_result(name: str, exited: int, stdout: str = "") -> Result:
-    return Result("id -u", stdout, (FIXTURES / "sudo" / name).read_text(), exited)
-
-
-def test_sudo_outcomes_from_real_sudo_stderr() -> None:
-    ok = become.check_sudo(sudo_result("ok.stderr", 0, "0\n"), "admin", "nas", with_password=True)
-    assert (ok.stdout, ok.stderr) == ("0\n", "")
-    with pytest.raises(become.BecomeError, match=r"^sudo: wrong password for admin on nas$"):
-        become.check_sudo(
-            sudo_result("wrong-password.stderr", 1), "admin", "nas", with_password=True
-        )
-    with pytest.raises(become.BecomeError, match=r"needs a password for sudo.*-K"):
-        become.check_sudo(sudo_result("no-password.stderr", 1), "admin", "nas", with_password=False)
-
-
-def test_a_failing_script_under_sudo_is_not_a_sudo_error() -> None:
-    stderr = f"{become.SUDO_OK_MARKER}\nsynogear: failed\n"
-    result = become.check_sudo(Result("x", "", stderr, 2), "admin", "nas", with_password=True)
-    assert (result.exited, result.stderr) == (2, "synogear: failed\n")
-
-
-def test_iperf3_version_warnings() -> None:
-    assert version_warnings("nas", "3.16", "ws", "3.16", 4) == []
-    [differ] = version_warnings("nas", "3.12", "ws", "3.17.1", 1)
-    assert differ.startswith("iperf3 versions differ: nas has 3.12, ws has 3.17.1")
-    assert version_warnings("nas", "3.12", "ws", "3.12", 1) == []
-    threads = version_warnings("nas", "3.9", "ws", "3.9", 2)
-    assert [w.split(" on ")[1].split()[0] for w in threads] == ["nas", "ws"]
-    assert all("one thread" in w for w in threads)
-    [spread] = version_warnings("nas", "3.12", "ws", "3.12", 2, processes=True)
-    assert "3.12 on nas and 3.12 on ws is single-threaded" in spread
-    assert "2 separate iperf3 processes" in spread
 
 
 def test_vendor_os_names_come_from_their_marker_files() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from nasplan.measure import kinds
+from nasplan.measure.kinds.iperf3 import version_warnings
 
 IPERF3 = Path(__file__).resolve().parents[3] / "fixtures" / "iperf3" / "3.12"
 TEST = "  - {id: p2p, kind: iperf3, server: nas, client: ws, duration_s: 2, repetitions: 1}\n"
@@ -75,3 +76,16 @@ def test_a_refused_connection_is_recorded_and_the_server_stopped(
     assert record["status"] == "failed"
     assert "Connection refused" in record["error"]
     assert record["repetitions"][0]["raw_file"] == "raw/p2p/rep-1.json"
+
+
+def test_iperf3_version_warnings() -> None:
+    assert version_warnings("nas", "3.16", "ws", "3.16", 4) == []
+    [differ] = version_warnings("nas", "3.12", "ws", "3.17.1", 1)
+    assert differ.startswith("iperf3 versions differ: nas has 3.12, ws has 3.17.1")
+    assert version_warnings("nas", "3.12", "ws", "3.12", 1) == []
+    threads = version_warnings("nas", "3.9", "ws", "3.9", 2)
+    assert [w.split(" on ")[1].split()[0] for w in threads] == ["nas", "ws"]
+    assert all("one thread" in w for w in threads)
+    [spread] = version_warnings("nas", "3.12", "ws", "3.12", 2, processes=True)
+    assert "3.12 on nas and 3.12 on ws is single-threaded" in spread
+    assert "2 separate iperf3 processes" in spread
