@@ -307,3 +307,32 @@ def annotate_transfers(
         size = params.get("size_bytes")
         if isinstance(size, int) and record.get("cache_warning") is None:
             record["cache_warning"] = cache_influence(size, memory_bytes.get(server))
+
+
+# An interval below this fraction of the repetition's median interval counts as stalled.
+STALL_FRACTION = 0.01
+# iperf3 may end with a sliver of an interval (a few ms): too short to say anything.
+MIN_INTERVAL_S = 0.5
+
+
+def stall_reason(intervals: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why a repetition stalled (intervals at or near 0 bit/s: a link down, a host frozen), or
+    None. ``intervals``: rows with ``start_s``, ``end_s``, ``bits_per_second``."""
+    rows = [
+        (row["start_s"], row["end_s"], float(row["bits_per_second"]))
+        for row in intervals
+        if row.get("bits_per_second") is not None
+        and row.get("start_s") is not None
+        and row.get("end_s") is not None
+        and row["end_s"] - row["start_s"] >= MIN_INTERVAL_S
+    ]
+    if not rows:
+        return None
+    floor = statistics.median(rate for _, _, rate in rows) * STALL_FRACTION
+    stalled = [(start, end) for start, end, rate in rows if rate <= floor]
+    if not stalled:
+        return None
+    return (
+        f"stalled: {len(stalled)} of {len(rows)} intervals at or near 0 bit/s, from "
+        f"{stalled[0][0]:.1f} s to {stalled[-1][1]:.1f} s (a link down or a host not answering)"
+    )

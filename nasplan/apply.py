@@ -3,25 +3,38 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from nasplan import __version__
-from nasplan.analysis import annotate_transfers
-from nasplan.hosts import HostSession, close_sessions, open_sessions, planned_installs, prepare
+from nasplan import __version__, leases
+from nasplan.analysis import annotate_transfers, summarize
+from nasplan.errors import HostLostError, RunDirError
+from nasplan.hosts import (
+    HostSession,
+    close_sessions,
+    in_parallel,
+    mark_lost_hosts,
+    open_sessions,
+    planned_installs,
+    prepare,
+)
 from nasplan.inventory import Host
 from nasplan.measure import kinds
 from nasplan.measure.kind import BoundTest, RunContext, skipped, summary_text
 from nasplan.network.phase import NetworkPhase, describe_changes
+from nasplan.output import require_free_space, secrets_from_environ
 from nasplan.plan import Plan
-from nasplan.progress import Progress
+from nasplan.progress import Progress, RedactedProgress
 from nasplan.report.render import write_report
 from nasplan.results import new_run_dir, save_run
 from nasplan.runner import Runner
 from nasplan.ssh import connect
+from nasplan.timeouts import from_environ
 
 EXIT_OK, EXIT_TEST_FAILED, EXIT_UNREACHABLE = 0, 1, 3
 
@@ -102,6 +115,56 @@ def check(plan: Plan, progress: Progress, connector: Callable[[Host], Runner] = 
         close_sessions(sessions)
 
 
+def _resummarized(record: dict[str, Any]) -> dict[str, Any]:
+    """A test record cut short: its summary over the repetitions it finished."""
+    metric = (record.get("summary") or {}).get("metric") or "bits_per_second"
+    values = [
+        r[metric]
+        for r in record.get("repetitions", [])
+        if r.get("status") == "ok" and isinstance(r.get(metric), (int, float))
+    ]
+    record["summary"] = summarize(values, metric)
+    return record
+
+
+def run_test(one: BoundTest, ctx: RunContext) -> dict[str, Any]:
+    """One test's record; a host lost on the way fails it, keeping its finished repetitions."""
+    ctx.running = None
+    try:
+        return one.run(ctx)
+    except HostLostError as exc:
+        session = ctx.sessions.get(exc.host)
+        if session is not None:
+            session.mark_lost(str(exc))
+        record = ctx.running or dict(skipped(one.test, str(exc)))
+        record["status"] = "failed"
+        record["error"] = "; ".join(e for e in (record.get("error"), str(exc)) if e)
+        return _resummarized(record)
+    finally:
+        ctx.running = None
+
+
+def _lock_hosts(
+    sessions: Mapping[str, HostSession], run_id: str, lease_s: float, progress: Progress
+) -> None:
+    """Take every ready host's nasplan lock; a host another run holds becomes unusable."""
+
+    def one(session: HostSession) -> None:
+        if not session.ready:
+            return
+        try:
+            refused = leases.acquire(session, run_id, lease_s)
+        except HostLostError as exc:
+            session.mark_lost(str(exc))
+            progress.host(session.host.name, f"[lost] {exc}")
+            return
+        if refused:
+            session.error = refused
+            progress.host(session.host.name, f"[in use] {refused}")
+
+    in_parallel(sessions.values(), one)
+
+
 def apply(
     plan: Plan,
     progress: Progress,
@@ -112,15 +175,19 @@ def apply(
     keep: bool = False,
     become_passwords: Mapping[str, str] | None = None,
 ) -> Outcome:
-    """Run the plan; always saves run.json and report.md, also after a failure or Ctrl-C.
+    """Run the plan; run.json is saved from the start and after every repetition, so a run
+    killed, cut off or out of disk keeps what it measured; report.md is written at the end.
 
     Declared network changes are made after prepare and undone at the end (``keep``: left).
     ``become_passwords`` (host -> sudo password) go to sudo on stdin and are masked in files.
+    Raises RunDirError when the run directory is (or becomes) full: hosts are restored first.
     """
     if become_passwords and connector is connect:
         connector = connect_with_passwords(become_passwords)
     bound = bound_tests(plan)
+    timeouts = from_environ()
     started = _utc_now()
+    require_free_space(out if out is not None else (base_dir or Path.cwd()) / "runs")
     run_dir = new_run_dir(base_dir or Path.cwd(), plan.name, started, out)
     run: dict[str, Any] = {
         "schema_version": 1,
@@ -137,8 +204,14 @@ def apply(
         "warnings": [],
     }
     sessions: dict[str, HostSession] = {}
-    ctx = RunContext(plan, sessions, run_dir, progress)
-    ctx.secrets.extend(sorted(set((become_passwords or {}).values())))
+    known: list[str] = sorted(set((become_passwords or {}).values()))
+    known += secrets_from_environ(
+        [plan.resolved, *(dataclasses.asdict(h) for h in plan.inventory.hosts.values())],
+        os.environ,
+    )
+    # One list of secrets for every byte written: files (through ctx) and progress lines.
+    progress = RedactedProgress(progress, known)
+    ctx = RunContext(plan, sessions, run_dir, progress, secrets=known)
     network = NetworkPhase(
         plan.network,
         sessions,
@@ -148,17 +221,47 @@ def apply(
         keep=keep,
         inventory_file=str(plan.inventory.path.resolve()),
         known_hosts=str(plan.known_hosts.resolve()) if plan.known_hosts else None,
+        reconnect_grace_s=timeouts.reconnect_grace_s,
     )
+    lock_id = f"{run_dir.name}-{secrets.token_hex(4)}"
+    keeper = leases.LeaseKeeper(sessions, lock_id, timeouts.lease_s, timeouts.renew_s, progress)
+
+    def snapshot(running: dict[str, Any] | None = None) -> dict[str, Any]:
+        current = dict(run)
+        current["tests"] = run["tests"] + ([running] if running is not None else [])
+        current["hosts"] = {name: s.to_dict() for name, s in sorted(sessions.items())}
+        current["warnings"] = [w for s in sessions.values() for w in s.warnings] + ctx.warnings
+        if network.active:
+            current["network"] = network.to_dict()
+            current["warnings"] += network.warnings
+        return current
+
+    def checkpoint(running: dict[str, Any] | None = None) -> None:
+        save_run(run_dir, snapshot(running), secrets=ctx.secrets)
+
+    ctx.on_checkpoint = checkpoint
+    checkpoint()
     try:
         sessions.update(open_sessions(plan_hosts(plan), progress, connector))
+        _lock_hosts(sessions, lock_id, timeouts.lease_s, progress)
+        keeper.start()
         prepare(sessions, tool_needs(plan, bound), progress)
-        network.setup()
+        checkpoint()
+        try:
+            network.setup()
+        except HostLostError as exc:
+            network.fail(str(exc))
+        mark_lost_hosts(sessions)
+        checkpoint()
         for one in bound:
             if not network.ok:
                 record = skipped(one.test, f"network setup failed: {network.error}")
             else:
-                record = one.run(ctx)
+                record = run_test(one, ctx)
+            for name in mark_lost_hosts(sessions):
+                progress.host(name, f"[lost] {sessions[name].error}")
             run["tests"].append(record)
+            checkpoint()
             shown = summary_text(record["summary"])
             progress.test_done(one.test.id, record["status"], record["error"] or shown)
         memory = {n: s.facts.memory_bytes if s.facts else None for n, s in sessions.items()}
@@ -174,12 +277,18 @@ def apply(
         try:
             network.teardown()  # a no-op when done above; restores after an error or Ctrl-C
         finally:
+            keeper.stop()
+            in_parallel(sessions.values(), lambda s: leases.release(s, lock_id))
             close_sessions(sessions)
             run["finished_at"] = _iso(_utc_now())
-            run["hosts"] = {name: s.to_dict() for name, s in sorted(sessions.items())}
-            run["warnings"] = [w for s in sessions.values() for w in s.warnings] + ctx.warnings
-            if network.active:
-                run["network"] = network.to_dict()
-                run["warnings"] += network.warnings
-            save_run(run_dir, run, secrets=ctx.secrets)
-            write_report(run_dir)
+            _finish(run_dir, snapshot(), ctx.secrets, progress)
+
+
+def _finish(run_dir: Path, run: dict[str, Any], secrets: list[str], progress: Progress) -> None:
+    """Save the final run.json and render report.md; a full disk is said once, not raised over
+    the run's own outcome (the last run.json saved during the run stays whole)."""
+    try:
+        save_run(run_dir, run, secrets=secrets)
+        write_report(run_dir, secrets=secrets)
+    except RunDirError as exc:
+        progress.message(f"nasplan: {exc}; run.json keeps what was saved before")

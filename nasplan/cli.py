@@ -166,17 +166,23 @@ def compare(
     runs: tuple[Path, ...], out: Path | None, output_format: str, labels: tuple[str, ...]
 ) -> None:
     """Compare RUN_A RUN_B [RUN_C ...] against the first: ratios, verdicts, what changed."""
+    from os import environ
+
     from nasplan.compare import compare_runs, render
     from nasplan.errors import InputError
+    from nasplan.output import redactor_of, secrets_from_environ, write_text
     from nasplan.results import load_run
 
     if len(runs) < 2:
         raise InputError("compare needs at least two run directories")
-    text = render(compare_runs([load_run(r) for r in runs], labels), output_format)
+    loaded = [load_run(r) for r in runs]
+    # The same redaction as every file nasplan writes: secrets the runs' plans name by variable.
+    redactor = redactor_of(secrets_from_environ([run.get("plan") for run in loaded], environ))
+    text = redactor.text(render(compare_runs(loaded, labels), output_format))
     if out is None:
         click.echo(text, nl=False)
     else:
-        out.write_text(text, encoding="utf-8", newline="\n")
+        write_text(out, text, redactor)
         click.echo(str(out))
 
 

@@ -31,6 +31,20 @@ class LabError(NasplanError):
     exit_code = 1
 
 
+class HostLostError(HostError):
+    """A host stopped answering during the run (connection lost, channel or step timed out)."""
+
+    def __init__(self, host: str, message: str) -> None:
+        self.host = host
+        super().__init__(message)
+
+
+class RunDirError(NasplanError):
+    """The run directory cannot take the run's files (full, read-only): exit code 1."""
+
+    exit_code = 1
+
+
 class CannotStart(NasplanError):
     """A test cannot start (a host not ready, a tool missing, no address to send to).
 

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from nasplan.errors import NasplanError
+from nasplan.errors import HostLostError, NasplanError
 from nasplan.facts import HostFacts, gather, parse_iperf3_version
 from nasplan.inventory import Host
 from nasplan.platforms import Command, Platform, PlatformError, detect
@@ -36,10 +36,19 @@ class HostSession:
     actions: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
+    # the host stopped answering during the run (after it had been reached)
+    lost: bool = False
+    # this run holds the host's nasplan lock (nasplan.hostlock)
+    locked: bool = False
 
     @property
     def ready(self) -> bool:
         return self.runner is not None and self.error is None
+
+    def mark_lost(self, reason: str) -> None:
+        """Record that the host stopped answering: its later tests fail with ``reason``."""
+        self.lost = True
+        self.error = self.error or reason
 
     def to_dict(self) -> dict[str, Any]:
         """run.json ``hosts.<name>``."""
@@ -48,7 +57,8 @@ class HostSession:
             "platform": self.platform.name if self.platform else None,
             "os": self.platform.os_name(self.facts) if self.platform and self.facts else None,
             "platform_hint": self.host.platform_hint,
-            "reachable": self.facts is not None,
+            "reachable": self.facts is not None and not self.lost,
+            "lost": self.lost,
             "error": self.error,
             "interfaces": {k: i.to_dict() for k, i in sorted(self.host.interfaces.items())},
             "facts": self.facts.to_dict() if self.facts else None,
@@ -214,7 +224,14 @@ def prepare(
             )
         progress.host(session.host.name, "ready")
 
-    in_parallel(sessions.values(), one)
+    def guarded(session: HostSession) -> None:
+        try:
+            one(session)
+        except HostLostError as exc:  # stopped answering half-way: its tests fail with why
+            session.mark_lost(str(exc))
+            progress.host(session.host.name, f"[lost] {exc}")
+
+    in_parallel(sessions.values(), guarded)
 
 
 def _installed_iperf3_version(runner: Runner, found: Mapping[str, str]) -> str | None:
@@ -224,6 +241,17 @@ def _installed_iperf3_version(runner: Runner, found: Mapping[str, str]) -> str |
         return None
     result = runner.run([path, "--version"], timeout_s=30)
     return parse_iperf3_version(result.stdout.strip().splitlines()[0] if result.stdout else "")
+
+
+def mark_lost_hosts(sessions: Mapping[str, HostSession]) -> list[str]:
+    """Mark sessions whose connection stopped answering as lost; return their new names."""
+    newly = []
+    for name, session in sessions.items():
+        reason = getattr(session.runner, "lost", None)
+        if isinstance(reason, str) and not session.lost:
+            session.mark_lost(reason)
+            newly.append(name)
+    return newly
 
 
 def close_sessions(sessions: Mapping[str, HostSession]) -> None:

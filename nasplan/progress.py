@@ -104,3 +104,32 @@ def make_progress(stream: TextIO | None = None) -> Progress:
     if target.isatty():
         return LiveProgress(Console(file=target))
     return PlainProgress(target)
+
+
+class RedactedProgress:
+    """Progress whose every line passes the run's secrets (a live list: secrets learned during
+    the run, such as an SMB password read from the environment, are masked from then on)."""
+
+    def __init__(self, inner: Progress, secrets: list[str]) -> None:
+        self.inner = inner
+        self.secrets = secrets
+
+    def _clean(self, text: str) -> str:
+        from nasplan.output import redactor_of
+
+        return redactor_of(self.secrets).text(text)
+
+    def host(self, name: str, status: str) -> None:
+        self.inner.host(name, self._clean(status))
+
+    def test(self, test_id: str, repetition: int, repetitions: int, total_s: float) -> None:
+        self.inner.test(test_id, repetition, repetitions, total_s)
+
+    def test_done(self, test_id: str, status: str, summary: str) -> None:
+        self.inner.test_done(test_id, status, self._clean(summary))
+
+    def message(self, text: str) -> None:
+        self.inner.message(self._clean(text))
+
+    def close(self) -> None:
+        self.inner.close()

@@ -6,9 +6,7 @@ import contextlib
 import copy
 import json
 import math
-import os
 import re
-import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
@@ -18,6 +16,8 @@ import jsonschema
 
 from nasplan.errors import InputError
 from nasplan.loader import Document, JsonPath, load_schema, parse_yaml, schema_errors
+from nasplan.output import REDACTED as REDACTED
+from nasplan.output import redactor_of, write_text
 
 SCHEMA_VERSION = 1
 # schema_version N -> N + 1, one entry per bump of SCHEMA_VERSION, so that runs kept in git
@@ -27,7 +27,6 @@ MIGRATIONS: dict[int, Migration] = {}
 RUN_FILE = "run.json"
 RAW_DIR = "raw"
 REPORT_FILE = "report.md"
-REDACTED = "********"
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -73,10 +72,8 @@ def new_run_dir(base: Path, plan_name: str, started_at: datetime, out: Path | No
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every non-empty secret replaced by ``********`` (longest secrets first)."""
-    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
-    return text
+    """``text`` with every secret replaced by ``********`` (longest secrets first)."""
+    return redactor_of(secrets).text(text)
 
 
 def _clean(value: Any, secrets: list[str]) -> Any:
@@ -90,22 +87,6 @@ def _clean(value: Any, secrets: list[str]) -> Any:
     if isinstance(value, (list, tuple)):
         return [_clean(v, secrets) for v in value]
     return value
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    """Write through a temporary file in the same directory, then rename over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp_name, 0o644)
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
 
 
 def dump_run(run: dict[str, Any], secrets: Iterable[str] = ()) -> str:
@@ -134,8 +115,7 @@ def save_run(run_dir: Path, run: dict[str, Any], secrets: Iterable[str] = ()) ->
     call ``run_errors`` first to check it.
     """
     path = run_dir / RUN_FILE
-    _write_atomically(path, dump_run(run, secrets))
-    return path
+    return write_text(path, dump_run(run, secrets), redactor_of(secrets))
 
 
 def save_raw(run_dir: Path, relative_path: str, text: str, secrets: Iterable[str]) -> str:
@@ -147,7 +127,7 @@ def save_raw(run_dir: Path, relative_path: str, text: str, secrets: Iterable[str
     posix = PurePosixPath(relative_path)
     if posix.is_absolute() or ".." in posix.parts or posix.parts[:1] != (RAW_DIR,):
         raise ValueError(f"raw file path must be relative and under {RAW_DIR}/: {relative_path!r}")
-    _write_atomically(run_dir.joinpath(*posix.parts), redact(text, secrets))
+    write_text(run_dir.joinpath(*posix.parts), text, redactor_of(secrets))
     return posix.as_posix()
 
 

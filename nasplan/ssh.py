@@ -13,9 +13,10 @@ import paramiko
 from fabric import Config, Connection
 
 from nasplan import become, shell
-from nasplan.errors import HostError
+from nasplan.errors import HostError, HostLostError
 from nasplan.inventory import Host
 from nasplan.runner import Result
+from nasplan.timeouts import Timeouts, from_environ
 
 _READ_CHUNK_BYTES = 65536
 
@@ -75,13 +76,20 @@ class SshRunner:
     """Runs commands on one host over one SSH connection (a ``nasplan.runner.Runner``)."""
 
     def __init__(
-        self, host: Host, connection: Connection, become_password: str | None = None
+        self,
+        host: Host,
+        connection: Connection,
+        become_password: str | None = None,
+        timeouts: Timeouts | None = None,
     ) -> None:
         self.name = host.name
         self.host = host
         self.connection = connection
         self.is_root = host.user == "root"
         self.become_password = become_password
+        self.timeouts = timeouts or Timeouts()
+        # Set once the host stopped answering: later commands fail at once, not after a timeout.
+        self.lost: str | None = None
         self.host_shell: shell.HostShell = shell.POSIX
 
     def use_shell(self, host_shell: shell.HostShell) -> None:
@@ -125,17 +133,55 @@ class SshRunner:
         user = str(self.connection.user)
         return become.check_sudo(result, user, self.name, with_password=password is not None)
 
-    def _exec(self, command: str, shown: str, timeout_s: float | None, stdin: str | None) -> Result:
+    def try_script(self, script: str, *, timeout_s: float) -> Result | None:
+        """Run shell text as the login user; None when the host did not answer, without
+        marking it lost (a lease renewal during a short link outage must not end the run)."""
+        if self.lost:
+            return None
+        try:
+            return self._exec(self.host_shell.exec_line(script), script, timeout_s, None, False)
+        except HostLostError:
+            return None
+
+    def _lose(self, reason: str, mark: bool = True) -> HostLostError:
+        message = f"{self.name}: {reason}"
+        if mark:
+            self.lost = self.lost or message
+        return HostLostError(self.name, self.lost or message)
+
+    def _exec(
+        self,
+        command: str,
+        shown: str,
+        timeout_s: float | None,
+        stdin: str | None,
+        mark_lost: bool = True,
+    ) -> Result:
+        if self.lost:
+            raise HostLostError(self.name, self.lost)
         transport = self.connection.client.get_transport()
         if transport is None or not transport.is_active():
-            raise HostError(f"{self.name}: SSH connection lost")
-        channel = transport.open_session(timeout=10)
+            raise self._lose("SSH connection lost", mark_lost)
+        channel_s = self.timeouts.channel_s
         try:
+            channel = transport.open_session(timeout=channel_s)
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            reason = str(exc) or type(exc).__name__
+            if "Timeout" in reason:
+                raise self._lose(
+                    f"host stopped answering: no SSH channel within {channel_s:g} s", mark_lost
+                ) from None
+            raise self._lose(f"SSH connection lost: {reason}", mark_lost) from None
+        try:
+            channel.settimeout(channel_s)
             channel.exec_command(command)
             if stdin:
                 channel.sendall(stdin.encode())
             channel.shutdown_write()
-            return self._collect(channel, shown, timeout_s)
+            return self._collect(channel, shown, timeout_s or self.timeouts.command_s)
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            reason = str(exc) or type(exc).__name__
+            raise self._lose(f"SSH connection lost: {reason}", mark_lost) from None
         finally:
             channel.close()
 
@@ -168,14 +214,25 @@ class SshRunner:
         self.connection.close()
 
 
-def connect(host: Host, *, timeout_s: float = 10, become_password: str | None = None) -> SshRunner:
+def connect(
+    host: Host, *, timeout_s: float | None = None, become_password: str | None = None
+) -> SshRunner:
     """Open an SSH connection to ``host`` with strict host-key checking.
 
     ``~/.ssh/config`` aliases, users, ports and ProxyJump are honoured (through Fabric).
     ``become_password``: fed to sudo on stdin when a command needs root and the user is not root.
     Raises HostError with a one-line reason (unknown/changed key with fingerprint, auth, network).
     """
-    connect_kwargs: dict[str, object] = {"allow_agent": True}
+    timeouts = from_environ()
+    if timeout_s is None:
+        timeout_s = timeouts.connect_s
+    # banner and auth timeouts too: a host whose sshd hangs after the TCP accept is named.
+    connect_kwargs: dict[str, object] = {
+        "allow_agent": True,
+        "banner_timeout": timeout_s,
+        "auth_timeout": timeout_s,
+        "channel_timeout": timeouts.channel_s,
+    }
     if host.identity_file is not None:
         connect_kwargs["key_filename"] = [str(host.identity_file)]
         connect_kwargs["look_for_keys"] = False
@@ -205,6 +262,6 @@ def connect(host: Host, *, timeout_s: float = 10, become_password: str | None = 
         reason = str(exc) or type(exc).__name__
         raise HostError(f"{target}: cannot connect: {reason}") from None
     user = connection.user
-    runner = SshRunner(host, connection, become_password)
+    runner = SshRunner(host, connection, become_password, timeouts)
     runner.is_root = user == "root"
     return runner

@@ -39,10 +39,19 @@ class RunContext:
     progress: Progress
     secrets: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # apply saves run.json with this record (the running test) after every repetition
+    on_checkpoint: Callable[[dict[str, Any]], None] | None = None
+    running: dict[str, Any] | None = None
 
     def save_raw(self, relative_path: str, text: str) -> str:
         """Write a raw tool output under ``raw/`` with the secrets masked; its run-relative path."""
         return results.save_raw(self.run_dir, relative_path, text, self.secrets)
+
+    def checkpoint(self, record: dict[str, Any]) -> None:
+        """Keep ``record`` (the test being run, its finished repetitions) safe on disk now."""
+        self.running = record
+        if self.on_checkpoint is not None:
+            self.on_checkpoint(record)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 The loop reads /proc/stat and /proc/meminfo every SAMPLE_INTERVAL_S with shell builtins only
 (no process per sample, so it does not distort what it measures) and appends one line per
-sample to a /tmp file. It stops when its flag file is removed, or by itself after ``max_s``.
+sample to a /tmp file. It stops when its flag file is removed, when the run's lease on the host
+runs out (nasplan gone: see nasplan.hostlock), or by itself after ``max_s``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from nasplan import shell
+from nasplan.hostlock import PRELUDE
 from nasplan.hosts import in_parallel
 from nasplan.runner import Runner
 
@@ -28,10 +30,17 @@ _TIMEOUT_S = 15.0
 
 # Each line: "S <uptime s> <cpu jiffies: user nice system idle iowait irq softirq steal> M <kB>".
 # `sleep 0.5` fails on a busybox built without FLOAT_DURATION: fall back to whole seconds.
+# $1: the run's lease file (nasplan.hostlock): the loop ends once nasplan stopped renewing it.
 _LOOP = """\
 ticks=0
+lease=${1:-}
 while [ -e "$flag" ] && [ "$ticks" -lt "$limit" ]; do
   read -r up _ < /proc/uptime
+  if [ -n "$lease" ] && [ -f "$lease" ]; then
+    read -r until < "$lease" || until=0
+    case $until in ''|*[!0-9]*) until=0 ;; esac
+    [ "${up%.*}" -lt "$until" ] || { rm -f "$out" "$flag"; break; }
+  fi
   read -r _ user nice system idle iowait irq softirq steal _ < /proc/stat
   mem=
   while read -r key value _; do
@@ -44,7 +53,8 @@ done >> "$out"
 
 _START = """\
 : > "$out" && : > "$flag" || exit 1
-nohup sh -c "$loop" nasplan-sampler >/dev/null 2>&1 </dev/null &
+nohup sh -c "$loop" nasplan-sampler "$nasplan_lease" >/dev/null 2>&1 </dev/null &
+nasplan_register "$!" "$out" "$out" "$flag"
 echo "$!"
 """
 
@@ -78,7 +88,7 @@ def start_script(token: str, *, max_s: float = MAX_SAMPLING_S) -> str:
     out, flag = paths(token)
     limit = max(1, round(max_s / SAMPLE_INTERVAL_S))
     loop = _assign({"out": out, "flag": flag, "limit": limit}) + _LOOP
-    return _assign({"out": out, "flag": flag, "loop": loop}) + _START
+    return _assign({"out": out, "flag": flag, "loop": loop}) + PRELUDE + _START
 
 
 def stop_script(token: str, pid: int) -> str:

@@ -135,6 +135,7 @@ class NetworkPhase:
         keep: bool = False,
         inventory_file: str = "",
         known_hosts: str | None = None,
+        reconnect_grace_s: float = RECONNECT_GRACE_S,
     ) -> None:
         self.spec = spec
         self.sessions = sessions
@@ -144,6 +145,7 @@ class NetworkPhase:
         self.keep = keep
         self.inventory_file = inventory_file
         self.known_hosts = known_hosts
+        self.reconnect_grace_s = reconnect_grace_s
         token = secrets.token_hex(4)
         self.hosts = {
             h: HostNetwork(spec.changes(h), scripts.revert_dir(token, h)) for h in spec.hosts
@@ -161,7 +163,8 @@ class NetworkPhase:
     def ok(self) -> bool:
         return self.error is None
 
-    def _fail(self, message: str) -> None:
+    def fail(self, message: str) -> None:
+        """Record that the phase failed (the tests are skipped, teardown still restores)."""
         self.error = f"{self.error}; {message}" if self.error else message
         self.progress.message(f"network: {message}")
 
@@ -187,12 +190,12 @@ class NetworkPhase:
         """Check the changes against facts, save every touched NIC's state before any change."""
         not_ready = [h for h in self.hosts if self._runner(h) is None]
         if not_ready:
-            self._fail(f"not changing the network: {', '.join(not_ready)} not ready")
+            self.fail(f"not changing the network: {', '.join(not_ready)} not ready")
             return
         facts = {h: s.facts for h, s in self.sessions.items() if s.facts is not None}
         problems = fact_errors(self.spec, facts) + self._refusals()
         if problems:
-            self._fail("; ".join(problems))
+            self.fail("; ".join(problems))
             return
 
         def one(name: str) -> None:
@@ -211,7 +214,7 @@ class NetworkPhase:
         in_parallel(list(self.hosts), one)
         for name, record in self.hosts.items():
             if record.error:
-                self._fail(f"{name}: snapshot: {record.error}")
+                self.fail(f"{name}: snapshot: {record.error}")
         if self.ok:
             self.save_snapshots()
 
@@ -256,7 +259,7 @@ class NetworkPhase:
         in_parallel(list(self.hosts), one)
         for name, record in self.hosts.items():
             if record.error:
-                self._fail(f"{name}: {record.error}")
+                self.fail(f"{name}: {record.error}")
             elif record.status == "changed":
                 self.sessions[name].actions.append(
                     "network: " + "; ".join(describe_changes(record.changes, record.before))
@@ -320,7 +323,7 @@ class NetworkPhase:
             self.warnings += checks.link_warnings(link, states, nominal)
         failed = [c for c in self.checks if not c["ok"]]
         for check in failed:
-            self._fail(f"{check['host']}: {check['check']} check failed: {check['detail']}")
+            self.fail(f"{check['host']}: {check['check']} check failed: {check['detail']}")
 
     def _ssh_answers(self, session: HostSession) -> str | None:
         """None when a fresh SSH connection runs ``true``, else why not."""
@@ -365,7 +368,7 @@ class NetworkPhase:
         in_parallel(list(self.hosts), one)
         for name, record in self.hosts.items():
             if record.error:
-                self._fail(f"{name}: {record.error}")
+                self.fail(f"{name}: {record.error}")
 
     def teardown(self) -> None:
         """Restore every touched host (unless ``keep`` after a good setup) and verify it; once."""
@@ -379,7 +382,7 @@ class NetworkPhase:
                 if session is not None and record.original_facts is not None:
                     session.facts = record.original_facts
                 if record.status == "failed":
-                    self._fail(f"{name}: restore: {record.error}")
+                    self.fail(f"{name}: restore: {record.error}")
                 elif record.status == "kept":
                     self.progress.message(
                         f"network: {name}: changes kept (--keep); undo with nasplan restore "
@@ -396,11 +399,12 @@ class NetworkPhase:
             record.status = "kept"
             return
         now = time.monotonic()
+        record.lost = record.lost or session.lost
         # A host cut off must first have had the time to revert by itself.
-        deadline = now + RECONNECT_GRACE_S
-        if record.lost and record.armed_at is not None:
+        deadline = now + self.reconnect_grace_s
+        if record.lost and record.armed_at is not None and not record.confirmed:
             deadline = max(
-                deadline, record.armed_at + self.spec.confirm_timeout_s + RECONNECT_GRACE_S
+                deadline, record.armed_at + self.spec.confirm_timeout_s + self.reconnect_grace_s
             )
         self.progress.host(name, "network: restoring")
         outcome = restore.restore_host(

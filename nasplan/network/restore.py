@@ -14,6 +14,7 @@ from nasplan.errors import InputError
 from nasplan.network.backends import NetworkBackend, SetsidTimer
 from nasplan.network.model import NicChange
 from nasplan.network.state import NicState, all_differences, parse_state_output, split_sections
+from nasplan.output import redactor_of, write_text
 
 if TYPE_CHECKING:
     from nasplan.runner import Runner
@@ -112,8 +113,7 @@ def save_snapshots(
             for name, (directory, changes, before) in sorted(hosts.items())
         },
     }
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    return path
+    return write_text(path, json.dumps(data, indent=2) + "\n", redactor_of(()))
 
 
 def load_snapshots(run_dir: Path) -> dict[str, Any]:

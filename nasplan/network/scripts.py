@@ -11,6 +11,7 @@ import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 
+from nasplan.hostlock import PRELUDE
 from nasplan.network.model import NicChange
 from nasplan.network.state import NicState
 
@@ -18,12 +19,29 @@ REVERT_BASE = "/tmp"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 EXIT_NO_SETSID, EXIT_NOT_ARMED, EXIT_APPLY_FAILED = 90, 91, 92
 
-# Runs detached on the host: $1 revert dir, $2 timeout in seconds.
-_REVERT_DAEMON = (
-    'd=$1; echo $$ > "$d/pid.tmp" && mv "$d/pid.tmp" "$d/pid" || exit 1; sleep "$2"; '
-    'mv "$d/pid" "$d/fired" 2>/dev/null || exit 0; '
-    'sh "$d/restore.sh" > "$d/restore.log" 2>&1; touch "$d/done"'
-)
+# Runs detached on the host: $1 revert dir, $2 seconds until nasplan must confirm, $3 the run's
+# lease file (nasplan.hostlock). Unconfirmed, it restores after $2 seconds; confirmed, it stays
+# armed for as long as nasplan renews the lease (a killed or cut-off nasplan: restored within one
+# lease); confirmed without a lease file (no host lock), confirming disarms it.
+_REVERT_DAEMON = """\
+d=$1; lease=$3
+echo $$ > "$d/pid.tmp" && mv "$d/pid.tmp" "$d/pid" || exit 1
+now() { if read -r u _ < /proc/uptime 2>/dev/null; then echo "${u%.*}"; else date +%s; fi; }
+end=$(( $(now) + $2 ))
+while [ -f "$d/pid" ]; do
+  if [ -f "$d/confirmed" ]; then
+    [ -n "$lease" ] && [ -f "$lease" ] || exit 0
+    until=$(cat "$lease" 2>/dev/null)
+    case $until in ''|*[!0-9]*) until=0 ;; esac
+    [ "$(now)" -lt "$until" ] || break
+  else
+    [ "$(now)" -lt "$end" ] || break
+  fi
+  sleep 1
+done
+mv "$d/pid" "$d/fired" 2>/dev/null || exit 0
+sh "$d/restore.sh" > "$d/restore.log" 2>&1; touch "$d/done"
+"""
 
 
 def revert_dir(token: str, host: str) -> str:
@@ -104,8 +122,9 @@ def arm_and_apply_script(
         f"exit {EXIT_NO_SETSID}; }}\n"
         f"rm -rf {d} && mkdir -m 700 {d} || exit {EXIT_NOT_ARMED}\n"
         f"cat > {d}/restore.sh <<'NASPLAN_RESTORE'\n{restore_body(restore)}NASPLAN_RESTORE\n"
-        f"setsid sh -c {shlex.quote(_REVERT_DAEMON)} nasplan-revert {d} {int(timeout_s)} "
-        "</dev/null >/dev/null 2>&1 &\n"
+        + PRELUDE
+        + f"setsid sh -c {shlex.quote(_REVERT_DAEMON)} nasplan-revert {d} {int(timeout_s)} "
+        '"$nasplan_lease" </dev/null >/dev/null 2>&1 &\n'
         "nasplan_i=0\n"
         f"while [ ! -f {d}/pid ]; do\n"
         "  nasplan_i=$((nasplan_i + 1))\n"
@@ -122,11 +141,15 @@ def arm_and_apply_script(
 
 
 def confirm_script(directory: str) -> str:
-    """Disarm the revert; prints ``confirmed``, or ``fired`` when the host already reverted."""
+    """Keep the change: the revert now follows the run's lease (see ``_REVERT_DAEMON``).
+
+    Prints ``confirmed``, or ``fired`` when the host already reverted, or ``missing``.
+    """
     d = shlex.quote(directory)
     return (
-        f"if mv {d}/pid {d}/confirmed 2>/dev/null; then\n"
-        f'  kill -TERM "-$(cat {d}/confirmed)" 2>/dev/null; echo confirmed\n'
+        f"if [ -f {d}/pid ]; then\n"
+        f"  touch {d}/confirmed\n"
+        f"  if [ -f {d}/pid ]; then echo confirmed; else echo fired; fi\n"
         f"elif [ -f {d}/fired ]; then echo fired\n"
         "else echo missing; fi\n"
     )

@@ -14,6 +14,7 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from nasplan.hostlock import PRELUDE
 from nasplan.network import scripts
 from nasplan.network.model import NicChange
 from nasplan.network.state import NicState
@@ -70,9 +71,36 @@ def restore_update_argvs(
     return argvs
 
 
+def _put_back(
+    changes: Sequence[NicChange], before: Mapping[str, NicState], indent: str = ""
+) -> str:
+    """Update every changed NIC back to its snapshot, commit with rollback, check in."""
+    return _steps(restore_update_argvs(changes, before), indent) + _steps(
+        [commit_argv(RESTORE_CHECKIN_TIMEOUT_S), midclt("interface.checkin")], indent
+    )
+
+
 def _steps(argvs: Iterable[Sequence[str]], indent: str = "") -> str:
     return "".join(f"{indent}{shlex.join(argv)} >/dev/null || nasplan_failed=1\n" for argv in argvs)
 
+
+# After checkin the middleware keeps the change for good: a detached watcher (like the generic
+# backend's revert) puts the snapshot back through the middleware once the run's lease runs out.
+# $1 revert dir, $2 lease file; no lease file (no host lock): nothing to follow, it ends.
+_LEASE_WATCH = """\
+d=$1; lease=$2
+echo $$ > "$d/pid.tmp" && mv "$d/pid.tmp" "$d/pid" || exit 1
+now() { if read -r u _ < /proc/uptime 2>/dev/null; then echo "${u%.*}"; else date +%s; fi; }
+while [ -f "$d/pid" ]; do
+  [ -f "$lease" ] || exit 0
+  until=$(cat "$lease" 2>/dev/null)
+  case $until in ''|*[!0-9]*) until=0 ;; esac
+  [ "$(now)" -lt "$until" ] || break
+  sleep 1
+done
+mv "$d/pid" "$d/fired" 2>/dev/null || exit 0
+sh "$d/lease-restore.sh" > "$d/restore.log" 2>&1; touch "$d/done"
+"""
 
 _WAITING = f"nasplan_w=$({shlex.join(midclt('interface.checkin_waiting'))} 2>/dev/null)\n"
 _NOT_WAITING = 'case "$nasplan_w" in ""|null|None) true ;; *) false ;; esac'
@@ -108,6 +136,10 @@ class TrueNasCommit:
             f'already pending on this host: finish them first" >&2; '
             f"exit {scripts.EXIT_NOT_ARMED} ;; esac\n"
             f"rm -rf {d} && mkdir -m 700 {d} || exit {scripts.EXIT_NOT_ARMED}\n"
+            f"cat > {d}/lease-restore.sh <<'NASPLAN_RESTORE'\n"
+            + "nasplan_failed=0\n"
+            + _put_back(changes, before)
+            + 'exit "$nasplan_failed"\nNASPLAN_RESTORE\n'
             "nasplan_failed=0\n"
             + _steps(update_argvs(changes, before))
             + f'if [ "$nasplan_failed" != 0 ]; then {rollback} >/dev/null 2>&1; rm -rf {d}; '
@@ -122,13 +154,22 @@ class TrueNasCommit:
         )
 
     def confirm_script(self, directory: str) -> str:
-        """``interface.checkin`` while the rollback is pending; ``fired`` when it already ran."""
+        """``interface.checkin`` while the rollback is pending; ``fired`` when it already ran.
+
+        Once checked in, a lease watcher keeps the change guarded for the rest of the run.
+        """
         d = shlex.quote(directory)
+        watch = (
+            f"setsid sh -c {shlex.quote(_LEASE_WATCH)} nasplan-revert {d} "
+            '"$nasplan_lease" </dev/null >/dev/null 2>&1 &'
+        )
         return (
-            _WAITING + f"if {_NOT_WAITING}; then\n"
+            PRELUDE + _WAITING + f"if {_NOT_WAITING}; then\n"
             f"  if [ -f {d}/armed ]; then echo fired; else echo missing; fi\n"
             f"elif {shlex.join(midclt('interface.checkin'))} >/dev/null; then\n"
-            f"  touch {d}/confirmed; echo confirmed\n"
+            f"  touch {d}/confirmed\n"
+            f'  [ -f "$nasplan_lease" ] && {watch}\n'
+            "  echo confirmed\n"
             "else echo missing; fi\n"
         )
 
@@ -145,19 +186,28 @@ class TrueNasCommit:
         Armed, never confirmed and nothing pending: the middleware rolled back by itself.
         """
         d = shlex.quote(directory)
-        fired_test = "false" if force else f"[ -f {d}/armed ] && [ ! -f {d}/confirmed ]"
+        fired_test = (
+            "false"
+            if force
+            else f"[ -f {d}/fired ] || {{ [ -f {d}/armed ] && [ ! -f {d}/confirmed ]; }}"
+        )
         return (
             "nasplan_failed=0\n"
+            # the lease watcher first: stopped, or (fired) given a moment to finish
+            f"if mv {d}/pid {d}/disarmed 2>/dev/null; then\n"
+            f'  kill -TERM "-$(cat {d}/disarmed)" 2>/dev/null\n'
+            "fi\n"
+            f"nasplan_i=0\n"
+            f"while [ -f {d}/fired ] && [ ! -f {d}/done ] && [ $nasplan_i -lt 300 ]; do\n"
+            "  nasplan_i=$((nasplan_i + 1)); sleep 0.1\n"
+            "done\n"
             + _WAITING
             + f"if ! {_NOT_WAITING}; then\n"
             + _steps([midclt("interface.rollback")], "  ")
             + "  nasplan_outcome=restored\n"
             f"elif {fired_test}; then\n"
             "  nasplan_outcome=reverted-by-host\n"
-            "else\n"
-            + _steps(restore_update_argvs(changes, before), "  ")
-            + _steps([commit_argv(RESTORE_CHECKIN_TIMEOUT_S), midclt("interface.checkin")], "  ")
-            + "  nasplan_outcome=restored\n"
+            "else\n" + _put_back(changes, before, "  ") + "  nasplan_outcome=restored\n"
             "fi\n"
             f"rm -rf {d}\n"
             "printf '\\n@@nasplan:outcome@@\\n%s\\n' \"$nasplan_outcome\"\n"

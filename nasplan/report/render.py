@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
@@ -13,6 +14,7 @@ from urllib.parse import quote
 import jinja2
 
 from nasplan.analysis import FRAME_OVERHEAD_BYTES, TCP_IPV4_HEADER_BYTES
+from nasplan.output import redactor_of, secrets_from_environ, write_text
 from nasplan.report import mermaid
 from nasplan.results import REPORT_FILE, load_run
 from nasplan.units import format_bits_per_second, format_bytes_per_second, format_metric
@@ -432,15 +434,20 @@ def render_template(template: str, view: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_report(run_dir: Path, charts: str | None = None) -> Path:
+def write_report(
+    run_dir: Path, charts: str | None = None, secrets: Iterable[str] | None = None
+) -> Path:
     """Render ``run_dir/run.json`` into ``run_dir/report.md``; return the report's path.
 
     ``charts="png"`` or ``"svg"`` also draws charts with matplotlib into ``run_dir/charts/``.
+    ``secrets``: masked in the report; by default those the run's plan names by environment
+    variable (``*_env``) and that are set now.
     """
     from nasplan.report.charts import write_charts  # matplotlib only when asked for
 
     run = load_run(run_dir)
+    if secrets is None:
+        secrets = secrets_from_environ([run.get("plan")], os.environ)
     chart_files = write_charts(run, run_dir, charts) if charts else []
     path = run_dir / REPORT_FILE
-    path.write_text(render_report(run, chart_files), encoding="utf-8", newline="\n")
-    return path
+    return write_text(path, render_report(run, chart_files), redactor_of(secrets))

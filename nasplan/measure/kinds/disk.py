@@ -8,12 +8,14 @@ default) repeats with buffered I/O, marked cache-influenced.
 from __future__ import annotations
 
 import secrets
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
 from nasplan import shell
 from nasplan.analysis import cache_influence, summarize
 from nasplan.errors import CannotStart
+from nasplan.hostlock import PRELUDE
 from nasplan.hosts import HostSession
 from nasplan.measure import sampler
 from nasplan.measure.kind import Kind, Needs, RunContext, check_ready, finish, new_record
@@ -80,7 +82,13 @@ def run(test: PlanTest, s: DiskSettings, ctx: RunContext) -> dict[str, Any]:
         return _run_windows(test, s, ctx, session, fio_path, record)
     token = secrets.token_hex(4)
     workdir = f"{s.path.rstrip('/')}/nasplan-fio-{token}"
-    made = session.runner.run(["mkdir", "-p", "--", workdir], timeout_s=_SETUP_TIMEOUT_S)
+    # Registered in the host's lock: should this run die here, the next run removes it.
+    made = session.runner.run_script(
+        PRELUDE
+        + f"{shlex.join(['mkdir', '-p', '--', workdir])} || exit 1\n"
+        + f"nasplan_register - {shlex.quote(workdir)} {shlex.quote(workdir)}\n",
+        timeout_s=_SETUP_TIMEOUT_S,
+    )
     if not made.ok:
         record["error"] = f"cannot create {workdir} on {session.host.name}: {made.stderr.strip()}"
         return record
@@ -158,6 +166,7 @@ def _repetitions(
                 )
             rep["index"] = index
             record["repetitions"].append(rep)
+            ctx.checkpoint(record)
             if rep["error"]:
                 errors.append(f"{direction} {index}: {rep['error']}")
 

@@ -6,7 +6,7 @@ import dataclasses
 import secrets
 from typing import Any
 
-from nasplan.analysis import efficiency, summarize
+from nasplan.analysis import efficiency, stall_reason, summarize
 from nasplan.errors import CannotStart
 from nasplan.hosts import HostSession
 from nasplan.measure import sampler
@@ -130,6 +130,7 @@ def run(test: PlanTest, params: iperf3.Iperf3Params, ctx: RunContext) -> dict[st
             if rep["error"]:
                 errors.append(f"repetition {index}: {rep['error']}")
             record["repetitions"].append(rep)
+            ctx.checkpoint(record)
     record["resources"] = resources
     rates = [r["bits_per_second"] for r in record["repetitions"] if r["status"] == "ok"]
     record["summary"] = summarize(rates, "bits_per_second")
@@ -174,7 +175,9 @@ def _repetition(
     rep["interval_bits_per_second"] = [row["bits_per_second"] for row in parsed["intervals"]]
     if processes:
         rep["processes"] = parsed["processes"]
-    rep["status"] = "ok"
+    # A stall is a fault, not a slow result: the repetition fails with why.
+    rep["error"] = stall_reason(parsed["intervals"])
+    rep["status"] = "failed" if rep["error"] else "ok"
     rep["raw_file"] = ctx.save_raw(raw_name, raw)
     return rep
 

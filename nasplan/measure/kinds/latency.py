@@ -78,6 +78,7 @@ def run(test: PlanTest, s: LatencySettings, ctx: RunContext) -> dict[str, Any]:
                 rep["error"] = str(exc)
                 errors.append(f"repetition {index}: {exc}")
                 record["repetitions"].append(rep)
+                ctx.checkpoint(record)
                 continue
             rep["raw_file"] = ctx.save_raw(f"raw/{test.id}/rep-{index}.txt", raw)
             rep.update({k: parsed[k] for k in ("packets", "lost_percent", *_RTT_KEYS)})
@@ -88,6 +89,7 @@ def run(test: PlanTest, s: LatencySettings, ctx: RunContext) -> dict[str, Any]:
             else:
                 rep["status"] = "ok"
             record["repetitions"].append(rep)
+            ctx.checkpoint(record)
         mtu = (record["path"] or {}).get("mtu_bytes")
         if record["params"]["mtu_probe"] and mtu:
             try:

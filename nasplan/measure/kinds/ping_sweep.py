@@ -132,6 +132,7 @@ def run(test: PlanTest, s: SweepSettings, ctx: RunContext) -> dict[str, Any]:
         ctx.progress.test(test.id, index, test.repetitions, 0.0)
         rep = _repetition(test, s, ctx, pair.client.runner, ping_path, pair.address, index)
         record["repetitions"].append(rep)
+        ctx.checkpoint(record)
         if rep["error"]:
             errors.append(f"repetition {index}: {rep['error']}")
     found = [r[METRIC] for r in record["repetitions"] if r["status"] == "ok"]

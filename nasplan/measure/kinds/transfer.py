@@ -416,6 +416,7 @@ def _run_directions(
             name = f"raw/{test.id}/{direction}-{index}.txt"
             raw_file = ctx.save_raw(name, raw)
             record["repetitions"].append({"index": index, **rep, "raw_file": raw_file})
+            ctx.checkpoint(record)
             if rep["error"]:
                 errors.append(f"{direction} {index}: {rep['error']}")
 

@@ -300,7 +300,8 @@ def _attempt(
     token: str,
 ) -> tuple[str, dict[str, Any]]:
     scripts = iperf3_server_windows if shell.of(server).is_windows else iperf3_server
-    pidfile, logfile = scripts.temp_paths(token, params.port)
+    # the server's name in the path: hosts sharing one /tmp (the lab) tell their files apart
+    pidfile, logfile = scripts.temp_paths(f"{token}-{server.name}", params.port)
     started = server.run_script(
         scripts.server_start_script(server_iperf3, params.port, pidfile, logfile),
         timeout_s=SERVER_READY_TIMEOUT_S + 10,

@@ -6,6 +6,8 @@ import re
 import shlex
 from collections.abc import Mapping
 
+from nasplan.hostlock import PRELUDE
+
 # seconds the start script waits for the daemon to LISTEN
 SERVER_READY_TIMEOUT_S = 5
 # exit status of the start script when something already listens on the port
@@ -49,10 +51,11 @@ fi
 if [ ! -r /proc/net/tcp ]; then
   # no Linux procfs to watch the port (BSD): give the daemon a moment instead
   sleep 1
+  nasplan_watch
   exit 0
 fi
 while [ "$ticks" -lt "$limit" ]; do
-  listening && exit 0
+  listening && { nasplan_watch; exit 0; }
   nap
 done
 echo "nasplan: iperf3 server did not listen on port $port within $((limit / 10)) s" >&2
@@ -61,6 +64,35 @@ pid=$(cat "$pidfile" 2>/dev/null)
 case $pid in ''|*[!0-9]*) ;; *) alive "$pid" && kill "$pid" ;; esac
 rm -f "$pidfile" "$logfile"
 exit 1
+"""
+
+# A one-off server waits for its client forever: a watchdog ends it once the run's lease on the
+# host runs out (nasplan killed or cut off before the client came; see nasplan.hostlock). Both
+# are registered in the host's lock so that the next run removes them should they outlive it.
+_WATCH = """\
+now() { if read -r u _ < /proc/uptime 2>/dev/null; then echo "${u%.*}"; else date +%s; fi; }
+while kill -0 "$1" 2>/dev/null; do
+  until=$(cat "$2" 2>/dev/null)
+  case $until in ''|*[!0-9]*) exit 0 ;; esac
+  if [ "$(now)" -ge "$until" ]; then
+    [ "$(cat "/proc/$1/comm" 2>/dev/null)" = iperf3 ] && kill "$1"
+    exit 0
+  fi
+  sleep 1
+done
+"""
+
+_WATCH_START = """\
+nasplan_watch() {
+  pid=$(cat "$pidfile" 2>/dev/null)
+  case $pid in ''|*[!0-9]*) return 0 ;; esac
+  nasplan_register "$pid" "$pidfile" "$pidfile" "$logfile"
+  [ -f "$nasplan_lease" ] || return 0
+  nohup sh -c "$watch" nasplan-iperf3-watch "$pid" "$nasplan_lease" "$pidfile" \\
+    >/dev/null 2>&1 </dev/null &
+  echo "$!" > "$pidfile.watch"
+  nasplan_register "$!" "$pidfile" "$pidfile.watch"
+}
 """
 
 # The one-off server exits by itself once it has written its JSON: give it `grace` tenths of a
@@ -81,7 +113,12 @@ if [ -n "$pid" ]; then
   fi
 fi
 cat "$logfile" 2>/dev/null
-rm -f "$pidfile" "$logfile"
+# its watchdog too (only while its command line still names this server's pidfile)
+watch=$(cat "$pidfile.watch" 2>/dev/null)
+case $watch in ''|*[!0-9]*) ;; *)
+  tr '\\000' ' ' < "/proc/$watch/cmdline" 2>/dev/null | grep -qF -- "$pidfile" && kill "$watch"
+esac
+rm -f "$pidfile" "$logfile" "$pidfile.watch"
 exit 0
 """
 
@@ -109,8 +146,9 @@ def server_start_script(
         "pidfile": pidfile,
         "logfile": logfile,
         "limit": ready_timeout_s * 10,
+        "watch": _WATCH,
     }
-    return _assignments(values) + _SH_HELPERS + _START_BODY
+    return _assignments(values) + _SH_HELPERS + PRELUDE + _WATCH_START + _START_BODY
 
 
 def server_stop_script(pidfile: str, logfile: str, *, grace_s: float = 2.0) -> str:

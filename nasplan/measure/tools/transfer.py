@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nasplan.errors import NasplanError
+from nasplan.hostlock import PRELUDE
 
 METHODS = ("smb", "rsync", "copy", "nfs")
 DIRECTIONS = ("write", "read")
@@ -70,6 +71,8 @@ def setup_script(size_bytes: int, *, with_auth: bool) -> str:
         "umask 077",
         'dir=$(mktemp -d "${TMPDIR:-/tmp}/nasplan-xfer.XXXXXX")',
     ]
+    # registered in the host's lock: should this run die, the next one removes the directory
+    lines += [PRELUDE, 'nasplan_register - "$dir" "$dir"']
     if with_auth:
         lines.append(f'cat > "$dir"/{AUTH_NAME}')
     lines += [

@@ -32,7 +32,12 @@ def test_write_then_read_in_a_directory_removed_afterwards(
     assert "--direct=1" in nas.texts("--rw=read")[0]
     assert set(record["directions"]) == {"write", "read"}
     assert record["summary"] == record["directions"]["write"]
-    workdirs = {text.split()[-1] for text in nas.texts("nasplan-fio-") if text.startswith("mkdir")}
+    workdirs = {
+        line.split()[3]  # mkdir -p -- DIR || exit 1
+        for text in nas.texts("nasplan-fio-")
+        for line in text.splitlines()
+        if line.startswith("mkdir")
+    }
     assert nas.texts("rm -rf")[0].endswith(workdirs.pop())
 
 

@@ -69,4 +69,4 @@ def test_a_windows_server_gets_the_powershell_scripts_and_a_linux_client_runs_3_
     )
     assert parsed["iperf3_version"] == "3.1.3"
     start, _stop = server.texts()
-    assert "$pidname = 'nasplan-iperf3-tok-0-5201.pid'" in start
+    assert "$pidname = 'nasplan-iperf3-tok-0-win11-5201.pid'" in start

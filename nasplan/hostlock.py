@@ -1,0 +1,196 @@
+"""One run at a time per host: the shell side of a lock directory on the host with its owner, a
+lease, and a list of what the run started there (PIDs, temp files) so that whoever finds it stale
+can clean up (taking and renewing it for a run's sessions: ``nasplan.leases``).
+
+The lock is ``/tmp/nasplan-<hostname>.lock/`` (the host's own ``uname -n``: lab hosts share one
+/tmp). ``lease`` holds the host clock (``/proc/uptime`` seconds, else ``date +%s``) until which
+the run counts as alive; nasplan renews it every few seconds. Processes nasplan starts on the
+host read the same lease and stop by themselves once it has run out, so a killed or cut-off
+nasplan leaves nothing running for longer than one lease.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import shlex
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from nasplan.network.state import split_sections
+
+EXIT_BUSY = 75
+
+# Shell text that sets nasplan_dir, nasplan_lease and the helpers every start script uses.
+# nasplan_now: the host clock in whole seconds; nasplan_lease_ok: the lease has not run out
+# (true when there is no lock: a measurement run on its own keeps its old bounded life).
+# nasplan_register PID TOKEN [FILE...]: what a stale lock's finder kills (PID, only while its
+# command line still holds TOKEN; ``-``: none) and removes (FILEs: /tmp/nasplan-*, a disk test's
+# nasplan-fio-* directory).
+PRELUDE = r"""
+nasplan_dir="/tmp/nasplan-$(uname -n 2>/dev/null | tr -c 'A-Za-z0-9_.\n-' '_').lock"
+nasplan_lease="$nasplan_dir/lease"
+nasplan_now() {
+  if read -r nasplan_up _ < /proc/uptime 2>/dev/null; then echo "${nasplan_up%.*}"
+  else date +%s; fi
+}
+nasplan_lease_ok() {
+  [ -f "$nasplan_lease" ] || return 0
+  nasplan_until=$(cat "$nasplan_lease" 2>/dev/null)
+  case $nasplan_until in ''|*[!0-9]*) return 0 ;; esac
+  [ "$(nasplan_now)" -lt "$nasplan_until" ]
+}
+nasplan_register() {
+  [ -d "$nasplan_dir" ] || return 0
+  nasplan_p=$1; nasplan_t=$2; shift 2
+  echo "$nasplan_p $nasplan_t" >> "$nasplan_dir/pids"
+  for nasplan_f in "$@"; do echo "$nasplan_f" >> "$nasplan_dir/files"; done
+}
+"""
+
+# Kill the PIDs a run registered (only while their command line still names its token: a
+# reused PID is someone else's) and remove its files; print what was removed.
+_CLEANUP = r"""
+nasplan_cleanup() {
+  if [ -f "$1/pids" ]; then
+    while read -r pid token; do
+      case $pid in ''|*[!0-9]*) continue ;; esac
+      [ -r "/proc/$pid/cmdline" ] || continue
+      if tr '\000' ' ' < "/proc/$pid/cmdline" | grep -qF -- "$token"; then
+        kill "$pid" 2>/dev/null && echo "process $pid ($token)"
+      fi
+    done < "$1/pids"
+  fi
+  if [ -f "$1/files" ]; then
+    while read -r f; do
+      case $f in /tmp/nasplan-*|*/nasplan-fio-*) ;; *) continue ;; esac
+      [ -e "$f" ] || continue
+      rm -rf -- "$f" && echo "file $f"
+    done < "$1/files"
+  fi
+}
+"""
+
+_ACQUIRE = r"""
+now=$(nasplan_now)
+if ! mkdir -m 755 "$nasplan_dir" 2>/dev/null; then
+  until=$(cat "$nasplan_lease" 2>/dev/null)
+  case $until in ''|*[!0-9]*) until=0 ;; esac
+  printf '@@nasplan:owner@@\n'; cat "$nasplan_dir/owner" 2>/dev/null
+  printf '\n@@nasplan:clock@@\nnow=%s\nlease_until=%s\n' "$now" "$until"
+  if [ "$until" -gt "$now" ] && [ "$force" != 1 ]; then exit 75; fi
+  printf '@@nasplan:removed@@\n'
+  nasplan_cleanup "$nasplan_dir"
+  rm -rf "$nasplan_dir"
+  mkdir -m 755 "$nasplan_dir" 2>/dev/null || exit 75
+fi
+printf '%s\nstarted_clock=%s\n' "$owner" "$now" > "$nasplan_dir/owner"
+echo $((now + lease_s)) > "$nasplan_lease"
+grep -qxF "run_id=$run_id" "$nasplan_dir/owner" || exit 75
+printf '\n@@nasplan:locked@@\n%s\n' "$nasplan_dir"
+"""
+
+_RENEW = r"""
+if grep -qxF "run_id=$run_id" "$nasplan_dir/owner" 2>/dev/null; then
+  echo $(($(nasplan_now) + lease_s)) > "$nasplan_dir/lease.tmp" &&
+    mv "$nasplan_dir/lease.tmp" "$nasplan_lease" && echo renewed
+else
+  echo lost
+fi
+"""
+
+_RELEASE = r"""
+if grep -qxF "run_id=$run_id" "$nasplan_dir/owner" 2>/dev/null; then
+  printf '@@nasplan:removed@@\n'
+  nasplan_cleanup "$nasplan_dir"
+  rm -rf "$nasplan_dir"
+fi
+"""
+
+
+def _assign(values: Mapping[str, str | int]) -> str:
+    return "".join(f"{name}={shlex.quote(str(value))}\n" for name, value in values.items())
+
+
+def owner_text(run_id: str) -> str:
+    """``key=value`` lines naming this run: run id, control node, PID, user."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry for the uid (containers)
+        user = str(os.getuid())
+    return f"run_id={run_id}\ncontrol={socket.gethostname()}\npid={os.getpid()}\nuser={user}"
+
+
+def acquire_script(run_id: str, lease_s: float, *, force: bool = False) -> str:
+    """POSIX sh: take the host's lock (a stale one too, cleaning what it left); exit 75 if busy."""
+    values: dict[str, str | int] = {
+        "run_id": run_id,
+        "owner": owner_text(run_id),
+        "lease_s": max(1, round(lease_s)),
+        "force": int(force),
+    }
+    return _assign(values) + PRELUDE + _CLEANUP + _ACQUIRE
+
+
+def renew_script(run_id: str, lease_s: float) -> str:
+    """POSIX sh: push this run's lease ``lease_s`` ahead; prints ``renewed`` or ``lost``."""
+    return _assign({"run_id": run_id, "lease_s": max(1, round(lease_s))}) + PRELUDE + _RENEW
+
+
+def release_script(run_id: str) -> str:
+    """POSIX sh: stop what this run left on the host, remove its lock (only if it is ours)."""
+    return _assign({"run_id": run_id}) + PRELUDE + _CLEANUP + _RELEASE
+
+
+@dataclass(frozen=True)
+class LockHolder:
+    """Who holds (or held) a host's lock, from its ``owner`` file and the host clock."""
+
+    fields: Mapping[str, str]
+    age_s: int | None
+    lease_left_s: int | None
+
+    def describe(self) -> str:
+        """``run 2026...-plan (pid 4242 on ctl, user ann), started 12 s ago``."""
+        f = self.fields
+        who = (
+            f"run {f.get('run_id', '?')} (pid {f.get('pid', '?')} on {f.get('control', '?')}, "
+            f"user {f.get('user', '?')})"
+        )
+        return who + (f", started {self.age_s} s ago" if self.age_s is not None else "")
+
+    def dead_here(self) -> bool:
+        """True when the holder ran on this control node and its process is gone."""
+        if self.fields.get("control") != socket.gethostname():
+            return False
+        pid = self.fields.get("pid", "")
+        if not pid.isdigit() or int(pid) == os.getpid():
+            return False
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:  # alive, someone else's
+            return False
+        return False
+
+
+def parse_holder(stdout: str) -> LockHolder:
+    """The ``owner`` and ``clock`` sections an acquire script printed -> LockHolder."""
+    sections = split_sections(stdout)
+    fields = dict(
+        line.split("=", 1) for line in sections.get("owner", "").splitlines() if "=" in line
+    )
+    clock = dict(
+        line.split("=", 1) for line in sections.get("clock", "").splitlines() if "=" in line
+    )
+    now, until = _number(clock.get("now")), _number(clock.get("lease_until"))
+    started = _number(fields.get("started_clock"))
+    age = now - started if now is not None and started is not None else None
+    left = until - now if now is not None and until is not None else None
+    return LockHolder(fields, age, left)
+
+
+def _number(text: str | None) -> int | None:
+    return int(text) if text and text.isdigit() else None

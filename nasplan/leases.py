@@ -1,0 +1,135 @@
+"""A run's hold on its hosts: take each host's lock (nasplan.hostlock), renew the leases while
+the run lasts, release them (and whatever the run left) at the end."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from nasplan import shell
+from nasplan.hostlock import (
+    EXIT_BUSY,
+    acquire_script,
+    parse_holder,
+    release_script,
+    renew_script,
+)
+from nasplan.network.state import split_sections
+
+if TYPE_CHECKING:
+    from nasplan.hosts import HostSession
+    from nasplan.progress import Progress
+
+
+def acquire(session: HostSession, run_id: str, lease_s: float) -> str | None:
+    """Lock ``session``'s host for this run; None when locked, else why not (the host unusable).
+
+    A lock whose lease ran out, or whose owner was a process of this control node that is
+    gone, is taken over: what it left is removed and the session's actions say so.
+    """
+    runner, name = session.runner, session.host.name
+    assert runner is not None
+    if shell.of(runner).is_windows:
+        # The lock, its lease and the leftovers registry are POSIX sh under /tmp.
+        session.warnings.append(
+            f"{name}: Windows hosts are not locked: a second nasplan run against it at the same "
+            "time is not refused, and what a killed run left there is not cleaned up by the next"
+        )
+        return None
+    result = runner.run_script(acquire_script(run_id, lease_s), timeout_s=30)
+    holder = parse_holder(result.stdout)
+    if result.exited == EXIT_BUSY and holder.dead_here():
+        result = runner.run_script(acquire_script(run_id, lease_s, force=True), timeout_s=30)
+    sections = split_sections(result.stdout)
+    if result.exited == EXIT_BUSY:
+        left = f"; its lease runs out in {holder.lease_left_s} s" if holder.lease_left_s else ""
+        return (
+            f"{name}: in use by another nasplan {holder.describe()}{left}; refusing to measure "
+            "alongside it (wait for it to finish, or run again once its lease has run out)"
+        )
+    if "locked" not in sections:
+        detail = (result.stderr or result.stdout).strip().splitlines()
+        return f"{name}: cannot take the host's nasplan lock (exit {result.exited})" + (
+            f": {detail[-1]}" if detail else ""
+        )
+    if holder.fields:
+        removed = [line for line in sections.get("removed", "").splitlines() if line.strip()]
+        session.actions.append(
+            f"took over the stale lock of {holder.describe()}"
+            + (f"; removed its leftovers: {', '.join(removed)}" if removed else "")
+        )
+        session.warnings.append(f"{name}: {session.actions[-1]}")
+    session.locked = True
+    return None
+
+
+def release(session: HostSession, run_id: str) -> None:
+    """Remove this run's lock and anything it registered on the host (best effort)."""
+    if not session.locked or session.runner is None:
+        return
+    with contextlib.suppress(Exception):  # a lost host: its lease runs out by itself
+        result = session.runner.run_script(release_script(run_id), timeout_s=30)
+        removed = [
+            line
+            for line in split_sections(result.stdout).get("removed", "").splitlines()
+            if line.strip()
+        ]
+        if removed:
+            session.actions.append(f"removed what this run left: {', '.join(removed)}")
+        session.locked = False
+
+
+class LeaseKeeper:
+    """Renews every locked host's lease from a thread of its own until ``stop``."""
+
+    def __init__(
+        self,
+        sessions: Mapping[str, HostSession],
+        run_id: str,
+        lease_s: float,
+        renew_s: float,
+        progress: Progress,
+    ) -> None:
+        self.sessions = sessions
+        self.run_id = run_id
+        self.lease_s = lease_s
+        self.renew_s = renew_s
+        self.progress = progress
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        """One daemon thread per locked host: a hung host does not hold the others' leases."""
+        for session in self.sessions.values():
+            if session.locked:
+                thread = threading.Thread(target=self._keep, args=(session,), daemon=True)
+                thread.start()
+                self._threads.append(thread)
+
+    def _keep(self, session: HostSession) -> None:
+        script = renew_script(self.run_id, self.lease_s)
+        while not self._stop.wait(self.renew_s):
+            runner = session.runner
+            if runner is None or getattr(runner, "lost", None):
+                return
+            try_script = getattr(runner, "try_script", None)
+            try:
+                if try_script is not None:  # SSH: a missed renewal is no lost host
+                    result = try_script(script, timeout_s=self.renew_s + 10)
+                else:
+                    result = runner.run_script(script, timeout_s=self.renew_s + 10)
+            except Exception:  # a lost host: the lease runs out there, as it should
+                return
+            if result is None:
+                continue
+            if result.stdout.strip() == "lost":
+                session.warnings.append(
+                    f"{session.host.name}: another run took this host's lock during the run"
+                )
+                return
+
+    def stop(self) -> None:
+        """Stop renewing (the threads end within one renewal)."""
+        self._stop.set()

@@ -1,0 +1,127 @@
+"""The one way nasplan writes a file or a progress line: through a Redactor that knows every
+secret of the run, atomically (temporary file + rename), a full disk as a clear error.
+
+A unit test checks that no other module of nasplan (the lab apart) opens a file for writing.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nasplan.errors import RunDirError
+
+REDACTED = "********"
+# Secrets shorter than this are not masked: "1" or "ab" would shred every number and word.
+MIN_SECRET_CHARS = 3
+# Free bytes the run directory needs before a run starts (run.json, raw outputs, report).
+MIN_FREE_BYTES = 10 * 10**6
+
+
+@dataclass
+class Redactor:
+    """Every secret of one run; ``text`` masks them all (longest first)."""
+
+    secrets: set[str] = field(default_factory=set)
+
+    def add(self, *values: str | None) -> None:
+        """Remember more secrets (values shorter than MIN_SECRET_CHARS are ignored)."""
+        self.secrets.update(v for v in values if v and len(v) >= MIN_SECRET_CHARS)
+
+    def text(self, text: str) -> str:
+        """``text`` with every secret replaced by ``********``."""
+        for secret in sorted(self.secrets, key=len, reverse=True):
+            text = text.replace(secret, REDACTED)
+        return text
+
+
+def redactor_of(secrets: Iterable[str]) -> Redactor:
+    """A Redactor knowing ``secrets``."""
+    redactor = Redactor()
+    redactor.add(*secrets)
+    return redactor
+
+
+def env_names(value: Any) -> list[str]:
+    """Every value of a ``*_env`` key in a nested plan/inventory structure: environment variable
+    names that hold secrets (``become_password_env``, ``password_env``, ``chap_secret_env``)."""
+    found: list[str] = []
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if isinstance(key, str) and key.endswith("_env") and isinstance(item, str):
+                found.append(item)
+            else:
+                found += env_names(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            found += env_names(item)
+    return found
+
+
+def secrets_from_environ(structures: Iterable[Any], environ: Mapping[str, str]) -> list[str]:
+    """The values of every environment variable the plan or inventory names as a secret."""
+    names = {name for structure in structures for name in env_names(structure)}
+    return sorted(environ[name] for name in names if environ.get(name))
+
+
+def _full(exc: OSError) -> bool:
+    return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def write_text(path: Path, text: str, redactor: Redactor) -> Path:
+    """Write ``text`` (secrets masked) through a temporary file, then rename over ``path``.
+
+    Raises RunDirError (one line, no traceback) when the disk is full or not writable; the
+    previous version of ``path``, if any, stays whole.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise RunDirError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(redactor.text(text))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp_name, 0o644)
+        os.replace(temp_name, path)
+    except OSError as exc:
+        Path(temp_name).unlink(missing_ok=True)
+        what = "the disk is full" if _full(exc) else (exc.strerror or str(exc))
+        raise RunDirError(f"{path}: cannot write: {what}") from None
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def free_bytes(directory: Path) -> int:
+    """Free bytes for an unprivileged writer on the filesystem of ``directory`` (or its parent)."""
+    probe = directory
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    stats = os.statvfs(probe)
+    return stats.f_bavail * stats.f_frsize
+
+
+def require_free_space(directory: Path, min_bytes: int | None = None) -> None:
+    """RunDirError before a run starts when ``directory`` has less than ``min_bytes`` free.
+
+    ``min_bytes`` defaults to ``NASPLAN_MIN_FREE_BYTES`` from the environment, else 10 MB.
+    """
+    if min_bytes is None:
+        text = os.environ.get("NASPLAN_MIN_FREE_BYTES", "")
+        min_bytes = int(text) if text.isdigit() else MIN_FREE_BYTES
+    free = free_bytes(directory)
+    if free < min_bytes:
+        raise RunDirError(
+            f"{directory}: only {free / 1e6:.1f} MB free, a run needs at least "
+            f"{min_bytes / 1e6:.1f} MB (run.json, raw outputs, report); free some space or "
+            "choose another directory with --out"
+        )

@@ -1,0 +1,405 @@
+"""Runtime faults against the lab, each with the hosts' state read back over SSH afterwards:
+a hung or killed sshd, two applies at once, nasplan killed during a network change, a full run
+directory, a link down mid-test. Short timeouts (environment) keep each case to seconds."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import testinfra
+import yaml
+from lab_helpers import nic_state
+
+from nasplan.lab import LabState
+from nasplan.lab.netns import namespace_pids
+
+ROOT = Path(__file__).resolve().parents[2]
+LEASE_S = 3
+FAST = {
+    "NASPLAN_CONNECT_S": "3",
+    "NASPLAN_CHANNEL_S": "2",
+    "NASPLAN_RECONNECT_GRACE_S": "2",
+    "NASPLAN_LEASE_S": str(LEASE_S),
+    "NASPLAN_RENEW_S": "1",
+    "PYTHONUNBUFFERED": "1",
+}
+LAB = {
+    "name": "ftlab",
+    "lan": {"prefix": "198.19.96.0/24", "rate": "1G"},
+    "hosts": {
+        "ftnas": {"personality": "debian"},
+        "ftws": {"personality": "debian"},
+        "ftpc": {"personality": "debian"},
+    },
+    "links": [
+        {
+            "name": "p2p",
+            "rate": "10G",
+            "a": {"host": "ftnas", "interface": "eth1"},
+            "b": {"host": "ftws", "interface": "eth1"},
+        }
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def lab(running_lab: Any) -> Iterator[LabState]:
+    with running_lab(LAB) as state:
+        yield state
+
+
+def write_plan(
+    state: LabState,
+    directory: Path,
+    *,
+    name: str = "ft",
+    duration_s: int = 1,
+    repetitions: int = 1,
+    jumbo: bool = False,
+    other_test: bool = False,
+) -> Path:
+    tests: list[dict[str, Any]] = [
+        {
+            "id": "nas",
+            "kind": "iperf3",
+            "server": "ftnas",
+            "client": "ftws",
+            "duration_s": duration_s,
+            "repetitions": repetitions,
+        }
+    ]
+    if other_test:
+        tests.append(
+            {"id": "other", "kind": "iperf3", "server": "ftws", "client": "ftpc", "duration_s": 1}
+        )
+    plan: dict[str, Any] = {"name": name, "inventory": str(state.inventory_path), "tests": tests}
+    if jumbo:
+        plan["network"] = {"confirm_timeout_s": 10}
+        plan["links"] = [
+            {
+                "name": "p2p",
+                "a": {"host": "ftnas", "interface": "p2p"},
+                "b": {"host": "ftws", "interface": "p2p"},
+                "prefix": "198.19.97.0/30",
+                "mtu": 9000,
+            }
+        ]
+        tests[0]["target"] = "link:p2p@ftnas"
+    path = directory / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(plan, sort_keys=False))
+    return path
+
+
+def start(plan: Path, out: Path, **env: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "nasplan", "apply", str(plan), "--out", str(out)],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **FAST, **env},
+    )
+
+
+def wait_for(proc: subprocess.Popen[str], text: str) -> str:
+    """Read the progress lines until one contains ``text``; return what was read."""
+    assert proc.stderr is not None
+    seen = ""
+    for line in proc.stderr:
+        seen += line
+        if text in line:
+            return seen
+    raise AssertionError(f"{text!r} never came:\n{seen}")
+
+
+def finish(proc: subprocess.Popen[str], seen: str = "", timeout_s: float = 60) -> str:
+    _, err = proc.communicate(timeout=timeout_s)
+    return seen + err
+
+
+def apply_once(plan: Path, out: Path, **env: str) -> tuple[int, str]:
+    proc = start(plan, out, **env)
+    err = finish(proc)
+    return proc.returncode, err
+
+
+# Over SSH on a lab host: the command lines of nasplan's processes in the host's own network
+# namespace (the lab's hosts share the machine's PID space and /tmp with everything else).
+_OWN_PROCESSES = r"""
+self=$(readlink /proc/self/ns/net)
+for p in /proc/[0-9]*; do
+  [ "$(readlink "$p/ns/net" 2>/dev/null)" = "$self" ] || continue
+  line=$(tr '\000' ' ' < "$p/cmdline" 2>/dev/null)
+  case $line in *nasplan*) echo "$line" ;; esac
+done
+"""
+
+
+def leftovers(state: LabState) -> set[str]:
+    """nasplan's processes on each lab host and its /tmp files naming a lab host, over SSH."""
+    found: set[str] = set()
+    for name in state.hosts:
+        host = testinfra.get_host(f"ssh://{name}", ssh_config=str(state.ssh_config_path))
+        processes = host.check_output(_OWN_PROCESSES)
+        # (the checking script itself names nasplan too: it is the one reading ns/net)
+        found |= {f"{name}: {line}" for line in processes.splitlines() if "readlink" not in line}
+        files = host.check_output("ls -d /tmp/nasplan-* 2>/dev/null || true").split()
+        found |= {f for f in files if any(h in f for h in state.hosts)}
+    return found
+
+
+def states(state: LabState) -> dict[str, Any]:
+    return {name: nic_state(state, name) for name in state.hosts}
+
+
+def sshd_pids(state: LabState, host: str, *, master: bool) -> list[int]:
+    pids = []
+    for pid in namespace_pids(state.hosts[host].namespace):
+        try:
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            continue
+        if comm == "sshd" and (master or pid != state.hosts[host].sshd_pid):
+            pids.append(pid)
+    return pids
+
+
+def settle(state: LabState, before: set[str], timeout_s: float = LEASE_S + 6) -> set[str]:
+    """What nasplan left beyond ``before``, once processes had a lease to stop by themselves."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = leftovers(state) - before
+        processes = {x for x in left if not x.startswith("/tmp/")}
+        if not processes or time.monotonic() > deadline:
+            return left
+        time.sleep(0.5)
+
+
+@pytest.mark.parametrize("fault", ["stopped", "killed"])
+def test_nas_sshd_lost_mid_test_keeps_what_was_measured_and_names_it(
+    lab: LabState, tmp_path: Path, fault: str
+) -> None:
+    before_state, before_files = states(lab), leftovers(lab)
+    plan = write_plan(lab, tmp_path, repetitions=3, other_test=True)
+    started = time.monotonic()
+    proc = start(plan, tmp_path / "run")
+    seen = wait_for(proc, "repetition 2/3")
+    pids = sshd_pids(lab, "ftnas", master=fault == "stopped")
+    assert pids
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP if fault == "stopped" else signal.SIGKILL)
+    try:
+        err = finish(proc, seen)
+    finally:
+        if fault == "stopped":
+            for pid in pids:
+                os.kill(pid, signal.SIGCONT)
+    elapsed_s = time.monotonic() - started
+    assert proc.returncode == 3, err
+    assert "Traceback" not in err
+    assert elapsed_s < 40, err
+    run = json.loads((tmp_path / "run/run.json").read_text())
+    assert run["status"] == "unreachable" and run["finished_at"]
+    nas = run["hosts"]["ftnas"]
+    assert nas["reachable"] is False and nas["lost"] is True
+    reason = "stopped answering: no SSH channel within 2 s" if fault == "stopped" else "lost"
+    assert nas["error"].startswith("ftnas: ") and reason in nas["error"], nas["error"]
+    first, other = run["tests"]
+    assert first["status"] == "failed" and "ftnas" in first["error"]
+    assert first["repetitions"][0]["status"] == "ok"
+    assert first["repetitions"][0]["bits_per_second"] > 100e6
+    assert first["summary"]["n"] >= 1
+    assert other["status"] == "ok", other["error"]
+    assert run["hosts"]["ftws"]["reachable"] is True
+    # Processes on the lost host stop by themselves within a lease; files wait for the next run.
+    left = settle(lab, before_files)
+    assert all(x.startswith("/tmp/") for x in left), left
+    code, err2 = apply_once(write_plan(lab, tmp_path, name="after"), tmp_path / "after")
+    assert code == 0, err2
+    after = json.loads((tmp_path / "after/run.json").read_text())
+    actions = " ".join(after["hosts"]["ftnas"]["actions"])
+    assert "/tmp/nasplan-ftnas.lock" in left  # the lost run could not release it
+    assert "took over the stale lock of run" in actions, actions
+    if left - {"/tmp/nasplan-ftnas.lock"}:
+        assert "removed its leftovers" in actions, actions
+    assert settle(lab, before_files) == set()
+    assert states(lab) == before_state
+
+
+def test_second_apply_is_refused_naming_the_first_then_takes_over_once_it_is_killed(
+    lab: LabState, tmp_path: Path
+) -> None:
+    before_state, before_files = states(lab), leftovers(lab)
+    first = start(write_plan(lab, tmp_path, name="first", duration_s=3), tmp_path / "first")
+    seen = wait_for(first, "repetition 1/1")
+    code, err = apply_once(write_plan(lab, tmp_path, name="second"), tmp_path / "second")
+    assert code == 3, err
+    assert "Traceback" not in err
+    assert "ftnas: in use by another nasplan run first" in err, err
+    assert "started " in err and " s ago" in err
+    second = json.loads((tmp_path / "second/run.json").read_text())
+    assert second["tests"][0]["status"] == "failed"
+    assert "in use by another nasplan run" in second["hosts"]["ftnas"]["error"]
+    err = finish(first, seen)
+    assert first.returncode == 0, err
+    result = json.loads((tmp_path / "first/run.json").read_text())
+    assert result["status"] == "ok"
+    assert settle(lab, before_files) == set()
+
+    # nasplan killed outright mid-test: the next run takes the dead owner's lock over at once.
+    killed = start(write_plan(lab, tmp_path, name="killed", duration_s=3), tmp_path / "killed")
+    wait_for(killed, "repetition 1/1")
+    time.sleep(0.5)
+    killed.kill()
+    killed.wait()
+    code, err = apply_once(write_plan(lab, tmp_path, name="next"), tmp_path / "next")
+    assert code == 0, err
+    nxt = json.loads((tmp_path / "next/run.json").read_text())
+    actions = " ".join(nxt["hosts"]["ftnas"]["actions"])
+    assert "took over the stale lock of run killed" in actions, actions
+    # its iperf3 server (waiting, or gone and its files left) and sampler (unless its lease ran
+    # out first and it stopped and cleaned up by itself)
+    assert "removed its leftovers: " in actions and "nasplan-iperf3-" in actions, actions
+    assert "removed what this run left" not in actions  # a run that ends well leaves nothing
+    assert any("took over the stale lock" in w for w in nxt["warnings"])
+    assert settle(lab, before_files) == set()
+    assert states(lab) == before_state
+
+
+def test_nasplan_killed_during_a_network_change_host_reverts_and_restore_works(
+    lab: LabState, tmp_path: Path
+) -> None:
+    before_state, before_files = states(lab), leftovers(lab)
+    proc = start(write_plan(lab, tmp_path, jumbo=True, duration_s=4), tmp_path / "run")
+    wait_for(proc, "repetition 1/1")
+    changed = nic_state(lab, "ftnas")
+    assert changed != before_state["ftnas"]  # MTU 9000 and the link address are in place
+    proc.kill()
+    proc.wait()
+
+    # The guard stayed armed on the lease (confirm_timeout_s is 10 s): back within the lease.
+    def nics() -> dict[str, Any]:
+        return {n: (s["nics"], s["routes"]) for n, s in states(lab).items()}
+
+    deadline = time.monotonic() + LEASE_S + 5
+    while nics() != {n: (s["nics"], s["routes"]) for n, s in before_state.items()}:
+        assert time.monotonic() < deadline, nics()
+        time.sleep(0.5)
+    run = json.loads((tmp_path / "run/run.json").read_text())
+    assert run["status"] == "interrupted"
+    assert run["network"]["hosts"]["ftnas"]["confirmed"] is True
+    restore = subprocess.run(
+        [sys.executable, "-m", "nasplan", "restore", str(tmp_path / "run")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **FAST},
+        timeout=60,
+    )
+    assert restore.returncode == 0, restore.stderr
+    assert "Traceback" not in restore.stderr
+    run = json.loads((tmp_path / "run/run.json").read_text())
+    assert {h["status"] for h in run["network"]["hosts"].values()} == {"reverted-by-host"}
+    assert states(lab) == before_state
+    code, err = apply_once(write_plan(lab, tmp_path, name="clean"), tmp_path / "clean")
+    assert code == 0, err
+    assert settle(lab, before_files) == set()
+
+
+@pytest.fixture
+def tiny_dir(tmp_path: Path) -> Iterator[Path]:
+    """A 3 MB tmpfs of its own for a run directory, unmounted after the test."""
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_run_directory_full(lab: LabState, tmp_path: Path, tiny_dir: Path) -> None:
+    before_state, before_files = states(lab), leftovers(lab)
+    plan = write_plan(lab, tmp_path, jumbo=True, repetitions=3)
+    # Up front: 3 MB is below the 10 MB a run needs; nothing is touched on any host.
+    code, err = apply_once(plan, tiny_dir / "run")
+    assert code == 1, err
+    assert "MB free, a run needs at least 10.0 MB" in err and "Traceback" not in err
+    assert not (tiny_dir / "run").exists()
+    # Mid-run: the disk fills after the first repetition; hosts restored, repetition 1 kept.
+    proc = start(plan, tiny_dir / "run", NASPLAN_MIN_FREE_BYTES="100000")
+    seen = wait_for(proc, "repetition 2/3")
+    filler = tiny_dir / "filler"
+    subprocess.run(["dd", "if=/dev/zero", f"of={filler}", "bs=64k"], capture_output=True)
+    err = finish(proc, seen)
+    assert proc.returncode == 1, err
+    assert "the disk is full" in err and "Traceback" not in err, err
+    assert "network: restored" in err
+    run = json.loads((tiny_dir / "run/run.json").read_text())
+    assert run["tests"][0]["repetitions"][0]["status"] == "ok"
+    assert states(lab) == before_state
+    assert settle(lab, before_files) == set()
+
+
+def test_link_down_mid_test_fails_the_repetition_as_stalled(lab: LabState, tmp_path: Path) -> None:
+    before_state, before_files = states(lab), leftovers(lab)
+    port = lab.hosts["ftnas"].lan_root_side  # the lab's own root-side port of ftnas
+    plan = write_plan(lab, tmp_path, duration_s=5)
+    # a lease that outlives the outage: the server watchdog must not end the test
+    proc = start(plan, tmp_path / "run", NASPLAN_CHANNEL_S="8", NASPLAN_LEASE_S="20")
+    seen = wait_for(proc, "repetition 1/1")
+    time.sleep(1.5)
+    subprocess.run(["ip", "link", "set", "dev", port, "down"], check=True)
+    try:
+        time.sleep(2.5)
+    finally:
+        subprocess.run(["ip", "link", "set", "dev", port, "up"], check=True)
+    err = finish(proc, seen)
+    assert proc.returncode == 1, err
+    assert "Traceback" not in err
+    run = json.loads((tmp_path / "run/run.json").read_text())
+    test = run["tests"][0]
+    rep = test["repetitions"][0]
+    assert rep["status"] == "failed" and rep["error"].startswith("stalled: "), rep["error"]
+    assert test["status"] == "failed" and "stalled" in test["error"]
+    assert test["summary"]["n"] == 0
+    assert run["hosts"]["ftnas"]["reachable"] is True
+    assert settle(lab, before_files) == set()
+    assert states(lab) == before_state
+
+
+def test_foreign_listener_on_the_iperf3_port_fails_that_test_and_is_left_alone(
+    lab: LabState, tmp_path: Path
+) -> None:
+    before_files = leftovers(lab)
+    listener = subprocess.Popen(
+        [
+            "ip", "netns", "exec", lab.hosts["ftnas"].namespace, sys.executable, "-c",
+            "import socket, time\n"
+            "s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+            "s.bind(('0.0.0.0', 5201)); s.listen(); time.sleep(60)",
+        ]
+    )  # fmt: skip
+    try:
+        time.sleep(0.5)
+        code, err = apply_once(write_plan(lab, tmp_path, other_test=True), tmp_path / "run")
+        assert code == 1, err
+        assert "Traceback" not in err
+        run = json.loads((tmp_path / "run/run.json").read_text())
+        nas, other = run["tests"]
+        assert nas["status"] == "failed" and "port 5201 is already in use" in nas["error"]
+        assert other["status"] == "ok"
+        assert listener.poll() is None  # not ours: left running
+    finally:
+        listener.kill()
+        listener.wait()
+    assert settle(lab, before_files) == set()
