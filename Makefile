@@ -8,7 +8,7 @@ LAB ?= plans/examples/lab.yaml
 PLAN ?= plans/examples/nas-upgrade.yaml
 # What the demo lab needs, then what the whole test suite's labs add (Samba, NFS, fio, busybox).
 APT_PACKAGES := iperf3 openssh-server openssh-client iproute2 ethtool iputils-ping procps util-linux sudo openssl
-TEST_APT_PACKAGES := $(APT_PACKAGES) samba smbclient rsync fio busybox libnfs-utils nfs-ganesha nfs-ganesha-vfs
+TEST_APT_PACKAGES := $(APT_PACKAGES) samba smbclient rsync fio busybox libnfs-utils nfs-ganesha nfs-ganesha-vfs tgt libiscsi-bin
 
 .PHONY: setup test-setup system-deps test-system-deps venv lint test unit demo demo-down bench clean
 

@@ -104,6 +104,9 @@ CPU_BOUND_PERCENT = 90.0
 CACHE_RAM_FACTOR = 2
 _GIB = 2**30
 VERDICTS = ("network-bound", "disk-bound", "cpu-bound", "protocol-bound", "unknown")
+# Kinds whose records carry per-direction rates of data moved between client and NAS.
+TRANSFER_KINDS = ("transfer", "iscsi")
+METHOD_LABELS = {"smb": "SMB", "nfs": "NFS", "iscsi": "iSCSI"}
 
 
 def _bits_text(bits_per_second: float) -> str:
@@ -267,13 +270,13 @@ def disk_for(tests: Sequence[Mapping[str, Any]], host: str, direction: str) -> f
 def annotate_transfers(
     tests: Sequence[dict[str, Any]], memory_bytes: Mapping[str, int | None]
 ) -> None:
-    """Add ``bottleneck`` (per direction) and ``cache_warning`` to every transfer record.
+    """Add ``bottleneck`` (per direction) and ``cache_warning`` to every transfer and iscsi record.
 
     Uses the run's own iperf3 and disk results of the same path and NAS, whatever their order
     in the plan; ``memory_bytes``: host -> RAM. Run once after every test has run.
     """
     for record in tests:
-        if record.get("kind") != "transfer":
+        if record.get("kind") not in TRANSFER_KINDS:
             continue
         params = record.get("params") or {}
         server, client = str(params.get("server")), str(params.get("client"))
@@ -294,7 +297,7 @@ def annotate_transfers(
                 network, source = path.get("theoretical_bits_per_second"), "theoretical"
             method = str(params.get("method") or "transfer")
             verdicts[direction] = attribute_bottleneck(
-                label=f"{method.upper() if method in ('smb', 'nfs') else method} {direction}",
+                label=f"{METHOD_LABELS.get(method, method)} {direction}",
                 direction=direction,
                 transfer_bytes_per_second=rate,
                 network_bits_per_second=network,

@@ -98,8 +98,9 @@ def apply(
 ) -> None:
     """Run PLAN_FILE: facts, tools, tests; write run.json, raw outputs and report.md.
 
-    Exit codes: 0 all ok, 1 a test failed, 2 invalid input, 3 a host was unreachable or could
-    not be used (sudo refused, tools missing and not installable).
+    Exit codes: 0 all ok, 1 a test failed or the run directory is full, 2 invalid input, 3 a host
+    was unreachable or could not be used (sudo refused, tools missing and not installable, in use
+    by another run, lost during the run), 130 interrupted.
     """
     from nasplan import apply as apply_module
     from nasplan.plan import load_plan, parse_extra_var

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field, replace
 from importlib import resources
 from typing import Any
 
-from nasplan import facts_bsd, facts_windows, shell
+from nasplan import facts_bsd, facts_windows, shell, storage
 from nasplan.errors import NasplanError
 from nasplan.runner import Result, Runner
 
@@ -110,6 +110,9 @@ class HostFacts:
     tools: Mapping[str, str | None] = field(default_factory=dict)
     iperf3_version: str | None = None
     markers: Mapping[str, str] = field(default_factory=dict)
+    # {"md_arrays": [...], "zfs_pools": [...], "zfs_sizes": {...}, "disks": [...],
+    #  "mounts": [...]}: nasplan/storage.py
+    storage: Mapping[str, Any] = field(default_factory=dict)
 
     def interface(self, name: str) -> NicFacts | None:
         """The NIC called ``name`` (e.g. ``eth0``), or None."""
@@ -141,6 +144,7 @@ class HostFacts:
             "interfaces": [nic.to_dict() for nic in self.interfaces],
             "tools": dict(self.tools),
             "markers": dict(self.markers),
+            "storage": dict(self.storage),
         }
 
     @classmethod
@@ -164,6 +168,7 @@ class HostFacts:
             tools={str(k): _str_or_none(v) for k, v in (data.get("tools") or {}).items()},
             iperf3_version=_str_or_none(data.get("iperf3_version")),
             markers={str(k): str(v) for k, v in (data.get("markers") or {}).items()},
+            storage=dict(data.get("storage") or {}),
         )
 
 
@@ -213,7 +218,7 @@ def _check_gathered(runner: Runner, result: Result) -> None:
 def parse_facts(stdout: str) -> HostFacts:
     """HostFacts from FACTS_SCRIPT's output; missing or garbled sections give None / empty."""
     sections = list(_sections(stdout))
-    single = {name: lines for name, lines in sections if name != "nic"}
+    single = {name: lines for name, lines in sections if name not in ("nic", "disk")}
     markers = {
         name[len("marker:") :]: "\n".join(lines)
         for name, lines in sections
@@ -250,6 +255,7 @@ def parse_facts(stdout: str) -> HostFacts:
         tools=tools,
         iperf3_version=parse_iperf3_version(_first(single.get("iperf3-version")) or ""),
         markers=markers,
+        storage=_storage(sections, single),
     )
     if kernel_name in facts_bsd.BSD_KERNELS:
         return _bsd_facts(facts, kernel_name, single)
@@ -283,6 +289,21 @@ def _bsd_facts(facts: HostFacts, kernel_name: str, single: Mapping[str, list[str
         **fields,
         interfaces=tuple(NicFacts(**{**nic, "addresses": tuple(nic["addresses"])}) for nic in nics),
     )
+
+
+def _storage(
+    sections: list[tuple[str, list[str]]], single: Mapping[str, list[str]]
+) -> dict[str, Any]:
+    """The storage layout from the mdstat, zpool-*, disk and mounts sections."""
+    disks = [_key_values(lines, "=") for name, lines in sections if name == "disk"]
+    found: dict[str, Any] = {
+        "md_arrays": storage.parse_mdstat("\n".join(single.get("mdstat", []))),
+        "zfs_pools": storage.parse_zpool_status("\n".join(single.get("zpool-status", []))),
+        "zfs_sizes": storage.parse_zpool_list("\n".join(single.get("zpool-list", []))),
+        "disks": storage.parse_disks(disks),
+        "mounts": storage.parse_mounts("\n".join(single.get("mounts", []))),
+    }
+    return {key: value for key, value in found.items() if value}
 
 
 def parse_iperf3_version(line: str) -> str | None:

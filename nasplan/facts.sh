@@ -100,5 +100,28 @@ else
     nasplan_section ifconfig; "$nasplan_ifconfig" -a 2>/dev/null
   fi
 fi
+# Storage layout, all readable without root: md RAID, ZFS pools, disks (sysfs), filesystems.
+if [ -r /proc/mdstat ]; then
+  nasplan_section mdstat; cat /proc/mdstat 2>/dev/null
+fi
+nasplan_zpool=$(nasplan_which zpool)
+if [ -n "$nasplan_zpool" ]; then
+  nasplan_section zpool-list; "$nasplan_zpool" list -H -p -o name,size,health 2>/dev/null
+  nasplan_section zpool-status; "$nasplan_zpool" status 2>/dev/null
+fi
+for nasplan_b in /sys/block/*; do
+  [ -d "$nasplan_b" ] || continue
+  nasplan_n=${nasplan_b##*/}
+  # Virtual block devices say nothing about the NAS's disks; md arrays come from mdstat.
+  case "$nasplan_n" in loop*|ram*|zram*|dm-*|md*|sr*|fd*|nbd*|zd*) continue ;; esac
+  nasplan_section disk
+  printf 'name=%s\n' "$nasplan_n"
+  for nasplan_k in device/model device/vendor size queue/rotational; do
+    printf '%s=%s\n' "${nasplan_k##*/}" "$(cat "$nasplan_b/$nasplan_k" 2>/dev/null)"
+  done
+done
+# Only filesystems on block devices (and ZFS datasets): the rest say nothing about the disks.
+nasplan_section mounts
+awk '$1 ~ /^\/dev\// || $3 == "zfs" { print }' /proc/mounts 2>/dev/null
 nasplan_section end
 exit 0

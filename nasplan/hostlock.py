@@ -108,6 +108,20 @@ if grep -qxF "run_id=$run_id" "$nasplan_dir/owner" 2>/dev/null; then
 fi
 """
 
+# ``nasplan restore RUN_DIR`` after a killed run: that run's lock, once its lease has run out.
+_RELEASE_STALE = r"""
+if grep -qF "run_id=$run_name-" "$nasplan_dir/owner" 2>/dev/null; then
+  until=$(cat "$nasplan_lease" 2>/dev/null)
+  case $until in ''|*[!0-9]*) until=0 ;; esac
+  if [ "$(nasplan_now)" -ge "$until" ]; then
+    printf '@@nasplan:removed@@
+'
+    nasplan_cleanup "$nasplan_dir"
+    rm -rf "$nasplan_dir"
+  fi
+fi
+"""
+
 
 def _assign(values: Mapping[str, str | int]) -> str:
     return "".join(f"{name}={shlex.quote(str(value))}\n" for name, value in values.items())
@@ -136,6 +150,12 @@ def acquire_script(run_id: str, lease_s: float, *, force: bool = False) -> str:
 def renew_script(run_id: str, lease_s: float) -> str:
     """POSIX sh: push this run's lease ``lease_s`` ahead; prints ``renewed`` or ``lost``."""
     return _assign({"run_id": run_id, "lease_s": max(1, round(lease_s))}) + PRELUDE + _RENEW
+
+
+def release_stale_script(run_name: str) -> str:
+    """POSIX sh: remove the lock (and what it lists) of the run directory ``run_name`` when
+    that run is gone (its lease ran out); prints a ``removed`` section when it did."""
+    return _assign({"run_name": run_name}) + PRELUDE + _CLEANUP + _RELEASE_STALE
 
 
 def release_script(run_id: str) -> str:

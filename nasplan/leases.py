@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 
 
 def acquire(session: HostSession, run_id: str, lease_s: float) -> str | None:
-    """Lock ``session``'s host for this run; None when locked, else why not (the host unusable).
+    """Lock ``session``'s host for this run; None when locked (or a lock cannot be had there:
+    a warning), else why not (another run holds it: the host is unusable for this run).
 
     A lock whose lease ran out, or whose owner was a process of this control node that is
     gone, is taken over: what it left is removed and the session's actions say so.
@@ -50,10 +51,15 @@ def acquire(session: HostSession, run_id: str, lease_s: float) -> str | None:
             "alongside it (wait for it to finish, or run again once its lease has run out)"
         )
     if "locked" not in sections:
+        # A host without a POSIX shell or a writable /tmp: measured, but without the lock and
+        # leases (what nasplan starts there then stops only by its own limits).
         detail = (result.stderr or result.stdout).strip().splitlines()
-        return f"{name}: cannot take the host's nasplan lock (exit {result.exited})" + (
-            f": {detail[-1]}" if detail else ""
+        session.warnings.append(
+            f"{name}: running without the host's nasplan lock (exit {result.exited}"
+            + (f": {detail[-1]}" if detail else "")
+            + "): a second run would not be refused"
         )
+        return None
     if holder.fields:
         removed = [line for line in sections.get("removed", "").splitlines() if line.strip()]
         session.actions.append(

@@ -136,6 +136,9 @@ def _describe(error: jsonschema.ValidationError) -> tuple[JsonPath, str, bool]:
     """(json path, message, whether the position is the key's rather than the value's)."""
     json_path: JsonPath = tuple(error.absolute_path)
     schema = error.schema if isinstance(error.schema, dict) else {}
+    if "x-message" in schema:
+        # A rule whose generic message ("True was expected") would not tell the user why.
+        return json_path, str(schema["x-message"]), False
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
         allowed = set(schema.get("properties", {}))
         extra = sorted(k for k in error.instance if k not in allowed)

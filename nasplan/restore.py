@@ -12,11 +12,12 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from nasplan import hostlock
 from nasplan.inventory import Host, load_inventory
 from nasplan.network.backends import by_mechanism
 from nasplan.network.model import NicChange
 from nasplan.network.restore import Restored, load_snapshots, restore_host
-from nasplan.network.state import NicState
+from nasplan.network.state import NicState, split_sections
 from nasplan.progress import Progress
 from nasplan.report.render import write_report
 from nasplan.results import load_run, save_run
@@ -51,6 +52,8 @@ def restore_run(
             deadline=time.monotonic() + 15,
             backend=by_mechanism(saved.get("mechanism")),
         )
+        if outcome.runner is not None:
+            _remove_stale_lock(outcome.runner, run_dir.name, name, progress)
         close = getattr(outcome.runner, "close", None)
         if close is not None:
             with contextlib.suppress(Exception):
@@ -59,6 +62,18 @@ def restore_run(
         progress.host(name, outcome.status + (f": {outcome.error}" if outcome.error else ""))
         outcomes[name] = outcome
     return outcomes
+
+
+def _remove_stale_lock(runner: Runner, run_name: str, name: str, progress: Progress) -> None:
+    """After a killed run: its lock on the host and what it lists (best effort, said)."""
+    try:
+        result = runner.run_script(hostlock.release_stale_script(run_name), timeout_s=30)
+    except Exception:  # the host went away again: the next run takes the lock over
+        return
+    removed = split_sections(result.stdout).get("removed")
+    if removed is not None:
+        listed = ", ".join(line for line in removed.splitlines() if line.strip())
+        progress.host(name, "removed the killed run's lock" + (f" and {listed}" if listed else ""))
 
 
 def record_restore(run_dir: Path, outcomes: Mapping[str, Restored]) -> None:

@@ -8,12 +8,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from nasplan import storage
 from nasplan.units import format_bits_per_second
 
 DASH = "–"
 LOOPBACK_NICS = frozenset({"lo", "lo0"})
-# Keys another measurement kind may record in HostFacts for the storage layout.
-DISK_FACT_KEYS = ("disks", "storage", "volumes", "raid", "disk_layout")
+# Keys another measurement kind may record in HostFacts for the storage layout; the facts'
+# own ``storage`` (md RAID, ZFS, disks, filesystems) is spelled out by nasplan/storage.py.
+DISK_FACT_KEYS = ("disks", "volumes", "raid", "disk_layout")
 _KEY_VALUE = re.compile(r'^\s*([A-Za-z_ ]+?)\s*=\s*"?([^"]*)"?\s*$')
 
 
@@ -89,6 +91,8 @@ def _host_aspects(name: str, host: Mapping[str, Any]) -> dict[str, str | None]:
     for key in DISK_FACT_KEYS:
         if facts.get(key):
             aspects[f"{name}: {key}"] = _compact(facts[key])
+    for key, text in storage.aspects(facts.get("storage") or {}).items():
+        aspects[f"{name}: {key}"] = text
     for key, iface in sorted((host.get("interfaces") or {}).items()):
         aspects[f"{name}.{key}: nominal speed"] = _speed(iface.get("speed_bits_per_second"))
     for nic in sorted(facts.get("interfaces") or [], key=lambda n: str(n.get("name"))):
@@ -105,6 +109,17 @@ def _host_aspects(name: str, host: Mapping[str, Any]) -> dict[str, str | None]:
         aspects[f"{name} {nic_name}: driver"] = nic.get("driver")
         aspects[f"{name} {nic_name}: addresses"] = ", ".join(nic.get("addresses") or []) or None
     return aspects
+
+
+def _filesystem(run: Mapping[str, Any], test: Mapping[str, Any]) -> str | None:
+    """``btrfs on /dev/md2 (/volume1)``: what holds a disk test's path, from its host's facts."""
+    params = test.get("params") or {}
+    host, path = params.get("host"), params.get("path")
+    if test.get("kind") != "disk" or not isinstance(path, str):
+        return None
+    facts = ((run.get("hosts") or {}).get(host) or {}).get("facts") or {}
+    mount = storage.filesystem_of(path, (facts.get("storage") or {}).get("mounts") or [])
+    return f"{mount['fstype']} on {mount['source']} ({mount['mountpoint']})" if mount else None
 
 
 def environment(run: Mapping[str, Any]) -> dict[str, str]:
@@ -125,6 +140,7 @@ def environment(run: Mapping[str, Any]) -> dict[str, str]:
         ]
         shown = ", ".join(p for p in parts if p)
         aspects[f"path of {test['id']}"] = shown or None
+        aspects[f"filesystem of {test['id']}"] = _filesystem(run, test)
     return {k: str(v) for k, v in aspects.items() if v is not None and v != ""}
 
 

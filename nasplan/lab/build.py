@@ -151,9 +151,7 @@ def _start_hosts(lab: Lab, state: LabState) -> None:
         if host.services:
             running = state.hosts[host.name]
             addresses = [i["address"] for i in running.interfaces.values() if i.get("address")]
-            pids = services.start_services(
-                host.services, host.namespace, state.host_dir(host.name), addresses
-            )
+            pids = services.start_services(host, state.host_dir(host.name), addresses)
             state.pids += pids
             state.save()
 
@@ -191,6 +189,8 @@ def teardown(state: LabState) -> list[str]:
     """Stop every lab process, delete namespaces, links and generated files; return what failed."""
     failures: list[str] = []
     pids = list(state.pids)
+    for name in state.hosts:
+        services.stop_services(state.host_dir(name))
     for namespace in state.namespaces:
         pids += netns.namespace_pids(namespace)
     netns.stop_pids(sorted(set(pids)))

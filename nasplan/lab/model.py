@@ -51,6 +51,7 @@ class LabHost:
     lan_address: str
     services: tuple[str, ...] = ()
     personality_options: dict[str, Any] = field(default_factory=dict)
+    iscsi: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,7 @@ def build_lab(document: Document) -> Lab:
                         lan_address=f"{address}/{lan_net.prefixlen}",
                         services=tuple((spec or {}).get("services") or ()),
                         personality_options=dict((spec or {}).get("personality_options") or {}),
+                        iscsi=dict((spec or {}).get("iscsi") or {}),
                     )
                 )
 

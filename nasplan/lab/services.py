@@ -1,6 +1,7 @@
 """Lab services beyond sshd: a real Samba ``smbd`` in a host's network namespace (``smb``).
 
-``nfs`` (nfs-ganesha with its own rpcbind) lives in nasplan/lab/nfs.py; this module starts it.
+``nfs`` (nfs-ganesha with its own rpcbind) lives in nasplan/lab/nfs.py and ``iscsi`` (tgtd with
+a file-backed LUN) in nasplan/lab/iscsi.py; this module starts and stops them.
 
 Everything Samba writes (passdb, locks, state, logs, the share) lives under
 ``<state>/hosts/<host>/smb``; the password lives there too, in a 0600 file, never in argv,
@@ -21,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from nasplan.errors import LabError
-from nasplan.lab import netns, nfs
+from nasplan.lab import iscsi, netns, nfs
+from nasplan.lab.model import LabHost
 
 SMBD = "/usr/sbin/smbd"
 SMBPASSWD = "/usr/bin/smbpasswd"
@@ -32,7 +34,7 @@ SMB_USER = "nasplan"
 # system user to the machine the lab runs on.
 SMB_UNIX_USER = "root"
 SMB_PASSWORD_ENV = "NASPLAN_LAB_SMB_PASSWORD"
-SERVICES = ("smb", "nfs")
+SERVICES = ("smb", "nfs", "iscsi")
 SHORT_LINK_DIR = Path("/run")
 _PRIVATE_DIRS = ("private", "lock", "state", "cache", "run", "ncalrpc", "log")
 
@@ -189,10 +191,9 @@ def wait_smb_ready(address: str, pid: int, files: SmbFiles, timeout_s: float = 1
         time.sleep(0.1)
 
 
-def start_services(
-    services: tuple[str, ...], namespace: str, host_dir: Path, addresses: list[str]
-) -> list[int]:
+def start_services(host: LabHost, host_dir: Path, addresses: list[str]) -> list[int]:
     """Set up and start each service of a host; return the PIDs to stop at ``lab down``."""
+    services, namespace = host.services, host.namespace
     pids: list[int] = []
     if "smb" in services:
         files = setup_smb(host_dir, addresses)
@@ -209,16 +210,28 @@ def start_services(
         except LabError:
             netns.stop_pids(pids)
             raise
+    if "iscsi" in services:
+        try:
+            address = addresses[0].split("/")[0]
+            pids += iscsi.start_iscsi(namespace, address, host_dir, host.name, host.iscsi)
+        except LabError:
+            netns.stop_pids(pids)
+            raise
     return pids
 
 
+def stop_services(host_dir: Path) -> None:
+    """Ask the daemons that ignore SIGTERM (tgtd) to exit, before ``lab down`` signals them."""
+    iscsi.stop(host_dir)
+
+
 def inventory_vars(host_dir: Path) -> dict[str, Any]:
-    """Host vars for the lab inventory: ``{"smb": {share, user, ...}, "nfs": {...}}``, or ``{}``.
+    """Host vars for the lab inventory: ``{"smb": {share, user, ...}, "nfs": ..., "iscsi": ...}``.
 
     The password is not among them: it stays in the 0600 file; users export it into the
     environment variable named by ``password_env``.
     """
-    found = nfs.inventory_vars(host_dir)
+    found = {**nfs.inventory_vars(host_dir), **iscsi.inventory_vars(host_dir)}
     if not smb_files(host_dir).conf_path.exists():
         return found
     return {
@@ -234,7 +247,11 @@ def inventory_vars(host_dir: Path) -> dict[str, Any]:
 
 def problems(host_name: str, host_dir: Path) -> list[str]:
     """What is wrong with a host's services (empty when all run or it has none)."""
-    return _smb_problems(host_name, host_dir) + nfs.problems(host_name, host_dir)
+    return (
+        _smb_problems(host_name, host_dir)
+        + nfs.problems(host_name, host_dir)
+        + iscsi.problems(host_name, host_dir)
+    )
 
 
 def _smb_problems(host_name: str, host_dir: Path) -> list[str]:

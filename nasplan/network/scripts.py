@@ -30,7 +30,7 @@ now() { if read -r u _ < /proc/uptime 2>/dev/null; then echo "${u%.*}"; else dat
 end=$(( $(now) + $2 ))
 while [ -f "$d/pid" ]; do
   if [ -f "$d/confirmed" ]; then
-    [ -n "$lease" ] && [ -f "$lease" ] || exit 0
+    [ -n "$lease" ] && [ -f "$lease" ] || { rm -f "$d/pid"; exit 0; }
     until=$(cat "$lease" 2>/dev/null)
     case $until in ''|*[!0-9]*) until=0 ;; esac
     [ "$(now)" -lt "$until" ] || break

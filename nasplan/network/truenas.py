@@ -92,7 +92,7 @@ d=$1; lease=$2
 echo $$ > "$d/pid.tmp" && mv "$d/pid.tmp" "$d/pid" || exit 1
 now() { if read -r u _ < /proc/uptime 2>/dev/null; then echo "${u%.*}"; else date +%s; fi; }
 while [ -f "$d/pid" ]; do
-  [ -f "$lease" ] || exit 0
+  [ -f "$lease" ] || { rm -f "$d/pid"; exit 0; }
   until=$(cat "$lease" 2>/dev/null)
   case $until in ''|*[!0-9]*) until=0 ;; esac
   [ "$(now)" -lt "$until" ] || break

@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 import jinja2
 
+from nasplan import storage
 from nasplan.analysis import FRAME_OVERHEAD_BYTES, TCP_IPV4_HEADER_BYTES
 from nasplan.output import redactor_of, secrets_from_environ, write_text
 from nasplan.report import mermaid
@@ -21,7 +22,7 @@ from nasplan.units import format_bits_per_second, format_bytes_per_second, forma
 
 DASH = "–"
 # Kinds with a section of their own in report.md; the others go under "Other tests".
-KINDS_WITH_SECTIONS = frozenset({"iperf3", "transfer", "latency", "disk"})
+KINDS_WITH_SECTIONS = frozenset({"iperf3", "transfer", "iscsi", "latency", "disk"})
 LOOPBACK_NICS = frozenset({"lo", "lo0"})
 STATUS_MEANING = {
     "ok": "every test ran",
@@ -237,6 +238,7 @@ def _host(name: str, host: Mapping[str, Any]) -> dict[str, Any]:
         "memory_bytes": facts.get("memory_bytes"),
         "iperf3_version": facts.get("iperf3_version"),
         "nics": _nics(host),
+        "storage": storage.aspects(facts.get("storage") or {}),
         "actions": list(host.get("actions", [])),
     }
 

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import glob
 import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import testinfra
@@ -23,3 +28,29 @@ def nic_state(state: LabState, name: str) -> dict[str, Any]:
         "routes": host.check_output("ip route show"),
         "revert_files": host.check_output("ls -d /tmp/nasplan-revert-* 2>/dev/null || true"),
     }
+
+
+@contextmanager
+def watch_argv(secret: str) -> Iterator[list[str]]:
+    """Collect every process command line that contains ``secret`` while the block runs."""
+    seen: list[str] = []
+    stop = threading.Event()
+
+    def poll() -> None:
+        while not stop.is_set():
+            for path in glob.glob("/proc/[0-9]*/cmdline"):
+                try:
+                    argv = Path(path).read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                except OSError:
+                    continue
+                if secret in argv:
+                    seen.append(argv)
+            stop.wait(0.01)
+
+    thread = threading.Thread(target=poll, daemon=True)
+    thread.start()
+    try:
+        yield seen
+    finally:
+        stop.set()
+        thread.join()

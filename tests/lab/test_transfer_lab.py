@@ -5,14 +5,13 @@ from __future__ import annotations
 import glob
 import io
 import os
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from lab_helpers import watch_argv
 
 from nasplan.apply import EXIT_OK, apply
 from nasplan.lab import LabState, services
@@ -26,32 +25,6 @@ LAB = {
     "hosts": {"nas": {"services": ["smb"]}, "ws": {}},
 }
 MIB = 2**20
-
-
-@contextmanager
-def watch_argv(secret: str) -> Iterator[list[str]]:
-    """Collect every process command line that contains ``secret`` while the block runs."""
-    seen: list[str] = []
-    stop = threading.Event()
-
-    def poll() -> None:
-        while not stop.is_set():
-            for path in glob.glob("/proc/[0-9]*/cmdline"):
-                try:
-                    argv = Path(path).read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                except OSError:
-                    continue
-                if secret in argv:
-                    seen.append(argv)
-            stop.wait(0.01)
-
-    thread = threading.Thread(target=poll, daemon=True)
-    thread.start()
-    try:
-        yield seen
-    finally:
-        stop.set()
-        thread.join()
 
 
 def test_lab_runs_samba_with_a_private_password(

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -178,3 +180,43 @@ def test_kept_truenas_change_is_undone_by_nasplan_restore(
     assert all_states(tnas_lab) == before
     run = json.loads((out / "run.json").read_text())
     assert {h["status"] for h in run["network"]["hosts"].values()} == {"restored"}
+
+
+def test_truenas_change_is_put_back_by_the_host_when_nasplan_is_killed(
+    tnas_lab: LabState, tmp_path: Path
+) -> None:
+    before = all_states(tnas_lab)
+    plan = yaml.safe_load(write_plan(tnas_lab, tmp_path).read_text())
+    plan["tests"][0]["duration_s"] = 4
+    (tmp_path / "plan.yaml").write_text(yaml.safe_dump(plan, sort_keys=False))
+    env = {**os.environ, "NASPLAN_LEASE_S": "3", "NASPLAN_RENEW_S": "1", "PYTHONUNBUFFERED": "1"}
+    cmd = [sys.executable, "-m", "nasplan"]
+    argv = [*cmd, "apply", str(tmp_path / "plan.yaml"), "--out", str(tmp_path / "run")]
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if "repetition 1/1" in line:
+            break
+    during = host_state(tnas_lab, "nas")
+    assert during["nics"]["eth1"][0] == 9000
+    assert (during["waiting"], during["pending"]) == ("null", "False")  # checked in
+    proc.kill()
+    proc.wait()
+
+    def network() -> dict[str, Any]:
+        return {
+            n: (s["nics"], s["routes"], s.get("pending")) for n, s in all_states(tnas_lab).items()
+        }
+
+    # checked in, yet guarded on the run's lease: the host puts the snapshot back by itself
+    deadline = time.monotonic() + 15
+    wanted = {n: (s["nics"], s["routes"], s.get("pending")) for n, s in before.items()}
+    while network() != wanted:
+        assert time.monotonic() < deadline, network()
+        time.sleep(0.5)
+    restored = subprocess.run([*cmd, "restore", str(tmp_path / "run")], capture_output=True,
+                              text=True, timeout=120, check=False, env=env)  # fmt: skip
+    assert restored.returncode == 0, restored.stderr
+    run = json.loads((tmp_path / "run/run.json").read_text())
+    assert run["network"]["hosts"]["nas"]["status"] == "reverted-by-host"
+    assert all_states(tnas_lab) == before

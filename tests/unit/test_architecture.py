@@ -42,6 +42,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "nasplan.plan",
         "nasplan.analysis",
         "nasplan.facts",
+        "nasplan.storage",
         "nasplan.become",
         "nasplan.network.model",
         "nasplan.network.state",
@@ -126,3 +127,19 @@ def test_the_import_graph_has_no_cycle() -> None:
 
     for module in sorted(graph):
         visit(module, [])
+
+
+def test_no_product_code_looks_like_a_test_to_pytest() -> None:
+    """pytest collects ``test_*.py`` / ``*_test.py`` files and ``Test*`` classes it meets."""
+    looks_like_tests = [
+        path.relative_to(ROOT).as_posix()
+        for path in PACKAGE.rglob("*.py")
+        if path.name.startswith("test_") or path.stem.endswith("_test")
+    ]
+    test_classes = [
+        f"{path.relative_to(ROOT).as_posix()}: {node.name}"
+        for path in PACKAGE.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef) and node.name.startswith("Test")
+    ]
+    assert not looks_like_tests and not test_classes, looks_like_tests + test_classes

@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from nasplan.measure.kind import BoundTest, Kind
-from nasplan.measure.kinds import disk, iperf3, latency, ping_sweep, transfer
+from nasplan.measure.kinds import disk, iperf3, iscsi, latency, ping_sweep, transfer
 
 if TYPE_CHECKING:
     from nasplan.plan import PlanTest
 
 KINDS: dict[str, Kind[Any]] = {
     kind.name: kind
-    for kind in (iperf3.KIND, transfer.KIND, latency.KIND, disk.KIND, ping_sweep.KIND)
+    for kind in (iperf3.KIND, transfer.KIND, latency.KIND, disk.KIND, ping_sweep.KIND, iscsi.KIND)
 }
 
 

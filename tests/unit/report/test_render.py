@@ -17,6 +17,7 @@ from nasplan.errors import InputError
 from nasplan.report import render_report, write_report
 from nasplan.report.render import bits_per_second_range, cell, gibibytes, nominal_speed, percent
 from nasplan.results import load_run, save_run
+from nasplan.storage import parse_mdstat
 
 SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "runs" / "sample"
 
@@ -43,17 +44,20 @@ def test_rendering_twice_gives_identical_bytes(run: dict[str, Any]) -> None:
     assert render_report(run).encode() == render_report(copy.deepcopy(run)).encode()
 
 
-def test_a_run_from_before_renders_as_it_did_then(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kept", ["sample", "all-kinds"])
+def test_a_run_from_before_renders_as_it_did_then(tmp_path: Path, kept: str) -> None:
     """``nasplan report`` on a kept run gives the report.md nasplan wrote for it then.
 
-    The fixture's report.md was rendered when the run was made; when a change to the report
-    is intended, render it again with ``nasplan report`` and commit the new report.md.
+    Each fixture's report.md was rendered when the run was made (all-kinds: a lab run of every
+    kind); when a change to the report is intended, render it again with ``nasplan report``
+    and commit the new report.md.
     """
+    source = SAMPLE.parent / kept
     copied = tmp_path / "run"
-    shutil.copytree(SAMPLE, copied)
+    shutil.copytree(source, copied)
     result = CliRunner().invoke(main, ["report", str(copied)])
     assert result.exit_code == 0, result.output
-    assert (copied / "report.md").read_bytes() == (SAMPLE / "report.md").read_bytes()
+    assert (copied / "report.md").read_bytes() == (source / "report.md").read_bytes()
 
 
 def test_report_from_a_copied_run_dir_is_byte_identical(tmp_path: Path) -> None:
@@ -223,6 +227,24 @@ def test_fixture_run_json_is_byte_for_byte_what_save_run_writes(tmp_path: Path) 
     assert (tmp_path / "run.json").read_bytes() == (SAMPLE / "run.json").read_bytes()
 
 
+def test_a_host_s_storage_layout_is_listed_under_its_name(run: dict[str, Any]) -> None:
+    mdstat = (
+        Path(__file__).resolve().parents[2] / "fixtures" / "storage" / "mdstat-synology-8bay.txt"
+    )
+    host = next(iter(run["hosts"].values()))
+    host["facts"]["storage"] = {
+        "md_arrays": parse_mdstat(mdstat.read_text())[3:],
+        "mounts": [{"source": "/dev/md0", "mountpoint": "/", "fstype": "ext4"}],
+    }
+    text = render_report(run)
+    name = next(iter(run["hosts"]))
+    section = text.split(f"### {name} storage\n\n", 1)[1].split("\n\n", 1)[0]
+    assert section.splitlines() == [
+        "- RAID: md0 raid1 of 8 (sda1 sdb1 sdc1 sdd1 sde1 sdf1 sdg1 sdh1), 2.4 GiB [UUUUUUUU]",
+        "- filesystems: / ext4 on /dev/md0",
+    ]
+
+
 def test_a_kind_without_its_own_section_is_listed_in_its_metrics_unit(
     run: dict[str, Any],
 ) -> None:
@@ -236,3 +258,31 @@ def test_a_kind_without_its_own_section_is_listed_in_its_metrics_unit(
     row = table_row(report, "mtu-sweep")
     assert row[1:] == ["some-new-kind", "9000 bytes", "1500 bytes – 9000 bytes", "3", "ok"]
     assert "## Other tests" not in render_report(load_run(SAMPLE))
+
+
+def test_an_iscsi_test_sits_beside_the_transfers_in_mb_and_mib(run: dict[str, Any]) -> None:
+    rate = 8 * 2**20 / 0.065878  # the captured 8 MiB write (tests/fixtures/iscsi)
+    rep = {"index": 1, "direction": "write", "status": "ok", "error": None, "raw_file": None,
+           "bytes": 8 * 2**20, "duration_s": 0.065878, "bytes_per_second": rate,
+           "bits_per_second": rate * 8}  # fmt: skip
+    run["tests"].append(
+        {
+            "id": "blk", "kind": "iscsi", "name": "iSCSI, small", "status": "ok", "error": None,
+            "params": {"server": "nas", "client": "ws", "target": "nas", "address": "198.18.0.10",
+                       "method": "iscsi", "iqn": "iqn.2026-12.lab.nasplan:nas.scratch", "lun": 1,
+                       "scratch": True, "size_bytes": 8 * 2**20, "request_bytes": 2**20,
+                       "queue_depth": 8, "chap_user": "nasplan", "repetitions": 1},
+            "path": None, "repetitions": [rep], "efficiency": None,
+            "summary": {"metric": "bits_per_second", "n": 1, "median": rate * 8},
+            "directions": {"write": {"metric": "bytes_per_second", "n": 1, "median": rate,
+                                     "min": rate, "max": rate, "wide_spread": False}},
+        }
+    )  # fmt: skip
+    report = render_report(run)
+    assert "### blk: iSCSI, small (iscsi)" in report
+    assert (
+        "iqn.2026-12.lab.nasplan:nas.scratch LUN 1 (scratch), 1 MiB requests, 8 in flight" in report
+    )
+    row = table_row(report, "iscsi")
+    assert row[1:6] == ["write", "8 MiB", "0.07 s", "127.3 MB/s", "121.4 MiB/s"]
+    assert "## Other tests" not in report

@@ -1,0 +1,169 @@
+"""The lab's iSCSI target for real: tgtd in the NAS's namespace, libiscsi on the client."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from lab_helpers import watch_argv
+
+from nasplan.analysis import VERDICTS
+from nasplan.apply import EXIT_TEST_FAILED, apply
+from nasplan.lab import LabState, down, iscsi, netns, services
+from nasplan.plan import load_plan
+from nasplan.progress import make_progress
+from nasplan.results import load_run
+
+MIB = 2**20
+
+
+def test_lab_iscsi_target_serves_a_chap_protected_lun_and_leaves_nothing(
+    make_lab: Callable[[dict[str, Any]], LabState], tmp_path: Path
+) -> None:
+    spec = {
+        "name": "is-svc",
+        "lan": {"prefix": "198.19.48.0/24", "rate": "1G"},
+        "hosts": {"nas": {"services": ["iscsi"], "iscsi": {"lun_size": "8MiB"}}, "ws": {}},
+    }
+    state = make_lab(spec)
+    nas_dir = state.host_dir("nas")
+    files = iscsi.iscsi_files(nas_dir)
+    inventory = yaml.safe_load(state.inventory_path.read_text())
+    assert inventory["hosts"]["nas"]["vars"]["iscsi"] == {
+        "iqn": "iqn.2026-12.lab.nasplan:nas.scratch",
+        "lun": 1,
+        "port": 3260,
+        "lun_size_bytes": 8 * MIB,
+        "scratch": True,
+        "chap_user": "nasplan",
+        "chap_secret_env": "NASPLAN_LAB_ISCSI_SECRET",
+        "chap_secret_file": str(files.secret_path),
+    }
+    assert files.secret_path.stat().st_mode & 0o777 == 0o600
+    secret = iscsi.read_secret(nas_dir)
+    assert secret and secret not in state.inventory_path.read_text()
+    assert services.problems("nas", nas_dir) == []
+    pid = int(files.pid_path.read_text())
+    assert pid in state.pids and netns.pid_alive(pid)
+
+    # Debian's own libiscsi tool, from the client's namespace: without CHAP the login fails,
+    # with the secret (from the environment, as libiscsi reads it) it lists LUN 1 of 8 MiB.
+    url = "iscsi://198.19.48.10/iqn.2026-12.lab.nasplan:nas.scratch/1"
+    ws = state.hosts["ws"].namespace
+    refused = subprocess.run(
+        ["ip", "netns", "exec", ws, "iscsi-inq", url], capture_output=True, text=True, check=False
+    )
+    assert refused.returncode != 0
+    assert "Authentication failure" in refused.stdout + refused.stderr
+    env = {**os.environ, "LIBISCSI_CHAP_USERNAME": "nasplan", "LIBISCSI_CHAP_PASSWORD": secret}
+    listed = subprocess.run(
+        ["ip", "netns", "exec", ws, "iscsi-ls", "-s", "iscsi://198.19.48.10"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
+    assert "Target:iqn.2026-12.lab.nasplan:nas.scratch Portal:198.19.48.10:3260" in listed.stdout
+    assert "Lun:1    Type:DIRECT_ACCESS (Size:7M)" in listed.stdout, listed.stdout
+
+    # lab down: tgtd (which ignores SIGTERM) is asked to exit, and nothing is left.
+    started = time.monotonic()
+    down(tmp_path / "is-svc.yaml", tmp_path / "state" / "is-svc")
+    assert time.monotonic() - started < 4.0
+    assert not netns.pid_alive(pid)
+    assert not nas_dir.exists()
+    assert not any(name.startswith("npl-is-svc-") for name in netns.list_namespaces())
+
+
+def test_iscsi_write_and_read_beside_iperf3_and_fio_with_chap_kept_secret(
+    make_lab: Callable[[dict[str, Any]], LabState],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    spec = {
+        "name": "is-run",
+        "lan": {"prefix": "198.19.49.0/24", "rate": "200M"},
+        "hosts": {"nas": {"services": ["iscsi"], "iscsi": {"lun_size": "16MiB"}}, "ws": {}},
+    }
+    state = make_lab(spec)
+    secret = iscsi.read_secret(state.host_dir("nas"))
+    assert secret
+    monkeypatch.setenv("NASPLAN_LAB_ISCSI_SECRET", secret)
+    (tmp_path / "disk").mkdir()
+    lun = {"server": "nas", "client": "ws", "iqn": "{{ hosts.nas.iscsi.iqn }}", "lun": 1,
+           "chap_user": "{{ hosts.nas.iscsi.chap_user }}",
+           "chap_secret_env": "{{ hosts.nas.iscsi.chap_secret_env }}"}  # fmt: skip
+    plan = {
+        "name": "iscsi",
+        "inventory": str(state.inventory_path),
+        "tests": [
+            {"kind": "iperf3", "id": "lan", "server": "nas", "client": "ws", "duration_s": 1,
+             "repetitions": 1},
+            {"kind": "iperf3", "id": "lan-r", "server": "nas", "client": "ws", "duration_s": 1,
+             "reverse": True, "repetitions": 1},
+            {"kind": "disk", "id": "nas-disk", "host": "nas", "path": str(tmp_path / "disk"),
+             "size": "4MiB", "repetitions": 1},
+            {"kind": "iscsi", "id": "blk", **lun, "scratch": True, "size": "4MiB",
+             "repetitions": 2},
+            {"kind": "iscsi", "id": "bad-iqn", **lun, "iqn": "iqn.2026-12.lab.nasplan:nas.nosuch",
+             "direction": "read", "size": "1MiB", "repetitions": 1},
+        ],
+    }  # fmt: skip
+    plan_path = tmp_path / "plan.yaml"
+    plan_path.write_text(yaml.safe_dump(plan))
+
+    with watch_argv(secret) as seen:
+        outcome = apply(load_plan(plan_path), make_progress(io.StringIO()), out=tmp_path / "run")
+    assert seen == []  # the secret was in no process's argv while the run went on
+
+    run = load_run(tmp_path / "run")
+    tests = {t["id"]: t for t in run["tests"]}
+    assert outcome.exit_code == EXIT_TEST_FAILED  # bad-iqn fails, alone
+    blk = tests["blk"]
+    assert (blk["status"], blk["error"]) == ("ok", None)
+    assert [(r["direction"], r["bytes"]) for r in blk["repetitions"]] == [
+        ("write", 4 * MIB), ("write", 4 * MIB), ("read", 4 * MIB), ("read", 4 * MIB)
+    ]  # fmt: skip
+    # 200M LAN shaped by tc: nothing crosses it faster than the TCP maximum (23.9 MB/s).
+    limit = blk["path"]["theoretical_bits_per_second"] / 8
+    for direction in ("write", "read"):
+        median = blk["directions"][direction]["median"]
+        assert 0.2 * limit < median < 1.02 * limit, (direction, median)
+        verdict = blk["bottleneck"][direction]
+        assert verdict["verdict"] in VERDICTS and verdict["verdict"] != "unknown"
+        assert verdict["text"].startswith(f"iSCSI {direction} ")
+        assert verdict["evidence"]["network_source"] == "iperf3"
+        assert verdict["evidence"]["disk_bytes_per_second"] is not None
+    # What was written is on the LUN's backing file: random data (a zero byte in 256), not the
+    # sparse file's zeros; the LUN beyond the 4 MiB is untouched.
+    lun_bytes = iscsi.iscsi_files(state.host_dir("nas")).lun_path.read_bytes()
+    assert lun_bytes[: 4 * MIB].count(0) < 2 * 4 * MIB // 256
+    assert lun_bytes[4 * MIB :].count(0) == 12 * MIB
+
+    bad = tests["bad-iqn"]
+    assert bad["status"] == "failed"
+    assert bad["error"] == (
+        "read 1: iSCSI login to iscsi://198.19.49.10:3260/iqn.2026-12.lab.nasplan:nas.nosuch/1 "
+        "failed: Failed to log in to target. Status: Target not found(515) (no target with "
+        "this IQN behind the portal (`iscsi-ls iscsi://198.19.49.10:3260` lists the portal's "
+        "targets))"
+    )
+    for path in (tmp_path / "run").rglob("*"):
+        if path.is_file():
+            assert secret not in path.read_text(errors="replace"), path
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "### blk: blk (iscsi)" in report and "iSCSI (block storage)" in report
+    assert "- **blk** (write): iSCSI write " in report
+    assert "## Other tests" not in report  # iSCSI has its place beside the file transfers
+    # Nothing of the initiator is left on the client.
+    ws = state.hosts["ws"].namespace
+    left = subprocess.run(["ip", "netns", "exec", ws, "sh", "-c", "ls -d /tmp/nasplan-iscsi.*"],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert left.stdout == ""
