@@ -125,6 +125,7 @@ def attribute_bottleneck(
     path_speed_bits_per_second: float | None = None,
     disk_bytes_per_second: float | None = None,
     cpu_busy_percent: Mapping[str, float | None] | None = None,
+    cpu_shared_with: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, Any]:
     """What limited a file transfer, from the plan's own measurements of the same path and NAS.
 
@@ -132,7 +133,9 @@ def attribute_bottleneck(
     the transfer's rate in bytes/s, the path's network rate in bit/s (``network_source``:
     ``iperf3`` for a measured median, ``theoretical`` for the TCP maximum), the NAS's local
     sequential disk rate for that direction in bytes/s (fio), CPU busy % per host during the
-    transfer. Returns ``{"verdict": one of VERDICTS, "text": "...", "evidence": {...}}``, e.g.
+    transfer; ``cpu_shared_with``: host -> what shares its kernel (other hosts, "the machine
+    running nasplan"): its CPU figure is then the whole machine's, and the text says so.
+    Returns ``{"verdict": one of VERDICTS, "text": "...", "evidence": {...}}``, e.g.
     ``SMB write 131 MiB/s = 12 % of the 10G path (9.4 Gbit/s) and 98 % of the NAS's local
     sequential write (134 MiB/s): disk-bound``.
     """
@@ -153,6 +156,7 @@ def attribute_bottleneck(
         "disk_bytes_per_second": disk_bytes_per_second,
         "disk_ratio": disk_ratio,
         "cpu_busy_percent": dict(sorted(cpu.items())),
+        "cpu_whole_machine": sorted(h for h in cpu if (cpu_shared_with or {}).get(h)),
         "bound_ratio": BOUND_RATIO,
         "cpu_bound_percent": CPU_BOUND_PERCENT,
     }
@@ -186,6 +190,11 @@ def attribute_bottleneck(
         verdict = "protocol-bound"
     head = f"{label} {format_bytes_per_second(transfer_bytes_per_second, 0)}"
     text = f"{head} = {' and '.join(parts)}: {verdict}" if parts else f"{head}: {verdict}"
+    if busiest is not None and (shared := (cpu_shared_with or {}).get(busiest[0])):
+        text += (
+            f" (CPU {busiest[0]} is the whole machine's, not {busiest[0]}'s own: it shares one "
+            f"kernel with {', '.join(shared)}, as lab hosts do)"
+        )
     if verdict == "unknown":
         text += " (no network or disk measurement of this path and NAS to compare with)"
     elif verdict == "protocol-bound":
@@ -225,6 +234,23 @@ def cache_influence(
         "suggested_bytes": suggested,
         "text": "cache-influenced: " + "; ".join(texts),
     }
+
+
+def shared_kernels(
+    boot_ids: Mapping[str, str | None], local_boot_id: str | None
+) -> dict[str, list[str]]:
+    """host -> what shares its kernel: other hosts with its boot id, and ``the machine running
+    nasplan`` when it is the local one's; hosts sharing nothing are left out."""
+    found: dict[str, list[str]] = {}
+    for host, boot_id in sorted(boot_ids.items()):
+        if not boot_id:
+            continue
+        others = [h for h, b in sorted(boot_ids.items()) if b == boot_id and h != host]
+        if boot_id == local_boot_id:
+            others.append("the machine running nasplan")
+        if others:
+            found[host] = others
+    return found
 
 
 def _median(summary: Mapping[str, Any] | None) -> float | None:
@@ -268,12 +294,15 @@ def disk_for(tests: Sequence[Mapping[str, Any]], host: str, direction: str) -> f
 
 
 def annotate_transfers(
-    tests: Sequence[dict[str, Any]], memory_bytes: Mapping[str, int | None]
+    tests: Sequence[dict[str, Any]],
+    memory_bytes: Mapping[str, int | None],
+    cpu_shared_with: Mapping[str, Sequence[str]] | None = None,
 ) -> None:
     """Add ``bottleneck`` (per direction) and ``cache_warning`` to every transfer and iscsi record.
 
     Uses the run's own iperf3 and disk results of the same path and NAS, whatever their order
-    in the plan; ``memory_bytes``: host -> RAM. Run once after every test has run.
+    in the plan; ``memory_bytes``: host -> RAM; ``cpu_shared_with``: see attribute_bottleneck.
+    Run once after every test has run.
     """
     for record in tests:
         if record.get("kind") not in TRANSFER_KINDS:
@@ -305,6 +334,7 @@ def annotate_transfers(
                 path_speed_bits_per_second=path.get("speed_bits_per_second"),
                 disk_bytes_per_second=disk_for(tests, server, direction),
                 cpu_busy_percent=cpu,
+                cpu_shared_with=cpu_shared_with,
             )
         record["bottleneck"] = verdicts or None
         size = params.get("size_bytes")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from nasplan import __version__, leases
-from nasplan.analysis import annotate_transfers, summarize
+from nasplan.analysis import annotate_transfers, shared_kernels, summarize
 from nasplan.errors import HostLostError, RunDirError
 from nasplan.hosts import (
     HostSession,
@@ -25,18 +25,18 @@ from nasplan.hosts import (
 )
 from nasplan.inventory import Host
 from nasplan.measure import kinds
-from nasplan.measure.kind import BoundTest, RunContext, skipped, summary_text
+from nasplan.measure.kind import BoundTest, RunContext, skipped
 from nasplan.network.phase import NetworkPhase, describe_changes
 from nasplan.output import require_free_space, secrets_from_environ
 from nasplan.plan import Plan
-from nasplan.progress import Progress, RedactedProgress
+from nasplan.progress import Progress, RedactedProgress, result_text
 from nasplan.report.render import write_report
 from nasplan.results import new_run_dir, save_run
 from nasplan.runner import Runner
 from nasplan.ssh import connect
 from nasplan.timeouts import from_environ
 
-EXIT_OK, EXIT_TEST_FAILED, EXIT_UNREACHABLE = 0, 1, 3
+EXIT_OK, EXIT_TEST_FAILED, EXIT_INPUT, EXIT_UNREACHABLE = 0, 1, 2, 3
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,14 @@ def plan_hosts(plan: Plan) -> dict[str, Host]:
     return hosts
 
 
+def local_boot_id() -> str | None:
+    """This machine's kernel boot id (Linux), to tell hosts that share its kernel; else None."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
+    except OSError:
+        return None
+
+
 def bound_tests(plan: Plan) -> list[BoundTest]:
     """The plan's tests, each bound to its kind with its settings parsed once."""
     return [kinds.bind(test) for test in plan.tests]
@@ -86,8 +94,36 @@ def tool_needs(plan: Plan, bound: list[BoundTest] | None = None) -> dict[str, li
     return {host: sorted(tools) for host, tools in needs.items()}
 
 
-def check(plan: Plan, progress: Progress, connector: Callable[[Host], Runner] = connect) -> Outcome:
-    """``apply --check``: connect and gather facts, print what would happen, change nothing."""
+def unset_variables(plan: Plan, environ: Mapping[str, str]) -> list[str]:
+    """The password variables the run would read that are not set: a host's sudo password
+    (``become_password_env``), a transfer's SMB password (``password_env``)."""
+    problems = [
+        f"{name}: the sudo password comes from ${host.become_password_env}, which is not set "
+        "(export it, or pass -K to apply)"
+        for name, host in sorted(plan_hosts(plan).items())
+        if host.become_password_env and host.become_password_env not in environ
+    ]
+    problems += [
+        f"test {test.id}: the SMB password comes from ${variable}, which is not set: "
+        "the test would fail"
+        for test in plan.tests
+        if (variable := test.settings.get("password_env")) and variable not in environ
+    ]
+    return problems
+
+
+def check(
+    plan: Plan,
+    progress: Progress,
+    connector: Callable[[Host], Runner] = connect,
+    environ: Mapping[str, str] | None = None,
+) -> Outcome:
+    """``apply --check``: connect and gather facts, print what would happen, change nothing.
+
+    Exit code 2 when a password variable the run needs is not set (``environ``, default the
+    process environment), else 0, or 3 when a host is unreachable.
+    """
+    missing = unset_variables(plan, os.environ if environ is None else environ)
     bound = bound_tests(plan)
     sessions = open_sessions(plan_hosts(plan), progress, connector)
     try:
@@ -98,7 +134,7 @@ def check(plan: Plan, progress: Progress, connector: Callable[[Host], Runner] = 
                 continue
             platform = session.platform.name if session.platform else "?"
             installs = planned_installs(session, needs.get(name, []))
-            todo = f"would {'; '.join(installs)}" if installs else "nothing to install"
+            todo = "; ".join(installs) if installs else "nothing to install"
             progress.message(f"{name} ({platform}): {todo}")
             for warning in session.warnings:
                 progress.message(f"warning: {warning}")
@@ -109,8 +145,12 @@ def check(plan: Plan, progress: Progress, connector: Callable[[Host], Runner] = 
                 progress.message(f"{name}: would set {line} (and put it back after the run)")
         for one in bound:
             progress.message(f"test {one.test.id}: would run {one.description}")
+        for problem in missing:
+            progress.message(f"problem: {problem}")
         unreachable = any(s.error for s in sessions.values())
-        return Outcome(None, EXIT_UNREACHABLE if unreachable else EXIT_OK)
+        if unreachable:
+            return Outcome(None, EXIT_UNREACHABLE)
+        return Outcome(None, EXIT_INPUT if missing else EXIT_OK)
     finally:
         close_sessions(sessions)
 
@@ -262,10 +302,11 @@ def apply(
                 progress.host(name, f"[lost] {sessions[name].error}")
             run["tests"].append(record)
             checkpoint()
-            shown = summary_text(record["summary"])
+            shown = result_text(record)
             progress.test_done(one.test.id, record["status"], record["error"] or shown)
         memory = {n: s.facts.memory_bytes if s.facts else None for n, s in sessions.items()}
-        annotate_transfers(run["tests"], memory)
+        boot_ids = {n: s.facts.boot_id if s.facts else None for n, s in sessions.items()}
+        annotate_transfers(run["tests"], memory, shared_kernels(boot_ids, local_boot_id()))
         network.teardown()
         # A host that was reached but cannot be used (sudo refused, tools missing) counts too.
         unreachable = any(s.facts is None or s.error for s in sessions.values())

@@ -56,10 +56,37 @@ def main() -> None:
 @inventory_option
 @extra_vars_option
 def validate(plan_file: Path, inventory: Path | None, extra_vars: tuple[str, ...]) -> None:
-    """Validate PLAN_FILE and its inventory; print ok, or each problem as FILE:LINE:COL."""
-    from nasplan.plan import load_plan, parse_extra_var
+    """Validate PLAN_FILE and its inventory; print ok, or each problem as FILE:LINE:COL.
 
-    load_plan(plan_file, inventory, dict(parse_extra_var(e) for e in extra_vars))
+    A plan whose inventory ``nasplan lab up`` writes is checked before the lab is up, against
+    the inventory its lab file will give (a warning says so).
+    """
+    import tempfile
+
+    from nasplan.lab import preview
+    from nasplan.plan import load_plan, parse_extra_var, planned_inventory
+
+    variables = dict(parse_extra_var(e) for e in extra_vars)
+    if preview.is_lab_file(plan_file):
+        from nasplan.lab.model import load_lab
+
+        load_lab(plan_file)
+        click.echo(f"ok (a lab file: sudo nasplan lab up {plan_file})")
+        return
+    planned = inventory or planned_inventory(plan_file)
+    if planned is None or planned.exists() or not preview.generated_by_lab(planned):
+        load_plan(plan_file, inventory, variables)
+        click.echo("ok")
+        return
+    with tempfile.TemporaryDirectory(prefix="nasplan-validate-") as directory:
+        previewed = Path(directory) / planned.name
+        lab_file = preview.write_preview(planned, previewed)
+        load_plan(plan_file, previewed, variables)
+    click.echo(
+        f"warning: {planned} is not there yet (the lab is not up): checked against the "
+        f"inventory `nasplan lab up {lab_file}` writes",
+        err=True,
+    )
     click.echo("ok")
 
 
@@ -163,8 +190,18 @@ def report(run_dir: Path, charts: str | None) -> None:
     metavar="KEY=VALUE[,KEY=VALUE]",
     help="Name a run, once per run in order (link=10G,disk=ssd); two varying keys make a matrix.",
 )
+@click.option(
+    "--charts",
+    type=click.Choice(["png", "svg"]),
+    default=None,
+    help="Also draw matplotlib charts into OUT's directory (<OUT name>-charts/); needs --out.",
+)
 def compare(
-    runs: tuple[Path, ...], out: Path | None, output_format: str, labels: tuple[str, ...]
+    runs: tuple[Path, ...],
+    out: Path | None,
+    output_format: str,
+    labels: tuple[str, ...],
+    charts: str | None,
 ) -> None:
     """Compare RUN_A RUN_B [RUN_C ...] against the first: ratios, verdicts, what changed."""
     from os import environ
@@ -176,10 +213,19 @@ def compare(
 
     if len(runs) < 2:
         raise InputError("compare needs at least two run directories")
+    if charts and (out is None or output_format != "markdown"):
+        raise InputError("--charts needs --out FILE.md (the Markdown links the charts)")
     loaded = [load_run(r) for r in runs]
     # The same redaction as every file nasplan writes: secrets the runs' plans name by variable.
     redactor = redactor_of(secrets_from_environ([run.get("plan") for run in loaded], environ))
-    text = redactor.text(render(compare_runs(loaded, labels), output_format))
+    comparison = compare_runs(loaded, labels)
+    chart_files: list[str] = []
+    if charts and out is not None:
+        from nasplan.report.charts import write_compare_charts
+
+        chart_dir = out.parent / f"{out.stem}-charts"
+        chart_files = write_compare_charts(comparison, chart_dir, charts, out.parent)
+    text = redactor.text(render(comparison, output_format, chart_files))
     if out is None:
         click.echo(text, nl=False)
     else:

@@ -9,13 +9,20 @@ class NasplanError(Exception):
     exit_code = 1
 
 
+def _one_line(message: str) -> str:
+    """Control characters shown escaped, so a message stays one line."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+
+
 class InputError(NasplanError):
     """Invalid user input (plan, inventory, lab file): exit code 2, nothing touched."""
 
     exit_code = 2
 
     def __init__(self, messages: str | list[str]) -> None:
-        self.messages = [messages] if isinstance(messages, str) else list(messages)
+        listed = [messages] if isinstance(messages, str) else list(messages)
+        # One line per problem, whatever a file name or value holds (a newline, a tab).
+        self.messages = [_one_line(m) for m in listed]
         super().__init__("\n".join(self.messages))
 
 

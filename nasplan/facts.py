@@ -113,6 +113,7 @@ class HostFacts:
     # {"md_arrays": [...], "zfs_pools": [...], "zfs_sizes": {...}, "disks": [...],
     #  "mounts": [...]}: nasplan/storage.py
     storage: Mapping[str, Any] = field(default_factory=dict)
+    boot_id: str | None = None  # the kernel's: hosts sharing one share CPU figures
 
     def interface(self, name: str) -> NicFacts | None:
         """The NIC called ``name`` (e.g. ``eth0``), or None."""
@@ -169,6 +170,7 @@ class HostFacts:
             iperf3_version=_str_or_none(data.get("iperf3_version")),
             markers={str(k): str(v) for k, v in (data.get("markers") or {}).items()},
             storage=dict(data.get("storage") or {}),
+            boot_id=_str_or_none(data.get("boot_id")),
         )
 
 
@@ -256,6 +258,7 @@ def parse_facts(stdout: str) -> HostFacts:
         iperf3_version=parse_iperf3_version(_first(single.get("iperf3-version")) or ""),
         markers=markers,
         storage=_storage(sections, single),
+        boot_id=_first(single.get("boot-id")),
     )
     if kernel_name in facts_bsd.BSD_KERNELS:
         return _bsd_facts(facts, kernel_name, single)

@@ -64,6 +64,9 @@ if [ ! -d /sys/class/net ]; then
     sysctl "$nasplan_k" 2>/dev/null
   done
 fi
+# Hosts with one boot_id share one kernel (containers, lab namespaces): their CPU figures are
+# the whole machine's.
+nasplan_section boot-id; cat /proc/sys/kernel/random/boot_id 2>/dev/null
 nasplan_section tools
 for nasplan_t in @TOOLS@; do
   printf '%s=%s\n' "$nasplan_t" "$(nasplan_which "$nasplan_t")"

@@ -138,14 +138,15 @@ def with_inventory_tools(runner: Runner, facts: HostFacts, tools: Mapping[str, s
 
 
 def planned_installs(session: HostSession, packages: Sequence[str]) -> list[str]:
-    """What ``prepare`` would do on this host, as lines for --check."""
+    """What ``prepare`` would do on this host, as lines for --check: ``would apt-get install
+    -y iperf3``, or ``cannot install iperf3: <the platform's advice>``."""
     if session.facts is None or session.platform is None:
         return []
     try:
         commands = session.platform.install_commands(session.facts, list(packages))
     except PlatformError as exc:
-        return [f"cannot install: {exc}"]
-    return [command.description for command in commands]
+        return [f"cannot install {', '.join(packages)}: {exc}"]
+    return [f"would {command.description}" for command in commands]
 
 
 def _installable(

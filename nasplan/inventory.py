@@ -9,7 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from nasplan.errors import InputError
-from nasplan.loader import Document, read_yaml, schema_errors
+from nasplan.loader import (
+    Document,
+    describe_error,
+    format_json_path,
+    read_yaml,
+    schema_errors,
+    subschema_validator,
+)
+from nasplan.localfile import private_file_problem
 from nasplan.units import parse_rate
 
 CONNECTION_KEYS = (
@@ -76,6 +84,7 @@ class Host:
     interfaces: Mapping[str, Interface] = field(default_factory=dict)
     groups: tuple[str, ...] = ()
     vars: Mapping[str, Any] = field(default_factory=dict)
+    origin: str = ""  # FILE:LINE:COL: json.path of the host in its inventory, for errors
 
     def template_view(self) -> dict[str, Any]:
         """What plan Jinja expressions see as ``hosts.<name>``."""
@@ -106,6 +115,29 @@ class Inventory:
     hosts: Mapping[str, Host]
     groups: Mapping[str, tuple[str, ...]]
     vars: Mapping[str, Any]
+
+
+def ssh_file_errors(host: Host) -> list[str]:
+    """Problems of the SSH files ``host`` names (identity_file, known_hosts, ssh_config).
+
+    Each must be a regular file you (or root) own, not writable by others; a private key also
+    not readable by others. A file that does not exist is left to the connection to report.
+    """
+    errors = []
+    for name, path, secret in (
+        ("identity_file", host.identity_file, True),
+        ("known_hosts", host.known_hosts, False),
+        ("ssh_config", host.ssh_config, False),
+    ):
+        problem = private_file_problem(path, secret=secret) if path is not None else None
+        if problem:
+            errors.append(f"{host.origin}.{name}: {path}: {problem}")
+    return errors
+
+
+def host_validator() -> Any:
+    """A validator of one host of the native form (``$defs/host``), for Ansible hosts too."""
+    return subschema_validator("inventory", "host")
 
 
 def load_inventory(path: Path) -> Inventory:
@@ -202,6 +234,7 @@ def _build_host(
         interfaces=interfaces,
         groups=groups,
         vars=user_vars,
+        origin=f"{document.where(where)}: {format_json_path(where)}",
     )
 
 
@@ -242,50 +275,111 @@ def _from_native(document: Document) -> Inventory:
     )
 
 
+_KEY = "\0key"  # loader's position of a mapping key rather than its value
+_HostAcc = dict[str, tuple[dict[str, Any], list[str], tuple[Any, ...], dict[str, tuple[Any, ...]]]]
+
+
 def _walk_ansible(
     name: str,
     group: Mapping[str, Any] | None,
-    inherited: dict[str, Any],
+    inherited: tuple[dict[str, Any], dict[str, tuple[Any, ...]]],
     lineage: tuple[str, ...],
     where: tuple[Any, ...],
-    out_hosts: dict[str, tuple[dict[str, Any], list[str], tuple[Any, ...]]],
+    out_hosts: _HostAcc,
     out_groups: dict[str, list[str]],
 ) -> None:
+    """Collect hosts with merged vars; ``origins`` maps each var to where its value was set."""
     group = group or {}
-    scope = {**inherited, **(group.get("vars") or {})}
+    group_vars = group.get("vars") or {}
+    scope = {**inherited[0], **group_vars}
+    scope_origins = {**inherited[1], **{k: (*where, "vars", k) for k in group_vars}}
     lineage = (*lineage, name)
     out_groups.setdefault(name, [])
     for host, host_vars in (group.get("hosts") or {}).items():
-        merged, member_of, _ = out_hosts.get(host, ({}, [], (*where, "hosts", host)))
+        host_where = (*where, "hosts", host)
+        merged, member_of, _, origins = out_hosts.get(host, ({}, [], host_where, {}))
         # A host listed under several groups: deeper and later groups win, host vars always win.
         merged = {**merged, **scope, **(host_vars or {})}
+        origins = {
+            **origins,
+            **scope_origins,
+            **{k: (*host_where, k) for k in host_vars or {}},
+        }
         member_of = [*member_of, *(g for g in lineage if g not in member_of)]
-        out_hosts[host] = (merged, member_of, (*where, "hosts", host))
+        out_hosts[host] = (merged, member_of, host_where, origins)
         if host not in out_groups[name]:
             out_groups[name].append(host)
     for child, child_group in (group.get("children") or {}).items():
         _walk_ansible(
-            child, child_group, scope, lineage, (*where, "children", child), out_hosts, out_groups
+            child,
+            child_group,
+            (scope, scope_origins),
+            lineage,
+            (*where, "children", child),
+            out_hosts,
+            out_groups,
         )
+
+
+def _native_key(key: str) -> str:
+    """``ansible_host`` -> ``address``, ``nasplan_platform`` -> ``platform``."""
+    return _ANSIBLE_KEYS.get(key, key).removeprefix("nasplan_")
+
+
+def _ansible_host_errors(
+    document: Document,
+    fields: Mapping[str, Any],
+    origins: Mapping[str, tuple[Any, ...]],
+    where: tuple[Any, ...],
+) -> list[str]:
+    """Check an Ansible host's connection vars and interfaces as the native form's ``host``.
+
+    Each error points where the offending var was set (host vars, or a group's vars).
+    """
+    errors = []
+    for error in host_validator().iter_errors(dict(fields)):
+        json_path, message, _ = describe_error(error)
+        key = json_path[0] if json_path else None
+        origin = origins.get(str(key), where) if key is not None else where
+        at = (*origin, *json_path[1:])
+        shown = at[:-1] if at[-1] == _KEY else at
+        errors.append(f"{document.where(at)}: {format_json_path(shown)}: {message}")
+    return errors
 
 
 def _from_ansible(document: Document) -> Inventory:
     data: dict[str, Any] = document.data
-    hosts_acc: dict[str, tuple[dict[str, Any], list[str], tuple[Any, ...]]] = {}
+    hosts_acc: _HostAcc = {}
     groups: dict[str, list[str]] = {}
     all_vars = dict((data.get("all") or {}).get("vars") or {})
     for name, group in data.items():
-        _walk_ansible(name, group, {}, (), (name,), hosts_acc, groups)
+        _walk_ansible(name, group, ({}, {}), (), (name,), hosts_acc, groups)
     if not hosts_acc:
         raise InputError(document.error((), "the Ansible inventory lists no hosts"))
     hosts: dict[str, Host] = {}
-    for host, (raw, member_of, where) in hosts_acc.items():
-        merged = {_ANSIBLE_KEYS.get(k, k): v for k, v in raw.items()}
-        merged = {k.removeprefix("nasplan_"): v for k, v in merged.items()}
+    errors: list[str] = []
+    for host, (raw, member_of, where, raw_origins) in hosts_acc.items():
+        merged = {_native_key(k): v for k, v in raw.items()}
+        if isinstance(merged.get("port"), str) and merged["port"].isdigit():
+            merged["port"] = int(merged["port"])  # Ansible reads ansible_port: "2222" as a port
+        origins = {_native_key(k): v for k, v in raw_origins.items()}
+        checked = {
+            k: v for k, v in merged.items() if k in (*CONNECTION_KEYS, "address", "interfaces")
+        }
+        if "address" not in checked:
+            # the host's name is its address: check it as one ("-oProxyCommand=..." is refused)
+            checked["address"] = host
+            origins["address"] = (*where, _KEY)
+        host_errors = _ansible_host_errors(document, checked, origins, where)
+        if host_errors:
+            errors.extend(host_errors)
+            continue
         interfaces = merged.pop("interfaces", None)
         hosts[host] = _build_host(
             document, host, merged, interfaces, tuple(g for g in member_of if g != "all"), where
         )
+    if errors:
+        raise InputError(sorted(set(errors)))
     groups.pop("all", None)
     return Inventory(
         path=document.path,

@@ -6,16 +6,18 @@ Every problem is reported as ``FILE:LINE:COL: json.path: message`` so a user can
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import jsonschema
 import yaml
 
 from nasplan.errors import InputError
+from nasplan.localfile import MAX_YAML_BYTES, read_text_bounded
 
 JsonPath = tuple[str | int, ...]
 
@@ -52,13 +54,34 @@ def format_json_path(json_path: JsonPath) -> str:
     return out or "(root)"
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate mapping keys (a silent override hides typos)."""
+# Bounds on what a YAML document may expand to (``MAX_YAML_BYTES`` bounds the text itself).
+MAX_DEPTH = 64
+MAX_ALIAS_NODES = 50_000
+_BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# Tags whose Python values (bytes, sets, dates) nasplan's JSON files and schemas cannot carry.
+_REFUSED_TAGS = ("binary", "set", "omap", "pairs", "timestamp")
+
+
+class _UniqueKeyLoader(_BaseLoader):  # type: ignore[misc,valid-type]  # libyaml when available
+    """SafeLoader that refuses duplicate and non-string mapping keys (a silent override hides
+    typos; ``on:`` would be the boolean True) and reads dates as plain strings."""
+
+    yaml_implicit_resolvers: ClassVar[dict[Any, list[tuple[str, re.Pattern[str]]]]] = {
+        first: [(tag, regexp) for tag, regexp in resolvers if not tag.endswith(":timestamp")]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
 
 
 def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
     seen: set[Any] = set()
     for key_node, _ in node.value:
+        if isinstance(key_node, yaml.ScalarNode) and key_node.tag == _MERGE_TAG:
+            continue  # ``<<: *defaults``: flatten_mapping merges it below
+        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != _STR_TAG:
+            shown = key_node.value if isinstance(key_node, yaml.ScalarNode) else "a collection"
+            raise yaml.constructor.ConstructorError(
+                None, None, f"mapping key {shown!r} is not a string (quote it)", key_node.start_mark
+            )
         key = loader.construct_object(key_node)
         if key in seen:
             raise yaml.constructor.ConstructorError(
@@ -69,10 +92,72 @@ def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict
     return dict(loader.construct_pairs(node))
 
 
+def _refuse_tag(loader: _UniqueKeyLoader, node: yaml.Node) -> Any:
+    raise yaml.constructor.ConstructorError(
+        None,
+        None,
+        f"YAML tag {node.tag.rsplit(':', 1)[-1]!r} is not supported here",
+        node.start_mark,
+    )
+
+
+_STR_TAG = "tag:yaml.org,2002:str"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 _UniqueKeyLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
     _construct_mapping,
 )
+for _tag in _REFUSED_TAGS:
+    _UniqueKeyLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse_tag)
+
+
+def _check_expansion(text: str, path: Path) -> None:
+    """Refuse nesting deeper than MAX_DEPTH and aliases expanding past MAX_ALIAS_NODES.
+
+    Works on the event stream (no recursion, no expansion) so a "billion laughs" document is
+    refused in the time it takes to read it, before anything is built from it.
+    """
+    # per open collection: [expanded node count, deepest nesting below it]
+    stack: list[list[int]] = [[0, 0]]
+    anchors: dict[str, tuple[int, int]] = {}
+    open_anchors: list[str | None] = []
+    alias_nodes = 0
+
+    def fail(event: yaml.Event, message: str) -> None:
+        mark = event.start_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+        raise InputError(f"{path}:{line}:{col}: {message}")
+
+    def add(size: int, depth: int) -> None:
+        stack[-1][0] += size
+        stack[-1][1] = max(stack[-1][1], depth)
+
+    for event in yaml.parse(text, Loader=_UniqueKeyLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            stack.append([1, 0])
+            open_anchors.append(event.anchor)
+            if len(stack) - 1 > MAX_DEPTH:
+                fail(event, f"nesting deeper than {MAX_DEPTH} levels")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            size, below = stack.pop()
+            anchor = open_anchors.pop()
+            if anchor is not None:
+                anchors[anchor] = (size, below + 1)
+            add(size, below + 1)
+        elif isinstance(event, yaml.ScalarEvent):
+            if event.anchor is not None:
+                anchors[event.anchor] = (1, 0)
+            add(1, 0)
+        elif isinstance(event, yaml.AliasEvent):
+            if event.anchor in open_anchors:
+                fail(event, f"alias *{event.anchor} refers to a node that contains it (a cycle)")
+            size, below = anchors.get(str(event.anchor), (1, 0))
+            alias_nodes += size
+            if alias_nodes > MAX_ALIAS_NODES:
+                fail(event, f"aliases expand to more than {MAX_ALIAS_NODES} nodes (an alias bomb?)")
+            if len(stack) - 1 + below > MAX_DEPTH:
+                fail(event, f"alias *{event.anchor} nests deeper than {MAX_DEPTH} levels")
+            add(size, below)
 
 
 def _collect_positions(
@@ -96,8 +181,13 @@ def _collect_positions(
 def parse_yaml(path: Path, text: str) -> Document:
     """Parse YAML text into a Document; a syntax error becomes a one-line InputError."""
     try:
-        node = yaml.compose(text, Loader=_UniqueKeyLoader)
-        data = yaml.load(text, Loader=_UniqueKeyLoader)
+        _check_expansion(text, path)
+        loader = _UniqueKeyLoader(text)
+        try:
+            node = loader.get_single_node()
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
@@ -112,16 +202,9 @@ def parse_yaml(path: Path, text: str) -> Document:
 
 
 def read_yaml(path: Path) -> Document:
-    """Read and parse a YAML file; a missing or unreadable file is a one-line InputError."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, expected a YAML file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from None
-    return parse_yaml(path, text)
+    """Read and parse a YAML file; a missing, unreadable, special or too large file, and one
+    that nests or expands beyond the limits, is a one-line InputError."""
+    return parse_yaml(path, read_text_bounded(path, MAX_YAML_BYTES, "YAML file"))
 
 
 @cache
@@ -132,7 +215,7 @@ def load_schema(name: str) -> dict[str, Any]:
     return schema
 
 
-def _describe(error: jsonschema.ValidationError) -> tuple[JsonPath, str, bool]:
+def describe_error(error: jsonschema.ValidationError) -> tuple[JsonPath, str, bool]:
     """(json path, message, whether the position is the key's rather than the value's)."""
     json_path: JsonPath = tuple(error.absolute_path)
     schema = error.schema if isinstance(error.schema, dict) else {}
@@ -149,23 +232,42 @@ def _describe(error: jsonschema.ValidationError) -> tuple[JsonPath, str, bool]:
     if error.validator == "required":
         message = str(error.message).replace("is a required property", "is required")
         return json_path, message, False
+    if error.validator == "pattern" and "description" in schema:
+        return (
+            json_path,
+            f"{error.instance!r} is not valid: expected {schema['description']}",
+            False,
+        )
     if error.validator in ("oneOf", "anyOf") and "description" in schema:
         expected = schema["description"]
         return json_path, f"{error.instance!r} is not valid: expected {expected}", False
     if error.validator in ("oneOf", "anyOf") and error.context:
-        return _describe(jsonschema.exceptions.best_match(error.context))
+        return describe_error(jsonschema.exceptions.best_match(error.context))
     return json_path, str(error.message), False
+
+
+@cache
+def subschema_validator(schema_name: str, definition: str) -> jsonschema.Draft202012Validator:
+    """A validator of ``$defs/<definition>`` of a schema (its other ``$defs`` resolvable)."""
+    schema = load_schema(schema_name)
+    return jsonschema.Draft202012Validator(
+        {"$defs": schema["$defs"], "$ref": f"#/$defs/{definition}"}
+    )
+
+
+@cache
+def _validator(schema_name: str) -> jsonschema.Draft202012Validator:
+    """One validator per schema, built once (its $ref lookups are cached inside it)."""
+    return jsonschema.Draft202012Validator(
+        load_schema(schema_name), format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+    )
 
 
 def schema_errors(document: Document, schema_name: str) -> list[str]:
     """Validate ``document`` against a schema; one formatted line per problem, in file order."""
-    schema = load_schema(schema_name)
-    validator = jsonschema.Draft202012Validator(
-        schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
-    )
     found: list[tuple[tuple[int, int], str]] = []
-    for error in validator.iter_errors(document.data):
-        json_path, message, at_key = _describe(error)
+    for error in _validator(schema_name).iter_errors(document.data):
+        json_path, message, at_key = describe_error(error)
         key_pos = document.positions.get((*json_path, "\0key")) if at_key else None
         pos = key_pos or document.positions.get(json_path)
         where = f"{document.path}:{pos[0]}:{pos[1]}" if pos else document.where(json_path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import re
 from collections.abc import Mapping
@@ -11,12 +12,12 @@ from typing import Any
 
 import jinja2
 import yaml
-from jinja2.sandbox import SandboxedEnvironment
 
 from nasplan.errors import InputError
-from nasplan.inventory import Inventory, load_inventory
-from nasplan.loader import Document, JsonPath, read_yaml, schema_errors
+from nasplan.inventory import Inventory, load_inventory, ssh_file_errors
+from nasplan.loader import Document, JsonPath, parse_yaml, read_yaml, schema_errors
 from nasplan.network.model import NetworkSpec, parse_link_target, parse_network
+from nasplan.templating import PlanSandbox, TemplateRefused
 
 _SINGLE_EXPRESSION = re.compile(r"^\s*\{\{[^{}]*\}\}\s*$")
 
@@ -31,12 +32,12 @@ class Target:
     link: str | None = None  # a plan link's end (``link:p2p@nas``); ``address`` is that end's
 
     def label(self) -> str:
-        """``nas.p2p``, ``link:p2p@nas`` or the address."""
+        """``nas.p2p``, ``link:p2p@nas``, the address, or the server's name (its SSH address)."""
         if self.link and self.host:
             return f"link:{self.link}@{self.host}"
         if self.host and self.interface:
             return f"{self.host}.{self.interface}"
-        return self.address or "?"
+        return self.address or self.host or "?"
 
 
 @dataclass(frozen=True)
@@ -83,24 +84,39 @@ class Plan:
         )
 
 
+def _short(template: str) -> str:
+    """A template as shown in an error: repr, cut to 80 characters."""
+    return repr(template if len(template) <= 80 else template[:77] + "...")
+
+
 def parse_extra_var(text: str) -> tuple[str, Any]:
     """``"duration_s=1"`` -> ``("duration_s", 1)``; the value is read as a YAML scalar."""
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
         raise InputError(f"-e {text!r}: expected KEY=VALUE")
     try:
-        parsed = yaml.safe_load(value) if value else ""
-    except yaml.YAMLError:
+        # the plan's own bounded loader: an alias bomb on the command line is refused too
+        parsed = parse_yaml(Path("-e"), value).data if value else ""
+    except InputError as exc:
+        if "alias" in str(exc) or "nesting" in str(exc):
+            raise InputError(f"-e {key.strip()}: {exc}") from None
         parsed = value
     return key.strip(), parsed
 
 
-def _environment() -> SandboxedEnvironment:
-    return SandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False)
+def _whole_numbers(value: Any) -> Any:
+    """Floats without a fraction as ints (``parallel: 2.0`` -> 2): tools want ``-P 2``."""
+    if isinstance(value, dict):
+        return {k: _whole_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole_numbers(v) for v in value]
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    return value
 
 
 def _render_value(
-    env: SandboxedEnvironment,
+    env: PlanSandbox,
     value: Any,
     context: Mapping[str, Any],
     document: Document,
@@ -113,11 +129,18 @@ def _render_value(
     if not isinstance(value, str) or ("{{" not in value and "{%" not in value):
         return value
     try:
-        rendered = env.from_string(value).render(context)
-    except jinja2.TemplateError as exc:
+        rendered = env.render(value, context)
+    except TemplateRefused as exc:
         raise InputError(
-            document.error(path, f"template {value!r}: {exc.message or exc}")
+            document.error(path, f"template {_short(value)}: refused: {exc}")
         ) from None
+    except jinja2.TemplateError as exc:
+        message = exc.message or str(exc)
+        raise InputError(document.error(path, f"template {_short(value)}: {message}")) from None
+    except (ArithmeticError, ValueError, TypeError, LookupError, RecursionError) as exc:
+        # Python errors the template itself caused ({{ 1 / 0 }}, {{ 'x' | int(base=99) }})
+        message = f"{type(exc).__name__}: {exc}"
+        raise InputError(document.error(path, f"template {_short(value)}: {message}")) from None
     if _SINGLE_EXPRESSION.match(value):
         # A value that is one expression keeps its type: "{{ vars.repetitions }}" -> 5, not "5".
         try:
@@ -136,7 +159,7 @@ def resolve_templates(
 
     Precedence of vars, lowest first: inventory vars, plan vars, ``extra_vars`` (``-e``).
     """
-    env = _environment()
+    env = PlanSandbox()
     data: dict[str, Any] = dict(document.data)
     context: dict[str, Any] = {
         "hosts": {name: host.template_view() for name, host in inventory.hosts.items()},
@@ -158,6 +181,18 @@ def resolve_templates(
     }
 
 
+def _interface_at(inventory: Inventory, server: str | None) -> str | None:
+    """The server's inventory interface whose address is the one nasplan connects to (the
+    default target), so a test without ``target:`` is labelled ``nas.lan``; None when none is."""
+    host = inventory.hosts.get(server) if server else None
+    if host is None:
+        return None
+    for key, iface in sorted(host.interfaces.items()):
+        if iface.address and iface.address.split("/")[0] == host.address:
+            return key
+    return None
+
+
 def _parse_target(
     document: Document,
     raw: dict[str, Any],
@@ -169,7 +204,7 @@ def _parse_target(
     server = raw.get("server")
     text = raw.get("target")
     if text is None:
-        return Target(server, None, None)
+        return Target(server, _interface_at(inventory, server), None)
     link_end = parse_link_target(network or NetworkSpec(), str(text))
     if isinstance(link_end, str):
         raise InputError(document.error(where, link_end))
@@ -283,6 +318,17 @@ def _build_tests(
     return tuple(tests)
 
 
+def planned_inventory(path: Path) -> Path | None:
+    """The inventory file a plan names (relative to the plan), without loading either; None
+    when the plan is unreadable or names none (load_plan then says why)."""
+    try:
+        data = read_yaml(path).data
+    except InputError:
+        return None
+    value = data.get("inventory") if isinstance(data, dict) else None
+    return path.parent / value if isinstance(value, str) and value else None
+
+
 def load_plan(
     path: Path,
     inventory_override: Path | None = None,
@@ -305,19 +351,20 @@ def load_plan(
     try:
         inventory = load_inventory(inventory_path)
     except InputError as exc:
-        if inventory_override is None and not inventory_path.exists():
+        if inventory_override is None and exc.messages[0].endswith(": file not found"):
             raise InputError(
                 document.error(("inventory",), f"inventory file not found: {inventory_path}")
             ) from None
         raise exc from None
     resolved = resolve_templates(document, inventory, extra_vars)
+    resolved = {k: v if k == "vars" else _whole_numbers(v) for k, v in resolved.items()}
     errors = schema_errors(Document(document.path, resolved, document.positions), "plan")
     if errors:
         raise InputError(errors)
     network = parse_network(document, resolved, inventory)
     tests = _build_tests(document, resolved, inventory, network)
     known_hosts = resolved.get("known_hosts")
-    return Plan(
+    plan = Plan(
         path=path,
         name=resolved["name"],
         description=str(resolved.get("description", "")).strip(),
@@ -328,3 +375,15 @@ def load_plan(
         resolved=resolved,
         network=network,
     )
+    file_errors = [
+        line
+        for name in plan.host_names
+        for line in ssh_file_errors(
+            dataclasses.replace(inventory.hosts[name], known_hosts=plan.known_hosts)
+            if plan.known_hosts
+            else inventory.hosts[name]
+        )
+    ]
+    if file_errors:
+        raise InputError(file_errors)
+    return plan

@@ -5,11 +5,15 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import Protocol, TextIO
+from collections.abc import Mapping
+from typing import Any, Protocol, TextIO
 
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
+
+from nasplan.directions import series_of
+from nasplan.units import format_metric
 
 
 class Progress(Protocol):
@@ -17,13 +21,43 @@ class Progress(Protocol):
 
     def host(self, name: str, status: str) -> None: ...
 
-    def test(self, test_id: str, repetition: int, repetitions: int, total_s: float) -> None: ...
+    def test(
+        self,
+        test_id: str,
+        repetition: int,
+        repetitions: int,
+        total_s: float,
+        direction: str | None = None,
+    ) -> None: ...
 
     def test_done(self, test_id: str, status: str, summary: str) -> None: ...
 
     def message(self, text: str) -> None: ...
 
     def close(self) -> None: ...
+
+
+def step_text(repetition: int, repetitions: int, total_s: float, direction: str | None) -> str:
+    """``write, repetition 2/5 (~12 s in all)``: the plan's repetitions of one direction; the
+    estimate only when there is one (a disk test's time depends on the disk)."""
+    text = f"repetition {repetition}/{repetitions}"
+    if direction:
+        text = f"{direction}, {text}"
+    return f"{text} (~{total_s:.0f} s in all)" if total_s >= 1 else text
+
+
+def result_text(record: Mapping[str, Any]) -> str:
+    """A finished test's medians for the console, each direction in its quantity's unit:
+    ``write median 281.2 MiB/s, read median 374.5 MiB/s``; ``median 9.41 Gbit/s``."""
+    parts = []
+    for series in series_of(record):
+        median = series.summary.get("median")
+        if median is None:
+            continue
+        value = format_metric(median, series.metric)
+        named = len(series_of(record)) > 1 or record.get("kind") in ("transfer", "disk")
+        parts.append(f"{series.direction} median {value}" if named else f"median {value}")
+    return ", ".join(parts)
 
 
 class PlainProgress:
@@ -40,10 +74,15 @@ class PlainProgress:
     def host(self, name: str, status: str) -> None:
         self._print(f"host {name}: {status}")
 
-    def test(self, test_id: str, repetition: int, repetitions: int, total_s: float) -> None:
-        self._print(
-            f"test {test_id}: repetition {repetition}/{repetitions} (~{total_s:.0f} s in all)"
-        )
+    def test(
+        self,
+        test_id: str,
+        repetition: int,
+        repetitions: int,
+        total_s: float,
+        direction: str | None = None,
+    ) -> None:
+        self._print(f"test {test_id}: {step_text(repetition, repetitions, total_s, direction)}")
 
     def test_done(self, test_id: str, status: str, summary: str) -> None:
         self._print(f"test {test_id}: {status} {summary}".rstrip())
@@ -73,8 +112,10 @@ class LiveProgress:
             for name, status in self._hosts.items():
                 table.add_row(f"[bold]host[/] {name}", status)
             for test_id, (status, started, total_s) in self._tests.items():
-                if started:
+                if started and total_s >= 1:
                     status = f"{status}  {now - started:.0f}/{total_s:.0f} s"
+                elif started:
+                    status = f"{status}  {now - started:.0f} s"
                 table.add_row(f"[bold]test[/] {test_id}", status)
         return table
 
@@ -82,10 +123,18 @@ class LiveProgress:
         with self._lock:
             self._hosts[name] = status
 
-    def test(self, test_id: str, repetition: int, repetitions: int, total_s: float) -> None:
+    def test(
+        self,
+        test_id: str,
+        repetition: int,
+        repetitions: int,
+        total_s: float,
+        direction: str | None = None,
+    ) -> None:
         with self._lock:
             started = self._tests.get(test_id, ("", 0.0, 0.0))[1] or time.monotonic()
-            self._tests[test_id] = (f"repetition {repetition}/{repetitions}", started, total_s)
+            step = step_text(repetition, repetitions, 0.0, direction)
+            self._tests[test_id] = (step, started, total_s)
 
     def test_done(self, test_id: str, status: str, summary: str) -> None:
         with self._lock:
@@ -122,8 +171,15 @@ class RedactedProgress:
     def host(self, name: str, status: str) -> None:
         self.inner.host(name, self._clean(status))
 
-    def test(self, test_id: str, repetition: int, repetitions: int, total_s: float) -> None:
-        self.inner.test(test_id, repetition, repetitions, total_s)
+    def test(
+        self,
+        test_id: str,
+        repetition: int,
+        repetitions: int,
+        total_s: float,
+        direction: str | None = None,
+    ) -> None:
+        self.inner.test(test_id, repetition, repetitions, total_s, direction)
 
     def test_done(self, test_id: str, status: str, summary: str) -> None:
         self.inner.test_done(test_id, status, self._clean(summary))

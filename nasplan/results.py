@@ -16,6 +16,7 @@ import jsonschema
 
 from nasplan.errors import InputError
 from nasplan.loader import Document, JsonPath, load_schema, parse_yaml, schema_errors
+from nasplan.localfile import MAX_RUN_JSON_BYTES, parse_json, read_text_bounded
 from nasplan.output import REDACTED as REDACTED
 from nasplan.output import redactor_of, write_text
 
@@ -193,16 +194,10 @@ def migrate_run(
 def load_run(run_dir_or_file: Path) -> dict[str, Any]:
     """Read and validate run.json of a run directory (or the file); raise InputError if bad."""
     path = run_file(run_dir_or_file)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found (not a nasplan run directory?)") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from None
-    try:
-        run = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+    if not path.exists() and not path.is_symlink():
+        raise InputError(f"{path}: file not found (not a nasplan run directory?)")
+    text = read_text_bounded(path, MAX_RUN_JSON_BYTES, "run.json")
+    run = parse_json(path, text)
     source: str | None = text
     if isinstance(run, dict):
         migrated = migrate_run(run, path)

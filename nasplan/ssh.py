@@ -14,7 +14,8 @@ from fabric import Config, Connection
 
 from nasplan import become, shell
 from nasplan.errors import HostError, HostLostError
-from nasplan.inventory import Host
+from nasplan.inventory import Host, ssh_file_errors
+from nasplan.localfile import private_file_problem
 from nasplan.runner import Result
 from nasplan.timeouts import Timeouts, from_environ
 
@@ -63,9 +64,18 @@ def _harden(connection: Connection, host: Host) -> None:
     files = known_hosts_files(host, dict(connection.ssh_config))
     keys = connection.client.get_host_keys()
     for path in files:
+        problem = private_file_problem(path, secret=False)
+        if problem:
+            raise HostError(f"{host.name}: known_hosts file {path}: {problem}")
         if path.is_file():
             # HostKeys.load, not SSHClient.load_host_keys: nasplan never writes known_hosts back.
             keys.load(str(path))
+    configured_keys = connection.ssh_config.get("identityfile") or []
+    for name in configured_keys if isinstance(configured_keys, list) else [configured_keys]:
+        key_path = Path(str(name)).expanduser()
+        problem = private_file_problem(key_path, secret=True)
+        if problem:
+            raise HostError(f"{host.name}: IdentityFile {key_path} (ssh_config): {problem}")
     connection.client.set_missing_host_key_policy(_RefuseUnknownHostKey(files))
     gateway = connection.gateway
     if isinstance(gateway, Connection):  # ProxyJump: the jump host is checked just as strictly
@@ -223,6 +233,9 @@ def connect(
     ``become_password``: fed to sudo on stdin when a command needs root and the user is not root.
     Raises HostError with a one-line reason (unknown/changed key with fingerprint, auth, network).
     """
+    problems = ssh_file_errors(host)
+    if problems:  # checked when the plan was loaded too; this catches a file swapped since
+        raise HostError("; ".join(problems))
     timeouts = from_environ()
     if timeout_s is None:
         timeout_s = timeouts.connect_s

@@ -13,6 +13,8 @@ CONTEXT_PARAMS = frozenset(
         "address",
         "bind_address",
         "client",
+        # a transfer's or disk test's directions: each direction is compared on its own row
+        "direction",
         "duration_s",
         "omit_s",
         "port",
@@ -22,13 +24,18 @@ CONTEXT_PARAMS = frozenset(
     }
 )
 
+# Workload parameters that may differ when the runs are labelled along a dimension: the file
+# size (1 GB vs 10 GB, the page-cache experiment) is what such a comparison is about.
+SIZE_PARAMS = frozenset({"size", "size_bytes"})
+
 
 @dataclass(frozen=True)
 class MatchedTest:
     """One test across runs: ``tests[i]`` is its dict in run i, or None when that run lacks it.
 
     ``mismatches`` name workload parameters that differ (``parallel: 1 → 2``): such a row shows
-    the numbers but gives no ratio or verdict. ``differences`` name context parameters that differ.
+    the numbers but gives no ratio or verdict. ``differences`` name context parameters that differ;
+    ``across`` the workload parameters (size) compared across a labelled dimension.
     """
 
     key: str
@@ -37,6 +44,7 @@ class MatchedTest:
     tests: list[dict[str, Any] | None]
     mismatches: list[str] = field(default_factory=list)
     differences: list[str] = field(default_factory=list)
+    across: list[str] = field(default_factory=list)  # workload compared across a label dimension
 
     @property
     def comparable(self) -> bool:

@@ -4,24 +4,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-from nasplan.analysis import ok_values
 from nasplan.compare.envdiff import environment_diff
-from nasplan.compare.match import MatchedTest, match_tests
-from nasplan.compare.matrix import build_matrix, run_labels, run_title
+from nasplan.compare.match import SIZE_PARAMS, MatchedTest, match_tests
+from nasplan.compare.matrix import build_matrix, run_labels, run_title, varying_dimensions
 from nasplan.compare.stats import (
     ALPHA,
     MANN_WHITNEY_MIN_N,
     MIN_EFFECT,
-    NOISE,
-    UNKNOWN,
+    UNDECIDED,
     higher_is_better,
     verdict,
 )
+from nasplan.directions import Series, series_of
 
 FORMAT = "nasplan-compare"
-FORMAT_VERSION = 1
+# 2: one row per direction (``direction``, ``label``), too-few verdicts, ``across``.
+FORMAT_VERSION = 2
 
 
 def _titles(runs: Sequence[Mapping[str, Any]], labels: Sequence[Mapping[str, str]]) -> list[str]:
@@ -32,21 +33,20 @@ def _titles(runs: Sequence[Mapping[str, Any]], labels: Sequence[Mapping[str, str
     return titles
 
 
-def _side(test: Mapping[str, Any] | None, metric: str) -> dict[str, Any] | None:
-    """One run's numbers for a matched test: median, min, max, n, efficiency, ok values."""
-    if test is None:
+def _side(test: Mapping[str, Any] | None, series: Series | None) -> dict[str, Any] | None:
+    """One run's numbers for a matched row: median, min, max, n, efficiency, ok values."""
+    if test is None or series is None:
         return None
-    summary = test.get("summary") or {}
-    path = test.get("path") or {}
+    summary = series.summary
     return {
         "status": test.get("status"),
         "n": summary.get("n", 0),
         "median": summary.get("median"),
         "min": summary.get("min"),
         "max": summary.get("max"),
-        "efficiency": test.get("efficiency"),
-        "theoretical_bits_per_second": path.get("theoretical_bits_per_second"),
-        "values": ok_values(test.get("repetitions") or [], metric),
+        "efficiency": series.efficiency,
+        "theoretical_bits_per_second": series.theoretical_bits_per_second,
+        "values": series.values,
     }
 
 
@@ -74,30 +74,63 @@ def _versus(
         "verdict": result.verdict,
         "rule": result.rule,
         "p_value": result.p_value,
+        "needed_per_side": result.needed_per_side,
         "explanation": result.explanation,
     }
 
 
-def _test(matched: MatchedTest) -> dict[str, Any]:
-    present = [t for t in matched.tests if t is not None]
-    metric = str((present[0].get("summary") or {}).get("metric") or "bits_per_second")
-    sides = [_side(t, metric) for t in matched.tests]
-    return {
-        "id": matched.key,
-        "name": matched.name,
-        "kind": matched.kind,
-        "metric": metric,
-        "comparable": matched.comparable,
-        "mismatches": matched.mismatches,
-        "differences": matched.differences,
-        "runs": sides,
-        "versus_first": [None]
-        + [_versus(sides[0], side, metric, matched.comparable) for side in sides[1:]],
-    }
+def _across_dimension(matched: MatchedTest, dimensions: Sequence[str]) -> MatchedTest:
+    """Let a test whose only workload difference is its size be compared when the runs are
+    labelled along a dimension (``--label size=1GB``): the cache experiment is exactly that."""
+    names = {m.partition(":")[0] for m in matched.mismatches}
+    if not dimensions or not matched.mismatches or not names <= SIZE_PARAMS:
+        return matched
+    return replace(
+        matched,
+        mismatches=[],
+        differences=matched.differences + matched.mismatches,
+        across=[m for m in matched.mismatches if m.startswith("size")],
+    )
+
+
+def _rows(matched: MatchedTest) -> list[dict[str, Any]]:
+    """One row per direction of a matched test (write and read, forward and reverse)."""
+    per_run = [series_of(t) if t is not None else [] for t in matched.tests]
+    directions: list[str | None] = []
+    for found in per_run:
+        directions.extend(s.direction for s in found if s.direction not in directions)
+    named = len(directions) > 1 or matched.kind in ("transfer", "disk")
+    rows = []
+    for direction in directions:
+        series = [next((s for s in found if s.direction == direction), None) for found in per_run]
+        present = [s for s in series if s is not None]
+        metric = present[0].metric
+        sides = [_side(t, s) for t, s in zip(matched.tests, series, strict=True)]
+        comparable = matched.comparable and sides[0] is not None
+        versus: list[dict[str, Any] | None] = [None]
+        versus += [_versus(sides[0], side, metric, comparable) for side in sides[1:]]
+        rows.append(
+            {
+                "id": matched.key,
+                "direction": direction,
+                "label": f"{matched.key} ({direction})" if named and direction else matched.key,
+                "name": matched.name,
+                "kind": matched.kind,
+                "metric": metric,
+                "comparable": comparable,
+                "mismatches": matched.mismatches,
+                "differences": matched.differences,
+                "across": matched.across,
+                "runs": sides,
+                "versus_first": versus,
+            }
+        )
+    return rows
 
 
 def _headline(tests: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """The largest change (vs the first run, in the last run that has it) with a verdict."""
+    """The largest change (vs the first run, in the last run that has it) with a verdict;
+    a row without one (within noise, too few repetitions) is the headline only when no row has."""
     candidates = []
     for test in tests:
         for index in range(len(test["runs"]) - 1, 0, -1):
@@ -107,9 +140,16 @@ def _headline(tests: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
                 break
     if not candidates:
         return None
-    decided = [c for c in candidates if c[2]["verdict"] not in (NOISE, UNKNOWN)]
+    decided = [c for c in candidates if c[2]["verdict"] not in UNDECIDED]
     test, index, versus = max(decided or candidates, key=lambda c: abs(math.log(c[2]["ratio"])))
-    return {"test": test["id"], "run": index, "decided": bool(decided), **versus}
+    return {
+        "test": test["id"],
+        "direction": test["direction"],
+        "label": test["label"],
+        "run": index,
+        "decided": bool(decided),
+        **versus,
+    }
 
 
 def compare_runs(runs: Sequence[Mapping[str, Any]], labels: Sequence[str] = ()) -> dict[str, Any]:
@@ -123,7 +163,8 @@ def compare_runs(runs: Sequence[Mapping[str, Any]], labels: Sequence[str] = ()) 
     parsed = run_labels(runs, labels)
     titles = _titles(runs, parsed)
     changes, unchanged = environment_diff(runs)
-    tests = [_test(m) for m in match_tests(runs)]
+    dimensions = varying_dimensions(parsed)
+    tests = [row for m in match_tests(runs) for row in _rows(_across_dimension(m, dimensions))]
     matrix = build_matrix(parsed)
     return {
         "format": FORMAT,

@@ -8,23 +8,39 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nasplan.compare.stats import BETTER, NOISE, UNKNOWN, WORSE
+from nasplan.compare.stats import BETTER, NOISE, TOO_FEW, UNKNOWN, WORSE
 from nasplan.report import mermaid
-from nasplan.report.render import DASH, cell, join_and, percent, render_template, utc
+from nasplan.report.quantities import QUANTITIES, quantity_of
+from nasplan.report.render import (
+    DASH,
+    bytes_rate,
+    cell,
+    join_and,
+    percent,
+    render_template,
+    utc,
+)
 from nasplan.units import format_bits_per_second
 
 FORMATS = ("markdown", "json", "csv")
-VERDICT_ORDER = (BETTER, WORSE, NOISE, UNKNOWN)
+VERDICT_ORDER = (BETTER, WORSE, NOISE, TOO_FEW, UNKNOWN)
 
 
 def metric_value(value: float | None, metric: str) -> str:
-    """A median in the metric's unit: ``9.55 Gbit/s``, ``221.0 MB/s``, ``46.30 s``."""
+    """A median in the metric's unit: ``9.55 Gbit/s``, ``210.8 MiB/s``, ``46.30 s``.
+
+    Byte rates are MiB/s (2^20 bytes/s) as in the report, its verdicts and charts.
+    """
     if value is None:
         return DASH
     if "bits_per_second" in metric:
         return format_bits_per_second(value)
     if "bytes_per_second" in metric:
-        return f"{value / 10**6:.1f} MB/s"
+        return bytes_rate(value)
+    if metric.endswith("_ms"):
+        return f"{value:.3f} ms"
+    if metric.endswith("_bytes"):
+        return f"{value:.0f} bytes"
     if metric.endswith("_s"):
         return f"{value:.2f} s"
     return f"{value:.4g}"
@@ -104,20 +120,26 @@ def _opening(comparison: Mapping[str, Any], tests: list[dict[str, Any]]) -> str:
     )
     headline = comparison["headline"]
     if headline:
-        test = next(t for t in comparison["tests"] if t["id"] == headline["test"])
+        test = next(t for t in comparison["tests"] if t["label"] == headline["label"])
         before = test["runs"][0]["median"]
         after = test["runs"][headline["run"]]["median"]
         title = runs[headline["run"]]["title"]
         if headline["decided"]:
             text += (
-                f" Headline: {test['id']} is **{headline['verdict']}** in {title}: "
+                f" Headline: {test['label']} is **{headline['verdict']}** in {title}: "
                 f"{metric_value(after, test['metric'])} against "
                 f"{metric_value(before, test['metric'])}, {ratio(headline['ratio'])} "
                 f"({headline['explanation']})."
             )
+        elif headline["verdict"] == TOO_FEW:
+            text += (
+                " No headline: too few repetitions to tell a change from noise; the largest "
+                f"difference is {test['label']}, {ratio(headline['ratio'])} "
+                f"({headline['explanation']})."
+            )
         else:
             text += (
-                f" No test changed beyond noise; the largest difference is {test['id']}, "
+                f" No test changed beyond noise; the largest difference is {test['label']}, "
                 f"{ratio(headline['ratio'])} ({headline['explanation']})."
             )
     counts: dict[str, int] = {}
@@ -142,18 +164,34 @@ def _opening(comparison: Mapping[str, Any], tests: list[dict[str, Any]]) -> str:
     return text
 
 
-def _chart(comparison: Mapping[str, Any]) -> str | None:
-    categories, values = [], []
-    short = len(comparison["runs"]) > 3 or any(len(r["title"]) > 16 for r in comparison["runs"])
+def _charts(comparison: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One Mermaid chart per quantity (bit rates, byte rates, times): horizontal bars, one per
+    (test row, run), labelled ``TEST · RUN`` so they read at any count."""
+    runs = comparison["runs"]
+    short = len(runs) > 3 or any(len(r["title"]) > 16 for r in runs)
+    groups: dict[str, tuple[list[str], list[float]]] = {}
     for test in comparison["tests"]:
-        if "bits_per_second" not in test["metric"]:
+        quantity = quantity_of(test["metric"])
+        if quantity is None:
             continue
         for index, side in enumerate(test["runs"]):
             if side is not None and side["median"] is not None:
-                name = f"run {index + 1}" if short else comparison["runs"][index]["title"]
-                categories.append(f"{test['id']} · {name}")
+                name = f"run {index + 1}" if short else runs[index]["title"]
+                categories, values = groups.setdefault(quantity, ([], []))
+                categories.append(f"{test['label']} · {name}")
                 values.append(side["median"])
-    return mermaid.bar_chart("Median throughput per test and run", categories, values)
+    found = []
+    for quantity, (categories, values) in groups.items():
+        block = mermaid.quantity_chart(
+            f"Median {QUANTITIES[quantity].title} per test and run",
+            quantity,
+            categories,
+            values,
+            horizontal=True,
+        )
+        if block:
+            found.append({"quantity": quantity, "block": block})
+    return found
 
 
 def _matrices(comparison: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -176,8 +214,20 @@ def _matrices(comparison: Mapping[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
-def render_markdown(comparison: Mapping[str, Any]) -> str:
-    """The comparison as Markdown (tables, a mermaid chart, matrices); deterministic."""
+def _notes(tests: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The first row of each test whose settings differ between runs (once per test)."""
+    seen: set[str] = set()
+    found = []
+    for test in tests:
+        if (test["mismatches"] or test["differences"]) and test["id"] not in seen:
+            seen.add(test["id"])
+            found.append(test)
+    return found
+
+
+def render_markdown(comparison: Mapping[str, Any], chart_files: Sequence[str] = ()) -> str:
+    """The comparison as Markdown (tables, mermaid charts, matrices, ``chart_files`` images);
+    deterministic."""
     titles = [r["title"] for r in comparison["runs"]]
     tests = []
     for test in comparison["tests"]:
@@ -197,9 +247,13 @@ def render_markdown(comparison: Mapping[str, Any]) -> str:
         "titles": titles,
         "tests": tests,
         "opening": _opening(comparison, tests),
-        "chart": _chart(comparison),
+        "charts": _charts(comparison),
+        "chart_files": list(chart_files),
+        "run_keys": [
+            {"short": f"run {i + 1}", "title": r["title"]} for i, r in enumerate(comparison["runs"])
+        ],
         "matrices": _matrices(comparison),
-        "notes": [t for t in tests if t["mismatches"] or t["differences"]],
+        "notes": _notes(tests),
     }
     return render_template("compare.md.j2", view)
 
@@ -210,14 +264,15 @@ def render_json(comparison: Mapping[str, Any]) -> str:
 
 
 CSV_COLUMNS = (
-    "test_id", "test_name", "metric", "run_index", "run_id", "run_title", "labels", "status",
-    "n", "median", "min", "max", "efficiency", "ratio_to_first", "efficiency_change",
-    "verdict", "rule", "p_value", "comparable",
+    "test_id", "direction", "test_name", "metric", "run_index", "run_id", "run_title",
+    "labels", "status", "n", "median", "min", "max", "efficiency", "ratio_to_first",
+    "efficiency_change", "verdict", "rule", "p_value", "comparable",
 )  # fmt: skip
 
 
 def render_csv(comparison: Mapping[str, Any]) -> str:
-    """One row per (test, run) with raw numbers (bit/s, ratios as fractions), header first."""
+    """One row per (test, direction, run) with raw numbers (bit/s, bytes/s, ratios as
+    fractions), header first."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
@@ -229,8 +284,9 @@ def render_csv(comparison: Mapping[str, Any]) -> str:
             versus = test["versus_first"][index] or {}
             labels = ";".join(f"{k}={v}" for k, v in run["labels"].items())
             row = [
-                test["id"], test["name"], test["metric"], index, run["run_id"], run["title"],
-                labels, side["status"], side["n"], side["median"], side["min"], side["max"],
+                test["id"], test["direction"], test["name"], test["metric"], index,
+                run["run_id"], run["title"], labels, side["status"], side["n"], side["median"],
+                side["min"], side["max"],
                 side["efficiency"], versus.get("ratio"), versus.get("efficiency_change"),
                 versus.get("verdict"), versus.get("rule"), versus.get("p_value"),
                 test["comparable"],
@@ -239,14 +295,16 @@ def render_csv(comparison: Mapping[str, Any]) -> str:
     return out.getvalue()
 
 
-def render(comparison: Mapping[str, Any], output_format: str = "markdown") -> str:
-    """The comparison in ``markdown``, ``json`` or ``csv``."""
+def render(
+    comparison: Mapping[str, Any], output_format: str = "markdown", chart_files: Sequence[str] = ()
+) -> str:
+    """The comparison as ``markdown`` (showing ``chart_files`` images), ``json`` or ``csv``."""
     if output_format == "json":
         return render_json(comparison)
     if output_format == "csv":
         return render_csv(comparison)
     if output_format == "markdown":
-        return render_markdown(comparison)
+        return render_markdown(comparison, chart_files)
     raise ValueError(f"unknown format {output_format!r} (expected one of {', '.join(FORMATS)})")
 
 

@@ -120,6 +120,16 @@ def _build_link(lab: Lab, state: LabState, index: int, link: Link) -> None:
     state.save()
 
 
+def _addresses(host: HostState) -> list[str]:
+    """A lab host's IPv4 addresses: its LAN address first, then each addressed link end's."""
+    found = [host.ip]
+    for iface in host.interfaces.values():
+        address = str(iface.get("address") or "").split("/")[0]
+        if address and address not in found:
+            found.append(address)
+    return found
+
+
 def _start_hosts(lab: Lab, state: LabState) -> None:
     client_pub = sshd.generate_key(state.identity_path, f"nasplan-lab-{lab.name}")
     authorized_keys = state.state_dir / "authorized_keys"
@@ -131,12 +141,13 @@ def _start_hosts(lab: Lab, state: LabState) -> None:
         host_dir = state.host_dir(host.name)
         wrapper, host_pub = sshd.write_host_files(
             host_dir,
-            state.hosts[host.name].ip,
             authorized_keys,
             personalities.get(host.personality, host.personality_options),
         )
         sshd.check_config(host_dir / "sshd_config")
-        host_keys[state.hosts[host.name].ip] = host_pub
+        # sshd answers on every address of the host: the LAN's and each addressed cable's.
+        for address in _addresses(state.hosts[host.name]):
+            host_keys[address] = host_pub
         wrappers[host.name] = wrapper
     state.known_hosts_path.write_text(inventory_out.render_known_hosts(host_keys))
     for name, wrapper in wrappers.items():

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from nasplan.errors import NasplanError
+from nasplan.errors import InputError, NasplanError
 from nasplan.lab import lifecycle
 from nasplan.units import format_bits_per_second
 
@@ -15,9 +15,9 @@ DEFAULT_LAB_FILE = Path("plans/examples/lab.yaml")
 
 lab_file_argument = click.argument(
     "lab_file",
-    metavar="LAB.yaml",
+    metavar="[LAB.yaml]",
     type=click.Path(path_type=Path, dir_okay=False),
-    default=DEFAULT_LAB_FILE,
+    required=False,
 )
 state_dir_option = click.option(
     "--state-dir",
@@ -26,11 +26,14 @@ state_dir_option = click.option(
 )
 
 
-def _lab_file(lab_file: Path, state_dir: Path | None) -> Path | None:
-    # With --state-dir the lab file is optional: state.json records everything down/status need.
-    if state_dir is not None and lab_file == DEFAULT_LAB_FILE and not lab_file.exists():
-        return None
-    return lab_file
+def _lab_file(lab_file: Path | None, state_dir: Path | None) -> Path | None:
+    """The lab file given; else, without --state-dir, the example lab when run from a checkout
+    of nasplan. With --state-dir none is needed: state.json records what down/status need."""
+    if lab_file is not None or state_dir is not None:
+        return lab_file
+    if DEFAULT_LAB_FILE.is_file():
+        return DEFAULT_LAB_FILE
+    raise InputError("which lab? give its file (nasplan lab status LAB.yaml) or --state-dir DIR")
 
 
 @click.group()
@@ -41,9 +44,11 @@ def lab() -> None:
 @lab.command()
 @lab_file_argument
 @state_dir_option
-def up(lab_file: Path, state_dir: Path | None) -> None:
+def up(lab_file: Path | None, state_dir: Path | None) -> None:
     """Bring LAB.yaml up (root only); print its inventory and ssh_config."""
-    state = lifecycle.up(lab_file, state_dir, report=click.echo)
+    chosen = _lab_file(lab_file, None)
+    assert chosen is not None
+    state = lifecycle.up(chosen, state_dir, report=click.echo)
     click.echo(f"inventory:  {state.inventory_path}")
     click.echo(f"ssh config: {state.ssh_config_path}   (ssh -F {state.ssh_config_path} HOST)")
 
@@ -51,7 +56,7 @@ def up(lab_file: Path, state_dir: Path | None) -> None:
 @lab.command()
 @lab_file_argument
 @state_dir_option
-def down(lab_file: Path, state_dir: Path | None) -> None:
+def down(lab_file: Path | None, state_dir: Path | None) -> None:
     """Tear LAB.yaml's lab down (daemons, namespaces, links, files)."""
     lifecycle.down(_lab_file(lab_file, state_dir), state_dir, report=click.echo)
 
@@ -59,7 +64,7 @@ def down(lab_file: Path, state_dir: Path | None) -> None:
 @lab.command()
 @lab_file_argument
 @state_dir_option
-def status(lab_file: Path, state_dir: Path | None) -> None:
+def status(lab_file: Path | None, state_dir: Path | None) -> None:
     """Show each host, its namespace and sshd, and each link's rate."""
     found = lifecycle.status(_lab_file(lab_file, state_dir), state_dir)
     if found is None:
@@ -89,7 +94,7 @@ def status(lab_file: Path, state_dir: Path | None) -> None:
 @click.argument("rate")
 @lab_file_argument
 @state_dir_option
-def reshape(link: str, rate: str, lab_file: Path, state_dir: Path | None) -> None:
+def reshape(link: str, rate: str, lab_file: Path | None, state_dir: Path | None) -> None:
     """Shape LINK (a link name, or lan) of the running lab to RATE."""
     _, resolved = lifecycle.resolve_state_dir(_lab_file(lab_file, state_dir), state_dir)
     changed = lifecycle.reshape(resolved, link, rate)

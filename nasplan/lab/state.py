@@ -7,7 +7,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nasplan.errors import LabError
+from nasplan.errors import InputError, LabError
+from nasplan.localfile import MAX_RUN_JSON_BYTES, read_json_bounded
 
 STATE_VERSION = 1
 STATE_FILE = "state.json"
@@ -101,12 +102,14 @@ class LabState:
 def load_state(state_dir: Path) -> LabState | None:
     """Read ``<state_dir>/state.json``; None when there is none, LabError when it is unreadable."""
     path = state_dir / STATE_FILE
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
+    if not path.exists() and not path.is_symlink():
         return None
-    except (OSError, ValueError) as exc:
-        raise LabError(f"{path}: cannot read lab state: {exc}") from None
+    try:
+        data = read_json_bounded(path, MAX_RUN_JSON_BYTES, "lab state file")
+    except InputError as exc:
+        raise LabError(f"cannot read lab state: {exc}") from None
+    if not isinstance(data, dict):
+        raise LabError(f"{path}: cannot read lab state: not a JSON object")
     if data.pop("schema_version", None) != STATE_VERSION:
         raise LabError(f"{path}: unknown lab state version")
     data["state_dir"] = Path(data["state_dir"])

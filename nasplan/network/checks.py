@@ -6,13 +6,14 @@ A script per host prints every probe in sections; pure functions turn them into 
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nasplan.network.model import LinkEndSpec, LinkSpec
+from nasplan.network.model import LinkEndSpec, LinkSpec, MtuSpec
 from nasplan.network.scripts import state_script
 from nasplan.network.state import NicState, split_sections
 
@@ -53,6 +54,45 @@ def probes(links: Sequence[LinkSpec], host: str, mtus: dict[str, int | None]) ->
         mtu = link.mtu_bytes or mtus.get(end.nic) or 1500
         found.append(Probe(link.name, end.nic, peer.host, peer.nic, peer.ip, mtu))
     return found
+
+
+def mtu_probes(
+    interfaces: Sequence[MtuSpec],
+    host: str,
+    own: Mapping[str, NicState],
+    neighbours: Mapping[str, Mapping[str, Sequence[str]]],
+) -> list[Probe]:
+    """The probes ``host`` runs for the MTUs ``interfaces:`` set on it: a DF ping of the new
+    MTU to each other host of the run with an address on the same IPv4 network, as for a link.
+
+    ``own``: this host's NICs after the change; ``neighbours``: host -> NIC -> its addresses.
+    """
+    found = []
+    for spec in interfaces:
+        if spec.host != host or spec.nic not in own:
+            continue
+        networks = [_network(a) for a in own[spec.nic].addresses]
+        for peer_host, nics in sorted(neighbours.items()):
+            if peer_host == host:
+                continue
+            for peer_nic, addresses in sorted(nics.items()):
+                for address in addresses:
+                    if _network(address) is not None and _network(address) in networks:
+                        ip = address.split("/", 1)[0]
+                        found.append(
+                            Probe(
+                                f"mtu-{spec.nic}", spec.nic, peer_host, peer_nic, ip, spec.mtu_bytes
+                            )
+                        )
+    return found
+
+
+def _network(cidr: str) -> ipaddress.IPv4Network | None:
+    try:
+        interface = ipaddress.ip_interface(cidr)
+    except ValueError:
+        return None
+    return interface.network if isinstance(interface, ipaddress.IPv4Interface) else None
 
 
 def verify_script(host_probes: Sequence[Probe], nics: Sequence[str]) -> str:

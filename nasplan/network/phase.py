@@ -282,6 +282,7 @@ class NetworkPhase:
     def verify(self) -> None:
         """SSH still answers from here; routes, DF pings and link speeds between the hosts."""
         states = {name: record.applied for name, record in self.hosts.items()}
+        neighbours = self._addresses_now(states)
 
         def one(name: str) -> None:
             record = self.hosts[name]
@@ -302,6 +303,7 @@ class NetworkPhase:
                 return
             mtus = {n: s.mtu_bytes for n, s in record.applied.items()}
             probes = checks.probes(self.spec.links, name, mtus)
+            probes += checks.mtu_probes(self.spec.interfaces, name, record.applied, neighbours)
             runner = self._runner(name)
             assert runner is not None
             try:
@@ -324,6 +326,21 @@ class NetworkPhase:
         failed = [c for c in self.checks if not c["ok"]]
         for check in failed:
             self.fail(f"{check['host']}: {check['check']} check failed: {check['detail']}")
+
+    def _addresses_now(
+        self, states: dict[str, dict[str, NicState]]
+    ) -> dict[str, dict[str, tuple[str, ...]]]:
+        """host -> NIC -> addresses as they are now: the applied state where nasplan changed a
+        NIC, else the facts (the peers of an MTU check need not be changed hosts)."""
+        found: dict[str, dict[str, tuple[str, ...]]] = {}
+        for name, session in self.sessions.items():
+            nics = {
+                n.name: tuple(n.addresses)
+                for n in (session.facts.interfaces if session.facts else ())
+            }
+            nics.update({nic: state.addresses for nic, state in states.get(name, {}).items()})
+            found[name] = nics
+        return found
 
     def _ssh_answers(self, session: HostSession) -> str | None:
         """None when a fresh SSH connection runs ``true``, else why not."""

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nasplan.errors import InputError
+from nasplan.localfile import MAX_RUN_JSON_BYTES, read_json_bounded
 from nasplan.network.backends import NetworkBackend, SetsidTimer
 from nasplan.network.model import NicChange
 from nasplan.network.state import NicState, all_differences, parse_state_output, split_sections
@@ -119,12 +120,11 @@ def save_snapshots(
 def load_snapshots(run_dir: Path) -> dict[str, Any]:
     """Read ``network/snapshots.json`` of a run directory; InputError when missing or unreadable."""
     path = run_dir / SNAPSHOT_FILE
-    try:
-        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: not found (the run changed no network settings)") from None
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from None
+    if not path.exists() and not path.is_symlink():
+        raise InputError(f"{path}: not found (the run changed no network settings)")
+    data = read_json_bounded(path, MAX_RUN_JSON_BYTES, "network snapshot file")
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: expected a JSON object")
     if data.get("schema_version") != SNAPSHOT_VERSION:
         raise InputError(f"{path}: unknown snapshot version {data.get('schema_version')!r}")
     return data

@@ -1,21 +1,43 @@
-"""Optional PNG/SVG charts drawn with matplotlib (``nasplan report --charts png|svg``).
+"""Optional PNG/SVG charts drawn with matplotlib (``nasplan report|compare --charts png|svg``).
 
-matplotlib is not a dependency: without it the user gets a clear message, and the Mermaid
-charts in report.md are still there.
+One figure per quantity (throughput in bit/s; file transfer and disk rates in MiB/s), so no axis
+mixes units. Bars are grouped by test (and direction), one series per run with a legend; the
+TCP maximum is a short marker over its own test's bars. Labels are horizontal on the category
+axis, so a chart still reads at 12 or more bars. matplotlib is not a dependency: without it the
+user gets a clear message, and the Mermaid charts in the Markdown are still there.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nasplan.directions import series_of
 from nasplan.errors import InputError
-from nasplan.report.mermaid import rate_unit
+from nasplan.report.quantities import BITS, BYTES, QUANTITIES, quantity_of
 
 CHART_FORMATS = ("png", "svg")
 CHARTS_DIR = "charts"
+# Colours of the runs' series (colour-blind safe, matplotlib's tab10 order), then the limit's.
+_SERIES_COLOURS = ("#4878a8", "#e08030", "#50a050", "#c04040", "#8060b0", "#8c564b", "#d070b0")
+_LIMIT_COLOUR = "#202020"
+_FILE_NAMES = {BITS.name: "throughput", BYTES.name: "transfer-and-disk-rates"}
+
+
+@dataclass
+class Chart:
+    """One quantity's grouped bars: ``values[series][group]`` (None: no bar) and the limit of
+    each bar (``limits[series][group]``, e.g. its path's TCP maximum, None when none)."""
+
+    quantity: str
+    title: str
+    groups: list[str] = field(default_factory=list)
+    series: list[str] = field(default_factory=list)
+    values: list[list[float | None]] = field(default_factory=list)
+    limits: list[list[float | None]] = field(default_factory=list)
 
 
 def _pyplot() -> Any:
@@ -25,51 +47,147 @@ def _pyplot() -> Any:
         raise InputError(
             "--charts needs matplotlib: install matplotlib (pip install matplotlib, or "
             "apt install python3-matplotlib) in nasplan's environment, or leave --charts out: "
-            "report.md has Mermaid charts either way"
+            "the Markdown has Mermaid charts either way"
         ) from None
     matplotlib.use("Agg")  # no display needed
-    # Same run.json, same bytes: no creation date, fixed ids in SVG.
+    # Same input, same bytes: no creation date, fixed ids in SVG.
     matplotlib.rcParams["svg.hashsalt"] = "nasplan"
     return importlib.import_module("matplotlib.pyplot")
 
 
-def throughput_points(run: Mapping[str, Any]) -> list[tuple[str, float, float | None]]:
-    """``(test id, median bit/s, TCP maximum bit/s or None)`` of each test with a result."""
-    points = []
+def _limit(theoretical_bits_per_second: float | None, quantity: str) -> float | None:
+    """The TCP maximum in the chart's own quantity: bit/s, or bytes/s on a byte-rate chart."""
+    if theoretical_bits_per_second is None:
+        return None
+    return (
+        theoretical_bits_per_second / 8 if quantity == BYTES.name else theoretical_bits_per_second
+    )
+
+
+def run_charts(run: Mapping[str, Any]) -> list[Chart]:
+    """A run's charts: per quantity, one bar per test and direction, the TCP maximum as limit."""
+    charts: dict[str, Chart] = {}
     for test in run.get("tests", []):
-        median = (test.get("summary") or {}).get("median")
-        if median is not None:
-            theoretical = (test.get("path") or {}).get("theoretical_bits_per_second")
-            points.append((str(test["id"]), float(median), theoretical))
-    return points
+        found = series_of(test)
+        for series in found:
+            quantity = quantity_of(series.metric)
+            median = series.summary.get("median")
+            if quantity not in _FILE_NAMES or median is None:
+                continue
+            chart = charts.setdefault(
+                quantity,
+                Chart(quantity, f"{run['plan']['name']}: median {QUANTITIES[quantity].title}"),
+            )
+            named = len(found) > 1 or test.get("kind") in ("transfer", "disk")
+            chart.groups.append(f"{test['id']} ({series.direction})" if named else test["id"])
+            if not chart.values:
+                chart.values.append([])
+                chart.limits.append([])
+                chart.series.append("median")
+            chart.values[0].append(float(median))
+            chart.limits[0].append(_limit(series.theoretical_bits_per_second, quantity))
+    return list(charts.values())
+
+
+def compare_charts(comparison: Mapping[str, Any]) -> list[Chart]:
+    """A comparison's charts: per quantity, a group per test row, a series per run."""
+    titles = [str(r["title"]) for r in comparison["runs"]]
+    charts: dict[str, Chart] = {}
+    for test in comparison["tests"]:
+        quantity = quantity_of(test["metric"])
+        if quantity not in _FILE_NAMES:
+            continue
+        medians = [side["median"] if side else None for side in test["runs"]]
+        if all(m is None for m in medians):
+            continue
+        chart = charts.setdefault(
+            quantity,
+            Chart(
+                quantity,
+                f"Median {QUANTITIES[quantity].title} per test and run",
+                series=titles,
+                values=[[] for _ in titles],
+                limits=[[] for _ in titles],
+            ),
+        )
+        chart.groups.append(str(test["label"]))
+        for index, (median, side) in enumerate(zip(medians, test["runs"], strict=True)):
+            chart.values[index].append(median)
+            theoretical = side.get("theoretical_bits_per_second") if side else None
+            chart.limits[index].append(_limit(theoretical, quantity))
+    return list(charts.values())
+
+
+def _draw(pyplot: Any, chart: Chart, path: Path, chart_format: str) -> None:
+    """Horizontal grouped bars: groups top to bottom, one bar per series, limits as markers."""
+    unit, factor = QUANTITIES[chart.quantity].unit(
+        [v for row in chart.values for v in row] + [v for row in chart.limits for v in row]
+    )
+    count, width = len(chart.series), 0.8 / max(1, len(chart.series))
+    height = max(2.5, 0.9 + len(chart.groups) * (0.25 + 0.22 * count))
+    figure, axes = pyplot.subplots(figsize=(10.5, height))
+    positions = list(range(len(chart.groups)))
+    labelled = False
+    for index, (name, row) in enumerate(zip(chart.series, chart.values, strict=True)):
+        offsets = [p - 0.4 + width * (index + 0.5) for p in positions]
+        shown = [(o, v / factor) for o, v in zip(offsets, row, strict=True) if v is not None]
+        axes.barh(
+            [o for o, _ in shown],
+            [v for _, v in shown],
+            height=width * 0.92,
+            color=_SERIES_COLOURS[index % len(_SERIES_COLOURS)],
+            label=name if count > 1 else "median",
+        )
+        # each bar's own limit, a short mark across that bar only
+        limits = chart.limits[index] if index < len(chart.limits) else []
+        for offset, limit in zip(offsets, limits, strict=False):
+            if limit:
+                axes.plot(
+                    [limit / factor] * 2, [offset - width / 2, offset + width / 2],
+                    color=_LIMIT_COLOUR, linewidth=2,
+                    label=None if labelled else "TCP maximum of the path",
+                )  # fmt: skip
+                labelled = True
+    axes.set_yticks(positions, chart.groups)
+    axes.invert_yaxis()  # the first test at the top, as in the tables
+    axes.set_xlabel(unit)
+    axes.set_title(chart.title)
+    axes.grid(axis="x", alpha=0.3)
+    # outside the axes, right of the plot, so no bar is hidden whatever the number of bars
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
+    figure.tight_layout()
+    metadata: dict[str, Any] = {"Date": None} if chart_format == "svg" else {}
+    figure.savefig(path, format=chart_format, metadata=metadata, dpi=100)
+    pyplot.close(figure)
+
+
+def draw_charts(
+    charts: Sequence[Chart], out_dir: Path, chart_format: str, relative_to: Path
+) -> list[str]:
+    """Draw ``charts`` into ``out_dir`` (``throughput.png``, ``transfer-and-disk-rates.png``);
+    return their paths relative to ``relative_to``."""
+    if chart_format not in CHART_FORMATS:
+        raise InputError(f"--charts {chart_format!r}: expected png or svg")
+    charts = [c for c in charts if c.groups]
+    if not charts:
+        return []
+    pyplot = _pyplot()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for chart in charts:
+        path = out_dir / f"{_FILE_NAMES[chart.quantity]}.{chart_format}"
+        _draw(pyplot, chart, path, chart_format)
+        written.append(path.relative_to(relative_to).as_posix())
+    return written
 
 
 def write_charts(run: Mapping[str, Any], run_dir: Path, chart_format: str) -> list[str]:
-    """Draw the throughput chart into ``run_dir/charts/``; return paths relative to run_dir."""
-    if chart_format not in CHART_FORMATS:
-        raise InputError(f"--charts {chart_format!r}: expected png or svg")
-    points = throughput_points(run)
-    if not points:
-        return []
-    pyplot = _pyplot()
-    unit, factor = rate_unit([p[1] for p in points])
-    figure, axes = pyplot.subplots(figsize=(max(4.0, 1.2 * len(points) + 2), 4))
-    names = [p[0] for p in points]
-    axes.bar(names, [p[1] / factor for p in points], color="#4878a8", label="median")
-    maxima = [(name, p[2] / factor) for name, p in zip(names, points, strict=True) if p[2]]
-    if maxima:
-        axes.scatter(
-            [m[0] for m in maxima], [m[1] for m in maxima], marker="_", s=600, color="#c03030",
-            label="TCP maximum",
-        )  # fmt: skip
-    axes.set_ylabel(unit)
-    axes.set_title(f"{run['plan']['name']}: median throughput per test")
-    axes.legend(loc="lower right")
-    axes.tick_params(axis="x", labelrotation=20)
-    figure.tight_layout()
-    relative = f"{CHARTS_DIR}/throughput.{chart_format}"
-    (run_dir / CHARTS_DIR).mkdir(exist_ok=True)
-    metadata: dict[str, Any] = {"Date": None} if chart_format == "svg" else {}
-    figure.savefig(run_dir / relative, format=chart_format, metadata=metadata, dpi=100)
-    pyplot.close(figure)
-    return [relative]
+    """Draw a run's charts into ``run_dir/charts/``; return paths relative to run_dir."""
+    return draw_charts(run_charts(run), run_dir / CHARTS_DIR, chart_format, run_dir)
+
+
+def write_compare_charts(
+    comparison: Mapping[str, Any], out_dir: Path, chart_format: str, relative_to: Path
+) -> list[str]:
+    """Draw a comparison's charts into ``out_dir``; return paths relative to ``relative_to``."""
+    return draw_charts(compare_charts(comparison), out_dir, chart_format, relative_to)

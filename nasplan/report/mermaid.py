@@ -11,6 +11,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nasplan.report.quantities import BITS, QUANTITIES
+
 FENCE = "```"
 # Words mermaid's flowchart grammar reserves; a node id must not be one of them.
 _RESERVED_IDS = frozenset({"end", "graph", "flowchart", "subgraph", "style", "class", "click"})
@@ -45,8 +47,7 @@ def _axis_max(highest: float) -> float:
 
 def rate_unit(values: Sequence[float | None]) -> tuple[str, float]:
     """The unit a chart of these bit rates uses: ``("Gbit/s", 1e9)`` or ``("Mbit/s", 1e6)``."""
-    highest = max((v for v in values if v is not None), default=0.0)
-    return ("Gbit/s", 1e9) if highest >= 1e9 else ("Mbit/s", 1e6)
+    return BITS.unit(values)
 
 
 def block(body: list[str]) -> str:
@@ -60,28 +61,45 @@ def bar_chart(
     bits_per_second: Sequence[float | None],
     line_bits_per_second: Sequence[float | None] | None = None,
 ) -> str | None:
-    """An ``xychart-beta`` of bit rates (bars; a line, e.g. the TCP maximum, when all known).
+    """An ``xychart-beta`` of bit rates; ``line_bits_per_second`` (e.g. the TCP maximum) is
+    drawn per category as a bar behind each bar, never as a line between unrelated tests."""
+    return quantity_chart(title, "bits", categories, bits_per_second, line_bits_per_second)
 
-    Missing bars are drawn as 0. None when there is nothing to draw.
+
+def quantity_chart(
+    title: str,
+    quantity: str,
+    categories: Sequence[str],
+    values: Sequence[float | None],
+    limits: Sequence[float | None] | None = None,
+    *,
+    horizontal: bool = False,
+) -> str | None:
+    """An ``xychart-beta`` of one quantity (``bits``, ``bytes``, ``ms``) in its unit.
+
+    ``limits`` (a per-category ceiling such as the TCP maximum) are bars drawn first, so each
+    shows behind its own category's bar (mermaid draws bar series at the same place); a missing
+    limit is 0. ``horizontal`` puts the categories on the vertical axis, where long labels read
+    at any count. Missing values are drawn as 0. None when there is nothing to draw.
     """
-    if not categories or all(v is None for v in bits_per_second):
+    if not categories or all(v is None for v in values):
         return None
-    line = list(line_bits_per_second or [])
-    if line and any(v is None for v in line):
-        line = []
-    unit, factor = rate_unit([*bits_per_second, *line])
-    bars = [(v or 0.0) / factor for v in bits_per_second]
-    lines = [float(v or 0.0) / factor for v in line]
-    top = _axis_max(max([*bars, *lines]))
+    ceiling = list(limits or [])
+    if all(v is None for v in ceiling):
+        ceiling = []
+    unit, factor = QUANTITIES[quantity].unit([*values, *ceiling])
+    bars = [(v or 0.0) / factor for v in values]
+    behind = [float(v or 0.0) / factor for v in ceiling]
+    top = _axis_max(max([*bars, *behind]))
     body = [
-        "xychart-beta",
+        "xychart-beta horizontal" if horizontal else "xychart-beta",
         f'title "{_category(title)}"',
         "x-axis [" + ", ".join(f'"{_category(c)}"' for c in categories) + "]",
         f'y-axis "{unit}" 0 --> {_number(top)}',
-        "bar [" + ", ".join(_number(v) for v in bars) + "]",
     ]
-    if lines:
-        body.append("line [" + ", ".join(_number(v) for v in lines) + "]")
+    if behind:
+        body.append("bar [" + ", ".join(_number(v) for v in behind) + "]")
+    body.append("bar [" + ", ".join(_number(v) for v in bars) + "]")
     return block(body)
 
 
@@ -97,21 +115,36 @@ def _speed(bits_per_second: Any) -> str | None:
     return f"{bits_per_second:g} bit/s"
 
 
+def _ipv4(addresses: Sequence[str]) -> str | None:
+    return next((a for a in addresses if ":" not in a), None)
+
+
 def _members(run: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """Declared interfaces with an address, grouped by network (``198.18.0.0/24``)."""
+    """Interfaces with an address, grouped by network (``198.18.0.0/24``): the inventory's
+    address, else the one the NIC had (a cable the plan addressed), plus undeclared NICs the
+    plan addressed."""
     networks: dict[str, list[dict[str, Any]]] = {}
     for host_name, host in sorted((run.get("hosts") or {}).items()):
         nics = {n.get("name"): n for n in (host.get("facts") or {}).get("interfaces") or []}
-        for key, iface in sorted((host.get("interfaces") or {}).items()):
+        entries = [
+            (key, iface, nics.pop(iface.get("name"), None) or {})
+            for key, iface in sorted((host.get("interfaces") or {}).items())
+        ]
+        entries += [
+            (None, {"name": name, "role": "test"}, nic)
+            for name, nic in sorted(nics.items(), key=lambda item: str(item[0]))
+            if nic.get("changed_by_plan")
+        ]
+        for key, iface, nic in entries:
+            text = iface.get("address") or _ipv4(nic.get("addresses") or [])
             try:
-                address = ipaddress.ip_interface(str(iface.get("address")))
+                address = ipaddress.ip_interface(str(text))
             except ValueError:
                 continue
-            nic = nics.get(iface.get("name")) or {}
             networks.setdefault(str(address.network), []).append(
                 {
                     "host": host_name,
-                    "key": key,
+                    "key": key or iface.get("name"),
                     "name": iface.get("name"),
                     "role": iface.get("role"),
                     "address": str(address.ip),
@@ -244,7 +277,7 @@ def validate(body: str) -> list[str]:
     lines = [line.strip() for line in body.splitlines() if line.strip()]
     if not lines:
         return ["empty block"]
-    if lines[0] == "xychart-beta":
+    if lines[0] in ("xychart-beta", "xychart-beta horizontal"):
         return _validate_xychart(lines)
     if re.fullmatch(r"flowchart (LR|TB|TD|RL|BT)", lines[0]):
         return _validate_flowchart(lines)

@@ -15,8 +15,11 @@ import jinja2
 
 from nasplan import storage
 from nasplan.analysis import FRAME_OVERHEAD_BYTES, TCP_IPV4_HEADER_BYTES
+from nasplan.directions import series_of
 from nasplan.output import redactor_of, secrets_from_environ, write_text
 from nasplan.report import mermaid
+from nasplan.report.in_force import network_rows, run_in_force
+from nasplan.report.quantities import BITS, BYTES
 from nasplan.results import REPORT_FILE, load_run
 from nasplan.units import format_bits_per_second, format_bytes_per_second, format_metric
 
@@ -181,7 +184,11 @@ def _platform(host: Mapping[str, Any]) -> str:
 
 
 def _nics(host: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """NIC rows sorted by OS name, with the inventory's name and role; declared-but-absent last."""
+    """NIC rows sorted by OS name, with the inventory's name and role; declared-but-absent last.
+
+    ``host`` carries the NIC facts in force during the tests (in_force.run_in_force); a NIC the
+    plan changed says what it was before in ``before_text``.
+    """
     declared = {i["name"]: (key, i) for key, i in sorted(host.get("interfaces", {}).items())}
     facts = host.get("facts") or {}
     rows = []
@@ -189,6 +196,7 @@ def _nics(host: Mapping[str, Any]) -> list[dict[str, Any]]:
         if nic["name"] in LOOPBACK_NICS:
             continue
         key, iface = declared.pop(nic["name"], (None, {}))
+        before = nic.get("before") if nic.get("changed_by_plan") else None
         rows.append(
             {
                 "name": nic["name"],
@@ -198,6 +206,9 @@ def _nics(host: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "driver": nic.get("driver"),
                 "addresses": ", ".join(nic.get("addresses", [])),
                 "missing": False,
+                "mtu_changed": before is not None and before["mtu_bytes"] != nic.get("mtu_bytes"),
+                "addresses_changed": before is not None
+                and before["addresses"] != list(nic.get("addresses") or []),
             }
         )
     if facts:
@@ -211,6 +222,8 @@ def _nics(host: Mapping[str, Any]) -> list[dict[str, Any]]:
                     "driver": None,
                     "addresses": f"not found on the host (inventory: {iface.get('address')})",
                     "missing": True,
+                    "mtu_changed": False,
+                    "addresses_changed": False,
                 }
             )
     return rows
@@ -243,9 +256,15 @@ def _host(name: str, host: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _path_label(params: Mapping[str, Any]) -> str:
+def _path_label(params: Mapping[str, Any], path: Mapping[str, Any] | None = None) -> str:
+    """``pc → nas.lan (198.18.0.10)``; a test without ``target:`` recorded by an older nasplan
+    as ``?`` is named by the server's interface that holds the address (``nas eth0``)."""
     client, target, address = params.get("client"), params.get("target"), params.get("address")
-    to = target or address or "?"
+    if not target or target == "?":
+        nic = (path or {}).get("server_interface")
+        server = params.get("server")
+        target = f"{server} {nic}" if server and nic else server
+    to = target or address or DASH
     if address and address != target:
         to = f"{to} ({address})"
     return f"{client} → {to}" if client else to
@@ -272,7 +291,7 @@ def _test(test: Mapping[str, Any]) -> dict[str, Any]:
         "kind": test["kind"],
         "status": test["status"],
         "error": test.get("error"),
-        "path_label": _path_label(params),
+        "path_label": _path_label(params, path),
         "sender": _sender(params),
         "parallel": params.get("parallel", 1),
         "protocol": str(params.get("protocol", "tcp")).upper(),
@@ -289,7 +308,24 @@ def _test(test: Mapping[str, Any]) -> dict[str, Any]:
             {**r, "raw_link": quote(r["raw_file"]) if r.get("raw_file") else None} for r in reps
         ],
         "failed_repetitions": [r for r in reps if r.get("status") != "ok"],
+        "reverse": next(
+            (s.summary for s in series_of(test) if s.metric == "reverse_bits_per_second"), None
+        ),
     }
+
+
+def _failure(test: Mapping[str, Any]) -> dict[str, Any]:
+    """A test that did not succeed, with a link to the raw output of its first failed
+    repetition: the tool's own words, when nasplan's summary of them is not enough."""
+    raw = next(
+        (
+            r["raw_file"]
+            for r in test.get("repetitions") or []
+            if r.get("status") != "ok" and r.get("raw_file")
+        ),
+        None,
+    )
+    return {**test, "raw_link": quote(raw) if raw else None}
 
 
 def join_and(names: list[str]) -> str:
@@ -342,20 +378,47 @@ def _paths_text(tests: list[dict[str, Any]]) -> str | None:
     )
 
 
-def _throughput_chart(tests: list[dict[str, Any]]) -> str | None:
-    """Mermaid bars of each measured test's median, with the TCP maximum as a line."""
-    measured = [t for t in tests if t["median"] is not None and t["kind"] == "iperf3"]
-    return mermaid.bar_chart(
-        "Median throughput per test (line: TCP maximum)",
-        [t["id"] for t in measured],
-        [t["median"] for t in measured],
-        [t["path"].get("theoretical_bits_per_second") for t in measured],
-    )
+def _charts(run: Mapping[str, Any]) -> list[str]:
+    """Mermaid bar charts, one per quantity: iperf3 medians in bit/s with each path's TCP
+    maximum as a bar behind its own test; transfers and disks per direction in MiB/s."""
+    bits: list[tuple[str, float | None, float | None]] = []
+    byte_rates: list[tuple[str, float | None]] = []
+    for test in run["tests"]:
+        for series in series_of(test):
+            if series.summary.get("median") is None:
+                continue
+            name = (
+                f"{test['id']} {series.direction}"
+                if test["kind"] != "iperf3" or len(series_of(test)) > 1
+                else test["id"]
+            )
+            if series.metric.endswith("bits_per_second"):
+                bits.append((name, series.summary["median"], series.theoretical_bits_per_second))
+            elif series.metric.endswith("bytes_per_second"):
+                byte_rates.append((name, series.summary["median"]))
+    charts = [
+        mermaid.quantity_chart(
+            "Median throughput per test (behind each bar: its path's TCP maximum)",
+            BITS.name,
+            [b[0] for b in bits],
+            [b[1] for b in bits],
+            [b[2] for b in bits],
+        ),
+        mermaid.quantity_chart(
+            "Median file transfer and disk rate per test and direction",
+            BYTES.name,
+            [b[0] for b in byte_rates],
+            [b[1] for b in byte_rates],
+            horizontal=len(byte_rates) > 6,
+        ),
+    ]
+    return [c for c in charts if c]
 
 
 def build_view(run: Mapping[str, Any], chart_files: Sequence[str] = ()) -> dict[str, Any]:
     """Everything the template shows, derived from the run dict only (no clock, no machine)."""
-    hosts = [_host(name, host) for name, host in sorted(run["hosts"].items())]
+    in_force = run_in_force(run)
+    hosts = [_host(name, host) for name, host in sorted(in_force["hosts"].items())]
     # The results table and details are iperf3's; transfers, disk and latency have their own
     # sections (_transfers.md.j2, _analysis.md.j2), in their own units; any other kind is listed
     # under "Other tests" with its summary in the unit its metric names.
@@ -390,14 +453,15 @@ def build_view(run: Mapping[str, Any], chart_files: Sequence[str] = ()) -> dict[
         "between_hosts": f" between {join_and(names)}" if names else "",
         "tests_text": f"{len(everything)} test{'' if len(everything) == 1 else 's'}"
         + (f" ({', '.join(counts)})" if counts else ""),
-        "failed": [t for t in everything if t["status"] != "ok"],
+        "failed": [_failure(t) for t in everything if t["status"] != "ok"],
         "best": best,
         "framings": _framings(tests),
         "spread_thresholds": thresholds,
         "any_actions": any(h["actions"] for h in hosts),
         "paths_text": _paths_text(tests),
-        "throughput_chart": _throughput_chart(tests),
-        "topology": mermaid.topology(run),
+        "charts": _charts(run),
+        "topology": mermaid.topology(in_force),
+        "network_rows": network_rows(run),
         "chart_files": list(chart_files),
     }
 

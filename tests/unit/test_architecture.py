@@ -41,6 +41,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "nasplan.inventory",
         "nasplan.plan",
         "nasplan.analysis",
+        "nasplan.directions",
         "nasplan.facts",
         "nasplan.storage",
         "nasplan.become",

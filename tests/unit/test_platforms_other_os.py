@@ -105,7 +105,7 @@ def test_apply_check_on_windows_without_iperf3_shows_the_advice_not_an_install()
 
     facts = parse_facts(windows_output(tools="choco=C:\\ProgramData\\chocolatey\\bin\\choco.exe"))
     (line,) = planned_installs(session_of("win11", facts), ["iperf3"])
-    assert line.startswith("cannot install: iperf3.exe not found")
+    assert line.startswith("cannot install iperf3: iperf3.exe not found")
     assert "choco install iperf3 -y" in line
 
 

@@ -3,7 +3,8 @@
 ``setup_commands`` of a vendor runs ``outside.sh`` in the sshd's mount namespace: it mounts a
 tmpfs (the overlay's upper layer) on ``<host_dir>/root-layer``, the overlay of ``/`` on its
 ``root``, the kernel file systems into it, and then runs the vendor's ``inside.sh`` chrooted
-there. All writes land in the tmpfs, which disappears with the namespace.
+there. All writes land in the tmpfs, which disappears with the namespace, except those to the
+host's own state directory (bound in): its services' shares and exports are the same files.
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ def _outside(host_dir: Path, inside: Path) -> str:
         f"mount -t overlay nasplan-lab -o {q(options)} {q(str(root))}",
         # /sys was mounted by `ip netns exec` for this network namespace: it shows its NICs.
         *(f"mount --rbind {d} {q(str(root) + d)}" for d in ("/proc", "/sys", "/dev")),
+        # The host's own state directory is the real one inside its root too: the files its
+        # services (smbd, nfs-ganesha, outside the overlay) write there are the ones SSH sees,
+        # so removing a test file over SSH removes it for the server as well.
+        f"mount --bind {q(str(host_dir))} {q(str(root) + str(host_dir))}",
         f"chroot {q(str(root))} /bin/sh {q(str(inside))}",
         "",
     ]

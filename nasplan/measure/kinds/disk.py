@@ -25,6 +25,21 @@ from nasplan.units import parse_size
 
 DIRECTIONS = ("write", "read")
 _SETUP_TIMEOUT_S = 60.0
+_WORKDIR_PREFIX = "nasplan-fio-"
+_FIO_FILE = "fio.bin"
+# $1: the plan's directory, $2: a fresh name. Makes $1/$2 (never an existing one: no -p),
+# registers it in the host's lock and prints its physical path, refusing when that is not the
+# new directory itself.
+_MAKE_WORKDIR = """\
+base=$(cd -P -- "$1" && pwd -P) || exit 3
+mkdir -m 700 -- "$base/$2" || exit 3
+real=$(cd -P -- "$base/$2" && pwd -P) || exit 3
+if [ "$real" != "$base/$2" ]; then
+  echo "$base/$2 resolves to $real" >&2; rmdir -- "$base/$2"; exit 4
+fi
+nasplan_register - "$real" "$real"
+echo "$real"
+"""
 
 
 @dataclass(frozen=True)
@@ -81,22 +96,32 @@ def run(test: PlanTest, s: DiskSettings, ctx: RunContext) -> dict[str, Any]:
     if shell.of(session.runner).is_windows:
         return _run_windows(test, s, ctx, session, fio_path, record)
     token = secrets.token_hex(4)
-    workdir = f"{s.path.rstrip('/')}/nasplan-fio-{token}"
+    path = s.path
+    try:
+        fio.check_filename(f"{path.rstrip('/')}/{_WORKDIR_PREFIX}{token}/{_FIO_FILE}")
+    except ValueError as exc:
+        record["error"] = f"path {path!r}: {exc}"
+        return record
     # Registered in the host's lock: should this run die here, the next run removes it.
     made = session.runner.run_script(
-        PRELUDE
-        + f"{shlex.join(['mkdir', '-p', '--', workdir])} || exit 1\n"
-        + f"nasplan_register - {shlex.quote(workdir)} {shlex.quote(workdir)}\n",
+        PRELUDE + f"set -- {shlex.join([path, _WORKDIR_PREFIX + token])}\n" + _MAKE_WORKDIR,
         timeout_s=_SETUP_TIMEOUT_S,
     )
-    if not made.ok:
-        record["error"] = f"cannot create {workdir} on {session.host.name}: {made.stderr.strip()}"
+    workdir = made.stdout.strip().splitlines()[-1] if made.ok and made.stdout.strip() else ""
+    if not made.ok or not workdir.startswith("/"):
+        reason = made.stderr.strip() or made.stdout.strip()
+        record["error"] = (
+            f"cannot create a test directory in {path} on {session.host.name}: {reason}"
+        )
         return record
     errors: list[str] = []
     try:
+        filename = fio.check_filename(f"{workdir}/{_FIO_FILE}")
         with sampler.sampling(ctx.sessions, [session.host.name], token) as resources:
-            _repetitions(test, s, ctx, session, fio_path, f"{workdir}/fio.bin", record, errors)
+            _repetitions(test, s, ctx, session, fio_path, filename, record, errors)
         record["resources"] = resources
+    except ValueError as exc:  # the directory resolved to a path fio would misread
+        errors.append(f"path {path!r} resolves to {workdir!r}: {exc}")
     finally:
         removed = session.runner.run(["rm", "-rf", "--", workdir], timeout_s=_SETUP_TIMEOUT_S)
         if not removed.ok:
@@ -145,11 +170,9 @@ def _repetitions(
     params = record["params"]
     direct = bool(params["direct"])
     directions = s.directions
-    total, done = test.repetitions * len(directions), 0
     for direction in directions:
         for index in range(1, test.repetitions + 1):
-            done += 1
-            ctx.progress.test(test.id, done, total, 0.0)
+            ctx.progress.test(test.id, index, test.repetitions, 0.0, direction)
             job = fio.FioParams(rw=direction, size_bytes=params["size_bytes"], direct=direct)
             rep, refused = _one(
                 ctx, session, fio_path, filename, job, f"{test.id}/{direction}-{index}"

@@ -173,6 +173,8 @@ def _repetition(
         return rep
     rep.update(iperf3.repetition_fields(parsed))
     rep["interval_bits_per_second"] = [row["bits_per_second"] for row in parsed["intervals"]]
+    if params.bidir:  # --bidir: the server -> client direction, received by the client
+        rep["reverse_bits_per_second"] = parsed.get("reverse_bits_per_second")
     if processes:
         rep["processes"] = parsed["processes"]
     # A stall is a fault, not a slow result: the repetition fails with why.

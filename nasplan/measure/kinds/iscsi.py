@@ -214,6 +214,7 @@ def _repetitions(
                 rep["error"] = _explain(exc, target)
                 rep["raw_file"] = ctx.save_raw(name, f"{exc.stage}: {exc}\n")
                 errors.append(f"{direction} {index}: {rep['error']}")
+                ctx.checkpoint(record)
                 if exc.stage in ("load", "login", "capacity"):
                     return  # every further repetition would fail the same way
                 continue
@@ -228,6 +229,7 @@ def _repetitions(
                 login_s=parsed.get("login_s"),
                 lun_capacity_bytes=parsed.get("lun_capacity_bytes"),
             )
+            ctx.checkpoint(record)
 
 
 def _explain(exc: iscsi.IscsiError, target: iscsi.Target) -> str:

@@ -69,7 +69,8 @@ def run(test: PlanTest, s: LatencySettings, ctx: RunContext) -> dict[str, Any]:
     errors: list[str] = []
     with sampler.sampling(ctx.sessions, test.hosts, secrets.token_hex(4)) as resources:
         for index in range(1, test.repetitions + 1):
-            ctx.progress.test(test.id, index, test.repetitions, 0.0)
+            total_s = test.repetitions * params.count * (params.interval_s or 1.0)
+            ctx.progress.test(test.id, index, test.repetitions, total_s)
             rep: dict[str, Any] = {"index": index, "status": "failed", "error": None}
             rep["raw_file"] = None
             try:

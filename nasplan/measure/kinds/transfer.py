@@ -252,18 +252,67 @@ def repetition(
     return rep, raw
 
 
+def check_commands(xfer: Transfer, address: str) -> None:
+    """Build every command the test will run; ValueError when a value breaks a tool's syntax.
+
+    Called before anything is made on a host, so a refused value leaves nothing behind.
+    """
+    for direction in xfer.directions:
+        _command(xfer, direction, "/nasplan-check", address)
+        _command(_write_target(xfer, 0), direction, "/nasplan-check", address)
+
+
+def _remove_on_nas(server: Runner, paths: list[str]) -> list[str]:
+    """``rm -f`` the NAS's copies as the login user, then as root when that is refused (files an
+    NFS server wrote belong to root or its anonymous user, not to a DSM admin); [] when gone,
+    else one problem naming every path."""
+    argv = ["rm", "-f", "--", *paths]
+    result = server.run(argv, timeout_s=SETUP_TIMEOUT_S)
+    if not result.ok:
+        result = server.run(argv, timeout_s=SETUP_TIMEOUT_S, sudo=True)
+    if result.ok:
+        return []
+    cause = result.stderr.strip().splitlines()[-1:] or [f"exit {result.exited}"]
+    return [f"files left on the NAS: {' '.join(paths)} (rm, also with sudo: {cause[0]})"]
+
+
 def _cleanup(
     xfer: Transfer, client: Runner, server: Runner, local_dir: str, address: str
 ) -> list[str]:
-    """Remove the NAS's copy and the client's temp dir; return what could not be removed."""
+    """Remove the NAS's copy and the client's temp dir; return what could not be removed.
+
+    The client's temp dir (with the SMB authentication file) is removed whatever happens.
+    """
+    if shell.of(client).is_windows:  # one PowerShell script removes both copies
+        return _remove_windows_copies(xfer, client, local_dir, address)
+    try:
+        problems = _remove_remote_copy(xfer, client, server, local_dir, address)
+    except ValueError as exc:
+        problems = [f"the copy on the NAS: {exc}"]
+    finally:
+        result = client.run(transfer.cleanup_argv(local_dir), timeout_s=SETUP_TIMEOUT_S)
+    if not result.ok:
+        problems.append(f"rm -rf {local_dir}: {result.stderr.strip()}")
+    return problems
+
+
+def _remove_windows_copies(
+    xfer: Transfer, client: Runner, local_dir: str, address: str
+) -> list[str]:
+    """A Windows client: the share's copy and the %TEMP% dir; what could not be removed."""
+    share, remote = _windows_paths(xfer, address)
+    assert xfer.smb_user is not None
+    script = transfer_windows.cleanup_script(share, remote, local_dir, xfer.smb_user)
+    result = client.run_script(script, stdin=_smb_password(xfer), timeout_s=SETUP_TIMEOUT_S)
+    said = [line.strip() for line in result.stdout.splitlines() if line.startswith("nasplan:")]
+    return said + ([] if result.ok else [f"cleanup exited {result.exited}"])
+
+
+def _remove_remote_copy(
+    xfer: Transfer, client: Runner, server: Runner, local_dir: str, address: str
+) -> list[str]:
+    """Remove the file the test put on the NAS; return what could not be removed."""
     problems: list[str] = []
-    if shell.of(client).is_windows:
-        share, remote = _windows_paths(xfer, address)
-        assert xfer.smb_user is not None
-        script = transfer_windows.cleanup_script(share, remote, local_dir, xfer.smb_user)
-        result = client.run_script(script, stdin=_smb_password(xfer), timeout_s=SETUP_TIMEOUT_S)
-        said = [line.strip() for line in result.stdout.splitlines() if line.startswith("nasplan:")]
-        return said + ([] if result.ok else [f"cleanup exited {result.exited}"])
     if xfer.method == "smb":
         assert xfer.share is not None
         argv = transfer.smbclient_argv(
@@ -279,26 +328,19 @@ def _cleanup(
             problems.append(f"smbclient del {xfer.remote_name}: {result.stdout.strip()}")
     elif xfer.method == "rsync":
         path = _join(xfer.remote_dir, xfer.remote_name)
-        result = server.run(transfer.remove_argv(path), timeout_s=SETUP_TIMEOUT_S)
-        if not result.ok:
-            problems.append(f"rm {path} on the NAS: {result.stderr.strip()}")
+        problems += _remove_on_nas(server, [path])
     elif xfer.export is not None:
         # libnfs-utils has no nfs-rm: the NAS removes every file the writes may have made.
         paths = [
             _join(xfer.server_path, _write_target(xfer, index).remote_name)
             for index in range(xfer.repetitions + 1)
         ]
-        result = server.run(["rm", "-f", "--", *paths], timeout_s=SETUP_TIMEOUT_S)
-        if not result.ok:
-            problems.append(f"rm {' '.join(paths)} on the NAS: {result.stderr.strip()}")
+        problems += _remove_on_nas(server, paths)
     else:
         path = _join(xfer.mounted_path, xfer.remote_name)
         result = client.run(transfer.remove_argv(path), timeout_s=SETUP_TIMEOUT_S)
         if not result.ok:
             problems.append(f"rm {path}: {result.stderr.strip()}")
-    result = client.run(transfer.cleanup_argv(local_dir), timeout_s=SETUP_TIMEOUT_S)
-    if not result.ok:
-        problems.append(f"rm -rf {local_dir}: {result.stderr.strip()}")
     return problems
 
 
@@ -357,7 +399,11 @@ def run(test: PlanTest, s: TransferSettings, ctx: RunContext) -> dict[str, Any]:
     try:
         pair = open_pair(test, ctx, needs(test, s))
         xfer = transfer_for(s, test, pair.server, token)
-    except CannotStart as exc:
+        if not shell.of(pair.client.runner).is_windows:
+            check_commands(xfer, pair.address)
+        elif xfer.method == "smb":  # Windows copies to a UNC path: no smbclient syntax
+            _windows_paths(xfer, pair.address)  # ValueError for a name a share cannot hold
+    except (CannotStart, ValueError) as exc:
         record["error"] = str(exc)
         return record
     server, client, address = pair.server, pair.client, pair.address
@@ -378,6 +424,8 @@ def run(test: PlanTest, s: TransferSettings, ctx: RunContext) -> dict[str, Any]:
     finally:
         problems = _cleanup(xfer, client.runner, server.runner, local_dir, address)
         ctx.warnings += [f"{test.id}: cleanup: {p}" for p in problems]
+        # A file the run made and could not remove fails the test, its paths in the error.
+        errors += [f"cleanup: {p}" for p in problems]
     _summarize(record, xfer)
     return finish(record, errors)
 
@@ -395,7 +443,6 @@ def _run_directions(
     total = test.repetitions * len(xfer.directions)
     speed = (record["path"] or {}).get("speed_bits_per_second")
     total_s = total * xfer.size_bytes * 8 / speed if speed else 0.0
-    done = 0
     on_nas: Transfer | None = None  # the last write that put the file on the NAS
     for direction in xfer.directions:
         if direction == "read" and on_nas is None:
@@ -407,8 +454,7 @@ def _run_directions(
                 errors.append(f"could not place the file on the NAS for reading: {seed['error']}")
                 return
         for index in range(1, test.repetitions + 1):
-            done += 1
-            ctx.progress.test(test.id, done, total, total_s)
+            ctx.progress.test(test.id, index, test.repetitions, total_s, direction)
             target = _write_target(xfer, index) if direction == "write" else on_nas or xfer
             rep, raw = repetition(client, target, direction, local_dir, address)
             if direction == "write" and rep["status"] == "ok":

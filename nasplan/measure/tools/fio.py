@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,8 @@ _TIMEOUT_MARGIN_S = 60
 # fio's own words when O_DIRECT is refused (tmpfs before Linux 6.6, some FUSE and NAS volumes)
 _DIRECT_IO_MARKERS = ("direct io errored", "does not support direct", "o_direct")
 _EINVAL = 22
+_FIO_SAFE_CHAR = re.compile(r"[A-Za-z0-9_.,+@=%/ -]")
+_FIO_SAFE = re.compile(r"^/[A-Za-z0-9_.,+@=%/ -]*$")
 
 
 class FioError(NasplanError):
@@ -51,11 +54,27 @@ class FioParams:
         return _TIMEOUT_MARGIN_S + 2 * self.size_bytes / _SLOWEST_BYTES_PER_SECOND
 
 
+def check_filename(filename: str) -> str:
+    """``filename`` if fio reads it as one absolute file name, else ValueError saying why.
+
+    fio splits ``filename=`` at ``:`` (several files), cuts it at ``;`` and expands ``$jobname``
+    and friends, so a path holding them would make fio write somewhere else; only plain path
+    characters pass.
+    """
+    if not _FIO_SAFE.match(filename):
+        bad = sorted({c for c in filename if not _FIO_SAFE_CHAR.match(c)})
+        shown = " ".join(repr(c) for c in bad) or "a relative path"
+        raise ValueError(f"fio would not read {filename!r} as one file name ({shown})")
+    return filename
+
+
 def fio_argv(fio_path: str, filename: str, params: FioParams) -> list[str]:
     """``[fio, --name=nasplan-seq-write, --filename=F, --rw=write, --bs=1048576, ...]``.
 
     Writes end with an fsync (``end_fsync=1``) so the time includes getting data to disk.
+    ValueError when fio would not read ``filename`` as one file (``check_filename``).
     """
+    check_filename(filename)
     argv = [
         fio_path,
         f"--name=nasplan-seq-{params.rw}",

@@ -39,6 +39,15 @@ _RSYNC_SENT = re.compile(
 )
 _RSYNC_SIZE = re.compile(r"^Total transferred file size: (?P<bytes>[0-9,]+) bytes", re.MULTILINE)
 _RSYNC_ERROR = re.compile(r"^rsync(?: error)?: [^\n]*", re.MULTILINE)
+_RSYNC_SAFE = re.compile(r"^(?!-)[A-Za-z0-9_.,+@=%/-]+$")
+# What ssh itself said when rsync's transport failed: the cause behind rsync's own "connection
+# unexpectedly closed" (connection refused, host key verification failed, permission denied).
+_SSH_CAUSE = re.compile(
+    r"^(?:ssh: [^\n]*|Host key verification failed\.|[^\n]*: Permission denied \([^\n]*\)\.?"
+    r"|No [A-Z0-9]+ host key is known for [^\n]*"
+    r"|[^\n]*REMOTE HOST IDENTIFICATION HAS CHANGED[^\n]*)$",
+    re.MULTILINE,
+)
 _NFS_UNSAFE = re.compile(r"[\s?#%\\]")
 _NFS_COPIED = re.compile(r"^copied (?P<bytes>[0-9]+) bytes$", re.MULTILINE)
 _DD_LINE = re.compile(
@@ -196,7 +205,17 @@ def ssh_command(options: SshOptions) -> list[str]:
 
 
 def rsync_remote(options: SshOptions, address: str, path: str) -> str:
-    """``[user@]address:path``."""
+    """``[user@]address:path``; ValueError for a path rsync or the NAS's shell would split.
+
+    rsync before 3.2.4 hands the remote path to the NAS's shell, which splits it at blanks
+    and expands ``$``, quotes and globs; a leading ``-`` would be read as an option.
+    """
+    if not _RSYNC_SAFE.match(path):
+        raise ValueError(
+            f"{path!r}: an rsync remote path here holds only letters, digits, _.,+@=%/-"
+        )
+    if options.user and not _RSYNC_SAFE.match(options.user):
+        raise ValueError(f"{options.user!r}: not a user name rsync can pass on")
     host = f"[{address}]" if ":" in address else address
     return f"{options.user}@{host}:{path}" if options.user else f"{host}:{path}"
 
@@ -232,7 +251,8 @@ def parse_rsync(text: str) -> dict[str, float | int | None]:
     errors = _RSYNC_ERROR.findall(text)
     if errors or sent is None or size is None:
         detail = errors[0] if errors else "no --stats summary in its output"
-        raise TransferParseError(detail)
+        cause = _SSH_CAUSE.search(text)
+        raise TransferParseError(f"{cause.group(0)}; {detail}" if cause else detail)
     return {
         "tool_bytes_per_second": _number(sent.group("rate")),
         "bytes": int(_number(size.group("bytes"))),

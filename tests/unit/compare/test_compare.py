@@ -115,35 +115,44 @@ def test_a_significant_but_tiny_change_is_within_noise() -> None:
     assert "change below 3 %" in result.explanation
 
 
-def test_with_three_repetitions_the_ranges_decide() -> None:
-    assert verdict([1.0e9, 1.1e9, 1.2e9], [1.3e9, 1.4e9, 1.5e9]).verdict == "better"
-    overlapping = verdict([1.0e9, 1.1e9, 1.35e9], [1.3e9, 1.4e9, 1.5e9])
-    assert (overlapping.verdict, overlapping.rule) == ("within noise", "ranges")
-    assert overlapping.explanation == "min–max ranges overlap, 3 vs 3 repetitions"
+def test_three_against_three_is_too_few_to_tell_and_says_how_many_would() -> None:
+    # An unchanged test that happened to come out 34 % lower, ranges apart: 3 vs 3 cannot tell.
+    result = verdict([1.00e9, 1.05e9, 1.10e9], [0.66e9, 0.69e9, 0.72e9])
+    assert (result.verdict, result.rule, result.p_value) == (
+        "too few repetitions to tell", "too-few", None
+    )  # fmt: skip
+    assert result.needed_per_side == 5
+    assert result.explanation == (
+        "3 vs 3 repetitions; about 5 per side would tell a change of 34 %"
+    )
+    # a small change among noisy values needs many more
+    noisy = verdict([1.0e9, 1.1e9, 0.9e9], [1.05e9, 1.15e9, 0.95e9])
+    assert noisy.verdict == "too few repetitions to tell"
+    assert noisy.needed_per_side is not None and noisy.needed_per_side > 20
+    assert "more than 50 per side would be needed to tell a change of 5 %" in noisy.explanation
 
 
 def test_times_are_better_when_lower() -> None:
-    assert verdict([46.3, 46.5, 46.1], [18.3, 18.2, 18.4], higher_is_better=False).verdict == (
-        "better"
-    )
+    before, after = [46.3, 46.5, 46.1, 46.4, 46.2], [18.3, 18.2, 18.4, 18.1, 18.5]
+    assert verdict(before, after, higher_is_better=False).verdict == "better"
 
 
 # --- compare_runs ------------------------------------------------------------------------------
 
 
 def test_ten_gig_run_is_better_with_the_ratio_of_the_medians(sample: dict[str, Any]) -> None:
-    slow = with_values(sample, "lan-single", [954e6, 955e6, 956e6])
-    fast = with_values(sample, "lan-single", [9.50e9, 9.55e9, 9.56e9])
+    slow = with_values(sample, "lan-single", [953e6, 954e6, 955e6, 956e6, 957e6])
+    fast = with_values(sample, "lan-single", [9.50e9, 9.54e9, 9.55e9, 9.56e9, 9.57e9])
     fast["hosts"]["nas"]["interfaces"]["lan"]["speed_bits_per_second"] = 10**10
     comparison = compare_runs([slow, fast], ["link=1G", "link=10G"])
     test = comparison["tests"][0]
     versus = test["versus_first"][1]
     assert versus["ratio"] == pytest.approx(9.55e9 / 955e6)
-    assert (versus["verdict"], versus["rule"]) == ("better", "ranges")
+    assert (versus["verdict"], versus["rule"]) == ("better", "mann-whitney")
     markdown = render(comparison)
     cells = row(markdown, "lan-single")
     assert cells[1:3] == ["955.0 Mbit/s", "9.55 Gbit/s (×10.00)"]
-    assert cells[4:6] == ["**better**", "min–max ranges do not overlap, 3 vs 3 repetitions"]
+    assert cells[4:6] == ["**better**", "Mann–Whitney U p = 0.00794, 5 vs 5 repetitions"]
     assert "Headline: lan-single is **better** in link=10G: 9.55 Gbit/s against 955.0 Mbit/s" in (
         markdown
     )
@@ -162,8 +171,8 @@ def test_a_regression_is_worse_and_efficiency_change_in_points(sample: dict[str,
 
 
 def test_no_change_is_within_noise_and_said_so(sample: dict[str, Any]) -> None:
-    a = with_values(sample, "lan-single", [940e6, 945e6, 950e6])
-    b = with_values(sample, "lan-single", [942e6, 947e6, 949e6])
+    a = with_values(sample, "lan-single", [940e6, 945e6, 950e6, 946e6, 944e6])
+    b = with_values(sample, "lan-single", [942e6, 947e6, 949e6, 943e6, 948e6])
     markdown = render(compare_runs([a, b]))
     assert row(markdown, "lan-single")[4] == "within noise"
     assert "No test changed beyond noise" in markdown
@@ -239,16 +248,16 @@ def test_without_labels_the_varying_plan_vars_name_the_runs(sample: dict[str, An
 def test_every_format_is_deterministic_and_csv_has_a_row_per_test_and_run(
     sample: dict[str, Any],
 ) -> None:
-    a = with_values(sample, "lan-single", [940e6, 941e6, 942e6])
-    b = with_values(sample, "lan-single", [2.3e9, 2.31e9, 2.32e9])
+    a = with_values(sample, "lan-single", [940e6, 941e6, 942e6, 943e6, 939e6])
+    b = with_values(sample, "lan-single", [2.3e9, 2.31e9, 2.32e9, 2.29e9, 2.33e9])
     for output_format in ("markdown", "json", "csv"):
         first = render(compare_runs([a, b]), output_format).encode()
         again = render(compare_runs([copy.deepcopy(a), copy.deepcopy(b)]), output_format)
         assert first == again.encode()
     rows = list(csv.DictReader(io.StringIO(render(compare_runs([a, b]), "csv"))))
-    assert [(r["test_id"], r["run_index"]) for r in rows] == [
-        ("lan-single", "0"),
-        ("lan-single", "1"),
+    assert [(r["test_id"], r["direction"], r["run_index"]) for r in rows] == [
+        ("lan-single", "forward", "0"),
+        ("lan-single", "forward", "1"),
     ]
     assert float(rows[1]["ratio_to_first"]) == pytest.approx(2.31e9 / 941e6)
     assert rows[1]["verdict"] == "better"
@@ -262,6 +271,7 @@ def test_compare_markdown_has_a_well_formed_chart(sample: dict[str, Any]) -> Non
     blocks = mermaid.blocks(render(compare_runs([a, b], ["2.5G", "10G"])))
     assert len(blocks) == 1
     assert mermaid.validate(blocks[0]) == []
+    assert blocks[0].startswith("xychart-beta horizontal")
     assert 'x-axis ["lan-single · 2.5G", "lan-single · 10G"]' in blocks[0]
 
 

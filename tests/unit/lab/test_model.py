@@ -188,9 +188,9 @@ def test_ssh_config_points_at_the_lab_files(tmp_path: Path) -> None:
 
 
 def test_sshd_config_is_key_only_and_wrapper_runs_personality_setup_first(tmp_path: Path) -> None:
-    config = sshd.render_config("198.18.20.10", tmp_path, tmp_path / "authorized_keys")
+    config = sshd.render_config(tmp_path, tmp_path / "authorized_keys")
     for line in (
-        "ListenAddress 198.18.20.10",
+        "ListenAddress 0.0.0.0",  # every address: LAN and cables, also those a plan adds
         "PasswordAuthentication no",
         "KbdInteractiveAuthentication no",
         "PermitRootLogin prohibit-password",

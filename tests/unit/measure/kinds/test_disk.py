@@ -2,24 +2,38 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from nasplan import shell
 from nasplan.measure import kinds
+from nasplan.runner import Result
 
 FIO = Path(__file__).resolve().parents[3] / "fixtures" / "fio"
 DISKSPD = Path(__file__).resolve().parents[3] / "fixtures" / "diskspd"
 TEST = "  - {id: vol, kind: disk, host: nas, path: /volume1/test, size: 32MiB, repetitions: 1}\n"
 TOOLS = {"fio": "/usr/bin/fio"}
+MKDIR = "mkdir -m 700"  # the host-side script that makes the work directory and prints it
+
+
+def _made_name(script: str) -> str:
+    """The fresh name the work-directory script was given (its ``set -- PATH NAME`` line)."""
+    line = next(line for line in script.splitlines() if line.startswith("set -- "))
+    return shlex.split(line)[-1]
+
+
+def made_in(directory: str) -> Callable[[str], Result]:
+    """The work-directory script's answer: ``directory/<the name it was given>``."""
+    return lambda text: Result(text, f"{directory}/{_made_name(text)}\n", "", 0)
 
 
 def test_write_then_read_in_a_directory_removed_afterwards(
     kind_context: Callable[..., Any],
 ) -> None:
     ctx, nas, _ = kind_context(TEST, TOOLS)
-    nas.expect("mkdir -p -- /volume1/test/nasplan-fio-")
+    nas.expect(MKDIR, reply=made_in("/volume1/test"))
     nas.expect("--rw=write", (FIO / "seq-write-direct.json").read_text())
     nas.expect("--rw=read", (FIO / "seq-read-direct.json").read_text())
     nas.expect("rm -rf -- /volume1/test/nasplan-fio-")
@@ -32,20 +46,21 @@ def test_write_then_read_in_a_directory_removed_afterwards(
     assert "--direct=1" in nas.texts("--rw=read")[0]
     assert set(record["directions"]) == {"write", "read"}
     assert record["summary"] == record["directions"]["write"]
-    workdirs = {
-        line.split()[3]  # mkdir -p -- DIR || exit 1
-        for text in nas.texts("nasplan-fio-")
-        for line in text.splitlines()
-        if line.startswith("mkdir")
-    }
-    assert nas.texts("rm -rf")[0].endswith(workdirs.pop())
+    (made,) = nas.texts(MKDIR)
+    name = _made_name(made)
+    assert f"set -- /volume1/test {name}" in made  # the plan's path and a fresh name
+    assert 'nasplan_register - "$real"' in made  # in the host's lock before fio writes
+    workdir = f"/volume1/test/{name}"
+    assert name.startswith("nasplan-fio-")
+    assert f"--filename={workdir}/fio.bin" in nas.texts("--rw=write")[0]
+    assert nas.texts("rm -rf")[0].endswith(workdir)
 
 
 def test_refused_direct_io_is_measured_buffered_and_said(
     kind_context: Callable[..., Any],
 ) -> None:
     ctx, nas, _ = kind_context(TEST.replace("size: 32MiB", "direction: write"), TOOLS)
-    nas.expect("mkdir -p")
+    nas.expect(MKDIR, reply=made_in("/volume1/test"))
     nas.expect("--direct=1", (FIO / "direct-io-error.txt").read_text())
     nas.expect("--direct=0", (FIO / "seq-write-buffered.json").read_text())
     nas.expect("rm -rf")
@@ -62,7 +77,7 @@ def test_a_directory_that_cannot_be_made_fails_without_running_fio(
     kind_context: Callable[..., Any],
 ) -> None:
     ctx, nas, _ = kind_context(TEST, TOOLS)
-    nas.expect("mkdir -p", stderr="mkdir: cannot create directory: Read-only file system", exited=1)
+    nas.expect(MKDIR, stderr="mkdir: cannot create directory: Read-only file system", exited=3)
 
     record = kinds.bind(ctx.plan.tests[0]).run(ctx)
 
@@ -89,3 +104,20 @@ def test_a_disk_test_on_a_windows_host_through_run(kind_context: Callable[..., A
     assert record["params"]["tool"] == "diskspd"
     assert record["directions"]["write"]["median"] == 43524096 / 30.01
     assert (ctx.run_dir / record["repetitions"][0]["raw_file"]).read_text() == result
+
+
+def test_a_directory_that_resolves_to_a_name_fio_misreads_is_removed_unused(
+    kind_context: Callable[..., Any],
+) -> None:
+    """/volume1/test is a symlink to /volume1/a:b on the NAS: fio would split the name at ':'."""
+    ctx, nas, _ = kind_context(TEST, TOOLS)
+    nas.expect(MKDIR, reply=made_in("/volume1/a:b"))
+    nas.expect("rm -rf -- /volume1/a:b/nasplan-fio-")
+
+    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+
+    assert record["status"] == "failed"
+    assert "resolves to '/volume1/a:b/nasplan-fio-" in record["error"]
+    assert "fio would not read" in record["error"]
+    assert not nas.texts("--rw=")  # fio never ran
+    assert record["repetitions"] == []

@@ -1,0 +1,115 @@
+"""The inventory ``lab up`` will write, computed from the lab file alone (no root, nothing made),
+so ``nasplan validate`` checks a plan against a lab that is not up yet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nasplan.errors import InputError
+from nasplan.lab import nfs, services
+from nasplan.lab.model import LAN_INTERFACE, Lab, load_lab
+from nasplan.lab.personalities.synology import ADMIN_USER, PASSWORD_ENV
+from nasplan.loader import read_yaml
+
+STATE_PARENT = ".lab"
+INVENTORY_NAME = "inventory.yaml"
+
+
+def generated_by_lab(inventory_path: Path) -> bool:
+    """True for ``<dir>/.lab/<lab name>/inventory.yaml``, where ``lab up`` writes inventories."""
+    parts = inventory_path.parts
+    return inventory_path.name == INVENTORY_NAME and len(parts) >= 3 and parts[-3] == STATE_PARENT
+
+
+def is_lab_file(path: Path) -> bool:
+    """True when ``path`` reads as a lab file (``lan`` and ``hosts``, no ``tests``)."""
+    try:
+        data = read_yaml(path).data
+    except InputError:
+        return False
+    return isinstance(data, dict) and "lan" in data and "hosts" in data and "tests" not in data
+
+
+def lab_file_for(inventory_path: Path) -> Path | None:
+    """The lab file beside ``.lab/`` whose name is the state directory's; None when none is."""
+    lab_dir, name = inventory_path.parent.parent.parent, inventory_path.parent.name
+    for candidate in sorted(lab_dir.glob("*.yaml")):
+        if is_lab_file(candidate) and read_yaml(candidate).data.get("name") == name:
+            return candidate
+    return None
+
+
+def _host_vars(lab: Lab, state_dir: Path, name: str) -> dict[str, Any]:
+    host = lab.host(name)
+    entry: dict[str, Any] = {}
+    if host.personality == "synology" and host.personality_options.get("ssh_user") == ADMIN_USER:
+        entry.update(user=ADMIN_USER, become_password_env=PASSWORD_ENV)
+    host_dir = state_dir / "hosts" / name
+    found: dict[str, Any] = {}
+    if "smb" in host.services:
+        found["smb"] = {
+            "share": services.SMB_SHARE,
+            "user": services.SMB_USER,
+            "password_env": services.SMB_PASSWORD_ENV,
+            "password_file": str(services.smb_files(host_dir).password_path),
+        }
+    if "nfs" in host.services:
+        export_path = nfs.nfs_files(host_dir).export_path
+        found["nfs"] = {"export": nfs.NFS_EXPORT, "server_path": str(export_path)}
+    if found:
+        entry["vars"] = found
+    return entry
+
+
+def preview_inventory(lab_file: Path, state_dir: Path) -> dict[str, Any]:
+    """The native inventory ``lab up LAB_FILE`` writes into ``state_dir`` (addresses, interfaces,
+    the login user a personality asks for, service vars); passwords are never part of it."""
+    lab = load_lab(lab_file)
+    hosts: dict[str, Any] = {}
+    groups: dict[str, dict[str, list[str]]] = {}
+    for host in lab.hosts:
+        groups.setdefault(host.personality, {"hosts": []})["hosts"].append(host.name)
+        interfaces: dict[str, Any] = {
+            "lan": {
+                "name": LAN_INTERFACE,
+                "role": "lan",
+                "speed": lab.lan_rate,
+                "address": host.lan_address,
+            }
+        }
+        for link in lab.links:
+            for end in (link.a, link.b):
+                if end.host == host.name:
+                    entry = {"name": end.interface, "role": "test", "speed": link.rate}
+                    if end.address:
+                        entry["address"] = end.address
+                    interfaces[link.name] = entry
+        hosts[host.name] = {
+            "address": host.lan_address.split("/")[0],
+            "platform": host.personality,
+            "interfaces": interfaces,
+            **_host_vars(lab, state_dir, host.name),
+        }
+    return {
+        "vars": {"user": "root", "identity_file": "id_ed25519", "known_hosts": "known_hosts",
+                 "framing": "tc"},
+        "groups": groups,
+        "hosts": hosts,
+    }  # fmt: skip
+
+
+def write_preview(inventory_path: Path, out: Path) -> Path:
+    """Write the inventory ``lab up`` would generate at ``inventory_path`` into ``out``; return
+    the lab file it comes from. InputError when no lab file beside ``.lab/`` makes it."""
+    lab_file = lab_file_for(inventory_path)
+    if lab_file is None:
+        raise InputError(
+            f"{inventory_path} is written by `nasplan lab up`, and no lab file in "
+            f"{inventory_path.parent.parent.parent} is named {inventory_path.parent.name!r}"
+        )
+    data = preview_inventory(lab_file, inventory_path.parent.resolve())
+    out.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return lab_file

@@ -1,0 +1,230 @@
+"""What nasplan prints and checks before and around a run: targets named, password variables
+noticed, install lines, validate before the lab is up, lab commands outside a checkout, MTU
+probes, rsync's own cause, progress in the plan's terms, CPU figures of shared kernels."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from nasplan.analysis import attribute_bottleneck, shared_kernels
+from nasplan.apply import EXIT_INPUT, check, unset_variables
+from nasplan.cli import main
+from nasplan.facts import parse_facts
+from nasplan.hosts import HostSession, planned_installs
+from nasplan.inventory import Host
+from nasplan.measure.tools import transfer
+from nasplan.network.checks import mtu_probes
+from nasplan.network.model import MtuSpec
+from nasplan.network.state import NicState
+from nasplan.plan import load_plan
+from nasplan.platforms.qnap import Qnap
+from nasplan.progress import PlainProgress, result_text, step_text
+from nasplan.runner import Result
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures"
+
+INVENTORY = """
+vars: {user: root, framing: tc}
+hosts:
+  nas:
+    address: 198.18.0.10
+    become_password_env: NASPLAN_TEST_SUDO
+    interfaces:
+      lan: {name: eth0, role: lan, speed: 1G, address: 198.18.0.10/24}
+      p2p: {name: eth1, role: test, speed: 10G, address: 198.18.1.1/30}
+  ws:
+    address: 198.18.0.11
+"""
+PLAN = """name: demo
+inventory: inventory.yaml
+tests:
+  - {id: lan, kind: iperf3, server: nas, client: ws, repetitions: 5}
+  - {id: smb, kind: transfer, method: smb, server: nas, client: ws, share: data, user: u,
+     password_env: NASPLAN_TEST_SMB, repetitions: 5}
+"""
+
+
+def make_plan(tmp_path: Path, plan: str = PLAN) -> Path:
+    (tmp_path / "inventory.yaml").write_text(INVENTORY)
+    path = tmp_path / "plan.yaml"
+    path.write_text(plan)
+    return path
+
+
+def test_a_test_without_target_is_named_by_the_interface_holding_the_address(
+    tmp_path: Path,
+) -> None:
+    plan = load_plan(make_plan(tmp_path))
+    assert plan.tests[0].target.label() == "nas.lan"  # was "?"
+    stream = io.StringIO()
+    outcome = check(plan, PlainProgress(stream), connector=_unreachable, environ={})
+    assert "test lan: would run iperf3 ws -> nas.lan, 5 x 10 s" in stream.getvalue()
+    assert "-> ?" not in stream.getvalue()
+    assert outcome.exit_code == 3  # the fake hosts cannot be reached
+
+
+def _unreachable(host: Host) -> NoRunner:
+    from nasplan.errors import HostError
+
+    raise HostError(f"{host.name}: not reachable in this test")
+
+
+class NoRunner:
+    name = "none"
+
+    def run(self, argv: Sequence[str], **_: object) -> Result:
+        raise AssertionError(f"unexpected command {argv}")
+
+    def run_script(self, script: str, **_: object) -> Result:
+        raise AssertionError("unexpected script")
+
+
+def test_check_names_every_unset_password_variable(tmp_path: Path) -> None:
+    plan = load_plan(make_plan(tmp_path))
+    assert unset_variables(plan, {"NASPLAN_TEST_SUDO": "x", "NASPLAN_TEST_SMB": "y"}) == []
+    problems = unset_variables(plan, {})
+    assert problems == [
+        "nas: the sudo password comes from $NASPLAN_TEST_SUDO, which is not set "
+        "(export it, or pass -K to apply)",
+        "test smb: the SMB password comes from $NASPLAN_TEST_SMB, which is not set: "
+        "the test would fail",
+    ]
+    stream = io.StringIO()
+    outcome = check(plan, PlainProgress(stream), connector=_reached, environ={})
+    assert outcome.exit_code == EXIT_INPUT
+    assert f"problem: {problems[1]}" in stream.getvalue()
+
+
+def _reached(host: Host) -> Fixed:
+    return Fixed((FIXTURES / "facts" / "debian12-root.txt").read_text())
+
+
+class Fixed:
+    """Answers the facts script with a captured Debian output; fails on anything else."""
+
+    name = "fixed"
+
+    def __init__(self, facts: str) -> None:
+        self.facts = facts
+
+    def run(self, argv: Sequence[str], **_: object) -> Result:
+        raise AssertionError(f"unexpected command {argv}")
+
+    def run_script(self, script: str, **_: object) -> Result:
+        return Result("facts", self.facts, "", 0)
+
+    def close(self) -> None:
+        pass
+
+
+def test_an_install_the_platform_cannot_do_is_not_a_would(tmp_path: Path) -> None:
+    facts = parse_facts((FIXTURES / "facts" / "qnap-ts253d-handbuilt.txt").read_text())
+    facts = dataclasses.replace(facts, tools={**facts.tools, "opkg": None, "iperf3": None})
+    session = HostSession(Host("nas", "198.18.0.10"), NoRunner(), facts, Qnap())
+    lines = planned_installs(session, ["iperf3"])
+    assert lines and lines[0].startswith("cannot install iperf3: ")
+    assert not any(line.startswith("would cannot") for line in lines)
+
+
+def test_validate_checks_an_example_plan_before_its_lab_is_up(tmp_path: Path) -> None:
+    for name in ("lab.yaml", "nas-upgrade.yaml"):
+        shutil.copy(ROOT / "plans" / "examples" / name, tmp_path / name)
+    result = CliRunner().invoke(main, ["validate", str(tmp_path / "nas-upgrade.yaml")])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == "ok"
+    assert "is not there yet (the lab is not up)" in result.stderr
+    assert f"nasplan lab up {tmp_path / 'lab.yaml'}" in result.stderr
+    # still a real check: a host the lab will not have is an error
+    plan = (tmp_path / "nas-upgrade.yaml").read_text().replace("client: ws", "client: pc", 1)
+    (tmp_path / "nas-upgrade.yaml").write_text(plan)
+    bad = CliRunner().invoke(main, ["validate", str(tmp_path / "nas-upgrade.yaml")])
+    assert bad.exit_code == 2 and "'pc'" in bad.output
+    lab = CliRunner().invoke(main, ["validate", str(tmp_path / "lab.yaml")])
+    assert lab.exit_code == 0 and lab.stdout.startswith("ok (a lab file")
+
+
+def test_lab_commands_outside_a_checkout_ask_which_lab(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["lab", "status"])
+    assert result.exit_code == 2
+    assert "which lab? give its file" in result.output
+    assert "plans/examples" not in result.output  # nothing the user did not give
+
+
+def test_mtu_set_through_interfaces_gets_a_df_probe_to_each_neighbour() -> None:
+    own = {"eth1": NicState("eth1", 9000, True, ("198.18.1.1/30",))}
+    neighbours = {
+        "nas": {"eth1": ("198.18.1.1/30",)},
+        "ws": {"eth0": ("198.18.0.11/24",), "eth1": ("198.18.1.2/30",)},
+    }
+    spec = [MtuSpec("nas", "eth1", "p2p", 9000)]
+    (probe,) = mtu_probes(spec, "nas", own, neighbours)
+    assert (probe.nic, probe.peer_host, probe.peer_nic, probe.peer_ip) == (
+        "eth1", "ws", "eth1", "198.18.1.2"
+    )  # fmt: skip
+    assert probe.payload_bytes == 8972
+    assert mtu_probes(spec, "ws", own, neighbours) == []
+
+
+def test_rsync_failure_shows_ssh_s_own_cause() -> None:
+    raw = (FIXTURES / "transfer" / "timed-rsync-ssh-refused.txt").read_text()
+    _, exited, output = transfer.parse_timed(raw)
+    assert exited == 255
+    with pytest.raises(transfer.TransferParseError) as error:
+        transfer.parse_rsync(output)
+    assert str(error.value).startswith(
+        "ssh: connect to host 198.19.113.1 port 22: Connection refused; "
+        "rsync: connection unexpectedly closed"
+    )
+
+
+def test_progress_counts_the_plan_s_repetitions_per_direction() -> None:
+    assert step_text(2, 5, 12.4, "write") == "write, repetition 2/5 (~12 s in all)"
+    assert step_text(3, 3, 0.0, "read") == "read, repetition 3/3"  # no "(~0 s in all)"
+    record = {
+        "kind": "transfer",
+        "repetitions": [],
+        "summary": {"metric": "bits_per_second", "median": 2.36e9},
+        "directions": {
+            "write": {"metric": "bytes_per_second", "median": 281.25 * 2**20, "n": 5},
+            "read": {"metric": "bytes_per_second", "median": 374.5 * 2**20, "n": 5},
+        },
+    }
+    assert result_text(record) == "write median 281.2 MiB/s, read median 374.5 MiB/s"
+    iperf3 = {"kind": "iperf3", "params": {}, "summary": {"metric": "bits_per_second",
+              "median": 9.41e9}}  # fmt: skip
+    assert result_text(iperf3) == "median 9.41 Gbit/s"
+
+
+def test_a_cpu_bound_verdict_says_when_the_cpu_figure_is_the_whole_machine_s() -> None:
+    shared = shared_kernels({"nas": "b1", "ws": "b1", "real": "b2"}, "b1")
+    assert shared == {
+        "nas": ["ws", "the machine running nasplan"],
+        "ws": ["nas", "the machine running nasplan"],
+    }
+    verdict = attribute_bottleneck(
+        label="SMB write",
+        direction="write",
+        transfer_bytes_per_second=50e6,
+        network_bits_per_second=9e9,
+        cpu_busy_percent={"nas": 97.0, "ws": 40.0},
+        cpu_shared_with=shared,
+    )
+    assert verdict["verdict"] == "cpu-bound"
+    assert "CPU nas is the whole machine's, not nas's own" in verdict["text"]
+    assert verdict["evidence"]["cpu_whole_machine"] == ["nas", "ws"]
+    own = attribute_bottleneck(
+        label="SMB write", direction="write", transfer_bytes_per_second=50e6,
+        network_bits_per_second=9e9, cpu_busy_percent={"real": 97.0}, cpu_shared_with=shared,
+    )  # fmt: skip
+    assert "whole machine" not in own["text"]
