@@ -2,7 +2,8 @@
 # @TOOLS@ is replaced by the tool names nasplan looks for (nasplan/facts.py).
 set +e +u
 nasplan_dirs='/opt/bin /opt/sbin /var/packages/DiagnosisTool/target/tool /usr/syno/bin
-/usr/syno/sbin /usr/local/bin /usr/local/sbin /usr/bin /usr/sbin /bin /sbin'
+/usr/syno/sbin /opt/homebrew/bin /opt/homebrew/sbin /usr/local/bin /usr/local/sbin /usr/bin
+/usr/sbin /bin /sbin'
 nasplan_section() { printf '\n@@nasplan:%s@@\n' "$1"; }
 # Non-interactive SSH sessions on NAS firmware leave /opt/bin (Entware), /usr/sbin and the
 # Synology DiagnosisTool directory off PATH: look there too, PATH first.
@@ -40,6 +41,12 @@ if nasplan_get /proc/sys/kernel/hostname && [ -n "$nasplan_v" ]; then
 else
   hostname 2>/dev/null || uname -n 2>/dev/null
 fi
+nasplan_section uname-s
+if nasplan_get /proc/sys/kernel/ostype && [ -n "$nasplan_v" ]; then
+  printf '%s\n' "$nasplan_v"
+else
+  uname -s 2>/dev/null
+fi
 nasplan_section uid; id -u 2>/dev/null
 nasplan_section kernel
 if nasplan_get /proc/sys/kernel/osrelease && [ -n "$nasplan_v" ]; then
@@ -73,6 +80,15 @@ grep -E '^(model name|cpu model|Hardware|Processor)[[:space:]]*:' /proc/cpuinfo 
 nasplan_section cpu-processors; grep -c '^processor' /proc/cpuinfo 2>/dev/null
 nasplan_section nproc; nproc 2>/dev/null
 nasplan_section meminfo; grep '^MemTotal:' /proc/meminfo 2>/dev/null
+# FreeBSD (TrueNAS CORE, FreeNAS) and macOS have no /proc or /sys/class/net: sysctl names the
+# system, CPU and memory, and `ifconfig -a` (below) describes the NICs.
+if [ ! -d /sys/class/net ]; then
+  nasplan_section sysctl
+  for nasplan_k in kern.ostype kern.osrelease kern.osproductversion hw.model \
+    machdep.cpu.brand_string hw.ncpu hw.physmem hw.memsize; do
+    sysctl "$nasplan_k" 2>/dev/null
+  done
+fi
 # Hosts with one boot_id share one kernel (containers, lab namespaces): their CPU figures are
 # the whole machine's.
 nasplan_section boot-id; cat /proc/sys/kernel/random/boot_id 2>/dev/null
@@ -110,7 +126,7 @@ for nasplan_d in /sys/class/net/*; do
 done
 nasplan_ip=$(nasplan_which ip)
 nasplan_addrs=
-[ -n "$nasplan_ip" ] && nasplan_addrs=$("$nasplan_ip" -o addr show 2>/dev/null)
+[ -n "$nasplan_ip" ] && [ -d /sys/class/net ] && nasplan_addrs=$("$nasplan_ip" -o addr show 2>/dev/null)
 if [ -n "$nasplan_addrs" ]; then
   nasplan_section ip-addr; printf '%s\n' "$nasplan_addrs"
 else
