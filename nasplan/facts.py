@@ -6,13 +6,13 @@ import ipaddress
 import re
 import shlex
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from importlib import resources
 from typing import Any
 
-from nasplan import storage
+from nasplan import facts_bsd, facts_windows, shell, storage
 from nasplan.errors import NasplanError
-from nasplan.runner import Runner
+from nasplan.runner import Result, Runner
 
 # Looked up on PATH and in vendor directories; each is a key of HostFacts.tools (None: absent).
 TOOL_NAMES = (
@@ -32,6 +32,10 @@ TOOL_NAMES = (
     "ping",
     "getcfg",
     "nfs-cp",
+    "ifconfig",
+    "brew",
+    "networksetup",
+    "pkg",
 )
 
 # Written for dash, bash and busybox ash (QNAP QTS, Synology DSM): no bashisms, no `local`,
@@ -45,7 +49,7 @@ FACTS_SCRIPT = (
     .replace("@TOOLS@", " ".join(shlex.quote(t) for t in TOOL_NAMES))
 )
 
-_HEADER = re.compile(r"^@@nasplan:([a-z0-9-]+)(?::(.*))?@@$")
+_HEADER = re.compile(r"^@@nasplan:([a-z0-9-]+)(?::(.*))?@@$", re.MULTILINE)
 _IPERF3_VERSION = re.compile(r"^iperf\s+(?:version\s+)?(\d+(?:\.\d+)+)")
 _IP_ADDR_LINE = re.compile(r"^\d+:\s+(\S+)\s+(inet6?)\s+(\S+)")
 _IFCONFIG_INET = re.compile(r"\binet (?:addr:)?(\S+)(?:.*?(?:Mask:|netmask )(\S+))?")
@@ -93,6 +97,7 @@ class HostFacts:
     """What one host is: OS, CPU, memory, NICs, tool paths and platform marker files."""
 
     hostname: str | None = None
+    kernel_name: str | None = None  # uname -s: Linux, Darwin, FreeBSD; "Windows"
     os_id: str | None = None
     os_like: str | None = None
     os_version: str | None = None
@@ -154,6 +159,7 @@ class HostFacts:
         is_root, ip_json = data.get("is_root"), data.get("ip_json")
         return cls(
             hostname=_str_or_none(data.get("hostname")),
+            kernel_name=_str_or_none(data.get("kernel_name")),
             os_id=_str_or_none(data.get("os_id")),
             os_like=_str_or_none(data.get("os_like")),
             os_version=_str_or_none(data.get("os_version")),
@@ -174,16 +180,47 @@ class HostFacts:
         )
 
 
-def gather(runner: Runner, timeout_s: float = 20) -> HostFacts:
-    """Run FACTS_SCRIPT once on the host behind ``runner`` and parse what it printed."""
-    result = runner.run_script(FACTS_SCRIPT, timeout_s=timeout_s)
+def gather(
+    runner: Runner,
+    timeout_s: float = 20,
+    *,
+    windows: bool = False,
+    tool_paths: Mapping[str, str] | None = None,
+) -> HostFacts:
+    """Run the facts script once on the host behind ``runner`` and parse what it printed.
+
+    POSIX hosts run FACTS_SCRIPT. A host that refuses ``sh`` the way cmd.exe or PowerShell do
+    (or ``windows=True``, from the inventory) gets the PowerShell facts script, and the runner
+    speaks PowerShell from then on. ``tool_paths``: inventory ``tools:`` (Windows) tried first.
+    """
+    if not windows:
+        result = runner.run_script(FACTS_SCRIPT, timeout_s=timeout_s)
+        refused = not _HEADER.search(result.stdout) and facts_windows.looks_like_windows(
+            result.stderr + result.stdout
+        )
+        # Git for Windows / MSYS2 / Cygwin put an sh on PATH: it runs, but the host is Windows.
+        windows = refused or facts_windows.posix_layer_on_windows(result.stdout)
+        if not windows:
+            _check_gathered(runner, result)
+            return parse_facts(result.stdout)
+    use_shell = getattr(runner, "use_shell", None)
+    if use_shell is None:
+        raise NasplanError(f"{runner.name}: a Windows host, and this runner speaks only POSIX sh")
+    use_shell(shell.windows(None))
+    result = runner.run_script(facts_windows.facts_script(tool_paths), timeout_s=timeout_s * 2)
+    _check_gathered(runner, result)
+    facts = parse_facts(result.stdout)
+    use_shell(shell.windows(facts.markers.get(facts_windows.DEFAULT_SHELL_MARKER) or None))
+    return facts
+
+
+def _check_gathered(runner: Runner, result: Result) -> None:
     if not result.ok and not result.stdout.strip():
         detail = result.stderr.strip().splitlines()
         raise NasplanError(
             f"{runner.name}: gathering facts failed (exit {result.exited})"
             + (f": {detail[-1]}" if detail else "")
         )
-    return parse_facts(result.stdout)
 
 
 def parse_facts(stdout: str) -> HostFacts:
@@ -207,8 +244,10 @@ def parse_facts(stdout: str) -> HostFacts:
     tools: dict[str, str | None] = dict.fromkeys(TOOL_NAMES)
     for key, value in _key_values(single.get("tools", []), "=").items():
         tools[key] = value if value.startswith("/") else None
-    return HostFacts(
+    kernel_name = _first(single.get("uname-s"))
+    facts = HostFacts(
         hostname=_first(single.get("hostname")),
+        kernel_name=kernel_name,
         os_id=_str_or_none(os_release.get("ID")),
         os_like=_str_or_none(os_release.get("ID_LIKE")),
         os_version=_str_or_none(os_release.get("VERSION_ID")),
@@ -227,6 +266,38 @@ def parse_facts(stdout: str) -> HostFacts:
         ip_json=_ip_json(single),
         storage=_storage(sections, single),
         boot_id=_first(single.get("boot-id")),
+    )
+    if kernel_name in facts_bsd.BSD_KERNELS:
+        return _bsd_facts(facts, kernel_name, single)
+    if kernel_name == "Windows":
+        return _windows_facts(facts, single)
+    return facts
+
+
+def _windows_facts(facts: HostFacts, single: Mapping[str, list[str]]) -> HostFacts:
+    """Windows: OS/CPU/RAM from CIM, NICs from Get-NetAdapter + Get-NetIPAddress, tool paths."""
+    nics = facts_windows.adapters(
+        facts_windows.parse_format_list(single.get("win-netadapter", [])),
+        facts_windows.parse_format_list(single.get("win-ipaddress", [])),
+    )
+    default_shell = _first(single.get("default-shell")) or ""
+    return replace(
+        facts,
+        **facts_windows.system_fields(single),
+        interfaces=tuple(NicFacts(**nic) for nic in nics),
+        tools=facts_windows.tools(single.get("tools", [])),
+        markers={**facts.markers, facts_windows.DEFAULT_SHELL_MARKER: default_shell},
+    )
+
+
+def _bsd_facts(facts: HostFacts, kernel_name: str, single: Mapping[str, list[str]]) -> HostFacts:
+    """FreeBSD / macOS: system from ``sysctl``, NICs (MTU, media speed, state) from ifconfig."""
+    fields = facts_bsd.system_fields(kernel_name, facts_bsd.parse_sysctl(single.get("sysctl", [])))
+    nics = facts_bsd.parse_ifconfig(single.get("ifconfig", []), kernel_name)
+    return replace(
+        facts,
+        **fields,
+        interfaces=tuple(NicFacts(**{**nic, "addresses": tuple(nic["addresses"])}) for nic in nics),
     )
 
 

@@ -17,7 +17,7 @@ from nasplan.progress import Progress
 from nasplan.runner import Runner
 from nasplan.ssh import connect
 
-MAX_PARALLEL_HOSTS = 16
+MAX_PARALLEL_HOSTS = 64
 
 T = TypeVar("T")
 
@@ -103,11 +103,17 @@ def open_sessions(
         progress.host(session.host.name, "connecting")
         try:
             session.runner = connector(session.host)
-            session.facts = gather(session.runner)
+            session.facts = gather(
+                session.runner,
+                windows=session.host.platform_hint == "windows",
+                tool_paths=session.host.tools,
+            )
         except NasplanError as exc:
             session.error = str(exc)
             progress.host(session.host.name, f"[unreachable] {exc}")
             return
+        if session.host.tools and session.facts.kernel_name != "Windows":
+            session.facts = with_inventory_tools(session.runner, session.facts, session.host.tools)
         session.platform = detect(session.facts)
         warning = _platform_warning(session)
         if warning:
@@ -116,6 +122,19 @@ def open_sessions(
 
     in_parallel(sessions.values(), one)
     return sessions
+
+
+def with_inventory_tools(runner: Runner, facts: HostFacts, tools: Mapping[str, str]) -> HostFacts:
+    """``facts`` with the inventory's ``tools:`` paths (they win), iperf3's version read again.
+
+    Windows reads them in its facts script already; POSIX hosts take them as given.
+    """
+    version = _installed_iperf3_version(runner, tools) if "iperf3" in tools else None
+    return dataclasses.replace(
+        facts,
+        tools={**facts.tools, **tools},
+        iperf3_version=version or facts.iperf3_version,
+    )
 
 
 def planned_installs(session: HostSession, packages: Sequence[str]) -> list[str]:

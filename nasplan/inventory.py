@@ -29,6 +29,7 @@ CONNECTION_KEYS = (
     "platform",
     "framing",
     "become_password_env",
+    "tools",
 )
 _ANSIBLE_KEYS = {
     "ansible_host": "address",
@@ -78,6 +79,8 @@ class Host:
     platform_hint: str = "auto"
     framing: str = "ethernet"
     become_password_env: str | None = None
+    # Full paths of tools off PATH (Windows: {"iperf3": "C:\\iperf3\\iperf3.exe"}).
+    tools: Mapping[str, str] = field(default_factory=dict)
     interfaces: Mapping[str, Interface] = field(default_factory=dict)
     groups: tuple[str, ...] = ()
     vars: Mapping[str, Any] = field(default_factory=dict)
@@ -227,6 +230,7 @@ def _build_host(
         platform_hint=str(merged.get("platform", "auto")),
         framing=framing,
         become_password_env=merged.get("become_password_env"),
+        tools={str(k): str(v) for k, v in (merged.get("tools") or {}).items()},
         interfaces=interfaces,
         groups=groups,
         vars=user_vars,

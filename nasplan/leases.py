@@ -8,6 +8,7 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from nasplan import shell
 from nasplan.hostlock import (
     EXIT_BUSY,
     acquire_script,
@@ -31,6 +32,13 @@ def acquire(session: HostSession, run_id: str, lease_s: float) -> str | None:
     """
     runner, name = session.runner, session.host.name
     assert runner is not None
+    if shell.of(runner).is_windows:
+        # The lock, its lease and the leftovers registry are POSIX sh under /tmp.
+        session.warnings.append(
+            f"{name}: Windows hosts are not locked: a second nasplan run against it at the same "
+            "time is not refused, and what a killed run left there is not cleaned up by the next"
+        )
+        return None
     result = runner.run_script(acquire_script(run_id, lease_s), timeout_s=30)
     holder = parse_holder(result.stdout)
     if result.exited == EXIT_BUSY and holder.dead_here():

@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from nasplan import shell
 from nasplan.hostlock import PRELUDE
 from nasplan.hosts import in_parallel
 from nasplan.runner import Runner
@@ -246,6 +247,8 @@ def parse(raw: str) -> dict[str, Any]:
 
 def start(runner: Runner, token: str, *, max_s: float = MAX_SAMPLING_S) -> int | None:
     """Start sampling on one host; its PID, or None when it could not start (never raises)."""
+    if shell.of(runner).is_windows:  # the sampler reads /proc: Linux only
+        return None
     try:
         result = runner.run_script(start_script(token, max_s=max_s), timeout_s=_TIMEOUT_S)
     except Exception:  # sampling is best effort: a test never fails for it

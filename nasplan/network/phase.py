@@ -13,7 +13,7 @@ import secrets
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -109,6 +109,20 @@ def sigint_deferred() -> Iterator[None]:
         raise KeyboardInterrupt
 
 
+def network_refusals(sessions: Mapping[str, HostSession], hosts: Iterable[str]) -> list[str]:
+    """``host: reason`` for each host whose platform refuses network changes (Windows, macOS,
+    FreeBSD: no revert nasplan can arm and read back there yet)."""
+    refusals: list[str] = []
+    for name in hosts:
+        session = sessions.get(name)
+        if session is None or session.platform is None or session.facts is None:
+            continue
+        reason = session.platform.network_refusal(session.facts)
+        if reason:
+            refusals.append(f"{name}: {reason}")
+    return refusals
+
+
 class NetworkPhase:
     """Declared network changes over the sessions of one run."""
 
@@ -170,6 +184,10 @@ class NetworkPhase:
         session = self.sessions.get(name)
         return session.runner if session is not None and session.ready else None
 
+    def _refusals(self) -> list[str]:
+        """Hosts whose platform cannot change its network safely, each with the platform's why."""
+        return network_refusals(self.sessions, self.hosts)
+
     def snapshot(self) -> None:
         """Check the changes against facts, save every touched NIC's state before any change."""
         not_ready = [h for h in self.hosts if self._runner(h) is None]
@@ -177,7 +195,7 @@ class NetworkPhase:
             self.fail(f"not changing the network: {', '.join(not_ready)} not ready")
             return
         facts = {h: s.facts for h, s in self.sessions.items() if s.facts is not None}
-        problems = fact_errors(self.spec, facts)
+        problems = fact_errors(self.spec, facts) + self._refusals()
         if problems:
             self.fail("; ".join(problems))
             return

@@ -7,10 +7,13 @@ from typing import TYPE_CHECKING, Protocol
 
 from nasplan.platforms.base import Command, PlatformError
 from nasplan.platforms.debian import Debian
+from nasplan.platforms.freebsd import FreeBsd, TrueNasCore
 from nasplan.platforms.generic import GenericLinux
+from nasplan.platforms.macos import MacOs
 from nasplan.platforms.qnap import Qnap
 from nasplan.platforms.synology import Synology
 from nasplan.platforms.truenas import TrueNas
+from nasplan.platforms.windows import Windows
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
@@ -46,11 +49,26 @@ class Platform(Protocol):
         """The network backend that changes this host's NICs, by name (``base.SETSID_TIMER``)."""
         ...
 
+    def network_refusal(self, facts: HostFacts) -> str | None:
+        """Why nasplan will not change this host's network (what to do by hand); None: it will."""
+        ...
+
 
 def registry() -> tuple[Platform, ...]:
     """Every platform, most specific first; the first whose ``matches`` is true wins."""
-    # Vendor markers first: TrueNAS SCALE is Debian underneath and must never be taken for it.
-    return (Qnap(), Synology(), TrueNas(), Debian(), GenericLinux())
+    # Kernels other than Linux first (TrueNAS CORE also has midclt, like SCALE); then vendor
+    # markers: TrueNAS SCALE is Debian underneath and must never be taken for it.
+    return (
+        Windows(),
+        MacOs(),
+        TrueNasCore(),
+        FreeBsd(),
+        Qnap(),
+        Synology(),
+        TrueNas(),
+        Debian(),
+        GenericLinux(),
+    )
 
 
 def detect(facts: HostFacts) -> Platform:

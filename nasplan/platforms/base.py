@@ -14,6 +14,8 @@ from nasplan.errors import NasplanError
 SETSID_TIMER = "setsid-timer"
 # TrueNAS SCALE's middleware: ``interface.update`` + ``interface.commit`` with rollback.
 TRUENAS_INTERFACE_COMMIT = "truenas-interface-commit"
+# No change by nasplan (Windows, macOS, FreeBSD): ``Platform.network_refusal`` says what to do.
+MANUAL = "manual"
 
 
 @dataclass(frozen=True)
@@ -37,3 +39,12 @@ def marker_values(text: str, separator: str = "=") -> dict[str, str]:
         if sep and key.strip() and not key.lstrip().startswith(("#", "[")):
             values[key.strip()] = value.strip().strip('"')
     return values
+
+
+def manual_network_refusal(os_name: str, example: str) -> str:
+    """The refusal of a platform nasplan cannot change the network of, with what to do instead."""
+    return (
+        f"nasplan changes MTU and addresses only where it can arm a revert and read the state "
+        f"back (Linux ip, the TrueNAS SCALE middleware); on {os_name} set it yourself, e.g. "
+        f"`{example}`, and run the plan without its network: section"
+    )

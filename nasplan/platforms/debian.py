@@ -51,3 +51,7 @@ class Debian:
     def network_mechanism(self, facts: HostFacts) -> str:
         """``ip`` changes under a ``setsid`` timer that undoes them unless confirmed."""
         return SETSID_TIMER
+
+    def network_refusal(self, facts: HostFacts) -> str | None:
+        """None: nasplan changes this host's network itself (``network_mechanism``)."""
+        return None

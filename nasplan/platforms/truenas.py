@@ -41,3 +41,7 @@ class TrueNas:
     def network_mechanism(self, facts: HostFacts) -> str:
         """The middleware's own commit-confirmed change when ``midclt`` is there, else ``ip``."""
         return TRUENAS_INTERFACE_COMMIT if facts.tool("midclt") else SETSID_TIMER
+
+    def network_refusal(self, facts: HostFacts) -> str | None:
+        """None: nasplan changes this host's network itself (``network_mechanism``)."""
+        return None

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from nasplan import shell
 from nasplan.runner import Result
 
 Reply = Result | Callable[[str], Result]
@@ -40,6 +41,12 @@ class FakeRunner:
     standing: list[tuple[str, Reply]] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     unexpected: list[str] = field(default_factory=list)
+    # The shell the host speaks: POSIX, or (``use_shell``) a Windows host's PowerShell.
+    host_shell: shell.HostShell = shell.POSIX
+
+    def use_shell(self, host_shell: shell.HostShell) -> None:
+        """Speak ``host_shell`` from now on, as ``SshRunner.use_shell``."""
+        self.host_shell = host_shell
 
     def expect(
         self,

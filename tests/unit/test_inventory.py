@@ -89,7 +89,7 @@ def test_unknown_key_is_an_error_with_line_and_path(tmp_path: Path) -> None:
 def test_bad_platform_and_speed_are_reported(tmp_path: Path) -> None:
     path = write(
         tmp_path,
-        "hosts:\n  nas:\n    platform: windows\n    interfaces:\n"
+        "hosts:\n  nas:\n    platform: amigaos\n    interfaces:\n"
         "      lan: {name: eth0, speed: fast}\n",
     )
     with pytest.raises(InputError) as info:

@@ -12,13 +12,14 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from nasplan import shell
 from nasplan.analysis import cache_influence, summarize
 from nasplan.errors import CannotStart
 from nasplan.hostlock import PRELUDE
 from nasplan.hosts import HostSession
 from nasplan.measure import sampler, timeline
 from nasplan.measure.kind import Kind, Needs, RunContext, check_ready, finish, new_record
-from nasplan.measure.tools import fio
+from nasplan.measure.tools import disk_windows, fio
 from nasplan.plan import PlanTest
 from nasplan.units import parse_size
 
@@ -51,6 +52,7 @@ class DiskSettings:
     size: str | int = "64MiB"
     direct: bool = True
     fallback_buffered: bool = True
+    duration_s: int = 10  # diskspd (Windows) runs for a time; fio writes ``size`` once
 
     @property
     def size_bytes(self) -> int:
@@ -64,7 +66,8 @@ class DiskSettings:
 def settings(test: PlanTest) -> DiskSettings:
     """Plan settings (``host``, ``path`` required) -> a DiskSettings with the defaults above."""
     s = test.settings
-    given = {k: s[k] for k in ("direction", "size", "direct", "fallback_buffered") if k in s}
+    keys = ("direction", "size", "direct", "fallback_buffered", "duration_s")
+    given = {k: s[k] for k in keys if k in s}
     return DiskSettings(host=str(s["host"]), path=str(s["path"]), **given)
 
 
@@ -90,6 +93,8 @@ def run(test: PlanTest, s: DiskSettings, ctx: RunContext) -> dict[str, Any]:
         return record
     assert session.runner is not None
     fio_path = session.tools["fio"]
+    if shell.of(session.runner).is_windows:
+        return _run_windows(test, s, ctx, session, fio_path, record)
     token = secrets.token_hex(4)
     path = s.path
     try:
@@ -124,6 +129,33 @@ def run(test: PlanTest, s: DiskSettings, ctx: RunContext) -> dict[str, Any]:
             ctx.warnings.append(f"{test.id}: could not remove {workdir}: {removed.stderr.strip()}")
     _summarize(record, session, size_bytes)
     return finish(record, errors)
+
+
+def _run_windows(
+    test: PlanTest,
+    s: DiskSettings,
+    ctx: RunContext,
+    session: HostSession,
+    diskspd_path: str,
+    record: dict[str, Any],
+) -> dict[str, Any]:
+    """Windows: diskspd (the platform's disk tool, given for ``fio``), caches off."""
+    assert session.runner is not None
+    record["params"]["tool"] = "diskspd"
+    plan = [(d, i) for d in s.directions for i in range(1, test.repetitions + 1)]
+    reps, errors, warnings = disk_windows.run_repetitions(
+        session.runner,
+        diskspd_path,
+        s.path,
+        plan,
+        s.size_bytes,
+        s.duration_s,
+        lambda name, raw: ctx.save_raw(f"raw/{test.id}/{name}.txt", raw),
+    )
+    record["repetitions"] = reps
+    ctx.warnings += [f"{test.id}: {w}" for w in warnings]
+    _summarize(record, session, s.size_bytes)
+    return finish(record, errors if reps else [*errors, "no repetition ran"])
 
 
 def _repetitions(

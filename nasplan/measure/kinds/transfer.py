@@ -13,6 +13,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
+from nasplan import shell
 from nasplan.analysis import efficiency, summarize
 from nasplan.errors import CannotStart
 from nasplan.hosts import HostSession
@@ -27,7 +28,7 @@ from nasplan.measure.kind import (
     path_params,
     target_label,
 )
-from nasplan.measure.tools import transfer
+from nasplan.measure.tools import transfer, transfer_windows
 from nasplan.plan import PlanTest
 from nasplan.runner import Runner
 from nasplan.units import parse_size
@@ -186,6 +187,17 @@ def _tool(xfer: Transfer) -> str:
     return "nfs-cp" if xfer.export is not None else TOOLS[xfer.method]
 
 
+def _windows_paths(xfer: Transfer, address: str) -> tuple[str, str]:
+    """(``\\\\NAS\\share``, the NAS copy's UNC path) for a Windows client."""
+    assert xfer.share is not None
+    return transfer_windows.share_paths(address, xfer.share, xfer.remote_dir, xfer.remote_name)
+
+
+def _smb_password(xfer: Transfer) -> str:
+    """The SMB password line for a Windows script's stdin (checked in ``prepare_client``)."""
+    return os.environ.get(xfer.password_env or "", "") + "\n"
+
+
 def _parse_tool(xfer: Transfer, output: str) -> dict[str, float | int | None]:
     method = xfer.method
     if xfer.export is not None:
@@ -201,18 +213,32 @@ def repetition(
     client: Runner, xfer: Transfer, direction: str, local_dir: str, address: str
 ) -> tuple[dict[str, Any], str]:
     """Run one timed transfer; return (repetition fields, raw output). Never raises."""
-    argv, before = _command(xfer, direction, local_dir, address)
     rep: dict[str, Any] = {"direction": direction, "status": "failed", "error": None}
-    result = client.run_script(transfer.timed_script(argv, before), timeout_s=xfer.timeout_s)
+    if shell.of(client).is_windows:
+        argv = ["Copy-Item" if direction == "write" else "FileStream.CopyTo"]
+        share, remote = _windows_paths(xfer, address)
+        assert xfer.smb_user is not None
+        script = transfer_windows.timed_copy_script(
+            share, remote, local_dir, direction, xfer.smb_user
+        )
+        result = client.run_script(script, stdin=_smb_password(xfer), timeout_s=xfer.timeout_s)
+    else:
+        argv, before = _command(xfer, direction, local_dir, address)
+        result = client.run_script(transfer.timed_script(argv, before), timeout_s=xfer.timeout_s)
     raw = result.stdout + result.stderr
     try:
-        duration_s, exited, output = transfer.parse_timed(result.stdout)
-        tool = _parse_tool(xfer, output)
+        duration_s, exited, output = transfer.parse_timed(result.stdout.replace("\r\n", "\n"))
+        if shell.of(client).is_windows:  # timed by the script itself: no tool rate to read
+            tool: dict[str, float | int | None] = {"tool_bytes_per_second": None}
+        else:
+            tool = _parse_tool(xfer, output)
     except transfer.TransferParseError as exc:
-        rep["error"] = f"{exc} (exit {result.exited})"
+        detail = (result.stdout.strip().splitlines() or [""])[-1]
+        rep["error"] = f"{exc} (exit {result.exited})" + (f": {detail}" if detail else "")
         return rep, raw
     if exited != 0:
-        rep["error"] = f"{argv[0]} exited {exited}"
+        said = (output.strip().splitlines() or [""])[-1]
+        rep["error"] = f"{argv[0]} exited {exited}" + (f": {said}" if said else "")
         return rep, raw
     rate = xfer.size_bytes / duration_s if duration_s > 0 else None
     rep.update(
@@ -257,6 +283,8 @@ def _cleanup(
 
     The client's temp dir (with the SMB authentication file) is removed whatever happens.
     """
+    if shell.of(client).is_windows:  # one PowerShell script removes both copies
+        return _remove_windows_copies(xfer, client, local_dir, address)
     try:
         problems = _remove_remote_copy(xfer, client, server, local_dir, address)
     except ValueError as exc:
@@ -266,6 +294,18 @@ def _cleanup(
     if not result.ok:
         problems.append(f"rm -rf {local_dir}: {result.stderr.strip()}")
     return problems
+
+
+def _remove_windows_copies(
+    xfer: Transfer, client: Runner, local_dir: str, address: str
+) -> list[str]:
+    """A Windows client: the share's copy and the %TEMP% dir; what could not be removed."""
+    share, remote = _windows_paths(xfer, address)
+    assert xfer.smb_user is not None
+    script = transfer_windows.cleanup_script(share, remote, local_dir, xfer.smb_user)
+    result = client.run_script(script, stdin=_smb_password(xfer), timeout_s=SETUP_TIMEOUT_S)
+    said = [line.strip() for line in result.stdout.splitlines() if line.startswith("nasplan:")]
+    return said + ([] if result.ok else [f"cleanup exited {result.exited}"])
 
 
 def _remove_remote_copy(
@@ -304,11 +344,13 @@ def _remove_remote_copy(
     return problems
 
 
-def _prepare_client(
+def prepare_client(
     xfer: Transfer, client: HostSession, ctx: RunContext
 ) -> tuple[str | None, str | None]:
     """Check the tool, make the temp dir and source file; return (local dir, error)."""
     assert client.runner is not None
+    if shell.of(client.runner).is_windows:
+        return _prepare_windows_client(xfer, client, ctx)
     tool = _tool(xfer)
     if not client.runner.run(["sh", "-c", 'command -v "$1"', "sh", tool]).ok:
         return None, f"{tool} is not installed on {client.host.name}"
@@ -332,6 +374,21 @@ def _prepare_client(
     return local_dir, None
 
 
+def _prepare_windows_client(
+    xfer: Transfer, client: HostSession, ctx: RunContext
+) -> tuple[str | None, str | None]:
+    """Windows: only SMB (its built-in client), the source file in a private %TEMP% dir."""
+    assert client.runner is not None
+    if xfer.method != "smb":
+        return None, transfer_windows.only_smb(client.host.name, xfer.method)
+    password = os.environ.get(xfer.password_env or "")
+    if not password:
+        return None, f"environment variable {xfer.password_env} (SMB password) is not set"
+    ctx.secrets.append(password)
+    timeout_s = SETUP_TIMEOUT_S + xfer.size_bytes / SLOWEST_BYTES_PER_SECOND
+    return transfer_windows.make_source(client.runner, xfer.size_bytes, timeout_s)
+
+
 def run(test: PlanTest, s: TransferSettings, ctx: RunContext) -> dict[str, Any]:
     """Run every repetition of one transfer test; failures are recorded, never raised."""
     record = new_record(
@@ -342,7 +399,10 @@ def run(test: PlanTest, s: TransferSettings, ctx: RunContext) -> dict[str, Any]:
     try:
         pair = open_pair(test, ctx, needs(test, s))
         xfer = transfer_for(s, test, pair.server, token)
-        check_commands(xfer, pair.address)
+        if not shell.of(pair.client.runner).is_windows:
+            check_commands(xfer, pair.address)
+        elif xfer.method == "smb":  # Windows copies to a UNC path: no smbclient syntax
+            _windows_paths(xfer, pair.address)  # ValueError for a name a share cannot hold
     except (CannotStart, ValueError) as exc:
         record["error"] = str(exc)
         return record
@@ -351,7 +411,7 @@ def run(test: PlanTest, s: TransferSettings, ctx: RunContext) -> dict[str, Any]:
     record["params"].update(address=address, size_bytes=xfer.size_bytes, method=xfer.method)
     record["params"]["direction"] = "both" if len(xfer.directions) == 2 else xfer.directions[0]
     record["path"] = pair.path
-    local_dir, error = _prepare_client(xfer, client, ctx)
+    local_dir, error = prepare_client(xfer, client, ctx)
     if local_dir is None:
         record["error"] = error
         return record

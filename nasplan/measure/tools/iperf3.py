@@ -8,7 +8,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from nasplan import shell
 from nasplan.errors import NasplanError
+from nasplan.measure.tools import iperf3_server, iperf3_server_windows
 from nasplan.measure.tools.iperf3_server import PORT_IN_USE_EXIT, SERVER_READY_TIMEOUT_S
 from nasplan.measure.tools.iperf3_server import server_start_script as server_start_script
 from nasplan.measure.tools.iperf3_server import server_stop_script as server_stop_script
@@ -91,6 +93,13 @@ def single_threaded(version: str | None) -> bool:
     """True when ``version`` is known and older than 3.16 (all -P streams in one thread)."""
     parsed = version_tuple(version)
     return parsed is not None and parsed < MULTI_THREADED_SINCE
+
+
+def before_connect_timeout(version: str | None) -> bool:
+    """True when ``version`` is known and older than 3.2 (3.1.3: the last Windows build esnet
+    published; no ``--connect-timeout``)."""
+    parsed = version_tuple(version)
+    return parsed is not None and parsed < _CONNECT_TIMEOUT_SINCE
 
 
 def client_argv(
@@ -179,6 +188,20 @@ def _intervals(doc: Mapping[str, Any], bidir: bool) -> list[dict[str, Any]]:
     return rows
 
 
+def _udp_arrived(result: Mapping[str, Any]) -> dict[str, Any]:
+    """iperf3 before 3.2 reports UDP as one ``sum``: the sender's rate with the receiver's loss.
+
+    What arrived is the sent rate times the share of datagrams that were not lost.
+    """
+    sent, packets, lost = (
+        result.get(k) for k in ("sent_bits_per_second", "packets", "lost_packets")
+    )
+    if sent is None or not packets or lost is None:
+        return {}
+    arrived = sent * (packets - lost) / packets
+    return {"bits_per_second": arrived, "received_bits_per_second": arrived}
+
+
 def parse(raw: str) -> dict[str, Any]:
     """Parse ``iperf3 -J`` client output into a repetition dict (see module docs for the keys).
 
@@ -229,6 +252,8 @@ def parse(raw: str) -> dict[str, Any]:
             packets=count(received, "packets"),
             lost_percent=number(received, "lost_percent"),
         )
+        if "sum_received" not in end:
+            result.update(_udp_arrived(result))
     if bidir:
         reverse = _direction(
             end.get("sum_sent_bidir_reverse"), end.get("sum_received_bidir_reverse")
@@ -274,17 +299,18 @@ def _attempt(
     params: Iperf3Params,
     token: str,
 ) -> tuple[str, dict[str, Any]]:
+    scripts = iperf3_server_windows if shell.of(server).is_windows else iperf3_server
     # the server's name in the path: hosts sharing one /tmp (the lab) tell their files apart
-    pidfile, logfile = temp_paths(f"{token}-{server.name}", params.port)
+    pidfile, logfile = scripts.temp_paths(f"{token}-{server.name}", params.port)
     started = server.run_script(
-        server_start_script(server_iperf3, params.port, pidfile, logfile),
+        scripts.server_start_script(server_iperf3, params.port, pidfile, logfile),
         timeout_s=SERVER_READY_TIMEOUT_S + 10,
     )
     if not started.ok:
         reason = _excerpt(started.stderr + started.stdout) or f"exit status {started.exited}"
         if started.exited == PORT_IN_USE_EXIT:
             raise Iperf3Error(reason)
-        server.run_script(server_stop_script(pidfile, logfile, grace_s=0), timeout_s=15)
+        server.run_script(scripts.server_stop_script(pidfile, logfile, grace_s=0), timeout_s=15)
         raise Iperf3Error(f"could not start the iperf3 server on {server.name}: {reason}")
     parsed: dict[str, Any] | None = None
     try:
@@ -302,7 +328,7 @@ def _attempt(
         # after a test the one-off server exits by itself once its log is written; after a
         # failure it would wait for a client forever
         stopped = server.run_script(
-            server_stop_script(pidfile, logfile, grace_s=2.0 if parsed is not None else 0),
+            scripts.server_stop_script(pidfile, logfile, grace_s=2.0 if parsed is not None else 0),
             timeout_s=15,
         )
     parsed["server"] = parse_server_log(stopped.stdout)

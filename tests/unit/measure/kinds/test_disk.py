@@ -7,10 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from nasplan import shell
 from nasplan.measure import kinds
 from nasplan.runner import Result
 
 FIO = Path(__file__).resolve().parents[3] / "fixtures" / "fio"
+DISKSPD = Path(__file__).resolve().parents[3] / "fixtures" / "diskspd"
 TEST = "  - {id: vol, kind: disk, host: nas, path: /volume1/test, size: 32MiB, repetitions: 1}\n"
 TOOLS = {"fio": "/usr/bin/fio"}
 MKDIR = "mkdir -m 700"  # the host-side script that makes the work directory and prints it
@@ -100,6 +102,25 @@ def test_a_directory_that_cannot_be_made_fails_without_running_fio(
     assert record["error"].endswith("Read-only file system")
     assert record["summary"]["median"] is None
     assert record["repetitions"] == []
+
+
+def test_a_disk_test_on_a_windows_host_through_run(kind_context: Callable[..., Any]) -> None:
+    ctx, nas, _ = kind_context(
+        "  - {id: pcdisk, kind: disk, host: nas, path: 'D:\\bench', direction: write,\n"
+        "     size: 1GiB, duration_s: 5, repetitions: 1}\n",
+        {"fio": "C:\\Tools\\diskspd.exe"},
+    )
+    nas.use_shell(shell.windows(None))
+    result = (DISKSPD / "DiskSpdExample-ReadWrite.txt").read_text()
+    nas.expect("New-Item").expect("C:\\Tools\\diskspd.exe -c1024M -b1M -d5", result)
+    nas.expect("Remove-Item")
+
+    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+
+    assert (record["status"], record["error"]) == ("ok", None)
+    assert record["params"]["tool"] == "diskspd"
+    assert record["directions"]["write"]["median"] == 43524096 / 30.01
+    assert (ctx.run_dir / record["repetitions"][0]["raw_file"]).read_text() == result
 
 
 def test_a_directory_that_resolves_to_a_name_fio_misreads_is_removed_unused(

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from nasplan import shell
 from nasplan.measure import kinds
 
 TRANSFER = Path(__file__).resolve().parents[3] / "fixtures" / "transfer"
@@ -85,3 +86,31 @@ def test_the_smb_password_never_reaches_argv_and_is_masked_in_raw_files(
     assert setup.stdin is not None and "s3cr3t-pw" in setup.stdin  # on stdin only
     raw = (ctx.run_dir / record["repetitions"][0]["raw_file"]).read_text()
     assert "s3cr3t-pw" not in raw and "********" in raw
+
+
+def test_an_smb_transfer_from_a_windows_client_through_run(
+    kind_context: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("W10_TEST_SMB_PASSWORD", "pa ss'word")
+    ctx, _, ws = kind_context(
+        "  - {id: smb, kind: transfer, server: nas, client: ws, method: smb, share: Public,\n"
+        "     user: admin, password_env: W10_TEST_SMB_PASSWORD, direction: write,\n"
+        "     size: 64MiB, repetitions: 1}\n",
+        {"smbclient": "builtin: Windows SMB client (New-SmbMapping, Copy-Item)"},
+    )
+    ws.use_shell(shell.windows(None))
+    temp = "C:\\Users\\me\\AppData\\Local\\Temp\\nasplan-xfer-0123456789ab"
+    ws.expect("RandomNumberGenerator", temp + "\r\n")
+    ws.expect("Copy-Item -LiteralPath $local", "NASPLAN_ELAPSED_NS=500000000\r\nNASPLAN_EXIT=0\r\n")
+    ws.expect("Test-Path -LiteralPath $remote")
+
+    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+
+    assert (record["status"], record["error"]) == ("ok", None)
+    [rep] = record["repetitions"]
+    assert rep["bytes_per_second"] == 64 * 2**20 / 0.5
+    setup, timed, cleanup = ws.calls
+    assert timed.stdin == cleanup.stdin == "pa ss'word\n" and setup.stdin is None
+    assert "pa ss'word" not in timed.text + cleanup.text
+    assert f"$dir = '{temp}'" in cleanup.text
+    assert "pa ss'word" in ctx.secrets

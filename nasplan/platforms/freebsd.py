@@ -1,0 +1,98 @@
+"""FreeBSD, and TrueNAS CORE / FreeNAS on it: iperf3 ships with the appliance, never ``pkg``."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from nasplan.platforms.base import MANUAL, Command, PlatformError, manual_network_refusal
+
+if TYPE_CHECKING:
+    from nasplan.facts import HostFacts
+
+VERSION_FILE = "/etc/version"
+
+
+def _is_freebsd(facts: HostFacts) -> bool:
+    return facts.kernel_name == "FreeBSD"
+
+
+_EXAMPLE = "ifconfig ix0 mtu 9000"
+
+
+class TrueNasCore:
+    """TrueNAS CORE and FreeNAS: FreeBSD with the TrueNAS middleware (``midclt``)."""
+
+    name = "truenas-core"
+
+    def matches(self, facts: HostFacts) -> bool:
+        version = facts.markers.get(VERSION_FILE, "")
+        appliance = version.startswith(("TrueNAS", "FreeNAS")) or facts.tool("midclt") is not None
+        return _is_freebsd(facts) and appliance
+
+    def os_name(self, facts: HostFacts) -> str | None:
+        # /etc/version reads e.g. "TrueNAS-13.0-U6.1 (hash)": keep the name and version.
+        version = facts.markers.get(VERSION_FILE, "").strip().split(" (")[0]
+        if version:
+            return version.replace("-", " ", 1)
+        return f"TrueNAS CORE ({facts.os_pretty})" if facts.os_pretty else "TrueNAS CORE"
+
+    def tool_path(self, facts: HostFacts, tool: str) -> str | None:
+        return facts.tool(tool)
+
+    def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
+        missing = [p for p in packages if not facts.tool(p)]
+        if missing:
+            raise PlatformError(
+                f"{' '.join(missing)} not found, though TrueNAS CORE ships iperf3 in "
+                f"/usr/local/bin; nasplan never runs pkg on the appliance (an update would undo "
+                f"it, and it can break the middleware): check the host, or measure from another"
+            )
+        return []
+
+    def network_mechanism(self, facts: HostFacts) -> str:
+        """No mechanism: nasplan does not change this host's network (``network_refusal``)."""
+        return MANUAL
+
+    def network_refusal(self, facts: HostFacts) -> str | None:
+        """Why nasplan will not change this host's network (its middleware owns it)."""
+        return (
+            "TrueNAS CORE's network belongs to its middleware, whose commit/rollback nasplan "
+            "does not drive on CORE yet (state is read with Linux ip); change the MTU under "
+            "Network > Interfaces (it tests the change and rolls back unless you keep it)"
+        )
+
+
+class FreeBsd:
+    """Plain FreeBSD: tools from ``pkg`` when missing."""
+
+    name = "freebsd"
+
+    def matches(self, facts: HostFacts) -> bool:
+        return _is_freebsd(facts)
+
+    def os_name(self, facts: HostFacts) -> str | None:
+        return facts.os_pretty
+
+    def tool_path(self, facts: HostFacts, tool: str) -> str | None:
+        return facts.tool(tool)
+
+    def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
+        missing = [p for p in packages if not facts.tool(p)]
+        if not missing:
+            return []
+        if facts.tool("pkg") is None:
+            raise PlatformError(f"{' '.join(missing)} not found and pkg is not available")
+        install = shlex.join(["env", "ASSUME_ALWAYS_YES=yes", "pkg", "install", "-y", *missing])
+        lines = ["set -e", f"{install} >/dev/null"]
+        lines.extend(f"command -v {shlex.quote(p)}" for p in missing)
+        return [Command("\n".join(lines), f"pkg install {' '.join(missing)}", sudo=True)]
+
+    def network_mechanism(self, facts: HostFacts) -> str:
+        """No mechanism: nasplan does not change this host's network (``network_refusal``)."""
+        return MANUAL
+
+    def network_refusal(self, facts: HostFacts) -> str | None:
+        """Why nasplan will not change this host's network (no armed revert it can read back)."""
+        return manual_network_refusal(self.os_name(facts) or self.name, _EXAMPLE)

@@ -1,0 +1,69 @@
+"""macOS (Remote Login): tools from Homebrew, whose directories SSH sessions leave off PATH."""
+
+from __future__ import annotations
+
+import posixpath
+import shlex
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from nasplan.platforms.base import MANUAL, Command, PlatformError, manual_network_refusal
+
+if TYPE_CHECKING:
+    from nasplan.facts import HostFacts
+
+BREW_HOWTO = "https://brew.sh"
+# Homebrew's package names for nasplan's tools (others are named as the tool).
+PACKAGES = {"nfs-cp": "libnfs"}
+# Apple silicon installs under /opt/homebrew, Intel Macs under /usr/local (facts look in both).
+HOMEBREW_PREFIXES = ("/opt/homebrew", "/usr/local")
+
+
+_EXAMPLE = "sudo networksetup -setMTU en0 9000"
+
+
+class MacOs:
+    """macOS, recognised by ``uname -s`` = Darwin."""
+
+    name = "macos"
+
+    def matches(self, facts: HostFacts) -> bool:
+        return facts.kernel_name == "Darwin"
+
+    def os_name(self, facts: HostFacts) -> str | None:
+        return facts.os_pretty or "macOS"
+
+    def tool_path(self, facts: HostFacts, tool: str) -> str | None:
+        return facts.tool(tool)
+
+    def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
+        missing = [p for p in packages if not facts.tool(p)]
+        if not missing:
+            return []
+        brew = facts.tool("brew")
+        if brew is None:
+            raise PlatformError(
+                f"{' '.join(missing)} not found and Homebrew is not installed (no brew in "
+                f"/opt/homebrew/bin or /usr/local/bin); install Homebrew ({BREW_HOWTO}), then "
+                f"`brew install {' '.join(PACKAGES.get(p, p) for p in missing)}`; nothing was "
+                f"changed on this host"
+            )
+        bin_dir = posixpath.dirname(brew)
+        names = sorted({PACKAGES.get(p, p) for p in missing})
+        # Homebrew refuses to run as root: install as the login user, never through sudo.
+        lines = [
+            "set -e",
+            f"HOMEBREW_NO_AUTO_UPDATE=1 {shlex.join([brew, 'install', *names])} >/dev/null",
+        ]
+        for tool in missing:
+            path = shlex.quote(posixpath.join(bin_dir, tool))
+            lines.append(f"[ -x {path} ] && printf '%s\\n' {path}")
+        return [Command("\n".join(lines), f"brew install {' '.join(names)}", sudo=False)]
+
+    def network_mechanism(self, facts: HostFacts) -> str:
+        """No mechanism: nasplan does not change this host's network (``network_refusal``)."""
+        return MANUAL
+
+    def network_refusal(self, facts: HostFacts) -> str | None:
+        """Why nasplan will not change this host's network (no armed revert it can read back)."""
+        return manual_network_refusal(self.os_name(facts) or self.name, _EXAMPLE)

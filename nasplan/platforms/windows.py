@@ -1,0 +1,83 @@
+"""Windows 10/11 workstations over the built-in OpenSSH server: tools are never installed.
+
+iperf3.exe comes from where the inventory says (``tools: {iperf3: 'C:\\iperf3\\iperf3.exe'}``)
+or from PATH; when it is missing the message says how to get it on this very host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from nasplan.platforms.base import MANUAL, Command, PlatformError, manual_network_refusal
+
+if TYPE_CHECKING:
+    from nasplan.facts import HostFacts
+
+IPERF3_DOWNLOAD_PAGE = "https://iperf.fr/iperf-download.php"
+# Package ids as the two package managers name them.
+WINGET_IDS = {"iperf3": "ar51an.iPerf3", "diskspd": "Microsoft.DiskSpd"}
+CHOCO_IDS = {"iperf3": "iperf3", "diskspd": "diskspd"}
+DOWNLOAD_PAGES = {
+    "iperf3": IPERF3_DOWNLOAD_PAGE,
+    "diskspd": "https://github.com/microsoft/diskspd/releases",
+}
+
+
+# Tools Windows has built in, by the name a test kind asks for: an SMB transfer needs no
+# smbclient (nasplan times New-SmbMapping + Copy-Item, nasplan/measure/transfer_windows.py).
+BUILTIN = {"smbclient": "builtin: Windows SMB client (New-SmbMapping, Copy-Item)"}
+# The Windows tool that does a Linux tool's job: a disk test asks for fio, Windows runs diskspd.
+EQUIVALENTS = {"fio": "diskspd"}
+
+
+class Windows:
+    """Windows, recognised by the PowerShell facts (``uname-s`` section says ``Windows``)."""
+
+    name = "windows"
+
+    def matches(self, facts: HostFacts) -> bool:
+        return facts.kernel_name == "Windows"
+
+    def os_name(self, facts: HostFacts) -> str | None:
+        caption = (facts.os_pretty or "Windows").removeprefix("Microsoft ")
+        return f"{caption} (build {facts.kernel})" if facts.kernel else caption
+
+    def tool_path(self, facts: HostFacts, tool: str) -> str | None:
+        return BUILTIN.get(tool) or facts.tool(EQUIVALENTS.get(tool, tool))
+
+    def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
+        missing = [p for p in packages if not self.tool_path(facts, p)]
+        if missing:
+            raise PlatformError(
+                " ".join(how_to_get(facts, EQUIVALENTS.get(tool, tool)) for tool in missing)
+            )
+        return []
+
+    def network_mechanism(self, facts: HostFacts) -> str:
+        """No mechanism: nasplan does not change this host's network (``network_refusal``)."""
+        return MANUAL
+
+    def network_refusal(self, facts: HostFacts) -> str | None:
+        """Why nasplan will not change this host's network."""
+        return manual_network_refusal(
+            self.os_name(facts) or "Windows",
+            'netsh interface ipv4 set subinterface "Ethernet 2" mtu=9000 store=active',
+        )
+
+
+def how_to_get(facts: HostFacts, tool: str) -> str:
+    """One sentence: ``tool`` is missing on this host, and the command that gets it here."""
+    where = "not found where the inventory's tools: says nor on PATH"
+    if tool in WINGET_IDS and facts.tool("winget"):
+        advice = f"run `winget install --id {WINGET_IDS[tool]} -e` on it"
+    elif tool in CHOCO_IDS and facts.tool("choco"):
+        advice = f"run `choco install {CHOCO_IDS[tool]} -y` in an administrator shell on it"
+    elif tool in DOWNLOAD_PAGES:
+        advice = f"download it from {DOWNLOAD_PAGES[tool]}"
+    else:
+        advice = "install it by hand"
+    return (
+        f"{tool}.exe {where}; {advice}, then set `tools: {{{tool}: 'C:\\path\\to\\{tool}.exe'}}` "
+        f"for this host in the inventory (nasplan never installs software on Windows)."
+    )

@@ -1,0 +1,60 @@
+"""diskspd: argv and the parser on real -Rtext output (tests/fixtures/diskspd/README.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nasplan.measure.tools.diskspd import DiskspdError, DiskspdParams, diskspd_argv, parse
+
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "diskspd"
+
+
+def test_mixed_read_write_result_per_direction() -> None:
+    parsed = parse((FIXTURES / "DiskSpdExample-ReadWrite.txt").read_text())
+    assert parsed["duration_s"] == 30.01
+    assert parsed["cpu_busy_percent"] == 0.82
+    assert parsed["total"]["bytes"] == 146169856
+    assert parsed["read"]["bytes"] == 102645760
+    assert parsed["write"]["ios"] == 10626
+    assert parsed["read"]["bytes_per_second"] == pytest.approx(102645760 / 30.01)
+    # diskspd's own MiB/s agrees with bytes over time (to its two decimals)
+    assert parsed["read"]["bytes_per_second"] / 2**20 == pytest.approx(3.26, abs=0.01)
+    assert parsed["write"]["latency_ms"] == 2.179
+
+
+def test_write_only_run_of_diskspd_2_2_has_no_read_latency() -> None:
+    parsed = parse((FIXTURES / "DiskSpdExample-WriteOnly-v2.2.0.txt").read_text())
+    assert parsed["duration_s"] == 900.0
+    assert parsed["cpu_busy_percent"] == 98.59  # the 2.2 socket/node CPU table
+    assert parsed["write"]["bytes"] == 8265251819520
+    assert parsed["read"]["bytes"] == 0 and parsed["read"]["latency_ms"] is None
+    assert parsed["write"]["bytes_per_second"] / 2**20 == pytest.approx(8758.14, rel=1e-3)
+
+
+def test_no_result_is_diskspd_s_own_last_line() -> None:
+    # not diskspd's words: the parser only repeats whatever came last when no table came
+    with pytest.raises(DiskspdError, match=r"printed no result: \(last line\)"):
+        parse("\nfirst line\n(last line)\n")
+
+
+def test_argv_is_sequential_one_mib_blocks_without_caches() -> None:
+    argv = diskspd_argv(
+        "C:\\Tools\\diskspd.exe", "D:\\nasplan\\t.dat", DiskspdParams("read", 2**30, 5)
+    )
+    assert argv == [
+        "C:\\Tools\\diskspd.exe",
+        "-c1024M",
+        "-b1M",
+        "-d5",
+        "-o1",
+        "-t1",
+        "-w0",
+        "-Sh",
+        "-L",
+        "-Rtext",
+        "D:\\nasplan\\t.dat",
+    ]
+    with pytest.raises(ValueError):
+        DiskspdParams("both", 2**30)

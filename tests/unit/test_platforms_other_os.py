@@ -1,0 +1,123 @@
+"""Windows, macOS, FreeBSD and TrueNAS CORE platforms: detection, tools, advice, refusals."""
+
+from __future__ import annotations
+
+import pytest
+from os_facts import freebsd_facts, macos_facts, session_of, windows_output
+
+from nasplan.facts import parse_facts
+from nasplan.network.phase import network_refusals
+from nasplan.platforms import PlatformError, detect
+
+
+def test_macos_is_detected_and_iperf3_comes_from_homebrew() -> None:
+    facts = macos_facts(tools="iperf3=/opt/homebrew/bin/iperf3\nbrew=/opt/homebrew/bin/brew")
+    platform = detect(facts)
+    assert platform.name == "macos"
+    assert platform.os_name(facts) == "macOS 10.14.6"
+    assert platform.tool_path(facts, "iperf3") == "/opt/homebrew/bin/iperf3"
+    assert platform.install_commands(facts, ["iperf3"]) == []
+
+
+def test_macos_without_iperf3_installs_with_brew_as_the_login_user() -> None:
+    facts = macos_facts(tools="brew=/usr/local/bin/brew")
+    (command,) = detect(facts).install_commands(facts, ["iperf3"])
+    assert "/usr/local/bin/brew install iperf3" in command.script
+    assert "printf '%s\\n' /usr/local/bin/iperf3" in command.script
+    assert command.sudo is False  # Homebrew refuses root
+
+
+def test_macos_without_homebrew_says_how_to_get_it() -> None:
+    facts = macos_facts()
+    with pytest.raises(PlatformError, match=r"Homebrew is not installed .*brew\.sh"):
+        detect(facts).install_commands(facts, ["iperf3"])
+
+
+def test_plain_freebsd_installs_with_pkg() -> None:
+    facts = freebsd_facts(tools="pkg=/usr/sbin/pkg")
+    platform = detect(facts)
+    assert platform.name == "freebsd"
+    (command,) = platform.install_commands(facts, ["iperf3"])
+    assert "pkg install -y iperf3" in command.script and command.sudo
+
+
+def test_truenas_core_is_recognised_and_never_gets_pkg_install() -> None:
+    facts = freebsd_facts(tools="midclt=/usr/local/bin/midclt\npkg=/usr/sbin/pkg")
+    platform = detect(facts)
+    assert platform.name == "truenas-core"  # not SCALE, though midclt is there too
+    assert platform.os_name(facts) == "TrueNAS CORE (FreeBSD 12.1-RELEASE)"
+    with pytest.raises(PlatformError, match="never runs pkg on the appliance"):
+        platform.install_commands(facts, ["iperf3"])
+
+
+@pytest.mark.parametrize(
+    ("tools", "advice"),
+    [
+        (
+            "winget=C:\\Users\\me\\AppData\\Local\\Microsoft\\WindowsApps\\winget.exe",
+            "winget install --id ar51an.iPerf3 -e",
+        ),
+        ("choco=C:\\ProgramData\\chocolatey\\bin\\choco.exe", "choco install iperf3 -y"),
+        ("", "https://iperf.fr/iperf-download.php"),
+    ],
+)
+def test_windows_without_iperf3_says_how_to_get_it_on_that_host(tools: str, advice: str) -> None:
+    facts = parse_facts(windows_output(tools=tools))
+    with pytest.raises(PlatformError) as info:
+        detect(facts).install_commands(facts, ["iperf3"])
+    assert advice in str(info.value)
+    assert "tools: {iperf3:" in str(info.value)
+
+
+def test_windows_needs_no_smbclient_for_an_smb_transfer() -> None:
+    facts = parse_facts(windows_output())
+    platform = detect(facts)
+    assert platform.install_commands(facts, ["smbclient"]) == []
+    assert (platform.tool_path(facts, "smbclient") or "").startswith("builtin: Windows SMB")
+
+
+def test_a_disk_test_on_windows_asks_for_diskspd_where_linux_asks_for_fio() -> None:
+    with_winget = "winget=C:\\Users\\me\\AppData\\Local\\Microsoft\\WindowsApps\\winget.exe"
+    facts = parse_facts(windows_output(tools=with_winget))
+    platform = detect(facts)
+    with pytest.raises(PlatformError, match=r"diskspd\.exe not found.*Microsoft\.DiskSpd"):
+        platform.install_commands(facts, ["fio"])
+    found = parse_facts(windows_output(tools="diskspd=C:\\Tools\\diskspd.exe"))
+    assert platform.tool_path(found, "fio") == "C:\\Tools\\diskspd.exe"
+
+
+def test_network_changes_are_refused_with_what_to_do_on_each_platform() -> None:
+    sessions = {
+        "mac": session_of("mac", macos_facts()),
+        "core": session_of("core", freebsd_facts(tools="midclt=/usr/local/bin/midclt")),
+        "win": session_of("win", parse_facts(windows_output())),
+    }
+    refusals = network_refusals(sessions, ["mac", "core", "win"])
+    assert len(refusals) == 3
+    assert refusals[0].startswith("mac: ") and "networksetup -setMTU" in refusals[0]
+    assert refusals[1].startswith("core: ") and "Network > Interfaces" in refusals[1]
+    assert "netsh interface ipv4 set subinterface" in refusals[2]
+    assert "store=active" in refusals[2]
+
+
+def test_apply_check_on_windows_without_iperf3_shows_the_advice_not_an_install() -> None:
+    from nasplan.hosts import planned_installs
+
+    facts = parse_facts(windows_output(tools="choco=C:\\ProgramData\\chocolatey\\bin\\choco.exe"))
+    (line,) = planned_installs(session_of("win11", facts), ["iperf3"])
+    assert line.startswith("cannot install iperf3: iperf3.exe not found")
+    assert "choco install iperf3 -y" in line
+
+
+def test_inventory_tools_on_a_posix_host_win_and_their_iperf3_version_is_read() -> None:
+    import shutil
+
+    from nasplan.hosts import with_inventory_tools
+    from nasplan.runner import LocalRunner
+
+    real_iperf3 = shutil.which("iperf3")
+    assert real_iperf3 is not None
+    facts = macos_facts(tools="iperf3=/opt/homebrew/bin/iperf3")
+    updated = with_inventory_tools(LocalRunner(), facts, {"iperf3": real_iperf3})
+    assert updated.tool("iperf3") == real_iperf3
+    assert updated.iperf3_version is not None and updated.iperf3_version.startswith("3.")
