@@ -24,6 +24,8 @@ TOOL_NAMES = (
     "midclt",
     "sudo",
     "ip",
+    "ifconfig",
+    "route",
     "ethtool",
     "smbclient",
     "rsync",
@@ -110,6 +112,9 @@ class HostFacts:
     tools: Mapping[str, str | None] = field(default_factory=dict)
     iperf3_version: str | None = None
     markers: Mapping[str, str] = field(default_factory=dict)
+    # True: `ip -j` prints JSON for addresses and routes; False: BusyBox or older iproute2
+    # (text only); None: no `ip` found, or facts from before nasplan probed it.
+    ip_json: bool | None = None
     # {"md_arrays": [...], "zfs_pools": [...], "zfs_sizes": {...}, "disks": [...],
     #  "mounts": [...]}: nasplan/storage.py
     storage: Mapping[str, Any] = field(default_factory=dict)
@@ -151,7 +156,7 @@ class HostFacts:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> HostFacts:
         """Inverse of ``to_dict``; missing keys become None / empty."""
-        is_root = data.get("is_root")
+        is_root, ip_json = data.get("is_root"), data.get("ip_json")
         return cls(
             hostname=_str_or_none(data.get("hostname")),
             kernel_name=_str_or_none(data.get("kernel_name")),
@@ -169,6 +174,7 @@ class HostFacts:
             tools={str(k): _str_or_none(v) for k, v in (data.get("tools") or {}).items()},
             iperf3_version=_str_or_none(data.get("iperf3_version")),
             markers={str(k): str(v) for k, v in (data.get("markers") or {}).items()},
+            ip_json=ip_json if isinstance(ip_json, bool) else None,
             storage=dict(data.get("storage") or {}),
             boot_id=_str_or_none(data.get("boot_id")),
         )
@@ -257,6 +263,7 @@ def parse_facts(stdout: str) -> HostFacts:
         tools=tools,
         iperf3_version=parse_iperf3_version(_first(single.get("iperf3-version")) or ""),
         markers=markers,
+        ip_json=_ip_json(single),
         storage=_storage(sections, single),
         boot_id=_first(single.get("boot-id")),
     )
@@ -313,6 +320,13 @@ def parse_iperf3_version(line: str) -> str | None:
     """``"iperf 3.12 (cJSON 1.7.15)"`` -> ``"3.12"``, ``"iperf 3.1.3"`` -> ``"3.1.3"``; or None."""
     match = _IPERF3_VERSION.match(line.strip())
     return match.group(1) if match else None
+
+
+def _ip_json(single: Mapping[str, list[str]]) -> bool | None:
+    """The ``ip-json`` probe: ``[[`` when ``ip -j addr`` and ``ip -j route`` both print JSON."""
+    if "ip-json" not in single:
+        return None
+    return (_first(single["ip-json"]) or "") == "[["
 
 
 def _sections(stdout: str) -> Iterator[tuple[str, list[str]]]:

@@ -103,6 +103,13 @@ else
     nasplan_section ifconfig; "$nasplan_ifconfig" -a 2>/dev/null
   fi
 fi
+# iproute2 4.13+ prints JSON with -j (routes from 4.17); BusyBox's ip and older iproute2 do not:
+# the network phase then reads `ip addr`/`ip route` text or `ifconfig` (nasplan/network/tools.py).
+if [ -n "$nasplan_ip" ]; then
+  nasplan_section ip-json
+  printf '%s%s\n' "$("$nasplan_ip" -j addr show dev lo 2>/dev/null | head -c 1)" \
+    "$("$nasplan_ip" -j route show table main 2>/dev/null | head -c 1)"
+fi
 # Storage layout, all readable without root: md RAID, ZFS pools, disks (sysfs), filesystems.
 if [ -r /proc/mdstat ]; then
   nasplan_section mdstat; cat /proc/mdstat 2>/dev/null

@@ -18,6 +18,7 @@ from nasplan.network.backends import by_mechanism
 from nasplan.network.model import NicChange
 from nasplan.network.restore import Restored, load_snapshots, restore_host
 from nasplan.network.state import NicState, split_sections
+from nasplan.network.tools import NetTools
 from nasplan.progress import Progress
 from nasplan.report.render import write_report
 from nasplan.results import load_run, save_run
@@ -50,7 +51,9 @@ def restore_run(
             changes,
             before,
             deadline=time.monotonic() + 15,
-            backend=by_mechanism(saved.get("mechanism")),
+            backend=by_mechanism(
+                saved.get("mechanism"), NetTools.from_dict(saved.get("net_tools"))
+            ),
         )
         if outcome.runner is not None:
             _remove_stale_lock(outcome.runner, run_dir.name, name, progress)

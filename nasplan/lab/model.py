@@ -17,6 +17,7 @@ LAB_RANGE = ipaddress.IPv4Network("198.18.0.0/15")
 LAN_INTERFACE = "eth0"
 FIRST_HOST_OFFSET = 10
 DEFAULT_MTU_BYTES = 1500
+NET_TOOLS_PERSONALITIES = ("qnap", "synology")
 
 
 @dataclass(frozen=True)
@@ -150,6 +151,7 @@ def build_lab(document: Document) -> Lab:
         else:
             control_address = f"{lan_net.network_address + 1}/{lan_net.prefixlen}"
             for index, (host_name, spec) in enumerate(host_items):
+                _check_net_tools(document, host_name, spec or {}, errors)
                 address = lan_net.network_address + FIRST_HOST_OFFSET + index
                 hosts.append(
                     LabHost(
@@ -189,6 +191,22 @@ def build_lab(document: Document) -> Lab:
         links=tuple(link for link in links if link is not None),
         digest=hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest(),
     )
+
+
+def _check_net_tools(
+    document: Document, host: str, spec: dict[str, Any], errors: list[str]
+) -> None:
+    """BusyBox network tools stand in for a NAS firmware's: only vendor NAS personalities."""
+    net_tools = (spec.get("personality_options") or {}).get("net_tools", "iproute2")
+    personality = spec.get("personality", "debian")
+    if net_tools != "iproute2" and personality not in NET_TOOLS_PERSONALITIES:
+        errors.append(
+            document.error(
+                ("hosts", host, "personality_options", "net_tools"),
+                f"{net_tools} is for the {' and '.join(NET_TOOLS_PERSONALITIES)} personalities, "
+                f"not {personality}",
+            )
+        )
 
 
 def _network(

@@ -1,6 +1,9 @@
 """Declared network changes (MTU, point-to-point addresses): snapshot, arm, apply, verify, restore.
 
-``model`` reads a plan's ``links``/``interfaces``/``network``; ``state`` parses ``ip -j``;
-``scripts`` builds every host command; ``checks`` parses DF pings, ``ip route get``, link speed;
-``phase`` runs it all over the sessions of an apply; ``restore`` is ``nasplan restore RUN_DIR``.
+``model`` reads a plan's ``links``/``interfaces``/``network``; ``state`` parses ``ip -j``,
+``iptext`` BusyBox / old iproute2 ``ip`` text, ``ifconfig`` a host with only ``ifconfig``;
+``tools`` picks one per host from its facts and builds the read/change/undo commands;
+``scripts`` wraps them in the armed-revert host scripts; ``checks`` parses DF pings,
+``ip route get``, link speed; ``phase`` runs it all over the sessions of an apply;
+``restore`` is ``nasplan restore RUN_DIR``.
 """

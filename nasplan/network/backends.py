@@ -2,18 +2,21 @@
 
 The generic backend arms a detached ``setsid sh`` timer and changes NICs with ``ip``; a platform
 with a commit-confirmed mechanism of its own (TrueNAS ``interface.commit``) names it in
-``Platform.network_mechanism(facts)``, and ``BACKENDS`` maps each name to its backend.
-Snapshot and read-back stay ``ip -j``.
+``Platform.network_mechanism(facts)``, and ``BACKENDS`` maps each name to its backend. The
+generic backend's commands and read-back come from the host's ``NetTools`` (``ip -j``, ``ip``
+text or ``ifconfig``, chosen from its facts).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from nasplan.network import scripts
+from nasplan.network import scripts, tools
 from nasplan.network.model import NicChange
 from nasplan.network.state import NicState
+from nasplan.network.tools import NetTools
 from nasplan.network.truenas import TrueNasCommit
 from nasplan.platforms.base import SETSID_TIMER, TRUENAS_INTERFACE_COMMIT
 
@@ -28,6 +31,11 @@ class NetworkBackend(Protocol):
     @property
     def mechanism(self) -> str:
         """Its name in run.json and the snapshot file, e.g. ``setsid-timer``."""
+        ...
+
+    @property
+    def net_tools(self) -> NetTools:
+        """The commands its scripts read NIC state with (``ip -j``, ``ip`` text, ``ifconfig``)."""
         ...
 
     def arm_and_apply_script(
@@ -56,10 +64,13 @@ class NetworkBackend(Protocol):
         ...
 
 
+@dataclass(frozen=True)
 class SetsidTimer:
-    """Any Linux: ``ip`` changes; a detached ``setsid sh`` timer restores unless confirmed."""
+    """Any Linux: ``ip`` (or ``ifconfig``) changes; a detached ``setsid sh`` timer restores
+    unless confirmed. ``net_tools`` says which commands (BusyBox sh runs the scripts too)."""
 
-    mechanism = SETSID_TIMER
+    net_tools: NetTools = field(default_factory=NetTools)
+    mechanism: str = field(default=SETSID_TIMER, init=False)
 
     def arm_and_apply_script(
         self,
@@ -71,9 +82,10 @@ class SetsidTimer:
         return scripts.arm_and_apply_script(
             directory,
             timeout_s,
-            scripts.restore_argvs(changes, before),
-            scripts.apply_argvs(changes, before),
+            tools.restore_argvs(changes, before, self.net_tools),
+            tools.apply_argvs(changes, before, self.net_tools),
             [c.nic for c in changes],
+            self.net_tools,
         )
 
     def confirm_script(self, directory: str) -> str:
@@ -88,23 +100,35 @@ class SetsidTimer:
         force: bool,
     ) -> str:
         return scripts.restore_script(
-            directory, scripts.restore_argvs(changes, before), [c.nic for c in changes], force=force
+            directory,
+            tools.restore_argvs(changes, before, self.net_tools),
+            [c.nic for c in changes],
+            force=force,
+            tools=self.net_tools,
         )
 
 
-BACKENDS: dict[str, Callable[[], NetworkBackend]] = {
+def _truenas_commit(net_tools: NetTools) -> NetworkBackend:
+    return TrueNasCommit()  # SCALE ships a current iproute2: its read-back is `ip -j`
+
+
+BACKENDS: dict[str, Callable[[NetTools], NetworkBackend]] = {
     SETSID_TIMER: SetsidTimer,
-    TRUENAS_INTERFACE_COMMIT: TrueNasCommit,
+    TRUENAS_INTERFACE_COMMIT: _truenas_commit,
 }
 
 
 def for_platform(platform: Platform | None, facts: HostFacts | None) -> NetworkBackend:
-    """The backend the platform declares for this host; the generic ``SetsidTimer`` without one."""
+    """The backend the platform declares for this host, with the tools its facts show;
+    the generic ``SetsidTimer`` (``ip -j``) without either."""
     if platform is None or facts is None:
         return SetsidTimer()
-    return by_mechanism(platform.network_mechanism(facts))
+    return by_mechanism(platform.network_mechanism(facts), tools.from_facts(facts))
 
 
-def by_mechanism(mechanism: str | None) -> NetworkBackend:
-    """The backend a mechanism name stands for (a snapshot file's); the generic one when unnamed."""
-    return BACKENDS.get(mechanism or SETSID_TIMER, SetsidTimer)()
+def by_mechanism(mechanism: str | None, net_tools: NetTools | None = None) -> NetworkBackend:
+    """The backend a mechanism name stands for (a snapshot file's); the generic one when unnamed.
+
+    ``net_tools``: the host's tools (a snapshot's), ``ip -j`` when not given.
+    """
+    return BACKENDS.get(mechanism or SETSID_TIMER, SetsidTimer)(net_tools or NetTools())

@@ -13,9 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from nasplan.network import ifconfig
 from nasplan.network.model import LinkEndSpec, LinkSpec, MtuSpec
-from nasplan.network.scripts import state_script
 from nasplan.network.state import NicState, split_sections
+from nasplan.network.tools import IFCONFIG, NetTools, state_script
 
 IPV4_ICMP_HEADERS_BYTES = 28  # 20 IPv4 + 8 ICMP: ping -s MTU-28 fills the MTU exactly
 _RECEIVED = re.compile(r"(\d+) (?:packets )?received")
@@ -95,7 +96,9 @@ def _network(cidr: str) -> ipaddress.IPv4Network | None:
     return interface.network if isinstance(interface, ipaddress.IPv4Interface) else None
 
 
-def verify_script(host_probes: Sequence[Probe], nics: Sequence[str]) -> str:
+def verify_script(
+    host_probes: Sequence[Probe], nics: Sequence[str], tools: NetTools | None = None
+) -> str:
     """Per probe: ``ip -o route get`` and a DF ping; then the NICs' state (MTU, speed)."""
     lines = []
     for probe in host_probes:
@@ -103,15 +106,21 @@ def verify_script(host_probes: Sequence[Probe], nics: Sequence[str]) -> str:
         route_header = shlex.quote("\n@@nasplan:route:" + probe.label + "@@\n")
         ping_header = shlex.quote("\n@@nasplan:ping:" + probe.label + "@@\n")
         lines.append(f"printf %s {route_header}")
-        lines.append(f"ip -o route get {peer} 2>&1")
+        if tools is not None and tools.kind == IFCONFIG:
+            # No `ip route get` without ip: the kernel's table, matched here (longest prefix).
+            lines.append("cat /proc/net/route")
+        else:
+            lines.append(f"{shlex.quote(tools.ip if tools else 'ip')} -o route get {peer} 2>&1")
         lines.append(f"printf %s {ping_header}")
         ping = ["ping", "-M", "do", "-s", str(probe.payload_bytes), "-c", "2", "-i", "0.2"]
         lines.append(f'{shlex.join([*ping, "-W", "2", probe.peer_ip])} 2>&1; echo "exit=$?"')
-    return "\n".join(lines) + "\n" + state_script(nics)
+    return "\n".join(lines) + "\n" + state_script(nics, tools)
 
 
-def route_leaves_by(text: str) -> tuple[str | None, str | None]:
-    """``ip -o route get`` output -> (device, gateway or None)."""
+def route_leaves_by(text: str, peer_ip: str = "") -> tuple[str | None, str | None]:
+    """``ip -o route get`` output (or ``/proc/net/route`` and the peer) -> (device, gateway)."""
+    if text.startswith("Iface"):
+        return ifconfig.route_to(text, peer_ip)
     dev, via = _ROUTE_DEV.search(text), _ROUTE_VIA.search(text)
     return (dev[1] if dev else None), (via[1] if via else None)
 
@@ -147,7 +156,7 @@ def evaluate(
     sections = split_sections(output)
     checks = []
     for probe in host_probes:
-        dev, via = route_leaves_by(sections.get(f"route:{probe.label}", ""))
+        dev, via = route_leaves_by(sections.get(f"route:{probe.label}", ""), probe.peer_ip)
         ok = dev == probe.nic and via is None
         detail = f"{probe.peer_ip} leaves by {dev or '?'}" + (f" via {via}" if via else "")
         if not ok:

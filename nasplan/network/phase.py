@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nasplan.hosts import HostSession, in_parallel
-from nasplan.network import checks, restore, scripts
+from nasplan.network import checks, restore, scripts, tools
 from nasplan.network.backends import NetworkBackend, SetsidTimer, for_platform
 from nasplan.network.model import NetworkSpec, NicChange, fact_errors
-from nasplan.network.state import NicState, parse_state_output, split_sections
+from nasplan.network.state import NicState, split_sections
+from nasplan.network.tools import parse_state_output, state_script
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
@@ -61,6 +62,7 @@ class HostNetwork:
         return {
             "status": self.status,
             "mechanism": self.backend.mechanism,
+            "net_tools": self.backend.net_tools.kind,
             "changes": describe_changes(self.changes, self.before),
             "armed": self.armed_at is not None,
             "confirmed": self.confirmed,
@@ -201,15 +203,19 @@ class NetworkPhase:
         def one(name: str) -> None:
             record, runner = self.hosts[name], self._runner(name)
             assert runner is not None
-            result = runner.run_script(scripts.state_script(record.nics), timeout_s=30)
+            session = self.sessions[name]
+            if tools.from_facts(session.facts) is None:
+                record.error = "neither ip nor ifconfig found: cannot read or change its NICs"
+                return
+            record.backend = for_platform(session.platform, session.facts)
+            script = state_script(record.nics, record.backend.net_tools)
+            result = runner.run_script(script, timeout_s=30)
             states = parse_state_output(result.stdout)
             missing = [n for n in record.nics if n not in states]
             if not result.ok or missing:
                 record.error = f"cannot read {', '.join(missing) or 'state'} (exit {result.exited})"
                 return
             record.before = {n: states[n] for n in record.nics}
-            session = self.sessions[name]
-            record.backend = for_platform(session.platform, session.facts)
 
         in_parallel(list(self.hosts), one)
         for name, record in self.hosts.items():
@@ -226,6 +232,7 @@ class NetworkPhase:
             self.known_hosts,
             {n: (r.directory, r.changes, r.before) for n, r in self.hosts.items()},
             {n: r.backend.mechanism for n, r in self.hosts.items()},
+            {n: r.backend.net_tools for n, r in self.hosts.items()},
         )
 
     def arm_and_apply(self) -> None:
@@ -307,7 +314,8 @@ class NetworkPhase:
             runner = self._runner(name)
             assert runner is not None
             try:
-                result = runner.run_script(checks.verify_script(probes, record.nics), timeout_s=30)
+                script = checks.verify_script(probes, record.nics, record.backend.net_tools)
+                result = runner.run_script(script, timeout_s=30)
             except Exception as exc:  # a lost connection surfaces as paramiko or OS errors
                 record.lost = True
                 record.error = f"verify: {exc}"

@@ -14,7 +14,8 @@ from nasplan.errors import InputError
 from nasplan.localfile import MAX_RUN_JSON_BYTES, read_json_bounded
 from nasplan.network.backends import NetworkBackend, SetsidTimer
 from nasplan.network.model import NicChange
-from nasplan.network.state import NicState, all_differences, parse_state_output, split_sections
+from nasplan.network.state import NicState, all_differences, split_sections
+from nasplan.network.tools import NetTools, parse_state_output
 from nasplan.output import redactor_of, write_text
 
 if TYPE_CHECKING:
@@ -96,8 +97,9 @@ def save_snapshots(
     known_hosts: str | None,
     hosts: Mapping[str, tuple[str, Sequence[NicChange], Mapping[str, NicState]]],
     mechanisms: Mapping[str, str] | None = None,
+    net_tools: Mapping[str, NetTools] | None = None,
 ) -> Path:
-    """Write ``network/snapshots.json`` (host -> revert dir, mechanism, changes, state before)."""
+    """Write ``network/snapshots.json`` (host -> revert dir, mechanism, tools, changes, before)."""
     path = run_dir / SNAPSHOT_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     data = {
@@ -108,6 +110,7 @@ def save_snapshots(
             name: {
                 "revert_dir": directory,
                 "mechanism": (mechanisms or {}).get(name),
+                "net_tools": (net_tools or {}).get(name, NetTools()).to_dict(),
                 "changes": [dataclasses.asdict(c) for c in changes],
                 "before": {n: s.to_dict() for n, s in before.items()},
             }

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
 from nasplan.hostlock import PRELUDE
-from nasplan.network.model import NicChange
-from nasplan.network.state import NicState
+from nasplan.network.tools import NetTools, state_script
 
 REVERT_BASE = "/tmp"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -49,50 +48,6 @@ def revert_dir(token: str, host: str) -> str:
     return f"{REVERT_BASE}/nasplan-revert-{_UNSAFE.sub('-', token)}-{_UNSAFE.sub('-', host)}"
 
 
-def state_script(nics: Iterable[str]) -> str:
-    """Print ``ip -j addr``, ``ip -j route`` and each NIC's sysfs speed in sections."""
-    lines = [
-        "printf '\\n@@nasplan:addr@@\\n'; ip -j addr show",
-        "printf '\\n@@nasplan:route@@\\n'; ip -j route show table main",
-    ]
-    for nic in nics:
-        header = shlex.quote(f"\n@@nasplan:speed:{nic}@@\n")
-        speed = shlex.quote(f"/sys/class/net/{nic}/speed")
-        lines.append(f"printf %s {header}; cat {speed} 2>/dev/null; echo")
-    return "\n".join(lines) + "\n"
-
-
-def apply_argvs(changes: Sequence[NicChange], before: Mapping[str, NicState]) -> list[list[str]]:
-    """The commands that make ``changes`` (MTU first: an address on a down link stays unused)."""
-    argvs: list[list[str]] = []
-    for change in changes:
-        if change.mtu_bytes is not None:
-            argvs.append(["ip", "link", "set", "dev", change.nic, "mtu", str(change.mtu_bytes)])
-        state = before.get(change.nic)
-        if change.add_addresses and not (state and state.up):
-            argvs.append(["ip", "link", "set", "dev", change.nic, "up"])
-        for address in change.add_addresses:
-            argvs.append(["ip", "addr", "replace", address, "dev", change.nic])
-    return argvs
-
-
-def restore_argvs(changes: Sequence[NicChange], before: Mapping[str, NicState]) -> list[list[str]]:
-    """The commands that put every changed NIC back to ``before`` (each one may fail alone)."""
-    argvs: list[list[str]] = []
-    for change in changes:
-        state = before[change.nic]
-        for address in change.add_addresses:
-            if address not in state.addresses:
-                argvs.append(["ip", "addr", "del", address, "dev", change.nic])
-        if state.mtu_bytes is not None:
-            argvs.append(["ip", "link", "set", "dev", change.nic, "mtu", str(state.mtu_bytes)])
-        for address in state.addresses:
-            argvs.append(["ip", "addr", "replace", address, "dev", change.nic])
-        argvs.append(["ip", "link", "set", "dev", change.nic, "up" if state.up else "down"])
-        argvs.extend(route.argv(change.nic) for route in state.routes)
-    return argvs
-
-
 def _lines(argvs: Iterable[Sequence[str]]) -> str:
     # Each step on its own: one that fails must not keep the others from putting state back.
     return "".join(f"{shlex.join(argv)} || nasplan_failed=1\n" for argv in argvs)
@@ -109,6 +64,7 @@ def arm_and_apply_script(
     restore: Sequence[Sequence[str]],
     apply: Sequence[Sequence[str]],
     nics: Iterable[str],
+    tools: NetTools | None = None,
 ) -> str:
     """Arm the revert (restore.sh + detached timer), then apply, then print the new state.
 
@@ -135,7 +91,7 @@ def arm_and_apply_script(
         f"printf '@@nasplan:armed@@\\n%s\\n' \"$(cat {d}/pid)\"\n"
         "nasplan_failed=0\n"
         + _lines(apply)
-        + state_script(nics)
+        + state_script(nics, tools)
         + f'[ "$nasplan_failed" = 0 ] || exit {EXIT_APPLY_FAILED}\n'
     )
 
@@ -156,7 +112,12 @@ def confirm_script(directory: str) -> str:
 
 
 def restore_script(
-    directory: str, restore: Sequence[Sequence[str]], nics: Iterable[str], *, force: bool
+    directory: str,
+    restore: Sequence[Sequence[str]],
+    nics: Iterable[str],
+    *,
+    force: bool,
+    tools: NetTools | None = None,
 ) -> str:
     """Disarm, restore (unless the host's revert fired and ``force`` is off), print the state.
 
@@ -180,5 +141,5 @@ def restore_script(
         + "  nasplan_outcome=restored\n"
         "fi\n"
         f"rm -rf {d}\n"
-        "printf '\\n@@nasplan:outcome@@\\n%s\\n' \"$nasplan_outcome\"\n" + state_script(nics)
+        "printf '\\n@@nasplan:outcome@@\\n%s\\n' \"$nasplan_outcome\"\n" + state_script(nics, tools)
     )

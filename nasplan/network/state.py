@@ -1,4 +1,7 @@
-"""A NIC's state (MTU, up, addresses, routes): pure parsers of ``ip -j addr``, ``ip -j route``."""
+"""A NIC's state (MTU, up, addresses, routes): pure parsers of ``ip -j addr``, ``ip -j route``.
+
+Text fallbacks: ``iptext`` (BusyBox ``ip``, old iproute2) and ``ifconfig``; ``tools`` picks one.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from typing import Any
 
 SECTION = re.compile(r"^@@nasplan:(?P<name>[^@]+)@@$")
 # Link-scope addresses (IPv6 fe80::) come and go with the link; nasplan never sets them.
-_TRACKED_SCOPES = ("global", "host", "site")
+TRACKED_SCOPES = ("global", "host", "site")
 # Routes the kernel derives from addresses: they return when the addresses do.
 _DERIVED_PROTOCOLS = ("kernel",)
 
@@ -25,9 +28,9 @@ class Route:
     protocol: str | None = None
     scope: str | None = None
 
-    def argv(self, nic: str) -> list[str]:
-        """``ip route replace`` argv that puts this route back on ``nic``."""
-        argv = ["ip", "route", "replace", self.dst]
+    def argv(self, nic: str, ip: str = "ip") -> list[str]:
+        """``ip route replace`` argv that puts this route back on ``nic`` (``ip``: its path)."""
+        argv = [ip, "route", "replace", self.dst]
         if self.gateway:
             argv += ["via", self.gateway]
         argv += ["dev", nic]
@@ -105,7 +108,8 @@ def _json_list(text: str) -> list[dict[str, Any]]:
     return [entry for entry in data if isinstance(entry, dict)] if isinstance(data, list) else []
 
 
-def _int(value: str | None) -> int | None:
+def speed_mbps(value: str | None) -> int | None:
+    """A sysfs ``speed`` file's text -> Mbit/s, None when the driver knows no speed."""
     try:
         number = int(str(value).strip())
     except (TypeError, ValueError):
@@ -147,7 +151,7 @@ def parse_state(
         addresses = tuple(
             f"{info['local']}/{info['prefixlen']}"
             for info in entry.get("addr_info") or []
-            if "local" in info and info.get("scope", "global") in _TRACKED_SCOPES
+            if "local" in info and info.get("scope", "global") in TRACKED_SCOPES
         )
         mtu = entry.get("mtu")
         states[name] = NicState(
@@ -156,16 +160,9 @@ def parse_state(
             up="UP" in (entry.get("flags") or []),
             addresses=addresses,
             routes=routes.get(name, ()),
-            speed_mbps=_int((speeds or {}).get(name)),
+            speed_mbps=speed_mbps((speeds or {}).get(name)),
         )
     return states
-
-
-def parse_state_output(text: str) -> dict[str, NicState]:
-    """The output of ``scripts.state_script`` -> ``{nic: NicState}``."""
-    sections = split_sections(text)
-    speeds = {k.split(":", 1)[1]: v for k, v in sections.items() if k.startswith("speed:")}
-    return parse_state(sections.get("addr", ""), sections.get("route", ""), speeds)
 
 
 def differences(before: NicState, after: NicState | None) -> list[str]:

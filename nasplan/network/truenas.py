@@ -18,6 +18,7 @@ from nasplan.hostlock import PRELUDE
 from nasplan.network import scripts
 from nasplan.network.model import NicChange
 from nasplan.network.state import NicState
+from nasplan.network.tools import NetTools, state_script
 from nasplan.platforms.base import TRUENAS_INTERFACE_COMMIT
 
 MECHANISM = TRUENAS_INTERFACE_COMMIT
@@ -110,6 +111,7 @@ class TrueNasCommit:
     """The TrueNAS SCALE middleware's own commit with rollback and checkin."""
 
     mechanism = MECHANISM
+    net_tools = NetTools()  # SCALE ships a current iproute2: state is read with `ip -j`
 
     def arm_and_apply_script(
         self,
@@ -149,7 +151,7 @@ class TrueNasCommit:
             f"  {_WAITING}"
             "  printf '@@nasplan:armed@@\\n%s\\n' \"$nasplan_w\"\n"
             "else nasplan_failed=1; fi\n"
-            + scripts.state_script(c.nic for c in changes)
+            + state_script(c.nic for c in changes)
             + f'[ "$nasplan_failed" = 0 ] || exit {scripts.EXIT_APPLY_FAILED}\n'
         )
 
@@ -211,5 +213,5 @@ class TrueNasCommit:
             "fi\n"
             f"rm -rf {d}\n"
             "printf '\\n@@nasplan:outcome@@\\n%s\\n' \"$nasplan_outcome\"\n"
-            + scripts.state_script(c.nic for c in changes)
+            + state_script(c.nic for c in changes)
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import json
+import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,6 +29,21 @@ def nic_state(state: LabState, name: str) -> dict[str, Any]:
         "routes": host.check_output("ip route show"),
         "revert_files": host.check_output("ls -d /tmp/nasplan-revert-* 2>/dev/null || true"),
     }
+
+
+def cut_off(device: str) -> list[str]:
+    """Drop everything the control node sends on ``device``; return the argv that lifts it.
+
+    ``device`` is the lab's root-side port of the host, an interface the lab created. netem
+    loss 100% where the kernel has it, else the port goes down (no sch_netem module here).
+    """
+    from nasplan.lab.shaping import tbf_argv
+
+    netem = ["tc", "qdisc", "replace", "dev", device, "root", "netem", "loss", "100%"]
+    if subprocess.run(netem, capture_output=True, check=False).returncode == 0:
+        return tbf_argv(device, 1_000_000_000)
+    subprocess.run(["ip", "link", "set", "dev", device, "down"], check=True)
+    return ["ip", "link", "set", "dev", device, "up"]
 
 
 @contextmanager

@@ -16,12 +16,11 @@ from typing import Any
 
 import pytest
 import yaml
-from lab_helpers import nic_state
+from lab_helpers import cut_off, nic_state
 
 from nasplan.apply import apply
 from nasplan.hosts import close_sessions, open_sessions
 from nasplan.lab import LabState
-from nasplan.lab.shaping import tbf_argv
 from nasplan.network.phase import NetworkPhase
 from nasplan.plan import load_plan
 from nasplan.progress import PlainProgress
@@ -130,19 +129,6 @@ def test_ctrl_c_in_a_test_restores_every_host(net_lab: LabState, tmp_path: Path)
     assert all_states(net_lab) == before
 
 
-def _cut_off(device: str) -> list[str]:
-    """Drop everything the control node sends on ``device``; return the argv that lifts it.
-
-    ``device`` is the lab's root-side port of the host, an interface the lab created. netem
-    loss 100% where the kernel has it, else the port goes down (no sch_netem module here).
-    """
-    netem = ["tc", "qdisc", "replace", "dev", device, "root", "netem", "loss", "100%"]
-    if subprocess.run(netem, capture_output=True, check=False).returncode == 0:
-        return tbf_argv(device, 1_000_000_000)
-    subprocess.run(["ip", "link", "set", "dev", device, "down"], check=True)
-    return ["ip", "link", "set", "dev", device, "up"]
-
-
 def test_host_cut_off_after_the_change_reverts_by_itself(net_lab: LabState, tmp_path: Path) -> None:
     before = all_states(net_lab)
     plan = load_plan(write_plan(net_lab, tmp_path))
@@ -156,7 +142,7 @@ def test_host_cut_off_after_the_change_reverts_by_itself(net_lab: LabState, tmp_
     try:
         phase.snapshot()
         phase.arm_and_apply()
-        lift_argv = _cut_off(port)
+        lift_argv = cut_off(port)
         lift = threading.Timer(TIMEOUT_S + 2, subprocess.run, (lift_argv,), {"check": True})
         lift.start()
         phase.verify()

@@ -47,6 +47,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "nasplan.become",
         "nasplan.network.model",
         "nasplan.network.state",
+        "nasplan.network.iptext",
+        "nasplan.network.ifconfig",
+        "nasplan.network.tools",
     ),
     (
         "nasplan.ssh",

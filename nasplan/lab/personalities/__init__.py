@@ -9,11 +9,13 @@ changes on the machine itself. ``debian`` shows the machine's own OS as it is.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from nasplan.errors import LabError
 from nasplan.lab.personalities.vendor import inventory_vars
 
 __all__ = ["NAMES", "Personality", "Plain", "get", "inventory_vars"]
@@ -64,10 +66,13 @@ def get(name: str, options: Mapping[str, Any] | None = None) -> Personality:
     from nasplan.lab.personalities.truenas import TrueNas
 
     opts = dict(options or {})
+    net_tools = str(opts.get("net_tools", "iproute2"))
+    if net_tools != "iproute2" and shutil.which("busybox") is None:
+        raise LabError(f"net_tools: {net_tools} needs busybox here (apt-get install busybox)")
     if name == "qnap":
-        return Qnap(entware=bool(opts.get("entware", True)))
+        return Qnap(entware=bool(opts.get("entware", True)), net_tools=net_tools)
     if name == "synology":
-        return Synology(ssh_user=str(opts.get("ssh_user", "root")))
+        return Synology(ssh_user=str(opts.get("ssh_user", "root")), net_tools=net_tools)
     if name == "truenas":
         return TrueNas()
     return Plain(name)

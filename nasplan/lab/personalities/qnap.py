@@ -69,15 +69,18 @@ esac
 
 @dataclass(frozen=True)
 class Qnap:
-    """QTS 5.1 on a TS-253D; ``entware=False``: no /opt/bin/opkg (Entware not installed)."""
+    """QTS 5.1 on a TS-253D; ``entware=False``: no /opt/bin/opkg (Entware not installed);
+    ``net_tools``: ``busybox`` / ``busybox-ifconfig`` leave only BusyBox's ip/ifconfig/route."""
 
     entware: bool = True
+    net_tools: str = "iproute2"
     name: str = "qnap"
 
     def setup_commands(self, host_dir: Path) -> list[list[str]]:
         """Markers, getcfg, Entware (when enabled) under a tmpfs /opt; no os-release, no apt."""
         lines = vendor.common_inside()
         lines += ["rm -f /etc/os-release /usr/lib/os-release /usr/bin/apt-get"]
+        lines += vendor.net_tools_inside(self.net_tools)
         lines += vendor.write_file("/etc/config/uLinux.conf", ULINUX_CONF)
         lines += vendor.write_file("/sbin/getcfg", GETCFG, "0755")
         # QTS's /opt is Entware's own tree; the machine's /opt is not part of the NAS.

@@ -70,9 +70,11 @@ def _password_hash(password: str) -> str:
 
 @dataclass(frozen=True)
 class Synology:
-    """DSM 7.2.1 on a DS920+; the lab inventory logs in as ``ssh_user`` (root or admin)."""
+    """DSM 7.2.1 on a DS920+; the lab inventory logs in as ``ssh_user`` (root or admin);
+    ``net_tools``: ``busybox`` / ``busybox-ifconfig`` leave only BusyBox's ip/ifconfig/route."""
 
     ssh_user: str = "root"
+    net_tools: str = "iproute2"
     name: str = "synology"
 
     def setup_commands(self, host_dir: Path) -> list[list[str]]:
@@ -89,6 +91,7 @@ class Synology:
         q = shlex.quote
         lines = vendor.common_inside()
         lines += ["rm -f /etc/os-release /usr/lib/os-release /usr/bin/apt-get"]
+        lines += vendor.net_tools_inside(self.net_tools)
         for path in ("/etc.defaults/VERSION", "/etc/VERSION"):
             lines += vendor.write_file(path, VERSION)
         for path in ("/etc.defaults/synoinfo.conf", "/etc/synoinfo.conf"):

@@ -68,6 +68,31 @@ def common_inside(hide: Iterable[str] = HIDDEN_TOOLS) -> list[str]:
     return lines
 
 
+NET_TOOLS = ("iproute2", "busybox", "busybox-ifconfig")
+# Where iproute2's ip and net-tools' ifconfig/route live on Debian (merged /usr: /bin, /sbin
+# lead here too); BusyBox's go first on PATH for root and for users (sudo's secure_path too).
+_SYSTEM_NET_TOOLS = ("/usr/bin/ip", "/usr/sbin/ip", "/usr/sbin/ifconfig", "/usr/sbin/route")
+_BUSYBOX_DIR = "/usr/local/bin"
+
+
+def net_tools_inside(mode: str) -> list[str]:
+    """Shell lines (run chrooted) that leave only BusyBox's network tools, as on QTS or DSM.
+
+    ``busybox``: BusyBox's ``ip``, ``ifconfig`` and ``route``; ``busybox-ifconfig``: no ``ip``
+    at all. Either way iproute2 (and its ``ip -j``) is gone from every usual path, and
+    ``/bin/sh`` is BusyBox's ash (as on QTS), so nasplan's host scripts run in it.
+    """
+    if mode == "iproute2":
+        return []
+    applets = ("ip", "ifconfig", "route") if mode == "busybox" else ("ifconfig", "route")
+    return [
+        f"rm -f {' '.join(_SYSTEM_NET_TOOLS)}",
+        *(f"ln -sf /usr/bin/busybox {_BUSYBOX_DIR}/{applet}" for applet in applets),
+        # This script itself goes on in the sh that already runs it.
+        "ln -sf /usr/bin/busybox /usr/bin/sh",
+    ]
+
+
 def write_file(path: str, text: str, mode: str = "0644") -> list[str]:
     """Shell lines (run chrooted) that write ``text`` to ``path`` with ``mode``."""
     q = shlex.quote

@@ -209,3 +209,36 @@ def test_sshd_config_is_key_only_and_wrapper_runs_personality_setup_first(tmp_pa
 def test_link_address_must_be_a_host_address(tmp_path: Path) -> None:
     errors = errors_of(tmp_path, VALID.replace("198.18.21.1/30", "198.18.21.3/30"))
     assert any("198.18.21.3 is not a host address of 198.18.21.0/30" in e for e in errors)
+
+
+def test_busybox_net_tools_are_an_option_of_the_vendor_nas_personalities_only(
+    tmp_path: Path,
+) -> None:
+    text = VALID.replace(
+        "a: {personality: qnap}",
+        "a: {personality: qnap, personality_options: {net_tools: busybox}}",
+    )
+    assert load_lab(write(tmp_path, text)).host("a").personality_options == {"net_tools": "busybox"}
+    wrong = VALID.replace("b: {}", "b: {personality_options: {net_tools: busybox}}")
+    (error,) = errors_of(tmp_path, wrong)
+    assert error.endswith(
+        "hosts.b.personality_options.net_tools: busybox is for the qnap and synology "
+        "personalities, not debian"
+    )
+    assert ":5:" in error
+    unknown = VALID.replace(
+        "a: {personality: qnap}", "a: {personality: qnap, personality_options: {net_tools: toybox}}"
+    )
+    assert "hosts.a.personality_options.net_tools" in errors_of(tmp_path, unknown)[0]
+
+
+def test_busybox_net_tools_remove_iproute2_and_link_busybox_first_on_path(tmp_path: Path) -> None:
+    from nasplan.lab.personalities import vendor
+
+    lines = vendor.net_tools_inside("busybox")
+    assert "rm -f /usr/bin/ip /usr/sbin/ip /usr/sbin/ifconfig /usr/sbin/route" in lines
+    assert "ln -sf /usr/bin/busybox /usr/local/bin/ip" in lines
+    assert not any(
+        "/usr/local/bin/ip" in line for line in vendor.net_tools_inside("busybox-ifconfig")
+    )
+    assert vendor.net_tools_inside("iproute2") == []

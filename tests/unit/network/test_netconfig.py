@@ -9,9 +9,10 @@ import pytest
 import yaml
 
 from nasplan.errors import InputError
-from nasplan.network import checks, scripts
+from nasplan.network import checks, scripts, tools
 from nasplan.network.model import NicChange
-from nasplan.network.state import differences, parse_state, parse_state_output
+from nasplan.network.state import differences, parse_state
+from nasplan.network.tools import parse_state_output
 from nasplan.plan import load_plan
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures/ip"
@@ -111,11 +112,11 @@ def test_parses_captured_ip_json_of_a_p2p_link_at_mtu_9000() -> None:
 def test_restore_script_undoes_the_change_with_every_value_quoted() -> None:
     before = parse_state(fixture("unaddressed-addr.json"), fixture("unaddressed-route.json"))
     change = NicChange("eth1", 9000, ("198.18.33.1/30",))
-    lines = scripts.restore_body(scripts.restore_argvs([change], before)).splitlines()
+    lines = scripts.restore_body(tools.restore_argvs([change], before)).splitlines()
     assert "ip addr del 198.18.33.1/30 dev eth1 || nasplan_failed=1" in lines
     assert "ip link set dev eth1 mtu 1500 || nasplan_failed=1" in lines
     evil = NicChange("eth1; reboot", 9000, ())
-    script = scripts.arm_and_apply_script("/tmp/x y", 8, [], scripts.apply_argvs([evil], {}), [])
+    script = scripts.arm_and_apply_script("/tmp/x y", 8, [], tools.apply_argvs([evil], {}), [])
     assert "ip link set dev 'eth1; reboot' mtu 9000 || nasplan_failed=1" in script
     assert "mkdir -m 700 '/tmp/x y'" in script
 
