@@ -49,8 +49,11 @@ demo: setup
 demo-down: venv
 	$(BIN)/nasplan lab down $(LAB)
 
+# nasplan's overhead against the SSH floor at 1, 2, 10 and 30 lab hosts, then where one apply's
+# time goes (root: it uses the lab). A few minutes; not part of `make test`.
 bench: setup
-	$(BIN)/python bench/apply_overhead.py
+	$(BIN)/python bench/overhead_floor.py
+	$(BIN)/python bench/profile_apply.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info

@@ -342,6 +342,63 @@ def annotate_transfers(
             record["cache_warning"] = cache_influence(size, memory_bytes.get(server))
 
 
+# --- rate over time: a fall after the first seconds (a cache filling, then the disk) -----------
+
+# The later rate is at most this share of the earlier one (a drop by a third or more).
+FALL_RATIO = 2 / 3
+# Points (seconds) the rate must hold before the fall, and after it, to count.
+FALL_MIN_BEFORE_POINTS = 2
+FALL_MIN_AFTER_POINTS = 2
+
+
+def _squared_error(values: Sequence[float]) -> float:
+    mean = statistics.fmean(values)
+    return sum((value - mean) ** 2 for value in values)
+
+
+def rate_fall(
+    t_s: Sequence[float],
+    values: Sequence[float | None],
+    *,
+    ratio: float = FALL_RATIO,
+    min_before: int = FALL_MIN_BEFORE_POINTS,
+    min_after: int = FALL_MIN_AFTER_POINTS,
+) -> dict[str, float] | None:
+    """Where a per-second rate series falls for good after its first seconds, else None.
+
+    The series is split in two where two flat levels fit it best (least squares); it fell when
+    the later part's median is at most ``ratio`` of the earlier part's, each part has enough
+    points and stays on its side of the midpoint between the two. Returns ``{"fell_at_s": t of
+    the last point at the earlier rate, "before": median before, "after": median after,
+    "ratio": after / before}`` in the units of ``values``, e.g. ``{"fell_at_s": 4.0,
+    "before": 63.0e6, "after": 23.0e6, "ratio": 0.37}``.
+    """
+    points = [(t, float(v)) for t, v in zip(t_s, values, strict=True) if v is not None]
+    rates = [v for _, v in points]
+    best: tuple[float, int] | None = None
+    for split in range(min_before, len(points) - min_after + 1):
+        error = _squared_error(rates[:split]) + _squared_error(rates[split:])
+        if best is None or error < best[0]:
+            best = (error, split)
+    if best is None:
+        return None
+    split = best[1]
+    before, after = statistics.median(rates[:split]), statistics.median(rates[split:])
+    if before <= 0 or after > ratio * before:
+        return None
+    # Each side stays on its side of the midpoint (a ramp-up first second and a partial last
+    # second aside): a level that held, then another, not a dip or a spike.
+    middle = (before + after) / 2
+    if any(v <= middle for v in rates[1:split]) or any(v >= middle for v in rates[split:-1]):
+        return None
+    return {
+        "fell_at_s": points[split - 1][0],
+        "before": before,
+        "after": after,
+        "ratio": after / before,
+    }
+
+
 # An interval below this fraction of the repetition's median interval counts as stalled.
 STALL_FRACTION = 0.01
 # iperf3 may end with a sliver of an interval (a few ms): too short to say anything.

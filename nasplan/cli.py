@@ -15,7 +15,21 @@ EXIT_INTERRUPTED = 130
 
 
 class NasplanGroup(click.Group):
-    """Turns nasplan errors into ``nasplan: message`` lines and their exit codes, no traceback."""
+    """Turns nasplan errors into ``nasplan: message`` lines and their exit codes, no traceback.
+
+    ``nasplan lab`` is imported only when asked for: the lab's modules are not what
+    ``apply`` needs, and every command pays for what the CLI imports at start.
+    """
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), "lab"])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name == "lab":
+            from nasplan.lab.cli import lab
+
+            return lab
+        return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -244,12 +258,3 @@ def restore(run_dir: Path) -> None:
     outcomes = restore_run(run_dir, PlainProgress(), connect)
     record_restore(run_dir, outcomes)
     sys.exit(0 if all(o.status != "failed" for o in outcomes.values()) else 1)
-
-
-def _register_lab() -> None:
-    from nasplan.lab.cli import lab
-
-    main.add_command(lab)
-
-
-_register_lab()

@@ -7,28 +7,53 @@ nasplan_dirs='/opt/bin /opt/sbin /var/packages/DiagnosisTool/target/tool /usr/sy
 nasplan_section() { printf '\n@@nasplan:%s@@\n' "$1"; }
 # Non-interactive SSH sessions on NAS firmware leave /opt/bin (Entware), /usr/sbin and the
 # Synology DiagnosisTool directory off PATH: look there too, PATH first.
-nasplan_which() {
-  nasplan_p=$(command -v "$1" 2>/dev/null)
-  case "$nasplan_p" in
-    /*) if [ -x "$nasplan_p" ]; then printf '%s\n' "$nasplan_p"; return 0; fi ;;
-  esac
+# The script runs on every host at once, so it forks as little as it can: nasplan_find sets
+# nasplan_p with shell builtins only, nasplan_get reads a one-line file with `read`.
+nasplan_find() {
+  nasplan_p=
+  nasplan_ifs=$IFS; IFS=:
+  for nasplan_d in $PATH; do
+    case "$nasplan_d" in /*) ;; *) continue ;; esac
+    if [ -x "$nasplan_d/$1" ] && [ ! -d "$nasplan_d/$1" ]; then
+      nasplan_p=$nasplan_d/$1; break
+    fi
+  done
+  IFS=$nasplan_ifs
+  [ -n "$nasplan_p" ] && return 0
   for nasplan_d in $nasplan_dirs; do
     if [ -x "$nasplan_d/$1" ] && [ ! -d "$nasplan_d/$1" ]; then
-      printf '%s\n' "$nasplan_d/$1"; return 0
+      nasplan_p=$nasplan_d/$1; return 0
     fi
   done
   return 0
 }
+nasplan_which() { nasplan_find "$1"; [ -z "$nasplan_p" ] || printf '%s\n' "$nasplan_p"; }
+nasplan_get() { nasplan_v=; read -r nasplan_v 2>/dev/null < "$1"; }
 nasplan_marker() {
   if [ -f "$1" ]; then
     nasplan_section "marker:$1"
     if [ -n "$2" ]; then grep -E "$2" "$1" 2>/dev/null; else head -n 60 "$1" 2>/dev/null; fi
   fi
 }
-nasplan_section hostname; hostname 2>/dev/null || uname -n 2>/dev/null
-nasplan_section uname-s; uname -s 2>/dev/null
+nasplan_section hostname
+if nasplan_get /proc/sys/kernel/hostname && [ -n "$nasplan_v" ]; then
+  printf '%s\n' "$nasplan_v"
+else
+  hostname 2>/dev/null || uname -n 2>/dev/null
+fi
+nasplan_section uname-s
+if nasplan_get /proc/sys/kernel/ostype && [ -n "$nasplan_v" ]; then
+  printf '%s\n' "$nasplan_v"
+else
+  uname -s 2>/dev/null
+fi
 nasplan_section uid; id -u 2>/dev/null
-nasplan_section kernel; uname -r 2>/dev/null
+nasplan_section kernel
+if nasplan_get /proc/sys/kernel/osrelease && [ -n "$nasplan_v" ]; then
+  printf '%s\n' "$nasplan_v"
+else
+  uname -r 2>/dev/null
+fi
 nasplan_section arch; uname -m 2>/dev/null
 nasplan_marker /etc/os-release
 [ -f /etc/os-release ] || nasplan_marker /usr/lib/os-release
@@ -69,25 +94,32 @@ fi
 nasplan_section boot-id; cat /proc/sys/kernel/random/boot_id 2>/dev/null
 nasplan_section tools
 for nasplan_t in @TOOLS@; do
-  printf '%s=%s\n' "$nasplan_t" "$(nasplan_which "$nasplan_t")"
+  nasplan_find "$nasplan_t"
+  printf '%s=%s\n' "$nasplan_t" "$nasplan_p"
 done
-nasplan_iperf3=$(nasplan_which iperf3)
+nasplan_find iperf3
+nasplan_iperf3=$nasplan_p
 if [ -n "$nasplan_iperf3" ]; then
-  nasplan_section iperf3-version; "$nasplan_iperf3" --version </dev/null 2>&1 | head -n 1
+  nasplan_section iperf3-version
+  "$nasplan_iperf3" --version </dev/null 2>&1 | { read -r nasplan_v; printf '%s\n' "$nasplan_v"; }
 fi
-nasplan_ethtool=$(nasplan_which ethtool)
+nasplan_find ethtool
+nasplan_ethtool=$nasplan_p
 for nasplan_d in /sys/class/net/*; do
   [ -d "$nasplan_d" ] || continue
   nasplan_n=${nasplan_d##*/}
   nasplan_section nic
   printf 'name=%s\n' "$nasplan_n"
   for nasplan_k in mtu operstate address speed duplex; do
-    printf '%s=%s\n' "$nasplan_k" "$(cat "$nasplan_d/$nasplan_k" 2>/dev/null)"
+    nasplan_get "$nasplan_d/$nasplan_k"
+    printf '%s=%s\n' "$nasplan_k" "$nasplan_v"
   done
-  nasplan_drv=$(readlink "$nasplan_d/device/driver" 2>/dev/null)
+  nasplan_drv=
+  [ -e "$nasplan_d/device/driver" ] && nasplan_drv=$(cd -P "$nasplan_d/device/driver" && pwd)
   nasplan_drv=${nasplan_drv##*/}
-  # veth, bridges and bonds have no device/driver link; ethtool -i still names their driver.
-  if [ -z "$nasplan_drv" ] && [ -n "$nasplan_ethtool" ]; then
+  # veth, bridges and bonds have no device/driver link; ethtool -i still names their driver
+  # (the loopback has none worth a process).
+  if [ -z "$nasplan_drv" ] && [ -n "$nasplan_ethtool" ] && [ "$nasplan_n" != lo ]; then
     nasplan_drv=$("$nasplan_ethtool" -i "$nasplan_n" 2>/dev/null | sed -n 's/^driver: *//p')
   fi
   printf 'driver=%s\n' "$nasplan_drv"

@@ -17,7 +17,7 @@ from nasplan.progress import Progress
 from nasplan.runner import Runner
 from nasplan.ssh import connect
 
-MAX_PARALLEL_HOSTS = 16
+MAX_PARALLEL_HOSTS = 64
 
 T = TypeVar("T")
 

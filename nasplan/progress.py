@@ -6,14 +6,14 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any, Protocol, TextIO
-
-from rich.console import Console
-from rich.live import Live
-from rich.table import Table
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from nasplan.directions import series_of
 from nasplan.units import format_metric
+
+if TYPE_CHECKING:  # rich is imported only for a terminal: plain runs skip its import time
+    from rich.console import Console
+    from rich.table import Table
 
 
 class Progress(Protocol):
@@ -98,6 +98,9 @@ class LiveProgress:
     """A rich live table: a line per host and per test, with elapsed of total time."""
 
     def __init__(self, console: Console | None = None) -> None:
+        from rich.console import Console
+        from rich.live import Live
+
         self.console = console or Console(stderr=True)
         self._hosts: dict[str, str] = {}
         self._tests: dict[str, tuple[str, float, float]] = {}
@@ -106,6 +109,8 @@ class LiveProgress:
         self._live.start()
 
     def _render(self) -> Table:
+        from rich.table import Table
+
         table = Table.grid(padding=(0, 2))
         now = time.monotonic()
         with self._lock:
@@ -151,6 +156,8 @@ def make_progress(stream: TextIO | None = None) -> Progress:
     """Live progress on a terminal, plain lines otherwise."""
     target = stream or sys.stderr
     if target.isatty():
+        from rich.console import Console
+
         return LiveProgress(Console(file=target))
     return PlainProgress(target)
 

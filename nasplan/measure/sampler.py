@@ -1,9 +1,11 @@
 """Resource sampling during a test: one detached POSIX-sh loop per host, a pure parser.
 
-The loop reads /proc/stat and /proc/meminfo every SAMPLE_INTERVAL_S with shell builtins only
-(no process per sample, so it does not distort what it measures) and appends one line per
-sample to a /tmp file. It stops when its flag file is removed, when the run's lease on the host
-runs out (nasplan gone: see nasplan.hostlock), or by itself after ``max_s``.
+The loop reads /proc/stat, /proc/meminfo, /proc/diskstats and /proc/net/dev every
+SAMPLE_INTERVAL_S with shell builtins only (no process per sample, so it does not distort what
+it measures) and appends one line per sample to a /tmp file. It stops when its flag file is
+removed, when the run's lease on the host runs out (nasplan gone: see nasplan.hostlock), or by
+itself after ``max_s``. ``parse`` turns the lines into the test's summary and a per-second
+series (CPU busy, memory available, disk and NIC bytes per second, like vmstat).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import re
 import shlex
 import statistics
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nasplan import shell
@@ -28,9 +31,14 @@ SAMPLE_INTERVAL_S = 0.5
 MAX_SAMPLING_S = 3600
 _TIMEOUT_S = 15.0
 
-# Each line: "S <uptime s> <cpu jiffies: user nice system idle iowait irq softirq steal> M <kB>".
-# `sleep 0.5` fails on a busybox built without FLOAT_DURATION: fall back to whole seconds.
-# $1: the run's lease file (nasplan.hostlock): the loop ends once nasplan stopped renewing it.
+# Each line: "S <uptime s> <cpu jiffies: user nice system idle iowait irq softirq steal>
+# M <MemAvailable kB> D <disk>:<sectors read>:<sectors written>... N <nic>:<rx bytes>:<tx bytes>...
+# E". Disks are whole devices (those in /sys/block: a partition is counted in its disk), without
+# RAM, loop and optical devices; sectors are 512 bytes whatever the device's own sector size.
+# NICs: every interface but lo. "E" ends a complete line (one written when the loop was killed
+# is not). `sleep 0.5` fails on a busybox built without FLOAT_DURATION: fall back to whole seconds.
+# $1: the run's lease file (nasplan.hostlock): the loop ends once nasplan stopped renewing it
+# (kept in $lease: the NIC loop below reuses the positional parameters).
 _LOOP = """\
 ticks=0
 lease=${1:-}
@@ -46,7 +54,21 @@ while [ -e "$flag" ] && [ "$ticks" -lt "$limit" ]; do
   while read -r key value _; do
     case $key in MemAvailable:) mem=$value; break ;; esac
   done < /proc/meminfo
-  echo "S $up $user $nice $system $idle ${iowait:-0} ${irq:-0} ${softirq:-0} ${steal:-0} M $mem"
+  disks=
+  while read -r _ _ name _ _ rsect _ _ _ wsect _; do
+    case $name in ram*|loop*|zram*|sr*|fd*) continue ;; esac
+    [ -e "/sys/block/$name" ] && disks="$disks $name:$rsect:${wsect:-0}"
+  done < /proc/diskstats 2>/dev/null
+  nics=
+  while IFS=: read -r name counters; do
+    [ -n "$counters" ] || continue
+    name=${name##* }
+    [ "$name" = lo ] && continue
+    set -- $counters
+    nics="$nics $name:$1:${9:-0}"
+  done < /proc/net/dev 2>/dev/null
+  cpu="$user $nice $system $idle ${iowait:-0} ${irq:-0} ${softirq:-0} ${steal:-0}"
+  echo "S $up $cpu M $mem D$disks N$nics E"
   if sleep 0.5 2>/dev/null; then ticks=$((ticks + 1)); else sleep 1; ticks=$((ticks + 2)); fi
 done >> "$out"
 """
@@ -66,10 +88,6 @@ kill "$pid" 2>/dev/null
 cat "$out" 2>/dev/null
 rm -f "$out"
 """
-
-_SAMPLE = re.compile(
-    r"^S (?P<up>[0-9.]+) (?P<cpu>(?:[0-9]+ ){8})M (?P<mem>[0-9]*)\s*$", re.MULTILINE
-)
 
 
 def _assign(values: Mapping[str, str | int]) -> str:
@@ -97,34 +115,134 @@ def stop_script(token: str, pid: int) -> str:
     return _assign({"out": out, "flag": flag, "pid": pid}) + _STOP
 
 
-def parse(raw: str) -> dict[str, Any]:
-    """Sampler output -> ``{"samples", "cpu_busy_percent_median", "cpu_busy_percent_max",
-    "mem_available_bytes_min", "duration_s"}`` (numbers None when there are too few samples).
+# Lines of an older sampler end after the memory field; a line without its "E" is incomplete.
+_SAMPLE = re.compile(
+    r"^S (?P<up>[0-9.]+) (?P<cpu>(?:[0-9]+ ){8})M (?P<mem>[0-9]*)"
+    r"(?: D(?P<disks>(?: [^ :]+:[0-9]+:[0-9]+)*) N(?P<nics>(?: [^ :]+:[0-9]+:[0-9]+)*) E)?\s*$",
+    re.MULTILINE,
+)
+SECTOR_BYTES = 512
+# Series points are taken this far apart (the loop samples twice as often).
+SERIES_STEP_S = 1.0
 
-    CPU busy % is over all cores, between consecutive samples: 100 - idle - iowait.
-    """
-    rows = [
-        (
+
+@dataclass(frozen=True)
+class _Row:
+    up_s: float
+    cpu: tuple[int, ...]
+    mem_bytes: int | None
+    disks: dict[str, tuple[int, int]]
+    nics: dict[str, tuple[int, int]]
+
+
+def _counters(text: str | None) -> dict[str, tuple[int, int]]:
+    pairs = {}
+    for item in (text or "").split():
+        name, first, second = item.rsplit(":", 2)
+        pairs[name] = (int(first), int(second))
+    return pairs
+
+
+def _rows(raw: str) -> list[_Row]:
+    return [
+        _Row(
             float(m["up"]),
-            [int(v) for v in m["cpu"].split()],
+            tuple(int(v) for v in m["cpu"].split()),
             int(m["mem"]) * 1024 if m["mem"] else None,
+            _counters(m["disks"]),
+            _counters(m["nics"]),
         )
         for m in _SAMPLE.finditer(raw)
     ]
-    busy: list[float] = []
-    for (_, before, _), (_, after, _) in itertools.pairwise(rows):
-        deltas = [b - a for a, b in zip(before, after, strict=True)]
-        total = sum(deltas)
-        if total > 0:
-            busy.append(100.0 * (total - deltas[3] - deltas[4]) / total)
-    memory = [mem for _, _, mem in rows if mem is not None]
+
+
+def _busy_percent(before: _Row, after: _Row) -> float | None:
+    deltas = [b - a for a, b in zip(before.cpu, after.cpu, strict=True)]
+    total = sum(deltas)
+    return 100.0 * (total - deltas[3] - deltas[4]) / total if total > 0 else None
+
+
+def _rate(before: int, after: int, seconds: float, factor: int = 1) -> float | None:
+    """Counter delta per second; None when the counter went back (wrapped or reset)."""
+    return (after - before) * factor / seconds if after >= before else None
+
+
+def _pairs_series(
+    points: list[_Row], field: str, keys: tuple[str, str], factor: int
+) -> dict[str, dict[str, list[float | None]]]:
+    """Per device: both counters as rates between consecutive points; idle devices left out."""
+    names = sorted({name for row in points for name in getattr(row, field)})
+    series: dict[str, dict[str, list[float | None]]] = {}
+    for name in names:
+        columns: tuple[list[float | None], list[float | None]] = ([], [])
+        for before, after in itertools.pairwise(points):
+            old, new = getattr(before, field).get(name), getattr(after, field).get(name)
+            seconds = after.up_s - before.up_s
+            for column, index in zip(columns, (0, 1), strict=True):
+                known = old is not None and new is not None and seconds > 0
+                column.append(_rate(old[index], new[index], seconds, factor) if known else None)
+        if any(value for column in columns for value in column):
+            series[name] = dict(zip(keys, columns, strict=True))
+    return series
+
+
+def series(raw: str, step_s: float = SERIES_STEP_S) -> dict[str, Any] | None:
+    """Sampler output -> one point about every ``step_s`` (the rate over the step before it).
+
+    ``{"t_s": [1.0, 2.0, ...] (since the first sample), "cpu_busy_percent": [...],
+    "mem_available_bytes": [...], "disks": {"sda": {"read_bytes_per_second": [...],
+    "write_bytes_per_second": [...]}}, "nics": {"eth0": {"rx_bytes_per_second": [...],
+    "tx_bytes_per_second": [...]}}}``; disks and NICs that moved no byte are left out.
+    None with fewer than two points.
+    """
+    rows = _rows(raw)
+    if not rows:
+        return None
+    points = [rows[0]]
+    for row in rows[1:]:
+        # a quarter step of slack: the loop's 0.5 s sleeps drift by a few milliseconds each
+        if row.up_s - points[-1].up_s >= step_s * 0.75:
+            points.append(row)
+    if len(points) < 2:
+        return None
+    first = points[0].up_s
+    pairs = list(itertools.pairwise(points))
     return {
+        "t_s": [round(after.up_s - first, 2) for _, after in pairs],
+        "cpu_busy_percent": [_busy_percent(before, after) for before, after in pairs],
+        "mem_available_bytes": [after.mem_bytes for _, after in pairs],
+        "disks": _pairs_series(
+            points, "disks", ("read_bytes_per_second", "write_bytes_per_second"), SECTOR_BYTES
+        ),
+        "nics": _pairs_series(points, "nics", ("rx_bytes_per_second", "tx_bytes_per_second"), 1),
+    }
+
+
+def parse(raw: str) -> dict[str, Any]:
+    """Sampler output -> ``{"samples", "cpu_busy_percent_median", "cpu_busy_percent_max",
+    "mem_available_bytes_min", "duration_s", "series"}`` (numbers None when there are too few
+    samples; ``series``: see series(), present when the lines carry disk and NIC counters).
+
+    CPU busy % is over all cores, between consecutive samples: 100 - idle - iowait.
+    """
+    rows = _rows(raw)
+    busy = [
+        value
+        for before, after in itertools.pairwise(rows)
+        if (value := _busy_percent(before, after)) is not None
+    ]
+    memory = [row.mem_bytes for row in rows if row.mem_bytes is not None]
+    result: dict[str, Any] = {
         "samples": len(rows),
         "cpu_busy_percent_median": statistics.median(busy) if busy else None,
         "cpu_busy_percent_max": max(busy) if busy else None,
         "mem_available_bytes_min": min(memory) if memory else None,
-        "duration_s": rows[-1][0] - rows[0][0] if len(rows) > 1 else None,
+        "duration_s": rows[-1].up_s - rows[0].up_s if len(rows) > 1 else None,
     }
+    points = series(raw)
+    if points is not None:
+        result["series"] = points
+    return result
 
 
 def start(runner: Runner, token: str, *, max_s: float = MAX_SAMPLING_S) -> int | None:

@@ -55,6 +55,11 @@ def _pyplot() -> Any:
     return importlib.import_module("matplotlib.pyplot")
 
 
+def pyplot() -> Any:
+    """matplotlib.pyplot drawing to files (reproducible SVG); InputError when not installed."""
+    return _pyplot()
+
+
 def _limit(theoretical_bits_per_second: float | None, quantity: str) -> float | None:
     """The TCP maximum in the chart's own quantity: bit/s, or bytes/s on a byte-rate chart."""
     if theoretical_bits_per_second is None:

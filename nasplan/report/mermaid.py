@@ -103,6 +103,36 @@ def quantity_chart(
     return block(body)
 
 
+def line_chart(
+    title: str,
+    x_label: str,
+    lines: Sequence[Sequence[float | None]],
+    unit: str,
+    top: float,
+) -> str | None:
+    """An ``xychart-beta`` of lines over a numeric x-axis ``0 --> len - 1`` (one point per
+    step; a missing point is drawn as 0); values already in ``unit``. None when nothing to draw.
+    """
+    drawn = [[float(v or 0.0) for v in line] for line in lines if line]
+    if not drawn or not any(any(line) for line in drawn):
+        return None
+    length = max(len(line) for line in drawn)
+    drawn = [line + [0.0] * (length - len(line)) for line in drawn]
+    body = [
+        "xychart-beta",
+        f'title "{_category(title)}"',
+        f'x-axis "{_category(x_label)}" 0 --> {max(length - 1, 1)}',
+        f'y-axis "{unit}" 0 --> {_number(axis_max(max(max(line) for line in drawn), top))}',
+    ]
+    body += ["line [" + ", ".join(_number(v) for v in line) + "]" for line in drawn]
+    return block(body)
+
+
+def axis_max(highest: float, at_least: float = 0.0) -> float:
+    """The y-axis top a chart of values up to ``highest`` (and ``at_least``) uses."""
+    return _axis_max(max(highest, at_least))
+
+
 # --- topology ------------------------------------------------------------------------------
 
 
@@ -200,7 +230,10 @@ def topology(run: Mapping[str, Any]) -> str | None:
 
 _XY_PATTERNS = {
     "title": re.compile(rf"^title {_LABEL}$"),
-    "x-axis": re.compile(rf"^x-axis \[({_LABEL}(?:, {_LABEL})*)\]$"),
+    "x-axis": re.compile(
+        rf"^x-axis (?:\[(?P<categories>{_LABEL}(?:, {_LABEL})*)\]"
+        rf"|{_LABEL} (?P<low>{_NUMBER}) --> (?P<high>{_NUMBER}))$"
+    ),
     "y-axis": re.compile(rf"^y-axis {_LABEL} ({_NUMBER}) --> ({_NUMBER})$"),
     "bar": re.compile(rf"^bar \[({_NUMBER}(?:, {_NUMBER})*)\]$"),
     "line": re.compile(rf"^line \[({_NUMBER}(?:, {_NUMBER})*)\]$"),
@@ -228,24 +261,31 @@ def _validate_xychart(lines: list[str]) -> list[str]:
     for keyword in ("title", "x-axis", "y-axis"):
         if len(seen.get(keyword, [])) != 1:
             errors.append(f"expected exactly one {keyword} line")
-    if not seen.get("bar"):
-        errors.append("no bar series")
+    if not seen.get("bar") and not seen.get("line"):
+        errors.append("no bar or line series")
     if errors:
         return errors
-    categories = re.findall(_LABEL, seen["x-axis"][0].group(1))
+    x_axis = seen["x-axis"][0]
+    categories = re.findall(_LABEL, x_axis["categories"]) if x_axis["categories"] else None
+    if categories is None and not float(x_axis["low"]) < float(x_axis["high"]):
+        errors.append(f"x-axis range {x_axis['low']} --> {x_axis['high']} is empty")
     low, high = float(seen["y-axis"][0].group(1)), float(seen["y-axis"][0].group(2))
     if not low < high:
         errors.append(f"y-axis range {low} --> {high} is empty")
+    lengths = set()
     for keyword in ("bar", "line"):
         for match in seen.get(keyword, []):
             values = [float(v) for v in match.group(1).split(", ")]
-            if len(values) != len(categories):
+            lengths.add(len(values))
+            if categories is not None and len(values) != len(categories):
                 errors.append(f"{keyword}: {len(values)} values for {len(categories)} categories")
             errors.extend(
                 f"{keyword}: {v} outside the y-axis {low}..{high}"
                 for v in values
                 if not low <= v <= high
             )
+    if categories is None and len(lengths) > 1:
+        errors.append(f"series of different lengths on a numeric x-axis: {sorted(lengths)}")
     return errors
 
 

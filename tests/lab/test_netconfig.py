@@ -111,6 +111,9 @@ def test_ctrl_c_in_a_test_restores_every_host(net_lab: LabState, tmp_path: Path)
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        # Ctrl-C as at a terminal: a test run started in the background (`cmd &`, as some CI
+        # and editor runners do) inherits SIGINT ignored, and Python then keeps it ignored.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert proc.stderr is not None
     seen = ""

@@ -215,6 +215,11 @@ def test_script_runs_the_same_under_other_shells(shell: list[str]) -> None:
         ours.memory_bytes,
         ours.os_id,
     )
+    # hostname, kernel and tool paths come from shell builtins (read, a PATH walk): each shell
+    # must find what the system's own tools say
+    assert (other.hostname, other.kernel) == (socket.gethostname(), os.uname().release)
+    assert other.tools == ours.tools
+    assert other.tool("iperf3") == shutil.which("iperf3")
 
 
 def test_gather_raises_when_the_script_fails_silently(fake_runner: Callable[[str], Any]) -> None:

@@ -18,8 +18,13 @@ PACKAGE = Path(__file__).resolve().parents[2] / "nasplan"
 FIXTURE_RUN = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 
 # The lab writes its own files (sshd configs, keys, its state): it holds no secret of a run.
-# Charts are images of numbers drawn by matplotlib from run.json, which is redacted already.
-ALLOWED = {PACKAGE / "output.py", PACKAGE / "report" / "charts.py"}
+# Charts (also the timeline figures) are images of numbers drawn by matplotlib from run.json,
+# which is redacted already.
+ALLOWED = {
+    PACKAGE / "output.py",
+    PACKAGE / "report" / "charts.py",
+    PACKAGE / "report" / "timeline_charts.py",
+}
 WRITERS = {"write_text", "write_bytes", "mkstemp", "fdopen", "dump", "savefig"}
 
 

@@ -17,7 +17,7 @@ from nasplan.analysis import cache_influence, summarize
 from nasplan.errors import CannotStart
 from nasplan.hostlock import PRELUDE
 from nasplan.hosts import HostSession
-from nasplan.measure import sampler
+from nasplan.measure import sampler, timeline
 from nasplan.measure.kind import Kind, Needs, RunContext, check_ready, finish, new_record
 from nasplan.measure.tools import disk_windows, fio
 from nasplan.plan import PlanTest
@@ -118,8 +118,9 @@ def run(test: PlanTest, s: DiskSettings, ctx: RunContext) -> dict[str, Any]:
     try:
         filename = fio.check_filename(f"{workdir}/{_FIO_FILE}")
         with sampler.sampling(ctx.sessions, [session.host.name], token) as resources:
-            _repetitions(test, s, ctx, session, fio_path, filename, record, errors)
+            throughput = _repetitions(test, s, ctx, session, fio_path, filename, record, errors)
         record["resources"] = resources
+        record["timeline"] = timeline.timeline(throughput)
     except ValueError as exc:  # the directory resolved to a path fio would misread
         errors.append(f"path {path!r} resolves to {workdir!r}: {exc}")
     finally:
@@ -166,7 +167,10 @@ def _repetitions(
     filename: str,
     record: dict[str, Any],
     errors: list[str],
-) -> None:
+) -> list[dict[str, Any] | None]:
+    """Run every repetition into ``record``; return each one's series from fio's log."""
+    clock = timeline.Clock()
+    throughput: list[dict[str, Any] | None] = []
     params = record["params"]
     direct = bool(params["direct"])
     directions = s.directions
@@ -174,6 +178,7 @@ def _repetitions(
         for index in range(1, test.repetitions + 1):
             ctx.progress.test(test.id, index, test.repetitions, 0.0, direction)
             job = fio.FioParams(rw=direction, size_bytes=params["size_bytes"], direct=direct)
+            started_s = clock.now_s()
             rep, refused = _one(
                 ctx, session, fio_path, filename, job, f"{test.id}/{direction}-{index}"
             )
@@ -184,14 +189,30 @@ def _repetitions(
                     f"{params['path']}; measured with buffered I/O instead (cache-influenced)"
                 )
                 job = fio.FioParams(rw=direction, size_bytes=params["size_bytes"], direct=False)
+                started_s = clock.now_s()
                 rep, _ = _one(
                     ctx, session, fio_path, filename, job, f"{test.id}/{direction}-{index}"
                 )
-            rep["index"] = index
+            rep.update(index=index, started_s=started_s, ended_s=clock.now_s())
+            bw_log = rep.pop("bw_log", [])
             record["repetitions"].append(rep)
             ctx.checkpoint(record)
             if rep["error"]:
                 errors.append(f"{direction} {index}: {rep['error']}")
+                continue
+            t_s, rates = timeline.fio_points(bw_log, started_s, direction)
+            throughput.append(
+                timeline.series(
+                    repetition=index,
+                    direction=direction,
+                    source="fio",
+                    t_s=t_s,
+                    bits_per_second=rates,
+                    started_s=started_s,
+                    detect_fall=True,
+                )
+            )
+    return throughput
 
 
 def _one(
@@ -207,7 +228,9 @@ def _one(
     rep: dict[str, Any] = {"index": 0, "status": "failed", "error": None, "raw_file": None}
     rep["direction"] = job.rw
     try:
-        raw, parsed = fio.run_job(session.runner, fio_path, filename, job)
+        raw, parsed = fio.run_job(
+            session.runner, fio_path, filename, job, bw_log_prefix=f"{filename}.bw"
+        )
     except fio.FioError as exc:
         rep["error"] = str(exc)
         if exc.raw:
@@ -220,6 +243,7 @@ def _one(
         bytes=parsed["bytes"],
         duration_s=parsed["duration_s"],
         direct=parsed["direct"],
+        bw_log=parsed.get("bw_log") or [],
     )
     return rep, False
 

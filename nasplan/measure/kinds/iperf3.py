@@ -9,7 +9,7 @@ from typing import Any
 from nasplan.analysis import efficiency, stall_reason, summarize
 from nasplan.errors import CannotStart
 from nasplan.hosts import HostSession
-from nasplan.measure import sampler
+from nasplan.measure import sampler, timeline
 from nasplan.measure.kind import Kind, Needs, RunContext, finish, new_record, open_pair, path_params
 from nasplan.measure.tools import iperf3, iperf3_multi
 from nasplan.plan import PlanTest
@@ -123,15 +123,21 @@ def run(test: PlanTest, params: iperf3.Iperf3Params, ctx: RunContext) -> dict[st
     total_s = (params.duration_s + params.omit_s + 1) * test.repetitions
     token = secrets.token_hex(4)
     errors: list[str] = []
+    throughput: list[dict[str, Any] | None] = []
     with sampler.sampling(ctx.sessions, test.hosts, token) as resources:
+        clock = timeline.Clock()
         for index in range(1, test.repetitions + 1):
             ctx.progress.test(test.id, index, test.repetitions, total_s)
+            started_s = clock.now_s()
             rep = _repetition(test, params, address, server, client, ctx, index, token, processes)
+            rep.update(started_s=started_s, ended_s=clock.now_s())
             if rep["error"]:
                 errors.append(f"repetition {index}: {rep['error']}")
             record["repetitions"].append(rep)
+            throughput.append(_series(rep, params))
             ctx.checkpoint(record)
     record["resources"] = resources
+    record["timeline"] = timeline.timeline(throughput)
     rates = [r["bits_per_second"] for r in record["repetitions"] if r["status"] == "ok"]
     record["summary"] = summarize(rates, "bits_per_second")
     theoretical = record["path"]["theoretical_bits_per_second"]
@@ -182,6 +188,24 @@ def _repetition(
     rep["status"] = "failed" if rep["error"] else "ok"
     rep["raw_file"] = ctx.save_raw(raw_name, raw)
     return rep
+
+
+def _series(rep: dict[str, Any], params: iperf3.Iperf3Params) -> dict[str, Any] | None:
+    """A repetition's per-second rates from iperf3's own intervals, on the test's clock."""
+    if rep["status"] != "ok":
+        return None
+    t_s, rates = timeline.iperf3_points(
+        rep.get("interval_bits_per_second") or [], rep["started_s"], params.omit_s
+    )
+    return timeline.series(
+        repetition=rep["index"],
+        direction="reverse" if params.reverse else None,
+        source="iperf3",
+        t_s=t_s,
+        bits_per_second=rates,
+        started_s=rep["started_s"],
+        detect_fall=False,
+    )
 
 
 def describe(test: PlanTest, params: iperf3.Iperf3Params) -> str:

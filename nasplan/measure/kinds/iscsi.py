@@ -17,7 +17,7 @@ from typing import Any
 
 from nasplan.analysis import efficiency, summarize
 from nasplan.errors import CannotStart
-from nasplan.measure import sampler
+from nasplan.measure import sampler, timeline
 from nasplan.measure.kind import (
     Kind,
     Needs,
@@ -141,8 +141,13 @@ def run(test: PlanTest, s: IscsiSettings, ctx: RunContext) -> dict[str, Any]:
     token = secrets.token_hex(4)
     try:
         with sampler.sampling(ctx.sessions, test.hosts, token) as resources:
-            _repetitions(test, s, ctx, client.runner, directory, target, secret, record, errors)
+            clock = timeline.Clock()
+            _repetitions(
+                test, s, ctx, client.runner, directory, target, secret, record, errors, clock
+            )
         record["resources"] = resources
+        # per second: the client's NIC towards the portal, as for a file transfer
+        record["timeline"] = timeline.timeline(timeline.transfer_series(record, resources))
     finally:
         removed = client.runner.run(iscsi.cleanup_argv(directory), timeout_s=SETUP_TIMEOUT_S)
         if not removed.ok:
@@ -192,6 +197,7 @@ def _repetitions(
     secret: str | None,
     record: dict[str, Any],
     errors: list[str],
+    clock: timeline.Clock,
 ) -> None:
     total = test.repetitions * len(s.directions)
     speed = (record["path"] or {}).get("speed_bits_per_second")
@@ -205,12 +211,14 @@ def _repetitions(
             rep.update(error=None, raw_file=None)
             record["repetitions"].append(rep)
             name = f"raw/{test.id}/{direction}-{index}.txt"
+            rep["started_s"] = clock.now_s()
             try:
                 raw, parsed = iscsi.run_once(
                     runner, "python3", directory, target, direction, s.size_bytes,
                     s.request_bytes, s.queue_depth, secret, s.timeout_s,
                 )  # fmt: skip
             except iscsi.IscsiError as exc:
+                rep["ended_s"] = clock.now_s()
                 rep["error"] = _explain(exc, target)
                 rep["raw_file"] = ctx.save_raw(name, f"{exc.stage}: {exc}\n")
                 errors.append(f"{direction} {index}: {rep['error']}")
@@ -218,6 +226,7 @@ def _repetitions(
                 if exc.stage in ("load", "login", "capacity"):
                     return  # every further repetition would fail the same way
                 continue
+            rep["ended_s"] = clock.now_s()
             rate = parsed["bytes"] / parsed["duration_s"]
             rep.update(
                 status="ok",

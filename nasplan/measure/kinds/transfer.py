@@ -17,7 +17,7 @@ from nasplan import shell
 from nasplan.analysis import efficiency, summarize
 from nasplan.errors import CannotStart
 from nasplan.hosts import HostSession
-from nasplan.measure import sampler
+from nasplan.measure import sampler, timeline
 from nasplan.measure.kind import (
     Kind,
     Needs,
@@ -419,8 +419,12 @@ def run(test: PlanTest, s: TransferSettings, ctx: RunContext) -> dict[str, Any]:
     try:
         # bottleneck and cache_warning come later, from analysis.annotate_transfers over the run.
         with sampler.sampling(ctx.sessions, test.hosts, token) as resources:
-            _run_directions(test, xfer, client.runner, local_dir, address, ctx, record, errors)
+            clock = timeline.Clock()
+            _run_directions(
+                test, xfer, client.runner, local_dir, address, ctx, record, errors, clock
+            )
         record["resources"] = resources
+        record["timeline"] = timeline.timeline(timeline.transfer_series(record, resources))
     finally:
         problems = _cleanup(xfer, client.runner, server.runner, local_dir, address)
         ctx.warnings += [f"{test.id}: cleanup: {p}" for p in problems]
@@ -439,6 +443,7 @@ def _run_directions(
     ctx: RunContext,
     record: dict[str, Any],
     errors: list[str],
+    clock: timeline.Clock,
 ) -> None:
     total = test.repetitions * len(xfer.directions)
     speed = (record["path"] or {}).get("speed_bits_per_second")
@@ -456,7 +461,9 @@ def _run_directions(
         for index in range(1, test.repetitions + 1):
             ctx.progress.test(test.id, index, test.repetitions, total_s, direction)
             target = _write_target(xfer, index) if direction == "write" else on_nas or xfer
+            started_s = clock.now_s()
             rep, raw = repetition(client, target, direction, local_dir, address)
+            rep.update(started_s=started_s, ended_s=clock.now_s())
             if direction == "write" and rep["status"] == "ok":
                 on_nas = target
             name = f"raw/{test.id}/{direction}-{index}.txt"

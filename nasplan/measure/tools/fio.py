@@ -15,9 +15,15 @@ DEFAULT_BLOCK_BYTES = MIB_BYTES
 # Slowest disk a repetition may take before it is killed: 1 MB/s (10^6 bytes/s), plus set-up.
 _SLOWEST_BYTES_PER_SECOND = 1_000_000
 _TIMEOUT_MARGIN_S = 60
+_BW_LOG_TIMEOUT_S = 30.0
 # fio's own words when O_DIRECT is refused (tmpfs before Linux 6.6, some FUSE and NAS volumes)
 _DIRECT_IO_MARKERS = ("direct io errored", "does not support direct", "o_direct")
 _EINVAL = 22
+# fio's bandwidth log: one averaged line per second ("msec, KiB/s, direction, bs, offset[, prio]").
+BW_LOG_AVG_MS = 1000
+BW_LOG_KIB_BYTES = 1024
+_BW_LOG_DIRECTIONS = {0: "read", 1: "write", 2: "trim"}
+_BW_LOG_LINE = re.compile(r"^\s*(\d+),\s*(\d+),\s*(\d+),", re.MULTILINE)
 _FIO_SAFE_CHAR = re.compile(r"[A-Za-z0-9_.,+@=%/ -]")
 _FIO_SAFE = re.compile(r"^/[A-Za-z0-9_.,+@=%/ -]*$")
 
@@ -68,10 +74,13 @@ def check_filename(filename: str) -> str:
     return filename
 
 
-def fio_argv(fio_path: str, filename: str, params: FioParams) -> list[str]:
+def fio_argv(
+    fio_path: str, filename: str, params: FioParams, bw_log_prefix: str | None = None
+) -> list[str]:
     """``[fio, --name=nasplan-seq-write, --filename=F, --rw=write, --bs=1048576, ...]``.
 
     Writes end with an fsync (``end_fsync=1``) so the time includes getting data to disk.
+    ``bw_log_prefix``: fio also writes its per-second bandwidth to ``bw_log_file(prefix)``.
     ValueError when fio would not read ``filename`` as one file (``check_filename``).
     """
     check_filename(filename)
@@ -89,7 +98,26 @@ def fio_argv(fio_path: str, filename: str, params: FioParams) -> list[str]:
     ]
     if params.rw == "write":
         argv.append("--end_fsync=1")
+    if bw_log_prefix is not None:
+        argv += [f"--write_bw_log={bw_log_prefix}", f"--log_avg_msec={BW_LOG_AVG_MS}"]
     return argv
+
+
+def bw_log_file(prefix: str) -> str:
+    """The file fio 3 writes ``--write_bw_log=PREFIX`` of its one job to: ``PREFIX_bw.1.log``."""
+    return f"{prefix}_bw.1.log"
+
+
+def parse_bw_log(text: str) -> list[tuple[float, float, str]]:
+    """fio's bandwidth log -> ``[(seconds since the job started, bytes/s, "write"), ...]``.
+
+    With ``--log_avg_msec`` each line averages the period before its time; the rate column is
+    in KiB/s (2^10 bytes/s). A job shorter than one period logs nothing.
+    """
+    return [
+        (int(ms) / 1000, int(kib) * BW_LOG_KIB_BYTES, _BW_LOG_DIRECTIONS.get(int(rw), rw))
+        for ms, kib, rw in _BW_LOG_LINE.findall(text)
+    ]
 
 
 def _find_document(raw: str) -> dict[str, Any] | None:
@@ -143,9 +171,24 @@ def parse(raw: str) -> dict[str, Any]:
 
 
 def run_job(
-    runner: Runner, fio_path: str, filename: str, params: FioParams
+    runner: Runner,
+    fio_path: str,
+    filename: str,
+    params: FioParams,
+    bw_log_prefix: str | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """Run one fio job on ``runner``: ``(raw output, parse() result)``; raises FioError."""
-    result = runner.run(fio_argv(fio_path, filename, params), timeout_s=params.timeout_s)
+    """Run one fio job on ``runner``: ``(raw output, parse() result)``; raises FioError.
+
+    With ``bw_log_prefix`` the result has ``bw_log``: parse_bw_log() of the job's log ([] when
+    fio wrote none), read back and removed after the job.
+    """
+    argv = fio_argv(fio_path, filename, params, bw_log_prefix)
+    result = runner.run(argv, timeout_s=params.timeout_s)
     raw = result.stdout + (f"\n{result.stderr}" if result.stderr.strip() else "")
-    return raw, parse(raw)
+    parsed = parse(raw)
+    if bw_log_prefix is not None:
+        log = bw_log_file(bw_log_prefix)
+        script = 'cat -- "$1" 2>/dev/null; rm -f -- "$1"'
+        read = runner.run(["sh", "-c", script, "sh", log], timeout_s=_BW_LOG_TIMEOUT_S)
+        parsed["bw_log"] = parse_bw_log(read.stdout)
+    return raw, parsed

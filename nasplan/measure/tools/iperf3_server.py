@@ -14,13 +14,17 @@ SERVER_READY_TIMEOUT_S = 5
 PORT_IN_USE_EXIT = 3
 
 
-# Shared shell helpers. `nap` sleeps 0.1 s, or 1 s where sleep takes whole seconds only
-# (busybox built without FLOAT_DURATION), and counts in tenths so loops stay bounded either way.
+# Shared shell helpers. `nap` sleeps 10 ms for the first 0.1 s of a wait, 0.1 s after that, or
+# 1 s where sleep takes whole seconds only (busybox built without FLOAT_DURATION), and counts in
+# hundredths so loops stay bounded either way. A daemon listens, and a finished one-off server
+# exits, within milliseconds: a flat 0.1 s nap was most of a test's overhead (two per repetition).
 # `alive` treats a zombie as gone: a daemon reparented to a lazy init stays a zombie for a while.
 _SH_HELPERS = """\
 ticks=0
 nap() {
-  if sleep 0.1 2>/dev/null; then ticks=$((ticks + 1)); else sleep 1; ticks=$((ticks + 10)); fi
+  if [ "$ticks" -lt 10 ]; then nap_s=0.01 nap_n=1; else nap_s=0.1 nap_n=10; fi
+  sleep "$nap_s" 2>/dev/null || { sleep 1; nap_n=100; }
+  ticks=$((ticks + nap_n))
 }
 alive() {
   kill -0 "$1" 2>/dev/null || return 1
@@ -58,7 +62,7 @@ while [ "$ticks" -lt "$limit" ]; do
   listening && { nasplan_watch; exit 0; }
   nap
 done
-echo "nasplan: iperf3 server did not listen on port $port within $((limit / 10)) s" >&2
+echo "nasplan: iperf3 server did not listen on port $port within $((limit / 100)) s" >&2
 cat "$logfile" >&2 2>/dev/null
 pid=$(cat "$pidfile" 2>/dev/null)
 case $pid in ''|*[!0-9]*) ;; *) alive "$pid" && kill "$pid" ;; esac
@@ -95,8 +99,8 @@ nasplan_watch() {
 }
 """
 
-# The one-off server exits by itself once it has written its JSON: give it `grace` tenths of a
-# second before TERM, then KILL. Only an iperf3 process is killed (the PID may have been reused).
+# The one-off server exits by itself once it has written its JSON: give it `grace` hundredths of
+# a second before TERM, then KILL. Only an iperf3 process is killed (the PID may have been reused).
 _STOP_BODY = """\
 pid=$(cat "$pidfile" 2>/dev/null)
 case $pid in ''|*[!0-9]*) pid= ;; esac
@@ -108,7 +112,7 @@ if [ -n "$pid" ]; then
   if alive "$pid"; then
     kill "$pid" 2>/dev/null
     ticks=0
-    while [ "$ticks" -lt 10 ] && alive "$pid"; do nap; done
+    while [ "$ticks" -lt 100 ] && alive "$pid"; do nap; done
     alive "$pid" && kill -9 "$pid" 2>/dev/null
   fi
 fi
@@ -145,7 +149,7 @@ def server_start_script(
         "port_hex": f"{port:04X}",
         "pidfile": pidfile,
         "logfile": logfile,
-        "limit": ready_timeout_s * 10,
+        "limit": ready_timeout_s * 100,
         "watch": _WATCH,
     }
     return _assignments(values) + _SH_HELPERS + PRELUDE + _WATCH_START + _START_BODY
@@ -156,7 +160,7 @@ def server_stop_script(pidfile: str, logfile: str, *, grace_s: float = 2.0) -> s
     values: dict[str, str | int] = {
         "pidfile": pidfile,
         "logfile": logfile,
-        "grace": round(grace_s * 10),
+        "grace": round(grace_s * 100),
     }
     return _assignments(values) + _SH_HELPERS + _STOP_BODY
 

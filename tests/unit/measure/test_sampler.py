@@ -47,3 +47,54 @@ def test_loop_samples_and_leaves_nothing_behind() -> None:
     status = Path(f"/proc/{pid}/status")
     # gone, or a zombie waiting for a lazy init to reap it: either way no longer running
     assert not status.exists() or "\nState:\tZ" in status.read_text()
+
+
+def test_lines_of_the_older_sampler_still_parse_without_disks_or_nics() -> None:
+    parsed = sampler.parse((FIXTURES / "idle-dash.txt").read_text())
+    series = parsed["series"]
+    assert series["t_s"] == [1.0, 2.01]
+    assert series["cpu_busy_percent"][0] == pytest.approx(0.5, abs=0.01)
+    assert series["mem_available_bytes"] == [24303500 * 1024, 24296960 * 1024]
+    assert series["disks"] == {} and series["nics"] == {}
+
+
+def test_the_loop_here_reads_disk_and_nic_counters() -> None:
+    runner = LocalRunner()
+    token = f"unit-series-{os.getpid()}"
+    pid = sampler.start(runner, token, max_s=30)
+    assert pid is not None
+    time.sleep(2.2)
+    result = sampler.stop(runner, token, pid)
+    assert result is not None
+    series = result["series"]
+    assert len(series["t_s"]) >= 2 and all(
+        0.9 < t - s < 1.3 for s, t in zip([0, *series["t_s"]], series["t_s"], strict=False)
+    )
+    assert all(v is None or 0 <= v <= 100 for v in series["cpu_busy_percent"])
+    for rates in [*series["disks"].values(), *series["nics"].values()]:
+        assert all(len(column) == len(series["t_s"]) for column in rates.values())
+        assert all(v is None or v >= 0 for column in rates.values() for v in column)
+
+
+def test_series_of_a_real_1g_iperf3_run_then_a_direct_write() -> None:
+    series = sampler.parse((FIXTURES / "netns-iperf3-1g-then-dd-dash.txt").read_text())["series"]
+    assert series["t_s"] == [1.0, 2.01, 3.02, 4.02, 5.03]
+    # tbf shapes what the veth sends, Ethernet header included: 1 Gbit/s = 125 MB/s at most
+    sent = series["nics"]["tlcap1"]["tx_bytes_per_second"]
+    assert all(110e6 < rate < 125e6 for rate in sent[2:4]), sent
+    # iperf3 started within the second before 2.01 and ended within the one before 5.03
+    assert sent[0] < 1000 and 50e6 < sent[1] < 110e6 and sent[4] < sent[3] / 2
+    received = series["nics"]["tlcap1"]["rx_bytes_per_second"]
+    assert max(received) < 200_000  # only the peer's ACKs came back
+    written = series["disks"]["vda"]["write_bytes_per_second"]
+    # dd wrote 300 MiB (314.6 MB) within the last second
+    assert written[-1] == pytest.approx(300 * 2**20, rel=0.02)
+    assert max(written[:-1]) < 1e6
+    assert all(0 <= busy <= 100 for busy in series["cpu_busy_percent"])
+    assert set(series) == {"t_s", "cpu_busy_percent", "mem_available_bytes", "disks", "nics"}
+
+
+def test_a_line_cut_short_when_the_loop_was_killed_is_ignored() -> None:
+    text = (FIXTURES / "netns-iperf3-1g-then-dd-dash.txt").read_text()
+    cut = text + text.splitlines()[-1].replace(" E", "")[:-20] + "\n"
+    assert sampler.parse(cut)["samples"] == sampler.parse(text)["samples"] == 12

@@ -35,7 +35,9 @@ def test_write_then_read_in_a_directory_removed_afterwards(
     ctx, nas, _ = kind_context(TEST, TOOLS)
     nas.expect(MKDIR, reply=made_in("/volume1/test"))
     nas.expect("--rw=write", (FIO / "seq-write-direct.json").read_text())
+    nas.expect("fio.bin.bw_bw.1.log", (FIO / "bwlog" / "direct-write-steady_bw.1.log").read_text())
     nas.expect("--rw=read", (FIO / "seq-read-direct.json").read_text())
+    nas.expect("fio.bin.bw_bw.1.log", (FIO / "bwlog" / "direct-read_bw.1.log").read_text())
     nas.expect("rm -rf -- /volume1/test/nasplan-fio-")
 
     record = kinds.bind(ctx.plan.tests[0]).run(ctx)
@@ -54,6 +56,16 @@ def test_write_then_read_in_a_directory_removed_afterwards(
     assert name.startswith("nasplan-fio-")
     assert f"--filename={workdir}/fio.bin" in nas.texts("--rw=write")[0]
     assert nas.texts("rm -rf")[0].endswith(workdir)
+    # fio's per-second log of each job, read back and removed, is the test's timeline
+    assert f"--write_bw_log={workdir}/fio.bin.bw" in nas.texts("--rw=write")[0]
+    assert all('rm -f -- "$1"' in text for text in nas.texts("_bw.1.log"))
+    write, read = record["timeline"]["throughput"]
+    assert (write["direction"], write["source"], len(write["t_s"])) == ("write", "fio", 4)
+    assert (read["direction"], len(read["t_s"])) == ("read", 3)
+    assert write["fall"] is None and read["fall"] is None
+    assert write["bits_per_second"][0] == 23552 * 1024 * 8
+    reps = record["repetitions"]
+    assert reps[0]["started_s"] < write["t_s"][0] and reps[0]["ended_s"] <= reps[1]["started_s"]
 
 
 def test_refused_direct_io_is_measured_buffered_and_said(
@@ -63,6 +75,8 @@ def test_refused_direct_io_is_measured_buffered_and_said(
     nas.expect(MKDIR, reply=made_in("/volume1/test"))
     nas.expect("--direct=1", (FIO / "direct-io-error.txt").read_text())
     nas.expect("--direct=0", (FIO / "seq-write-buffered.json").read_text())
+    bwlog = FIO / "bwlog" / "buffered-write-cache-then-disk_bw.1.log"
+    nas.expect("_bw.1.log", bwlog.read_text())
     nas.expect("rm -rf")
 
     record = kinds.bind(ctx.plan.tests[0]).run(ctx)
@@ -71,6 +85,9 @@ def test_refused_direct_io_is_measured_buffered_and_said(
     assert record["params"]["direct"] is False
     assert record["repetitions"][0]["direct"] is False
     assert any("refused direct I/O" in w for w in ctx.warnings)
+    # buffered, its rate fell once the page cache was full (a real fio log)
+    (series,) = record["timeline"]["throughput"]
+    assert series["fall"] is not None and series["fall"]["after_s"] == 4.0
 
 
 def test_a_directory_that_cannot_be_made_fails_without_running_fio(

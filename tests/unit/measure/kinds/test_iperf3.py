@@ -39,6 +39,11 @@ def test_one_repetition_is_recorded_with_its_path_raw_file_and_resources(
     assert record["efficiency"] == pytest.approx(956948139.9 / path["theoretical_bits_per_second"])
     assert set(record["resources"]) == {"nas", "ws"}
     assert record["resources"]["nas"]["samples"] > 1
+    # iperf3's own seconds, on the test's clock from the repetition's start, as its timeline
+    (series,) = record["timeline"]["throughput"]
+    assert series["source"] == "iperf3" and series["fall"] is None
+    assert series["bits_per_second"] == rep["interval_bits_per_second"]
+    assert series["t_s"] == [round(rep["started_s"] + i, 2) for i in (1, 2)]
 
 
 def test_a_host_that_is_not_ready_fails_the_test_before_any_command(

@@ -49,6 +49,9 @@ def test_write_then_read_of_a_scratch_lun_with_chap(
     assert record["directions"]["read"]["median"] == pytest.approx(8 * 2**20 / 0.089122)
     assert record["summary"]["median"] == pytest.approx(8 * 8 * 2**20 / 0.065878)
     assert record["params"]["address"] == "198.18.251.1" and record["path"]["mtu_bytes"] == 9000
+    # each repetition's window on the test's clock; 8 MiB take less than a sampled second
+    assert 0 <= write["started_s"] <= write["ended_s"] <= read["started_s"] <= read["ended_s"]
+    assert record["timeline"] is None
     # The secret went on stdin only; the script itself too (never through argv).
     assert "0123456789abcdef" not in " ".join(ws.texts())
     runs = [call for call in ws.calls if "--direction" in call.text]

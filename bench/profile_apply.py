@@ -1,0 +1,180 @@
+"""Where the time of one ``nasplan apply`` goes, named (needs root: it uses the lab).
+
+Runs a two-host plan (one 1 s iperf3 test) on a small lab, in-process, after a warm-up run, with
+every SSH command nasplan sends timed and named by what it is (the facts script, a tool check, the
+iperf3 server start and readiness wait, the client, the server stop and log fetch, the resource
+sampler's start and stop) and the local steps timed (connections, run.json, report). Import time
+is measured in a fresh interpreter. Prints a table; bench/README.md keeps one before and after.
+
+Usage: .venv/bin/python bench/profile_apply.py [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nasplan import lab, ssh
+from nasplan.apply import apply
+from nasplan.plan import load_plan
+from nasplan.progress import PlainProgress
+
+# What a remote command is, from its text (first match wins).
+KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("facts round trip", re.compile(r"@@nasplan:")),
+    ("sampler start", re.compile(r"nasplan-sampler")),
+    ("sampler stop", re.compile(r'rm -f "\$flag"')),
+    ("iperf3 server start + readiness", re.compile(r"-s -1 -D|\$iperf3\" -s")),
+    ("iperf3 client", re.compile(r"iperf3\S* -J -c ")),
+    ("iperf3 server stop + log", re.compile(r"pidfile")),
+    ("tool checks / installs", re.compile(r"--version|apt-get|opkg|synogear|command -v")),
+)
+
+
+class Quiet(PlainProgress):
+    def _print(self, text: str) -> None:
+        pass
+
+
+class Timings:
+    """Thread-safe (phase -> durations) of everything timed during one apply."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.spans: dict[str, list[float]] = defaultdict(list)
+
+    def add(self, phase: str, seconds: float) -> None:
+        with self.lock:
+            self.spans[phase].append(seconds)
+
+    def wrap(
+        self, phase: str | Callable[..., str], function: Callable[..., Any]
+    ) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                name = phase(*args, **kwargs) if callable(phase) else phase
+                self.add(name, time.perf_counter() - started)
+
+        return timed
+
+
+def command_kind(_runner: Any, command: str, *_: Any, **__: Any) -> str:
+    for name, pattern in KINDS:
+        if pattern.search(command):
+            return name
+    return "other remote commands"
+
+
+@contextmanager
+def instrumented(timings: Timings) -> Iterator[None]:
+    """Time SshRunner's one exec path, connections, run.json and the report while inside."""
+    from fabric import Connection
+
+    import nasplan.apply as apply_module
+    import nasplan.results as results_module
+    from nasplan.report import render
+
+    patches: list[tuple[Any, str, Any]] = [
+        (ssh.SshRunner, "_exec", timings.wrap(command_kind, ssh.SshRunner._exec)),
+        (Connection, "open", timings.wrap("connect (TCP, SSH handshake, auth)", Connection.open)),
+        (apply_module, "save_run", timings.wrap("run.json", results_module.save_run)),
+        (apply_module, "write_report", timings.wrap("report.md", render.write_report)),
+    ]
+    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
+    for owner, name, replacement in patches:
+        setattr(owner, name, replacement)
+    try:
+        yield
+    finally:
+        for owner, name, original in saved:
+            setattr(owner, name, original)
+
+
+def import_seconds() -> dict[str, float]:
+    """Fresh-interpreter import time of the CLI and of what apply loads."""
+    out: dict[str, float] = {}
+    for label, module in (("import nasplan.cli", "nasplan.cli"), ("import apply", "nasplan.apply")):
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", f"import {module}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        total = 0
+        for line in done.stderr.splitlines():
+            parts = line.split("|")
+            if len(parts) == 3 and not parts[2].startswith("  ") and parts[1].strip().isdigit():
+                total += int(parts[1].strip())
+        out[label] = total / 1e6
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    spec = {
+        "name": "bp",
+        "description": "two hosts on a 1G LAN: where one apply's time goes",
+        "lan": {"prefix": "198.19.129.0/24", "rate": "1G"},
+        "hosts": {"h01": {"personality": "debian"}, "h02": {"personality": "debian"}},
+        "links": [],
+    }
+    walls: list[float] = []
+    per_run: dict[str, list[float]] = defaultdict(list)
+    with tempfile.TemporaryDirectory(prefix="nasplan-profile-") as tmp:
+        workdir = Path(tmp)
+        lab_file = workdir / "lab.yaml"
+        lab_file.write_text(yaml.safe_dump(spec))
+        state = lab.up(lab_file, workdir / "state")
+        try:
+            plan_path = workdir / "plan.yaml"
+            test = {
+                "id": "t",
+                "kind": "iperf3",
+                "server": "h01",
+                "client": "h02",
+                "duration_s": 1,
+                "repetitions": 1,
+            }
+            plan = {"name": "bp", "inventory": str(state.inventory_path), "tests": [test]}
+            plan_path.write_text(yaml.safe_dump(plan))
+            loaded = load_plan(plan_path)
+            apply(loaded, Quiet(), out=workdir / "warm-up")
+            for index in range(args.repeat):
+                timings = Timings()
+                with instrumented(timings):
+                    started = time.perf_counter()
+                    apply(loaded, Quiet(), out=workdir / f"run-{index}")
+                    walls.append(time.perf_counter() - started)
+                for phase, spans in timings.spans.items():
+                    per_run[phase].append(sum(spans))
+        finally:
+            lab.down(lab_file, workdir / "state")
+    print("| step | seconds per apply (median; summed over hosts) |")
+    print("|---|---|")
+    for label, seconds in import_seconds().items():
+        print(f"| {label} (fresh interpreter) | {seconds:.3f} |")
+    for phase, values in sorted(per_run.items(), key=lambda item: -statistics.median(item[1])):
+        print(f"| {phase} | {statistics.median(values):.3f} |")
+    print(f"| **apply wall time** (in-process, 1 s of iperf3) | {statistics.median(walls):.3f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,155 @@
+"""Per-second timelines in the report: a Mermaid line chart per test and the rate falls.
+
+Pure functions of run.json's ``tests[].timeline`` (and ``resources.<host>.series`` for the
+optional matplotlib figure in timeline_charts.py).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from nasplan.report import mermaid
+
+CHART_PREFIX = "charts/timeline-"
+# Mermaid draws every point; longer tests are averaged over a few seconds per point.
+MAX_CHART_POINTS = 240
+SOURCE_TEXT = {
+    "iperf3": "iperf3's own 1 s intervals",
+    "fio": "fio's bandwidth log (one average per second)",
+    "nic": "bytes per second on the client's NIC towards the NAS (protocol headers included)",
+}
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def _stem(test_id: str) -> str:
+    return f"{CHART_PREFIX}{_UNSAFE.sub('-', test_id)}."
+
+
+def chart_file(test_id: str, chart_format: str) -> str:
+    """``charts/timeline-<test id>.<format>``, relative to the run directory."""
+    return _stem(test_id) + chart_format
+
+
+def unit_for(kind: str, bits_per_second: Sequence[float | None]) -> tuple[str, float]:
+    """The unit a test's rates are shown in, with its size in bit/s: network tests in bit/s
+    (beside the TCP maximum), disk tests in MiB/s (2^20 bytes/s) as fio and the disk table."""
+    if kind == "disk":
+        return "MiB/s", 8.0 * 2**20
+    return mermaid.rate_unit(bits_per_second)
+
+
+def tcp_maximum(test: Mapping[str, Any]) -> float | None:
+    """The line a network test's chart draws (its path's TCP maximum); None for disk tests."""
+    if test.get("kind") == "disk":
+        return None
+    value = (test.get("path") or {}).get("theoretical_bits_per_second")
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def per_second(throughput: Sequence[Mapping[str, Any]]) -> list[float | None]:
+    """Every series of a test on one grid of whole seconds of its clock (index = second);
+    a second no series covers is None (nothing was measured then, e.g. between repetitions)."""
+    points = [
+        (t, value)
+        for s in throughput
+        for t, value in zip(s.get("t_s") or [], s.get("bits_per_second") or [], strict=False)
+    ]
+    if not points:
+        return []
+    grid: list[float | None] = [None] * (max(0, round(max(t for t, _ in points))) + 1)
+    for t, value in points:
+        if value is not None:
+            grid[max(0, round(t))] = value
+    return grid
+
+
+def _buckets(values: Sequence[float | None], size: int) -> list[float | None]:
+    """Averages of ``size`` consecutive values (None when a bucket has no value)."""
+    out: list[float | None] = []
+    for start in range(0, len(values), size):
+        present = [v for v in values[start : start + size] if v is not None]
+        out.append(sum(present) / len(present) if present else None)
+    return out
+
+
+def mermaid_chart(test: Mapping[str, Any]) -> str | None:
+    """A line chart of a test's rate over its seconds, with the TCP maximum as a second line
+    (network tests); None when the test has no timeline."""
+    throughput = (test.get("timeline") or {}).get("throughput") or []
+    grid = per_second(throughput)
+    if not any(v is not None for v in grid):
+        return None
+    kind = str(test.get("kind"))
+    maximum = tcp_maximum(test)
+    unit, factor = unit_for(kind, [*grid, maximum])
+    step = max(1, math.ceil(len(grid) / MAX_CHART_POINTS))
+    values = [None if v is None else v / factor for v in _buckets(grid, step)]
+    lines: list[list[float | None]] = [values]
+    title = f"{test['id']}: rate per second"
+    if step > 1:
+        title = f"{test['id']}: rate, {step} s averages"
+    if maximum:
+        lines.append([maximum / factor] * len(values))
+        title += " (flat line: TCP maximum)"
+    top = max([v for v in values if v is not None] + [maximum / factor if maximum else 0.0])
+    return mermaid.line_chart(title, "seconds since the test started", lines, unit, top)
+
+
+def _rate_text(kind: str, bits_per_second: float) -> str:
+    if kind == "disk":
+        return f"{bits_per_second / 8 / 2**20:.1f} MiB/s"
+    return f"{bits_per_second / 8 / 10**6:.1f} MB/s ({bits_per_second / 8 / 2**20:.1f} MiB/s)"
+
+
+def fall_texts(test: Mapping[str, Any]) -> list[str]:
+    """One sentence per repetition of a test whose rate fell after its first seconds."""
+    kind = str(test.get("kind"))
+    texts = []
+    for s in (test.get("timeline") or {}).get("throughput") or []:
+        fall = s.get("fall")
+        if not fall:
+            continue
+        what = " ".join(p for p in (s.get("direction"), f"repetition {s['repetition']}") if p)
+        before, after = fall["before_bits_per_second"], fall["after_bits_per_second"]
+        texts.append(
+            f"{what}: the rate fell after {fall['after_s']:g} s, from "
+            f"{_rate_text(kind, before)} to {_rate_text(kind, after)}, "
+            f"{after / before * 100:.0f} % of the earlier rate: a cache took the first seconds, "
+            f"then the disk's own speed (or another limit) set the rate"
+        )
+    return texts
+
+
+def views(run: Mapping[str, Any], chart_files: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """What the report's *Rate over time* section shows, one entry per test with a timeline:
+    ``{"id", "name", "kind", "sources", "chart", "falls", "figure"}``."""
+    found = []
+    for test in run.get("tests", []):
+        throughput = (test.get("timeline") or {}).get("throughput") or []
+        if not throughput:
+            continue
+        sources = sorted({str(s.get("source")) for s in throughput})
+        stem = _stem(test["id"])
+        figure = next(
+            (f for f in chart_files if f.startswith(stem) and "." not in f[len(stem) :]), None
+        )
+        found.append(
+            {
+                "id": test["id"],
+                "name": test.get("name") or test["id"],
+                "kind": test.get("kind"),
+                "sources": [SOURCE_TEXT.get(s, s) for s in sources],
+                "chart": mermaid_chart(test),
+                "falls": fall_texts(test),
+                "figure": figure,
+            }
+        )
+    return found
+
+
+def is_timeline_file(path: str) -> bool:
+    """True for a chart file drawn by timeline_charts (shown under *Rate over time*)."""
+    return path.startswith(CHART_PREFIX)

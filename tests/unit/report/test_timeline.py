@@ -1,0 +1,177 @@
+"""Rate over time in report.md: Mermaid line charts, rate falls, the matplotlib figure."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nasplan.analysis import summarize
+from nasplan.measure import timeline
+from nasplan.measure.tools import fio, iperf3
+from nasplan.report import mermaid, render_report
+from nasplan.report import timeline as report_timeline
+from nasplan.report.render import write_report
+from nasplan.results import load_run, run_errors, save_run
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+SAMPLE = FIXTURES / "runs" / "sample"
+
+
+def iperf3_intervals() -> list[float | None]:
+    raw = (FIXTURES / "iperf3" / "3.12" / "tcp-single.json").read_text()
+    return [row["bits_per_second"] for row in iperf3.parse(raw)["intervals"]]
+
+
+def disk_record() -> dict[str, Any]:
+    """A disk test whose one write repetition is the real cache-then-disk fio log."""
+    log = fio.parse_bw_log(
+        (FIXTURES / "fio" / "bwlog" / "buffered-write-cache-then-disk_bw.1.log").read_text()
+    )
+    t_s, rates = timeline.fio_points(log, 0.4, "write")
+    series = timeline.series(
+        repetition=1, direction="write", source="fio", t_s=t_s, bits_per_second=rates,
+        started_s=0.4, detect_fall=True,
+    )  # fmt: skip
+    rate = 480 * 2**20 / 22.1
+    return {
+        "id": "disk-fall", "kind": "disk", "name": "NAS volume, buffered", "status": "ok",
+        "error": None,
+        "params": {"host": "nas", "path": "/volume1", "direction": "write",
+                   "size_bytes": 480 * 2**20, "block_bytes": 2**20, "direct": False,
+                   "repetitions": 1},
+        "path": None,
+        "repetitions": [{"index": 1, "status": "ok", "error": None, "raw_file": None,
+                         "direction": "write", "bytes_per_second": rate, "started_s": 0.4,
+                         "ended_s": 22.6}],
+        "summary": summarize([rate], "bytes_per_second"), "efficiency": None,
+        "directions": {"write": summarize([rate], "bytes_per_second")}, "cache_warning": None,
+        "timeline": timeline.timeline([series]),
+    }  # fmt: skip
+
+
+@pytest.fixture()
+def run() -> dict[str, Any]:
+    """The sample run with real per-second data: iperf3's intervals and a fio log that falls."""
+    run = copy.deepcopy(load_run(SAMPLE))
+    lan = run["tests"][0]
+    t_s, rates = timeline.iperf3_points(iperf3_intervals(), started_s=0.2)
+    lan["timeline"] = timeline.timeline(
+        [timeline.series(repetition=1, direction=None, source="iperf3", t_s=t_s,
+                         bits_per_second=rates, started_s=0.2, detect_fall=False)]
+    )  # fmt: skip
+    run["tests"].append(disk_record())
+    return run
+
+
+def test_the_run_with_timelines_matches_the_schema(run: dict[str, Any]) -> None:
+    assert run_errors(run) == []
+
+
+def test_an_old_run_has_no_rate_over_time_section() -> None:
+    report = render_report(load_run(SAMPLE))
+    assert "Rate over time" not in report and "rate per second" not in report
+
+
+def test_each_timeline_is_a_valid_mermaid_line_chart(run: dict[str, Any]) -> None:
+    report = render_report(run)
+    assert "## Rate over time" in report
+    charts = [b for b in mermaid.blocks(report) if "per second" in b]
+    assert len(charts) == 2
+    assert all(mermaid.validate(chart) == [] for chart in charts)
+    network = next(c for c in charts if '"lan-single: ' in c)
+    assert 'y-axis "Mbit/s"' in network and "TCP maximum" in network
+    rate, flat = (line for line in network.splitlines() if line.strip().startswith("line ["))
+    assert set(flat.strip()[6:-1].split(", ")) == {"956.41"}
+    values = [float(v) for v in rate.strip()[6:-1].split(", ")]
+    assert values == [0, 982.79, 949.78]  # iperf3 3.12 over a 1G tbf: its first second bursts
+    disk = next(c for c in charts if '"disk-fall: ' in c)
+    assert 'y-axis "MiB/s"' in disk and "TCP maximum" not in disk
+
+
+def test_a_fall_is_named_with_its_time_and_both_rates(run: dict[str, Any]) -> None:
+    report = render_report(run)
+    assert "Rates that fell after the first seconds:" in report
+    (line,) = [x for x in report.splitlines() if x.startswith("- **disk-fall**")]
+    assert "write repetition 1: the rate fell after 4 s, from 60.0 MiB/s to 22.0 MiB/s" in line
+    assert "lan-single" not in report.split("Rates that fell")[1].split("###")[0]
+
+
+def test_long_series_are_averaged_to_a_chart_mermaid_can_draw() -> None:
+    values: list[float | None] = [8e8] * 300 + [2e8] * 300
+    record = {
+        "id": "long", "kind": "transfer", "path": {"theoretical_bits_per_second": 9.5e8},
+        "timeline": {"throughput": [{"t_s": [float(t) for t in range(1, 601)],
+                                     "bits_per_second": values}]},
+    }  # fmt: skip
+    chart = report_timeline.mermaid_chart(record)
+    assert chart is not None and mermaid.validate(mermaid.blocks(chart + "\n")[0]) == []
+    assert "3 s averages" in chart
+    (rate, _) = (line for line in chart.splitlines() if line.strip().startswith("line ["))
+    assert len(rate.split(", ")) == 201
+
+
+def test_seconds_without_a_point_are_gaps() -> None:
+    grid = report_timeline.per_second(
+        [{"t_s": [1.0, 2.0], "bits_per_second": [5.0, 6.0]},
+         {"t_s": [4.1, 5.0], "bits_per_second": [7.0, None]}]
+    )  # fmt: skip
+    assert grid == [None, 5.0, 6.0, None, 7.0, None]
+
+
+def test_charts_png_draws_rate_and_cpu_per_test(run: dict[str, Any], tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    run["tests"][-1]["resources"] = {
+        "nas": {"samples": 3, "cpu_busy_percent_median": 20.0, "cpu_busy_percent_max": 30.0,
+                "mem_available_bytes_min": 2**30, "duration_s": 2.0,
+                "series": {"t_s": [1.0, 2.0], "cpu_busy_percent": [10.0, 30.0],
+                           "mem_available_bytes": [2**30, 2**30], "disks": {}, "nics": {}}},
+    }  # fmt: skip
+    save_run(tmp_path, run)
+    write_report(tmp_path, charts="png")
+    names = {p.name for p in (tmp_path / "charts").iterdir()}
+    timelines = {n for n in names if n.startswith("timeline-")}
+    assert timelines == {"timeline-disk-fall.png", "timeline-lan-single.png"}
+    assert (tmp_path / "charts" / "timeline-disk-fall.png").read_bytes()[:4] == b"\x89PNG"
+    report = (tmp_path / "report.md").read_text()
+    assert "![disk-fall: rate and CPU per second](charts/timeline-disk-fall.png)" in report
+    # each figure once; the timeline figures by their test, after the run's summary charts
+    assert report.count("](charts/") == len(names)
+    section = report.index("## Rate over time")
+    for name in names:
+        assert (report.index(f"(charts/{name})") > section) == (name in timelines), name
+
+
+def test_report_of_a_real_lab_run_over_1g() -> None:
+    run = load_run(FIXTURES / "runs" / "timeline-lab")
+    report = render_report(run)
+    section = report.split("## Rate over time")[1].split("## How the numbers")[0]
+    assert "Rates that fell" not in section  # nothing throttled the lab's disk
+    assert "### net: " in section and "### smb: " in section and "### fio" not in section
+    assert "bytes per second on the client's NIC towards the NAS" in section
+    charts = mermaid.blocks(section)
+    assert len(charts) == 2 and all(mermaid.validate(chart) == [] for chart in charts)
+    for chart in charts:
+        rate, flat = (x.strip()[6:-1] for x in chart.splitlines() if x.strip().startswith("line"))
+        assert set(flat.split(", ")) == {"956.41"}  # 1G at MTU 1500, tc framing, in Mbit/s
+        points = [float(v) for v in rate.split(", ")]
+        assert points[0] == 0 and 900 < max(points) < 1000, chart
+
+
+def test_a_real_smb_write_that_fell_when_the_nas_cache_was_full() -> None:
+    run = load_run(FIXTURES / "runs" / "smb-fall-lab")
+    (series,) = run["tests"][0]["timeline"]["throughput"]
+    assert (series["source"], series["direction"], series["nic"]) == ("nic", "write", "eth0")
+    assert series["fall"]["after_s"] == 2.0
+    # the NAS's disk was throttled to 25 MB/s: what the NIC carried once its cache was full
+    assert 20e6 < series["fall"]["after_bits_per_second"] / 8 < 26.5e6
+    assert series["fall"]["before_bits_per_second"] > 3 * series["fall"]["after_bits_per_second"]
+    report = render_report(run)
+    assert (
+        "- **smb-write** write repetition 1: the rate fell after 2 s, from 95.8 MB/s "
+        "(91.4 MiB/s) to 25.3 MB/s (24.1 MiB/s), 26 % of the earlier rate" in report
+    )
+    (chart,) = [b for b in mermaid.blocks(report) if "smb-write: rate" in b]
+    assert mermaid.validate(chart) == []
