@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from nasplan import results
-from nasplan.analysis import summarize
+from nasplan.analysis import efficiency, summarize
 from nasplan.errors import CannotStart
 from nasplan.measure.netpath import describe_path, nic_holding, nic_towards, path_end
 from nasplan.units import format_metric
@@ -164,6 +164,20 @@ def finish(record: dict[str, Any], errors: list[str]) -> dict[str, Any]:
     record["status"] = "failed" if errors else "ok"
     record["error"] = "; ".join(errors) or None
     return record
+
+
+def summarize_directions(record: dict[str, Any], directions: tuple[str, ...] | list[str]) -> None:
+    """Per-direction byte rates into ``record["directions"]``; the first direction's bit rate is
+    the record's ``summary`` and, against the path's TCP maximum, its ``efficiency``."""
+    reps = record["repetitions"]
+    ok = [r for r in reps if r["status"] == "ok"]
+    for direction in directions:
+        rates = [r["bytes_per_second"] for r in ok if r["direction"] == direction]
+        record["directions"][direction] = summarize(rates, "bytes_per_second")
+    bits = [r["bits_per_second"] for r in ok if r["direction"] == directions[0]]
+    record["summary"] = summarize(bits, "bits_per_second")
+    theoretical = (record["path"] or {}).get("theoretical_bits_per_second")
+    record["efficiency"] = efficiency(record["summary"]["median"], theoretical)
 
 
 def check_ready(test: PlanTest, ctx: RunContext, needed: Needs) -> None:

@@ -15,7 +15,6 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from nasplan.analysis import efficiency, summarize
 from nasplan.errors import CannotStart
 from nasplan.measure import sampler, timeline
 from nasplan.measure.kind import (
@@ -26,6 +25,7 @@ from nasplan.measure.kind import (
     new_record,
     open_pair,
     path_params,
+    summarize_directions,
     target_label,
 )
 from nasplan.measure.tools import iscsi
@@ -152,7 +152,7 @@ def run(test: PlanTest, s: IscsiSettings, ctx: RunContext) -> dict[str, Any]:
         removed = client.runner.run(iscsi.cleanup_argv(directory), timeout_s=SETUP_TIMEOUT_S)
         if not removed.ok:
             ctx.warnings.append(f"{test.id}: cleanup: rm -rf {directory}: {removed.stderr}")
-    _summarize(record, s)
+    summarize_directions(record, s.directions)
     return finish(record, errors)
 
 
@@ -247,24 +247,6 @@ def _explain(exc: iscsi.IscsiError, target: iscsi.Target) -> str:
         return f"{exc.stage}: {exc}"
     hints = [h.format(portal=target.portal) for key, h in _LOGIN_HINTS.items() if key in str(exc)]
     return f"iSCSI login to {target.url} failed: {exc}" + (f" ({hints[0]})" if hints else "")
-
-
-def _summarize(record: dict[str, Any], s: IscsiSettings) -> None:
-    reps = record["repetitions"]
-    for direction in s.directions:
-        rates = [
-            r["bytes_per_second"]
-            for r in reps
-            if r["direction"] == direction and r["status"] == "ok"
-        ]
-        record["directions"][direction] = summarize(rates, "bytes_per_second")
-    headline = s.directions[0]
-    bits = [
-        r["bits_per_second"] for r in reps if r["direction"] == headline and r["status"] == "ok"
-    ]
-    record["summary"] = summarize(bits, "bits_per_second")
-    theoretical = (record["path"] or {}).get("theoretical_bits_per_second")
-    record["efficiency"] = efficiency(record["summary"]["median"], theoretical)
 
 
 KIND = Kind(name="iscsi", settings=settings, needs=needs, describe=describe, run=run)

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from nasplan import shell
-from nasplan.analysis import efficiency, summarize
 from nasplan.errors import CannotStart
 from nasplan.hosts import HostSession
 from nasplan.measure import sampler, timeline
@@ -26,6 +25,7 @@ from nasplan.measure.kind import (
     new_record,
     open_pair,
     path_params,
+    summarize_directions,
     target_label,
 )
 from nasplan.measure.tools import transfer, transfer_windows
@@ -430,7 +430,7 @@ def run(test: PlanTest, s: TransferSettings, ctx: RunContext) -> dict[str, Any]:
         ctx.warnings += [f"{test.id}: cleanup: {p}" for p in problems]
         # A file the run made and could not remove fails the test, its paths in the error.
         errors += [f"cleanup: {p}" for p in problems]
-    _summarize(record, xfer)
+    summarize_directions(record, xfer.directions)
     return finish(record, errors)
 
 
@@ -472,24 +472,6 @@ def _run_directions(
             ctx.checkpoint(record)
             if rep["error"]:
                 errors.append(f"{direction} {index}: {rep['error']}")
-
-
-def _summarize(record: dict[str, Any], xfer: Transfer) -> None:
-    reps = record["repetitions"]
-    for direction in xfer.directions:
-        rates = [
-            r["bytes_per_second"]
-            for r in reps
-            if r["direction"] == direction and r["status"] == "ok"
-        ]
-        record["directions"][direction] = summarize(rates, "bytes_per_second")
-    headline = xfer.directions[0]
-    bits = [
-        r["bits_per_second"] for r in reps if r["direction"] == headline and r["status"] == "ok"
-    ]
-    record["summary"] = summarize(bits, "bits_per_second")
-    theoretical = (record["path"] or {}).get("theoretical_bits_per_second")
-    record["efficiency"] = efficiency(record["summary"]["median"], theoretical)
 
 
 def describe(test: PlanTest, s: TransferSettings) -> str:
