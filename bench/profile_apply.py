@@ -34,6 +34,7 @@ from nasplan.progress import PlainProgress
 
 # What a remote command is, from its text (first match wins).
 KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("host lock: take, renew, release", re.compile(r'grep -qxF "run_id=|@@nasplan:locked@@')),
     ("facts round trip", re.compile(r"@@nasplan:")),
     ("sampler start", re.compile(r"nasplan-sampler")),
     ("sampler stop", re.compile(r'rm -f "\$flag"')),
@@ -86,15 +87,18 @@ def instrumented(timings: Timings) -> Iterator[None]:
     """Time SshRunner's one exec path, connections, run.json and the report while inside."""
     from fabric import Connection
 
-    import nasplan.apply as apply_module
     import nasplan.results as results_module
     from nasplan.report import render
 
     patches: list[tuple[Any, str, Any]] = [
         (ssh.SshRunner, "_exec", timings.wrap(command_kind, ssh.SshRunner._exec)),
         (Connection, "open", timings.wrap("connect (TCP, SSH handshake, auth)", Connection.open)),
-        (apply_module, "save_run", timings.wrap("run.json", results_module.save_run)),
-        (apply_module, "write_report", timings.wrap("report.md", render.write_report)),
+        (
+            results_module.RunSaver,
+            "save",
+            timings.wrap("run.json", results_module.RunSaver.save),
+        ),
+        (render, "write_report", timings.wrap("report.md", render.write_report)),
     ]
     saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
     for owner, name, replacement in patches:

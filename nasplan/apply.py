@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import secrets
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -30,8 +31,7 @@ from nasplan.network.phase import NetworkPhase, describe_changes
 from nasplan.output import require_free_space, secrets_from_environ
 from nasplan.plan import Plan
 from nasplan.progress import Progress, RedactedProgress, result_text
-from nasplan.report.render import write_report
-from nasplan.results import new_run_dir, save_run
+from nasplan.results import RunSaver, new_run_dir
 from nasplan.runner import Runner
 from nasplan.ssh import connect
 from nasplan.timeouts import from_environ
@@ -184,10 +184,8 @@ def run_test(one: BoundTest, ctx: RunContext) -> dict[str, Any]:
         ctx.running = None
 
 
-def _lock_hosts(
-    sessions: Mapping[str, HostSession], run_id: str, lease_s: float, progress: Progress
-) -> None:
-    """Take every ready host's nasplan lock; a host another run holds becomes unusable."""
+def _locker(run_id: str, lease_s: float, progress: Progress) -> Callable[[HostSession], None]:
+    """What takes one ready host's nasplan lock; a host another run holds becomes unusable."""
 
     def one(session: HostSession) -> None:
         if not session.ready:
@@ -202,7 +200,7 @@ def _lock_hosts(
             session.error = refused
             progress.host(session.host.name, f"[in use] {refused}")
 
-    in_parallel(sessions.values(), one)
+    return one
 
 
 def apply(
@@ -276,14 +274,29 @@ def apply(
             current["warnings"] += network.warnings
         return current
 
+    saver = RunSaver(run_dir)
+
     def checkpoint(running: dict[str, Any] | None = None) -> None:
-        save_run(run_dir, snapshot(running), secrets=ctx.secrets)
+        saver.save(snapshot(running), ctx.secrets)
 
     ctx.on_checkpoint = checkpoint
     checkpoint()
     try:
-        sessions.update(open_sessions(plan_hosts(plan), progress, connector))
-        _lock_hosts(sessions, lock_id, timeouts.lease_s, progress)
+        # Each host's lock is taken as soon as its facts are in, and the host is known to the
+        # finally below from then on: a run stopped during the connections releases it too.
+        locker = _locker(lock_id, timeouts.lease_s, progress)
+
+        def lock(session: HostSession) -> None:
+            sessions[session.host.name] = session
+            locker(session)
+
+        # The report's modules load while the hosts answer (done before anything is measured).
+        importing = threading.Thread(target=_import_report, daemon=True)
+        importing.start()
+        opened = open_sessions(plan_hosts(plan), progress, connector, then=lock)
+        importing.join()
+        sessions.clear()
+        sessions.update(opened)
         keeper.start()
         prepare(sessions, tool_needs(plan, bound), progress)
         checkpoint()
@@ -322,14 +335,22 @@ def apply(
             in_parallel(sessions.values(), lambda s: leases.release(s, lock_id))
             close_sessions(sessions)
             run["finished_at"] = _iso(_utc_now())
-            _finish(run_dir, snapshot(), ctx.secrets, progress)
+            _finish(saver, snapshot(), ctx.secrets, progress)
 
 
-def _finish(run_dir: Path, run: dict[str, Any], secrets: list[str], progress: Progress) -> None:
+def _import_report() -> None:
+    """Import what renders report.md (Jinja with it): run while the hosts are connected, so that
+    neither the start of a run nor its end waits for it."""
+    import nasplan.report.render  # noqa: F401
+
+
+def _finish(saver: RunSaver, run: dict[str, Any], secrets: list[str], progress: Progress) -> None:
     """Save the final run.json and render report.md; a full disk is said once, not raised over
     the run's own outcome (the last run.json saved during the run stays whole)."""
+    from nasplan.report.render import write_report
+
     try:
-        save_run(run_dir, run, secrets=secrets)
-        write_report(run_dir, secrets=secrets)
+        saver.save(run, secrets)
+        write_report(saver.path.parent, secrets=secrets)
     except RunDirError as exc:
         progress.message(f"nasplan: {exc}; run.json keeps what was saved before")

@@ -95,8 +95,13 @@ def open_sessions(
     hosts: Mapping[str, Host],
     progress: Progress,
     connector: Callable[[Host], Runner] = connect,
+    then: Callable[[HostSession], None] | None = None,
 ) -> dict[str, HostSession]:
-    """Connect and gather facts on every host at once: one SSH round trip each for the facts."""
+    """Connect and gather facts on every host at once: one SSH round trip each for the facts.
+
+    ``then``: the next step for a host whose facts came (apply takes its lock), run at once in
+    the same worker: a host does not wait for the slowest host's facts before it.
+    """
     sessions = {name: HostSession(host) for name, host in sorted(hosts.items())}
 
     def one(session: HostSession) -> None:
@@ -119,6 +124,8 @@ def open_sessions(
         if warning:
             session.warnings.append(warning)
         progress.host(session.host.name, f"{session.platform.name}, facts gathered")
+        if then is not None:
+            then(session)
 
     in_parallel(sessions.values(), one)
     return sessions

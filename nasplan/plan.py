@@ -10,14 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jinja2
 import yaml
 
 from nasplan.errors import InputError
 from nasplan.inventory import Inventory, load_inventory, ssh_file_errors
 from nasplan.loader import Document, JsonPath, parse_yaml, read_yaml, schema_errors
 from nasplan.network.model import NetworkSpec, parse_link_target, parse_network
-from nasplan.templating import PlanSandbox, TemplateRefused
 
 _SINGLE_EXPRESSION = re.compile(r"^\s*\{\{[^{}]*\}\}\s*$")
 
@@ -115,8 +113,25 @@ def _whole_numbers(value: Any) -> Any:
     return value
 
 
+class _Templates:
+    """The plan's Jinja sandbox, made at the first template the plan holds (a plan without
+    any does not pay for importing Jinja)."""
+
+    def __init__(self) -> None:
+        self._env: Any = None
+
+    def render(self, template: str, context: Mapping[str, Any]) -> str:
+        """``template`` rendered over ``context`` (raises as PlanSandbox.render does)."""
+        if self._env is None:
+            from nasplan.templating import PlanSandbox
+
+            self._env = PlanSandbox()
+        rendered: str = self._env.render(template, context)
+        return rendered
+
+
 def _render_value(
-    env: PlanSandbox,
+    env: _Templates,
     value: Any,
     context: Mapping[str, Any],
     document: Document,
@@ -128,6 +143,11 @@ def _render_value(
         return [_render_value(env, v, context, document, (*path, i)) for i, v in enumerate(value)]
     if not isinstance(value, str) or ("{{" not in value and "{%" not in value):
         return value
+    # Only a plan that holds a template imports Jinja (every apply starts by loading the plan).
+    import jinja2
+
+    from nasplan.templating import TemplateRefused
+
     try:
         rendered = env.render(value, context)
     except TemplateRefused as exc:
@@ -159,7 +179,7 @@ def resolve_templates(
 
     Precedence of vars, lowest first: inventory vars, plan vars, ``extra_vars`` (``-e``).
     """
-    env = PlanSandbox()
+    env = _Templates()
     data: dict[str, Any] = dict(document.data)
     context: dict[str, Any] = {
         "hosts": {name: host.template_view() for name, host in inventory.hosts.items()},

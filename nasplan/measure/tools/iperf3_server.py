@@ -32,21 +32,18 @@ alive() {
 }
 """
 
-# `iperf3 -D` returns before the server listens, so wait until the port shows up in LISTEN
-# state (0A) in /proc/net/tcp{,6}; the port there is 4 upper-case hex digits.
+# `iperf3 -D` may return before the server listens, so wait until the port shows up in LISTEN
+# state (0A) in /proc/net/tcp{,6} (one grep for both: -s, a host without IPv6 has no tcp6);
+# the port there is 4 upper-case hex digits. Files of this token exist only after a retry.
 _START_BODY = """\
 listening() {
-  for table in /proc/net/tcp /proc/net/tcp6; do
-    [ -r "$table" ] || continue
-    grep -Eq "^ *[0-9]+: [0-9A-F]+:$port_hex [0-9A-F]+:[0-9A-F]+ 0A " "$table" && return 0
-  done
-  return 1
+  grep -Eqs "^ *[0-9]+: [0-9A-F]+:$port_hex [0-9A-F]+:[0-9A-F]+ 0A " /proc/net/tcp /proc/net/tcp6
 }
 if [ -r /proc/net/tcp ] && listening; then
   echo "nasplan: iperf3 port $port is already in use on $(hostname 2>/dev/null)" >&2
   exit 3
 fi
-rm -f "$pidfile" "$logfile"
+if [ -e "$pidfile" ] || [ -e "$logfile" ]; then rm -f "$pidfile" "$logfile"; fi
 if ! "$iperf3" -s -1 -D -p "$port" --pidfile "$pidfile" -J --logfile "$logfile"; then
   echo "nasplan: $iperf3 -s -D failed" >&2
   cat "$logfile" >&2 2>/dev/null
@@ -88,7 +85,8 @@ done
 
 _WATCH_START = """\
 nasplan_watch() {
-  pid=$(cat "$pidfile" 2>/dev/null)
+  pid=
+  [ -r "$pidfile" ] && read -r pid < "$pidfile"
   case $pid in ''|*[!0-9]*) return 0 ;; esac
   nasplan_register "$pid" "$pidfile" "$pidfile" "$logfile"
   [ -f "$nasplan_lease" ] || return 0
