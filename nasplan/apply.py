@@ -332,10 +332,25 @@ def apply(
             network.teardown()  # a no-op when done above; restores after an error or Ctrl-C
         finally:
             keeper.stop()
-            in_parallel(sessions.values(), lambda s: leases.release(s, lock_id))
-            close_sessions(sessions)
+            # The hosts release their locks while run.json and the report are written; should a
+            # host have removed something this run left there, both are written again with it.
+            releasing = threading.Thread(target=_release, args=(sessions, lock_id), daemon=True)
+            releasing.start()
             run["finished_at"] = _iso(_utc_now())
-            _finish(saver, snapshot(), ctx.secrets, progress)
+            written = snapshot()
+            try:
+                _finish(saver, written, ctx.secrets, progress)
+            finally:
+                releasing.join()
+            final = snapshot()
+            if final != written:
+                _finish(saver, final, ctx.secrets, progress)
+
+
+def _release(sessions: Mapping[str, HostSession], lock_id: str) -> None:
+    """Release this run's lock on every host (what it left there goes with it), then close."""
+    in_parallel(sessions.values(), lambda s: leases.release(s, lock_id))
+    close_sessions(sessions)
 
 
 def _import_report() -> None:
