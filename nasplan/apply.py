@@ -290,11 +290,7 @@ def apply(
             sessions[session.host.name] = session
             locker(session)
 
-        # The report's modules load while the hosts answer (done before anything is measured).
-        importing = threading.Thread(target=_import_report, daemon=True)
-        importing.start()
         opened = open_sessions(plan_hosts(plan), progress, connector, then=lock)
-        importing.join()
         sessions.clear()
         sessions.update(opened)
         keeper.start()
@@ -353,15 +349,10 @@ def _release(sessions: Mapping[str, HostSession], lock_id: str) -> None:
     close_sessions(sessions)
 
 
-def _import_report() -> None:
-    """Import what renders report.md (Jinja with it): run while the hosts are connected, so that
-    neither the start of a run nor its end waits for it."""
-    import nasplan.report.render  # noqa: F401
-
-
 def _finish(saver: RunSaver, run: dict[str, Any], secrets: list[str], progress: Progress) -> None:
     """Save the final run.json and render report.md; a full disk is said once, not raised over
     the run's own outcome (the last run.json saved during the run stays whole)."""
+    # Imported here, not at the top: `apply --check` renders no report (Jinja comes with it).
     from nasplan.report.render import write_report
 
     try:
