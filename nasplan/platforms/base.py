@@ -12,9 +12,12 @@ from nasplan.errors import NasplanError
 
 # Any Linux: ``ip`` changes, undone by a detached ``setsid sh`` timer unless confirmed.
 SETSID_TIMER = "setsid-timer"
+# macOS, FreeBSD: ``ifconfig`` changes, undone by an ``sh`` timer detached with setsid, FreeBSD's
+# ``daemon -f`` or ``nohup`` (whichever the host has, in that order) unless confirmed.
+DETACHED_TIMER = "detached-timer"
 # TrueNAS SCALE's middleware: ``interface.update`` + ``interface.commit`` with rollback.
 TRUENAS_INTERFACE_COMMIT = "truenas-interface-commit"
-# No change by nasplan (Windows, macOS, FreeBSD): ``Platform.network_refusal`` says what to do.
+# No change by nasplan (Windows): ``Platform.network_refusal`` says what to do.
 MANUAL = "manual"
 
 
@@ -45,6 +48,6 @@ def manual_network_refusal(os_name: str, example: str) -> str:
     """The refusal of a platform nasplan cannot change the network of, with what to do instead."""
     return (
         f"nasplan changes MTU and addresses only where it can arm a revert and read the state "
-        f"back (Linux ip, the TrueNAS SCALE middleware); on {os_name} set it yourself, e.g. "
+        f"back (Linux, macOS, FreeBSD, the TrueNAS middleware); on {os_name} set it yourself, e.g. "
         f"`{example}`, and run the plan without its network: section"
     )

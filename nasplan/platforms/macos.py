@@ -7,7 +7,7 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from nasplan.platforms.base import MANUAL, Command, PlatformError, manual_network_refusal
+from nasplan.platforms.base import DETACHED_TIMER, Command, PlatformError
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
@@ -17,9 +17,6 @@ BREW_HOWTO = "https://brew.sh"
 PACKAGES = {"nfs-cp": "libnfs"}
 # Apple silicon installs under /opt/homebrew, Intel Macs under /usr/local (facts look in both).
 HOMEBREW_PREFIXES = ("/opt/homebrew", "/usr/local")
-
-
-_EXAMPLE = "sudo networksetup -setMTU en0 9000"
 
 
 class MacOs:
@@ -61,9 +58,9 @@ class MacOs:
         return [Command("\n".join(lines), f"brew install {' '.join(names)}", sudo=False)]
 
     def network_mechanism(self, facts: HostFacts) -> str:
-        """No mechanism: nasplan does not change this host's network (``network_refusal``)."""
-        return MANUAL
+        """``ifconfig`` changes (gone at reboot) under a revert timer detached with nohup."""
+        return DETACHED_TIMER
 
     def network_refusal(self, facts: HostFacts) -> str | None:
-        """Why nasplan will not change this host's network (no armed revert it can read back)."""
-        return manual_network_refusal(self.os_name(facts) or self.name, _EXAMPLE)
+        """None: nasplan changes this host's network itself (``network_mechanism``)."""
+        return None
