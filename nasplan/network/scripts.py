@@ -114,9 +114,7 @@ def arm_and_apply_script(
         )
         start = "setsid sh"
     return (
-        "set -u\n"
-        + check
-        + f"rm -rf {d} && mkdir -m 700 {d} || exit {EXIT_NOT_ARMED}\n"
+        "set -u\n" + check + f"rm -rf {d} && mkdir -m 700 {d} || exit {EXIT_NOT_ARMED}\n"
         f"cat > {d}/restore.sh <<'NASPLAN_RESTORE'\n{restore_body(restore)}NASPLAN_RESTORE\n"
         + PRELUDE
         + f"{start} -c {shlex.quote(_REVERT_DAEMON)} nasplan-revert {d} {int(timeout_s)} "
