@@ -24,23 +24,15 @@ REVERT_BASE = "/tmp"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 EXIT_NO_SETSID, EXIT_NOT_ARMED, EXIT_APPLY_FAILED = 90, 91, 92
 
-# Shell functions: nasplan_detacher prints the first way this host has to detach a process
-# (setsid, daemon, nohup; nothing: none); nasplan_detach ARGV runs ARGV detached with it.
+# Sets nasplan_how to the first way this host has to detach a process (setsid, daemon, nohup;
+# empty: none) and nasplan_detach to its command words, used unquoted: `$nasplan_detach sh -c`.
+# (Not a shell function: dash keeps a backgrounded function call's output open until it ends.)
 DETACH = """\
-nasplan_detacher() {
-  if command -v setsid >/dev/null 2>&1; then echo setsid
-  elif [ "$(uname -s 2>/dev/null)" = FreeBSD ] && [ -x /usr/sbin/daemon ]; then echo daemon
-  elif command -v nohup >/dev/null 2>&1; then echo nohup
-  fi
-}
-nasplan_detach() {
-  case $(nasplan_detacher) in
-    setsid) setsid "$@" ;;
-    daemon) /usr/sbin/daemon -f "$@" ;;
-    nohup) nohup "$@" ;;
-    *) return 127 ;;
-  esac
-}
+if command -v setsid >/dev/null 2>&1; then nasplan_how=setsid; nasplan_detach=setsid
+elif [ "$(uname -s 2>/dev/null)" = FreeBSD ] && [ -x /usr/sbin/daemon ]; then
+  nasplan_how=daemon; nasplan_detach="/usr/sbin/daemon -f"
+elif command -v nohup >/dev/null 2>&1; then nasplan_how=nohup; nasplan_detach=nohup
+else nasplan_how=; nasplan_detach=false; fi
 """
 
 # Runs detached on the host: $1 revert dir, $2 seconds until nasplan must confirm, $3 the run's
@@ -103,10 +95,10 @@ def arm_and_apply_script(
     d = shlex.quote(directory)
     if any_detacher:
         check = (
-            DETACH + 'nasplan_how=$(nasplan_detacher)\n[ -n "$nasplan_how" ] || { echo '
+            DETACH + '[ -n "$nasplan_how" ] || { echo '
             f"'none of setsid, daemon, nohup found' >&2; exit {EXIT_NO_SETSID}; }}\n"
         )
-        start = "nasplan_detach sh"
+        start = "$nasplan_detach sh"
     else:
         check = (
             "command -v setsid >/dev/null 2>&1 || { echo 'setsid not found' >&2; "

@@ -172,7 +172,7 @@ class TrueNasCommit:
         """
         d = shlex.quote(directory)
         watch = (
-            f"nasplan_detach sh -c {shlex.quote(_LEASE_WATCH)} nasplan-revert {d} "
+            f"$nasplan_detach sh -c {shlex.quote(_LEASE_WATCH)} nasplan-revert {d} "
             '"$nasplan_lease" </dev/null >/dev/null 2>&1 &'
         )
         return (

@@ -189,7 +189,7 @@ def test_macos_and_freebsd_hosts_get_the_detached_timer_with_bsd_ifconfig_from_f
     assert again == backend
     before = {"en0": NicState("en0", 1500, True, ())}
     script = backend.arm_and_apply_script("/tmp/r", 30, [NicChange("en0", 9000, ())], before)
-    assert "nasplan_detach sh -c" in script and "setsid sh -c" not in script
+    assert "$nasplan_detach sh -c" in script and "setsid sh -c" not in script
     assert "/sbin/ifconfig en0 mtu 9000 || nasplan_failed=1" in script
 
 
@@ -216,6 +216,6 @@ def test_truenas_core_commits_through_the_middleware_and_reads_back_with_bsd_ifc
         ],
     }
     confirm = backend.confirm_script("/tmp/r")
-    assert "nasplan_detach sh -c" in confirm and "setsid sh" not in confirm
+    assert "$nasplan_detach sh -c" in confirm and "setsid sh" not in confirm
     restore = backend.restore_script("/tmp/r", [change], before, force=False)
     assert "/sbin/ifconfig -a" in restore
