@@ -41,8 +41,12 @@ class NetTools:
         return self.kind == BSD_IFCONFIG
 
     def to_dict(self) -> dict[str, str]:
-        """JSON form (snapshot file): ``{"kind": "ip-text", "ip": "/sbin/ip", ...}``."""
-        return asdict(self)
+        """JSON form (snapshot file): ``{"kind": "ip-text", "ip": "/sbin/ip", ...}``; ``netstat``
+        only for ``bsd-ifconfig``, the one kind that reads with it."""
+        data = asdict(self)
+        if self.kind != BSD_IFCONFIG:
+            del data["netstat"]
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> NetTools:

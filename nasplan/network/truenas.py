@@ -66,11 +66,17 @@ def update_argvs(changes: Sequence[NicChange], before: Mapping[str, NicState]) -
 def restore_update_argvs(
     changes: Sequence[NicChange], before: Mapping[str, NicState]
 ) -> list[list[str]]:
-    """``interface.update`` per changed NIC back to its snapshot MTU and addresses."""
+    """``interface.update`` per changed NIC back to its snapshot MTU and addresses.
+
+    The alias list goes back only where nasplan changed it: the read-back also shows addresses the
+    middleware holds as DHCP or autoconf, which sent as aliases would turn into static ones.
+    """
     argvs = []
     for change in changes:
         state = before[change.nic]
-        data: dict[str, Any] = {"aliases": [alias(a) for a in state.addresses]}
+        data: dict[str, Any] = {}
+        if change.add_addresses:
+            data["aliases"] = [alias(a) for a in state.addresses]
         if state.mtu_bytes is not None:
             data["mtu"] = state.mtu_bytes
         argvs.append(midclt("interface.update", change.nic, data))

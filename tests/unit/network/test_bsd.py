@@ -3,6 +3,7 @@ fixtures/facts/bsd), the ifconfig commands with hostile values, the route and DF
 
 from __future__ import annotations
 
+import io
 import json
 import shlex
 from pathlib import Path
@@ -10,13 +11,18 @@ from pathlib import Path
 import pytest
 from os_facts import freebsd_facts, macos_facts
 
+from nasplan.hosts import HostSession
 from nasplan.network import bsd, checks, scripts, tools
 from nasplan.network.backends import DetachedTimer, by_mechanism, for_platform
 from nasplan.network.model import NicChange
+from nasplan.network.phase import NetworkPhase
 from nasplan.network.state import NicState, Route
 from nasplan.network.tools import BSD_IFCONFIG, NetTools
 from nasplan.network.truenas import TrueNasCommit
+from nasplan.plan import load_plan
 from nasplan.platforms import detect
+from nasplan.progress import PlainProgress
+from nasplan.runner import Result
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 BSD_TOOLS = NetTools(BSD_IFCONFIG, "ip", "/sbin/ifconfig", "/sbin/route", "/usr/bin/netstat")
@@ -219,3 +225,55 @@ def test_truenas_core_commits_through_the_middleware_and_reads_back_with_bsd_ifc
     assert "$nasplan_detach sh -c" in confirm and "setsid sh" not in confirm
     restore = backend.restore_script("/tmp/r", [change], before, force=False)
     assert "/sbin/ifconfig -a" in restore
+
+
+class RecordedBsdHost:
+    """A FreeBSD host that answers with recorded output and notes how each script was run."""
+
+    def __init__(self) -> None:
+        self.scripts: list[tuple[str, bool]] = []
+
+    def run(self, argv: list[str], **_: object) -> Result:
+        return Result(shlex.join(argv), "", "", 0)
+
+    def run_script(self, script: str, *, sudo: bool = False, **_: object) -> Result:
+        self.scripts.append((script, sudo))
+        probe = "@@nasplan:route:p2p:198.19.16.2@@\n"
+        out = (
+            f"{probe}{text('ohai_freebsd-route-n-get-default.txt')}"
+            f"@@nasplan:ping:p2p:198.19.16.2@@\n{text('plantegg_macos-ping-D-s1500-too-long.txt')}"
+        )
+        return Result("sh", out, "", 0)
+
+
+def test_the_verify_step_runs_bsd_route_and_ping_as_root_and_reports_what_they_said(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "inv.yaml").write_text(
+        "hosts:\n  core: {address: 198.19.16.10}\n  bsd: {address: 198.19.16.11}\n"
+    )
+    (tmp_path / "plan.yaml").write_text(
+        "name: p\ninventory: inv.yaml\n"
+        "links: [{name: p2p, a: {host: core, interface: vtnet0}, b: {host: bsd, interface: ix0},"
+        " prefix: 198.19.16.0/30, mtu: 1500}]\n"
+        "tests: [{kind: iperf3, server: core, client: bsd, target: link:p2p@core}]\n"
+    )
+    plan = load_plan(tmp_path / "plan.yaml")
+    core = freebsd_facts(tools="ifconfig=/sbin/ifconfig\nroute=/sbin/route")
+    hosts = {name: RecordedBsdHost() for name in ("core", "bsd")}
+    sessions = {
+        name: HostSession(plan.inventory.hosts[name], hosts[name], core, detect(core))
+        for name in hosts
+    }
+    phase = NetworkPhase(
+        plan.network, sessions, tmp_path, PlainProgress(io.StringIO()), lambda h: hosts[h.name]
+    )
+    for name, record in phase.hosts.items():
+        record.backend = for_platform(sessions[name].platform, core)
+    phase.verify()
+    (script, sudo), *_ = hosts["bsd"].scripts
+    assert sudo and "ping -D -s 1472 -c 2 -t 3 198.19.16.1" in script
+    route = next(c for c in phase.checks if c["host"] == "core" and c["check"] == "route")
+    assert route["detail"].startswith("198.19.16.2 leaves by vtnet0 via 140.211.10.65")
+    ping = next(c for c in phase.checks if c["host"] == "core" and c["check"] == "df-ping")
+    assert not ping["ok"] and "refused locally: message too long" in ping["detail"]
