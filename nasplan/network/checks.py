@@ -1,6 +1,8 @@
 """Checks after a change: DF ping at MTU − 28 bytes, ``ip route get``, link speed, MTU of both ends.
 
-BSD (FreeBSD, macOS): ``route -n get`` and ``ping -D`` (no ``-i``: under 1 s needs root there).
+BSD (FreeBSD, macOS): ``route -n get`` and ``ping -D``, run as root: FreeBSD's ping sends more
+than 56 data bytes only for root (``packet size too large``). No ``-i``: the default 1 s interval
+is allowed everywhere (FreeBSD lets only root go under 1 s, macOS under 0.1 s).
 
 A script per host prints every probe in sections; pure functions turn them into check records
 ``{"check", "host", "interface", "peer", "ok", "detail"}`` and warnings.
