@@ -32,7 +32,6 @@ TOOL_NAMES = (
     "ping",
     "getcfg",
     "nfs-cp",
-    "ifconfig",
     "brew",
     "networksetup",
     "pkg",

@@ -6,7 +6,14 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from nasplan.platforms.base import MANUAL, Command, PlatformError, manual_network_refusal
+from nasplan.platforms.base import (
+    MANUAL,
+    Command,
+    PlatformError,
+    manual_network_refusal,
+    missing_tools,
+    ships_with_it,
+)
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
@@ -42,14 +49,13 @@ class TrueNasCore:
         return facts.tool(tool)
 
     def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
-        missing = [p for p in packages if not facts.tool(p)]
-        if missing:
-            raise PlatformError(
-                f"{' '.join(missing)} not found, though TrueNAS CORE ships iperf3 in "
-                f"/usr/local/bin; nasplan never runs pkg on the appliance (an update would undo "
-                f"it, and it can break the middleware): check the host, or measure from another"
-            )
-        return []
+        return ships_with_it(
+            facts,
+            packages,
+            "TrueNAS CORE ships iperf3 in /usr/local/bin; nasplan never runs pkg on the "
+            "appliance (an update would undo it, and it can break the middleware): check the "
+            "host, or measure from another",
+        )
 
     def network_mechanism(self, facts: HostFacts) -> str:
         """No mechanism: nasplan does not change this host's network (``network_refusal``)."""
@@ -79,7 +85,7 @@ class FreeBsd:
         return facts.tool(tool)
 
     def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
-        missing = [p for p in packages if not facts.tool(p)]
+        missing = missing_tools(facts, packages)
         if not missing:
             return []
         if facts.tool("pkg") is None:

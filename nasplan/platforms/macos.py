@@ -7,7 +7,14 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from nasplan.platforms.base import MANUAL, Command, PlatformError, manual_network_refusal
+from nasplan.platforms.base import (
+    MANUAL,
+    Command,
+    PlatformError,
+    manual_network_refusal,
+    missing_tools,
+    print_installed_paths,
+)
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
@@ -37,7 +44,7 @@ class MacOs:
         return facts.tool(tool)
 
     def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
-        missing = [p for p in packages if not facts.tool(p)]
+        missing = missing_tools(facts, packages)
         if not missing:
             return []
         brew = facts.tool("brew")
@@ -55,9 +62,7 @@ class MacOs:
             "set -e",
             f"HOMEBREW_NO_AUTO_UPDATE=1 {shlex.join([brew, 'install', *names])} >/dev/null",
         ]
-        for tool in missing:
-            path = shlex.quote(posixpath.join(bin_dir, tool))
-            lines.append(f"[ -x {path} ] && printf '%s\\n' {path}")
+        lines += print_installed_paths(bin_dir, missing)
         return [Command("\n".join(lines), f"brew install {' '.join(names)}", sudo=False)]
 
     def network_mechanism(self, facts: HostFacts) -> str:

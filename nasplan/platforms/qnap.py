@@ -7,7 +7,14 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from nasplan.platforms.base import SETSID_TIMER, Command, PlatformError, marker_values
+from nasplan.platforms.base import (
+    SETSID_TIMER,
+    Command,
+    PlatformError,
+    marker_values,
+    missing_tools,
+    print_installed_paths,
+)
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
@@ -37,7 +44,7 @@ class Qnap:
         return facts.tool(tool)
 
     def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
-        missing = [p for p in packages if not facts.tool(p)]
+        missing = missing_tools(facts, packages)
         if not missing:
             return []
         opkg = facts.tool("opkg")
@@ -53,9 +60,7 @@ class Qnap:
         update = shlex.join([opkg, "update"])
         # A fresh Entware has no package lists yet: update only when the install cannot proceed.
         lines = ["set -e", f"{install} >/dev/null 2>&1 || {{ {update} >/dev/null && {install}; }}"]
-        for tool in missing:
-            path = shlex.quote(posixpath.join(bin_dir, tool))
-            lines.append(f"[ -x {path} ] && printf '%s\\n' {path}")
+        lines += print_installed_paths(bin_dir, missing)
         return [Command("\n".join(lines), f"opkg install {' '.join(missing)}", sudo=True)]
 
     def network_mechanism(self, facts: HostFacts) -> str:
