@@ -62,6 +62,17 @@ def missing_tools(facts: HostFacts, packages: Sequence[str]) -> list[str]:
     return [p for p in packages if not facts.tool(p)]
 
 
+def installer_path(facts: HostFacts, missing: Sequence[str], installer: str, advice: str) -> str:
+    """The full path of the package manager ``installer``; without it ``PlatformError``:
+    ``<missing> not found and <advice>; nothing was changed on this host``."""
+    path = facts.tool(installer)
+    if path is None:
+        raise PlatformError(
+            f"{' '.join(missing)} not found and {advice}; nothing was changed on this host"
+        )
+    return path
+
+
 def print_installed_paths(bin_dir: str, tools: Sequence[str]) -> list[str]:
     """Shell lines that print each tool's full path in ``bin_dir`` once it is there: the paths
     nasplan uses from then on (a package manager's directory is often off the SSH PATH)."""

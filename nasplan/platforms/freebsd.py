@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from nasplan.platforms.base import (
     MANUAL,
     Command,
-    PlatformError,
+    installer_path,
     manual_network_refusal,
     missing_tools,
     ships_with_it,
@@ -88,8 +88,7 @@ class FreeBsd:
         missing = missing_tools(facts, packages)
         if not missing:
             return []
-        if facts.tool("pkg") is None:
-            raise PlatformError(f"{' '.join(missing)} not found and pkg is not available")
+        installer_path(facts, missing, "pkg", "pkg is not available")
         install = shlex.join(["env", "ASSUME_ALWAYS_YES=yes", "pkg", "install", "-y", *missing])
         lines = ["set -e", f"{install} >/dev/null"]
         lines.extend(f"command -v {shlex.quote(p)}" for p in missing)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from nasplan.platforms.base import (
     MANUAL,
     Command,
-    PlatformError,
+    installer_path,
     manual_network_refusal,
     missing_tools,
     print_installed_paths,
@@ -47,14 +47,14 @@ class MacOs:
         missing = missing_tools(facts, packages)
         if not missing:
             return []
-        brew = facts.tool("brew")
-        if brew is None:
-            raise PlatformError(
-                f"{' '.join(missing)} not found and Homebrew is not installed (no brew in "
-                f"/opt/homebrew/bin or /usr/local/bin); install Homebrew ({BREW_HOWTO}), then "
-                f"`brew install {' '.join(PACKAGES.get(p, p) for p in missing)}`; nothing was "
-                f"changed on this host"
-            )
+        brew = installer_path(
+            facts,
+            missing,
+            "brew",
+            f"Homebrew is not installed (no brew in /opt/homebrew/bin or /usr/local/bin); "
+            f"install Homebrew ({BREW_HOWTO}), then "
+            f"`brew install {' '.join(PACKAGES.get(p, p) for p in missing)}`",
+        )
         bin_dir = posixpath.dirname(brew)
         names = sorted({PACKAGES.get(p, p) for p in missing})
         # Homebrew refuses to run as root: install as the login user, never through sudo.

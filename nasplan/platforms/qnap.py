@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from nasplan.platforms.base import (
     SETSID_TIMER,
     Command,
-    PlatformError,
+    installer_path,
     marker_values,
     missing_tools,
     print_installed_paths,
@@ -47,14 +47,13 @@ class Qnap:
         missing = missing_tools(facts, packages)
         if not missing:
             return []
-        opkg = facts.tool("opkg")
-        if opkg is None:
-            raise PlatformError(
-                f"{' '.join(missing)} not found and Entware's opkg is not installed "
-                f"(no /opt/bin/opkg). In App Center add the qnapclub repository "
-                f"({ENTWARE_HOWTO}), install Entware-std, then run nasplan again; "
-                f"nothing was changed on this host"
-            )
+        opkg = installer_path(
+            facts,
+            missing,
+            "opkg",
+            f"Entware's opkg is not installed (no /opt/bin/opkg). In App Center add the qnapclub "
+            f"repository ({ENTWARE_HOWTO}), install Entware-std, then run nasplan again",
+        )
         bin_dir = posixpath.dirname(opkg)
         install = shlex.join([opkg, "install", *missing])
         update = shlex.join([opkg, "update"])
