@@ -10,7 +10,9 @@ from nasplan.platforms.base import (
     DETACHED_TIMER,
     TRUENAS_INTERFACE_COMMIT,
     Command,
-    PlatformError,
+    installer_path,
+    missing_tools,
+    ships_with_it,
 )
 
 if TYPE_CHECKING:
@@ -44,14 +46,13 @@ class TrueNasCore:
         return facts.tool(tool)
 
     def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
-        missing = [p for p in packages if not facts.tool(p)]
-        if missing:
-            raise PlatformError(
-                f"{' '.join(missing)} not found, though TrueNAS CORE ships iperf3 in "
-                f"/usr/local/bin; nasplan never runs pkg on the appliance (an update would undo "
-                f"it, and it can break the middleware): check the host, or measure from another"
-            )
-        return []
+        return ships_with_it(
+            facts,
+            packages,
+            "TrueNAS CORE ships iperf3 in /usr/local/bin; nasplan never runs pkg on the "
+            "appliance (an update would undo it, and it can break the middleware): check the "
+            "host, or measure from another",
+        )
 
     def network_mechanism(self, facts: HostFacts) -> str:
         """The middleware's own commit with rollback (``interface.commit``), read back with BSD
@@ -78,11 +79,10 @@ class FreeBsd:
         return facts.tool(tool)
 
     def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
-        missing = [p for p in packages if not facts.tool(p)]
+        missing = missing_tools(facts, packages)
         if not missing:
             return []
-        if facts.tool("pkg") is None:
-            raise PlatformError(f"{' '.join(missing)} not found and pkg is not available")
+        installer_path(facts, missing, "pkg", "pkg is not available")
         install = shlex.join(["env", "ASSUME_ALWAYS_YES=yes", "pkg", "install", "-y", *missing])
         lines = ["set -e", f"{install} >/dev/null"]
         lines.extend(f"command -v {shlex.quote(p)}" for p in missing)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from os_facts import freebsd_facts, macos_facts, session_of, windows_output
 
@@ -132,3 +134,22 @@ def test_inventory_tools_on_a_posix_host_win_and_their_iperf3_version_is_read() 
     updated = with_inventory_tools(LocalRunner(), facts, {"iperf3": real_iperf3})
     assert updated.tool("iperf3") == real_iperf3
     assert updated.iperf3_version is not None and updated.iperf3_version.startswith("3.")
+
+
+def test_windows_refusal_names_its_adapters_and_both_settings() -> None:
+    facts = parse_facts(windows_output())
+    reason = detect(facts).network_refusal(facts) or ""
+    assert "*JumboPacket" in reason and "mtu=9000 store=active" in reason
+    assert "undo with -RegistryValue 1514 and mtu=1500" in reason
+    names = [n.name for n in facts.interfaces]
+    assert names and all(name in reason for name in names)
+    assert "\n" not in reason
+
+
+def test_windows_refusal_quotes_a_hostile_adapter_name_for_powershell() -> None:
+    facts = parse_facts(windows_output())
+    hostile = dataclasses.replace(facts.interfaces[0], name="Eth'ernet; $(calc)")
+    facts = dataclasses.replace(facts, interfaces=(hostile,))
+    reason = detect(facts).network_refusal(facts) or ""
+    assert "-Name 'Eth''ernet; $(calc)'" in reason
+    assert "subinterface 'Eth''ernet; $(calc)' mtu=9000" in reason
