@@ -32,7 +32,7 @@ TOOL_NAMES = (
     "ping",
     "getcfg",
     "nfs-cp",
-    "ifconfig",
+    "netstat",
     "brew",
     "networksetup",
     "pkg",

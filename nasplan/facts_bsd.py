@@ -14,7 +14,7 @@ from typing import Any
 
 BSD_KERNELS = ("Darwin", "FreeBSD")
 
-_HEADER = re.compile(r"^(\S+?):\s+flags=\w+<([^>]*)>(?:.*?\bmtu (\d+))?")
+HEADER = re.compile(r"^(\S+?):\s+flags=\w+<([^>]*)>(?:.*?\bmtu (\d+))?")
 _INET = re.compile(r"^inet (\S+?)(?:/(\d+))?(?:\s+netmask (0x[0-9a-fA-F]+|\S+))?(?:\s|$)")
 _INET6 = re.compile(r"^inet6 ([0-9a-fA-F:.]+)(?:%\S+)?(?:/(\d+))?(?:.*?\bprefixlen (\d+))?")
 # "1000baseT", "10Gbase-SR", "100GBase-SR4", "2500Base-T", "2.5GBase-T", "100baseTX"
@@ -64,7 +64,7 @@ def parse_ifconfig(lines: Sequence[str], kernel_name: str) -> list[dict[str, Any
     nics: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None
     for raw in lines:
-        header = _HEADER.match(raw)
+        header = HEADER.match(raw)
         if header and not raw[:1].isspace():
             flags = header.group(2).split(",")
             current = {
@@ -91,23 +91,13 @@ def parse_ifconfig(lines: Sequence[str], kernel_name: str) -> list[dict[str, Any
 def _detail(nic: dict[str, Any], line: str) -> None:
     if line.startswith("ether "):
         nic["mac"] = line.split()[1].lower()
-    elif line.startswith("inet "):
-        address = _inet(line)
+    elif line.startswith(("inet ", "inet6 ")):
+        address = inet_cidr(line)
         if address:
             nic["addresses"].append(address)
-    elif line.startswith("inet6 "):
-        match = _INET6.match(line)
-        if match:
-            prefix = match.group(2) or match.group(3) or "128"
-            nic["addresses"].append(str(ipaddress.ip_interface(f"{match.group(1)}/{prefix}")))
     elif "media:" in line:
-        # FreeBSD may print "hwaddr ...     media: ..." on one line; the active medium is in ().
-        media = line.split("media:", 1)[1]
-        active = media[media.find("(") :] if "(" in media else media
-        speed = _MEDIA_SPEED.search(active)
-        if speed:
-            factor = 1000 if speed.group(2) else 1
-            nic["speed_mbps"] = round(float(speed.group(1)) * factor)
+        active = _active_media(line)
+        nic["speed_mbps"] = media_speed_mbps(line)
         if "full-duplex" in active:
             nic["duplex"] = "full"
         elif "half-duplex" in active:
@@ -117,7 +107,37 @@ def _detail(nic: dict[str, Any], line: str) -> None:
         nic["state"] = "up" if status == "active" else "down"
 
 
-def _inet(line: str) -> str | None:
+def _active_media(line: str) -> str:
+    # FreeBSD may print "hwaddr ...     media: ..." on one line; the active medium is in ().
+    media = line.split("media:", 1)[1]
+    return media[media.find("(") :] if "(" in media else media
+
+
+def media_speed_mbps(line: str) -> int | None:
+    """A ``media: Ethernet autoselect (10Gbase-T <full-duplex>)`` line -> 10000; None unknown."""
+    if "media:" not in line:
+        return None
+    speed = _MEDIA_SPEED.search(_active_media(line))
+    if not speed:
+        return None
+    return round(float(speed.group(1)) * (1000 if speed.group(2) else 1))
+
+
+def inet_cidr(line: str) -> str | None:
+    """An ``inet``/``inet6`` line of BSD ifconfig (stripped) -> ``A/prefix``; None otherwise.
+
+    ``inet 198.18.4.1 netmask 0xfffffffc ...`` -> ``198.18.4.1/30``;
+    ``inet6 fe80::1%lo0 prefixlen 64 scopeid 0x1`` -> ``fe80::1/64``.
+    """
+    if line.startswith("inet6 "):
+        match6 = _INET6.match(line)
+        if not match6:
+            return None
+        prefix6 = match6.group(2) or match6.group(3) or "128"
+        try:
+            return str(ipaddress.ip_interface(f"{match6.group(1)}/{prefix6}"))
+        except ValueError:
+            return None
     match = _INET.match(line)
     if not match:
         return None

@@ -1,10 +1,11 @@
 """How a host's network change is armed, applied, confirmed and undone: one backend per mechanism.
 
-The generic backend arms a detached ``setsid sh`` timer and changes NICs with ``ip``; a platform
-with a commit-confirmed mechanism of its own (TrueNAS ``interface.commit``) names it in
-``Platform.network_mechanism(facts)``, and ``BACKENDS`` maps each name to its backend. The
-generic backend's commands and read-back come from the host's ``NetTools`` (``ip -j``, ``ip``
-text or ``ifconfig``, chosen from its facts).
+The generic backend arms a detached ``setsid sh`` timer and changes NICs with ``ip``; macOS and
+FreeBSD, which have no setsid(1), detach the same timer with ``daemon -f`` or ``nohup``; a
+platform with a commit-confirmed mechanism of its own (TrueNAS ``interface.commit``) names it in
+``Platform.network_mechanism(facts)``, and ``BACKENDS`` maps each name to its backend. Commands
+and read-back come from the host's ``NetTools`` (``ip -j``, ``ip`` text, ``ifconfig`` or BSD
+``ifconfig``, chosen from its facts).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from nasplan.network.model import NicChange
 from nasplan.network.state import NicState
 from nasplan.network.tools import NetTools
 from nasplan.network.truenas import TrueNasCommit
-from nasplan.platforms.base import SETSID_TIMER, TRUENAS_INTERFACE_COMMIT
+from nasplan.platforms.base import DETACHED_TIMER, SETSID_TIMER, TRUENAS_INTERFACE_COMMIT
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
@@ -86,6 +87,7 @@ class SetsidTimer:
             tools.apply_argvs(changes, before, self.net_tools),
             [c.nic for c in changes],
             self.net_tools,
+            any_detacher=self.mechanism == DETACHED_TIMER,
         )
 
     def confirm_script(self, directory: str) -> str:
@@ -108,12 +110,22 @@ class SetsidTimer:
         )
 
 
+@dataclass(frozen=True)
+class DetachedTimer(SetsidTimer):
+    """macOS, FreeBSD: the same timer and scripts, detached with setsid, FreeBSD's ``daemon -f``
+    or ``nohup`` (the host's first); BSD ``ifconfig`` changes (``net_tools``)."""
+
+    mechanism: str = field(default=DETACHED_TIMER, init=False)
+
+
 def _truenas_commit(net_tools: NetTools) -> NetworkBackend:
-    return TrueNasCommit()  # SCALE ships a current iproute2: its read-back is `ip -j`
+    # SCALE reads back with `ip -j`; CORE and FreeNAS (FreeBSD) with BSD ifconfig.
+    return TrueNasCommit(net_tools)
 
 
 BACKENDS: dict[str, Callable[[NetTools], NetworkBackend]] = {
     SETSID_TIMER: SetsidTimer,
+    DETACHED_TIMER: DetachedTimer,
     TRUENAS_INTERFACE_COMMIT: _truenas_commit,
 }
 

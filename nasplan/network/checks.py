@@ -1,5 +1,9 @@
 """Checks after a change: DF ping at MTU − 28 bytes, ``ip route get``, link speed, MTU of both ends.
 
+BSD (FreeBSD, macOS): ``route -n get`` and ``ping -D``, run as root: FreeBSD's ping sends more
+than 56 data bytes only for root (``packet size too large``). No ``-i``: the default 1 s interval
+is allowed everywhere (FreeBSD lets only root go under 1 s, macOS under 0.1 s).
+
 A script per host prints every probe in sections; pure functions turn them into check records
 ``{"check", "host", "interface", "peer", "ok", "detail"}`` and warnings.
 """
@@ -13,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nasplan.network import ifconfig
+from nasplan.network import bsd, ifconfig
 from nasplan.network.model import LinkEndSpec, LinkSpec, MtuSpec
 from nasplan.network.state import NicState, split_sections
-from nasplan.network.tools import IFCONFIG, NetTools, state_script
+from nasplan.network.tools import BSD_IFCONFIG, IFCONFIG, NetTools, state_script
 
 IPV4_ICMP_HEADERS_BYTES = 28  # 20 IPv4 + 8 ICMP: ping -s MTU-28 fills the MTU exactly
 _RECEIVED = re.compile(r"(\d+) (?:packets )?received")
@@ -106,6 +110,11 @@ def verify_script(
         route_header = shlex.quote("\n@@nasplan:route:" + probe.label + "@@\n")
         ping_header = shlex.quote("\n@@nasplan:ping:" + probe.label + "@@\n")
         lines.append(f"printf %s {route_header}")
+        if tools is not None and tools.kind == BSD_IFCONFIG:
+            lines.append(f"{shlex.join([tools.route, '-n', 'get', probe.peer_ip])} 2>&1")
+            lines.append(f"printf %s {ping_header}")
+            lines.append(f'{shlex.join(bsd_ping_argv(probe))} 2>&1; echo "exit=$?"')
+            continue
         if tools is not None and tools.kind == IFCONFIG:
             # No `ip route get` without ip: the kernel's table, matched here (longest prefix).
             lines.append("cat /proc/net/route")
@@ -117,8 +126,16 @@ def verify_script(
     return "\n".join(lines) + "\n" + state_script(nics, tools)
 
 
+def bsd_ping_argv(probe: Probe) -> list[str]:
+    """FreeBSD / macOS DF ping: ``-D`` sets don't-fragment, ``-t`` ends it after seconds."""
+    return ["ping", "-D", "-s", str(probe.payload_bytes), "-c", "2", "-t", "3", probe.peer_ip]
+
+
 def route_leaves_by(text: str, peer_ip: str = "") -> tuple[str | None, str | None]:
-    """``ip -o route get`` output (or ``/proc/net/route`` and the peer) -> (device, gateway)."""
+    """``ip -o route get`` output (or ``/proc/net/route`` and the peer, or BSD ``route -n get``)
+    -> (device, gateway)."""
+    if "route to:" in text:
+        return bsd.route_get(text)
     if text.startswith("Iface"):
         return ifconfig.route_to(text, peer_ip)
     dev, via = _ROUTE_DEV.search(text), _ROUTE_VIA.search(text)
@@ -126,13 +143,16 @@ def route_leaves_by(text: str, peer_ip: str = "") -> tuple[str | None, str | Non
 
 
 def ping_passed(text: str) -> tuple[bool, str]:
-    """iputils ping output -> (at least one reply, a short reason when none)."""
+    """iputils, BusyBox or BSD ping output -> (at least one reply, a short reason when none)."""
     received = _RECEIVED.search(text)
     if received and int(received[1]) > 0:
         return True, f"{received[1]} replies"
     if "local error" in text or "too long" in text:
+        # iputils names the MTU (`mtu=1500`); BSD ping only says `sendto: Message too long`.
         local = _LOCAL_MTU.search(text)
-        return False, f"refused locally: message too long (local MTU {local[1] if local else '?'})"
+        if local is None:
+            return False, "refused locally: message too long (larger than this NIC's MTU)"
+        return False, f"refused locally: message too long (local MTU {local[1]})"
     if "invalid" in text.lower() or "usage" in text.lower():
         return False, "this ping cannot set don't-fragment (-M do); install iputils ping"
     return False, "no reply"

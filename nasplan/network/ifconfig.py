@@ -15,7 +15,7 @@ import struct
 from collections.abc import Mapping, Sequence
 
 from nasplan.network.model import NicChange
-from nasplan.network.state import NicState, Route, speed_mbps
+from nasplan.network.state import Link, NicState, Route, assemble
 
 _MTU = re.compile(r"\bMTU[: ](\d+)", re.IGNORECASE)
 _INET = re.compile(r"\binet (?:addr:)?(\d+\.\d+\.\d+\.\d+)\s.*?(?:Mask:|netmask )(\S+)")
@@ -34,7 +34,7 @@ def alias(nic: str, index: int) -> str:
     return f"{nic}:{index}"
 
 
-def parse_ifconfig(text: str) -> dict[str, tuple[int | None, bool, tuple[str, ...]]]:
+def parse_ifconfig(text: str) -> dict[str, Link]:
     """``ifconfig -a`` (BusyBox / net-tools, old and new layout) -> ``{nic: (mtu, up, addrs)}``.
 
     Alias blocks (``eth1:0``) add their address to ``eth1``; IPv6 link-scope addresses are left out.
@@ -140,17 +140,7 @@ def parse_state(
         )
         if not derived:
             routes.setdefault(dev, []).append(route)
-    return {
-        name: NicState(
-            name=name,
-            mtu_bytes=mtu,
-            up=up,
-            addresses=addresses,
-            routes=tuple(routes.get(name, ())),
-            speed_mbps=speed_mbps((speeds or {}).get(name)),
-        )
-        for name, (mtu, up, addresses) in links.items()
-    }
+    return assemble(links, routes, speeds)
 
 
 def _v4(cidr: str) -> ipaddress.IPv4Interface | None:

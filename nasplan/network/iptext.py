@@ -10,7 +10,7 @@ import ipaddress
 import re
 from collections.abc import Iterable, Mapping
 
-from nasplan.network.state import TRACKED_SCOPES, NicState, Route, speed_mbps
+from nasplan.network.state import TRACKED_SCOPES, Link, NicState, Route, assemble
 
 _LINK = re.compile(r"^\d+:\s+(?P<name>[^:@\s]+)(?:@\S+)?:\s+<(?P<flags>[^>]*)>(?P<rest>.*)$")
 _MTU = re.compile(r"\bmtu (\d+)")
@@ -22,7 +22,7 @@ _ROUTE_TYPES = ("unicast", "local", "broadcast", "multicast", "throw", "unreacha
 _ROUTE_KEYS = ("via", "dev", "proto", "scope", "metric", "src")
 
 
-def parse_addr(text: str) -> dict[str, tuple[int | None, bool, tuple[str, ...]]]:
+def parse_addr(text: str) -> dict[str, Link]:
     """``ip addr show`` text -> ``{nic: (mtu_bytes, up, addresses)}`` (link-scope left out)."""
     found: dict[str, tuple[int | None, bool, list[str]]] = {}
     current: str | None = None
@@ -111,14 +111,4 @@ def parse_state(
         if is_derived(route, src, links.get(dev, (None, False, ()))[2]):
             continue
         routes.setdefault(dev, []).append(route)
-    return {
-        name: NicState(
-            name=name,
-            mtu_bytes=mtu,
-            up=up,
-            addresses=addresses,
-            routes=tuple(routes.get(name, ())),
-            speed_mbps=speed_mbps((speeds or {}).get(name)),
-        )
-        for name, (mtu, up, addresses) in links.items()
-    }
+    return assemble(links, routes, speeds)

@@ -51,6 +51,7 @@ class HostNetwork:
     error: str | None = None
     original_facts: HostFacts | None = None
     backend: NetworkBackend = field(default_factory=SetsidTimer)
+    detached_with: str | None = None  # setsid, daemon or nohup: what detached the revert timer
 
     @property
     def nics(self) -> list[str]:
@@ -62,6 +63,7 @@ class HostNetwork:
         return {
             "status": self.status,
             "mechanism": self.backend.mechanism,
+            "detached_with": self.detached_with,
             "net_tools": self.backend.net_tools.kind,
             "changes": describe_changes(self.changes, self.before),
             "armed": self.armed_at is not None,
@@ -110,8 +112,8 @@ def sigint_deferred() -> Iterator[None]:
 
 
 def network_refusals(sessions: Mapping[str, HostSession], hosts: Iterable[str]) -> list[str]:
-    """``host: reason`` for each host whose platform refuses network changes (Windows, macOS,
-    FreeBSD: no revert nasplan can arm and read back there yet)."""
+    """``host: reason`` for each host whose platform refuses network changes (Windows: no
+    revert nasplan can arm and read back there yet)."""
     refusals: list[str] = []
     for name in hosts:
         session = sessions.get(name)
@@ -251,9 +253,11 @@ class NetworkPhase:
             )
             record.touched = True
             result = runner.run_script(script, sudo=True, timeout_s=60)
-            if "armed" in split_sections(result.stdout):
+            sections = split_sections(result.stdout)
+            if "armed" in sections:
                 record.armed_at = time.monotonic()
                 record.status = "changed"
+                record.detached_with = sections.get("detached-with") or None
             if result.exited in (scripts.EXIT_NO_SETSID, scripts.EXIT_NOT_ARMED):
                 record.error = f"revert not armed, nothing changed: {result.stderr.strip()}"
                 record.touched = False
@@ -314,8 +318,9 @@ class NetworkPhase:
             runner = self._runner(name)
             assert runner is not None
             try:
-                script = checks.verify_script(probes, record.nics, record.backend.net_tools)
-                result = runner.run_script(script, timeout_s=30)
+                net_tools = record.backend.net_tools
+                script = checks.verify_script(probes, record.nics, net_tools)
+                result = runner.run_script(script, timeout_s=30, sudo=net_tools.ping_needs_root)
             except Exception as exc:  # a lost connection surfaces as paramiko or OS errors
                 record.lost = True
                 record.error = f"verify: {exc}"

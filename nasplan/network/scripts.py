@@ -1,8 +1,14 @@
 """Host scripts of the network phase: read state, arm a revert + apply, confirm, restore.
 
 Every value is quoted with shlex; every command line comes from an argv list. The revert is
-commit-confirmed style: a detached ``setsid sh`` sleeps, then restores, unless nasplan confirms.
+commit-confirmed style: a detached ``sh`` sleeps, then restores, unless nasplan confirms.
 Armed revert and confirm race on one atomic ``mv`` of the pidfile, so exactly one of them wins.
+
+Linux detaches the timer with ``setsid``. macOS and FreeBSD have no setsid(1): there the timer is
+detached with whatever the host has, in this order: ``setsid``, FreeBSD's ``daemon -f`` (both
+make it a session and process-group leader), ``nohup`` (macOS: the timer stays in the script's
+process group, so the disarm's ``kill -TERM -PGID`` finds no group and does nothing; the timer
+then ends by itself within a second, once its pid file has been moved away).
 """
 
 from __future__ import annotations
@@ -17,6 +23,17 @@ from nasplan.network.tools import NetTools, state_script
 REVERT_BASE = "/tmp"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 EXIT_NO_SETSID, EXIT_NOT_ARMED, EXIT_APPLY_FAILED = 90, 91, 92
+
+# Sets nasplan_how to the first way this host has to detach a process (setsid, daemon, nohup;
+# empty: none) and nasplan_detach to its command words, used unquoted: `$nasplan_detach sh -c`.
+# (Not a shell function: dash keeps a backgrounded function call's output open until it ends.)
+DETACH = """\
+if command -v setsid >/dev/null 2>&1; then nasplan_how=setsid; nasplan_detach=setsid
+elif [ "$(uname -s 2>/dev/null)" = FreeBSD ] && [ -x /usr/sbin/daemon ]; then
+  nasplan_how=daemon; nasplan_detach="/usr/sbin/daemon -f"
+elif command -v nohup >/dev/null 2>&1; then nasplan_how=nohup; nasplan_detach=nohup
+else nasplan_how=; nasplan_detach=false; fi
+"""
 
 # Runs detached on the host: $1 revert dir, $2 seconds until nasplan must confirm, $3 the run's
 # lease file (nasplan.hostlock). Unconfirmed, it restores after $2 seconds; confirmed, it stays
@@ -65,21 +82,34 @@ def arm_and_apply_script(
     apply: Sequence[Sequence[str]],
     nics: Iterable[str],
     tools: NetTools | None = None,
+    *,
+    any_detacher: bool = False,
 ) -> str:
     """Arm the revert (restore.sh + detached timer), then apply, then print the new state.
 
-    Exits 90 without setsid, 91 when the timer did not start (nothing applied), 92 when a
-    change failed (the armed revert stays: nasplan restores at once).
+    ``any_detacher``: detach the timer with setsid, FreeBSD's daemon or nohup, whichever the host
+    has (macOS, FreeBSD); else with setsid only (Linux). Prints ``armed`` (the timer's PID) and
+    ``detached-with``. Exits 90 with no way to detach, 91 when the timer did not start (nothing
+    applied), 92 when a change failed (the armed revert stays: nasplan restores at once).
     """
     d = shlex.quote(directory)
+    if any_detacher:
+        check = (
+            DETACH + '[ -n "$nasplan_how" ] || { echo '
+            f"'none of setsid, daemon, nohup found' >&2; exit {EXIT_NO_SETSID}; }}\n"
+        )
+        start = "$nasplan_detach sh"
+    else:
+        check = (
+            "command -v setsid >/dev/null 2>&1 || { echo 'setsid not found' >&2; "
+            f"exit {EXIT_NO_SETSID}; }}\nnasplan_how=setsid\n"
+        )
+        start = "setsid sh"
     return (
-        "set -u\n"
-        f"command -v setsid >/dev/null 2>&1 || {{ echo 'setsid not found' >&2; "
-        f"exit {EXIT_NO_SETSID}; }}\n"
-        f"rm -rf {d} && mkdir -m 700 {d} || exit {EXIT_NOT_ARMED}\n"
+        "set -u\n" + check + f"rm -rf {d} && mkdir -m 700 {d} || exit {EXIT_NOT_ARMED}\n"
         f"cat > {d}/restore.sh <<'NASPLAN_RESTORE'\n{restore_body(restore)}NASPLAN_RESTORE\n"
         + PRELUDE
-        + f"setsid sh -c {shlex.quote(_REVERT_DAEMON)} nasplan-revert {d} {int(timeout_s)} "
+        + f"{start} -c {shlex.quote(_REVERT_DAEMON)} nasplan-revert {d} {int(timeout_s)} "
         '"$nasplan_lease" </dev/null >/dev/null 2>&1 &\n'
         "nasplan_i=0\n"
         f"while [ ! -f {d}/pid ]; do\n"
@@ -89,6 +119,7 @@ def arm_and_apply_script(
         "  sleep 0.1\n"
         "done\n"
         f"printf '@@nasplan:armed@@\\n%s\\n' \"$(cat {d}/pid)\"\n"
+        "printf '@@nasplan:detached-with@@\\n%s\\n' \"$nasplan_how\"\n"
         "nasplan_failed=0\n"
         + _lines(apply)
         + state_script(nics, tools)

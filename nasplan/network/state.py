@@ -1,6 +1,7 @@
 """A NIC's state (MTU, up, addresses, routes): pure parsers of ``ip -j addr``, ``ip -j route``.
 
-Text fallbacks: ``iptext`` (BusyBox ``ip``, old iproute2) and ``ifconfig``; ``tools`` picks one.
+Text fallbacks: ``iptext`` (BusyBox ``ip``, old iproute2), ``ifconfig`` and ``bsd`` (FreeBSD,
+macOS); ``tools`` picks one, and every one builds its states through ``assemble``.
 """
 
 from __future__ import annotations
@@ -138,12 +139,38 @@ def parse_routes(route_json: str) -> dict[str, tuple[Route, ...]]:
     return {dev: tuple(found) for dev, found in routes.items()}
 
 
+# What a text parser reads of one NIC: (mtu_bytes, administratively up, addresses "A/prefix").
+Link = tuple[int | None, bool, tuple[str, ...]]
+
+
+def assemble(
+    links: Mapping[str, Link],
+    routes: Mapping[str, Iterable[Route]],
+    speeds: Mapping[str, str] | None = None,
+) -> dict[str, NicState]:
+    """Parsed links + routes by device + speed texts (sysfs ``speed``) -> ``{nic: NicState}``.
+
+    The one place every reader (``ip -j``, ``ip`` text, ``ifconfig``, BSD ``ifconfig``) builds
+    its states, so that they compare equal whenever the NICs are the same.
+    """
+    return {
+        name: NicState(
+            name=name,
+            mtu_bytes=mtu,
+            up=up,
+            addresses=addresses,
+            routes=tuple(routes.get(name, ())),
+            speed_mbps=speed_mbps((speeds or {}).get(name)),
+        )
+        for name, (mtu, up, addresses) in links.items()
+    }
+
+
 def parse_state(
     addr_json: str, route_json: str, speeds: Mapping[str, str] | None = None
 ) -> dict[str, NicState]:
     """``ip -j addr show`` + ``ip -j route show`` (+ sysfs speeds) -> ``{nic: NicState}``."""
-    routes = parse_routes(route_json)
-    states: dict[str, NicState] = {}
+    links: dict[str, Link] = {}
     for entry in _json_list(addr_json):
         name = entry.get("ifname")
         if not name:
@@ -154,15 +181,12 @@ def parse_state(
             if "local" in info and info.get("scope", "global") in TRACKED_SCOPES
         )
         mtu = entry.get("mtu")
-        states[name] = NicState(
-            name=name,
-            mtu_bytes=mtu if isinstance(mtu, int) else None,
-            up="UP" in (entry.get("flags") or []),
-            addresses=addresses,
-            routes=routes.get(name, ()),
-            speed_mbps=speed_mbps((speeds or {}).get(name)),
+        links[str(name)] = (
+            mtu if isinstance(mtu, int) else None,
+            "UP" in (entry.get("flags") or []),
+            addresses,
         )
-    return states
+    return assemble(links, parse_routes(route_json), speeds)
 
 
 def differences(before: NicState, after: NicState | None) -> list[str]:

@@ -2,7 +2,8 @@
 
 Chosen from the facts round trip (``HostFacts.ip_json``, tool paths), so no extra probe:
 ``ip-json`` (iproute2 4.17+), ``ip-text`` (BusyBox's ``ip`` or an older iproute2: the same
-``ip link``/``ip addr``/``ip route`` commands, state read as text), ``ifconfig`` (no ``ip``).
+``ip link``/``ip addr``/``ip route`` commands, state read as text), ``ifconfig`` (Linux without
+``ip``), ``bsd-ifconfig`` (FreeBSD, TrueNAS CORE, macOS: ``ifconfig``, ``netstat``, ``route``).
 """
 
 from __future__ import annotations
@@ -12,15 +13,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from nasplan.network import ifconfig, iptext
+from nasplan.facts_bsd import BSD_KERNELS
+from nasplan.network import bsd, ifconfig, iptext
 from nasplan.network.model import NicChange
 from nasplan.network.state import NicState, parse_state, split_sections
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
 
-IP_JSON, IP_TEXT, IFCONFIG = "ip-json", "ip-text", "ifconfig"
-KINDS = (IP_JSON, IP_TEXT, IFCONFIG)
+IP_JSON, IP_TEXT, IFCONFIG, BSD_IFCONFIG = "ip-json", "ip-text", "ifconfig", "bsd-ifconfig"
+KINDS = (IP_JSON, IP_TEXT, IFCONFIG, BSD_IFCONFIG)
 
 
 @dataclass(frozen=True)
@@ -31,10 +33,20 @@ class NetTools:
     ip: str = "ip"
     ifconfig: str = "ifconfig"
     route: str = "route"
+    netstat: str = "netstat"
+
+    @property
+    def ping_needs_root(self) -> bool:
+        """True where ping refuses a jumbo payload to a plain user (BSD: more than 56 bytes)."""
+        return self.kind == BSD_IFCONFIG
 
     def to_dict(self) -> dict[str, str]:
-        """JSON form (snapshot file): ``{"kind": "ip-text", "ip": "/sbin/ip", ...}``."""
-        return asdict(self)
+        """JSON form (snapshot file): ``{"kind": "ip-text", "ip": "/sbin/ip", ...}``; ``netstat``
+        only for ``bsd-ifconfig``, the one kind that reads with it."""
+        data = asdict(self)
+        if self.kind != BSD_IFCONFIG:
+            del data["netstat"]
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> NetTools:
@@ -46,6 +58,7 @@ class NetTools:
             ip=str(data.get("ip") or "ip"),
             ifconfig=str(data.get("ifconfig") or "ifconfig"),
             route=str(data.get("route") or "route"),
+            netstat=str(data.get("netstat") or "netstat"),
         )
 
 
@@ -58,6 +71,11 @@ def from_facts(facts: HostFacts | None) -> NetTools | None:
         return NetTools()
     ip, ifconfig_path = facts.tool("ip"), facts.tool("ifconfig")
     route = facts.tool("route") or "route"
+    if facts.kernel_name in BSD_KERNELS:
+        if not ifconfig_path:
+            return None
+        netstat = facts.tool("netstat") or "netstat"
+        return NetTools(BSD_IFCONFIG, "ip", ifconfig_path, route, netstat)
     if ip:
         kind = IP_TEXT if facts.ip_json is False else IP_JSON
         return NetTools(kind, ip, ifconfig_path or "ifconfig", route)
@@ -74,6 +92,12 @@ def state_script(nics: Iterable[str], tools: NetTools | None = None) -> str:
     """Print the NICs' state in sections (``parse_state_output`` reads any of the three kinds)."""
     tools = tools or NetTools()
     ip = shlex.quote(tools.ip)
+    if tools.kind == BSD_IFCONFIG:
+        # No sysfs: the media line of ifconfig gives the speed.
+        return (
+            f"{_section('bsd-ifconfig')}; {shlex.quote(tools.ifconfig)} -a\n"
+            f"{_section('bsd-netstat')}; {shlex.quote(tools.netstat)} -rn -f inet\n"
+        )
     if tools.kind == IP_TEXT:
         lines = [
             f"{_section('addr-text')}; {ip} addr show",
@@ -99,6 +123,8 @@ def parse_state_output(text: str) -> dict[str, NicState]:
     """The output of ``state_script`` (any kind) -> ``{nic: NicState}``."""
     sections = split_sections(text)
     speeds = {k.split(":", 1)[1]: v for k, v in sections.items() if k.startswith("speed:")}
+    if "bsd-ifconfig" in sections:
+        return bsd.parse_state(sections["bsd-ifconfig"], sections.get("bsd-netstat", ""))
     if "addr-text" in sections:
         return iptext.parse_state(sections["addr-text"], sections.get("route-text", ""), speeds)
     if "ifconfig" in sections:
@@ -112,6 +138,8 @@ def apply_argvs(
 ) -> list[list[str]]:
     """The commands that make ``changes`` (MTU first: an address on a down link stays unused)."""
     tools = tools or NetTools()
+    if tools.kind == BSD_IFCONFIG:
+        return bsd.apply_argvs(changes, before, tools.ifconfig)
     if tools.kind == IFCONFIG:
         return ifconfig.apply_argvs(changes, before, tools.ifconfig)
     argvs: list[list[str]] = []
@@ -132,6 +160,8 @@ def restore_argvs(
 ) -> list[list[str]]:
     """The commands that put every changed NIC back to ``before`` (each one may fail alone)."""
     tools = tools or NetTools()
+    if tools.kind == BSD_IFCONFIG:
+        return bsd.restore_argvs(changes, before, tools.ifconfig)
     if tools.kind == IFCONFIG:
         return ifconfig.restore_argvs(changes, before, tools.ifconfig, tools.route)
     ip = tools.ip

@@ -1,5 +1,9 @@
-"""TrueNAS SCALE's own commit-confirmed change: ``interface.update``, ``interface.commit`` with
+"""TrueNAS's own commit-confirmed change: ``interface.update``, ``interface.commit`` with
 rollback and ``checkin_timeout``, ``interface.checkin``; the middleware rolls back by itself.
+
+SCALE (Linux) and CORE / FreeNAS (FreeBSD: 11.3, 12.0 and 13.0 have the same methods, with the
+same ``aliases`` and ``mtu`` fields) differ only in how the state is read back: ``ip -j`` there,
+BSD ``ifconfig`` here (``net_tools``, from the host's facts).
 
 ``interface.update`` only stages a change; ``interface.commit`` applies every staged one and, with
 ``rollback``, restores them all after ``checkin_timeout`` seconds unless ``interface.checkin``
@@ -12,6 +16,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from nasplan.hostlock import PRELUDE
@@ -61,11 +66,17 @@ def update_argvs(changes: Sequence[NicChange], before: Mapping[str, NicState]) -
 def restore_update_argvs(
     changes: Sequence[NicChange], before: Mapping[str, NicState]
 ) -> list[list[str]]:
-    """``interface.update`` per changed NIC back to its snapshot MTU and addresses."""
+    """``interface.update`` per changed NIC back to its snapshot MTU and addresses.
+
+    The alias list goes back only where nasplan changed it: the read-back also shows addresses the
+    middleware holds as DHCP or autoconf, which sent as aliases would turn into static ones.
+    """
     argvs = []
     for change in changes:
         state = before[change.nic]
-        data: dict[str, Any] = {"aliases": [alias(a) for a in state.addresses]}
+        data: dict[str, Any] = {}
+        if change.add_addresses:
+            data["aliases"] = [alias(a) for a in state.addresses]
         if state.mtu_bytes is not None:
             data["mtu"] = state.mtu_bytes
         argvs.append(midclt("interface.update", change.nic, data))
@@ -103,15 +114,19 @@ mv "$d/pid" "$d/fired" 2>/dev/null || exit 0
 sh "$d/lease-restore.sh" > "$d/restore.log" 2>&1; touch "$d/done"
 """
 
+# CORE and FreeNAS keep midclt in /usr/local/bin, which a sudo PATH may leave out.
+_PATH = 'PATH="$PATH:/usr/local/bin"\n'
 _WAITING = f"nasplan_w=$({shlex.join(midclt('interface.checkin_waiting'))} 2>/dev/null)\n"
 _NOT_WAITING = 'case "$nasplan_w" in ""|null|None) true ;; *) false ;; esac'
 
 
+@dataclass(frozen=True)
 class TrueNasCommit:
-    """The TrueNAS SCALE middleware's own commit with rollback and checkin."""
+    """The TrueNAS middleware's own commit with rollback and checkin (SCALE, CORE, FreeNAS)."""
 
-    mechanism = MECHANISM
-    net_tools = NetTools()  # SCALE ships a current iproute2: state is read with `ip -j`
+    # SCALE ships a current iproute2 (`ip -j`); CORE and FreeNAS are read with BSD ifconfig.
+    net_tools: NetTools = field(default_factory=NetTools)
+    mechanism: str = field(default=MECHANISM, init=False)
 
     def arm_and_apply_script(
         self,
@@ -130,7 +145,8 @@ class TrueNasCommit:
         rollback = shlex.join(midclt("interface.rollback"))
         return (
             "set -u\n"
-            "command -v midclt >/dev/null 2>&1 || { echo 'midclt not found' >&2; "
+            + _PATH
+            + "command -v midclt >/dev/null 2>&1 || { echo 'midclt not found' >&2; "
             f"exit {scripts.EXIT_NO_SETSID}; }}\n"
             # Someone's staged or unconfirmed change would be committed (or rolled back) with ours.
             # midclt prints booleans as Python does: False.
@@ -151,7 +167,7 @@ class TrueNasCommit:
             f"  {_WAITING}"
             "  printf '@@nasplan:armed@@\\n%s\\n' \"$nasplan_w\"\n"
             "else nasplan_failed=1; fi\n"
-            + state_script(c.nic for c in changes)
+            + state_script((c.nic for c in changes), self.net_tools)
             + f'[ "$nasplan_failed" = 0 ] || exit {scripts.EXIT_APPLY_FAILED}\n'
         )
 
@@ -162,11 +178,11 @@ class TrueNasCommit:
         """
         d = shlex.quote(directory)
         watch = (
-            f"setsid sh -c {shlex.quote(_LEASE_WATCH)} nasplan-revert {d} "
+            f"$nasplan_detach sh -c {shlex.quote(_LEASE_WATCH)} nasplan-revert {d} "
             '"$nasplan_lease" </dev/null >/dev/null 2>&1 &'
         )
         return (
-            PRELUDE + _WAITING + f"if {_NOT_WAITING}; then\n"
+            _PATH + PRELUDE + scripts.DETACH + _WAITING + f"if {_NOT_WAITING}; then\n"
             f"  if [ -f {d}/armed ]; then echo fired; else echo missing; fi\n"
             f"elif {shlex.join(midclt('interface.checkin'))} >/dev/null; then\n"
             f"  touch {d}/confirmed\n"
@@ -194,7 +210,7 @@ class TrueNasCommit:
             else f"[ -f {d}/fired ] || {{ [ -f {d}/armed ] && [ ! -f {d}/confirmed ]; }}"
         )
         return (
-            "nasplan_failed=0\n"
+            _PATH + "nasplan_failed=0\n"
             # the lease watcher first: stopped, or (fired) given a moment to finish
             f"if mv {d}/pid {d}/disarmed 2>/dev/null; then\n"
             f'  kill -TERM "-$(cat {d}/disarmed)" 2>/dev/null\n'
@@ -213,5 +229,5 @@ class TrueNasCommit:
             "fi\n"
             f"rm -rf {d}\n"
             "printf '\\n@@nasplan:outcome@@\\n%s\\n' \"$nasplan_outcome\"\n"
-            + state_script(c.nic for c in changes)
+            + state_script((c.nic for c in changes), self.net_tools)
         )

@@ -6,7 +6,7 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from nasplan.platforms.base import SETSID_TIMER, Command
+from nasplan.platforms.base import SETSID_TIMER, Command, missing_tools
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
@@ -33,7 +33,7 @@ class Debian:
         return facts.tool(tool)
 
     def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
-        missing = [p for p in packages if not facts.tool(p)]
+        missing = missing_tools(facts, packages)
         if not missing:
             return []
         preseed = "\n".join(_DEBCONF[p] for p in missing if p in _DEBCONF)

@@ -6,7 +6,14 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from nasplan.platforms.base import MANUAL, Command, PlatformError, manual_network_refusal
+from nasplan.platforms.base import (
+    DETACHED_TIMER,
+    TRUENAS_INTERFACE_COMMIT,
+    Command,
+    installer_path,
+    missing_tools,
+    ships_with_it,
+)
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
@@ -16,9 +23,6 @@ VERSION_FILE = "/etc/version"
 
 def _is_freebsd(facts: HostFacts) -> bool:
     return facts.kernel_name == "FreeBSD"
-
-
-_EXAMPLE = "ifconfig ix0 mtu 9000"
 
 
 class TrueNasCore:
@@ -42,26 +46,22 @@ class TrueNasCore:
         return facts.tool(tool)
 
     def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
-        missing = [p for p in packages if not facts.tool(p)]
-        if missing:
-            raise PlatformError(
-                f"{' '.join(missing)} not found, though TrueNAS CORE ships iperf3 in "
-                f"/usr/local/bin; nasplan never runs pkg on the appliance (an update would undo "
-                f"it, and it can break the middleware): check the host, or measure from another"
-            )
-        return []
+        return ships_with_it(
+            facts,
+            packages,
+            "TrueNAS CORE ships iperf3 in /usr/local/bin; nasplan never runs pkg on the "
+            "appliance (an update would undo it, and it can break the middleware): check the "
+            "host, or measure from another",
+        )
 
     def network_mechanism(self, facts: HostFacts) -> str:
-        """No mechanism: nasplan does not change this host's network (``network_refusal``)."""
-        return MANUAL
+        """The middleware's own commit with rollback (``interface.commit``), read back with BSD
+        ifconfig: its network belongs to the middleware, which would undo an ifconfig change."""
+        return TRUENAS_INTERFACE_COMMIT
 
     def network_refusal(self, facts: HostFacts) -> str | None:
-        """Why nasplan will not change this host's network (its middleware owns it)."""
-        return (
-            "TrueNAS CORE's network belongs to its middleware, whose commit/rollback nasplan "
-            "does not drive on CORE yet (state is read with Linux ip); change the MTU under "
-            "Network > Interfaces (it tests the change and rolls back unless you keep it)"
-        )
+        """None: nasplan changes this host's network through its middleware."""
+        return None
 
 
 class FreeBsd:
@@ -79,20 +79,19 @@ class FreeBsd:
         return facts.tool(tool)
 
     def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
-        missing = [p for p in packages if not facts.tool(p)]
+        missing = missing_tools(facts, packages)
         if not missing:
             return []
-        if facts.tool("pkg") is None:
-            raise PlatformError(f"{' '.join(missing)} not found and pkg is not available")
+        installer_path(facts, missing, "pkg", "pkg is not available")
         install = shlex.join(["env", "ASSUME_ALWAYS_YES=yes", "pkg", "install", "-y", *missing])
         lines = ["set -e", f"{install} >/dev/null"]
         lines.extend(f"command -v {shlex.quote(p)}" for p in missing)
         return [Command("\n".join(lines), f"pkg install {' '.join(missing)}", sudo=True)]
 
     def network_mechanism(self, facts: HostFacts) -> str:
-        """No mechanism: nasplan does not change this host's network (``network_refusal``)."""
-        return MANUAL
+        """``ifconfig`` changes (gone at reboot) under a revert timer detached with daemon -f."""
+        return DETACHED_TIMER
 
     def network_refusal(self, facts: HostFacts) -> str | None:
-        """Why nasplan will not change this host's network (no armed revert it can read back)."""
-        return manual_network_refusal(self.os_name(facts) or self.name, _EXAMPLE)
+        """None: nasplan changes this host's network itself (``network_mechanism``)."""
+        return None

@@ -7,7 +7,13 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from nasplan.platforms.base import MANUAL, Command, PlatformError, manual_network_refusal
+from nasplan.platforms.base import (
+    DETACHED_TIMER,
+    Command,
+    installer_path,
+    missing_tools,
+    print_installed_paths,
+)
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
@@ -17,9 +23,6 @@ BREW_HOWTO = "https://brew.sh"
 PACKAGES = {"nfs-cp": "libnfs"}
 # Apple silicon installs under /opt/homebrew, Intel Macs under /usr/local (facts look in both).
 HOMEBREW_PREFIXES = ("/opt/homebrew", "/usr/local")
-
-
-_EXAMPLE = "sudo networksetup -setMTU en0 9000"
 
 
 class MacOs:
@@ -37,17 +40,17 @@ class MacOs:
         return facts.tool(tool)
 
     def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
-        missing = [p for p in packages if not facts.tool(p)]
+        missing = missing_tools(facts, packages)
         if not missing:
             return []
-        brew = facts.tool("brew")
-        if brew is None:
-            raise PlatformError(
-                f"{' '.join(missing)} not found and Homebrew is not installed (no brew in "
-                f"/opt/homebrew/bin or /usr/local/bin); install Homebrew ({BREW_HOWTO}), then "
-                f"`brew install {' '.join(PACKAGES.get(p, p) for p in missing)}`; nothing was "
-                f"changed on this host"
-            )
+        brew = installer_path(
+            facts,
+            missing,
+            "brew",
+            f"Homebrew is not installed (no brew in /opt/homebrew/bin or /usr/local/bin); "
+            f"install Homebrew ({BREW_HOWTO}), then "
+            f"`brew install {' '.join(PACKAGES.get(p, p) for p in missing)}`",
+        )
         bin_dir = posixpath.dirname(brew)
         names = sorted({PACKAGES.get(p, p) for p in missing})
         # Homebrew refuses to run as root: install as the login user, never through sudo.
@@ -55,15 +58,13 @@ class MacOs:
             "set -e",
             f"HOMEBREW_NO_AUTO_UPDATE=1 {shlex.join([brew, 'install', *names])} >/dev/null",
         ]
-        for tool in missing:
-            path = shlex.quote(posixpath.join(bin_dir, tool))
-            lines.append(f"[ -x {path} ] && printf '%s\\n' {path}")
+        lines += print_installed_paths(bin_dir, missing)
         return [Command("\n".join(lines), f"brew install {' '.join(names)}", sudo=False)]
 
     def network_mechanism(self, facts: HostFacts) -> str:
-        """No mechanism: nasplan does not change this host's network (``network_refusal``)."""
-        return MANUAL
+        """``ifconfig`` changes (gone at reboot) under a revert timer detached with nohup."""
+        return DETACHED_TIMER
 
     def network_refusal(self, facts: HostFacts) -> str | None:
-        """Why nasplan will not change this host's network (no armed revert it can read back)."""
-        return manual_network_refusal(self.os_name(facts) or self.name, _EXAMPLE)
+        """None: nasplan changes this host's network itself (``network_mechanism``)."""
+        return None

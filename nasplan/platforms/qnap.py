@@ -7,7 +7,14 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from nasplan.platforms.base import SETSID_TIMER, Command, PlatformError, marker_values
+from nasplan.platforms.base import (
+    SETSID_TIMER,
+    Command,
+    installer_path,
+    marker_values,
+    missing_tools,
+    print_installed_paths,
+)
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
@@ -37,25 +44,22 @@ class Qnap:
         return facts.tool(tool)
 
     def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
-        missing = [p for p in packages if not facts.tool(p)]
+        missing = missing_tools(facts, packages)
         if not missing:
             return []
-        opkg = facts.tool("opkg")
-        if opkg is None:
-            raise PlatformError(
-                f"{' '.join(missing)} not found and Entware's opkg is not installed "
-                f"(no /opt/bin/opkg). In App Center add the qnapclub repository "
-                f"({ENTWARE_HOWTO}), install Entware-std, then run nasplan again; "
-                f"nothing was changed on this host"
-            )
+        opkg = installer_path(
+            facts,
+            missing,
+            "opkg",
+            f"Entware's opkg is not installed (no /opt/bin/opkg). In App Center add the qnapclub "
+            f"repository ({ENTWARE_HOWTO}), install Entware-std, then run nasplan again",
+        )
         bin_dir = posixpath.dirname(opkg)
         install = shlex.join([opkg, "install", *missing])
         update = shlex.join([opkg, "update"])
         # A fresh Entware has no package lists yet: update only when the install cannot proceed.
         lines = ["set -e", f"{install} >/dev/null 2>&1 || {{ {update} >/dev/null && {install}; }}"]
-        for tool in missing:
-            path = shlex.quote(posixpath.join(bin_dir, tool))
-            lines.append(f"[ -x {path} ] && printf '%s\\n' {path}")
+        lines += print_installed_paths(bin_dir, missing)
         return [Command("\n".join(lines), f"opkg install {' '.join(missing)}", sudo=True)]
 
     def network_mechanism(self, facts: HostFacts) -> str:

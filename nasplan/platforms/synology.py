@@ -7,7 +7,13 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from nasplan.platforms.base import SETSID_TIMER, Command, PlatformError, marker_values
+from nasplan.platforms.base import (
+    SETSID_TIMER,
+    Command,
+    PlatformError,
+    marker_values,
+    missing_tools,
+)
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
@@ -41,7 +47,7 @@ class Synology:
 
     def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
         # Checked on every run: the Diagnosis Tool can be removed (synogear remove, DSM update).
-        missing = [p for p in packages if not facts.tool(p)]
+        missing = missing_tools(facts, packages)
         if not missing:
             return []
         unknown = [p for p in missing if p not in SYNOGEAR_TOOLS]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from nasplan.platforms.base import SETSID_TIMER, TRUENAS_INTERFACE_COMMIT, Command, PlatformError
+from nasplan.platforms.base import SETSID_TIMER, TRUENAS_INTERFACE_COMMIT, Command, ships_with_it
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
@@ -29,14 +29,13 @@ class TrueNas:
         return facts.tool(tool)
 
     def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
-        missing = [p for p in packages if not facts.tool(p)]
-        if missing:
-            raise PlatformError(
-                f"{' '.join(missing)} not found, though TrueNAS SCALE ships iperf3 and fio; "
-                f"nasplan never installs packages on TrueNAS (apt is disabled there and would "
-                f"break the appliance): check the host, or measure from another host"
-            )
-        return []
+        return ships_with_it(
+            facts,
+            packages,
+            "TrueNAS SCALE ships iperf3 and fio; nasplan never installs packages on TrueNAS (apt "
+            "is disabled there and would break the appliance): check the host, or measure from "
+            "another host",
+        )
 
     def network_mechanism(self, facts: HostFacts) -> str:
         """The middleware's own commit-confirmed change when ``midclt`` is there, else ``ip``."""

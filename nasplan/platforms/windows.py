@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from nasplan.platforms.base import MANUAL, Command, PlatformError, manual_network_refusal
+from nasplan.platforms.base import MANUAL, Command, PlatformError
+from nasplan.shell import PowerShell
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
@@ -59,11 +60,8 @@ class Windows:
         return MANUAL
 
     def network_refusal(self, facts: HostFacts) -> str | None:
-        """Why nasplan will not change this host's network."""
-        return manual_network_refusal(
-            self.os_name(facts) or "Windows",
-            'netsh interface ipv4 set subinterface "Ethernet 2" mtu=9000 store=active',
-        )
+        """Why nasplan will not change this host's network, and the commands that do it by hand."""
+        return network_refusal_text(facts)
 
 
 def how_to_get(facts: HostFacts, tool: str) -> str:
@@ -80,4 +78,25 @@ def how_to_get(facts: HostFacts, tool: str) -> str:
     return (
         f"{tool}.exe {where}; {advice}, then set `tools: {{{tool}: 'C:\\path\\to\\{tool}.exe'}}` "
         f"for this host in the inventory (nasplan never installs software on Windows)."
+    )
+
+
+def network_refusal_text(facts: HostFacts) -> str:
+    """One line: why a Windows host's network is left alone, and the commands that change it.
+
+    A revert nasplan arms must outlive a cut-off SSH session and be proven here; on Windows that
+    is a scheduled task running as SYSTEM, which no host available to this project could run.
+    So nasplan refuses and says exactly what to type instead (with this host's adapters).
+    """
+    adapters = [n for n in facts.interfaces if not n.name.lower().startswith("loopback")]
+    seen = ", ".join(f"{n.name} (MTU {n.mtu_bytes or '?'})" for n in adapters)
+    name = PowerShell().quote(adapters[0].name if len(adapters) == 1 else "Ethernet 2")
+    return (
+        "nasplan does not change a Windows host's network (no revert it could arm and prove "
+        "here); in an administrator PowerShell set the NIC's frame size, a driver setting that "
+        f"stays: `Set-NetAdapterAdvancedProperty -Name {name} -RegistryKeyword '*JumboPacket' "
+        "-RegistryValue 9014`, then the IP MTU until the next reboot: "
+        f"`netsh interface ipv4 set subinterface {name} mtu=9000 store=active`; undo with "
+        f"-RegistryValue 1514 and mtu=1500; then run the plan without its network: section"
+        + (f" (adapters seen: {seen})" if seen else "")
     )

@@ -49,6 +49,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "nasplan.network.state",
         "nasplan.network.iptext",
         "nasplan.network.ifconfig",
+        "nasplan.network.bsd",
         "nasplan.network.tools",
     ),
     (

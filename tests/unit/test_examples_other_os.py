@@ -32,3 +32,30 @@ def test_an_unknown_tool_in_the_inventory_is_a_located_error(tmp_path: Path) -> 
         load_inventory(path)
     assert f"{path}:4:" in "\n".join(info.value.messages)
     assert "hosts.pc.tools" in "\n".join(info.value.messages)
+
+
+def test_the_mac_to_truenas_core_jumbo_example_changes_both_ends_their_own_way() -> None:
+    from os_facts import freebsd_facts, macos_facts
+
+    from nasplan.network.backends import for_platform
+    from nasplan.network.model import NicChange
+    from nasplan.network.state import NicState
+    from nasplan.plan import load_plan
+    from nasplan.platforms import detect
+
+    plan = load_plan(ROOT / "plans/examples/mac-core-jumbo.yaml")
+    assert plan.network.changes("macmini") == (NicChange("en8", 9000, ("198.19.19.2/30",)),)
+    assert plan.network.changes("core") == (NicChange("ix0", 9000, ("198.19.19.1/30",)),)
+    assert {t.target.label() for t in plan.tests if t.id.startswith("cable")} == {"link:cable@core"}
+    mac = macos_facts(tools="ifconfig=/sbin/ifconfig")
+    core = freebsd_facts(tools="midclt=/usr/local/bin/midclt\nifconfig=/sbin/ifconfig")
+    mac_script = for_platform(detect(mac), mac).arm_and_apply_script(
+        "/tmp/r", 60, plan.network.changes("macmini"), {"en8": NicState("en8", 1500, True, ())}
+    )
+    assert "/sbin/ifconfig en8 inet 198.19.19.2 netmask 0xfffffffc alias" in mac_script
+    core_backend = for_platform(detect(core), core)
+    assert core_backend.mechanism == "truenas-interface-commit"
+    core_script = core_backend.arm_and_apply_script(
+        "/tmp/r", 60, plan.network.changes("core"), {"ix0": NicState("ix0", 1500, True, ())}
+    )
+    assert "interface.commit" in core_script and "ifconfig ix0" not in core_script

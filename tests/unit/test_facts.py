@@ -98,32 +98,31 @@ def test_ifconfig_fallback_when_ip_is_missing() -> None:
     assert facts.interfaces == fixture("debian12-netns-veth.txt").interfaces
 
 
-def test_qnap_handbuilt() -> None:
-    facts = fixture("qnap-ts253d-handbuilt.txt")
+def test_qnap_lab_capture_with_busybox_ifconfig() -> None:
+    facts = fixture("qnap-lab-busybox-ifconfig.txt")
     assert facts.os_id is None  # no os-release: platform comes from the markers
     assert "Model = TS-253D" in facts.markers["/etc/config/uLinux.conf"]
     assert facts.markers["getcfg System Version"] == "5.1.0"
-    assert facts.tool("iperf3") == "/opt/bin/iperf3" and facts.tool("opkg") == "/opt/bin/opkg"
-    assert facts.tool("getcfg") == "/sbin/getcfg"
-    assert facts.iperf3_version == "3.16"
-    assert facts.cpu_model == "Intel(R) Celeron(R) J4125 CPU @ 2.00GHz"
-    assert (facts.cpu_cores, facts.memory_bytes) == (4, 3884300 * 1024)
-    eth2 = facts.interface_for_address("198.18.2.109")
-    assert eth2 is not None and eth2.name == "eth2"
-    assert (eth2.speed_mbps, eth2.mtu_bytes, eth2.driver) == (10000, 9000, "atlantic")
-    eth1 = facts.interface("eth1")
-    assert eth1 is not None and eth1.addresses == () and eth1.speed_mbps is None
+    assert facts.tool("iperf3") is None and facts.tool("opkg") == "/opt/bin/opkg"
+    assert facts.tool("ip") is None and facts.tool("ifconfig") == "/usr/local/bin/ifconfig"
+    eth0 = facts.interface_for_address("198.19.240.10")
+    assert eth0 is not None and eth0.name == "eth0"
+    assert (eth0.mtu_bytes, eth0.addresses) == (1500, ("198.19.240.10/28",))
+    installed = fixture("qnap-lab-busybox-ifconfig-entware-iperf3.txt")
+    assert installed.tool("iperf3") == "/opt/bin/iperf3" and installed.iperf3_version == "3.12"
 
 
-def test_synology_handbuilt() -> None:
-    facts = fixture("synology-ds920plus-handbuilt.txt")
+def test_synology_lab_capture_as_admin() -> None:
+    facts = fixture("synology-dsm7-lab-admin.txt")
     assert facts.is_root is False
     assert 'productversion="7.2.1"' in facts.markers["/etc.defaults/VERSION"]
     assert 'upnpmodelname="DS920+"' in facts.markers["/etc/synoinfo.conf"]
     assert facts.tool("iperf3") is None and facts.iperf3_version is None
-    assert facts.tool("ip") == "/sbin/ip"
-    eth0 = facts.interface_for_address("198.18.0.10")
-    assert eth0 is not None and (eth0.name, eth0.speed_mbps) == ("eth0", 1000)
+    assert facts.tool("synogear") == "/usr/syno/bin/synogear"
+
+
+def test_each_tool_is_probed_once() -> None:
+    assert len(TOOL_NAMES) == len(set(TOOL_NAMES))
 
 
 @pytest.mark.parametrize("name", ALL_FIXTURES)

@@ -20,8 +20,7 @@ def facts(name: str) -> HostFacts:
 @pytest.mark.parametrize(
     ("fixture", "platform"),
     [
-        ("qnap-ts253d-handbuilt.txt", "qnap"),
-        ("synology-ds920plus-handbuilt.txt", "synology"),
+        ("qnap-lab-busybox-ifconfig.txt", "qnap"),
         ("synology-dsm7-lab-admin.txt", "synology"),
         # SCALE's os-release says Debian: the TrueNAS markers must win.
         ("truenas-scale-lab.txt", "truenas"),
@@ -50,17 +49,17 @@ def without(facts_: HostFacts, *tools: str) -> HostFacts:
 
 
 def test_qnap_installs_missing_iperf3_with_entware_by_full_path() -> None:
-    qnap = without(facts("qnap-ts253d-handbuilt.txt"), "iperf3")
+    qnap = facts("qnap-lab-busybox-ifconfig.txt")
     [command] = detect(qnap).install_commands(qnap, ["iperf3"])
     assert command.sudo and command.description == "opkg install iperf3"
     assert "/opt/bin/opkg install iperf3" in command.script
     assert "printf '%s\\n' /opt/bin/iperf3" in command.script
-    present = facts("qnap-ts253d-handbuilt.txt")
+    present = facts("qnap-lab-busybox-ifconfig-entware-iperf3.txt")
     assert detect(present).install_commands(present, ["iperf3"]) == []
 
 
 def test_qnap_without_entware_explains_how_to_get_it() -> None:
-    bare = without(facts("qnap-ts253d-handbuilt.txt"), "iperf3", "opkg")
+    bare = without(facts("qnap-lab-busybox-ifconfig.txt"), "opkg")
     with pytest.raises(PlatformError, match=r"qnapclub\.eu/en/howto/1.*Entware-std"):
         detect(bare).install_commands(bare, ["iperf3"])
 
@@ -92,7 +91,7 @@ def test_vendor_os_names_come_from_their_marker_files() -> None:
         facts = parse_facts((FIXTURES / "facts" / fixture).read_text())
         return detect(facts).os_name(facts)
 
-    assert os_of("synology-ds920plus-handbuilt.txt") == "DSM 7.2.1-69057 Update 5"
-    assert os_of("qnap-ts253d-handbuilt.txt") == "QTS 5.1.0 build 20230822"
+    assert os_of("synology-dsm7-lab-admin.txt") == "DSM 7.2.1-69057 Update 5"
+    assert os_of("qnap-lab-busybox-ifconfig.txt") == "QTS 5.1.0 build 20230822"
     assert os_of("truenas-scale-lab.txt") == "TrueNAS SCALE 24.04.2"
     assert os_of("debian12-root.txt") == "Debian GNU/Linux 12 (bookworm)"

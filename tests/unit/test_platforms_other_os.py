@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from os_facts import freebsd_facts, macos_facts, session_of, windows_output
 
 from nasplan.facts import parse_facts
+from nasplan.network.backends import for_platform
 from nasplan.network.phase import network_refusals
 from nasplan.platforms import PlatformError, detect
 
@@ -86,18 +89,28 @@ def test_a_disk_test_on_windows_asks_for_diskspd_where_linux_asks_for_fio() -> N
     assert platform.tool_path(found, "fio") == "C:\\Tools\\diskspd.exe"
 
 
-def test_network_changes_are_refused_with_what_to_do_on_each_platform() -> None:
+def test_only_windows_refuses_network_changes_macos_freebsd_and_core_make_them() -> None:
+    core_facts = freebsd_facts(tools="midclt=/usr/local/bin/midclt\nifconfig=/sbin/ifconfig")
     sessions = {
-        "mac": session_of("mac", macos_facts()),
-        "core": session_of("core", freebsd_facts(tools="midclt=/usr/local/bin/midclt")),
+        "mac": session_of("mac", macos_facts(tools="ifconfig=/sbin/ifconfig")),
+        "bsd": session_of("bsd", freebsd_facts(tools="ifconfig=/sbin/ifconfig")),
+        "core": session_of("core", core_facts),
         "win": session_of("win", parse_facts(windows_output())),
     }
-    refusals = network_refusals(sessions, ["mac", "core", "win"])
-    assert len(refusals) == 3
-    assert refusals[0].startswith("mac: ") and "networksetup -setMTU" in refusals[0]
-    assert refusals[1].startswith("core: ") and "Network > Interfaces" in refusals[1]
-    assert "netsh interface ipv4 set subinterface" in refusals[2]
-    assert "store=active" in refusals[2]
+    (refusal,) = network_refusals(sessions, ["mac", "bsd", "core", "win"])
+    assert refusal.startswith("win: ") and "netsh interface ipv4 set subinterface" in refusal
+    assert "store=active" in refusal
+    backends = {
+        name: for_platform(session.platform, session.facts)
+        for name, session in sessions.items()
+        if name != "win"
+    }
+    assert {n: (b.mechanism, b.net_tools.kind) for n, b in backends.items()} == {
+        "mac": ("detached-timer", "bsd-ifconfig"),
+        "bsd": ("detached-timer", "bsd-ifconfig"),
+        "core": ("truenas-interface-commit", "bsd-ifconfig"),
+    }
+    assert backends["core"].net_tools.ifconfig == "/sbin/ifconfig"
 
 
 def test_apply_check_on_windows_without_iperf3_shows_the_advice_not_an_install() -> None:
@@ -121,3 +134,22 @@ def test_inventory_tools_on_a_posix_host_win_and_their_iperf3_version_is_read() 
     updated = with_inventory_tools(LocalRunner(), facts, {"iperf3": real_iperf3})
     assert updated.tool("iperf3") == real_iperf3
     assert updated.iperf3_version is not None and updated.iperf3_version.startswith("3.")
+
+
+def test_windows_refusal_names_its_adapters_and_both_settings() -> None:
+    facts = parse_facts(windows_output())
+    reason = detect(facts).network_refusal(facts) or ""
+    assert "*JumboPacket" in reason and "mtu=9000 store=active" in reason
+    assert "undo with -RegistryValue 1514 and mtu=1500" in reason
+    names = [n.name for n in facts.interfaces]
+    assert names and all(name in reason for name in names)
+    assert "\n" not in reason
+
+
+def test_windows_refusal_quotes_a_hostile_adapter_name_for_powershell() -> None:
+    facts = parse_facts(windows_output())
+    hostile = dataclasses.replace(facts.interfaces[0], name="Eth'ernet; $(calc)")
+    facts = dataclasses.replace(facts, interfaces=(hostile,))
+    reason = detect(facts).network_refusal(facts) or ""
+    assert "-Name 'Eth''ernet; $(calc)'" in reason
+    assert "subinterface 'Eth''ernet; $(calc)' mtu=9000" in reason

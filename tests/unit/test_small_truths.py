@@ -126,7 +126,7 @@ class Fixed:
 
 
 def test_an_install_the_platform_cannot_do_is_not_a_would(tmp_path: Path) -> None:
-    facts = parse_facts((FIXTURES / "facts" / "qnap-ts253d-handbuilt.txt").read_text())
+    facts = parse_facts((FIXTURES / "facts" / "qnap-lab-busybox-ifconfig.txt").read_text())
     facts = dataclasses.replace(facts, tools={**facts.tools, "opkg": None, "iperf3": None})
     session = HostSession(Host("nas", "198.18.0.10"), NoRunner(), facts, Qnap())
     lines = planned_installs(session, ["iperf3"])

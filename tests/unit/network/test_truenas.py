@@ -170,3 +170,12 @@ def test_restore_rolls_back_or_finds_the_host_reverted_or_updates_back(
     assert split_sections(done.stdout)["outcome"] == outcome
     assert [c[0] for c in calls[1:]] == methods
     assert not d.exists()
+
+
+def test_an_mtu_only_change_restores_the_mtu_and_leaves_the_alias_list_alone() -> None:
+    # The read-back shows a DHCP address as any other: sent back as an alias it would turn static.
+    before = {"eth0": NicState("eth0", 1500, True, ("198.18.41.7/24",))}
+    (argv,) = restore_update_argvs([NicChange("eth0", 9000, ())], before)
+    assert json.loads(argv[4]) == {"mtu": 1500}
+    (forward,) = update_argvs([NicChange("eth0", 9000, ())], before)
+    assert json.loads(forward[4]) == {"mtu": 9000}
