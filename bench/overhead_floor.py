@@ -170,7 +170,7 @@ def run_nasplan(plan_path: Path, out: Path) -> dict[str, Any]:
     )
     wall_s = time.perf_counter() - started
     if done.returncode != 0:
-        raise SystemExit(f"nasplan apply failed ({done.returncode}): {done.stdout[-800:]}")
+        raise SystemExit(f"nasplan apply failed ({done.returncode}): {done.stderr[-1500:]}")
     run = json.loads((out / "run.json").read_text())
     measured_s, rates = 0.0, []
     for test in run["tests"]:
