@@ -253,7 +253,8 @@ def measure(state: LabState, sizes: Sequence[int], rounds: int, workdir: Path) -
                     out = workdir / f"run-{size}-{round_index}"
                     result = run_nasplan(plans[size], out)
                     if "failed" in result:
-                        failures.append(f"{size} hosts, round {round_index + 1}: " + result["failed"])
+                        where = f"{size} hosts, round {round_index + 1}"
+                        failures.append(f"{where}: {result['failed']}")
                         continue
                     rates = result["rates"]
                 overhead[size][who].append(result["wall_s"] - result["measured_s"])
