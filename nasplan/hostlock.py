@@ -28,15 +28,8 @@ EXIT_BUSY = 75
 # nasplan_register PID TOKEN [FILE...]: what a stale lock's finder kills (PID, only while its
 # command line still holds TOKEN; ``-``: none) and removes (FILEs: /tmp/nasplan-*, a disk test's
 # nasplan-fio-* directory).
-# The host name from Linux's procfs with a builtin where it can (no process: every script of a
-# test starts with this), else from uname with anything but [A-Za-z0-9_.-] made "_".
 PRELUDE = r"""
-nasplan_host=
-[ -r /proc/sys/kernel/hostname ] && read -r nasplan_host < /proc/sys/kernel/hostname
-case $nasplan_host in
-  ''|*[!A-Za-z0-9_.-]*) nasplan_host=$(uname -n 2>/dev/null | tr -c 'A-Za-z0-9_.\n-' '_') ;;
-esac
-nasplan_dir="/tmp/nasplan-$nasplan_host.lock"
+nasplan_dir="/tmp/nasplan-$(uname -n 2>/dev/null | tr -c 'A-Za-z0-9_.\n-' '_').lock"
 nasplan_lease="$nasplan_dir/lease"
 nasplan_now() {
   if read -r nasplan_up _ < /proc/uptime 2>/dev/null; then echo "${nasplan_up%.*}"
