@@ -111,9 +111,19 @@ def enslave(link: str, bridge: str, mtu_bytes: int) -> None:
 
 
 def delete_link(name: str) -> None:
-    """Delete a root-namespace interface (the veth peer goes too); nothing when already gone."""
-    if link_exists(name):
-        run(["ip", "link", "delete", name])
+    """Delete a root-namespace interface (the veth peer goes too); nothing when already gone.
+
+    The kernel removes a veth whose peer's namespace was just deleted on its own, a moment later:
+    a delete that loses that race fails with "Cannot find device" and is no failure.
+    """
+    if not link_exists(name):
+        return
+    proc = subprocess.run(
+        ["ip", "link", "delete", name], capture_output=True, text=True, check=False, timeout=60
+    )
+    if proc.returncode != 0 and link_exists(name):
+        detail = proc.stderr.strip() or f"exit {proc.returncode}"
+        raise LabError(f"ip link delete {name}: {detail}")
 
 
 def _disable_ipv6(link: str) -> None:

@@ -237,6 +237,24 @@ def test_down_leaves_nothing_even_when_pieces_are_already_gone(tmp_path: Path) -
     lab.down(lab_file, tmp_path / "state")  # idempotent
 
 
+def test_deleting_a_veth_the_kernel_is_already_removing_is_no_failure() -> None:
+    # A namespace's deletion takes its veth ends with it a moment later, in the kernel: lab down
+    # deleting the root-side end in that moment must neither fail nor leave the link behind.
+    for attempt in range(20):
+        namespace, root_end, inner_end = (f"npl-ld-ns{attempt}", "npl-ld-r0", "npl-ld-i0")
+        subprocess.run(["ip", "netns", "add", namespace], check=True)
+        try:
+            subprocess.run(
+                ["ip", "link", "add", root_end, "type", "veth", "peer", "name", inner_end],
+                check=True,
+            )
+            subprocess.run(["ip", "link", "set", inner_end, "netns", namespace], check=True)
+        finally:
+            subprocess.run(["ip", "netns", "delete", namespace], check=True)
+        netns.delete_link(root_end)
+        assert not netns.link_exists(root_end)
+
+
 def test_failure_half_way_undoes_everything(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
