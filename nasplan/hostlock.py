@@ -51,13 +51,22 @@ nasplan_register() {
 
 # Kill the PIDs a run registered (only while their command line still names its token: a
 # reused PID is someone else's) and remove its files; print what was removed.
+# nasplan_cmdline PID: /proc where there is one (Linux, BusyBox); macOS and FreeBSD have none,
+# so `ps -o args=` (POSIX); -ww: never cut to a terminal's or $COLUMNS' width (procps cuts at
+# $COLUMNS; BSD ps at the window width). Prints nothing for a PID that is gone.
+# nasplan_proc: where /proc is (a test points it elsewhere to take the ps path).
 _CLEANUP = r"""
+nasplan_proc=/proc
+nasplan_cmdline() {
+  if [ -r "$nasplan_proc/$1/cmdline" ]; then tr '\000' ' ' < "$nasplan_proc/$1/cmdline"
+  else ps -ww -o args= -p "$1" 2>/dev/null; fi
+}
 nasplan_cleanup() {
   if [ -f "$1/pids" ]; then
     while read -r pid token; do
       case $pid in ''|*[!0-9]*) continue ;; esac
-      [ -r "/proc/$pid/cmdline" ] || continue
-      if tr '\000' ' ' < "/proc/$pid/cmdline" | grep -qF -- "$token"; then
+      [ -n "$token" ] || continue
+      if nasplan_cmdline "$pid" | grep -qF -- "$token"; then
         kill "$pid" 2>/dev/null && echo "process $pid ($token)"
       fi
     done < "$1/pids"

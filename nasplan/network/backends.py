@@ -39,6 +39,19 @@ class NetworkBackend(Protocol):
         """The commands its scripts read NIC state with (``ip -j``, ``ip`` text, ``ifconfig``)."""
         ...
 
+    @property
+    def snapshot_as_root(self) -> bool:
+        """True when its snapshot script must run as root (TrueNAS: midclt)."""
+        ...
+
+    def snapshot_script(self, nics: Sequence[str]) -> str:
+        """Print what the snapshot keeps of these NICs (``parse_snapshot`` reads it)."""
+        ...
+
+    def parse_snapshot(self, text: str) -> dict[str, NicState]:
+        """The snapshot script's output -> ``{nic: NicState}`` (NICs it could not read left out)."""
+        ...
+
     def arm_and_apply_script(
         self,
         directory: str,
@@ -72,6 +85,13 @@ class SetsidTimer:
 
     net_tools: NetTools = field(default_factory=NetTools)
     mechanism: str = field(default=SETSID_TIMER, init=False)
+    snapshot_as_root: bool = field(default=False, init=False)
+
+    def snapshot_script(self, nics: Sequence[str]) -> str:
+        return tools.state_script(nics, self.net_tools)
+
+    def parse_snapshot(self, text: str) -> dict[str, NicState]:
+        return tools.parse_state_output(text)
 
     def arm_and_apply_script(
         self,

@@ -23,7 +23,7 @@ from nasplan.network import checks, restore, scripts, tools
 from nasplan.network.backends import NetworkBackend, SetsidTimer, for_platform
 from nasplan.network.model import NetworkSpec, NicChange, fact_errors
 from nasplan.network.state import NicState, split_sections
-from nasplan.network.tools import parse_state_output, state_script
+from nasplan.network.tools import parse_state_output
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts
@@ -210,12 +210,18 @@ class NetworkPhase:
                 record.error = "neither ip nor ifconfig found: cannot read or change its NICs"
                 return
             record.backend = for_platform(session.platform, session.facts)
-            script = state_script(record.nics, record.backend.net_tools)
-            result = runner.run_script(script, timeout_s=30)
-            states = parse_state_output(result.stdout)
+            backend = record.backend
+            result = runner.run_script(
+                backend.snapshot_script(record.nics), timeout_s=30, sudo=backend.snapshot_as_root
+            )
+            states = backend.parse_snapshot(result.stdout)
             missing = [n for n in record.nics if n not in states]
             if not result.ok or missing:
-                record.error = f"cannot read {', '.join(missing) or 'state'} (exit {result.exited})"
+                why = result.stderr.strip().splitlines()[-1:] if not result.ok else []
+                record.error = (
+                    f"cannot read {', '.join(missing) or 'state'} (exit {result.exited})"
+                    + "".join(f": {line}" for line in why)
+                )
                 return
             record.before = {n: states[n] for n in record.nics}
 

@@ -54,8 +54,41 @@ class Route:
 
 
 @dataclass(frozen=True)
+class NicConfig:
+    """A NIC's configuration where a host keeps one apart from its live state (the TrueNAS
+    middleware's ``interface.query``): static aliases ``A/prefix``, DHCP, IPv6 autoconf, MTU
+    (None: the default). Live addresses beyond ``aliases`` came from DHCP, SLAAC or by hand."""
+
+    aliases: tuple[str, ...]
+    ipv4_dhcp: bool
+    ipv6_auto: bool
+    mtu_bytes: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form: ``{"aliases": ["198.18.4.1/30"], "ipv4_dhcp": false, ...}``."""
+        return {
+            "aliases": list(self.aliases),
+            "ipv4_dhcp": self.ipv4_dhcp,
+            "ipv6_auto": self.ipv6_auto,
+            "mtu_bytes": self.mtu_bytes,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> NicConfig:
+        """Inverse of ``to_dict``."""
+        mtu = data.get("mtu_bytes")
+        return cls(
+            aliases=tuple(str(a) for a in data.get("aliases") or ()),
+            ipv4_dhcp=bool(data.get("ipv4_dhcp")),
+            ipv6_auto=bool(data.get("ipv6_auto")),
+            mtu_bytes=mtu if isinstance(mtu, int) else None,
+        )
+
+
+@dataclass(frozen=True)
 class NicState:
-    """What nasplan may change on a NIC and must put back: MTU, up flag, addresses, routes."""
+    """What nasplan may change on a NIC and must put back: MTU, up flag, addresses, routes;
+    ``configured``: the host's stored configuration of it, where it has one (TrueNAS)."""
 
     name: str
     mtu_bytes: int | None
@@ -63,10 +96,12 @@ class NicState:
     addresses: tuple[str, ...]
     routes: tuple[Route, ...] = ()
     speed_mbps: int | None = None
+    configured: NicConfig | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form (snapshot file, run.json ``network.hosts.<h>.before``)."""
-        return {
+        """JSON form (snapshot file, run.json ``network.hosts.<h>.before``); ``configured``
+        only where the host keeps a configuration."""
+        data: dict[str, Any] = {
             "name": self.name,
             "mtu_bytes": self.mtu_bytes,
             "up": self.up,
@@ -74,10 +109,14 @@ class NicState:
             "routes": [r.to_dict() for r in self.routes],
             "speed_mbps": self.speed_mbps,
         }
+        if self.configured is not None:
+            data["configured"] = self.configured.to_dict()
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> NicState:
         """Inverse of ``to_dict``."""
+        configured = data.get("configured")
         return cls(
             name=str(data["name"]),
             mtu_bytes=data.get("mtu_bytes"),
@@ -85,6 +124,7 @@ class NicState:
             addresses=tuple(data.get("addresses") or ()),
             routes=tuple(Route(**r) for r in data.get("routes") or ()),
             speed_mbps=data.get("speed_mbps"),
+            configured=NicConfig.from_dict(configured) if isinstance(configured, dict) else None,
         )
 
 

@@ -9,6 +9,19 @@ BSD ``ifconfig`` here (``net_tools``, from the host's facts).
 ``rollback``, restores them all after ``checkin_timeout`` seconds unless ``interface.checkin``
 comes first. A file in the revert directory records that nasplan armed (and confirmed) it, so a
 host found with nothing pending and no confirm has rolled back by itself.
+
+``interface.update`` merges what it is sent into the NIC's stored configuration and replaces
+its whole ``aliases`` list. That list holds the static aliases only; an address from DHCP or
+SLAAC (or one the middleware does not configure) shows in ``state.aliases`` and in ``ip`` or
+``ifconfig``, never in ``aliases``. So the snapshot reads the configuration with
+``interface.query`` (``aliases``, ``ipv4_dhcp``, ``ipv6_auto``, ``mtu``: None for the default,
+which the middleware applies as 1500), an update sends the configured aliases plus nasplan's,
+and the restore sends the configuration back exactly. Fields and behaviour as in
+truenas/middleware ``src/middlewared/middlewared/plugins/network.py`` (``query``,
+``iface_extend``, ``do_update``) and ``plugins/interface/configure.py`` at the commits:
+SCALE 24.04.2 7ae91f2c9eea2bc19bf9ed774304a39c26fe4a5c, CORE 13.0-U5.1
+3dd62f69ac09d7e1c93db1c437fcf4cc12e7c595, 12.0-U6.1 c0cba0ca0f3f0cb8c6de35e5d13987be01f8dbce,
+FreeNAS 11.3 45403ebc0d6ee28c3379b906dc84d85be26cdd8d.
 """
 
 from __future__ import annotations
@@ -16,14 +29,14 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nasplan.hostlock import PRELUDE
 from nasplan.network import scripts
 from nasplan.network.model import NicChange
-from nasplan.network.state import NicState
-from nasplan.network.tools import NetTools, state_script
+from nasplan.network.state import NicConfig, NicState, split_sections
+from nasplan.network.tools import NetTools, parse_state_output, state_script
 from nasplan.platforms.base import TRUENAS_INTERFACE_COMMIT
 
 MECHANISM = TRUENAS_INTERFACE_COMMIT
@@ -47,16 +60,60 @@ def commit_argv(timeout_s: int) -> list[str]:
     return midclt("interface.commit", {"rollback": True, "checkin_timeout": int(timeout_s)})
 
 
+def query_argv(nics: Iterable[str]) -> list[str]:
+    """``interface.query`` of these NICs (ids are names), filtered on the host."""
+    return midclt("interface.query", [["id", "in", list(nics)]])
+
+
+def _netmask(value: Any) -> int:
+    # An int in every release's datastore; the SCALE schema calls it a string: take both.
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).isdigit():
+        raise ValueError(f"netmask {value!r} is not a prefix length")
+    return int(value)
+
+
+def parse_interface_query(text: str) -> dict[str, NicConfig]:
+    """``midclt call interface.query`` JSON -> ``{nic: NicConfig}`` (the stored configuration,
+    not ``state``); ValueError when it is not the middleware's shape."""
+    entries = json.loads(text)
+    if not isinstance(entries, list):
+        raise ValueError("interface.query did not return a list")
+    found = {}
+    for entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("aliases"), list):
+            raise ValueError(f"interface.query entry without aliases: {entry!r}")
+        aliases = tuple(
+            f"{a['address']}/{_netmask(a.get('netmask'))}"
+            for a in entry["aliases"]
+            if isinstance(a, dict) and "address" in a
+        )
+        mtu = entry.get("mtu")
+        found[str(entry.get("id") or entry.get("name"))] = NicConfig(
+            aliases=aliases,
+            ipv4_dhcp=entry.get("ipv4_dhcp") is True,
+            ipv6_auto=entry.get("ipv6_auto") is True,
+            mtu_bytes=mtu if isinstance(mtu, int) and not isinstance(mtu, bool) else None,
+        )
+    return found
+
+
+def _configured_aliases(state: NicState) -> tuple[str, ...]:
+    # A snapshot file written before nasplan read the configuration: its live addresses.
+    return state.configured.aliases if state.configured is not None else state.addresses
+
+
 def update_argvs(changes: Sequence[NicChange], before: Mapping[str, NicState]) -> list[list[str]]:
-    """``interface.update`` per NIC (ids are names): the new MTU, the alias list with additions."""
+    """``interface.update`` per NIC (ids are names): the new MTU, the configured aliases plus
+    the additions (never an address the NIC has from DHCP or SLAAC: sent, it would turn static).
+    """
     argvs = []
     for change in changes:
         data: dict[str, Any] = {}
         if change.mtu_bytes is not None:
             data["mtu"] = change.mtu_bytes
         if change.add_addresses:
-            # aliases replaces the whole list: keep what the NIC had.
-            had = before[change.nic].addresses if change.nic in before else ()
+            # aliases replaces the whole list: keep the configured ones.
+            had = _configured_aliases(before[change.nic]) if change.nic in before else ()
             data["aliases"] = [alias(a) for a in dict.fromkeys((*had, *change.add_addresses))]
         if data:
             argvs.append(midclt("interface.update", change.nic, data))
@@ -66,19 +123,27 @@ def update_argvs(changes: Sequence[NicChange], before: Mapping[str, NicState]) -
 def restore_update_argvs(
     changes: Sequence[NicChange], before: Mapping[str, NicState]
 ) -> list[list[str]]:
-    """``interface.update`` per changed NIC back to its snapshot MTU and addresses.
+    """``interface.update`` per changed NIC back to its snapshot configuration, exactly:
+    aliases, ``ipv4_dhcp``, ``ipv6_auto``, ``mtu`` (None: the default again).
 
-    The alias list goes back only where nasplan changed it: the read-back also shows addresses the
-    middleware holds as DHCP or autoconf, which sent as aliases would turn into static ones.
+    A snapshot without the configuration (older files): the MTU, and the alias list only where
+    nasplan changed it, from the live addresses as before.
     """
     argvs = []
     for change in changes:
         state = before[change.nic]
         data: dict[str, Any] = {}
-        if change.add_addresses:
-            data["aliases"] = [alias(a) for a in state.addresses]
-        if state.mtu_bytes is not None:
-            data["mtu"] = state.mtu_bytes
+        config = state.configured
+        if config is not None:
+            data["aliases"] = [alias(a) for a in config.aliases]
+            data["ipv4_dhcp"] = config.ipv4_dhcp
+            data["ipv6_auto"] = config.ipv6_auto
+            data["mtu"] = config.mtu_bytes
+        else:
+            if change.add_addresses:
+                data["aliases"] = [alias(a) for a in state.addresses]
+            if state.mtu_bytes is not None:
+                data["mtu"] = state.mtu_bytes
         argvs.append(midclt("interface.update", change.nic, data))
     return argvs
 
@@ -116,6 +181,7 @@ sh "$d/lease-restore.sh" > "$d/restore.log" 2>&1; touch "$d/done"
 
 # CORE and FreeNAS keep midclt in /usr/local/bin, which a sudo PATH may leave out.
 _PATH = 'PATH="$PATH:/usr/local/bin"\n'
+_QUERY = "truenas-interface-query"
 _WAITING = f"nasplan_w=$({shlex.join(midclt('interface.checkin_waiting'))} 2>/dev/null)\n"
 _NOT_WAITING = 'case "$nasplan_w" in ""|null|None) true ;; *) false ;; esac'
 
@@ -127,6 +193,28 @@ class TrueNasCommit:
     # SCALE ships a current iproute2 (`ip -j`); CORE and FreeNAS are read with BSD ifconfig.
     net_tools: NetTools = field(default_factory=NetTools)
     mechanism: str = field(default=MECHANISM, init=False)
+    snapshot_as_root: bool = field(default=True, init=False)  # midclt talks to root only
+
+    def snapshot_script(self, nics: Sequence[str]) -> str:
+        """The NICs' live state, then their stored configuration (``interface.query``)."""
+        return (
+            _PATH
+            + state_script(nics, self.net_tools)
+            + f"printf '\\n@@nasplan:{_QUERY}@@\\n'; {shlex.join(query_argv(nics))}\n"
+        )
+
+    def parse_snapshot(self, text: str) -> dict[str, NicState]:
+        """Live states with ``configured`` set; a NIC the query did not list is left out."""
+        states = parse_state_output(text)
+        try:
+            configs = parse_interface_query(split_sections(text).get(_QUERY) or "null")
+        except ValueError:
+            return {}
+        return {
+            nic: replace(state, configured=configs[nic])
+            for nic, state in states.items()
+            if nic in configs
+        }
 
     def arm_and_apply_script(
         self,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shlex
 import subprocess
 import sys
 import threading
@@ -219,4 +220,103 @@ def test_truenas_change_is_put_back_by_the_host_when_nasplan_is_killed(
     assert restored.returncode == 0, restored.stderr
     run = json.loads((tmp_path / "run/run.json").read_text())
     assert run["network"]["hosts"]["nas"]["status"] == "reverted-by-host"
+    assert all_states(tnas_lab) == before
+
+
+# eth1 as a NAS set up in its UI with DHCP on and one static alias: the DHCP client's lease is
+# live only (finite lifetime, as a lease is), the alias is in the middleware's configuration.
+CONFIGURED = "198.19.16.1/24"
+LEASE = "198.19.17.7/24"
+
+
+def midclt_json(nas: Any, method: str, *args: Any) -> Any:
+    argv = ["midclt", "call", method, *(json.dumps(a) for a in args)]
+    return json.loads(nas.check_output(shlex.join(argv)))
+
+
+def alias_of(address: str) -> dict[str, Any]:
+    ip, _, prefix = address.partition("/")
+    return {"type": "INET", "address": ip, "netmask": int(prefix)}
+
+
+def eth1_configuration(nas: Any) -> dict[str, Any]:
+    """What the middleware has stored for eth1 (``interface.query``, not its live state)."""
+    (entry,) = midclt_json(nas, "interface.query", [["id", "=", "eth1"]])
+    return {k: entry[k] for k in ("aliases", "ipv4_dhcp", "ipv6_auto", "mtu")}
+
+
+def lease_is_dynamic(nas: Any) -> bool:
+    (nic,) = json.loads(nas.check_output("ip -j addr show dev eth1"))
+    return any(
+        f"{a['local']}/{a['prefixlen']}" == LEASE and a.get("dynamic") for a in nic["addr_info"]
+    )
+
+
+@pytest.fixture
+def dhcp_nic(tnas_lab: LabState) -> Iterator[Any]:
+    """The NAS's eth1 with DHCP on, a configured alias and a lease; put back as it was after."""
+    nas = testinfra.get_host("ssh://nas", ssh_config=str(tnas_lab.ssh_config_path))
+    was = eth1_configuration(nas)
+    update = {"ipv4_dhcp": True, "aliases": [alias_of(CONFIGURED)]}
+    midclt_json(nas, "interface.update", "eth1", update)
+    nas.check_output(shlex.join(["midclt", "call", "interface.commit", '{"rollback": false}']))
+    nas.check_output(f"ip addr add {LEASE} dev eth1 valid_lft 900 preferred_lft 900")
+    try:
+        yield nas
+    finally:
+        midclt_json(nas, "interface.update", "eth1", was)
+        nas.check_output(shlex.join(["midclt", "call", "interface.commit", '{"rollback": false}']))
+        assert eth1_configuration(nas) == was
+
+
+def test_truenas_never_writes_a_dhcp_address_as_static_and_restores_the_aliases_exactly(
+    tnas_lab: LabState, dhcp_nic: Any, tmp_path: Path
+) -> None:
+    nas = dhcp_nic
+    configured = eth1_configuration(nas)
+    assert configured == {"aliases": [alias_of(CONFIGURED)], "ipv4_dhcp": True,
+                          "ipv6_auto": False, "mtu": None}  # fmt: skip
+    before = all_states(tnas_lab)
+    assert lease_is_dynamic(nas)
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "nasplan"]
+    plan = write_plan(tnas_lab, tmp_path)
+    kept = subprocess.run([*cmd, "apply", str(plan), "--keep", "--out", str(out)],
+                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    try:
+        assert kept.returncode == 0, kept.stderr
+        # the configured alias and nasplan's address: the lease stays the DHCP client's
+        during = eth1_configuration(nas)
+        assert during["aliases"] == [alias_of(CONFIGURED), alias_of("198.18.42.1/30")]
+        assert (during["ipv4_dhcp"], during["mtu"]) == (True, 9000)
+        assert lease_is_dynamic(nas)
+        snapshot = json.loads((out / "network/snapshots.json").read_text())
+        eth1 = snapshot["hosts"]["nas"]["before"]["eth1"]
+        assert LEASE in eth1["addresses"]
+        assert eth1["configured"] == {"aliases": [CONFIGURED], "ipv4_dhcp": True,
+                                      "ipv6_auto": False, "mtu_bytes": None}  # fmt: skip
+    finally:  # a failed check leaves no kept change behind for the next test
+        restored = subprocess.run([*cmd, "restore", str(out)], capture_output=True, text=True,
+                                  timeout=120, check=False)  # fmt: skip
+    assert restored.returncode == 0, restored.stderr
+    assert eth1_configuration(nas) == configured
+    assert lease_is_dynamic(nas)
+    assert all_states(tnas_lab) == before
+
+
+def test_a_truenas_run_puts_the_configuration_back_and_leaves_the_lease_alone(
+    tnas_lab: LabState, dhcp_nic: Any, tmp_path: Path
+) -> None:
+    nas = dhcp_nic
+    configured = eth1_configuration(nas)
+    before = all_states(tnas_lab)
+    outcome = apply(load_plan(write_plan(tnas_lab, tmp_path)), PlainProgress(io.StringIO()),
+                    out=tmp_path / "run")  # fmt: skip
+    run = json.loads((tmp_path / "run/run.json").read_text())
+    assert outcome.exit_code == 0, run["network"]["error"] or run["tests"][0]["error"]
+    applied = run["network"]["hosts"]["nas"]["applied"]["eth1"]["addresses"]
+    assert {CONFIGURED, LEASE, "198.18.42.1/30"} <= set(applied)
+    assert run["network"]["hosts"]["nas"]["status"] == "restored"
+    assert eth1_configuration(nas) == configured
+    assert lease_is_dynamic(nas)
     assert all_states(tnas_lab) == before
