@@ -86,6 +86,8 @@ class SetsidTimer:
     net_tools: NetTools = field(default_factory=NetTools)
     mechanism: str = field(default=SETSID_TIMER, init=False)
     snapshot_as_root: bool = field(default=False, init=False)
+    # Detach the timer with setsid, FreeBSD's daemon -f or nohup (False: setsid only, Linux).
+    any_detacher: bool = field(default=False, init=False)
 
     def snapshot_script(self, nics: Sequence[str]) -> str:
         return tools.state_script(nics, self.net_tools)
@@ -107,7 +109,7 @@ class SetsidTimer:
             tools.apply_argvs(changes, before, self.net_tools),
             [c.nic for c in changes],
             self.net_tools,
-            any_detacher=self.mechanism == DETACHED_TIMER,
+            any_detacher=self.any_detacher,
         )
 
     def confirm_script(self, directory: str) -> str:
@@ -136,6 +138,7 @@ class DetachedTimer(SetsidTimer):
     or ``nohup`` (the host's first); BSD ``ifconfig`` changes (``net_tools``)."""
 
     mechanism: str = field(default=DETACHED_TIMER, init=False)
+    any_detacher: bool = field(default=True, init=False)
 
 
 def _truenas_commit(net_tools: NetTools) -> NetworkBackend:

@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from nasplan.facts_bsd import HEADER, inet_cidr, media_speed_mbps
+from nasplan.network.ifconfig import link_argvs
 from nasplan.network.model import NicChange
 from nasplan.network.state import Link, NicState, Route, assemble
 
@@ -155,10 +156,7 @@ def apply_argvs(
     argvs: list[list[str]] = []
     for change in changes:
         state = before.get(change.nic)
-        if change.mtu_bytes is not None:
-            argvs.append([ifconfig, change.nic, "mtu", str(change.mtu_bytes)])
-        if change.add_addresses and not (state and state.up):
-            argvs.append([ifconfig, change.nic, "up"])
+        argvs += link_argvs(ifconfig, change, state)
         for address in change.add_addresses:
             if not (state and address in state.addresses):
                 argvs.append(_alias_argv(ifconfig, change.nic, address, remove=False))

@@ -171,6 +171,17 @@ def _set_v4(label: str, cidr: str) -> list[str]:
     return [label, str(interface.ip), "netmask", str(interface.netmask)]
 
 
+def link_argvs(ifconfig: str, change: NicChange, state: NicState | None) -> list[list[str]]:
+    """``ifconfig NIC mtu N`` first, then ``up`` where an address goes on a down NIC (Linux and
+    BSD ``ifconfig`` alike; an address on a down link stays unused)."""
+    argvs: list[list[str]] = []
+    if change.mtu_bytes is not None:
+        argvs.append([ifconfig, change.nic, "mtu", str(change.mtu_bytes)])
+    if change.add_addresses and not (state and state.up):
+        argvs.append([ifconfig, change.nic, "up"])
+    return argvs
+
+
 def apply_argvs(
     changes: Sequence[NicChange], before: Mapping[str, NicState], ifconfig: str = "ifconfig"
 ) -> list[list[str]]:
@@ -178,10 +189,7 @@ def apply_argvs(
     argvs: list[list[str]] = []
     for change in changes:
         state = before.get(change.nic)
-        if change.mtu_bytes is not None:
-            argvs.append([ifconfig, change.nic, "mtu", str(change.mtu_bytes)])
-        if change.add_addresses and not (state and state.up):
-            argvs.append([ifconfig, change.nic, "up"])
+        argvs += link_argvs(ifconfig, change, state)
         labels = _labels(change, state)
         for address in change.add_addresses:
             if state and address in state.addresses:
