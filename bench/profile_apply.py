@@ -6,7 +6,11 @@ iperf3 server start and readiness wait, the client, the server stop and log fetc
 sampler's start and stop) and the local steps timed (connections, run.json, report). Import time
 is measured in a fresh interpreter. Prints a table; bench/README.md keeps one before and after.
 
-Usage: .venv/bin/python bench/profile_apply.py [--repeat 5]
+With ``--hosts N`` (even, up to 30) the plan has N/2 such tests, one per pair of hosts, run one
+after another as a plan's tests are; the phase rows ("wall") then show the critical path: the
+summed rows add up over hosts, the wall rows do not.
+
+Usage: .venv/bin/python bench/profile_apply.py [--repeat 5] [--hosts 2]
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from nasplan.progress import PlainProgress
 
 # What a remote command is, from its text (first match wins).
 KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("host lock: take, renew, release", re.compile(r'grep -qxF "run_id=|@@nasplan:locked@@')),
+    ("host lock: take, renew, release", re.compile(r'nasplan_owns "\$nasplan_dir/owner"')),
     ("facts round trip", re.compile(r"@@nasplan:")),
     ("sampler start", re.compile(r"nasplan-sampler")),
     ("sampler stop", re.compile(r'rm -f "\$flag"')),
@@ -87,6 +91,7 @@ def instrumented(timings: Timings) -> Iterator[None]:
     """Time SshRunner's one exec path, connections, run.json and the report while inside."""
     from fabric import Connection
 
+    import nasplan.apply as apply_module
     import nasplan.results as results_module
     from nasplan.report import render
 
@@ -99,6 +104,18 @@ def instrumented(timings: Timings) -> Iterator[None]:
             timings.wrap("run.json", results_module.RunSaver.save),
         ),
         (render, "write_report", timings.wrap("report.md", render.write_report)),
+        (
+            apply_module,
+            "open_sessions",
+            timings.wrap("wall: connect + facts + lock, all hosts", apply_module.open_sessions),
+        ),
+        (apply_module, "prepare", timings.wrap("wall: tool checks", apply_module.prepare)),
+        (apply_module, "run_test", timings.wrap("wall: tests", apply_module.run_test)),
+        (
+            apply_module,
+            "_finish",
+            timings.wrap("wall: run.json + report at the end", apply_module._finish),
+        ),
     ]
     saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
     for owner, name, replacement in patches:
@@ -140,12 +157,16 @@ def import_seconds(tries: int = 5) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--hosts", type=int, default=2, help="an even number, 2 to 30")
     args = parser.parse_args()
+    if args.hosts < 2 or args.hosts > 30 or args.hosts % 2:
+        parser.error("--hosts: an even number from 2 to 30")
+    names = [f"h{index:02d}" for index in range(1, args.hosts + 1)]
     spec = {
         "name": "bp",
-        "description": "two hosts on a 1G LAN: where one apply's time goes",
+        "description": f"{args.hosts} hosts on a 1G LAN: where one apply's time goes",
         "lan": {"prefix": "198.19.129.0/24", "rate": "1G"},
-        "hosts": {"h01": {"personality": "debian"}, "h02": {"personality": "debian"}},
+        "hosts": {name: {"personality": "debian"} for name in names},
         "links": [],
     }
     walls: list[float] = []
@@ -157,15 +178,18 @@ def main() -> None:
         state = lab.up(lab_file, workdir / "state")
         try:
             plan_path = workdir / "plan.yaml"
-            test = {
-                "id": "t",
-                "kind": "iperf3",
-                "server": "h01",
-                "client": "h02",
-                "duration_s": 1,
-                "repetitions": 1,
-            }
-            plan = {"name": "bp", "inventory": str(state.inventory_path), "tests": [test]}
+            tests = [
+                {
+                    "id": f"t{index // 2 + 1}",
+                    "kind": "iperf3",
+                    "server": names[index],
+                    "client": names[index + 1],
+                    "duration_s": 1,
+                    "repetitions": 1,
+                }
+                for index in range(0, len(names), 2)
+            ]
+            plan = {"name": "bp", "inventory": str(state.inventory_path), "tests": tests}
             plan_path.write_text(yaml.safe_dump(plan))
             loaded = load_plan(plan_path)
             apply(loaded, Quiet(), out=workdir / "warm-up")
@@ -185,7 +209,8 @@ def main() -> None:
         print(f"| {label} (fresh interpreter) | {seconds:.3f} |")
     for phase, values in sorted(per_run.items(), key=lambda item: -statistics.median(item[1])):
         print(f"| {phase} | {statistics.median(values):.3f} |")
-    print(f"| **apply wall time** (in-process, 1 s of iperf3) | {statistics.median(walls):.3f} |")
+    wall = statistics.median(walls)
+    print(f"| **apply wall time** (in-process, {len(names) // 2} s of iperf3) | {wall:.3f} |")
 
 
 if __name__ == "__main__":

@@ -22,24 +22,32 @@ from nasplan.network.state import split_sections
 
 EXIT_BUSY = 75
 
-# Shell text that sets nasplan_dir, nasplan_lease and the helpers every start script uses.
-# nasplan_now: the host clock in whole seconds; nasplan_lease_ok: the lease has not run out
-# (true when there is no lock: a measurement run on its own keeps its old bounded life).
+# Shell text that sets nasplan_dir, nasplan_lease and the helpers every start script uses, with
+# as few processes as the shell allows (each costs a NAS's slow CPU a millisecond or more, and
+# the prelude runs with every script that starts something).
+# The host name is `uname -n`, put through tr only when it holds a character a file name must not.
+# nasplan_clock: sets nasplan_now_s to the host clock in whole seconds (no subshell).
+# nasplan_owns FILE: FILE has the line run_id=$run_id (grep -qxF, with the shell's own read).
 # nasplan_register PID TOKEN [FILE...]: what a stale lock's finder kills (PID, only while its
 # command line still holds TOKEN; ``-``: none) and removes (FILEs: /tmp/nasplan-*, a disk test's
 # nasplan-fio-* directory).
 PRELUDE = r"""
-nasplan_dir="/tmp/nasplan-$(uname -n 2>/dev/null | tr -c 'A-Za-z0-9_.\n-' '_').lock"
+nasplan_dir=$(uname -n 2>/dev/null)
+case $nasplan_dir in *[!A-Za-z0-9_.-]*)
+  nasplan_dir=$(printf '%s\n' "$nasplan_dir" | tr -c 'A-Za-z0-9_.\n-' '_') ;;
+esac
+nasplan_dir="/tmp/nasplan-$nasplan_dir.lock"
 nasplan_lease="$nasplan_dir/lease"
-nasplan_now() {
-  if read -r nasplan_up _ < /proc/uptime 2>/dev/null; then echo "${nasplan_up%.*}"
-  else date +%s; fi
+nasplan_clock() {
+  if read -r nasplan_now_s _ 2>/dev/null < /proc/uptime; then nasplan_now_s=${nasplan_now_s%.*}
+  else nasplan_now_s=$(date +%s); fi
 }
-nasplan_lease_ok() {
-  [ -f "$nasplan_lease" ] || return 0
-  nasplan_until=$(cat "$nasplan_lease" 2>/dev/null)
-  case $nasplan_until in ''|*[!0-9]*) return 0 ;; esac
-  [ "$(nasplan_now)" -lt "$nasplan_until" ]
+nasplan_owns() {
+  [ -f "$1" ] || return 1
+  while IFS= read -r nasplan_l || [ -n "$nasplan_l" ]; do
+    [ "$nasplan_l" = "run_id=$run_id" ] && return 0
+  done < "$1"
+  return 1
 }
 nasplan_register() {
   [ -d "$nasplan_dir" ] || return 0
@@ -66,6 +74,7 @@ nasplan_cleanup() {
     while read -r pid token; do
       case $pid in ''|*[!0-9]*) continue ;; esac
       [ -n "$token" ] || continue
+      kill -0 "$pid" 2>/dev/null || continue  # gone (most are, by the end of a run)
       if nasplan_cmdline "$pid" | grep -qF -- "$token"; then
         kill "$pid" 2>/dev/null && echo "process $pid ($token)"
       fi
@@ -82,9 +91,10 @@ nasplan_cleanup() {
 """
 
 _ACQUIRE = r"""
-now=$(nasplan_now)
+nasplan_clock; now=$nasplan_now_s
 if ! mkdir -m 755 "$nasplan_dir" 2>/dev/null; then
-  until=$(cat "$nasplan_lease" 2>/dev/null)
+  until=
+  [ -f "$nasplan_lease" ] && read -r until 2>/dev/null < "$nasplan_lease"
   case $until in ''|*[!0-9]*) until=0 ;; esac
   printf '@@nasplan:owner@@\n'; cat "$nasplan_dir/owner" 2>/dev/null
   printf '\n@@nasplan:clock@@\nnow=%s\nlease_until=%s\n' "$now" "$until"
@@ -96,13 +106,14 @@ if ! mkdir -m 755 "$nasplan_dir" 2>/dev/null; then
 fi
 printf '%s\nstarted_clock=%s\n' "$owner" "$now" > "$nasplan_dir/owner"
 echo $((now + lease_s)) > "$nasplan_lease"
-grep -qxF "run_id=$run_id" "$nasplan_dir/owner" || exit 75
+nasplan_owns "$nasplan_dir/owner" || exit 75
 printf '\n@@nasplan:locked@@\n%s\n' "$nasplan_dir"
 """
 
 _RENEW = r"""
-if grep -qxF "run_id=$run_id" "$nasplan_dir/owner" 2>/dev/null; then
-  echo $(($(nasplan_now) + lease_s)) > "$nasplan_dir/lease.tmp" &&
+if nasplan_owns "$nasplan_dir/owner"; then
+  nasplan_clock
+  echo $((nasplan_now_s + lease_s)) > "$nasplan_dir/lease.tmp" &&
     mv "$nasplan_dir/lease.tmp" "$nasplan_lease" && echo renewed
 else
   echo lost
@@ -110,7 +121,7 @@ fi
 """
 
 _RELEASE = r"""
-if grep -qxF "run_id=$run_id" "$nasplan_dir/owner" 2>/dev/null; then
+if nasplan_owns "$nasplan_dir/owner"; then
   printf '@@nasplan:removed@@\n'
   nasplan_cleanup "$nasplan_dir"
   rm -rf "$nasplan_dir"
@@ -120,9 +131,11 @@ fi
 # ``nasplan restore RUN_DIR`` after a killed run: that run's lock, once its lease has run out.
 _RELEASE_STALE = r"""
 if grep -qF "run_id=$run_name-" "$nasplan_dir/owner" 2>/dev/null; then
-  until=$(cat "$nasplan_lease" 2>/dev/null)
+  until=
+  [ -f "$nasplan_lease" ] && read -r until 2>/dev/null < "$nasplan_lease"
   case $until in ''|*[!0-9]*) until=0 ;; esac
-  if [ "$(nasplan_now)" -ge "$until" ]; then
+  nasplan_clock
+  if [ "$nasplan_now_s" -ge "$until" ]; then
     printf '@@nasplan:removed@@
 '
     nasplan_cleanup "$nasplan_dir"

@@ -107,16 +107,24 @@ class LeaseKeeper:
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
-        """One daemon thread per locked host: a hung host does not hold the others' leases."""
-        for session in self.sessions.values():
-            if session.locked:
-                thread = threading.Thread(target=self._keep, args=(session,), daemon=True)
-                thread.start()
-                self._threads.append(thread)
+        """One daemon thread per locked host: a hung host does not hold the others' leases.
 
-    def _keep(self, session: HostSession) -> None:
+        The hosts' first renewals are spread over one interval (then each renews every
+        ``renew_s``): thirty renewals at the same instant would each cost a process on its host
+        and a round trip here, and all land on whatever the run measures at that moment.
+        """
+        locked = [session for session in self.sessions.values() if session.locked]
+        for index, session in enumerate(locked):
+            first_s = self.renew_s * (index + 1) / len(locked)
+            thread = threading.Thread(target=self._keep, args=(session, first_s), daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _keep(self, session: HostSession, first_s: float) -> None:
         script = renew_script(self.run_id, self.lease_s)
-        while not self._stop.wait(self.renew_s):
+        wait_s = first_s
+        while not self._stop.wait(wait_s):
+            wait_s = self.renew_s
             runner = session.runner
             if runner is None or getattr(runner, "lost", None):
                 return

@@ -81,12 +81,12 @@ echo "$!"
 """
 
 # The loop is ours (started by _START): end it now rather than wait out its interval; a line it
-# was writing is incomplete and ignored by the parser.
+# was writing is incomplete and ignored by the parser. Should the kill miss, the loop ends at
+# its next sample, when it finds its flag gone.
 _STOP = """\
-rm -f "$flag"
 kill "$pid" 2>/dev/null
 cat "$out" 2>/dev/null
-rm -f "$out"
+rm -f "$flag" "$out"
 """
 
 

@@ -1,14 +1,21 @@
-"""The run's hold on its hosts (nasplan/leases.py) where it cannot take one: Windows."""
+"""The run's hold on its hosts (nasplan/leases.py): where it cannot take one (Windows), and
+how the renewals are timed."""
 
 from __future__ import annotations
 
+import itertools
+import time
 from collections.abc import Callable
 from typing import Any
+
+import pytest
 
 from nasplan import shell
 from nasplan.hosts import HostSession
 from nasplan.inventory import Host
-from nasplan.leases import acquire
+from nasplan.leases import LeaseKeeper, acquire
+from nasplan.progress import PlainProgress
+from nasplan.runner import Result
 
 
 def test_a_windows_host_is_not_locked_and_the_run_says_so(
@@ -25,3 +32,40 @@ def test_a_windows_host_is_not_locked_and_the_run_says_so(
         "win11: Windows hosts are not locked: a second nasplan run against it at the same time "
         "is not refused, and what a killed run left there is not cleaned up by the next"
     ]
+
+
+class _RenewalClock:
+    """A host that answers every lease renewal and notes when each came (time.monotonic)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.lost = None
+        self.times: list[float] = []
+
+    def try_script(self, script: str, *, timeout_s: float) -> Result:
+        assert "nasplan_owns" in script and "lease.tmp" in script  # the renewal, nothing else
+        self.times.append(time.monotonic())
+        return Result(script, "renewed\n", "", 0)
+
+
+def test_lease_renewals_are_spread_over_the_interval_not_sent_to_every_host_at_once() -> None:
+    renew_s, count = 0.4, 4
+    clocks = [_RenewalClock(f"h{i}") for i in range(count)]
+    sessions = {
+        c.name: HostSession(Host(name=c.name, address=f"198.19.240.{i + 1}"), c, locked=True)  # type: ignore[arg-type]
+        for i, c in enumerate(clocks)
+    }
+    keeper = LeaseKeeper(sessions, "20261201T110000Z-x", 30, renew_s, PlainProgress())
+    started = time.monotonic()
+    keeper.start()
+    time.sleep(renew_s * 2.6)
+    keeper.stop()
+
+    firsts = sorted(c.times[0] - started for c in clocks)
+    # one host a quarter interval after another, the last one interval in: not four at once
+    for index, first in enumerate(firsts):
+        assert first == pytest.approx(renew_s * (index + 1) / count, abs=0.06)
+    # and each host renews every interval after its first
+    for clock in clocks:
+        gaps = [b - a for a, b in itertools.pairwise(clock.times)]
+        assert gaps and all(gap == pytest.approx(renew_s, abs=0.06) for gap in gaps)

@@ -19,6 +19,8 @@ PORT_IN_USE_EXIT = 3
 # hundredths so loops stay bounded either way. A daemon listens, and a finished one-off server
 # exits, within milliseconds: a flat 0.1 s nap was most of a test's overhead (two per repetition).
 # `alive` treats a zombie as gone: a daemon reparented to a lazy init stays a zombie for a while.
+# Files are read with the shell's own `read` where a line will do: every process a script starts
+# costs the host (a NAS's CPU is slow) and lies on the test's critical path.
 _SH_HELPERS = """\
 ticks=0
 nap() {
@@ -28,16 +30,27 @@ nap() {
 }
 alive() {
   kill -0 "$1" 2>/dev/null || return 1
-  ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null
+  [ -r "/proc/$1/status" ] || return 0
+  while read -r alive_key alive_state _; do
+    case $alive_key in State:) [ "$alive_state" != Z ]; return ;; esac
+  done 2>/dev/null < "/proc/$1/status"
+  return 0
 }
 """
 
 # `iperf3 -D` may return before the server listens, so wait until the port shows up in LISTEN
-# state (0A) in /proc/net/tcp{,6} (one grep for both: -s, a host without IPv6 has no tcp6);
-# the port there is 4 upper-case hex digits. Files of this token exist only after a retry.
+# state (0A) in /proc/net/tcp{,6} (a host without IPv6 has no tcp6); the local port there is 4
+# upper-case hex digits after the address's last colon. Read with the shell (no grep per look).
+# Files of this token exist only after a retry.
 _START_BODY = """\
 listening() {
-  grep -Eqs "^ *[0-9]+: [0-9A-F]+:$port_hex [0-9A-F]+:[0-9A-F]+ 0A " /proc/net/tcp /proc/net/tcp6
+  for table in /proc/net/tcp /proc/net/tcp6; do
+    [ -r "$table" ] || continue
+    while read -r _ local_address _ state _; do
+      [ "$state" = 0A ] && [ "${local_address##*:}" = "$port_hex" ] && return 0
+    done < "$table"
+  done
+  return 1
 }
 if [ -r /proc/net/tcp ] && listening; then
   echo "nasplan: iperf3 port $port is already in use on $(hostname 2>/dev/null)" >&2
@@ -100,10 +113,13 @@ nasplan_watch() {
 # The one-off server exits by itself once it has written its JSON: give it `grace` hundredths of
 # a second before TERM, then KILL. Only an iperf3 process is killed (the PID may have been reused).
 _STOP_BODY = """\
-pid=$(cat "$pidfile" 2>/dev/null)
+pid=
+[ -r "$pidfile" ] && read -r pid 2>/dev/null < "$pidfile"
 case $pid in ''|*[!0-9]*) pid= ;; esac
-if [ -n "$pid" ] && [ -r "/proc/$pid/comm" ] && [ "$(cat "/proc/$pid/comm")" != iperf3 ]; then
-  pid=
+if [ -n "$pid" ] && [ -r "/proc/$pid/comm" ]; then
+  comm=
+  read -r comm 2>/dev/null < "/proc/$pid/comm"
+  [ "$comm" = iperf3 ] || pid=
 fi
 if [ -n "$pid" ]; then
   while [ "$ticks" -lt "$grace" ] && alive "$pid"; do nap; done
@@ -116,9 +132,11 @@ if [ -n "$pid" ]; then
 fi
 cat "$logfile" 2>/dev/null
 # its watchdog too (only while its command line still names this server's pidfile)
-watch=$(cat "$pidfile.watch" 2>/dev/null)
+watch=
+[ -r "$pidfile.watch" ] && read -r watch 2>/dev/null < "$pidfile.watch"
 case $watch in ''|*[!0-9]*) ;; *)
-  tr '\\000' ' ' < "/proc/$watch/cmdline" 2>/dev/null | grep -qF -- "$pidfile" && kill "$watch"
+  kill -0 "$watch" 2>/dev/null &&
+    tr '\\000' ' ' < "/proc/$watch/cmdline" 2>/dev/null | grep -qF -- "$pidfile" && kill "$watch"
 esac
 rm -f "$pidfile" "$logfile" "$pidfile.watch"
 exit 0
