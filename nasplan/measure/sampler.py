@@ -15,13 +15,13 @@ import itertools
 import re
 import shlex
 import statistics
-from collections.abc import Iterator, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nasplan import shell
 from nasplan.hostlock import PRELUDE
-from nasplan.hosts import in_parallel
 from nasplan.runner import Runner
 
 if TYPE_CHECKING:
@@ -267,6 +267,72 @@ def stop(runner: Runner, token: str, pid: int) -> dict[str, Any] | None:
     return parsed if parsed["samples"] else None
 
 
+class Sampling:
+    """Sampling on the ready hosts of one test, each host's start and stop in a thread of its
+    own: their round trips can overlap the test's own (the iperf3 server's start and stop).
+
+    ``resources`` is filled by ``close``: host -> parse() result (None when sampling failed there).
+    """
+
+    def __init__(
+        self,
+        sessions: Mapping[str, HostSession],
+        hosts: Sequence[str],
+        token: str,
+        *,
+        max_s: float = MAX_SAMPLING_S,
+    ) -> None:
+        self.token = token
+        self.max_s = max_s
+        self.resources: dict[str, dict[str, Any] | None] = {}
+        self._runners = {
+            name: session.runner
+            for name in dict.fromkeys(hosts)
+            if (session := sessions.get(name)) is not None and session.ready and session.runner
+        }
+        self._pids: dict[str, int] = {}
+        self._starting: list[threading.Thread] = []
+        self._stopping: list[threading.Thread] | None = None
+
+    def start(self) -> None:
+        """Start sampling on every host, without waiting (``wait_started`` waits)."""
+        self._starting = [self._thread(self._start_one, name) for name in self._runners]
+
+    def wait_started(self) -> None:
+        """Return once every host's sampler runs (or failed to start): measuring may begin."""
+        for thread in self._starting:
+            thread.join()
+
+    def stop(self) -> None:
+        """Stop sampling on every host, without waiting (once; ``close`` waits)."""
+        if self._stopping is None:
+            self.wait_started()
+            self._stopping = [self._thread(self._stop_one, name) for name in list(self._pids)]
+
+    def close(self) -> dict[str, dict[str, Any] | None]:
+        """Stop (if not yet) and wait; return ``resources``."""
+        self.stop()
+        for thread in self._stopping or []:
+            thread.join()
+        return self.resources
+
+    @staticmethod
+    def _thread(work: Callable[[str], None], name: str) -> threading.Thread:
+        thread = threading.Thread(target=work, args=(name,), daemon=True)
+        thread.start()
+        return thread
+
+    def _start_one(self, name: str) -> None:
+        pid = start(self._runners[name], f"{self.token}-{name}", max_s=self.max_s)
+        if pid is None:
+            self.resources[name] = None
+        else:
+            self._pids[name] = pid
+
+    def _stop_one(self, name: str) -> None:
+        self.resources[name] = stop(self._runners[name], f"{self.token}-{name}", self._pids[name])
+
+
 @contextlib.contextmanager
 def sampling(
     sessions: Mapping[str, HostSession],
@@ -280,26 +346,25 @@ def sampling(
     Yields a dict filled on exit: host -> parse() result (None when sampling failed there),
     for run.json's ``resources`` of the test.
     """
-    started: dict[str, tuple[Runner, int]] = {}
-    collected: dict[str, dict[str, Any] | None] = {}
+    with overlapped(sessions, hosts, token, max_s=max_s) as sampled:
+        # Hosts at once: sampling must not add its round trips host after host to every test.
+        sampled.wait_started()
+        yield sampled.resources
 
-    def start_one(name: str) -> None:
-        session = sessions.get(name)
-        if session is None or not session.ready or session.runner is None:
-            return
-        pid = start(session.runner, f"{token}-{name}", max_s=max_s)
-        if pid is None:
-            collected[name] = None
-        else:
-            started[name] = (session.runner, pid)
 
-    def stop_one(name: str) -> None:
-        runner, pid = started[name]
-        collected[name] = stop(runner, f"{token}-{name}", pid)
-
-    # Hosts at once: sampling must not add its round trips host after host to every test.
-    in_parallel(dict.fromkeys(hosts), start_one)
+@contextlib.contextmanager
+def overlapped(
+    sessions: Mapping[str, HostSession],
+    hosts: Sequence[str],
+    token: str,
+    *,
+    max_s: float = MAX_SAMPLING_S,
+) -> Iterator[Sampling]:
+    """A started Sampling the block waits for (``wait_started``) before it measures and may stop
+    early (``stop``, once the last measurement ended); stopped and collected in ``finally``."""
+    sampled = Sampling(sessions, hosts, token, max_s=max_s)
+    sampled.start()
     try:
-        yield collected
+        yield sampled
     finally:
-        in_parallel(list(started), stop_one)
+        sampled.close()

@@ -102,31 +102,39 @@ def run(test: PlanTest, s: DiskSettings, ctx: RunContext) -> dict[str, Any]:
     except ValueError as exc:
         record["error"] = f"path {path!r}: {exc}"
         return record
-    # Registered in the host's lock: should this run die here, the next run removes it.
-    made = session.runner.run_script(
-        PRELUDE + f"set -- {shlex.join([path, _WORKDIR_PREFIX + token])}\n" + _MAKE_WORKDIR,
-        timeout_s=_SETUP_TIMEOUT_S,
-    )
-    workdir = made.stdout.strip().splitlines()[-1] if made.ok and made.stdout.strip() else ""
-    if not made.ok or not workdir.startswith("/"):
-        reason = made.stderr.strip() or made.stdout.strip()
-        record["error"] = (
-            f"cannot create a test directory in {path} on {session.host.name}: {reason}"
+    # The sampler starts while the test directory is made and stops while it is removed; the
+    # first fio waits for it, so it sees every measurement whole.
+    with sampler.overlapped(ctx.sessions, [session.host.name], token) as sampled:
+        # Registered in the host's lock: should this run die here, the next run removes it.
+        made = session.runner.run_script(
+            PRELUDE + f"set -- {shlex.join([path, _WORKDIR_PREFIX + token])}\n" + _MAKE_WORKDIR,
+            timeout_s=_SETUP_TIMEOUT_S,
         )
-        return record
-    errors: list[str] = []
-    try:
-        filename = fio.check_filename(f"{workdir}/{_FIO_FILE}")
-        with sampler.sampling(ctx.sessions, [session.host.name], token) as resources:
+        workdir = made.stdout.strip().splitlines()[-1] if made.ok and made.stdout.strip() else ""
+        if not made.ok or not workdir.startswith("/"):
+            reason = made.stderr.strip() or made.stdout.strip()
+            record["error"] = (
+                f"cannot create a test directory in {path} on {session.host.name}: {reason}"
+            )
+            return record
+        errors: list[str] = []
+        throughput: list[dict[str, Any] | None] | None = None
+        try:
+            filename = fio.check_filename(f"{workdir}/{_FIO_FILE}")
+            sampled.wait_started()
             throughput = _repetitions(test, s, ctx, session, fio_path, filename, record, errors)
-        record["resources"] = resources
+        except ValueError as exc:  # the directory resolved to a path fio would misread
+            errors.append(f"path {path!r} resolves to {workdir!r}: {exc}")
+        finally:
+            sampled.stop()
+            removed = session.runner.run(["rm", "-rf", "--", workdir], timeout_s=_SETUP_TIMEOUT_S)
+            if not removed.ok:
+                ctx.warnings.append(
+                    f"{test.id}: could not remove {workdir}: {removed.stderr.strip()}"
+                )
+    if throughput is not None:  # measured (the directory's path was one fio reads as given)
+        record["resources"] = sampled.resources
         record["timeline"] = timeline.timeline(throughput)
-    except ValueError as exc:  # the directory resolved to a path fio would misread
-        errors.append(f"path {path!r} resolves to {workdir!r}: {exc}")
-    finally:
-        removed = session.runner.run(["rm", "-rf", "--", workdir], timeout_s=_SETUP_TIMEOUT_S)
-        if not removed.ok:
-            ctx.warnings.append(f"{test.id}: could not remove {workdir}: {removed.stderr.strip()}")
     _summarize(record, session, size_bytes)
     return finish(record, errors)
 

@@ -124,19 +124,25 @@ def run(test: PlanTest, params: iperf3.Iperf3Params, ctx: RunContext) -> dict[st
     token = secrets.token_hex(4)
     errors: list[str] = []
     throughput: list[dict[str, Any] | None] = []
-    with sampler.sampling(ctx.sessions, test.hosts, token) as resources:
+    # The samplers start while the first server does and stop while the last one does: the
+    # first client waits for them, so they see every measurement whole.
+    with sampler.overlapped(ctx.sessions, test.hosts, token) as sampled:
         clock = timeline.Clock()
         for index in range(1, test.repetitions + 1):
             ctx.progress.test(test.id, index, test.repetitions, total_s)
             started_s = clock.now_s()
-            rep = _repetition(test, params, address, server, client, ctx, index, token, processes)
+            last = sampled.stop if index == test.repetitions else iperf3.nothing
+            hooks = (sampled.wait_started, last)
+            rep = _repetition(
+                test, params, address, server, client, ctx, index, token, processes, hooks
+            )
             rep.update(started_s=started_s, ended_s=clock.now_s())
             if rep["error"]:
                 errors.append(f"repetition {index}: {rep['error']}")
             record["repetitions"].append(rep)
             throughput.append(_series(rep, params))
             ctx.checkpoint(record)
-    record["resources"] = resources
+    record["resources"] = sampled.resources
     record["timeline"] = timeline.timeline(throughput)
     rates = [r["bits_per_second"] for r in record["repetitions"] if r["status"] == "ok"]
     record["summary"] = summarize(rates, "bits_per_second")
@@ -155,6 +161,7 @@ def _repetition(
     index: int,
     token: str,
     processes: bool = False,
+    hooks: iperf3.ClientHooks = (iperf3.nothing, iperf3.nothing),
 ) -> dict[str, Any]:
     assert server.runner is not None and client.runner is not None
     # Several processes give several JSON documents, one after another under a marker line each.
@@ -171,6 +178,7 @@ def _repetition(
             params,
             f"{token}-{index}",
             client_iperf3_version=client.facts.iperf3_version if client.facts else None,
+            hooks=hooks,
         )
     except iperf3.Iperf3Error as exc:
         rep["error"] = str(exc)

@@ -28,6 +28,8 @@ _CONNECT_TIMEOUT_SINCE = (3, 2)
 # streams of one process share one thread, so one CPU core may cap the result.
 MULTI_THREADED_SINCE = (3, 16)
 _BUSY_MARKERS = ("the server is busy", "is already in use")
+# (just before the client runs, once its result is in): see run_repetition
+ClientHooks = tuple[Callable[[], None], Callable[[], None]]
 
 # The repetition keys of run.json (schemas/run.schema.json, $defs.repetition) that parse() fills.
 CONTRACT_KEYS: tuple[str, ...] = (
@@ -291,6 +293,10 @@ def is_server_busy(error: Iperf3Error | str) -> bool:
     return any(marker in text for marker in _BUSY_MARKERS)
 
 
+def nothing() -> None:
+    """No step of the caller's around the client."""
+
+
 def _attempt(
     server: Runner,
     client: Runner,
@@ -298,6 +304,7 @@ def _attempt(
     argv: list[str],
     params: Iperf3Params,
     token: str,
+    hooks: ClientHooks = (nothing, nothing),
 ) -> tuple[str, dict[str, Any]]:
     scripts = iperf3_server_windows if shell.of(server).is_windows else iperf3_server
     # the server's name in the path: hosts sharing one /tmp (the lab) tell their files apart
@@ -315,6 +322,7 @@ def _attempt(
     parsed: dict[str, Any] | None = None
     try:
         timeout_s = params.duration_s + params.omit_s + CLIENT_TIMEOUT_MARGIN_S
+        hooks[0]()
         result = client.run(argv, timeout_s=timeout_s)
         try:
             parsed = parse(result.stdout)
@@ -324,6 +332,7 @@ def _attempt(
                 message = f"{client.name}: {_excerpt(result.stderr)}"
                 raise Iperf3Error(message, exc.raw) from exc
             raise
+        hooks[1]()
     finally:
         # after a test the one-off server exits by itself once its log is written; after a
         # failure it would wait for a client forever
@@ -346,15 +355,19 @@ def run_repetition(
     *,
     client_iperf3_version: str | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    hooks: ClientHooks = (nothing, nothing),
 ) -> tuple[str, dict[str, Any]]:
     """Run one iperf3 test: start a one-off server, run the client, always stop the server.
 
     Returns ``(raw client JSON text, parse() result + "server": parse_server_log())``.
     Retries "server is busy" / "port in use" after BUSY_BACKOFF_S; raises Iperf3Error otherwise.
+    ``hooks``: called once the server listens, just before the client, and once the client's
+    result is in, before the server is stopped (the test's resource sampler waits for its start
+    and is stopped there, its round trips overlapping the server's).
     """
     argv = client_argv(client_iperf3, address, params, iperf3_version=client_iperf3_version)
     return retry_when_busy(
-        lambda attempt: _attempt(server, client, server_iperf3, argv, params, f"{token}-{attempt}"),
+        lambda n: _attempt(server, client, server_iperf3, argv, params, f"{token}-{n}", hooks),
         sleep,
     )
 

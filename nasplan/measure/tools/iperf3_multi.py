@@ -89,6 +89,7 @@ def _attempt(
     single: list[iperf3.Iperf3Params],
     params: iperf3.Iperf3Params,
     token: str,
+    hooks: iperf3.ClientHooks,
 ) -> tuple[str, dict[str, Any]]:
     ports = [one.port for one in single]
     files = [iperf3.temp_paths(token, port) for port in ports]
@@ -108,6 +109,7 @@ def _attempt(
                 f"could not start the iperf3 servers on {server.name}: {reason}"
             )
         timeout_s = params.duration_s + params.omit_s + iperf3.CLIENT_TIMEOUT_MARGIN_S
+        hooks[0]()
         raw = client.run_script(client_script(argvs, ports), timeout_s=timeout_s).stdout
         outputs = split(raw)
         parts = []
@@ -116,6 +118,7 @@ def _attempt(
                 parts.append(iperf3.parse(outputs.get(port, "")))
             except iperf3.Iperf3Error as exc:
                 raise iperf3.Iperf3Error(f"port {port}: {exc}", raw or None) from exc
+        hooks[1]()
         return raw, combine(parts)
     finally:
         grace_s = 2.0 if raw else 0
@@ -134,11 +137,13 @@ def run_repetition(
     *,
     client_iperf3_version: str | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    hooks: iperf3.ClientHooks = (iperf3.nothing, iperf3.nothing),
 ) -> tuple[str, dict[str, Any]]:
     """Run ``params.parallel`` single-stream clients against as many one-off servers, summed.
 
     Returns ``(raw marker-separated client JSON, combine() result)``; raises Iperf3Error.
     Every server started is stopped in ``finally``; a busy server or a taken port is retried.
+    ``hooks``: as iperf3.run_repetition's.
     """
     ports = [params.port + i for i in range(params.parallel)]
     single = [dataclasses.replace(params, parallel=1, port=port) for port in ports]
@@ -147,6 +152,8 @@ def run_repetition(
         for one in single
     ]
     return iperf3.retry_when_busy(
-        lambda n: _attempt(server, client, server_iperf3, argvs, single, params, f"{token}-{n}"),
+        lambda n: _attempt(
+            server, client, server_iperf3, argvs, single, params, f"{token}-{n}", hooks
+        ),
         sleep,
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -10,6 +12,9 @@ import pytest
 
 from nasplan.measure import kinds
 from nasplan.measure.kinds.iperf3 import version_warnings
+from nasplan.runner import Result
+
+from .conftest import SAMPLER_PID, fixture_text
 
 IPERF3 = Path(__file__).resolve().parents[3] / "fixtures" / "iperf3" / "3.12"
 TEST = "  - {id: p2p, kind: iperf3, server: nas, client: ws, duration_s: 2, repetitions: 1}\n"
@@ -44,6 +49,51 @@ def test_one_repetition_is_recorded_with_its_path_raw_file_and_resources(
     assert series["source"] == "iperf3" and series["fall"] is None
     assert series["bits_per_second"] == rep["interval_bits_per_second"]
     assert series["t_s"] == [round(rep["started_s"] + i, 2) for i in (1, 2)]
+
+
+def test_samplers_start_alongside_the_server_and_run_before_the_client_measures(
+    kind_context: Callable[..., Any],
+) -> None:
+    ctx, nas, ws = kind_context(TEST, TOOLS)
+    events: list[str] = []
+    lock = threading.Lock()
+
+    def noted(what: str, stdout: str, slow_s: float = 0.0) -> Callable[[str], Result]:
+        def reply(text: str) -> Result:
+            with lock:
+                events.append(f"{what} begins")
+            time.sleep(slow_s)
+            with lock:
+                events.append(f"{what} ends")
+            return Result(text, stdout, "", 0)
+
+        return reply
+
+    sampled = fixture_text("sampler/idle-dash.txt")
+    for runner in (nas, ws):
+        start = noted(f"{runner.name} sampler start", SAMPLER_PID + "\n", 0.3)
+        runner.standing.insert(0, ("nasplan-sampler", start))
+        stop = noted(f"{runner.name} sampler stop", sampled)
+        runner.standing.insert(0, ('rm -f "$flag"', stop))
+    log = (IPERF3 / "tcp-single-server-log.json").read_text()
+    nas.expect("port=5201", reply=noted("server start", ""))
+    nas.expect("kill", reply=noted("server stop", log, 0.3))
+    client_output = (IPERF3 / "tcp-single.json").read_text()
+    ws.expect("-c 198.18.251.1", reply=noted("client", client_output))
+
+    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+
+    assert record["status"] == "ok", record["error"]
+    at = events.index
+    # the server's start does not wait for the samplers' (one round trip less per test) ...
+    assert at("server start ends") < at("nas sampler start ends")
+    # ... but the client does: the samplers see the whole measurement
+    assert at("client begins") > max(at(f"{h} sampler start ends") for h in ("nas", "ws"))
+    # they stop once the client's result is in, while the server stops
+    assert min(at(f"{h} sampler stop begins") for h in ("nas", "ws")) > at("client ends")
+    assert at("nas sampler stop ends") < at("server stop ends")
+    assert record["resources"]["nas"]["samples"] > 1
+    assert record["resources"]["ws"]["samples"] > 1
 
 
 def test_a_host_that_is_not_ready_fails_the_test_before_any_command(
