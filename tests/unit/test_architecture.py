@@ -40,6 +40,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "nasplan.inventory",
         "nasplan.plan",
+        "nasplan.lab_files",
         "nasplan.analysis",
         "nasplan.directions",
         "nasplan.facts",

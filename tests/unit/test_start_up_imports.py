@@ -128,11 +128,12 @@ def test_a_plan_that_changes_the_network_imports_the_network_phase(tmp_path: Pat
     assert network["declared"]["interfaces"] and network["status"] == "failed"
 
 
-def test_validate_imports_no_kind_and_no_network_phase(tmp_path: Path) -> None:
+def test_validate_imports_no_kind_no_network_phase_and_not_the_lab(tmp_path: Path) -> None:
     plan = write_plan(tmp_path, [IPERF3, LATENCY])
     code, modules = run_cli("validate", str(plan), cwd=tmp_path)
     assert code == 0
     assert not [m for m in (*KIND_MODULES.values(), *NETWORK_PHASE) if m in modules]
+    assert not [m for m in modules if m == "nasplan.lab" or m.startswith("nasplan.lab.")]
 
 
 def test_the_registry_names_every_kind_of_the_schema_and_each_module_holds_its_kind() -> None:
