@@ -18,9 +18,11 @@ from nasplan.loader import load_schema
 from nasplan.measure import kinds
 
 KIND_MODULES = {name: f"nasplan.measure.kinds.{module}" for name, module in kinds.MODULES.items()}
-# The network phase's modules an apply without network changes has no use for.
+# The network phase's modules (and its NIC state models) an apply without network changes has
+# no use for.
 NETWORK_PHASE = (
     "nasplan.network.phase",
+    "nasplan.network.state",
     "nasplan.network.backends",
     "nasplan.network.checks",
     "nasplan.network.restore",
