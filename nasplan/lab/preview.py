@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from nasplan.errors import InputError
-from nasplan.lab import nfs, services
+from nasplan.lab import iscsi, nfs, services
 from nasplan.lab.model import LAN_INTERFACE, Lab, load_lab
 from nasplan.lab.personalities.synology import ADMIN_USER, PASSWORD_ENV
 from nasplan.lab_files import is_lab_file
@@ -42,6 +42,9 @@ def _host_vars(lab: Lab, state_dir: Path, name: str) -> dict[str, Any]:
     if "nfs" in host.services:
         export_path = nfs.nfs_files(host_dir).export_path
         found["nfs"] = {"export": nfs.NFS_EXPORT, "server_path": str(export_path)}
+    if "iscsi" in host.services:
+        settings = iscsi.target_settings(name, host.iscsi)
+        found.update(iscsi.vars_of(settings, iscsi.iscsi_files(host_dir)))
     if found:
         entry["vars"] = found
     return entry
