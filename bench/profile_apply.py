@@ -38,8 +38,9 @@ from nasplan.progress import PlainProgress
 
 # What a remote command is, from its text (first match wins).
 KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("host lock: take, renew, release", re.compile(r'nasplan_owns "\$nasplan_dir/owner"')),
-    ("facts round trip", re.compile(r"@@nasplan:")),
+    # the facts script takes the host lock in the same round trip
+    ("facts round trip (with the lock's take)", re.compile(r"nasplan_section hostname")),
+    ("host lock: renew, release", re.compile(r'nasplan_owns "\$nasplan_dir/owner"')),
     ("sampler start", re.compile(r"nasplan-sampler")),
     ("sampler stop", re.compile(r'rm -f "\$flag"')),
     ("iperf3 server start + readiness", re.compile(r"-s -1 -D|\$iperf3\" -s")),

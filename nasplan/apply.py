@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from nasplan import __version__, leases
 from nasplan.analysis import annotate_transfers, shared_kernels, summarize
 from nasplan.errors import HostLostError, RunDirError
+from nasplan.hostlock import acquire_script
 from nasplan.hosts import (
     HostSession,
     close_sessions,
@@ -31,7 +32,7 @@ from nasplan.output import require_free_space, secrets_from_environ
 from nasplan.plan import Plan
 from nasplan.progress import Progress, RedactedProgress, result_text
 from nasplan.results import RunSaver, new_run_dir
-from nasplan.runner import Runner
+from nasplan.runner import Result, Runner
 from nasplan.ssh import connect
 from nasplan.timeouts import Timeouts, from_environ
 
@@ -189,14 +190,17 @@ def run_test(one: BoundTest, ctx: RunContext) -> dict[str, Any]:
         ctx.running = None
 
 
-def _locker(run_id: str, lease_s: float, progress: Progress) -> Callable[[HostSession], None]:
-    """What takes one ready host's nasplan lock; a host another run holds becomes unusable."""
+def _locker(
+    run_id: str, lease_s: float, progress: Progress
+) -> Callable[[HostSession, Result | None], None]:
+    """What takes one ready host's nasplan lock (``taken``: the lock script's result when it ran
+    in the facts round trip); a host another run holds becomes unusable."""
 
-    def one(session: HostSession) -> None:
+    def one(session: HostSession, taken: Result | None) -> None:
         if not session.ready:
             return
         try:
-            refused = leases.acquire(session, run_id, lease_s)
+            refused = leases.acquire(session, run_id, lease_s, taken)
         except HostLostError as exc:
             session.mark_lost(str(exc))
             progress.host(session.host.name, f"[lost] {exc}")
@@ -281,11 +285,13 @@ def apply(
         # finally below from then on: a run stopped during the connections releases it too.
         locker = _locker(lock_id, timeouts.lease_s, progress)
 
-        def lock(session: HostSession) -> None:
+        def lock(session: HostSession, taken: Result | None) -> None:
             sessions[session.host.name] = session
-            locker(session)
+            locker(session, taken)
 
-        opened = open_sessions(plan_hosts(plan), progress, connector, then=lock)
+        # The lock is taken in the facts' own round trip (a POSIX host), checked by `lock`.
+        taking = acquire_script(lock_id, timeouts.lease_s)
+        opened = open_sessions(plan_hosts(plan), progress, connector, then=lock, also=taking)
         sessions.clear()
         sessions.update(opened)
         keeper.start()

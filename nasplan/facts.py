@@ -42,12 +42,51 @@ TOOL_NAMES = (
 # every probe optional (stderr to /dev/null), and `exit 0` so a missing file never fails the run.
 # Each header starts with a newline because files such as Debian's os-release lack a final one.
 # POSIX sh, kept beside this module so it can be read and linted as shell (shellcheck).
-FACTS_SCRIPT = (
+_FACTS_TEXT = (
     resources.files("nasplan")
     .joinpath("facts.sh")
     .read_text()
     .replace("@TOOLS@", " ".join(shlex.quote(t) for t in TOOL_NAMES))
 )
+FACTS_SCRIPT = _FACTS_TEXT.replace("@ALSO@", "")
+_ALSO_START, _ALSO_EXIT = "\n@@nasplan:also@@\n", "\n@@nasplan:also-exit@@\n"
+
+
+def facts_script_with(also: str) -> str:
+    """FACTS_SCRIPT that then runs ``also`` (POSIX sh) in a subshell in the same round trip,
+    its output after an ``also`` marker and its exit status after ``also-exit``; skipped in a
+    Windows POSIX layer (Git Bash, MSYS2, Cygwin), where nasplan speaks PowerShell instead."""
+    block = (
+        "case $nasplan_os in MINGW*|MSYS*|CYGWIN*) ;; *)\n"
+        "nasplan_section also\n"
+        f"(\n{also}\n)\n"
+        "printf '\\n@@nasplan:also-exit@@\\n%s\\n' \"$?\"\n"
+        "esac"
+    )
+    return _FACTS_TEXT.replace("@ALSO@", block)
+
+
+def split_also(result: Result) -> tuple[Result, Result | None]:
+    """A facts_script_with() result -> (the facts' result, the ``also`` script's own result,
+    None when it did not run: a Windows POSIX layer, or a host cut off before it ended)."""
+    start = result.stdout.find(_ALSO_START)
+    end = result.stdout.find(_ALSO_EXIT, start + 1) if start >= 0 else -1
+    if start < 0 or end < 0:
+        return result, None
+    status_line = result.stdout[end + len(_ALSO_EXIT) :].split("\n", 1)
+    rest = status_line[1] if len(status_line) > 1 else ""
+    status = status_line[0].strip()
+    facts = Result(
+        result.command, result.stdout[:start] + "\n" + rest, result.stderr, result.exited
+    )
+    also = Result(
+        "(with the facts)",
+        result.stdout[start + len(_ALSO_START) : end],
+        "",
+        int(status) if status.isdigit() else 1,
+    )
+    return facts, also
+
 
 _HEADER = re.compile(r"^@@nasplan:([a-z0-9-]+)(?::(.*))?@@$", re.MULTILINE)
 _IPERF3_VERSION = re.compile(r"^iperf\s+(?:version\s+)?(\d+(?:\.\d+)+)")
@@ -193,8 +232,22 @@ def gather(
     (or ``windows=True``, from the inventory) gets the PowerShell facts script, and the runner
     speaks PowerShell from then on. ``tool_paths``: inventory ``tools:`` (Windows) tried first.
     """
+    return gather_with(runner, None, timeout_s, windows=windows, tool_paths=tool_paths)[0]
+
+
+def gather_with(
+    runner: Runner,
+    also: str | None,
+    timeout_s: float = 20,
+    *,
+    windows: bool = False,
+    tool_paths: Mapping[str, str] | None = None,
+) -> tuple[HostFacts, Result | None]:
+    """``gather``, and on a POSIX host ``also`` (POSIX sh) in the same round trip:
+    ``(facts, also's result)``; None when ``also`` did not run (Windows, or None given)."""
     if not windows:
-        result = runner.run_script(FACTS_SCRIPT, timeout_s=timeout_s)
+        script = FACTS_SCRIPT if also is None else facts_script_with(also)
+        result, also_result = split_also(runner.run_script(script, timeout_s=timeout_s))
         refused = not _HEADER.search(result.stdout) and facts_windows.looks_like_windows(
             result.stderr + result.stdout
         )
@@ -202,7 +255,7 @@ def gather(
         windows = refused or facts_windows.posix_layer_on_windows(result.stdout)
         if not windows:
             _check_gathered(runner, result)
-            return parse_facts(result.stdout)
+            return parse_facts(result.stdout), also_result
     use_shell = getattr(runner, "use_shell", None)
     if use_shell is None:
         raise NasplanError(f"{runner.name}: a Windows host, and this runner speaks only POSIX sh")
@@ -211,7 +264,7 @@ def gather(
     _check_gathered(runner, result)
     facts = parse_facts(result.stdout)
     use_shell(shell.windows(facts.markers.get(facts_windows.DEFAULT_SHELL_MARKER) or None))
-    return facts
+    return facts, None
 
 
 def _check_gathered(runner: Runner, result: Result) -> None:

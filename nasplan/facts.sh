@@ -43,10 +43,11 @@ else
 fi
 nasplan_section uname-s
 if nasplan_get /proc/sys/kernel/ostype && [ -n "$nasplan_v" ]; then
-  printf '%s\n' "$nasplan_v"
+  nasplan_os=$nasplan_v
 else
-  uname -s 2>/dev/null
+  nasplan_os=$(uname -s 2>/dev/null)
 fi
+printf '%s\n' "$nasplan_os"
 nasplan_section uid; id -u 2>/dev/null
 nasplan_section kernel
 if nasplan_get /proc/sys/kernel/osrelease && [ -n "$nasplan_v" ]; then
@@ -165,5 +166,9 @@ done
 # Only filesystems on block devices (and ZFS datasets): the rest say nothing about the disks.
 nasplan_section mounts
 awk '$1 ~ /^\/dev\// || $3 == "zfs" { print }' /proc/mounts 2>/dev/null
+# The line below is replaced by what the caller runs in the same round trip on a POSIX host
+# (apply: the host lock), in a subshell, after a marker line, with its exit status; it does not
+# run in a Windows POSIX layer, which nasplan drives through PowerShell.
+@ALSO@
 nasplan_section end
 exit 0

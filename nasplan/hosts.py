@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from nasplan.errors import HostLostError, NasplanError
-from nasplan.facts import HostFacts, gather, parse_iperf3_version
+from nasplan.facts import HostFacts, gather_with, parse_iperf3_version
 from nasplan.inventory import Host
 from nasplan.platforms import Command, Platform, PlatformError, detect
 from nasplan.progress import Progress
-from nasplan.runner import Runner
+from nasplan.runner import Result, Runner
 from nasplan.ssh import connect
 
 MAX_PARALLEL_HOSTS = 64
@@ -95,12 +95,15 @@ def open_sessions(
     hosts: Mapping[str, Host],
     progress: Progress,
     connector: Callable[[Host], Runner] = connect,
-    then: Callable[[HostSession], None] | None = None,
+    then: Callable[[HostSession, Result | None], None] | None = None,
+    also: str | None = None,
 ) -> dict[str, HostSession]:
     """Connect and gather facts on every host at once: one SSH round trip each for the facts.
 
-    ``then``: the next step for a host whose facts came (apply takes its lock), run at once in
-    the same worker: a host does not wait for the slowest host's facts before it.
+    ``also``: POSIX sh run in that same round trip on POSIX hosts (apply: the host lock).
+    ``then``: the next step for a host whose facts came, given ``also``'s result (None where it
+    did not run: Windows), run at once in the same worker: a host does not wait for the
+    slowest host's facts before it.
     """
     sessions = {name: HostSession(host) for name, host in sorted(hosts.items())}
 
@@ -108,8 +111,9 @@ def open_sessions(
         progress.host(session.host.name, "connecting")
         try:
             session.runner = connector(session.host)
-            session.facts = gather(
+            session.facts, also_result = gather_with(
                 session.runner,
+                also,
                 windows=session.host.platform_hint == "windows",
                 tool_paths=session.host.tools,
             )
@@ -125,7 +129,7 @@ def open_sessions(
             session.warnings.append(warning)
         progress.host(session.host.name, f"{session.platform.name}, facts gathered")
         if then is not None:
-            then(session)
+            then(session, also_result)
 
     in_parallel(sessions.values(), one)
     return sessions

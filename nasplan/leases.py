@@ -21,14 +21,18 @@ from nasplan.sections import split_sections
 if TYPE_CHECKING:
     from nasplan.hosts import HostSession
     from nasplan.progress import Progress
+    from nasplan.runner import Result
 
 
-def acquire(session: HostSession, run_id: str, lease_s: float) -> str | None:
+def acquire(
+    session: HostSession, run_id: str, lease_s: float, taken: Result | None = None
+) -> str | None:
     """Lock ``session``'s host for this run; None when locked (or a lock cannot be had there:
     a warning), else why not (another run holds it: the host is unusable for this run).
 
     A lock whose lease ran out, or whose owner was a process of this control node that is
     gone, is taken over: what it left is removed and the session's actions say so.
+    ``taken``: acquire_script's result when it already ran (with the facts), else it runs here.
     """
     runner, name = session.runner, session.host.name
     assert runner is not None
@@ -39,7 +43,7 @@ def acquire(session: HostSession, run_id: str, lease_s: float) -> str | None:
             "time is not refused, and what a killed run left there is not cleaned up by the next"
         )
         return None
-    result = runner.run_script(acquire_script(run_id, lease_s), timeout_s=30)
+    result = taken or runner.run_script(acquire_script(run_id, lease_s), timeout_s=30)
     holder = parse_holder(result.stdout)
     if result.exited == EXIT_BUSY and holder.dead_here():
         result = runner.run_script(acquire_script(run_id, lease_s, force=True), timeout_s=30)

@@ -18,11 +18,15 @@ from nasplan.facts import (
     FACTS_SCRIPT,
     TOOL_NAMES,
     HostFacts,
+    facts_script_with,
     gather,
     parse_facts,
     parse_iperf3_version,
+    split_also,
 )
+from nasplan.hostlock import EXIT_BUSY, acquire_script, parse_holder
 from nasplan.runner import LocalRunner, Result
+from nasplan.sections import split_sections
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "facts"
 ALL_FIXTURES = sorted(p.name for p in FIXTURES.glob("*.txt"))
@@ -231,3 +235,52 @@ def test_gather_uses_partial_output_of_a_failed_run(fake_runner: Callable[[str],
     text = (FIXTURES / "debian12-root.txt").read_text()
     facts = gather(fake_runner("nas").expect("@@nasplan:", text, exited=124))
     assert facts.os_id == "debian"
+
+
+@pytest.mark.parametrize("shell", [["busybox", "sh"], ["dash"]])
+def test_the_host_lock_taken_in_the_facts_round_trip_is_what_it_is_alone(
+    shell: list[str], tmp_path: Path
+) -> None:
+    """apply takes a host's lock in the facts' own round trip: the facts must parse as without
+    it, and the lock script's output and exit status (75: held by another run) come back whole."""
+    if shutil.which(shell[0]) is None:
+        pytest.skip(f"{shell[0]} is not installed")
+    # the lock directory is /tmp/nasplan-$(uname -n).lock: a uname of this test's own
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    node = f"factslock-{os.getpid()}-{shell[0]}"
+    real_uname = shutil.which("uname")
+    (bin_dir / "uname").write_text(
+        f'#!/bin/sh\n[ "$1" = -n ] && echo {node} || exec {real_uname} "$@"\n'
+    )
+    (bin_dir / "uname").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    lock_dir = Path(f"/tmp/nasplan-{node}.lock")
+
+    def run(script: str) -> Result:
+        proc = subprocess.run(
+            [*shell, "-c", script], capture_output=True, text=True, timeout=20, env=env
+        )
+        return Result(script, proc.stdout, proc.stderr, proc.returncode)
+
+    try:
+        alone = parse_facts(run(FACTS_SCRIPT).stdout)
+        first, taken = split_also(run(facts_script_with(acquire_script("run-a", 30))))
+        assert first.exited == 0 and parse_facts(first.stdout) == alone
+        assert taken is not None and taken.exited == 0
+        assert split_sections(taken.stdout)["locked"].strip() == str(lock_dir)
+        assert "run_id=run-a" in (lock_dir / "owner").read_text().splitlines()
+
+        second, refused = split_also(run(facts_script_with(acquire_script("run-b", 30))))
+        assert parse_facts(second.stdout) == alone
+        assert refused is not None and refused.exited == EXIT_BUSY
+        holder = parse_holder(refused.stdout)
+        assert holder.fields["run_id"] == "run-a" and holder.lease_left_s in (29, 30, 31)
+    finally:
+        shutil.rmtree(lock_dir, ignore_errors=True)
+
+
+def test_a_facts_round_trip_cut_before_its_lock_script_ended_has_no_lock_result() -> None:
+    cut = Result("facts", FIXTURES.joinpath("debian12-root.txt").read_text()[:2000], "", 255)
+    facts, also = split_also(cut)
+    assert facts is cut and also is None

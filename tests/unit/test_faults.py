@@ -133,12 +133,14 @@ def _arm(tmp_path: Path, lease: Path) -> tuple[Path, subprocess.Popen[bytes]]:
 
 def test_a_confirmed_revert_stays_armed_until_the_lease_runs_out(tmp_path: Path) -> None:
     lease = tmp_path / "lease"
-    lease.write_text(f"{_uptime_s() + 3}\n")
+    # The host clock counts whole seconds (uptime cut): a lease 4 s ahead still runs 3 s from
+    # now whatever the fraction, past the 2 s below (3 s ahead failed when the cut was ~0.9 s).
+    lease.write_text(f"{_uptime_s() + 4}\n")
     directory, daemon = _arm(tmp_path, lease)
     try:
         time.sleep(2)  # past the 1 s confirm timeout: confirmed, the lease still runs
         assert not (tmp_path / "restored").exists()
-        daemon.wait(timeout=5)  # the lease ran out: the host puts the snapshot back
+        daemon.wait(timeout=6)  # the lease ran out: the host puts the snapshot back
         assert (tmp_path / "restored").exists() and (directory / "fired").exists()
     finally:
         daemon.kill()
