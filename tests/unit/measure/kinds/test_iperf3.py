@@ -123,7 +123,7 @@ def test_a_refused_connection_is_recorded_and_the_server_stopped(
     kind_context: Callable[..., Any],
 ) -> None:
     ctx, nas, ws = kind_context(TEST, TOOLS)
-    nas.expect("-s -1 -D").expect("kill")
+    nas.expect("-s -1 -p").expect("kill")
     ws.expect("-c 198.18.251.1", (IPERF3 / "error-connection-refused.json").read_text())
 
     record = kinds.bind(ctx.plan.tests[0]).run(ctx)

@@ -273,7 +273,7 @@ def test_run_repetition_retries_a_busy_server_then_succeeds(
     server = scripted(
         fake_runner,
         "nas",
-        [("-s -1 -D", ok()), ("kill", ok()), ("-s -1 -D", ok()), ("kill", ok(server_log))],
+        [("-s -1 -p", ok()), ("kill", ok()), ("-s -1 -p", ok()), ("kill", ok(server_log))],
     )
     client = scripted(
         fake_runner, "ws", [("-c 198.18.0.10", ok(fixture("error-server-busy.json"))),
@@ -294,7 +294,7 @@ def test_run_repetition_retries_a_busy_server_then_succeeds(
 def test_run_repetition_retries_when_the_port_is_taken(fake_runner: Make) -> None:
     taken = Result("sh", "", "nasplan: iperf3 port 5201 is already in use on nas\n", 3)
     server = scripted(
-        fake_runner, "nas", [("-s -1 -D", taken), ("-s -1 -D", ok()), ("kill", ok())]
+        fake_runner, "nas", [("-s -1 -p", taken), ("-s -1 -p", ok()), ("kill", ok())]
     )  # no stop after a start that found the port taken: that server is not ours
     client = scripted(fake_runner, "ws", [("-c", ok(fixture("tcp-single.json")))])
     pauses: list[float] = []
@@ -309,7 +309,7 @@ def test_run_repetition_retries_when_the_port_is_taken(fake_runner: Make) -> Non
 
 def test_run_repetition_gives_up_after_the_last_backoff(fake_runner: Make) -> None:
     attempts = len(BUSY_BACKOFF_S) + 1
-    server = scripted(fake_runner, "nas", [("-s -1 -D", ok()), ("kill", ok())] * attempts)
+    server = scripted(fake_runner, "nas", [("-s -1 -p", ok()), ("kill", ok())] * attempts)
     client = scripted(fake_runner, "ws", [("-c", ok(fixture("error-server-busy.json")))] * attempts)
     pauses: list[float] = []
     with pytest.raises(Iperf3Error, match="server is busy"):
@@ -323,7 +323,7 @@ def test_run_repetition_gives_up_after_the_last_backoff(fake_runner: Make) -> No
 def test_run_repetition_stops_the_server_when_the_client_fails(
     fake_runner: Callable[[str], Any],
 ) -> None:
-    server = scripted(fake_runner, "nas", [("-s -1 -D", ok()), ("kill", ok())])
+    server = scripted(fake_runner, "nas", [("-s -1 -p", ok()), ("kill", ok())])
     client = scripted(fake_runner, "ws", [("-c", ok(fixture("error-connection-refused.json")))])
     with pytest.raises(Iperf3Error, match="Connection refused"):
         run_repetition(
@@ -338,7 +338,7 @@ def test_run_repetition_reports_a_server_that_would_not_start(
     fake_runner: Callable[[str], Any],
 ) -> None:
     failed = Result("sh", "", "sh: 1: /opt/iperf3: not found\nnasplan: /opt/iperf3 -s -D failed", 1)
-    server = scripted(fake_runner, "nas", [("-s -1 -D", failed), ("kill", ok())])
+    server = scripted(fake_runner, "nas", [("-s -1 -p", failed), ("kill", ok())])
     client = scripted(fake_runner, "ws", [])
     with pytest.raises(Iperf3Error, match=r"could not start the iperf3 server on nas: .*not found"):
         run_repetition(
@@ -386,16 +386,59 @@ def test_start_script_refuses_a_port_already_listening(tmp_path: Path) -> None:
             assert not pidfile.exists()
 
 
+def _silent_server(tmp_path: Path) -> Path:
+    """An "iperf3" that starts, stays up and never listens (it sleeps; its PIDs are appended to
+    ``pids`` beside it); nasplan must stop it."""
+    fake = tmp_path / "never listens"
+    fake.write_text(f"#!/bin/sh\necho $$ >> '{tmp_path / 'pids'}'\nexec sleep 30\n")
+    fake.chmod(0o755)
+    return fake
+
+
+def _still_running(tmp_path: Path) -> list[int]:
+    pids = [int(line) for line in (tmp_path / "pids").read_text().split()]
+    return [pid for pid in pids if Path(f"/proc/{pid}").exists() and _not_zombie(pid)]
+
+
+def _not_zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def test_start_script_gives_up_on_a_server_that_never_listens(tmp_path: Path) -> None:
-    # /bin/true "daemonizes" successfully and never listens
     pidfile, logfile = tmp_path / "p i'd.pid", tmp_path / "log"
+    fake = _silent_server(tmp_path)
     for shell, env in shells(tmp_path):
         began = time.monotonic()
-        script = server_start_script("true", 1, str(pidfile), str(logfile), ready_timeout_s=1)
+        script = server_start_script(str(fake), 1, str(pidfile), str(logfile), ready_timeout_s=1)
         done = run_sh(shell, env, script)
         assert done.returncode == 1
         assert "iperf3 server did not listen on port 1 within 1 s" in done.stderr
         assert time.monotonic() - began < 3
+    assert _still_running(tmp_path) == []  # each server that never listened was stopped
+
+
+def test_start_script_fails_at_once_when_the_server_ends_before_it_listens(
+    tmp_path: Path,
+) -> None:
+    # /bin/true starts and ends at once, as an iperf3 refusing its options or its port would
+    pidfile, logfile = tmp_path / "p.pid", tmp_path / "log"
+    for shell, env in shells(tmp_path):
+        began = time.monotonic()
+        done = run_sh(shell, env, server_start_script("true", 1, str(pidfile), str(logfile)))
+        assert done.returncode == 1
+        assert "nasplan: true -s ended before it listened on port 1" in done.stderr
+        assert time.monotonic() - began < 1  # not the 5 s readiness wait
+        assert not pidfile.exists() and not logfile.exists()
+
+
+def test_start_script_names_an_iperf3_that_is_not_there(tmp_path: Path) -> None:
+    missing = str(tmp_path / "no-iperf3")
+    for shell, env in shells(tmp_path):
+        done = run_sh(shell, env, server_start_script(missing, 1, "/tmp/x.pid", "/tmp/x.log"))
+        assert (done.returncode, done.stderr.strip()) == (1, f"nasplan: {missing}: not found")
 
 
 def test_start_script_stays_bounded_where_sleep_takes_whole_seconds(tmp_path: Path) -> None:
@@ -407,9 +450,10 @@ def test_start_script_stays_bounded_where_sleep_takes_whole_seconds(tmp_path: Pa
     )
     (shim / "sleep").chmod(0o755)
     env = {**os.environ, "PATH": f"{shim}:{os.environ['PATH']}"}
+    fake = _silent_server(tmp_path)
     began = time.monotonic()
     script = server_start_script(
-        "true", 1, str(tmp_path / "p"), str(tmp_path / "l"), ready_timeout_s=2
+        str(fake), 1, str(tmp_path / "p"), str(tmp_path / "l"), ready_timeout_s=2
     )
     done = run_sh("sh", env, script)
     assert done.returncode == 1
@@ -454,8 +498,8 @@ def test_processes_mode_uses_three_round_trips_and_retries_a_taken_port(
     taken = Result("cmd", "", "port 5201 is already in use", 3)
     server = scripted(
         fake_runner, "nas",
-        [("-s -1 -D", taken), ("kill", ok()),  # first attempt: a port was taken; all stopped
-         ("-s -1 -D", ok()), ("kill", ok())],  # second: one round trip starts both servers
+        [("-s -1 -p", taken), ("kill", ok()),  # first attempt: a port was taken; all stopped
+         ("-s -1 -p", ok()), ("kill", ok())],  # second: one round trip starts both servers
     )  # fmt: skip
     both = f"{iperf3_multi.MARKER}5201 ===\n{single}\n{iperf3_multi.MARKER}5202 ===\n{single}\n"
     client = scripted(fake_runner, "ws", [("-c 198.18.0.10", ok(both))])
@@ -466,7 +510,7 @@ def test_processes_mode_uses_three_round_trips_and_retries_a_taken_port(
     )  # fmt: skip
     assert raw == both
     assert pauses == [BUSY_BACKOFF_S[0]]
-    assert server.texts()[2].count("-s -1 -D") == 2  # both servers in one script
+    assert server.texts()[2].count("-s -1 -p") == 2  # both servers in one script
     assert "-p 5201" in client.texts()[0] and "-p 5202" in client.texts()[0]
     assert rep["processes"] == 2
     assert rep["bits_per_second"] == pytest.approx(2 * 956948139.91649473)
