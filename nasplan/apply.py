@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nasplan import __version__, leases
 from nasplan.analysis import annotate_transfers, shared_kernels, summarize
@@ -27,14 +27,16 @@ from nasplan.hosts import (
 from nasplan.inventory import Host
 from nasplan.measure import kinds
 from nasplan.measure.kind import BoundTest, RunContext, skipped
-from nasplan.network.phase import NetworkPhase, describe_changes
 from nasplan.output import require_free_space, secrets_from_environ
 from nasplan.plan import Plan
 from nasplan.progress import Progress, RedactedProgress, result_text
 from nasplan.results import RunSaver, new_run_dir
 from nasplan.runner import Runner
 from nasplan.ssh import connect
-from nasplan.timeouts import from_environ
+from nasplan.timeouts import Timeouts, from_environ
+
+if TYPE_CHECKING:
+    from nasplan.network.phase import NetworkPhase
 
 EXIT_OK, EXIT_TEST_FAILED, EXIT_INPUT, EXIT_UNREACHABLE = 0, 1, 2, 3
 
@@ -139,6 +141,9 @@ def check(
             for warning in session.warnings:
                 progress.message(f"warning: {warning}")
         for name in plan.network.hosts:
+            # Only a plan that changes the network imports the network phase's code.
+            from nasplan.network.phase import describe_changes
+
             facts = sessions[name].facts if name in sessions else None
             current = {nic.name: nic for nic in facts.interfaces} if facts else {}
             for line in describe_changes(plan.network.changes(name), current):
@@ -250,17 +255,7 @@ def apply(
     # One list of secrets for every byte written: files (through ctx) and progress lines.
     progress = RedactedProgress(progress, known)
     ctx = RunContext(plan, sessions, run_dir, progress, secrets=known)
-    network = NetworkPhase(
-        plan.network,
-        sessions,
-        run_dir,
-        progress,
-        connector,
-        keep=keep,
-        inventory_file=str(plan.inventory.path.resolve()),
-        known_hosts=str(plan.known_hosts.resolve()) if plan.known_hosts else None,
-        reconnect_grace_s=timeouts.reconnect_grace_s,
-    )
+    network = _network_phase(plan, sessions, run_dir, progress, connector, keep, timeouts)
     lock_id = f"{run_dir.name}-{secrets.token_hex(4)}"
     keeper = leases.LeaseKeeper(sessions, lock_id, timeouts.lease_s, timeouts.renew_s, progress)
 
@@ -269,7 +264,7 @@ def apply(
         current["tests"] = run["tests"] + ([running] if running is not None else [])
         current["hosts"] = {name: s.to_dict() for name, s in sorted(sessions.items())}
         current["warnings"] = [w for s in sessions.values() for w in s.warnings] + ctx.warnings
-        if network.active:
+        if network is not None:
             current["network"] = network.to_dict()
             current["warnings"] += network.warnings
         return current
@@ -296,14 +291,15 @@ def apply(
         keeper.start()
         prepare(sessions, tool_needs(plan, bound), progress)
         checkpoint()
-        try:
-            network.setup()
-        except HostLostError as exc:
-            network.fail(str(exc))
+        if network is not None:
+            try:
+                network.setup()
+            except HostLostError as exc:
+                network.fail(str(exc))
         mark_lost_hosts(sessions)
         checkpoint()
         for one in bound:
-            if not network.ok:
+            if network is not None and not network.ok:
                 record = skipped(one.test, f"network setup failed: {network.error}")
             else:
                 record = run_test(one, ctx)
@@ -316,16 +312,20 @@ def apply(
         memory = {n: s.facts.memory_bytes if s.facts else None for n, s in sessions.items()}
         boot_ids = {n: s.facts.boot_id if s.facts else None for n, s in sessions.items()}
         annotate_transfers(run["tests"], memory, shared_kernels(boot_ids, local_boot_id()))
-        network.teardown()
+        if network is not None:
+            network.teardown()
         # A host that was reached but cannot be used (sudo refused, tools missing) counts too.
         unreachable = any(s.facts is None or s.error for s in sessions.values())
-        failed = any(t["status"] != "ok" for t in run["tests"]) or not network.ok
+        failed = any(t["status"] != "ok" for t in run["tests"]) or (
+            network is not None and not network.ok
+        )
         run["status"] = "unreachable" if unreachable else ("failed" if failed else "ok")
         code = EXIT_UNREACHABLE if unreachable else (EXIT_TEST_FAILED if failed else EXIT_OK)
         return Outcome(run_dir, code)
     finally:
         try:
-            network.teardown()  # a no-op when done above; restores after an error or Ctrl-C
+            if network is not None:
+                network.teardown()  # a no-op when done above; restores after an error or Ctrl-C
         finally:
             keeper.stop()
             # The hosts release their locks while run.json and the report are written; should a
@@ -341,6 +341,34 @@ def apply(
             final = snapshot()
             if final != written:
                 _finish(saver, final, ctx.secrets, progress)
+
+
+def _network_phase(
+    plan: Plan,
+    sessions: Mapping[str, HostSession],
+    run_dir: Path,
+    progress: Progress,
+    connector: Callable[[Host], Runner],
+    keep: bool,
+    timeouts: Timeouts,
+) -> NetworkPhase | None:
+    """The run's network phase, or None when the plan declares no network change (most plans:
+    their apply never imports the phase's code)."""
+    if not plan.network.active:
+        return None
+    from nasplan.network.phase import NetworkPhase
+
+    return NetworkPhase(
+        plan.network,
+        sessions,
+        run_dir,
+        progress,
+        connector,
+        keep=keep,
+        inventory_file=str(plan.inventory.path.resolve()),
+        known_hosts=str(plan.known_hosts.resolve()) if plan.known_hosts else None,
+        reconnect_grace_s=timeouts.reconnect_grace_s,
+    )
 
 
 def _release(sessions: Mapping[str, HostSession], lock_id: str) -> None:

@@ -75,23 +75,26 @@ def validate(plan_file: Path, inventory: Path | None, extra_vars: tuple[str, ...
     A plan whose inventory ``nasplan lab up`` writes is checked before the lab is up, against
     the inventory its lab file will give (a warning says so).
     """
-    import tempfile
-
-    from nasplan.lab import preview
+    from nasplan.lab_files import generated_by_lab, is_lab_file
     from nasplan.plan import load_plan, parse_extra_var, planned_inventory
 
     variables = dict(parse_extra_var(e) for e in extra_vars)
-    if preview.is_lab_file(plan_file):
+    if is_lab_file(plan_file):
         from nasplan.lab.model import load_lab
 
         load_lab(plan_file)
         click.echo(f"ok (a lab file: sudo nasplan lab up {plan_file})")
         return
     planned = inventory or planned_inventory(plan_file)
-    if planned is None or planned.exists() or not preview.generated_by_lab(planned):
+    if planned is None or planned.exists() or not generated_by_lab(planned):
         load_plan(plan_file, inventory, variables)
         click.echo("ok")
         return
+    # The lab's code only for a plan whose inventory the lab writes.
+    import tempfile
+
+    from nasplan.lab import preview
+
     with tempfile.TemporaryDirectory(prefix="nasplan-validate-") as directory:
         previewed = Path(directory) / planned.name
         lab_file = preview.write_preview(planned, previewed)

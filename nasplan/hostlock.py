@@ -18,7 +18,7 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from nasplan.network.state import split_sections
+from nasplan.sections import split_sections
 
 EXIT_BUSY = 75
 

@@ -16,7 +16,7 @@ from nasplan.hostlock import (
     release_script,
     renew_script,
 )
-from nasplan.network.state import split_sections
+from nasplan.sections import split_sections
 
 if TYPE_CHECKING:
     from nasplan.hosts import HostSession

@@ -17,12 +17,13 @@ from nasplan.inventory import Host, load_inventory
 from nasplan.network.backends import by_mechanism
 from nasplan.network.model import NicChange
 from nasplan.network.restore import Restored, load_snapshots, restore_host
-from nasplan.network.state import NicState, split_sections
+from nasplan.network.state import NicState
 from nasplan.network.tools import NetTools
 from nasplan.progress import Progress
 from nasplan.report.render import write_report
 from nasplan.results import load_run, save_run
 from nasplan.runner import Runner
+from nasplan.sections import split_sections
 
 
 def restore_run(

@@ -116,26 +116,31 @@ def configure_commands(iqn: str, lun_path: Path, chap_secret: str | None) -> lis
     return commands
 
 
+def target_settings(host_name: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """What target.json holds for a host's ``iscsi`` options: ``{iqn, lun, lun_size_bytes,
+    chap_user}`` (chap_user None without CHAP), from the lab file alone."""
+    chap = bool(options.get("chap", True))
+    return {
+        "iqn": target_iqn(host_name),
+        "lun": LUN,
+        "lun_size_bytes": parse_size(options.get("lun_size", DEFAULT_LUN_SIZE)),
+        "chap_user": CHAP_USER if chap else None,
+    }
+
+
 def setup_iscsi(host_dir: Path, host_name: str, options: Mapping[str, Any]) -> IscsiFiles:
     """Make the sparse LUN file, the CHAP secret (0600) and target.json; the layout."""
     files = iscsi_files(host_dir)
     files.root.mkdir(parents=True, exist_ok=True)
     files.root.chmod(0o700)
-    size_bytes = parse_size(options.get("lun_size", DEFAULT_LUN_SIZE))
+    settings = target_settings(host_name, options)
     with files.lun_path.open("wb") as handle:
-        handle.truncate(size_bytes)
-    chap = bool(options.get("chap", True))
-    if chap:
+        handle.truncate(settings["lun_size_bytes"])
+    if settings["chap_user"]:
         descriptor = os.open(files.secret_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w") as handle:
             # iSCSI CHAP secrets are 12 to 16 characters for most initiators and targets.
             handle.write(secrets.token_hex(8) + "\n")
-    settings = {
-        "iqn": target_iqn(host_name),
-        "lun": LUN,
-        "lun_size_bytes": size_bytes,
-        "chap_user": CHAP_USER if chap else None,
-    }
     files.settings_path.write_text(json.dumps(settings) + "\n")
     return files
 
@@ -191,7 +196,12 @@ def inventory_vars(host_dir: Path) -> dict[str, Any]:
     files = iscsi_files(host_dir)
     if not files.settings_path.exists():
         return {}
-    settings = json.loads(files.settings_path.read_text())
+    return vars_of(json.loads(files.settings_path.read_text()), files)
+
+
+def vars_of(settings: Mapping[str, Any], files: IscsiFiles) -> dict[str, Any]:
+    """Host vars of a target's settings (what ``inventory_vars`` gives once target.json is
+    written; ``nasplan validate`` uses it before the lab is up)."""
     found: dict[str, Any] = {
         "iqn": settings["iqn"],
         "lun": settings["lun"],

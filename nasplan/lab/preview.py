@@ -9,28 +9,11 @@ from typing import Any
 import yaml
 
 from nasplan.errors import InputError
-from nasplan.lab import nfs, services
+from nasplan.lab import iscsi, nfs, services
 from nasplan.lab.model import LAN_INTERFACE, Lab, load_lab
 from nasplan.lab.personalities.synology import ADMIN_USER, PASSWORD_ENV
+from nasplan.lab_files import is_lab_file
 from nasplan.loader import read_yaml
-
-STATE_PARENT = ".lab"
-INVENTORY_NAME = "inventory.yaml"
-
-
-def generated_by_lab(inventory_path: Path) -> bool:
-    """True for ``<dir>/.lab/<lab name>/inventory.yaml``, where ``lab up`` writes inventories."""
-    parts = inventory_path.parts
-    return inventory_path.name == INVENTORY_NAME and len(parts) >= 3 and parts[-3] == STATE_PARENT
-
-
-def is_lab_file(path: Path) -> bool:
-    """True when ``path`` reads as a lab file (``lan`` and ``hosts``, no ``tests``)."""
-    try:
-        data = read_yaml(path).data
-    except InputError:
-        return False
-    return isinstance(data, dict) and "lan" in data and "hosts" in data and "tests" not in data
 
 
 def lab_file_for(inventory_path: Path) -> Path | None:
@@ -59,6 +42,9 @@ def _host_vars(lab: Lab, state_dir: Path, name: str) -> dict[str, Any]:
     if "nfs" in host.services:
         export_path = nfs.nfs_files(host_dir).export_path
         found["nfs"] = {"export": nfs.NFS_EXPORT, "server_path": str(export_path)}
+    if "iscsi" in host.services:
+        settings = iscsi.target_settings(name, host.iscsi)
+        found.update(iscsi.vars_of(settings, iscsi.iscsi_files(host_dir)))
     if found:
         entry["vars"] = found
     return entry

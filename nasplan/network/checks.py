@@ -19,8 +19,9 @@ from typing import Any
 
 from nasplan.network import bsd, ifconfig
 from nasplan.network.model import LinkEndSpec, LinkSpec, MtuSpec
-from nasplan.network.state import NicState, split_sections
+from nasplan.network.state import NicState
 from nasplan.network.tools import BSD_IFCONFIG, IFCONFIG, NetTools, state_script
+from nasplan.sections import split_sections
 
 IPV4_ICMP_HEADERS_BYTES = 28  # 20 IPv4 + 8 ICMP: ping -s MTU-28 fills the MTU exactly
 _RECEIVED = re.compile(r"(\d+) (?:packets )?received")

@@ -22,8 +22,9 @@ from nasplan.hosts import HostSession, in_parallel
 from nasplan.network import checks, restore, scripts, tools
 from nasplan.network.backends import NetworkBackend, SetsidTimer, for_platform
 from nasplan.network.model import NetworkSpec, NicChange, fact_errors
-from nasplan.network.state import NicState, split_sections
+from nasplan.network.state import NicState
 from nasplan.network.tools import parse_state_output
+from nasplan.sections import split_sections
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts

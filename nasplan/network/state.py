@@ -7,12 +7,10 @@ macOS); ``tools`` picks one, and every one builds its states through ``assemble`
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-SECTION = re.compile(r"^@@nasplan:(?P<name>[^@]+)@@$")
 # Link-scope addresses (IPv6 fe80::) come and go with the link; nasplan never sets them.
 TRACKED_SCOPES = ("global", "host", "site")
 # Routes the kernel derives from addresses: they return when the addresses do.
@@ -126,19 +124,6 @@ class NicState:
             speed_mbps=data.get("speed_mbps"),
             configured=NicConfig.from_dict(configured) if isinstance(configured, dict) else None,
         )
-
-
-def split_sections(text: str) -> dict[str, str]:
-    """``@@nasplan:NAME@@`` delimited output -> ``{NAME: body}`` (body stripped)."""
-    sections: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for line in text.splitlines():
-        match = SECTION.match(line.strip())
-        if match:
-            current = sections.setdefault(match["name"], [])
-        elif current is not None:
-            current.append(line)
-    return {name: "\n".join(lines).strip() for name, lines in sections.items()}
 
 
 def _json_list(text: str) -> list[dict[str, Any]]:

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from nasplan.facts_bsd import BSD_KERNELS
 from nasplan.network import bsd, ifconfig, iptext
 from nasplan.network.model import NicChange
-from nasplan.network.state import NicState, parse_state, split_sections
+from nasplan.network.state import NicState, parse_state
+from nasplan.sections import split_sections
 
 if TYPE_CHECKING:
     from nasplan.facts import HostFacts

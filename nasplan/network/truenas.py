@@ -35,9 +35,10 @@ from typing import Any
 from nasplan.hostlock import PRELUDE
 from nasplan.network import scripts
 from nasplan.network.model import NicChange
-from nasplan.network.state import NicConfig, NicState, split_sections
+from nasplan.network.state import NicConfig, NicState
 from nasplan.network.tools import NetTools, parse_state_output, state_script
 from nasplan.platforms.base import TRUENAS_INTERFACE_COMMIT
+from nasplan.sections import split_sections
 
 MECHANISM = TRUENAS_INTERFACE_COMMIT
 # Restoring the snapshot is committed with a rollback too, then checked in by the same script.

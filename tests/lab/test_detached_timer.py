@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from nasplan.network import scripts
-from nasplan.network.state import split_sections
+from nasplan.sections import split_sections
 
 TIMEOUT_S = 2  # the host clock counts whole seconds: the timer fires 1 to 2 s after arming
 COREUTILS = ("rm", "mkdir", "cat", "mv", "sleep", "date", "touch", "tr")

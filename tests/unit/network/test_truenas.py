@@ -13,7 +13,7 @@ from nasplan.facts import HostFacts, parse_facts
 from nasplan.network import restore
 from nasplan.network.backends import SetsidTimer, by_mechanism, for_platform
 from nasplan.network.model import NicChange
-from nasplan.network.state import NicConfig, NicState, split_sections
+from nasplan.network.state import NicConfig, NicState
 from nasplan.network.truenas import (
     TrueNasCommit,
     parse_interface_query,
@@ -21,6 +21,7 @@ from nasplan.network.truenas import (
     update_argvs,
 )
 from nasplan.platforms import detect
+from nasplan.sections import split_sections
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 CHANGES = (
