@@ -285,9 +285,11 @@ class SshRunner:
 
 def _answers(transport: paramiko.Transport, channel_s: float) -> bool:
     """Whether the host still answers on ``transport``: a new channel opened within
-    ``channel_s`` (and closed again)."""
+    ``channel_s`` (and closed again), or refused (e.g. sshd's MaxSessions reached)."""
     try:
         probe = transport.open_session(timeout=channel_s)
+    except paramiko.ChannelException:
+        return True
     except (paramiko.SSHException, OSError, EOFError):
         return False
     probe.close()
