@@ -22,6 +22,10 @@ from nasplan.runner import Result
 from nasplan.timeouts import Timeouts, from_environ
 
 _READ_CHUNK_BYTES = 65536
+# Prefixed to a POSIX script (see SshRunner._input_safe): without input it reads /dev/null
+# (nasplan sends it no EOF); with input, its shell reads the rest of it before it ends.
+_NO_INPUT = "exec </dev/null\n"
+_DRAIN_INPUT = "trap 'cat >/dev/null 2>&1' EXIT\n"
 
 
 def fingerprint(key: paramiko.PKey) -> str:
@@ -137,10 +141,12 @@ class SshRunner:
         Raises become.BecomeError when sudo itself refuses (wrong password, not allowed).
         """
         if not sudo or self.is_root:
-            return self._exec(self.host_shell.exec_line(script), script, timeout_s, stdin)
+            sent = self._input_safe(script, stdin is not None)
+            return self._exec(self.host_shell.exec_line(sent), script, timeout_s, stdin)
         password = self.become_password
-        command = become.sudo_command(script, with_password=password is not None)
         feed = stdin if password is None else become.sudo_stdin(password, stdin)
+        sent = self._input_safe(script, feed is not None)
+        command = become.sudo_command(sent, with_password=password is not None)
         result = self._exec(command, script, timeout_s, feed)
         user = str(self.connection.user)
         return become.check_sudo(result, user, self.name, with_password=password is not None)
@@ -151,9 +157,26 @@ class SshRunner:
         if self.lost:
             return None
         try:
-            return self._exec(self.host_shell.exec_line(script), script, timeout_s, None, False)
+            command = self.host_shell.exec_line(self._input_safe(script, False))
+            return self._exec(command, script, timeout_s, None, False)
         except HostLostError:
             return None
+
+    def _input_safe(self, script: str, fed: bool) -> str:
+        """``script`` such that the host cannot close its channel before nasplan's EOF came.
+
+        paramiko answers the host's CLOSE of a channel from its own thread, while the thread
+        running the command sends that channel's input and EOF: the CLOSE can overtake them.
+        sshd frees a channel once both sides closed it and reuses its number for the next one, so
+        input or an EOF sent after the CLOSE either makes sshd drop the whole connection
+        ("packet referred to nonexistent channel": every command on it fails, e.g. with "Channel
+        is not open") or lands in another command's channel. So: a command without input reads
+        /dev/null and gets no EOF at all (_exec sends none); one with input reads what is left of
+        it once it ends, so its shell ends only after nasplan's EOF. Windows hosts: unchanged.
+        """
+        if self.host_shell.is_windows:
+            return script
+        return (_DRAIN_INPUT if fed else _NO_INPUT) + script
 
     def _lose(self, reason: str, mark: bool = True) -> HostLostError:
         message = f"{self.name}: {reason}"
@@ -184,18 +207,29 @@ class SshRunner:
                     f"host stopped answering: no SSH channel within {channel_s:g} s", mark_lost
                 ) from None
             raise self._lose(f"SSH connection lost: {reason}", mark_lost) from None
-        # paramiko waits for the answer to the exec request without a limit: a host stopped
-        # right after opening the channel would hang nasplan there. Closing the transport ends
-        # that wait; the host is then lost, as when no channel could be opened.
-        answered, gave_up = threading.Event(), threading.Event()
+        # paramiko waits for the answer to the exec request without a limit. Every channel_s
+        # without it, the watchdog asks whether the connection still answers (a new channel
+        # within channel_s): a host that does is slow, not gone (a loaded machine), and the wait
+        # goes on, up to the command's own timeout (then only this channel is closed). One that
+        # does not is lost: closing the transport ends every wait on it. The transport is never
+        # closed for one slow answer: other threads' commands share it.
+        timeout_s = timeout_s or self.timeouts.command_s
+        deadline = time.monotonic() + timeout_s
+        answered = threading.Event()
+        outcome: list[str] = []
 
-        def give_up() -> None:
-            if not answered.is_set():
-                gave_up.set()
-                transport.close()
+        def watch() -> None:
+            while not answered.wait(channel_s):
+                if time.monotonic() > deadline:
+                    outcome.append("timed out")
+                    channel.close()
+                    return
+                if not _answers(transport, channel_s) and not answered.is_set():
+                    outcome.append("lost")
+                    transport.close()
+                    return
 
-        watchdog = threading.Timer(channel_s, give_up)
-        watchdog.daemon = True
+        watchdog = threading.Thread(target=watch, name=f"exec-watchdog {self.name}", daemon=True)
         try:
             channel.settimeout(channel_s)
             watchdog.start()
@@ -203,14 +237,17 @@ class SshRunner:
                 channel.exec_command(command)
             finally:
                 answered.set()
-                watchdog.cancel()
             if stdin:
                 channel.sendall(stdin.encode())
-            channel.shutdown_write()
-            return self._collect(channel, shown, timeout_s or self.timeouts.command_s)
+            if stdin is not None or self.host_shell.is_windows:
+                # No EOF without input: the script reads /dev/null (see _input_safe).
+                channel.shutdown_write()
+            return self._collect(channel, shown, timeout_s)
         except (paramiko.SSHException, OSError, EOFError) as exc:
+            if outcome == ["timed out"]:
+                return Result(shown, "", f"timed out after {timeout_s} s", 124)
             reason = str(exc) or type(exc).__name__
-            if gave_up.is_set():
+            if outcome == ["lost"]:
                 reason = f"host stopped answering: no SSH channel within {channel_s:g} s"
                 raise self._lose(reason, mark_lost) from None
             raise self._lose(f"SSH connection lost: {reason}", mark_lost) from None
@@ -244,6 +281,19 @@ class SshRunner:
 
     def close(self) -> None:
         self.connection.close()
+
+
+def _answers(transport: paramiko.Transport, channel_s: float) -> bool:
+    """Whether the host still answers on ``transport``: a new channel opened within
+    ``channel_s`` (and closed again), or refused (e.g. sshd's MaxSessions reached)."""
+    try:
+        probe = transport.open_session(timeout=channel_s)
+    except paramiko.ChannelException:
+        return True
+    except (paramiko.SSHException, OSError, EOFError):
+        return False
+    probe.close()
+    return True
 
 
 def _no_delay(connection: Connection) -> None:
