@@ -197,3 +197,25 @@ def test_an_exec_never_answered_times_out_alone_and_the_host_stays(
         assert runner.run_script("echo after").stdout == "after\n"
     finally:
         runner.close()
+
+
+def test_the_first_command_on_a_new_connection_is_not_held_back_by_a_delayed_ack(
+    lab: LabState,
+) -> None:
+    """sshd announces its host keys as the first channel opens; unanswered, the client's delayed
+    ACK (40 ms) held sshd's answer back, and every connection's first command (the facts) took
+    ~45 ms instead of a few. Compared with the second command on the same connection."""
+    host = load_inventory(lab.inventory_path).hosts["rcch1"]
+    firsts, seconds = [], []
+    for _ in range(5):
+        runner = connect(host)
+        try:
+            for times in (firsts, seconds):
+                began = time.perf_counter()
+                assert runner.run_script("true").ok
+                times.append(time.perf_counter() - began)
+        finally:
+            runner.close()
+    firsts.sort()
+    seconds.sort()
+    assert firsts[2] < seconds[2] + 0.02, (firsts, seconds)
