@@ -45,6 +45,11 @@ def acquire(
         return None
     result = taken or runner.run_script(acquire_script(run_id, lease_s), timeout_s=30)
     holder = parse_holder(result.stdout)
+    if result.exited == EXIT_BUSY and holder.fields.get("run_id") == run_id:
+        # This run took it already: in the facts' round trip, whose output was cut before the
+        # lock script's status came back.
+        session.locked = True
+        return None
     if result.exited == EXIT_BUSY and holder.dead_here():
         result = runner.run_script(acquire_script(run_id, lease_s, force=True), timeout_s=30)
     sections = split_sections(result.stdout)

@@ -4,18 +4,22 @@ how the renewals are timed."""
 from __future__ import annotations
 
 import itertools
+import os
+import shutil
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from nasplan import shell
+from nasplan.hostlock import acquire_script
 from nasplan.hosts import HostSession
 from nasplan.inventory import Host
 from nasplan.leases import LeaseKeeper, acquire
 from nasplan.progress import PlainProgress
-from nasplan.runner import Result
+from nasplan.runner import LocalRunner, Result
 
 
 def test_a_windows_host_is_not_locked_and_the_run_says_so(
@@ -69,3 +73,30 @@ def test_lease_renewals_are_spread_over_the_interval_not_sent_to_every_host_at_o
     for clock in clocks:
         gaps = [b - a for a, b in itertools.pairwise(clock.times)]
         assert gaps and all(gap == pytest.approx(renew_s, abs=0.06) for gap in gaps)
+
+
+def test_a_lock_this_run_took_in_a_cut_facts_round_trip_is_its_own_not_a_busy_host(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lock script runs in the facts' round trip; when that output was cut before its status
+    came back, apply runs it again and finds the lock held by this very run: locked, not busy."""
+    node = f"leaseown-{os.getpid()}"
+    stub = tmp_path / "uname"  # the lock is /tmp/nasplan-$(uname -n).lock: one of this test's own
+    stub.write_text(f'#!/bin/sh\n[ "$1" = -n ] && echo {node} || exec /bin/uname "$@"\n')
+    stub.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    lock_dir = Path(f"/tmp/nasplan-{node}.lock")
+    runner = LocalRunner("nas")
+    try:
+        first = runner.run_script(acquire_script("run-a", 30))  # the facts' round trip took it
+        assert first.exited == 0 and lock_dir.is_dir()
+        session = HostSession(Host(name="nas", address="198.19.240.9"), runner)
+
+        assert acquire(session, "run-a", 30) is None
+        assert session.locked and session.warnings == []
+
+        other = HostSession(Host(name="nas", address="198.19.240.9"), runner)
+        refused = acquire(other, "run-b", 30)
+        assert refused is not None and "in use by another nasplan run run-a" in refused
+    finally:
+        shutil.rmtree(lock_dir, ignore_errors=True)
