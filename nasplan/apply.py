@@ -268,7 +268,7 @@ def apply(
         current["tests"] = run["tests"] + ([running] if running is not None else [])
         current["hosts"] = {name: s.to_dict() for name, s in sorted(sessions.items())}
         current["warnings"] = [w for s in sessions.values() for w in s.warnings] + ctx.warnings
-        if network is not None:
+        if network.active:
             current["network"] = network.to_dict()
             current["warnings"] += network.warnings
         return current
@@ -297,15 +297,14 @@ def apply(
         keeper.start()
         prepare(sessions, tool_needs(plan, bound), progress)
         checkpoint()
-        if network is not None:
-            try:
-                network.setup()
-            except HostLostError as exc:
-                network.fail(str(exc))
+        try:
+            network.setup()
+        except HostLostError as exc:
+            network.fail(str(exc))
         mark_lost_hosts(sessions)
         checkpoint()
         for one in bound:
-            if network is not None and not network.ok:
+            if not network.ok:
                 record = skipped(one.test, f"network setup failed: {network.error}")
             else:
                 record = run_test(one, ctx)
@@ -318,20 +317,16 @@ def apply(
         memory = {n: s.facts.memory_bytes if s.facts else None for n, s in sessions.items()}
         boot_ids = {n: s.facts.boot_id if s.facts else None for n, s in sessions.items()}
         annotate_transfers(run["tests"], memory, shared_kernels(boot_ids, local_boot_id()))
-        if network is not None:
-            network.teardown()
+        network.teardown()
         # A host that was reached but cannot be used (sudo refused, tools missing) counts too.
         unreachable = any(s.facts is None or s.error for s in sessions.values())
-        failed = any(t["status"] != "ok" for t in run["tests"]) or (
-            network is not None and not network.ok
-        )
+        failed = any(t["status"] != "ok" for t in run["tests"]) or not network.ok
         run["status"] = "unreachable" if unreachable else ("failed" if failed else "ok")
         code = EXIT_UNREACHABLE if unreachable else (EXIT_TEST_FAILED if failed else EXIT_OK)
         return Outcome(run_dir, code)
     finally:
         try:
-            if network is not None:
-                network.teardown()  # a no-op when done above; restores after an error or Ctrl-C
+            network.teardown()  # a no-op when done above; restores after an error or Ctrl-C
         finally:
             keeper.stop()
             # The hosts release their locks while run.json and the report are written; should a
@@ -357,11 +352,11 @@ def _network_phase(
     connector: Callable[[Host], Runner],
     keep: bool,
     timeouts: Timeouts,
-) -> NetworkPhase | None:
-    """The run's network phase, or None when the plan declares no network change (most plans:
-    their apply never imports the phase's code)."""
+) -> NetworkPhase | _NoNetworkChanges:
+    """The run's network phase; for a plan that declares no network change (most plans) one
+    that does nothing, and the phase's code is never imported."""
     if not plan.network.active:
-        return None
+        return _NoNetworkChanges()
     from nasplan.network.phase import NetworkPhase
 
     return NetworkPhase(
@@ -375,6 +370,32 @@ def _network_phase(
         known_hosts=str(plan.known_hosts.resolve()) if plan.known_hosts else None,
         reconnect_grace_s=timeouts.reconnect_grace_s,
     )
+
+
+class _NoNetworkChanges:
+    """The network phase of a plan without network changes: nothing to set up or put back."""
+
+    active = False
+
+    def __init__(self) -> None:
+        self.error: str | None = None
+        self.warnings: list[str] = []
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def setup(self) -> bool:
+        return True
+
+    def fail(self, message: str) -> None:
+        self.error = message
+
+    def teardown(self) -> None:
+        pass
+
+    def to_dict(self) -> dict[str, Any]:
+        return {}
 
 
 def _release(sessions: Mapping[str, HostSession], lock_id: str) -> None:

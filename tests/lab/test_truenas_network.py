@@ -257,16 +257,19 @@ def dhcp_nic(tnas_lab: LabState) -> Iterator[Any]:
     """The NAS's eth1 with DHCP on, a configured alias and a lease; put back as it was after."""
     nas = testinfra.get_host("ssh://nas", ssh_config=str(tnas_lab.ssh_config_path))
     was = eth1_configuration(nas)
-    update = {"ipv4_dhcp": True, "aliases": [alias_of(CONFIGURED)]}
-    midclt_json(nas, "interface.update", "eth1", update)
-    nas.check_output(shlex.join(["midclt", "call", "interface.commit", '{"rollback": false}']))
+    configure_eth1(nas, {"ipv4_dhcp": True, "aliases": [alias_of(CONFIGURED)]})
     nas.check_output(f"ip addr add {LEASE} dev eth1 valid_lft 900 preferred_lft 900")
     try:
         yield nas
     finally:
-        midclt_json(nas, "interface.update", "eth1", was)
-        nas.check_output(shlex.join(["midclt", "call", "interface.commit", '{"rollback": false}']))
+        configure_eth1(nas, was)
         assert eth1_configuration(nas) == was
+
+
+def configure_eth1(nas: Any, update: dict[str, Any]) -> None:
+    """Store ``update`` in the middleware's eth1 configuration and commit it (no rollback)."""
+    midclt_json(nas, "interface.update", "eth1", update)
+    nas.check_output(shlex.join(["midclt", "call", "interface.commit", '{"rollback": false}']))
 
 
 def test_truenas_never_writes_a_dhcp_address_as_static_and_restores_the_aliases_exactly(
