@@ -301,8 +301,8 @@ def apply(
             network.setup()
         except HostLostError as exc:
             network.fail(str(exc))
-        mark_lost_hosts(sessions)
-        checkpoint()
+        if mark_lost_hosts(sessions) or network.active:  # else nothing new to save
+            checkpoint()
         for one in bound:
             if not network.ok:
                 record = skipped(one.test, f"network setup failed: {network.error}")
@@ -412,6 +412,6 @@ def _finish(saver: RunSaver, run: dict[str, Any], secrets: list[str], progress: 
 
     try:
         saver.save(run, secrets)
-        write_report(saver.path.parent, secrets=secrets)
+        write_report(saver.path.parent, secrets=secrets, check=False)  # written just now
     except RunDirError as exc:
         progress.message(f"nasplan: {exc}; run.json keeps what was saved before")

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
 import shlex
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from importlib import resources
 from typing import Any
 
@@ -99,6 +100,12 @@ _CPU_MODEL_KEYS = ("model name", "cpu model", "Hardware", "Processor")
 _MAX_SPEED_MBPS = 10_000_000  # sysfs reports -1 or 4294967295 when a link's speed is unknown
 
 
+def _fields(facts: NicFacts | HostFacts) -> dict[str, Any]:
+    """A facts object's fields by name, values as they are (no deep copy: dataclasses.asdict's
+    copying cost ~5 ms per host, and run.json takes every host's facts after every test)."""
+    return {f.name: getattr(facts, f.name) for f in fields(facts)}
+
+
 @dataclass(frozen=True)
 class NicFacts:
     """One network interface as the host sees it (sysfs + ip addr)."""
@@ -114,7 +121,7 @@ class NicFacts:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form: ``{"name": "eth0", "mtu_bytes": 1500, ..., "addresses": [...]}``."""
-        return {**asdict(self), "addresses": list(self.addresses)}
+        return {**_fields(self), "addresses": list(self.addresses)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> NicFacts:
@@ -185,11 +192,12 @@ class HostFacts:
     def to_dict(self) -> dict[str, Any]:
         """JSON form stored in run.json under ``hosts.<name>.facts`` (docs/architecture.md)."""
         return {
-            **asdict(self),
+            **_fields(self),
             "interfaces": [nic.to_dict() for nic in self.interfaces],
             "tools": dict(self.tools),
             "markers": dict(self.markers),
-            "storage": dict(self.storage),
+            # a copy the caller may change (parsed from JSON-like text: plain lists and dicts)
+            "storage": json.loads(json.dumps(self.storage)),
         }
 
     @classmethod

@@ -11,13 +11,16 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import jsonschema
 import yaml
 
+from nasplan import schema_memo
 from nasplan.errors import InputError
 from nasplan.localfile import MAX_YAML_BYTES, read_text_bounded
+
+if TYPE_CHECKING:  # imported where a document is validated (schema_memo: not every time)
+    import jsonschema
 
 JsonPath = tuple[str | int, ...]
 
@@ -242,13 +245,17 @@ def describe_error(error: jsonschema.ValidationError) -> tuple[JsonPath, str, bo
         expected = schema["description"]
         return json_path, f"{error.instance!r} is not valid: expected {expected}", False
     if error.validator in ("oneOf", "anyOf") and error.context:
-        return describe_error(jsonschema.exceptions.best_match(error.context))
+        from jsonschema.exceptions import best_match
+
+        return describe_error(best_match(error.context))
     return json_path, str(error.message), False
 
 
 @cache
 def subschema_validator(schema_name: str, definition: str) -> jsonschema.Draft202012Validator:
     """A validator of ``$defs/<definition>`` of a schema (its other ``$defs`` resolvable)."""
+    import jsonschema
+
     schema = load_schema(schema_name)
     return jsonschema.Draft202012Validator(
         {"$defs": schema["$defs"], "$ref": f"#/$defs/{definition}"}
@@ -258,13 +265,22 @@ def subschema_validator(schema_name: str, definition: str) -> jsonschema.Draft20
 @cache
 def _validator(schema_name: str) -> jsonschema.Draft202012Validator:
     """One validator per schema, built once (its $ref lookups are cached inside it)."""
+    import jsonschema
+
     return jsonschema.Draft202012Validator(
         load_schema(schema_name), format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
     )
 
 
 def schema_errors(document: Document, schema_name: str) -> list[str]:
-    """Validate ``document`` against a schema; one formatted line per problem, in file order."""
+    """Validate ``document`` against a schema; one formatted line per problem, in file order.
+
+    A document found valid before (same content, schema and nasplan) is not validated again
+    (nasplan.schema_memo).
+    """
+    memo_key = schema_memo.key(schema_name, document.data)
+    if schema_memo.known_valid(memo_key):
+        return []
     found: list[tuple[tuple[int, int], str]] = []
     for error in _validator(schema_name).iter_errors(document.data):
         json_path, message, at_key = describe_error(error)
@@ -272,6 +288,8 @@ def schema_errors(document: Document, schema_name: str) -> list[str]:
         pos = key_pos or document.positions.get(json_path)
         where = f"{document.path}:{pos[0]}:{pos[1]}" if pos else document.where(json_path)
         found.append((pos or (0, 0), f"{where}: {format_json_path(json_path)}: {message}"))
+    if not found:
+        schema_memo.remember(memo_key)
     return [line for _, line in sorted(set(found))]
 
 

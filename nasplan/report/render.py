@@ -505,18 +505,23 @@ def render_template(template: str, view: Mapping[str, Any]) -> str:
 
 
 def write_report(
-    run_dir: Path, charts: str | None = None, secrets: Iterable[str] | None = None
+    run_dir: Path,
+    charts: str | None = None,
+    secrets: Iterable[str] | None = None,
+    *,
+    check: bool = True,
 ) -> Path:
     """Render ``run_dir/run.json`` into ``run_dir/report.md``; return the report's path.
 
     ``charts="png"`` or ``"svg"`` also draws charts with matplotlib into ``run_dir/charts/``.
     ``secrets``: masked in the report; by default those the run's plan names by environment
-    variable (``*_env``) and that are set now.
+    variable (``*_env``) and that are set now. ``check=False``: run.json was just written by
+    this process, its schema check is skipped (``load_run``).
     """
     from nasplan.report.charts import write_charts  # matplotlib only when asked for
     from nasplan.report.timeline_charts import write_timeline_charts
 
-    run = load_run(run_dir)
+    run = load_run(run_dir, check=check)
     if secrets is None:
         secrets = secrets_from_environ([run.get("plan")], os.environ)
     chart_files = write_charts(run, run_dir, charts) if charts else []

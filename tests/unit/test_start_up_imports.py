@@ -138,6 +138,20 @@ def test_validate_imports_no_kind_no_network_phase_and_not_the_lab(tmp_path: Pat
     assert not [m for m in modules if m == "nasplan.lab" or m.startswith("nasplan.lab.")]
 
 
+def test_a_plan_run_again_is_not_validated_again(tmp_path: Path) -> None:
+    # nasplan.schema_memo: a before/after check runs the same plan and inventory again and
+    # again; jsonschema (30-70 ms to import) is only needed the first time
+    plan = write_plan(tmp_path, [IPERF3])
+    out = str(tmp_path / "run")
+    first_code, first = run_cli("apply", str(plan), "--out", out + "1", cwd=tmp_path)
+    again_code, again = run_cli("apply", str(plan), "--out", out + "2", cwd=tmp_path)
+    assert first_code == again_code == 3
+    assert "jsonschema" in first and "jsonschema" not in again
+    plan.write_text(plan.read_text().replace("duration_s: 1", "duration_s: x"))
+    code, modules = run_cli("validate", str(plan), cwd=tmp_path)
+    assert code == 2 and "jsonschema" in modules
+
+
 def test_the_registry_names_every_kind_of_the_schema_and_each_module_holds_its_kind() -> None:
     schema = load_schema("plan")
     in_schema = schema["$defs"]["test"]["properties"]["kind"]["enum"]

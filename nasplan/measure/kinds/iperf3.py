@@ -141,7 +141,7 @@ def run(test: PlanTest, params: iperf3.Iperf3Params, ctx: RunContext) -> dict[st
                 errors.append(f"repetition {index}: {rep['error']}")
             record["repetitions"].append(rep)
             throughput.append(_series(rep, params))
-            ctx.checkpoint(record)
+            ctx.checkpoint(record, last=index == test.repetitions)
     record["resources"] = sampled.resources
     record["timeline"] = timeline.timeline(throughput)
     rates = [r["bits_per_second"] for r in record["repetitions"] if r["status"] == "ok"]
