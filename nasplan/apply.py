@@ -262,6 +262,9 @@ def apply(
     network = _network_phase(plan, sessions, run_dir, progress, connector, keep, timeouts)
     lock_id = f"{run_dir.name}-{secrets.token_hex(4)}"
     keeper = leases.LeaseKeeper(sessions, lock_id, timeouts.lease_s, timeouts.renew_s, progress)
+    # a host is released once its last test is done, unless its settings are put back at the end
+    early = None if network.active else leases.EarlyRelease(keeper, lock_id)
+    last_uses = {host: index for index, one in enumerate(bound) for host in one.test.hosts}
 
     def snapshot(running: dict[str, Any] | None = None) -> dict[str, Any]:
         current = dict(run)
@@ -303,7 +306,7 @@ def apply(
             network.fail(str(exc))
         if mark_lost_hosts(sessions) or network.active:  # else nothing new to save
             checkpoint()
-        for one in bound:
+        for index, one in enumerate(bound):
             if not network.ok:
                 record = skipped(one.test, f"network setup failed: {network.error}")
             else:
@@ -314,6 +317,9 @@ def apply(
             checkpoint()
             shown = result_text(record)
             progress.test_done(one.test.id, record["status"], record["error"] or shown)
+            if early is not None:
+                done = sorted(name for name, last in last_uses.items() if last == index)
+                early.release([sessions[name] for name in done if name in sessions])
         memory = {n: s.facts.memory_bytes if s.facts else None for n, s in sessions.items()}
         boot_ids = {n: s.facts.boot_id if s.facts else None for n, s in sessions.items()}
         annotate_transfers(run["tests"], memory, shared_kernels(boot_ids, local_boot_id()))
@@ -329,6 +335,8 @@ def apply(
             network.teardown()  # a no-op when done above; restores after an error or Ctrl-C
         finally:
             keeper.stop()
+            if early is not None:
+                early.join()
             # The hosts release their locks while run.json and the report are written; should a
             # host have removed something this run left there, both are written again with it.
             releasing = threading.Thread(target=_release, args=(sessions, lock_id), daemon=True)

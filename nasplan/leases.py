@@ -114,6 +114,8 @@ class LeaseKeeper:
         self.progress = progress
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        # hosts released before the end (EarlyRelease): no longer renewed
+        self._dropped: set[str] = set()
 
     def start(self) -> None:
         """One daemon thread per locked host: a hung host does not hold the others' leases.
@@ -134,6 +136,8 @@ class LeaseKeeper:
         wait_s = first_s
         while not self._stop.wait(wait_s):
             wait_s = self.renew_s
+            if session.host.name in self._dropped:
+                return
             runner = session.runner
             if runner is None or getattr(runner, "lost", None):
                 return
@@ -147,12 +151,47 @@ class LeaseKeeper:
                 return
             if result is None:
                 continue
-            if result.stdout.strip() == "lost":
+            if result.stdout.strip() == "lost" and session.host.name not in self._dropped:
                 session.warnings.append(
                     f"{session.host.name}: another run took this host's lock during the run"
                 )
                 return
 
+    def drop(self, session: HostSession) -> None:
+        """Stop renewing ``session``'s lease: it is being released (a renewal already under
+        way then finds the lock gone, which is no other run's doing)."""
+        self._dropped.add(session.host.name)
+
     def stop(self) -> None:
         """Stop renewing (the threads end within one renewal)."""
         self._stop.set()
+
+
+class EarlyRelease:
+    """Releases a host's lock, in the background, once the plan is done with the host.
+
+    Another run may use the host from then on, its lease is no longer renewed, and what the run
+    left there is removed while the plan goes on elsewhere instead of all at the end (with 30
+    hosts the release at the end was ~0.16 s of every run). Only for a plan that changes no
+    network setting: a host whose settings are put back at the end keeps its lock until then.
+    """
+
+    def __init__(self, keeper: LeaseKeeper, run_id: str) -> None:
+        self.keeper = keeper
+        self.run_id = run_id
+        self._threads: list[threading.Thread] = []
+
+    def release(self, sessions: list[HostSession]) -> None:
+        """Release these hosts' locks without waiting (``join`` waits)."""
+        locked = [session for session in sessions if session.locked]
+        for session in locked:
+            self.keeper.drop(session)
+        for session in locked:
+            thread = threading.Thread(target=release, args=(session, self.run_id), daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def join(self) -> None:
+        """Wait for every release started (each ends within its command's timeout)."""
+        for thread in self._threads:
+            thread.join()

@@ -66,6 +66,7 @@ def write_plan(
     repetitions: int = 1,
     jumbo: bool = False,
     other_test: bool = False,
+    other_duration_s: int = 1,
 ) -> Path:
     tests: list[dict[str, Any]] = [
         {
@@ -79,7 +80,13 @@ def write_plan(
     ]
     if other_test:
         tests.append(
-            {"id": "other", "kind": "iperf3", "server": "ftws", "client": "ftpc", "duration_s": 1}
+            {
+                "id": "other",
+                "kind": "iperf3",
+                "server": "ftws",
+                "client": "ftpc",
+                "duration_s": other_duration_s,
+            }
         )
     plan: dict[str, Any] = {"name": name, "inventory": str(state.inventory_path), "tests": tests}
     if jumbo:
@@ -273,6 +280,33 @@ def test_second_apply_is_refused_naming_the_first_then_takes_over_once_it_is_kil
     assert any("took over the stale lock" in w for w in nxt["warnings"])
     assert settle(lab, before_files) == set()
     assert states(lab) == before_state
+
+
+def test_a_host_is_released_once_the_plan_is_done_with_it(lab: LabState, tmp_path: Path) -> None:
+    # ftnas serves the plan's first test only: while the second (ftws -> ftpc) runs, another
+    # run may use ftnas, and the first run's lease renewals there have stopped
+    before_files = leftovers(lab)
+    plan = write_plan(lab, tmp_path, name="first", other_test=True, other_duration_s=3)
+    first = start(plan, tmp_path / "first")
+    seen = wait_for(first, "test other:")
+    disk = {
+        "name": "second",
+        "inventory": str(lab.inventory_path),
+        "tests": [
+            {"id": "disk", "kind": "disk", "host": "ftnas", "path": "/var/tmp", "size": "4MiB"}
+        ],
+    }
+    second = tmp_path / "second.yaml"
+    second.write_text(yaml.safe_dump(disk, sort_keys=False))
+    code, err = apply_once(second, tmp_path / "second")
+    assert code == 0, err
+    assert first.poll() is None  # the first run was still measuring ftws -> ftpc
+    err = finish(first, seen)
+    assert first.returncode == 0, err
+    result = json.loads((tmp_path / "first/run.json").read_text())
+    assert result["status"] == "ok" and [t["status"] for t in result["tests"]] == ["ok", "ok"]
+    assert not any("took this host's lock" in w for w in result["warnings"]), result["warnings"]
+    assert settle(lab, before_files) == set()
 
 
 def test_nasplan_killed_during_a_network_change_host_reverts_and_restore_works(

@@ -17,7 +17,7 @@ from nasplan import shell
 from nasplan.hostlock import acquire_script
 from nasplan.hosts import HostSession
 from nasplan.inventory import Host
-from nasplan.leases import LeaseKeeper, acquire
+from nasplan.leases import EarlyRelease, LeaseKeeper, acquire
 from nasplan.progress import PlainProgress
 from nasplan.runner import LocalRunner, Result
 
@@ -100,3 +100,47 @@ def test_a_lock_this_run_took_in_a_cut_facts_round_trip_is_its_own_not_a_busy_ho
         assert refused is not None and "in use by another nasplan run run-a" in refused
     finally:
         shutil.rmtree(lock_dir, ignore_errors=True)
+
+
+class _ReleasedHost(_RenewalClock):
+    """A host whose lock is gone once released: a renewal then answers "lost"."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.released = False
+        self.renewals_after_release = 0
+
+    def try_script(self, script: str, *, timeout_s: float) -> Result:
+        if self.released:
+            self.renewals_after_release += 1
+            return Result(script, "lost\n", "", 0)
+        return super().try_script(script, timeout_s=timeout_s)
+
+    def run_script(self, script: str, *, timeout_s: float) -> Result:
+        assert 'rm -rf "$nasplan_dir"' in script  # the release, nothing else
+        self.released = True
+        time.sleep(0.05)  # a renewal may be under way meanwhile: it finds the lock gone
+        return Result(script, "", "", 0)
+
+
+def test_a_host_released_early_is_no_longer_renewed_and_its_lost_lock_is_no_warning() -> None:
+    renew_s = 0.1
+    hosts = [_ReleasedHost("done"), _ReleasedHost("busy")]
+    sessions = {
+        h.name: HostSession(Host(name=h.name, address=f"198.19.240.{i + 1}"), h, locked=True)  # type: ignore[arg-type]
+        for i, h in enumerate(hosts)
+    }
+    keeper = LeaseKeeper(sessions, "20261201T140000Z-x", 30, renew_s, PlainProgress())
+    keeper.start()
+    time.sleep(renew_s * 1.5)
+    early = EarlyRelease(keeper, "20261201T140000Z-x")
+    early.release([sessions["done"]])
+    early.join()
+    renewed_before = len(hosts[0].times)
+    time.sleep(renew_s * 4)
+    keeper.stop()
+
+    assert hosts[0].released and not sessions["done"].locked
+    assert hosts[0].renewals_after_release == 0 and len(hosts[0].times) == renewed_before
+    assert sessions["done"].warnings == []
+    assert len(hosts[1].times) >= 4 and sessions["busy"].locked  # the other is still held
