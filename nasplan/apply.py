@@ -317,7 +317,7 @@ def apply(
             checkpoint()
             shown = result_text(record)
             progress.test_done(one.test.id, record["status"], record["error"] or shown)
-            if early is not None:
+            if early is not None and index < len(bound) - 1:  # the last: with the report
                 done = sorted(name for name, last in last_uses.items() if last == index)
                 early.release([sessions[name] for name in done if name in sessions])
         memory = {n: s.facts.memory_bytes if s.facts else None for n, s in sessions.items()}

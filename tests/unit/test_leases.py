@@ -133,9 +133,10 @@ def test_a_host_released_early_is_no_longer_renewed_and_its_lost_lock_is_no_warn
     keeper = LeaseKeeper(sessions, "20261201T140000Z-x", 30, renew_s, PlainProgress())
     keeper.start()
     time.sleep(renew_s * 1.5)
-    early = EarlyRelease(keeper, "20261201T140000Z-x")
+    early = EarlyRelease(keeper, "20261201T140000Z-x", delay_s=10)
     early.release([sessions["done"]])
-    early.join()
+    assert not hosts[0].released  # later: while the next test measures
+    early.join()  # at once, then
     renewed_before = len(hosts[0].times)
     time.sleep(renew_s * 4)
     keeper.stop()
