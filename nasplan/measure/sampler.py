@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from nasplan import shell
 from nasplan.hostlock import PRELUDE
 from nasplan.runner import Runner
+from nasplan.sections import split_sections
 
 if TYPE_CHECKING:
     from nasplan.hosts import HostSession
@@ -75,7 +76,7 @@ done >> "$out"
 
 _START = """\
 : > "$out" && : > "$flag" || exit 1
-nohup sh -c "$loop" nasplan-sampler "$nasplan_lease" >/dev/null 2>&1 </dev/null &
+( trap '' HUP; exec sh -c "$loop" nasplan-sampler "$nasplan_lease" ) >/dev/null 2>&1 </dev/null &
 nasplan_register "$!" "$out" "$out" "$flag"
 echo "$!"
 """
@@ -113,6 +114,27 @@ def stop_script(token: str, pid: int) -> str:
     """POSIX sh that stops the loop, prints what it sampled, removes its files."""
     out, flag = paths(token)
     return _assign({"out": out, "flag": flag, "pid": pid}) + _STOP
+
+
+# Riding along in a test's own round trip on the host (a subshell: its variables stay its own;
+# the script it rides in has the host lock's PRELUDE), its output in a section of its own.
+SECTION = "sampler"
+
+
+def start_text(token: str, *, max_s: float = MAX_SAMPLING_S) -> str:
+    """Shell text for a script that has PRELUDE: starts the loop, prints the section with its
+    PID."""
+    out, flag = paths(token)
+    limit = max(1, round(max_s / SAMPLE_INTERVAL_S))
+    loop = _assign({"out": out, "flag": flag, "limit": limit}) + _LOOP
+    body = _assign({"out": out, "flag": flag, "loop": loop}) + _START
+    return f"printf '@@nasplan:{SECTION}@@\\n'\n(\n{body})\n"
+
+
+def stop_text(token: str, pid: int) -> str:
+    """Shell text that stops the loop and prints what it sampled in its section (after whatever
+    the script printed before, on a line of its own)."""
+    return f"printf '\\n@@nasplan:{SECTION}@@\\n'\n(\n{stop_script(token, pid)})\n"
 
 
 # Lines of an older sampler end after the memory field; a line without its "E" is incomplete.
@@ -270,6 +292,8 @@ def stop(runner: Runner, token: str, pid: int) -> dict[str, Any] | None:
 class Sampling:
     """Sampling on the ready hosts of one test, each host's start and stop in a thread of its
     own: their round trips can overlap the test's own (the iperf3 server's start and stop).
+    A host in ``riding`` is started and stopped within the test's own round trips there instead
+    (``riding_on``: one SSH session fewer at each end of the test on that host).
 
     ``resources`` is filled by ``close``: host -> parse() result (None when sampling failed there).
     """
@@ -281,6 +305,7 @@ class Sampling:
         token: str,
         *,
         max_s: float = MAX_SAMPLING_S,
+        riding: Sequence[str] = (),
     ) -> None:
         self.token = token
         self.max_s = max_s
@@ -290,13 +315,23 @@ class Sampling:
             for name in dict.fromkeys(hosts)
             if (session := sessions.get(name)) is not None and session.ready and session.runner
         }
+        self._riding = {
+            name
+            for name in riding
+            if name in self._runners and not shell.of(self._runners[name]).is_windows
+        }
+        self._asked: set[str] = set()  # riding hosts whose start was handed out
         self._pids: dict[str, int] = {}
         self._starting: list[threading.Thread] = []
         self._stopping: list[threading.Thread] | None = None
 
     def start(self) -> None:
-        """Start sampling on every host, without waiting (``wait_started`` waits)."""
-        self._starting = [self._thread(self._start_one, name) for name in self._runners]
+        """Start sampling on every host (but riding ones), without waiting (``wait_started``)."""
+        self._starting = [
+            self._thread(self._start_one, name)
+            for name in self._runners
+            if name not in self._riding
+        ]
 
     def wait_started(self) -> None:
         """Return once every host's sampler runs (or failed to start): measuring may begin."""
@@ -304,17 +339,33 @@ class Sampling:
             thread.join()
 
     def stop(self) -> None:
-        """Stop sampling on every host, without waiting (once; ``close`` waits)."""
+        """Stop sampling on every host, without waiting (once; ``close`` waits). A riding host
+        stops in its next round trip (``Riding.stop_text``)."""
         if self._stopping is None:
             self.wait_started()
-            self._stopping = [self._thread(self._stop_one, name) for name in list(self._pids)]
+            self._stopping = [
+                self._thread(self._stop_one, name)
+                for name in list(self._pids)
+                if name not in self._riding
+            ]
 
     def close(self) -> dict[str, dict[str, Any] | None]:
-        """Stop (if not yet) and wait; return ``resources``."""
+        """Stop (if not yet) and wait; return ``resources``. A riding host whose sampler is still
+        running (its test failed before its last stop) is stopped in a round trip of its own."""
         self.stop()
         for thread in self._stopping or []:
             thread.join()
+        for name in self._riding:
+            if name in self._pids and name not in self.resources:
+                self._stop_one(name)
+            elif name not in self._pids:
+                self.resources.setdefault(name, None)
         return self.resources
+
+    def riding_on(self, name: str) -> Riding:
+        """The start and stop of ``name``'s sampler as text for its own round trips (nothing for
+        a host that is not riding)."""
+        return Riding(self, name if name in self._riding else None)
 
     @staticmethod
     def _thread(work: Callable[[str], None], name: str) -> threading.Thread:
@@ -331,6 +382,55 @@ class Sampling:
 
     def _stop_one(self, name: str) -> None:
         self.resources[name] = stop(self._runners[name], f"{self.token}-{name}", self._pids[name])
+
+
+class Riding:
+    """One host's sampler riding along in a test's round trips there: ``start_text`` goes into
+    the first script (then ``started`` reads its output), ``stop_text`` into the one after the
+    last measurement, once the sampling was asked to stop (then ``stopped``)."""
+
+    def __init__(self, sampling: Sampling, name: str | None) -> None:
+        self._sampling = sampling
+        self._name = name
+
+    def start_text(self) -> str:
+        """The sampler's start, once; "" after that or when not riding."""
+        name, owner = self._name, self._sampling
+        if name is None or name in owner._asked:
+            return ""
+        owner._asked.add(name)
+        return start_text(f"{owner.token}-{name}", max_s=owner.max_s)
+
+    def started(self, stdout: str) -> None:
+        """Read the PID from the output of the script that held ``start_text``."""
+        name, owner = self._name, self._sampling
+        if name is None or name in owner._pids or name not in owner._asked:
+            return
+        text = split_sections(stdout).get(SECTION, "")
+        if text.isdigit():
+            owner._pids[name] = int(text)
+        else:
+            owner.resources[name] = None
+
+    def stop_text(self) -> str:
+        """The sampler's stop once sampling was asked to stop (after the last measurement)."""
+        name, owner = self._name, self._sampling
+        if name is None or owner._stopping is None or name not in owner._pids:
+            return ""
+        if name in owner.resources:
+            return ""
+        return stop_text(f"{owner.token}-{name}", owner._pids[name])
+
+    def stopped(self, stdout: str) -> None:
+        """Parse what the sampler saw from the output of the script that held ``stop_text``."""
+        name, owner = self._name, self._sampling
+        if name is None or name not in owner._pids or name in owner.resources:
+            return
+        sections = split_sections(stdout)
+        if SECTION not in sections:
+            return  # not in this output: close() stops it in a round trip of its own
+        parsed = parse(sections[SECTION])
+        owner.resources[name] = parsed if parsed["samples"] else None
 
 
 @contextlib.contextmanager
@@ -359,10 +459,12 @@ def overlapped(
     token: str,
     *,
     max_s: float = MAX_SAMPLING_S,
+    riding: Sequence[str] = (),
 ) -> Iterator[Sampling]:
     """A started Sampling the block waits for (``wait_started``) before it measures and may stop
-    early (``stop``, once the last measurement ended); stopped and collected in ``finally``."""
-    sampled = Sampling(sessions, hosts, token, max_s=max_s)
+    early (``stop``, once the last measurement ended); stopped and collected in ``finally``.
+    ``riding``: hosts started and stopped within the block's own round trips (``riding_on``)."""
+    sampled = Sampling(sessions, hosts, token, max_s=max_s, riding=riding)
     sampled.start()
     try:
         yield sampled

@@ -79,6 +79,11 @@ def test_timelines_of_a_real_run(
     assert max(busy) > 0.85 * theoretical, busy
     assert all(0 <= v <= 100 for v in ws["cpu_busy_percent"] if v is not None)
     assert all(m and m > 0 for m in ws["mem_available_bytes"])
+    # The server's sampler, started and stopped within the iperf3 server's own start and stop
+    # scripts, saw the whole run arrive on the server's NIC.
+    nas = net["resources"]["nas"]["series"]
+    got = nas["nics"][net["path"]["server_interface"]]["rx_bytes_per_second"]
+    assert sum(1 for v in got if v and v * 8 > 0.85 * theoretical) >= 2, got
 
     # SMB: the client's NIC per second, write (transmitted) then read (received).
     copy = tests["smb"]

@@ -2,8 +2,9 @@
 
 ``fake_runner("nas")`` makes a ``FakeRunner``; ``.expect(fragment, stdout)`` queues the next
 command it must see (in order), ``.allow(fragment, stdout)`` answers any number of commands
-containing ``fragment`` (background work such as the resource sampler); ``stderr``, ``exited``
-or ``reply`` (a Result, or a function of the command's text) make other answers. Any other command
+containing ``fragment`` (background work such as the resource sampler; its reply function may
+return None to leave a command to the queue); ``stderr``, ``exited`` or ``reply`` (a Result, or
+a function of the command's text) make other answers. Any other command
 raises AssertionError and is remembered, so that a test fails even when the code under test
 swallows the error; the fixture also fails when an expected command never came.
 """
@@ -19,7 +20,7 @@ import pytest
 from nasplan import shell
 from nasplan.runner import Result
 
-Reply = Result | Callable[[str], Result]
+Reply = Result | Callable[[str], Result | None]
 
 
 @dataclass
@@ -75,10 +76,14 @@ class FakeRunner:
         self.calls.append(call)
         for fragment, reply in self.standing:
             if fragment in call.text:
-                return reply(call.text) if callable(reply) else reply
+                answer = reply(call.text) if callable(reply) else reply
+                if answer is not None:
+                    return answer
         if self.queue and self.queue[0][0] in call.text:
             _, reply = self.queue.pop(0)
-            return reply(call.text) if callable(reply) else reply
+            answer = reply(call.text) if callable(reply) else reply
+            assert answer is not None, f"{self.name}: an expected command's reply gave nothing"
+            return answer
         wanted = repr(self.queue[0][0]) if self.queue else "nothing more"
         self.unexpected.append(call.text)
         raise AssertionError(

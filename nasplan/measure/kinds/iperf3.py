@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import secrets
 from typing import Any
 
@@ -125,8 +126,11 @@ def run(test: PlanTest, params: iperf3.Iperf3Params, ctx: RunContext) -> dict[st
     errors: list[str] = []
     throughput: list[dict[str, Any] | None] = []
     # The samplers start while the first server does and stop while the last one does: the
-    # first client waits for them, so they see every measurement whole.
-    with sampler.overlapped(ctx.sessions, test.hosts, token) as sampled:
+    # first client waits for them, so they see every measurement whole. The server host's rides
+    # along in the server's own start and stop scripts (one iperf3 process: its scripts are sh).
+    riding = () if processes or windows_end else (test.server,)
+    with sampler.overlapped(ctx.sessions, test.hosts, token, riding=riding) as sampled:
+        rider = sampled.riding_on(test.server)
         clock = timeline.Clock()
         for index in range(1, test.repetitions + 1):
             ctx.progress.test(test.id, index, test.repetitions, total_s)
@@ -134,7 +138,7 @@ def run(test: PlanTest, params: iperf3.Iperf3Params, ctx: RunContext) -> dict[st
             last = sampled.stop if index == test.repetitions else iperf3.nothing
             hooks = (sampled.wait_started, last)
             rep = _repetition(
-                test, params, address, server, client, ctx, index, token, processes, hooks
+                test, params, address, server, client, ctx, index, token, processes, hooks, rider
             )
             rep.update(started_s=started_s, ended_s=clock.now_s())
             if rep["error"]:
@@ -162,12 +166,17 @@ def _repetition(
     token: str,
     processes: bool = False,
     hooks: iperf3.ClientHooks = (iperf3.nothing, iperf3.nothing),
+    rider: iperf3.Rider = iperf3.NO_RIDER,
 ) -> dict[str, Any]:
     assert server.runner is not None and client.runner is not None
     # Several processes give several JSON documents, one after another under a marker line each.
     raw_name = f"raw/{test.id}/rep-{index}.{'txt' if processes else 'json'}"
     rep: dict[str, Any] = {"index": index, "status": "failed", "error": None, "raw_file": None}
-    run_one = iperf3_multi.run_repetition if processes else iperf3.run_repetition
+    run_one = (
+        iperf3_multi.run_repetition
+        if processes
+        else functools.partial(iperf3.run_repetition, rider=rider)
+    )
     try:
         raw, parsed = run_one(
             server.runner,

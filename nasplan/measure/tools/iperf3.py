@@ -6,7 +6,7 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from nasplan import shell
 from nasplan.errors import NasplanError
@@ -30,6 +30,36 @@ MULTI_THREADED_SINCE = (3, 16)
 _BUSY_MARKERS = ("the server is busy", "is already in use")
 # (just before the client runs, once its result is in): see run_repetition
 ClientHooks = tuple[Callable[[], None], Callable[[], None]]
+
+
+class Rider(Protocol):
+    """Shell text riding along in the server host's own round trips (its resource sampler:
+    nasplan.measure.sampler.Riding): one SSH session fewer there at each end of a test."""
+
+    def start_text(self) -> str: ...
+    def started(self, stdout: str) -> None: ...
+    def stop_text(self) -> str: ...
+    def stopped(self, stdout: str) -> None: ...
+
+
+class NoRider:
+    """Nothing rides along."""
+
+    def start_text(self) -> str:
+        return ""
+
+    def started(self, stdout: str) -> None:
+        pass
+
+    def stop_text(self) -> str:
+        return ""
+
+    def stopped(self, stdout: str) -> None:
+        pass
+
+
+NO_RIDER = NoRider()
+
 
 # The repetition keys of run.json (schemas/run.schema.json, $defs.repetition) that parse() fills.
 CONTRACT_KEYS: tuple[str, ...] = (
@@ -305,14 +335,19 @@ def _attempt(
     params: Iperf3Params,
     token: str,
     hooks: ClientHooks = (nothing, nothing),
+    rider: Rider = NO_RIDER,
 ) -> tuple[str, dict[str, Any]]:
     scripts = iperf3_server_windows if shell.of(server).is_windows else iperf3_server
     # the server's name in the path: hosts sharing one /tmp (the lab) tell their files apart
     pidfile, logfile = scripts.temp_paths(f"{token}-{server.name}", params.port)
+    also = rider.start_text()
     started = server.run_script(
-        scripts.server_start_script(server_iperf3, params.port, pidfile, logfile),
+        scripts.server_start_script(server_iperf3, params.port, pidfile, logfile, also=also)
+        if also
+        else scripts.server_start_script(server_iperf3, params.port, pidfile, logfile),
         timeout_s=SERVER_READY_TIMEOUT_S + 10,
     )
+    rider.started(started.stdout)
     if not started.ok:
         reason = _excerpt(started.stderr + started.stdout) or f"exit status {started.exited}"
         if started.exited == PORT_IN_USE_EXIT:
@@ -336,11 +371,16 @@ def _attempt(
     finally:
         # after a test the one-off server exits by itself once its log is written; after a
         # failure it would wait for a client forever
+        grace_s = 2.0 if parsed is not None else 0
+        also = rider.stop_text()
         stopped = server.run_script(
-            scripts.server_stop_script(pidfile, logfile, grace_s=2.0 if parsed is not None else 0),
+            scripts.server_stop_script(pidfile, logfile, grace_s=grace_s, also=also)
+            if also
+            else scripts.server_stop_script(pidfile, logfile, grace_s=grace_s),
             timeout_s=15,
         )
-    parsed["server"] = parse_server_log(stopped.stdout)
+        rider.stopped(stopped.stdout)
+    parsed["server"] = parse_server_log(stopped.stdout.partition("\n@@nasplan:")[0])
     return result.stdout, parsed
 
 
@@ -356,6 +396,7 @@ def run_repetition(
     client_iperf3_version: str | None = None,
     sleep: Callable[[float], None] = time.sleep,
     hooks: ClientHooks = (nothing, nothing),
+    rider: Rider = NO_RIDER,
 ) -> tuple[str, dict[str, Any]]:
     """Run one iperf3 test: start a one-off server, run the client, always stop the server.
 
@@ -363,11 +404,14 @@ def run_repetition(
     Retries "server is busy" / "port in use" after BUSY_BACKOFF_S; raises Iperf3Error otherwise.
     ``hooks``: called once the server listens, just before the client, and once the client's
     result is in, before the server is stopped (the test's resource sampler waits for its start
-    and is stopped there, its round trips overlapping the server's).
+    and is stopped there, its round trips overlapping the server's). ``rider``: shell text run
+    in the server's start and stop scripts (the server host's sampler).
     """
     argv = client_argv(client_iperf3, address, params, iperf3_version=client_iperf3_version)
     return retry_when_busy(
-        lambda n: _attempt(server, client, server_iperf3, argv, params, f"{token}-{n}", hooks),
+        lambda n: _attempt(
+            server, client, server_iperf3, argv, params, f"{token}-{n}", hooks, rider
+        ),
         sleep,
     )
 

@@ -135,7 +135,7 @@ nasplan_watch() {
   case $pid in ''|*[!0-9]*) return 0 ;; esac
   nasplan_register "$pid" "$pidfile" "$pidfile" "$logfile"
   [ -f "$nasplan_lease" ] || return 0
-  nohup sh -c "$watch" nasplan-iperf3-watch "$pid" "$nasplan_lease" "$pidfile" \\
+  ( trap '' HUP; exec sh -c "$watch" nasplan-iperf3-watch "$pid" "$nasplan_lease" "$pidfile" ) \\
     >/dev/null 2>&1 </dev/null &
   echo "$!" > "$pidfile.watch"
   nasplan_register "$!" "$pidfile" "$pidfile.watch"
@@ -171,7 +171,6 @@ case $watch in ''|*[!0-9]*) ;; *)
     tr '\\000' ' ' < "/proc/$watch/cmdline" 2>/dev/null | grep -qF -- "$pidfile" && kill "$watch"
 esac
 rm -f "$pidfile" "$logfile" "$pidfile.watch"
-exit 0
 """
 
 
@@ -186,10 +185,13 @@ def server_start_script(
     logfile: str,
     *,
     ready_timeout_s: int = SERVER_READY_TIMEOUT_S,
+    also: str = "",
 ) -> str:
     """POSIX sh (busybox ash too) that starts a one-off daemon server and waits until it listens.
 
     Exit 0: listening. Exit 3: the port was already in use. Exit 1: failed (reason on stderr).
+    ``also``: shell text run first, in the same round trip (the host's resource sampler's start:
+    nasplan.measure.sampler.Riding); its output comes before the server's (none on success).
     """
     values: dict[str, str | int] = {
         "iperf3": iperf3_path,
@@ -202,17 +204,21 @@ def server_start_script(
         "limit": ready_timeout_s * 100,
         "watch": _WATCH,
     }
-    return _assignments(values) + _SH_HELPERS + PRELUDE + _WATCH_START + _START_BODY
+    return _assignments(values) + _SH_HELPERS + PRELUDE + _WATCH_START + also + _START_BODY
 
 
-def server_stop_script(pidfile: str, logfile: str, *, grace_s: float = 2.0) -> str:
-    """POSIX sh that stops the ``pidfile`` server if still alive, prints its log, removes both."""
+def server_stop_script(pidfile: str, logfile: str, *, grace_s: float = 2.0, also: str = "") -> str:
+    """POSIX sh that stops the ``pidfile`` server if still alive, prints its log, removes both.
+
+    ``also``: shell text run last, in the same round trip (the host's resource sampler's stop);
+    what it prints follows the server's log.
+    """
     values: dict[str, str | int] = {
         "pidfile": pidfile,
         "logfile": logfile,
         "grace": round(grace_s * 100),
     }
-    return _assignments(values) + _SH_HELPERS + _STOP_BODY
+    return _assignments(values) + _SH_HELPERS + _STOP_BODY + also + "exit 0\n"
 
 
 def temp_paths(token: str, port: int) -> tuple[str, str]:

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from nasplan.measure import sampler
+from nasplan.measure.tools import iperf3_server
 from nasplan.runner import LocalRunner
+from nasplan.sections import split_sections
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "sampler"
 
@@ -46,6 +48,35 @@ def test_loop_samples_and_leaves_nothing_behind() -> None:
     assert not Path(out).exists() and not Path(flag).exists()
     status = Path(f"/proc/{pid}/status")
     # gone, or a zombie waiting for a lazy init to reap it: either way no longer running
+    assert not status.exists() or "\nState:\tZ" in status.read_text()
+
+
+def test_riding_along_in_a_server_start_and_stop_samples_and_leaves_nothing_behind(
+    tmp_path: Path,
+) -> None:
+    # the iperf3 server's own start and stop scripts carry the host's sampler: here with real
+    # `true` as the server (it ends at once: the start fails, the sampler runs all the same)
+    runner = LocalRunner()
+    token = f"unit-ride-{os.getpid()}"
+    pidfile, logfile = str(tmp_path / "s.pid"), str(tmp_path / "s.log")
+    start = iperf3_server.server_start_script(
+        "true", 1, pidfile, logfile, also=sampler.start_text(token, max_s=30)
+    )
+    started = runner.run_script(start)
+    assert started.exited == 1 and "ended before it listened" in started.stderr
+    pid_text = split_sections(started.stdout)[sampler.SECTION]
+    assert pid_text.isdigit()
+    time.sleep(1.2)
+    stop = iperf3_server.server_stop_script(
+        pidfile, logfile, grace_s=0, also=sampler.stop_text(token, int(pid_text))
+    )
+    stopped = runner.run_script(stop)
+    assert stopped.ok
+    parsed = sampler.parse(split_sections(stopped.stdout)[sampler.SECTION])
+    assert parsed["samples"] >= 2
+    out, flag = sampler.paths(token)
+    assert not Path(out).exists() and not Path(flag).exists()
+    status = Path(f"/proc/{pid_text}/status")
     assert not status.exists() or "\nState:\tZ" in status.read_text()
 
 

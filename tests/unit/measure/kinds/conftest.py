@@ -16,6 +16,7 @@ from nasplan.measure.kind import RunContext
 from nasplan.plan import load_plan
 from nasplan.platforms.generic import GenericLinux
 from nasplan.progress import PlainProgress
+from nasplan.runner import Result
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
 SAMPLER_PID = "4242"
@@ -27,9 +28,29 @@ def fixture_text(relative: str) -> str:
 
 
 def sampled(runner: Any) -> Any:
-    """``runner`` answering the resource sampler's start and stop scripts (a real capture)."""
-    runner.allow("nasplan-sampler", SAMPLER_PID + "\n")
-    return runner.allow('rm -f "$flag"', fixture_text("sampler/idle-dash.txt"))
+    """``runner`` answering the resource sampler's start and stop scripts (a real capture). A
+    sampler riding along in an iperf3 server's start or stop script is left to the test's own
+    expectations (``riding_start``, ``riding_stop``)."""
+
+    def start(text: str) -> Result | None:
+        return None if "port=" in text else Result(text, SAMPLER_PID + "\n", "", 0)
+
+    def stop(text: str) -> Result | None:
+        samples = fixture_text("sampler/idle-dash.txt")
+        return None if "pidfile=" in text else Result(text, samples, "", 0)
+
+    return runner.allow("nasplan-sampler", reply=start).allow('rm -f "$flag"', reply=stop)
+
+
+def riding_start(stdout: str = "") -> str:
+    """What a server start script with the host's sampler riding along prints: its section."""
+    return f"@@nasplan:sampler@@\n{SAMPLER_PID}\n{stdout}"
+
+
+def riding_stop(log: str) -> str:
+    """What a server stop script with the sampler riding along prints: the server's log, then
+    the sampler's section (a real capture of its lines)."""
+    return f"{log}\n@@nasplan:sampler@@\n{fixture_text('sampler/idle-dash.txt')}"
 
 
 @pytest.fixture()

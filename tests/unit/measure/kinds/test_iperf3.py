@@ -14,7 +14,7 @@ from nasplan.measure import kinds
 from nasplan.measure.kinds.iperf3 import version_warnings
 from nasplan.runner import Result
 
-from .conftest import SAMPLER_PID, fixture_text
+from .conftest import SAMPLER_PID, fixture_text, riding_start, riding_stop
 
 IPERF3 = Path(__file__).resolve().parents[3] / "fixtures" / "iperf3" / "3.12"
 TEST = "  - {id: p2p, kind: iperf3, server: nas, client: ws, duration_s: 2, repetitions: 1}\n"
@@ -25,8 +25,11 @@ def test_one_repetition_is_recorded_with_its_path_raw_file_and_resources(
     kind_context: Callable[..., Any],
 ) -> None:
     ctx, nas, ws = kind_context(TEST, TOOLS)
-    nas.expect("port=5201")
-    nas.expect("kill", (IPERF3 / "tcp-single-server-log.json").read_text())
+    # the NAS's sampler rides along in the server's start and stop, the workstation's has
+    # round trips of its own
+    nas.expect("port=5201", riding_start())
+    server_log = (IPERF3 / "tcp-single-server-log.json").read_text()
+    nas.expect("kill", riding_stop(server_log))
     client_output = (IPERF3 / "tcp-single.json").read_text()
     ws.expect("/usr/bin/iperf3 -J -c 198.18.251.1 -p 5201 -t 2", client_output)
 
@@ -44,6 +47,9 @@ def test_one_repetition_is_recorded_with_its_path_raw_file_and_resources(
     assert record["efficiency"] == pytest.approx(956948139.9 / path["theoretical_bits_per_second"])
     assert set(record["resources"]) == {"nas", "ws"}
     assert record["resources"]["nas"]["samples"] > 1
+    assert record["resources"]["nas"] == record["resources"]["ws"]  # the same capture
+    assert nas.texts("nasplan-sampler") == nas.texts("port=5201")  # no round trip of its own
+    assert len(ws.texts("nasplan-sampler")) == 1
     # iperf3's own seconds, on the test's clock from the repetition's start, as its timeline
     (series,) = record["timeline"]["throughput"]
     assert series["source"] == "iperf3" and series["fall"] is None
@@ -70,14 +76,12 @@ def test_samplers_start_alongside_the_server_and_run_before_the_client_measures(
         return reply
 
     sampled = fixture_text("sampler/idle-dash.txt")
-    for runner in (nas, ws):
-        start = noted(f"{runner.name} sampler start", SAMPLER_PID + "\n", 0.3)
-        runner.standing.insert(0, ("nasplan-sampler", start))
-        stop = noted(f"{runner.name} sampler stop", sampled)
-        runner.standing.insert(0, ('rm -f "$flag"', stop))
+    start = noted("ws sampler start", SAMPLER_PID + "\n", 0.3)
+    ws.standing.insert(0, ("nasplan-sampler", start))
+    ws.standing.insert(0, ('rm -f "$flag"', noted("ws sampler stop", sampled)))
     log = (IPERF3 / "tcp-single-server-log.json").read_text()
-    nas.expect("port=5201", reply=noted("server start", ""))
-    nas.expect("kill", reply=noted("server stop", log, 0.3))
+    nas.expect("port=5201", reply=noted("server start", riding_start()))
+    nas.expect("kill", reply=noted("server stop", riding_stop(log), 0.3))
     client_output = (IPERF3 / "tcp-single.json").read_text()
     ws.expect("-c 198.18.251.1", reply=noted("client", client_output))
 
@@ -85,13 +89,14 @@ def test_samplers_start_alongside_the_server_and_run_before_the_client_measures(
 
     assert record["status"] == "ok", record["error"]
     at = events.index
-    # the server's start does not wait for the samplers' (one round trip less per test) ...
-    assert at("server start ends") < at("nas sampler start ends")
-    # ... but the client does: the samplers see the whole measurement
-    assert at("client begins") > max(at(f"{h} sampler start ends") for h in ("nas", "ws"))
-    # they stop once the client's result is in, while the server stops
-    assert min(at(f"{h} sampler stop begins") for h in ("nas", "ws")) > at("client ends")
-    assert at("nas sampler stop ends") < at("server stop ends")
+    # the server's start does not wait for the workstation's sampler (its own round trip) ...
+    assert at("server start ends") < at("ws sampler start ends")
+    # ... but the client does: the samplers see the whole measurement (the NAS's started in
+    # the server's own start script)
+    assert at("client begins") > at("ws sampler start ends")
+    # they stop once the client's result is in, the NAS's within the server's stop
+    assert at("ws sampler stop begins") > at("client ends")
+    assert at("server stop begins") > at("client ends")
     assert record["resources"]["nas"]["samples"] > 1
     assert record["resources"]["ws"]["samples"] > 1
 
@@ -123,7 +128,7 @@ def test_a_refused_connection_is_recorded_and_the_server_stopped(
     kind_context: Callable[..., Any],
 ) -> None:
     ctx, nas, ws = kind_context(TEST, TOOLS)
-    nas.expect("-s -1 -p").expect("kill")
+    nas.expect("-s -1 -p", riding_start()).expect("kill")
     ws.expect("-c 198.18.251.1", (IPERF3 / "error-connection-refused.json").read_text())
 
     record = kinds.bind(ctx.plan.tests[0]).run(ctx)
@@ -131,6 +136,11 @@ def test_a_refused_connection_is_recorded_and_the_server_stopped(
     assert record["status"] == "failed"
     assert "Connection refused" in record["error"]
     assert record["repetitions"][0]["raw_file"] == "raw/p2p/rep-1.json"
+    # the server's stop (after a failure) had no sampler in it: the NAS's sampler, started in
+    # the server's start, is stopped in a round trip of its own, and what it saw is kept
+    (server_stop,) = nas.texts("grace=")
+    assert "nasplan:sampler" not in server_stop
+    assert len(nas.texts('rm -f "$flag"')) == 1 and record["resources"]["nas"]["samples"] > 1
 
 
 def test_iperf3_version_warnings() -> None:
