@@ -41,11 +41,12 @@ KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # the facts script takes the host lock in the same round trip
     ("facts round trip (with the lock's take)", re.compile(r"nasplan_section hostname")),
     ("host lock: renew, release", re.compile(r'nasplan_owns "\$nasplan_dir/owner"')),
+    # the server host's sampler rides along in the server's start and stop (before: its own)
+    ("iperf3 server start + readiness", re.compile(r"-s -1 -D|\$iperf3\" -s")),
+    ("iperf3 server stop + log", re.compile(r"pidfile")),
     ("sampler start", re.compile(r"nasplan-sampler")),
     ("sampler stop", re.compile(r'rm -f "\$flag"')),
-    ("iperf3 server start + readiness", re.compile(r"-s -1 -D|\$iperf3\" -s")),
     ("iperf3 client", re.compile(r"iperf3\S* -J -c ")),
-    ("iperf3 server stop + log", re.compile(r"pidfile")),
     ("tool checks / installs", re.compile(r"--version|apt-get|opkg|synogear|command -v")),
 )
 

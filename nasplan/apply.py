@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import os
 import secrets
 import threading
@@ -299,6 +300,10 @@ def apply(
         sessions.update(opened)
         keeper.start()
         prepare(sessions, tool_needs(plan, bound), progress)
+        # What lives for the whole run (modules, plan, sessions, facts) is left out of the
+        # cyclic garbage collector's passes from here on: a full pass over it took 30-60 ms
+        # (30 hosts), at a random moment, often between two measurements.
+        gc.freeze()
         checkpoint()
         try:
             network.setup()
