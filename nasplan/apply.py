@@ -352,6 +352,7 @@ def apply(
                 _finish(saver, written, ctx.secrets, progress)
             finally:
                 releasing.join()
+                gc.unfreeze()  # collectable again once the run is over (apply as a library)
             final = snapshot()
             if final != written:
                 _finish(saver, final, ctx.secrets, progress)

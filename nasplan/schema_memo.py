@@ -43,8 +43,14 @@ def key(schema_name: str, data: Any) -> str | None:
 
 
 def known_valid(memo_key: str | None) -> bool:
-    """True when a document with this hash was found valid before."""
-    return memo_key is not None and (cache_dir() / memo_key).is_file()
+    """True when a document with this hash was found valid before (False when the cache
+    cannot be read: e.g. another user's)."""
+    if memo_key is None:
+        return False
+    try:
+        return (cache_dir() / memo_key).is_file()
+    except OSError:
+        return False
 
 
 def remember(memo_key: str | None) -> None:

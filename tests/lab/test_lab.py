@@ -283,7 +283,11 @@ def test_failure_half_way_undoes_everything(
 
 
 def test_non_root_user_gets_a_clear_error_without_traceback() -> None:
-    load_lab(EXAMPLE_LAB)  # load schemas while still root: nobody cannot read the venv
+    # load what validation needs while still root: nobody cannot read the venv (nor this
+    # session's cache of valid documents: validated again, by what was imported here)
+    import jsonschema  # noqa: F401
+
+    load_lab(EXAMPLE_LAB)
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - child process

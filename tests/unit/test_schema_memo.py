@@ -74,3 +74,14 @@ def test_a_cache_in_a_file_s_place_is_no_error(
     path = tmp_path / "inventory.yaml"
     path.write_text(INVENTORY)
     assert "nas" in load_inventory(path).hosts
+
+
+def test_a_cache_that_cannot_be_read_is_no_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # another user's cache directory (mode 0700): is_file() raises PermissionError there
+    def refused(_path: Path) -> bool:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "is_file", refused)
+    assert schema_memo.known_valid("0" * 64) is False
