@@ -72,8 +72,9 @@ serving() {
     [ -r "/proc/$server/task/$server/children" ] || return 0
     read -r serving_children 2>/dev/null < "/proc/$server/task/$server/children"
     [ -z "$serving_children" ]
-  elif [ "$serving_name" != "$shell_name" ] && [ "$looks" -ge 50 ]; then
-    listening
+  elif [ "$looks" -ge 50 ] && { [ "$serving_name" != "$shell_name" ] || [ -z "$shell_name" ]; }
+  then
+    listening  # execed under another name, or a kernel without /proc/PID/comm
   else
     return 1
   fi
