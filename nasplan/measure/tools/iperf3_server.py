@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping
-from pathlib import PurePosixPath
 
 from nasplan.hostlock import PRELUDE
 
@@ -42,75 +41,48 @@ alive() {
 # The server runs in the background of this shell rather than as `iperf3 -D`: a daemonized
 # iperf3 starts listening ~10 ms after it returns, a plain one within ~2 ms (one such wait per
 # repetition). HUP is ignored and no descriptor of the SSH session is kept, so it outlives the
-# session as a daemon would.
-# Ready (`serving`) once iperf3 itself sleeps without a child: the only place a starting iperf3
-# server sleeps is its select() waiting for a client, after bind() and listen(); a port someone
-# else listens on makes its bind() fail and it exits (3.12 even crashes, with an empty log). So
-# neither "is the port free" before nor "is it in the LISTEN table" after is needed, each a
-# grep of /proc/net/tcp{,6} (several ms): the process's name (what exec made it: `comm`, the
-# file name iperf3 was started by, at most 15 bytes), state and children are read from
-# /proc/PID with the shell's own `read`, a few dozen times at once, then with naps. Until the
-# subshell has execed, its name is this shell's. A process that execed under another name (a
-# launcher, a wrapper) is watched in the LISTEN table instead: the port there in state 0A (one
-# grep for both tables: -s, a host without IPv6 has no tcp6; the port is 4 upper-case hex
-# digits); only then could a listener of someone else's pass for it. A wrapper under iperf3's
-# own name that runs it as a child sleeps with that child: not taken for the server. A server
-# that ends before it serves (bad option, port taken) fails the start at once, its log on
-# stderr; exit 3 when the port was taken. Files of this token exist only after a retry.
+# session as a daemon would. Ready once the port shows up in LISTEN state (0A) in
+# /proc/net/tcp{,6} (one grep for both: -s, a host without IPv6 has no tcp6; the port there is
+# 4 upper-case hex digits; grep reads the table in blocks, faster than the shell's `read`,
+# which takes /proc files a byte at a time): two looks at once (a grep each: a server listens
+# within ~2 ms), then naps. A server that ends before it listens (bad option, port taken) fails
+# at once, its log on stderr. Files of this token exist only after a retry.
 _START_BODY = """\
 listening() {
   grep -Eqs "^ *[0-9]+: [0-9A-F]+:$port_hex [0-9A-F]+:[0-9A-F]+ 0A " /proc/net/tcp /proc/net/tcp6
 }
-shell_name=
-read -r shell_name 2>/dev/null < "/proc/$$/comm"
-serving() {
-  serving_name= serving_state= serving_children=
-  read -r serving_name 2>/dev/null < "/proc/$server/comm"
-  if [ "$serving_name" = "$comm" ]; then
-    read -r _ _ serving_state _ 2>/dev/null < "/proc/$server/stat"
-    [ "$serving_state" = S ] || return 1
-    [ -r "/proc/$server/task/$server/children" ] || return 0
-    read -r serving_children 2>/dev/null < "/proc/$server/task/$server/children"
-    [ -z "$serving_children" ]
-  elif [ "$looks" -ge 50 ] && { [ "$serving_name" != "$shell_name" ] || [ -z "$shell_name" ]; }
-  then
-    listening  # execed under another name, or a kernel without /proc/PID/comm
-  else
-    return 1
-  fi
-}
+if [ -r /proc/net/tcp ] && listening; then
+  echo "nasplan: iperf3 port $port is already in use on $(hostname 2>/dev/null)" >&2
+  exit 3
+fi
 if ! command -v "$iperf3" >/dev/null 2>&1; then
   echo "nasplan: $iperf3: not found" >&2
   exit 1
 fi
 if [ -e "$pidfile" ] || [ -e "$logfile" ]; then rm -f "$pidfile" "$logfile"; fi
-( trap '' HUP; exec "$iperf3" -s -1 -p "$port" --pidfile "$pidfile" -J --logfile "$logfile" ) \\
+( trap '' HUP; exec "$iperf3" -s -1 -p "$port" --pidfile "$pidfile" -J --logfile "$logfile" ) \
   >/dev/null 2>&1 </dev/null &
 server=$!
 if [ ! -r /proc/net/tcp ]; then
-  # no Linux procfs to watch the server (BSD): give it a moment instead
+  # no Linux procfs to watch the port (BSD): give the server a moment instead
   sleep 1
   alive "$server" && { nasplan_watch; exit 0; }
 else
   looks=0
   while [ "$ticks" -lt "$limit" ] && alive "$server"; do
-    serving && { nasplan_watch; exit 0; }
-    if [ "$looks" -lt 50 ]; then looks=$((looks + 1)); else nap; fi
+    listening && { nasplan_watch; exit 0; }
+    if [ "$looks" -lt 2 ]; then looks=$((looks + 1)); else nap; fi
   done
 fi
-status=1
 if alive "$server"; then
   echo "nasplan: iperf3 server did not listen on port $port within $((limit / 100)) s" >&2
   kill "$server" 2>/dev/null
-elif [ -r /proc/net/tcp ] && listening; then
-  echo "nasplan: iperf3 port $port is already in use on $(hostname 2>/dev/null)" >&2
-  status=3
 else
   echo "nasplan: $iperf3 -s ended before it listened on port $port" >&2
 fi
 cat "$logfile" >&2 2>/dev/null
 rm -f "$pidfile" "$logfile"
-exit "$status"
+exit 1
 """
 
 # A one-off server waits for its client forever: a watchdog ends it once the run's lease on the
@@ -198,8 +170,6 @@ def server_start_script(
         "iperf3": iperf3_path,
         "port": port,
         "port_hex": f"{port:04X}",
-        # the name exec gives the server's process (Linux: the file name, cut to 15 bytes)
-        "comm": PurePosixPath(iperf3_path).name.encode()[:15].decode(errors="ignore"),
         "pidfile": pidfile,
         "logfile": logfile,
         "limit": ready_timeout_s * 100,
