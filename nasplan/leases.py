@@ -183,44 +183,25 @@ class EarlyRelease:
         self.keeper = keeper
         self.run_id = run_id
         self.delay_s = delay_s
-        self._lock = threading.Lock()
-        # each batch of hosts (and whether its releases started) with its timer
-        self._batches: list[tuple[list[HostSession], list[bool], threading.Timer]] = []
+        self._now = threading.Event()  # set by join: the delays are over
         self._threads: list[threading.Thread] = []
 
     def release(self, sessions: list[HostSession]) -> None:
         """Release these hosts' locks without waiting (``join`` waits)."""
-        locked = [session for session in sessions if session.locked]
-        for session in locked:
-            self.keeper.drop(session)
-        if locked:
-            started = [False]
-            timer = threading.Timer(self.delay_s, self._start, args=(locked, started))
-            timer.daemon = True
-            with self._lock:
-                self._batches.append((locked, started, timer))
-            timer.start()
-
-    def _start(self, sessions: list[HostSession], started: list[bool]) -> None:
-        with self._lock:
-            if started[0]:
-                return
-            started[0] = True
-            for session in sessions:
-                thread = threading.Thread(target=release, args=(session, self.run_id))
-                thread.daemon = True
-                self._threads.append(thread)
+        for session in sessions:
+            if session.locked:
+                self.keeper.drop(session)
+                thread = threading.Thread(target=self._later, args=(session,), daemon=True)
                 thread.start()
+                self._threads.append(thread)
+
+    def _later(self, session: HostSession) -> None:
+        self._now.wait(self.delay_s)
+        release(session, self.run_id)
 
     def join(self) -> None:
         """Wait for every release (each ends within its command's timeout); one still waiting
         for its delay starts at once."""
-        with self._lock:
-            batches = list(self._batches)
-        for sessions, started, timer in batches:
-            timer.cancel()
-            self._start(sessions, started)
-        with self._lock:
-            threads = list(self._threads)
-        for thread in threads:
+        self._now.set()
+        for thread in self._threads:
             thread.join()

@@ -272,14 +272,21 @@ def _validator(schema_name: str) -> jsonschema.Draft202012Validator:
     )
 
 
-def schema_errors(document: Document, schema_name: str) -> list[str]:
-    """Validate ``document`` against a schema; one formatted line per problem, in file order.
-
-    A document found valid before (same content, schema and nasplan) is not validated again
-    (nasplan.schema_memo).
-    """
-    memo_key = schema_memo.key(schema_name, document.data)
+def is_valid(schema_name: str, data: Any) -> bool:
+    """Whether ``data`` is valid against a schema; a document found valid before (same
+    content, schema and nasplan) is not validated again (nasplan.schema_memo)."""
+    memo_key = schema_memo.key(schema_name, data)
     if schema_memo.known_valid(memo_key):
+        return True
+    if not _validator(schema_name).is_valid(data):
+        return False
+    schema_memo.remember(memo_key)
+    return True
+
+
+def schema_errors(document: Document, schema_name: str) -> list[str]:
+    """Validate ``document`` against a schema; one formatted line per problem, in file order."""
+    if is_valid(schema_name, document.data):
         return []
     found: list[tuple[tuple[int, int], str]] = []
     for error in _validator(schema_name).iter_errors(document.data):
@@ -288,8 +295,6 @@ def schema_errors(document: Document, schema_name: str) -> list[str]:
         pos = key_pos or document.positions.get(json_path)
         where = f"{document.path}:{pos[0]}:{pos[1]}" if pos else document.where(json_path)
         found.append((pos or (0, 0), f"{where}: {format_json_path(json_path)}: {message}"))
-    if not found:
-        schema_memo.remember(memo_key)
     return [line for _, line in sorted(set(found))]
 
 

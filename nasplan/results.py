@@ -12,9 +12,8 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from nasplan import schema_memo
 from nasplan.errors import InputError
-from nasplan.loader import Document, JsonPath, load_schema, parse_yaml, schema_errors
+from nasplan.loader import Document, JsonPath, is_valid, parse_yaml, schema_errors
 from nasplan.localfile import MAX_RUN_JSON_BYTES, parse_json, read_text_bounded
 from nasplan.output import REDACTED as REDACTED
 from nasplan.output import Redactor, redactor_of, write_text
@@ -203,13 +202,7 @@ def run_errors(run: Any, path: Path = Path(RUN_FILE), text: str | None = None) -
             f"{path}: run.json schema_version {version} is newer than this nasplan supports "
             f"({SCHEMA_VERSION}); upgrade nasplan"
         ]
-    memo_key = schema_memo.key("run", run)
-    if schema_memo.known_valid(memo_key):  # a run.json read before (report, compare)
-        return []
-    import jsonschema  # not on every start (nasplan.schema_memo)
-
-    if jsonschema.Draft202012Validator(load_schema("run")).is_valid(run):
-        schema_memo.remember(memo_key)
+    if is_valid("run", run):  # positions only for a run.json with problems
         return []
     positions: dict[JsonPath, tuple[int, int]] = {}
     with contextlib.suppress(InputError):

@@ -102,12 +102,17 @@ def paths(token: str) -> tuple[str, str]:
     return f"{base}.txt", f"{base}.run"
 
 
-def start_script(token: str, *, max_s: float = MAX_SAMPLING_S) -> str:
-    """POSIX sh that starts the detached sampling loop; prints its PID."""
+def _start_body(token: str, max_s: float) -> str:
+    """The loop's start (needs PRELUDE before it); prints its PID."""
     out, flag = paths(token)
     limit = max(1, round(max_s / SAMPLE_INTERVAL_S))
     loop = _assign({"out": out, "flag": flag, "limit": limit}) + _LOOP
-    return _assign({"out": out, "flag": flag, "loop": loop}) + PRELUDE + _START
+    return _assign({"out": out, "flag": flag, "loop": loop}) + _START
+
+
+def start_script(token: str, *, max_s: float = MAX_SAMPLING_S) -> str:
+    """POSIX sh that starts the detached sampling loop; prints its PID."""
+    return PRELUDE + _start_body(token, max_s)
 
 
 def stop_script(token: str, pid: int) -> str:
@@ -124,11 +129,7 @@ SECTION = "sampler"
 def start_text(token: str, *, max_s: float = MAX_SAMPLING_S) -> str:
     """Shell text for a script that has PRELUDE: starts the loop, prints the section with its
     PID."""
-    out, flag = paths(token)
-    limit = max(1, round(max_s / SAMPLE_INTERVAL_S))
-    loop = _assign({"out": out, "flag": flag, "limit": limit}) + _LOOP
-    body = _assign({"out": out, "flag": flag, "loop": loop}) + _START
-    return f"printf '@@nasplan:{SECTION}@@\\n'\n(\n{body})\n"
+    return f"printf '@@nasplan:{SECTION}@@\\n'\n(\n{_start_body(token, max_s)})\n"
 
 
 def stop_text(token: str, pid: int) -> str:

@@ -340,11 +340,10 @@ def _attempt(
     scripts = iperf3_server_windows if shell.of(server).is_windows else iperf3_server
     # the server's name in the path: hosts sharing one /tmp (the lab) tell their files apart
     pidfile, logfile = scripts.temp_paths(f"{token}-{server.name}", params.port)
-    also = rider.start_text()
     started = server.run_script(
-        scripts.server_start_script(server_iperf3, params.port, pidfile, logfile, also=also)
-        if also
-        else scripts.server_start_script(server_iperf3, params.port, pidfile, logfile),
+        scripts.server_start_script(
+            server_iperf3, params.port, pidfile, logfile, also=rider.start_text()
+        ),
         timeout_s=SERVER_READY_TIMEOUT_S + 10,
     )
     rider.started(started.stdout)
@@ -372,11 +371,8 @@ def _attempt(
         # after a test the one-off server exits by itself once its log is written; after a
         # failure it would wait for a client forever
         grace_s = 2.0 if parsed is not None else 0
-        also = rider.stop_text()
         stopped = server.run_script(
-            scripts.server_stop_script(pidfile, logfile, grace_s=grace_s, also=also)
-            if also
-            else scripts.server_stop_script(pidfile, logfile, grace_s=grace_s),
+            scripts.server_stop_script(pidfile, logfile, grace_s=grace_s, also=rider.stop_text()),
             timeout_s=15,
         )
         rider.stopped(stopped.stdout)

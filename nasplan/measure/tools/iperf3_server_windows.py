@@ -72,13 +72,17 @@ def server_start_script(
     logfile: str,
     *,
     ready_timeout_s: int = SERVER_READY_TIMEOUT_S,
+    also: str = "",
 ) -> str:
     """PowerShell that starts a one-off JSON-logging server and waits until the port listens.
+
+    ``also``: as the POSIX script's; nothing rides along in PowerShell, so it must be empty.
 
     ``pidfile``/``logfile`` are file names in the SSH user's %TEMP% (``temp_paths``). The command
     line handed to Win32_Process.Create is quoted with cmd/MSVCRT rules (``Cmd``), which refuse
     what they cannot carry rather than pass it half-quoted.
     """
+    _nothing_rides(also)
     argv = [iperf3_path, "-s", "-1", "-p", str(port), "-J", "--logfile", logfile]
     values: dict[str, str | int | float] = {
         "iperf3": iperf3_path,
@@ -91,10 +95,17 @@ def server_start_script(
     return _assignments(values) + _START.replace("@PORT_IN_USE@", str(PORT_IN_USE_EXIT))
 
 
-def server_stop_script(pidfile: str, logfile: str, *, grace_s: float = 2.0) -> str:
-    """PowerShell that stops the ``pidfile`` server if still alive, prints its log, removes both."""
+def server_stop_script(pidfile: str, logfile: str, *, grace_s: float = 2.0, also: str = "") -> str:
+    """PowerShell that stops the ``pidfile`` server if still alive, prints its log, removes both
+    (``also``: must be empty, as for the start)."""
+    _nothing_rides(also)
     values: dict[str, str | int | float] = {"pidname": pidfile, "logname": logfile}
     return _assignments({**values, "grace": grace_s}) + _STOP
+
+
+def _nothing_rides(also: str) -> None:
+    if also:  # the POSIX scripts' riders (nasplan.measure.sampler.Riding) are sh
+        raise ValueError("no shell text rides along in a PowerShell iperf3 server script")
 
 
 def temp_paths(token: str, port: int) -> tuple[str, str]:

@@ -70,3 +70,12 @@ def test_a_windows_server_gets_the_powershell_scripts_and_a_linux_client_runs_3_
     assert parsed["iperf3_version"] == "3.1.3"
     start, _stop = server.texts()
     assert "$pidname = 'nasplan-iperf3-tok-0-win11-5201.pid'" in start
+
+
+def test_no_shell_text_rides_along_in_powershell() -> None:
+    # the POSIX scripts carry the host's sampler (sh); a Windows host never gets one
+    with pytest.raises(ValueError, match="PowerShell"):
+        win.server_start_script("iperf3.exe", 5201, "s.pid", "s.log", also="echo x")
+    with pytest.raises(ValueError, match="PowerShell"):
+        win.server_stop_script("s.pid", "s.log", also="echo x")
+    assert "Win32_Process" in win.server_start_script("iperf3.exe", 5201, "s.pid", "s.log")
