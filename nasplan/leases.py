@@ -186,17 +186,20 @@ class EarlyRelease:
         self._now = threading.Event()  # set by join: the delays are over
         self._threads: list[threading.Thread] = []
 
-    def release(self, sessions: list[HostSession]) -> None:
-        """Release these hosts' locks without waiting (``join`` waits)."""
+    def release(self, sessions: list[HostSession], after: threading.Event | None = None) -> None:
+        """Release these hosts' locks without waiting (``join`` waits); ``after``: not before
+        this is set (the last test's teardown on them, still running: RunContext.defer)."""
         for session in sessions:
             if session.locked:
                 self.keeper.drop(session)
-                thread = threading.Thread(target=self._later, args=(session,), daemon=True)
+                thread = threading.Thread(target=self._later, args=(session, after), daemon=True)
                 thread.start()
                 self._threads.append(thread)
 
-    def _later(self, session: HostSession) -> None:
+    def _later(self, session: HostSession, after: threading.Event | None) -> None:
         self._now.wait(self.delay_s)
+        if after is not None:
+            after.wait()
         release(session, self.run_id)
 
     def join(self) -> None:

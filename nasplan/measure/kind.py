@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from nasplan import results
 from nasplan.analysis import efficiency, summarize
-from nasplan.errors import CannotStart
+from nasplan.errors import CannotStart, HostLostError
 from nasplan.measure.netpath import describe_path, nic_holding, nic_towards, path_end
+from nasplan.measure.teardown import Teardown
 from nasplan.units import format_metric
 
 if TYPE_CHECKING:
@@ -42,10 +43,33 @@ class RunContext:
     # apply saves run.json with this record (the running test) after every repetition
     on_checkpoint: Callable[[dict[str, Any]], None] | None = None
     running: dict[str, Any] | None = None
+    # apply: a test's teardown on its hosts may run while the next test starts (``defer``)
+    overlap: bool = False
+    pending: Teardown | None = None
 
     def save_raw(self, relative_path: str, text: str) -> str:
         """Write a raw tool output under ``raw/`` with the secrets masked; its run-relative path."""
         return results.save_raw(self.run_dir, relative_path, text, self.secrets)
+
+    def defer(
+        self, work: Callable[[], object], done: Callable[[BaseException | None], None]
+    ) -> None:
+        """A finished test's clean-up on its hosts (``work``), then ``done(error)`` to complete
+        its record in this thread. With ``overlap`` ``work`` runs in a thread while the next
+        test starts, and is settled before that test measures (``settle``); else now."""
+        self.settle()
+        if self.overlap:
+            self.pending = Teardown(work, done)
+        else:
+            work()
+            done(None)
+
+    def settle(self) -> None:
+        """Wait for a deferred teardown and let it complete its record: before a measurement
+        (nothing of another test runs on the hosts while one measures) and at the run's end."""
+        pending, self.pending = self.pending, None
+        if pending is not None:
+            pending.settle()
 
     def checkpoint(self, record: dict[str, Any], *, last: bool = False) -> None:
         """Keep ``record`` (the test being run, its finished repetitions) safe on disk now.
@@ -66,6 +90,8 @@ class Kind(Generic[S]):
     ``settings(test)``: the plan test's own keys -> a frozen value with every default stated once;
     ``needs``: host name -> tools that host must have (installed by its platform);
     ``describe``: one line for ``apply --check``; ``run``: the run.json test record (never raises).
+    ``settles_itself``: ``run`` calls ``RunContext.settle`` just before it measures (the previous
+    test's teardown overlaps its start); apply settles before the other kinds' tests begin.
     """
 
     name: str
@@ -73,6 +99,7 @@ class Kind(Generic[S]):
     needs: Callable[[PlanTest, S], Needs]
     describe: Callable[[PlanTest, S], str]
     run: Callable[[PlanTest, S, RunContext], dict[str, Any]]
+    settles_itself: bool = False
 
     def bind(self, test: PlanTest) -> BoundTest:
         """This kind with ``test``'s settings parsed: what apply and ``--check`` call."""
@@ -82,6 +109,7 @@ class Kind(Generic[S]):
             needs=self.needs(test, settings),
             description=self.describe(test, settings),
             run=lambda ctx: self.run(test, settings, ctx),
+            settles_itself=self.settles_itself,
         )
 
 
@@ -93,6 +121,7 @@ class BoundTest:
     needs: Needs
     description: str
     run: Callable[[RunContext], dict[str, Any]]
+    settles_itself: bool = False
 
 
 def no_tools(test: PlanTest, settings: object) -> Needs:
@@ -168,6 +197,26 @@ def finish(record: dict[str, Any], errors: list[str]) -> dict[str, Any]:
     """``record`` with its status and error set from what went wrong (``[]``: ok)."""
     record["status"] = "failed" if errors else "ok"
     record["error"] = "; ".join(errors) or None
+    return record
+
+
+def fail_for_lost_host(
+    record: dict[str, Any], exc: HostLostError, sessions: Mapping[str, HostSession]
+) -> dict[str, Any]:
+    """``record`` failed by a host that stopped answering (the host marked lost: its later tests
+    fail with why), its summary over the repetitions it finished."""
+    session = sessions.get(exc.host)
+    if session is not None:
+        session.mark_lost(str(exc))
+    record["status"] = "failed"
+    record["error"] = "; ".join(e for e in (record.get("error"), str(exc)) if e)
+    metric = (record.get("summary") or {}).get("metric") or "bits_per_second"
+    values = [
+        r[metric]
+        for r in record.get("repetitions", [])
+        if r.get("status") == "ok" and isinstance(r.get(metric), (int, float))
+    ]
+    record["summary"] = summarize(values, metric)
     return record
 
 

@@ -98,23 +98,34 @@ def test_run_repetition_for_real_reports_connection_refused(namespaces: tuple[st
     assert not list(Path("/tmp").glob(f"nasplan-iperf3-{token}*"))
 
 
+@pytest.mark.parametrize("alone", [False, True], ids=["applets-first", "busybox-alone"])
 def test_server_scripts_under_busybox_start_and_kill_an_idle_server(
-    namespaces: tuple[str, str], tmp_path: Path
+    namespaces: tuple[str, str], tmp_path: Path, alone: bool
 ) -> None:
+    """BusyBox applets first on PATH (iproute2's ss still found), and BusyBox alone, as on a QTS
+    or DSM shell: no ss, the server's readiness read from /proc/net/tcp."""
     server_ns, _ = namespaces
     busybox = shutil.which("busybox")
-    if not busybox:
-        pytest.skip("busybox not installed")
+    iperf3 = shutil.which("iperf3")
+    if not busybox or not iperf3:
+        pytest.skip("busybox or iperf3 not installed")
     applets = tmp_path / "busybox-bin"
     applets.mkdir()
-    for applet in ("sh", "sleep", "grep", "cat", "rm", "hostname", "kill"):
+    listed = subprocess.run([busybox, "--list"], capture_output=True, text=True, check=True)
+    few = ("sh", "sleep", "grep", "cat", "rm", "hostname", "kill")
+    for applet in listed.stdout.split() if alone else few:
         (applets / applet).symlink_to(busybox)
-    shell, env = str(applets / "sh"), {**os.environ, "PATH": f"{applets}:{os.environ['PATH']}"}
+    path = str(applets) if alone else f"{applets}:{os.environ['PATH']}"
+    if alone:
+        (applets / "iperf3").symlink_to(iperf3)
+    shell, env = str(applets / "sh"), {**os.environ, "PATH": path}
     pidfile, logfile = temp_paths(f"bb-{uuid.uuid4().hex[:8]}", 5298)
+
+    ip = shutil.which("ip") or "ip"  # iproute2's, not BusyBox's (the PATH given to the shell)
 
     def in_ns(script: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            ["ip", "netns", "exec", server_ns, shell, "-c", script],
+            [ip, "netns", "exec", server_ns, shell, "-c", script],
             env=env, capture_output=True, text=True, timeout=30,
         )  # fmt: skip
 
@@ -122,6 +133,16 @@ def test_server_scripts_under_busybox_start_and_kill_an_idle_server(
     assert started.returncode == 0, started.stderr
     pid = int(Path(pidfile).read_text())
     assert pid in iperf3_pids()
+    # ready means listening already: the port is in the namespace's LISTEN table (0A)
+    tables = subprocess.run(
+        ["ip", "netns", "exec", server_ns, "cat", "/proc/net/tcp", "/proc/net/tcp6"],
+        capture_output=True, text=True, timeout=10,
+    ).stdout  # fmt: skip
+    assert any(
+        line.split()[1].endswith(f":{5298:04X}") and line.split()[3] == "0A"
+        for line in tables.splitlines()[1:]
+        if len(line.split()) > 3
+    )
     stopped = in_ns(server_stop_script(pidfile, logfile, grace_s=0))
     assert stopped.returncode == 0
     assert pid not in iperf3_pids()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -145,3 +146,21 @@ def test_a_host_released_early_is_no_longer_renewed_and_its_lost_lock_is_no_warn
     assert hosts[0].renewals_after_release == 0 and len(hosts[0].times) == renewed_before
     assert sessions["done"].warnings == []
     assert len(hosts[1].times) >= 4 and sessions["busy"].locked  # the other is still held
+
+
+def test_an_early_release_waits_for_the_teardown_still_running_on_the_host() -> None:
+    # the host's last test may still be stopping its server there (RunContext.defer): the
+    # release, which removes what the run left on the host, must not cut into it
+    host = _ReleasedHost("done")
+    sessions = {"done": HostSession(Host(name="done", address="198.19.240.1"), host, locked=True)}  # type: ignore[arg-type]
+    keeper = LeaseKeeper(sessions, "20261201T160000Z-x", 30, 10, PlainProgress())
+    teardown = threading.Event()
+    early = EarlyRelease(keeper, "20261201T160000Z-x", delay_s=0.01)
+
+    early.release([sessions["done"]], after=teardown)
+    time.sleep(0.2)
+    assert not host.released  # the delay is long over, the teardown is not
+    teardown.set()
+    early.join()
+
+    assert host.released and not sessions["done"].locked

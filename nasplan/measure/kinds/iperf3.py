@@ -5,13 +5,23 @@ from __future__ import annotations
 import dataclasses
 import functools
 import secrets
+from collections.abc import Callable
 from typing import Any
 
 from nasplan.analysis import efficiency, stall_reason, summarize
-from nasplan.errors import CannotStart
+from nasplan.errors import CannotStart, HostLostError
 from nasplan.hosts import HostSession
 from nasplan.measure import sampler, timeline
-from nasplan.measure.kind import Kind, Needs, RunContext, finish, new_record, open_pair, path_params
+from nasplan.measure.kind import (
+    Kind,
+    Needs,
+    RunContext,
+    fail_for_lost_host,
+    finish,
+    new_record,
+    open_pair,
+    path_params,
+)
 from nasplan.measure.tools import iperf3, iperf3_multi
 from nasplan.plan import PlanTest
 from nasplan.units import parse_rate
@@ -128,31 +138,79 @@ def run(test: PlanTest, params: iperf3.Iperf3Params, ctx: RunContext) -> dict[st
     # The samplers start while the first server does and stop while the last one does: the
     # first client waits for them, so they see every measurement whole. The server host's rides
     # along in the server's own start and stop scripts (one iperf3 process: its scripts are sh).
+    # Once the last client's result is in, the server's stop and the samplers' are this test's
+    # teardown: it runs while the rest of the test is recorded and the next test starts
+    # (ctx.defer); the previous test's is settled before this test's first client runs.
     riding = () if processes or windows_end else (test.server,)
-    with sampler.overlapped(ctx.sessions, test.hosts, token, riding=riding) as sampled:
+    sampled = sampler.Sampling(ctx.sessions, test.hosts, token, riding=riding)
+    sampled.start()
+    record["resources"] = None  # known once the teardown is over (``done``)
+
+    def done(error: BaseException | None) -> None:
+        record["resources"] = sampled.resources
+        if isinstance(error, HostLostError):
+            fail_for_lost_host(record, error, ctx.sessions)
+            ctx.progress.test_done(test.id, "failed", f"after its measurement: {error}")
+        elif error is not None:
+            raise error
+
+    handed_over: list[bool] = []
+
+    def tear_down(stop: Callable[[], None]) -> None:
+        """The last server's stop, handed over by run_repetition, and the samplers'."""
+
+        def work() -> None:
+            try:
+                stop()
+            finally:
+                sampled.close()
+
+        handed_over.append(True)
+        ctx.defer(work, done)
+
+    try:
         rider = sampled.riding_on(test.server)
         clock = timeline.Clock()
         for index in range(1, test.repetitions + 1):
             ctx.progress.test(test.id, index, test.repetitions, total_s)
             started_s = clock.now_s()
-            last = sampled.stop if index == test.repetitions else iperf3.nothing
-            hooks = (sampled.wait_started, last)
-            rep = _repetition(
-                test, params, address, server, client, ctx, index, token, processes, hooks, rider
+            last = index == test.repetitions
+            hooks = (
+                _settled_then(ctx, sampled.wait_started) if index == 1 else sampled.wait_started,
+                sampled.stop if last else iperf3.nothing,
             )
+            rep = _repetition(
+                test, params, address, server, client, ctx, index, token, processes, hooks, rider,
+                tear_down if last else None,
+            )  # fmt: skip
             rep.update(started_s=started_s, ended_s=clock.now_s())
             if rep["error"]:
                 errors.append(f"repetition {index}: {rep['error']}")
             record["repetitions"].append(rep)
             throughput.append(_series(rep, params))
-            ctx.checkpoint(record, last=index == test.repetitions)
-    record["resources"] = sampled.resources
+            ctx.checkpoint(record, last=last)
+    except BaseException:
+        if not handed_over:  # else the teardown stops them
+            sampled.close()
+        raise
+    if not handed_over:  # the last server was stopped at once (a failure, several processes)
+        ctx.defer(sampled.close, done)
     record["timeline"] = timeline.timeline(throughput)
     rates = [r["bits_per_second"] for r in record["repetitions"] if r["status"] == "ok"]
     record["summary"] = summarize(rates, "bits_per_second")
     theoretical = record["path"]["theoretical_bits_per_second"]
     record["efficiency"] = efficiency(record["summary"]["median"], theoretical)
     return finish(record, errors)
+
+
+def _settled_then(ctx: RunContext, wait: Callable[[], None]) -> Callable[[], None]:
+    """``wait``, after the previous test's teardown is over (just before the first client)."""
+
+    def settled_then_wait() -> None:
+        ctx.settle()
+        wait()
+
+    return settled_then_wait
 
 
 def _repetition(
@@ -167,6 +225,7 @@ def _repetition(
     processes: bool = False,
     hooks: iperf3.ClientHooks = (iperf3.nothing, iperf3.nothing),
     rider: iperf3.Rider = iperf3.NO_RIDER,
+    defer: iperf3.Defer | None = None,
 ) -> dict[str, Any]:
     assert server.runner is not None and client.runner is not None
     # Several processes give several JSON documents, one after another under a marker line each.
@@ -175,7 +234,7 @@ def _repetition(
     run_one = (
         iperf3_multi.run_repetition
         if processes
-        else functools.partial(iperf3.run_repetition, rider=rider)
+        else functools.partial(iperf3.run_repetition, rider=rider, defer=defer)
     )
     try:
         raw, parsed = run_one(
@@ -240,4 +299,11 @@ def needs(test: PlanTest, params: iperf3.Iperf3Params) -> Needs:
     return {test.server: ("iperf3",), test.client: ("iperf3",)}
 
 
-KIND = Kind(name="iperf3", settings=settings, needs=needs, describe=describe, run=run)
+KIND = Kind(
+    name="iperf3",
+    settings=settings,
+    needs=needs,
+    describe=describe,
+    run=run,
+    settles_itself=True,
+)

@@ -30,6 +30,8 @@ MULTI_THREADED_SINCE = (3, 16)
 _BUSY_MARKERS = ("the server is busy", "is already in use")
 # (just before the client runs, once its result is in): see run_repetition
 ClientHooks = tuple[Callable[[], None], Callable[[], None]]
+# takes the server's stop (after a measurement) to run it later
+Defer = Callable[[Callable[[], None]], None]
 
 
 class Rider(Protocol):
@@ -336,6 +338,7 @@ def _attempt(
     token: str,
     hooks: ClientHooks = (nothing, nothing),
     rider: Rider = NO_RIDER,
+    defer: Defer | None = None,
 ) -> tuple[str, dict[str, Any]]:
     scripts = iperf3_server_windows if shell.of(server).is_windows else iperf3_server
     # the server's name in the path: hosts sharing one /tmp (the lab) tell their files apart
@@ -371,12 +374,20 @@ def _attempt(
         # after a test the one-off server exits by itself once its log is written; after a
         # failure it would wait for a client forever
         grace_s = 2.0 if parsed is not None else 0
-        stopped = server.run_script(
-            scripts.server_stop_script(pidfile, logfile, grace_s=grace_s, also=rider.stop_text()),
-            timeout_s=15,
+        script = scripts.server_stop_script(
+            pidfile, logfile, grace_s=grace_s, also=rider.stop_text()
         )
-        rider.stopped(stopped.stdout)
-    parsed["server"] = parse_server_log(stopped.stdout.partition("\n@@nasplan:")[0])
+
+        def stop() -> None:
+            stopped = server.run_script(script, timeout_s=15)
+            rider.stopped(stopped.stdout)
+            if parsed is not None:
+                parsed["server"] = parse_server_log(stopped.stdout.partition("\n@@nasplan:")[0])
+
+        if parsed is not None and defer is not None:
+            defer(stop)  # the measurement is in: the server's stop may come later
+        else:
+            stop()
     return result.stdout, parsed
 
 
@@ -393,10 +404,13 @@ def run_repetition(
     sleep: Callable[[float], None] = time.sleep,
     hooks: ClientHooks = (nothing, nothing),
     rider: Rider = NO_RIDER,
+    defer: Defer | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """Run one iperf3 test: start a one-off server, run the client, always stop the server.
 
     Returns ``(raw client JSON text, parse() result + "server": parse_server_log())``.
+    ``defer``: given the server's stop once the client's result is in, to run it later (the
+    result's "server" is filled then); without it, or after a failure, the stop runs at once.
     Retries "server is busy" / "port in use" after BUSY_BACKOFF_S; raises Iperf3Error otherwise.
     ``hooks``: called once the server listens, just before the client, and once the client's
     result is in, before the server is stopped (the test's resource sampler waits for its start
@@ -406,7 +420,15 @@ def run_repetition(
     argv = client_argv(client_iperf3, address, params, iperf3_version=client_iperf3_version)
     return retry_when_busy(
         lambda n: _attempt(
-            server, client, server_iperf3, argv, params, f"{token}-{n}", hooks, rider
+            server,
+            client,
+            server_iperf3,
+            argv,
+            params,
+            f"{token}-{n}",
+            hooks,
+            rider,
+            defer,
         ),
         sleep,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import threading
 import time
 from collections.abc import Callable
@@ -10,8 +11,10 @@ from typing import Any
 
 import pytest
 
+from nasplan.errors import HostLostError
 from nasplan.measure import kinds
 from nasplan.measure.kinds.iperf3 import version_warnings
+from nasplan.progress import PlainProgress
 from nasplan.runner import Result
 
 from .conftest import SAMPLER_PID, fixture_text, riding_start, riding_stop
@@ -174,3 +177,98 @@ def test_a_checkpoint_is_saved_after_each_repetition_but_the_last(
     assert record["status"] == "ok"
     assert saved == [1, 2]
     assert ctx.running is record  # what a lost host's failure keeps
+
+
+TWO_TESTS = TEST + TEST.replace("id: p2p,", "id: p2p-again,")
+SERVER_LOG = (IPERF3 / "tcp-single-server-log.json").read_text()
+
+
+def _two_tests_on_one_pair(
+    kind_context: Callable[..., Any], events: list[str], first_stop: Callable[[str], Result]
+) -> tuple[Any, Any, Any]:
+    """Two one-repetition tests between the same hosts (servers on ports 5201 and 5202), run as
+    apply runs them; the first server's stop is answered by ``first_stop``. ``events`` gets a
+    line as each server start and client comes."""
+    ctx, nas, ws = kind_context(TWO_TESTS, TOOLS)
+    ctx.overlap = True
+    client_output = (IPERF3 / "tcp-single.json").read_text()
+
+    def noted(what: str, stdout: str) -> Callable[[str], Result]:
+        def reply(text: str) -> Result:
+            events.append(what)
+            return Result(text, stdout, "", 0)
+
+        return reply
+
+    def stop(text: str) -> Result | None:
+        if "grace=" not in text:
+            return None  # the sampler's own stop
+        if "-5201.pid" in text:
+            return first_stop(text)
+        return Result(text, riding_stop(SERVER_LOG), "", 0)
+
+    nas.standing[:0] = [
+        ("port=5201", noted("start 1", riding_start())),
+        ("port=5202", noted("start 2", riding_start())),
+        ("grace=", stop),
+    ]
+    ws.standing[:0] = [
+        ("-p 5201", noted("client 1", client_output)),
+        ("-p 5202", noted("client 2", client_output)),
+    ]
+    return ctx, nas, ws
+
+
+def test_a_tests_teardown_runs_while_the_next_test_starts_and_ends_before_it_measures(
+    kind_context: Callable[..., Any],
+) -> None:
+    events: list[str] = []
+
+    def first_stop(text: str) -> Result:
+        events.append("stop 1 begins")
+        deadline = time.monotonic() + 2
+        while "start 2" not in events and time.monotonic() < deadline:
+            time.sleep(0.01)  # the next test's server start comes meanwhile
+        time.sleep(0.2)  # a slow stop: the next client must still wait for it
+        events.append("stop 1 ends")
+        return Result(text, riding_stop(SERVER_LOG), "", 0)
+
+    ctx, _, _ = _two_tests_on_one_pair(kind_context, events, first_stop)
+
+    first = kinds.bind(ctx.plan.tests[0]).run(ctx)
+    second = kinds.bind(ctx.plan.tests[1]).run(ctx)
+    ctx.settle()
+
+    assert first["status"] == second["status"] == "ok"
+    # the first test's server stop overlapped the second's start, and was over before the
+    # second client measured
+    assert events == [
+        "start 1", "client 1", "stop 1 begins", "start 2", "stop 1 ends", "client 2"
+    ]  # fmt: skip
+    # what the first test's samplers saw is in its record once it settled
+    assert first["resources"]["nas"]["samples"] > 1
+    assert second["resources"]["nas"]["samples"] > 1
+
+
+def test_a_host_lost_in_a_tests_teardown_fails_that_test_and_says_so(
+    kind_context: Callable[..., Any],
+) -> None:
+    def first_stop(text: str) -> Result:
+        raise HostLostError("nas", "nas: SSH connection lost: connection reset by peer")
+
+    events: list[str] = []
+    ctx, _, _ = _two_tests_on_one_pair(kind_context, events, first_stop)
+    ctx.progress = PlainProgress(shown := io.StringIO())
+
+    first = kinds.bind(ctx.plan.tests[0]).run(ctx)
+    assert first["status"] == "ok"  # measured: what comes after is not known yet
+    ctx.settle()
+
+    assert first["status"] == "failed"
+    assert first["error"] == "nas: SSH connection lost: connection reset by peer"
+    assert first["summary"]["n"] == 1  # the measurement is kept
+    assert ctx.sessions["nas"].lost
+    assert "test p2p: failed after its measurement: nas: SSH connection lost" in shown.getvalue()
+    # the next test on the lost host does not start
+    second = kinds.bind(ctx.plan.tests[1]).run(ctx)
+    assert second["status"] == "failed" and "start 2" not in events
