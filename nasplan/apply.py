@@ -404,8 +404,10 @@ class _NoNetworkChanges:
 
 
 def _release(sessions: Mapping[str, HostSession], lock_id: str) -> None:
-    """Release this run's lock on every host (what it left there goes with it), then close."""
-    in_parallel(sessions.values(), lambda s: leases.release(s, lock_id))
+    """Release this run's lock on every host (what it left there goes with it), then close.
+    Hosts released early (or never locked) need no thread of their own here."""
+    locked = [session for session in sessions.values() if session.locked]
+    in_parallel(locked, lambda s: leases.release(s, lock_id))
     close_sessions(sessions)
 
 
