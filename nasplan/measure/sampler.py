@@ -460,12 +460,10 @@ def overlapped(
     token: str,
     *,
     max_s: float = MAX_SAMPLING_S,
-    riding: Sequence[str] = (),
 ) -> Iterator[Sampling]:
     """A started Sampling the block waits for (``wait_started``) before it measures and may stop
-    early (``stop``, once the last measurement ended); stopped and collected in ``finally``.
-    ``riding``: hosts started and stopped within the block's own round trips (``riding_on``)."""
-    sampled = Sampling(sessions, hosts, token, max_s=max_s, riding=riding)
+    early (``stop``, once the last measurement ended); stopped and collected in ``finally``."""
+    sampled = Sampling(sessions, hosts, token, max_s=max_s)
     sampled.start()
     try:
         yield sampled

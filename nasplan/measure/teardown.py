@@ -23,7 +23,6 @@ class Teardown:
         self._work = work
         self._done = done
         self._error: BaseException | None = None
-        self._settled = False
         # set once ``work`` has returned or raised: what waits for the hosts to be left alone
         self.finished = threading.Event()
         self._thread = threading.Thread(target=self._run, name="nasplan-teardown", daemon=True)
@@ -38,8 +37,6 @@ class Teardown:
             self.finished.set()
 
     def settle(self) -> None:
-        """Wait for ``work``, then call ``done`` (once; a second call does nothing)."""
+        """Wait for ``work``, then call ``done`` (RunContext.settle does, once)."""
         self._thread.join()
-        if not self._settled:
-            self._settled = True
-            self._done(self._error)
+        self._done(self._error)

@@ -105,10 +105,8 @@ def test_server_scripts_under_busybox_start_and_kill_an_idle_server(
     """BusyBox applets first on PATH (iproute2's ss still found), and BusyBox alone, as on a QTS
     or DSM shell: no ss, the server's readiness read from /proc/net/tcp."""
     server_ns, _ = namespaces
-    busybox = shutil.which("busybox")
-    iperf3 = shutil.which("iperf3")
-    if not busybox or not iperf3:
-        pytest.skip("busybox or iperf3 not installed")
+    busybox, iperf3 = shutil.which("busybox"), shutil.which("iperf3")
+    assert busybox and iperf3, "make test installs busybox and iperf3"
     applets = tmp_path / "busybox-bin"
     applets.mkdir()
     listed = subprocess.run([busybox, "--list"], capture_output=True, text=True, check=True)

@@ -154,10 +154,11 @@ def run(test: PlanTest, params: iperf3.Iperf3Params, ctx: RunContext) -> dict[st
         elif error is not None:
             raise error
 
-    handed_over: list[bool] = []
+    handed_over = False
 
     def tear_down(stop: Callable[[], None]) -> None:
         """The last server's stop, handed over by run_repetition, and the samplers'."""
+        nonlocal handed_over
 
         def work() -> None:
             try:
@@ -165,7 +166,7 @@ def run(test: PlanTest, params: iperf3.Iperf3Params, ctx: RunContext) -> dict[st
             finally:
                 sampled.close()
 
-        handed_over.append(True)
+        handed_over = True
         ctx.defer(work, done)
 
     try:

@@ -352,27 +352,24 @@ def test_run_repetition_reports_a_server_that_would_not_start(
 def shells(tmp_path: Path) -> list[tuple[str, dict[str, str]]]:
     """(shell, environment) pairs: dash; busybox ash with busybox applets first on PATH; and
     busybox alone, as on a QTS or DSM shell (no iproute2 `ss`: readiness from /proc/net/tcp)."""
-    found = [("sh", dict(os.environ))]
-    busybox = shutil.which("busybox")
-    if busybox:
-        applets = tmp_path / "busybox-bin"
-        applets.mkdir()
-        for applet in ("sh", "sleep", "grep", "cat", "rm", "hostname", "kill"):
-            (applets / applet).symlink_to(busybox)
-        found.append(
-            (str(applets / "sh"), {**os.environ, "PATH": f"{applets}:{os.environ['PATH']}"})
-        )
-        alone = tmp_path / "busybox-only"
-        alone.mkdir()
-        listed = subprocess.run([busybox, "--list"], capture_output=True, text=True, check=True)
-        for applet in listed.stdout.split():
-            (alone / applet).symlink_to(busybox)
-        iperf3 = shutil.which("iperf3")
-        if iperf3:
-            (alone / "iperf3").symlink_to(iperf3)
-        assert not (alone / "ss").exists()
-        found.append((str(alone / "sh"), {**os.environ, "PATH": str(alone)}))
-    return found
+    busybox, iperf3 = shutil.which("busybox"), shutil.which("iperf3")
+    assert busybox and iperf3, "make test installs busybox and iperf3"
+    applets = tmp_path / "busybox-bin"
+    applets.mkdir()
+    for applet in ("sh", "sleep", "grep", "cat", "rm", "hostname", "kill"):
+        (applets / applet).symlink_to(busybox)
+    alone = tmp_path / "busybox-only"
+    alone.mkdir()
+    listed = subprocess.run([busybox, "--list"], capture_output=True, text=True, check=True)
+    for applet in listed.stdout.split():
+        (alone / applet).symlink_to(busybox)
+    (alone / "iperf3").symlink_to(iperf3)
+    assert not (alone / "ss").exists()
+    return [
+        ("sh", dict(os.environ)),
+        (str(applets / "sh"), {**os.environ, "PATH": f"{applets}:{os.environ['PATH']}"}),
+        (str(alone / "sh"), {**os.environ, "PATH": str(alone)}),
+    ]
 
 
 def run_sh(shell: str, env: dict[str, str], script: str) -> subprocess.CompletedProcess[str]:
