@@ -90,7 +90,7 @@ def command_kind(_runner: Any, command: str, *_: Any, **__: Any) -> str:
 
 @contextmanager
 def instrumented(timings: Timings) -> Iterator[None]:
-    """Time SshRunner's one exec path, connections, run.json and the report while inside."""
+    """Time SshRunner's exec paths, connections, run.json and the report while inside."""
     from fabric import Connection
 
     import nasplan.apply as apply_module
@@ -99,6 +99,8 @@ def instrumented(timings: Timings) -> Iterator[None]:
 
     patches: list[tuple[Any, str, Any]] = [
         (ssh.SshRunner, "_exec", timings.wrap(command_kind, ssh.SshRunner._exec)),
+        # an iperf3 >= 3.7 server is launched on its own channel, until it says it listens
+        (ssh.SshRunner, "start_until", timings.wrap(command_kind, ssh.SshRunner.start_until)),
         (Connection, "open", timings.wrap("connect (TCP, SSH handshake, auth)", Connection.open)),
         (
             results_module.RunSaver,

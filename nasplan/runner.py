@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import select
 import shlex
 import subprocess
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -21,6 +24,34 @@ class Result:
     @property
     def ok(self) -> bool:
         return self.exited == 0
+
+
+def _let_go() -> None:
+    """Nothing left to let go of (a command that has ended)."""
+
+
+@dataclass(frozen=True)
+class Launched:
+    """A command started and left running once its output said it was ready (``start_until``).
+
+    ``output``: its standard output up to and with the ready marker (all of it if it ended).
+    ``ended``: None while it runs on; else how it ended before the marker (124: timed out).
+    ``close``: let go of it (its SSH channel, its pipes) once it has ended: while it runs, its
+    output still has somewhere to go.
+    """
+
+    output: str
+    ended: Result | None
+    close: Callable[[], None] = _let_go
+
+
+@runtime_checkable
+class Launcher(Protocol):
+    """A runner that can start a long-running command and return once it says it is ready."""
+
+    name: str
+
+    def start_until(self, script: str, marker: str, *, timeout_s: float) -> Launched: ...
 
 
 class Runner(Protocol):
@@ -82,6 +113,41 @@ class LocalRunner:
     ) -> Result:
         full = [*self._prefix(), "sh", "-c", script]
         return self._exec(full, script, timeout_s, stdin)
+
+    def start_until(self, script: str, marker: str, *, timeout_s: float) -> Launched:
+        """Start ``script`` (sh) and return once its standard output holds ``marker``, or once
+        it ended or ``timeout_s`` passed without it (``Launched.ended``)."""
+        proc = subprocess.Popen(
+            [*self._prefix(), "sh", "-c", script],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        pipes = (proc.stdout, proc.stderr)
+
+        def close() -> None:
+            for pipe in pipes:
+                pipe.close()
+            proc.poll()
+
+        out = bytearray()
+        deadline = time.monotonic() + timeout_s
+        while marker.encode() not in out:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([proc.stdout], [], [], left)[0]:
+                text = out.decode(errors="replace")
+                return Launched(
+                    text, Result(script, text, f"timed out after {timeout_s} s", 124), close
+                )
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                err = proc.stderr.read().decode(errors="replace")
+                text = out.decode(errors="replace")
+                close()
+                return Launched(text, Result(script, text, err, proc.wait()))
+            out += chunk
+        return Launched(out.decode(errors="replace"), None, close)
 
     @staticmethod
     def _exec(full: list[str], shown: str, timeout_s: float | None, stdin: str | None) -> Result:

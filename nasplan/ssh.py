@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import hashlib
 import select
 import socket
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import paramiko
 from fabric import Config, Connection
@@ -19,10 +21,11 @@ from nasplan import become, shell
 from nasplan.errors import HostError, HostLostError
 from nasplan.inventory import Host, ssh_file_errors
 from nasplan.localfile import private_file_problem
-from nasplan.runner import Result
+from nasplan.runner import Launched, Result
 from nasplan.timeouts import Timeouts, from_environ
 
 _READ_CHUNK_BYTES = 65536
+T = TypeVar("T")
 # Prefixed to a POSIX script (see SshRunner._input_safe): without input it reads /dev/null
 # (nasplan sends it no EOF); with input, its shell reads the rest of it before it ends.
 _NO_INPUT = "exec </dev/null\n"
@@ -185,6 +188,20 @@ class SshRunner:
             self.lost = self.lost or message
         return HostLostError(self.name, self.lost or message)
 
+    def start_until(self, script: str, marker: str, *, timeout_s: float) -> Launched:
+        """Start ``script`` (POSIX sh, as the login user) on its own channel and return once its
+        standard output holds ``marker``, the channel left open (``Launched.close``); or once
+        it ended or ``timeout_s`` passed without it (``Launched.ended``, the channel closed)."""
+        command = self.host_shell.exec_line(self._input_safe(script, False))
+        return self._on_channel(
+            command,
+            timeout_s,
+            None,
+            collect=_until(marker, script, timeout_s),
+            timed_out=lambda result: Launched("", result),
+            keep=lambda launched: launched.ended is None,
+        )
+
     def _exec(
         self,
         command: str,
@@ -193,6 +210,29 @@ class SshRunner:
         stdin: str | None,
         mark_lost: bool = True,
     ) -> Result:
+        limit_s = timeout_s or self.timeouts.command_s
+        return self._on_channel(
+            command,
+            limit_s,
+            stdin,
+            mark_lost,
+            collect=lambda channel: self._collect(channel, shown, limit_s),
+            timed_out=lambda result: dataclasses.replace(result, command=shown),
+        )
+
+    def _on_channel(
+        self,
+        command: str,
+        timeout_s: float,
+        stdin: str | None,
+        mark_lost: bool = True,
+        *,
+        collect: Callable[[paramiko.Channel], T],
+        timed_out: Callable[[Result], T],
+        keep: Callable[[T], bool] = lambda _: False,
+    ) -> T:
+        """``command`` on a new channel, what ``collect`` makes of it; the channel is closed
+        after, unless ``keep`` says what was collected still runs on it."""
         if self.lost:
             raise HostLostError(self.name, self.lost)
         transport = self.connection.client.get_transport()
@@ -214,7 +254,6 @@ class SshRunner:
         # goes on, up to the command's own timeout (then only this channel is closed). One that
         # does not is lost: closing the transport ends every wait on it. The transport is never
         # closed for one slow answer: other threads' commands share it.
-        timeout_s = timeout_s or self.timeouts.command_s
         deadline = time.monotonic() + timeout_s
         answered = threading.Event()
         outcome: list[str] = []
@@ -231,6 +270,7 @@ class SshRunner:
                     return
 
         watchdog = threading.Thread(target=watch, name=f"exec-watchdog {self.name}", daemon=True)
+        kept = False
         try:
             channel.settimeout(channel_s)
             watchdog.start()
@@ -243,17 +283,20 @@ class SshRunner:
             if stdin is not None or self.host_shell.is_windows:
                 # No EOF without input: the script reads /dev/null (see _input_safe).
                 channel.shutdown_write()
-            return self._collect(channel, shown, timeout_s)
+            collected = collect(channel)
+            kept = keep(collected)
+            return collected
         except (paramiko.SSHException, OSError, EOFError) as exc:
             if outcome == ["timed out"]:
-                return Result(shown, "", f"timed out after {timeout_s} s", 124)
+                return timed_out(Result(command, "", f"timed out after {timeout_s} s", 124))
             reason = str(exc) or type(exc).__name__
             if outcome == ["lost"]:
                 reason = f"host stopped answering: no SSH channel within {channel_s:g} s"
                 raise self._lose(reason, mark_lost) from None
             raise self._lose(f"SSH connection lost: {reason}", mark_lost) from None
         finally:
-            channel.close()
+            if not kept:
+                channel.close()
 
     @staticmethod
     def _collect(channel: paramiko.Channel, shown: str, timeout_s: float | None) -> Result:
@@ -282,6 +325,35 @@ class SshRunner:
 
     def close(self) -> None:
         self.connection.close()
+
+
+def _until(marker: str, shown: str, timeout_s: float) -> Callable[[paramiko.Channel], Launched]:
+    """Read a channel's output until ``marker`` (then it is left open) or its end."""
+    wanted = marker.encode()
+
+    def collect(channel: paramiko.Channel) -> Launched:
+        stdout, stderr = bytearray(), bytearray()
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if channel.recv_ready():
+                stdout += channel.recv(_READ_CHUNK_BYTES)
+                if wanted in stdout:
+                    return Launched(stdout.decode(errors="replace"), None, channel.close)
+                continue
+            if channel.recv_stderr_ready():
+                stderr += channel.recv_stderr(_READ_CHUNK_BYTES)
+                continue
+            text = stdout.decode(errors="replace")
+            if channel.exit_status_ready() and (channel.eof_received or channel.closed):
+                ended = Result(
+                    shown, text, stderr.decode(errors="replace"), channel.recv_exit_status()
+                )
+                return Launched(text, ended)
+            if time.monotonic() > deadline:
+                return Launched(text, Result(shown, text, f"timed out after {timeout_s} s", 124))
+            select.select([channel], [], [], 0.05)
+
+    return collect
 
 
 def _answers(transport: paramiko.Transport, channel_s: float) -> bool:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from nasplan.facts import parse_iperf3_version
 from nasplan.measure.tools.iperf3 import (
     Iperf3Error,
     Iperf3Params,
@@ -21,7 +22,25 @@ from nasplan.measure.tools.iperf3 import (
     server_stop_script,
     temp_paths,
 )
-from nasplan.runner import LocalRunner
+from nasplan.measure.tools.iperf3_server import READY_MARKER, server_launch_script
+from nasplan.runner import Launched, LocalRunner
+
+
+def installed_iperf3_version() -> str:
+    said = subprocess.run(["iperf3", "--version"], capture_output=True, text=True, check=True)
+    version = parse_iperf3_version(said.stdout.splitlines()[0])
+    assert version, said.stdout
+    return version
+
+
+class CountingRunner(LocalRunner):
+    """A LocalRunner that counts the servers it launched on their own channel."""
+
+    launched = 0
+
+    def start_until(self, script: str, marker: str, *, timeout_s: float) -> Launched:
+        self.launched += 1
+        return super().start_until(script, marker, timeout_s=timeout_s)
 
 
 @pytest.fixture
@@ -80,6 +99,64 @@ def test_run_repetition_for_real_leaves_nothing_behind(namespaces: tuple[str, st
     assert rep["server"] is not None and rep["server"]["received_bits_per_second"] > 10**8
     assert iperf3_pids() <= before  # no iperf3 of ours left
     assert not list(Path("/tmp").glob(f"nasplan-iperf3-{token}*"))
+
+
+def test_run_repetition_launches_a_recent_server_on_its_channel(
+    namespaces: tuple[str, str],
+) -> None:
+    """iperf3 >= 3.7: the server runs in the foreground of its own command, ready once it said
+    it listens; the measurement is the same, and nothing of it is left after."""
+    server_ns, client_ns = namespaces
+    server, client = CountingRunner("nas", netns=server_ns), LocalRunner("ws", netns=client_ns)
+    before = iperf3_pids()
+    token = f"test-{uuid.uuid4().hex[:8]}"
+    params = Iperf3Params(duration_s=1, parallel=2, port=5296)
+    version = installed_iperf3_version()
+    raw, rep = run_repetition(
+        server, client, "iperf3", "iperf3", "198.18.250.1", params, token,
+        server_iperf3_version=version, client_iperf3_version=version,
+    )  # fmt: skip
+    assert server.launched == 1
+    assert json.loads(raw)["end"]["sum_received"]["bits_per_second"] == rep["bits_per_second"]
+    assert 10**8 < rep["bits_per_second"] < 10**12
+    assert rep["streams"] == 2
+    assert iperf3_pids() <= before
+    assert not list(Path("/tmp").glob(f"nasplan-iperf3-{token}*"))
+
+
+def test_launched_server_never_takes_a_port_someone_else_listens_on(
+    namespaces: tuple[str, str], tmp_path: Path
+) -> None:
+    """A NAS's own iperf3 daemon on the port: the launched server cannot listen, nasplan says
+    the port is in use (a busy server, retried), and leaves the other daemon running."""
+    server_ns, client_ns = namespaces
+    before = iperf3_pids()
+    theirs = tmp_path / "theirs.pid"
+    subprocess.run(
+        ["ip", "netns", "exec", server_ns, "iperf3", "-s", "-D", "-p", "5295", "-I", str(theirs)],
+        check=True, timeout=10,
+    )  # fmt: skip
+    deadline = time.monotonic() + 5
+    while not theirs.exists() or not theirs.read_text().strip():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    their_pid = int(theirs.read_text())
+    try:
+        server, client = CountingRunner("nas", netns=server_ns), LocalRunner("ws", netns=client_ns)
+        token = f"test-{uuid.uuid4().hex[:8]}"
+        pauses: list[float] = []
+        with pytest.raises(Iperf3Error, match="iperf3 port 5295 is already in use"):
+            run_repetition(
+                server, client, "iperf3", "iperf3", "198.18.250.1", Iperf3Params(duration_s=1,
+                port=5295), token, server_iperf3_version=installed_iperf3_version(),
+                sleep=pauses.append,
+            )  # fmt: skip
+        assert server.launched == 4 and len(pauses) == 3  # retried as a busy server
+        assert their_pid in iperf3_pids()  # theirs: never stopped
+        assert iperf3_pids() <= before | {their_pid}  # none of ours left
+        assert not list(Path("/tmp").glob(f"nasplan-iperf3-{token}*"))
+    finally:
+        os.kill(their_pid, 15)
 
 
 def test_run_repetition_for_real_reports_connection_refused(namespaces: tuple[str, str]) -> None:
@@ -145,3 +222,60 @@ def test_server_scripts_under_busybox_start_and_kill_an_idle_server(
     assert stopped.returncode == 0
     assert pid not in iperf3_pids()
     assert not Path(pidfile).exists() and not Path(logfile).exists()
+
+
+@pytest.mark.parametrize("alone", [False, True], ids=["applets-first", "busybox-alone"])
+def test_launch_script_under_busybox_says_when_it_listens(
+    namespaces: tuple[str, str], tmp_path: Path, alone: bool
+) -> None:
+    """The launched server under BusyBox's sh: ready when iperf3 says it listens (the port is
+    then in the LISTEN table), its PID in the pidfile, stopped by the stop script."""
+    server_ns, _ = namespaces
+    busybox, iperf3 = shutil.which("busybox"), shutil.which("iperf3")
+    assert busybox and iperf3, "make test installs busybox and iperf3"
+    applets = tmp_path / "busybox-bin"
+    applets.mkdir()
+    listed = subprocess.run([busybox, "--list"], capture_output=True, text=True, check=True)
+    few = ("sh", "sleep", "grep", "cat", "rm", "hostname", "kill")
+    for applet in listed.stdout.split() if alone else few:
+        (applets / applet).symlink_to(busybox)
+    if alone:
+        (applets / "iperf3").symlink_to(iperf3)
+    env = {**os.environ, "PATH": str(applets) if alone else f"{applets}:{os.environ['PATH']}"}
+    pidfile, logfile = temp_paths(f"bbl-{uuid.uuid4().hex[:8]}", 5294)
+    ip = shutil.which("ip") or "ip"
+    script = server_launch_script("iperf3", 5294, pidfile, logfile)
+    proc = subprocess.Popen(
+        [ip, "netns", "exec", server_ns, str(applets / "sh"), "-c", script],
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        said = b""
+        while READY_MARKER.encode() not in said:
+            chunk = proc.stdout.read1(4096)
+            assert chunk, f"ended before it listened: {said!r}"
+            said += chunk
+        assert int(Path(pidfile).read_text()) == proc.pid  # the script became the server
+        assert proc.pid in iperf3_pids()
+        tables = subprocess.run(
+            ["ip", "netns", "exec", server_ns, "cat", "/proc/net/tcp", "/proc/net/tcp6"],
+            capture_output=True, text=True, timeout=10,
+        ).stdout  # fmt: skip
+        assert any(
+            line.split()[1].endswith(f":{5294:04X}") and line.split()[3] == "0A"
+            for line in tables.splitlines()[1:]
+            if len(line.split()) > 3
+        )
+        stopped = subprocess.run(
+            [ip, "netns", "exec", server_ns, str(applets / "sh"), "-c",
+             server_stop_script(pidfile, logfile, grace_s=0)],
+            env=env, capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+        assert stopped.returncode == 0
+        assert proc.wait(timeout=10) != 0  # killed, not ended by itself
+        assert not Path(pidfile).exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -235,7 +235,12 @@ def _repetition(
     run_one = (
         iperf3_multi.run_repetition
         if processes
-        else functools.partial(iperf3.run_repetition, rider=rider, defer=defer)
+        else functools.partial(
+            iperf3.run_repetition,
+            rider=rider,
+            defer=defer,
+            server_iperf3_version=server.facts.iperf3_version if server.facts else None,
+        )
     )
     try:
         raw, parsed = run_one(

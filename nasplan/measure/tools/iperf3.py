@@ -6,17 +6,24 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, Protocol, TypeVar
 
 from nasplan import shell
 from nasplan.errors import NasplanError
 from nasplan.measure.tools import iperf3_server, iperf3_server_windows
-from nasplan.measure.tools.iperf3_server import PORT_IN_USE_EXIT, SERVER_READY_TIMEOUT_S
+from nasplan.measure.tools.iperf3_server import (
+    LAUNCH_SECTION,
+    LAUNCH_SINCE,
+    PORT_IN_USE_EXIT,
+    READY_MARKER,
+    SERVER_READY_TIMEOUT_S,
+)
 from nasplan.measure.tools.iperf3_server import server_start_script as server_start_script
 from nasplan.measure.tools.iperf3_server import server_stop_script as server_stop_script
 from nasplan.measure.tools.iperf3_server import temp_paths as temp_paths
 from nasplan.measure.tools.jsondoc import count, find_object, number
-from nasplan.runner import Runner
+from nasplan.runner import Launched, Launcher, Runner
 
 # "server is busy" is transient (someone else's test); retry after these pauses, in seconds.
 BUSY_BACKOFF_S: tuple[float, ...] = (0.5, 1.0, 2.0)
@@ -339,23 +346,17 @@ def _attempt(
     hooks: ClientHooks = (nothing, nothing),
     rider: Rider = NO_RIDER,
     defer: Defer | None = None,
+    server_iperf3_version: str | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    scripts = iperf3_server_windows if shell.of(server).is_windows else iperf3_server
+    windows = shell.of(server).is_windows
+    scripts = iperf3_server_windows if windows else iperf3_server
     # the server's name in the path: hosts sharing one /tmp (the lab) tell their files apart
     pidfile, logfile = scripts.temp_paths(f"{token}-{server.name}", params.port)
-    started = server.run_script(
-        scripts.server_start_script(
-            server_iperf3, params.port, pidfile, logfile, also=rider.start_text()
-        ),
-        timeout_s=SERVER_READY_TIMEOUT_S + 10,
-    )
-    rider.started(started.stdout)
-    if not started.ok:
-        reason = _excerpt(started.stderr + started.stdout) or f"exit status {started.exited}"
-        if started.exited == PORT_IN_USE_EXIT:
-            raise Iperf3Error(reason)
-        server.run_script(scripts.server_stop_script(pidfile, logfile, grace_s=0), timeout_s=15)
-        raise Iperf3Error(f"could not start the iperf3 server on {server.name}: {reason}")
+    version = version_tuple(server_iperf3_version)
+    if not windows and isinstance(server, Launcher) and version and version >= LAUNCH_SINCE:
+        launched = _launch(server, server, server_iperf3, params.port, pidfile, logfile, rider)
+    else:
+        launched = _start(server, scripts, server_iperf3, params.port, pidfile, logfile, rider)
     parsed: dict[str, Any] | None = None
     try:
         timeout_s = params.duration_s + params.omit_s + CLIENT_TIMEOUT_MARGIN_S
@@ -379,7 +380,10 @@ def _attempt(
         )
 
         def stop() -> None:
-            stopped = server.run_script(script, timeout_s=15)
+            try:
+                stopped = server.run_script(script, timeout_s=15)
+            finally:
+                launched.close()
             rider.stopped(stopped.stdout)
             if parsed is not None:
                 parsed["server"] = parse_server_log(stopped.stdout.partition("\n@@nasplan:")[0])
@@ -389,6 +393,67 @@ def _attempt(
         else:
             stop()
     return result.stdout, parsed
+
+
+def _start(
+    server: Runner,
+    scripts: ModuleType,
+    server_iperf3: str,
+    port: int,
+    pidfile: str,
+    logfile: str,
+    rider: Rider,
+) -> Launched:
+    """A daemon server, ready once the start script saw its port listening (iperf3 < 3.7,
+    one whose version is unknown, Windows)."""
+    script = scripts.server_start_script(
+        server_iperf3, port, pidfile, logfile, also=rider.start_text()
+    )
+    started = server.run_script(script, timeout_s=SERVER_READY_TIMEOUT_S + 10)
+    rider.started(started.stdout)
+    if not started.ok:
+        reason = _excerpt(started.stderr + started.stdout) or f"exit status {started.exited}"
+        if started.exited == PORT_IN_USE_EXIT:
+            raise Iperf3Error(reason)
+        server.run_script(scripts.server_stop_script(pidfile, logfile, grace_s=0), timeout_s=15)
+        raise Iperf3Error(f"could not start the iperf3 server on {server.name}: {reason}")
+    return Launched(started.stdout, None)
+
+
+def _launch(
+    server: Runner,
+    launcher: Launcher,
+    server_iperf3: str,
+    port: int,
+    pidfile: str,
+    logfile: str,
+    rider: Rider,
+) -> Launched:
+    """The server in the foreground of its own channel, ready once it said it listens
+    (``server`` and ``launcher``: one runner, seen as both)."""
+    script = iperf3_server.server_launch_script(
+        server_iperf3, port, pidfile, logfile, also=rider.start_text()
+    )
+    # as long as the background start may take: its readiness wait plus the SSH round trip's
+    limit_s = SERVER_READY_TIMEOUT_S + 10
+    launched = launcher.start_until(script, READY_MARKER, timeout_s=limit_s)
+    before, _, said = launched.output.partition(f"@@nasplan:{LAUNCH_SECTION}@@")
+    rider.started(before)
+    ended = launched.ended
+    if ended is None:
+        return launched
+    # it did not listen: stop what may still run (a server that never said it listens)
+    launched.close()
+    server.run_script(iperf3_server.server_stop_script(pidfile, logfile, grace_s=0), timeout_s=15)
+    if ended.exited == 124:
+        reason = f"it did not listen on port {port} within {limit_s} s"
+    else:
+        check = server.run_script(iperf3_server.port_check_script(port), timeout_s=15)
+        if check.exited == PORT_IN_USE_EXIT:
+            raise Iperf3Error(_excerpt(check.stderr))
+        said = _excerpt(said + ended.stderr)
+        reason = said or f"{server_iperf3} -s ended before it listened on port {port}"
+    raise Iperf3Error(f"could not start the iperf3 server on {server.name}: {reason}")
 
 
 def run_repetition(
@@ -401,6 +466,7 @@ def run_repetition(
     token: str,
     *,
     client_iperf3_version: str | None = None,
+    server_iperf3_version: str | None = None,
     sleep: Callable[[float], None] = time.sleep,
     hooks: ClientHooks = (nothing, nothing),
     rider: Rider = NO_RIDER,
@@ -408,7 +474,9 @@ def run_repetition(
 ) -> tuple[str, dict[str, Any]]:
     """Run one iperf3 test: start a one-off server, run the client, always stop the server.
 
-    Returns ``(raw client JSON text, parse() result + "server": parse_server_log())``.
+    Returns ``(raw client JSON text, parse() result + "server": parse_server_log())``; "server"
+    is None for a server launched on its own channel (``server_iperf3_version`` >= 3.7 on a
+    POSIX host whose runner is a Launcher): it keeps no JSON log.
     ``defer``: given the server's stop once the client's result is in, to run it later (the
     result's "server" is filled then); without it, or after a failure, the stop runs at once.
     Retries "server is busy" / "port in use" after BUSY_BACKOFF_S; raises Iperf3Error otherwise.
@@ -429,6 +497,7 @@ def run_repetition(
             hooks,
             rider,
             defer,
+            server_iperf3_version,
         ),
         sleep,
     )

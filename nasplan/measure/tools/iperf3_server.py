@@ -161,6 +161,72 @@ def _assignments(values: Mapping[str, str | int]) -> str:
     return "".join(f"{name}={shlex.quote(str(value))}\n" for name, value in values.items())
 
 
+# The server in the foreground of its own SSH channel (iperf3 >= 3.7): the script becomes iperf3
+# (`exec`, so $$ is its PID, written to the pidfile for the stop script and the watchdog, which
+# start before it), and iperf3 says on that channel when it listens: "Server listening on PORT",
+# flushed at once with --forceflush since 3.7. nasplan reads it and starts the client: no look
+# at the LISTEN table before or after, no nap. A server that cannot listen (its port taken, a bad
+# option) ends without saying it; only then does nasplan look whether the port is someone else's
+# (``port_check_script``). `-i 0`: no interval lines of its own, so what the server prints
+# while nasplan only holds its channel stays a few lines whatever the test's length. Its
+# output before the server's (the rider's) ends at the LAUNCH_SECTION line.
+LAUNCH_SINCE = (3, 7)
+READY_MARKER = "Server listening on"
+LAUNCH_SECTION = "iperf3-server"
+_LAUNCH_BODY = """\
+if ! command -v "$iperf3" >/dev/null 2>&1; then
+  echo "nasplan: $iperf3: not found" >&2
+  exit 1
+fi
+if [ -e "$pidfile" ] || [ -e "$logfile" ]; then rm -f "$pidfile" "$logfile"; fi
+echo "$$" > "$pidfile"
+nasplan_watch
+printf '@@nasplan:%s@@\\n' "$section"
+exec "$iperf3" -s -1 -p "$port" -i 0 --forceflush 2>&1
+"""
+
+
+def server_launch_script(
+    iperf3_path: str, port: int, pidfile: str, logfile: str, *, also: str = ""
+) -> str:
+    """POSIX sh that becomes a one-off iperf3 server (iperf3 >= LAUNCH_SINCE) on its channel.
+
+    Run with ``start_until(..., READY_MARKER)``: ready once that line came; a script that ends
+    without it did not start (a missing iperf3: exit 1, the reason on stderr; iperf3's own
+    reason in its output). ``also`` as for ``server_start_script``: its output comes first.
+    """
+    values: dict[str, str | int] = {
+        "iperf3": iperf3_path,
+        "port": port,
+        "pidfile": pidfile,
+        "logfile": logfile,
+        "section": LAUNCH_SECTION,
+        "watch": _WATCH,
+    }
+    return _assignments(values) + PRELUDE + _WATCH_START + also + _LAUNCH_BODY
+
+
+_PORT_CHECK = """\
+if command -v ss >/dev/null 2>&1; then
+  case $(ss -ltn "sport = :$port" 2>/dev/null) in *":$port "*) taken=1 ;; esac
+elif grep -Eqs "^ *[0-9]+: [0-9A-F]+:$port_hex [0-9A-F]+:[0-9A-F]+ 0A " /proc/net/tcp /proc/net/tcp6
+then
+  taken=1
+fi
+if [ -n "${taken-}" ]; then
+  echo "nasplan: iperf3 port $port is already in use on $(hostname 2>/dev/null)" >&2
+  exit 3
+fi
+exit 0
+"""
+
+
+def port_check_script(port: int) -> str:
+    """POSIX sh: exit 3 (PORT_IN_USE_EXIT, the reason on stderr) when something listens on TCP
+    ``port``; 0 when nothing does or the host cannot tell (no `ss`, no /proc/net/tcp: BSD)."""
+    return _assignments({"port": port, "port_hex": f"{port:04X}"}) + _PORT_CHECK
+
+
 def server_start_script(
     iperf3_path: str,
     port: int,

@@ -30,6 +30,11 @@ from nasplan.measure.tools.iperf3 import (
     server_stop_script,
     temp_paths,
 )
+from nasplan.measure.tools.iperf3_server import (
+    READY_MARKER,
+    port_check_script,
+    server_launch_script,
+)
 from nasplan.runner import Result
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "iperf3" / "3.12"
@@ -394,6 +399,30 @@ def test_start_script_refuses_a_port_already_listening(tmp_path: Path) -> None:
             assert f"iperf3 port {port} is already in use" in done.stderr
             assert is_server_busy(done.stderr)
             assert not pidfile.exists()
+
+
+def test_port_check_tells_a_taken_port_from_a_free_one(tmp_path: Path) -> None:
+    environments = shells(tmp_path)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        for shell, env in environments:
+            done = run_sh(shell, env, port_check_script(port))
+            assert done.returncode == 3, (shell, done.stderr)
+            assert f"iperf3 port {port} is already in use" in done.stderr
+            assert is_server_busy(done.stderr)
+    for shell, env in environments:  # closed now: free
+        done = run_sh(shell, env, port_check_script(port))
+        assert (done.returncode, done.stderr) == (0, ""), shell
+
+
+def test_launch_script_names_an_iperf3_that_is_not_there(tmp_path: Path) -> None:
+    missing = str(tmp_path / "no-iperf3")
+    for shell, env in shells(tmp_path):
+        done = run_sh(shell, env, server_launch_script(missing, 1, "/tmp/x.pid", "/tmp/x.log"))
+        assert (done.returncode, done.stderr.strip()) == (1, f"nasplan: {missing}: not found")
+        assert READY_MARKER not in done.stdout
 
 
 def _silent_server(tmp_path: Path) -> Path:
