@@ -9,7 +9,7 @@ import importlib
 import os
 import secrets
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,6 +21,7 @@ from nasplan.errors import HostLostError, RunDirError
 from nasplan.hostlock import acquire_script
 from nasplan.hosts import (
     HostSession,
+    HostsPart,
     close_sessions,
     in_parallel,
     mark_lost_hosts,
@@ -31,7 +32,7 @@ from nasplan.hosts import (
 from nasplan.inventory import Host
 from nasplan.measure import kinds
 from nasplan.measure.kind import BoundTest, RunContext, fail_for_lost_host, skipped
-from nasplan.output import require_free_space, secrets_from_environ
+from nasplan.output import require_free_space, secrets_from_environ, sync_files
 from nasplan.plan import Plan
 from nasplan.progress import Progress, RedactedProgress, result_text
 from nasplan.results import RunSaver, new_run_dir
@@ -253,20 +254,23 @@ def apply(
     early = None if network.active else leases.EarlyRelease(keeper, lock_id)
     last_uses = {host: index for index, one in enumerate(bound) for host in one.test.hosts}
 
+    hosts_part = HostsPart(sessions)
+
     def snapshot(running: dict[str, Any] | None = None) -> dict[str, Any]:
         current = dict(run)
         current["tests"] = run["tests"] + ([running] if running is not None else [])
-        current["hosts"] = {name: s.to_dict() for name, s in sorted(sessions.items())}
+        current["hosts"] = hosts_part.now()
         current["warnings"] = [w for s in sessions.values() for w in s.warnings] + ctx.warnings
         if network.active:
             current["network"] = network.to_dict()
             current["warnings"] += network.warnings
         return current
 
-    saver = RunSaver(run_dir)
+    saver = RunSaver(run_dir, frozen=("hosts",))
 
     def checkpoint(running: dict[str, Any] | None = None) -> None:
-        saver.save(snapshot(running), ctx.secrets)
+        # atomic, on disk at the run's end (_finish): no fsync between two measurements
+        saver.save(snapshot(running), ctx.secrets, durable=False)
 
     ctx.on_checkpoint = checkpoint
     checkpoint()
@@ -344,13 +348,13 @@ def apply(
             run["finished_at"] = _iso(_utc_now())
             written = snapshot()
             try:
-                _finish(saver, written, ctx.secrets, progress)
+                _finish(saver, written, ctx.secrets, progress, ctx.unsynced)
             finally:
                 releasing.join()
                 gc.unfreeze()  # collectable again once the run is over (apply as a library)
             final = snapshot()
             if final != written:
-                _finish(saver, final, ctx.secrets, progress)
+                _finish(saver, final, ctx.secrets, progress, ctx.unsynced)
 
 
 def _network_phase(
@@ -415,14 +419,22 @@ def _release(sessions: Mapping[str, HostSession], lock_id: str) -> None:
     close_sessions(sessions)
 
 
-def _finish(saver: RunSaver, run: dict[str, Any], secrets: list[str], progress: Progress) -> None:
-    """Save the final run.json and render report.md; a full disk is said once, not raised over
-    the run's own outcome (the last run.json saved during the run stays whole)."""
+def _finish(
+    saver: RunSaver,
+    run: dict[str, Any],
+    secrets: list[str],
+    progress: Progress,
+    unsynced: Sequence[Path] = (),
+) -> None:
+    """Save the final run.json and render report.md, and put the raw outputs written during
+    the run on disk (``unsynced``); a full disk is said once, not raised over the run's own
+    outcome (the last run.json saved during the run stays whole)."""
     # Imported here, not at the top: `apply --check` renders no report (Jinja comes with it).
     from nasplan.report.render import write_report
 
     try:
         saver.save(run, secrets)
         write_report(saver.path.parent, secrets=secrets, check=False)  # written just now
+        sync_files(unsynced, saver.path.parent)
     except RunDirError as exc:
         progress.message(f"nasplan: {exc}; run.json keeps what was saved before")

@@ -67,6 +67,48 @@ class HostSession:
             "actions": list(self.actions),
         }
 
+    def recorded_state(self) -> tuple[Any, ...]:
+        """Everything ``to_dict`` reads (HostsPart compares it from one save to the next)."""
+        return (
+            self.host,
+            self.facts,
+            self.platform,
+            self.error,
+            self.lost,
+            tuple(self.tools.items()),
+            tuple(self.tool_errors.items()),
+            tuple(self.actions),
+        )
+
+
+class HostsPart:
+    """run.json's ``hosts`` as it is now: built again only when a session changed in what it
+    records, else the very same dict (never changed once handed out), whose text RunSaver then
+    reuses without encoding 30 hosts' facts again at every save (``RunSaver(frozen=...)``)."""
+
+    def __init__(self, sessions: Mapping[str, HostSession]) -> None:
+        self._sessions = sessions
+        # the states the part was built from (held: an object's id is not reused meanwhile)
+        self._states: list[tuple[str, tuple[Any, ...]]] = []
+        self._part: dict[str, Any] = {}
+
+    def now(self) -> dict[str, Any]:
+        """The part, rebuilt if anything it shows changed since the last call."""
+        states = [(name, s.recorded_state()) for name, s in sorted(self._sessions.items())]
+        if not _same_states(states, self._states):
+            self._part = {name: self._sessions[name].to_dict() for name, _ in states}
+            self._states = states
+        return self._part
+
+
+def _same_states(
+    new: list[tuple[str, tuple[Any, ...]]], old: list[tuple[str, tuple[Any, ...]]]
+) -> bool:
+    return len(new) == len(old) and all(
+        name == was_name and all(a is b or a == b for a, b in zip(state, was, strict=True))
+        for (name, state), (was_name, was) in zip(new, old, strict=True)
+    )
+
 
 def in_parallel(items: Iterable[T], work: Callable[[T], None]) -> None:
     """Run ``work`` on every item with a bounded pool; ``work`` records its own errors."""

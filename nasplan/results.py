@@ -138,19 +138,26 @@ class RunSaver:
     and a run saves after every repetition. A part counts as unchanged when its compact JSON is.
     """
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, *, frozen: Iterable[str] = ()) -> None:
         self.path = run_dir / RUN_FILE
         self._secrets: tuple[str, ...] = ()
         # compact JSON of a part -> its text in run.json (cleaned, indent 2, at the top level)
         self._texts: dict[str, str] = {}
+        # top-level keys whose value, when the very same object comes again, has not changed
+        # (the caller never changes it once given: apply's HostsPart): name -> (value, text)
+        self._frozen = frozenset(frozen)
+        self._frozen_texts: dict[str, tuple[Any, str]] = {}
 
-    def save(self, run: dict[str, Any], secrets: Iterable[str] = ()) -> Path:
-        """Write ``run`` to run.json atomically (secrets masked, as ``save_run``); its path."""
+    def save(
+        self, run: dict[str, Any], secrets: Iterable[str] = (), *, durable: bool = True
+    ) -> Path:
+        """Write ``run`` to run.json atomically (secrets masked, as ``save_run``); its path.
+        ``durable``: as for ``write_text`` (a checkpoint during the run is not)."""
         masked = tuple(s for s in secrets if s)
         if masked != self._secrets:  # a secret learned during the run: every text again
-            self._secrets, self._texts = masked, {}
+            self._secrets, self._texts, self._frozen_texts = masked, {}, {}
         redactor = redactor_of(masked)
-        return write_text(self.path, self.text_of(run, redactor), redactor)
+        return write_text(self.path, self.text_of(run, redactor), redactor, durable=durable)
 
     def text_of(self, run: dict[str, Any], redactor: Redactor) -> str:
         """``dump_run(run)``, from the texts of unchanged parts where it can."""
@@ -169,26 +176,39 @@ class RunSaver:
 
         fields = []
         for name, value in run.items():
-            if isinstance(value, (list, tuple)):  # tests: each finished one stays as it was
+            seen = self._frozen_texts.get(name)
+            if seen is not None and seen[0] is value:
+                body = seen[1]
+            elif isinstance(value, (list, tuple)):  # tests: each finished one stays as it was
                 body = _joined("[", [_nested(text(item)) for item in value], "]")
             else:
                 body = text(value)
+            if name in self._frozen:
+                self._frozen_texts[name] = (value, body)
             key = json.dumps(redactor.text(name) if redactor.secrets else name, ensure_ascii=False)
             fields.append(f"{key}: {_nested(body)}")
         self._texts = kept
         return _joined("{", fields, "}") + "\n"
 
 
-def save_raw(run_dir: Path, relative_path: str, text: str, secrets: Iterable[str]) -> str:
+def save_raw(
+    run_dir: Path,
+    relative_path: str,
+    text: str,
+    secrets: Iterable[str],
+    *,
+    durable: bool = True,
+) -> str:
     """Write a raw tool output (secrets masked); return its path relative to the run directory.
 
     ``relative_path`` is relative to the run directory and must lie under ``raw/``,
     e.g. ``"raw/lan-single/rep-1.json"``; the same string is returned for run.json.
+    ``durable``: as for ``write_text`` (apply's are synced at the run's end).
     """
     posix = PurePosixPath(relative_path)
     if posix.is_absolute() or ".." in posix.parts or posix.parts[:1] != (RAW_DIR,):
         raise ValueError(f"raw file path must be relative and under {RAW_DIR}/: {relative_path!r}")
-    write_text(run_dir.joinpath(*posix.parts), text, redactor_of(secrets))
+    write_text(run_dir.joinpath(*posix.parts), text, redactor_of(secrets), durable=durable)
     return posix.as_posix()
 
 

@@ -34,15 +34,17 @@ def _let_go() -> None:
 class Launched:
     """A command started and left running once its output said it was ready (``start_until``).
 
-    ``output``: its standard output up to and with the ready marker (all of it if it ended).
-    ``ended``: None while it runs on; else how it ended before the marker (124: timed out).
+    ``output``: its standard output up to and with the ready markers (all of it if it ended).
+    ``ended``: None while it runs on; else how it ended before them (124: timed out).
     ``close``: let go of it (its SSH channel, its pipes) once it has ended: while it runs, its
-    output still has somewhere to go.
+    output still has somewhere to go. ``ended_within(seconds)``: wait up to that long for it to
+    end; whether it did (None: the runner cannot tell).
     """
 
     output: str
     ended: Result | None
     close: Callable[[], None] = _let_go
+    ended_within: Callable[[float], bool] | None = None
 
 
 @runtime_checkable
@@ -51,7 +53,7 @@ class Launcher(Protocol):
 
     name: str
 
-    def start_until(self, script: str, marker: str, *, timeout_s: float) -> Launched: ...
+    def start_until(self, script: str, markers: Sequence[str], *, timeout_s: float) -> Launched: ...
 
 
 class Runner(Protocol):
@@ -114,9 +116,10 @@ class LocalRunner:
         full = [*self._prefix(), "sh", "-c", script]
         return self._exec(full, script, timeout_s, stdin)
 
-    def start_until(self, script: str, marker: str, *, timeout_s: float) -> Launched:
-        """Start ``script`` (sh) and return once its standard output holds ``marker``, or once
-        it ended or ``timeout_s`` passed without it (``Launched.ended``)."""
+    def start_until(self, script: str, markers: Sequence[str], *, timeout_s: float) -> Launched:
+        """Start ``script`` (sh) and return once its standard output holds every one of
+        ``markers``, or once it ended or ``timeout_s`` passed without them (``Launched.ended``).
+        """
         proc = subprocess.Popen(
             [*self._prefix(), "sh", "-c", script],
             stdin=subprocess.DEVNULL,
@@ -133,7 +136,8 @@ class LocalRunner:
 
         out = bytearray()
         deadline = time.monotonic() + timeout_s
-        while marker.encode() not in out:
+        wanted = [marker.encode() for marker in markers]
+        while not all(marker in out for marker in wanted):
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([proc.stdout], [], [], left)[0]:
                 text = out.decode(errors="replace")
@@ -147,7 +151,15 @@ class LocalRunner:
                 close()
                 return Launched(text, Result(script, text, err, proc.wait()))
             out += chunk
-        return Launched(out.decode(errors="replace"), None, close)
+
+        def ended_within(seconds: float) -> bool:
+            try:
+                proc.wait(timeout=seconds)
+            except subprocess.TimeoutExpired:
+                return False
+            return True
+
+        return Launched(out.decode(errors="replace"), None, close, ended_within)
 
     @staticmethod
     def _exec(full: list[str], shown: str, timeout_s: float | None, stdin: str | None) -> Result:

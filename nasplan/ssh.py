@@ -188,16 +188,17 @@ class SshRunner:
             self.lost = self.lost or message
         return HostLostError(self.name, self.lost or message)
 
-    def start_until(self, script: str, marker: str, *, timeout_s: float) -> Launched:
+    def start_until(self, script: str, markers: Sequence[str], *, timeout_s: float) -> Launched:
         """Start ``script`` (POSIX sh, as the login user) on its own channel and return once its
-        standard output holds ``marker``, the channel left open (``Launched.close``); or once
-        it ended or ``timeout_s`` passed without it (``Launched.ended``, the channel closed)."""
+        standard output holds every one of ``markers``, the channel left open
+        (``Launched.close``); or once it ended or ``timeout_s`` passed without them
+        (``Launched.ended``, the channel closed)."""
         command = self.host_shell.exec_line(self._input_safe(script, False))
         return self._on_channel(
             command,
             timeout_s,
             None,
-            collect=_until(marker, script, timeout_s),
+            collect=_until(markers, script, timeout_s),
             timed_out=lambda result: Launched("", result),
             keep=lambda launched: launched.ended is None,
         )
@@ -327,9 +328,12 @@ class SshRunner:
         self.connection.close()
 
 
-def _until(marker: str, shown: str, timeout_s: float) -> Callable[[paramiko.Channel], Launched]:
-    """Read a channel's output until ``marker`` (then it is left open) or its end."""
-    wanted = marker.encode()
+def _until(
+    markers: Sequence[str], shown: str, timeout_s: float
+) -> Callable[[paramiko.Channel], Launched]:
+    """Read a channel's output until it holds every one of ``markers`` (then it is left open)
+    or its end."""
+    wanted = [marker.encode() for marker in markers]
 
     def collect(channel: paramiko.Channel) -> Launched:
         stdout, stderr = bytearray(), bytearray()
@@ -337,23 +341,35 @@ def _until(marker: str, shown: str, timeout_s: float) -> Callable[[paramiko.Chan
         while True:
             if channel.recv_ready():
                 stdout += channel.recv(_READ_CHUNK_BYTES)
-                if wanted in stdout:
-                    return Launched(stdout.decode(errors="replace"), None, channel.close)
+                if all(marker in stdout for marker in wanted):
+                    return Launched(
+                        stdout.decode(errors="replace"),
+                        None,
+                        channel.close,
+                        lambda seconds: _exits_within(channel, seconds),
+                    )
                 continue
             if channel.recv_stderr_ready():
                 stderr += channel.recv_stderr(_READ_CHUNK_BYTES)
                 continue
-            text = stdout.decode(errors="replace")
             if channel.exit_status_ready() and (channel.eof_received or channel.closed):
+                text = stdout.decode(errors="replace")
                 ended = Result(
                     shown, text, stderr.decode(errors="replace"), channel.recv_exit_status()
                 )
                 return Launched(text, ended)
             if time.monotonic() > deadline:
+                text = stdout.decode(errors="replace")
                 return Launched(text, Result(shown, text, f"timed out after {timeout_s} s", 124))
             select.select([channel], [], [], 0.05)
 
     return collect
+
+
+def _exits_within(channel: paramiko.Channel, seconds: float) -> bool:
+    """Whether the command on ``channel`` ended (its exit status came) within ``seconds``."""
+    channel.status_event.wait(seconds)
+    return channel.exit_status_ready()
 
 
 def _answers(transport: paramiko.Transport, channel_s: float) -> bool:
@@ -378,7 +394,15 @@ class _PromptTransport(paramiko.Transport):
     for a session without a terminal, holds its answer to the channel open until that ACK comes:
     the first command on every connection took ~45 ms instead of ~4 (the facts, on every host
     of every run). An SSH_MSG_IGNORE sent on receipt carries the ACK at once.
+
+    Its reader thread wakes once a second, not ten times, when nothing comes: only to see whether
+    the transport was closed, a handshake timed out or a keepalive is due (nasplan sets none),
+    none of which needs a tenth of a second. A connection's packets wake it at once either way.
+    Thirty idle connections cost ~23 ms of CPU a second at 0.1 s, every wake-up taking Python's
+    GIL from the thread that runs the plan; ~2.5 ms at 1 s (bench/README.md, sixth round).
     """
+
+    _active_check_timeout = 1.0
 
     def _parse_global_request(self, m: paramiko.Message) -> None:
         super()._parse_global_request(m)  # type: ignore[misc]

@@ -46,10 +46,15 @@ class RunContext:
     # apply: a test's teardown on its hosts may run while the next test starts (``defer``)
     overlap: bool = False
     pending: Teardown | None = None
+    # raw outputs written during the run, put on disk at its end (``output.sync_files``)
+    unsynced: list[Path] = field(default_factory=list)
 
     def save_raw(self, relative_path: str, text: str) -> str:
-        """Write a raw tool output under ``raw/`` with the secrets masked; its run-relative path."""
-        return results.save_raw(self.run_dir, relative_path, text, self.secrets)
+        """Write a raw tool output under ``raw/`` with the secrets masked; its run-relative path.
+        On disk by the end of the run (``unsynced``), not before the next measurement."""
+        written = results.save_raw(self.run_dir, relative_path, text, self.secrets, durable=False)
+        self.unsynced.append(self.run_dir / written)
+        return written
 
     def defer(
         self, work: Callable[[], object], done: Callable[[BaseException | None], None]

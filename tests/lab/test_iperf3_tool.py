@@ -8,8 +8,9 @@ import shutil
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,7 @@ from nasplan.measure.tools.iperf3 import (
     temp_paths,
 )
 from nasplan.measure.tools.iperf3_server import READY_MARKER, server_launch_script
-from nasplan.runner import Launched, LocalRunner
+from nasplan.runner import Launched, LocalRunner, Result
 
 
 def installed_iperf3_version() -> str:
@@ -34,13 +35,22 @@ def installed_iperf3_version() -> str:
 
 
 class CountingRunner(LocalRunner):
-    """A LocalRunner that counts the servers it launched on their own channel."""
+    """A LocalRunner that counts the servers it launched on their own channel, and keeps the
+    scripts it ran."""
 
     launched = 0
 
-    def start_until(self, script: str, marker: str, *, timeout_s: float) -> Launched:
+    def __init__(self, name: str, netns: str | None = None) -> None:
+        super().__init__(name, netns)
+        self.scripts: list[str] = []
+
+    def run_script(self, script: str, **kwargs: Any) -> Result:
+        self.scripts.append(script)
+        return super().run_script(script, **kwargs)
+
+    def start_until(self, script: str, markers: Sequence[str], *, timeout_s: float) -> Launched:
         self.launched += 1
-        return super().start_until(script, marker, timeout_s=timeout_s)
+        return super().start_until(script, markers, timeout_s=timeout_s)
 
 
 @pytest.fixture
@@ -117,6 +127,9 @@ def test_run_repetition_launches_a_recent_server_on_its_channel(
         server_iperf3_version=version, client_iperf3_version=version,
     )  # fmt: skip
     assert server.launched == 1
+    # seen to end on its channel: the stop script has no grace left to wait (it naps 10 ms)
+    (stop,) = server.scripts
+    assert "\ngrace=0\n" in stop
     assert json.loads(raw)["end"]["sum_received"]["bits_per_second"] == rep["bits_per_second"]
     assert 10**8 < rep["bits_per_second"] < 10**12
     assert rep["streams"] == 2
@@ -175,13 +188,22 @@ def test_run_repetition_for_real_reports_connection_refused(namespaces: tuple[st
     assert not list(Path("/tmp").glob(f"nasplan-iperf3-{token}*"))
 
 
-@pytest.mark.parametrize("alone", [False, True], ids=["applets-first", "busybox-alone"])
-def test_server_scripts_under_busybox_start_and_kill_an_idle_server(
-    namespaces: tuple[str, str], tmp_path: Path, alone: bool
-) -> None:
-    """BusyBox applets first on PATH (iproute2's ss still found), and BusyBox alone, as on a QTS
-    or DSM shell: no ss, the server's readiness read from /proc/net/tcp."""
-    server_ns, _ = namespaces
+def listening(namespace: str, port: int) -> bool:
+    """Whether TCP ``port`` is in the namespace's LISTEN table (state 0A)."""
+    tables = subprocess.run(
+        ["ip", "netns", "exec", namespace, "cat", "/proc/net/tcp", "/proc/net/tcp6"],
+        capture_output=True, text=True, timeout=10,
+    ).stdout  # fmt: skip
+    return any(
+        line.split()[1].endswith(f":{port:04X}") and line.split()[3] == "0A"
+        for line in tables.splitlines()[1:]
+        if len(line.split()) > 3
+    )
+
+
+def busybox_shell(tmp_path: Path, alone: bool) -> tuple[str, dict[str, str]]:
+    """BusyBox's sh and its environment: a few applets first on PATH (iproute2's `ss` still
+    found), or BusyBox alone with iperf3, as on a QTS or DSM shell."""
     busybox, iperf3 = shutil.which("busybox"), shutil.which("iperf3")
     assert busybox and iperf3, "make test installs busybox and iperf3"
     applets = tmp_path / "busybox-bin"
@@ -190,10 +212,20 @@ def test_server_scripts_under_busybox_start_and_kill_an_idle_server(
     few = ("sh", "sleep", "grep", "cat", "rm", "hostname", "kill")
     for applet in listed.stdout.split() if alone else few:
         (applets / applet).symlink_to(busybox)
-    path = str(applets) if alone else f"{applets}:{os.environ['PATH']}"
     if alone:
         (applets / "iperf3").symlink_to(iperf3)
-    shell, env = str(applets / "sh"), {**os.environ, "PATH": path}
+    path = str(applets) if alone else f"{applets}:{os.environ['PATH']}"
+    return str(applets / "sh"), {**os.environ, "PATH": path}
+
+
+@pytest.mark.parametrize("alone", [False, True], ids=["applets-first", "busybox-alone"])
+def test_server_scripts_under_busybox_start_and_kill_an_idle_server(
+    namespaces: tuple[str, str], tmp_path: Path, alone: bool
+) -> None:
+    """BusyBox applets first on PATH (iproute2's ss still found), and BusyBox alone, as on a QTS
+    or DSM shell: no ss, the server's readiness read from /proc/net/tcp."""
+    server_ns, _ = namespaces
+    shell, env = busybox_shell(tmp_path, alone)
     pidfile, logfile = temp_paths(f"bb-{uuid.uuid4().hex[:8]}", 5298)
 
     ip = shutil.which("ip") or "ip"  # iproute2's, not BusyBox's (the PATH given to the shell)
@@ -209,15 +241,7 @@ def test_server_scripts_under_busybox_start_and_kill_an_idle_server(
     pid = int(Path(pidfile).read_text())
     assert pid in iperf3_pids()
     # ready means listening already: the port is in the namespace's LISTEN table (0A)
-    tables = subprocess.run(
-        ["ip", "netns", "exec", server_ns, "cat", "/proc/net/tcp", "/proc/net/tcp6"],
-        capture_output=True, text=True, timeout=10,
-    ).stdout  # fmt: skip
-    assert any(
-        line.split()[1].endswith(f":{5298:04X}") and line.split()[3] == "0A"
-        for line in tables.splitlines()[1:]
-        if len(line.split()) > 3
-    )
+    assert listening(server_ns, 5298)
     stopped = in_ns(server_stop_script(pidfile, logfile, grace_s=0))
     assert stopped.returncode == 0
     assert pid not in iperf3_pids()
@@ -229,24 +253,15 @@ def test_launch_script_under_busybox_says_when_it_listens(
     namespaces: tuple[str, str], tmp_path: Path, alone: bool
 ) -> None:
     """The launched server under BusyBox's sh: ready when iperf3 says it listens (the port is
-    then in the LISTEN table), its PID in the pidfile, stopped by the stop script."""
+    then in the LISTEN table), its PID in the pidfile, stopped by the stop script, which ends
+    the script that waited for it."""
     server_ns, _ = namespaces
-    busybox, iperf3 = shutil.which("busybox"), shutil.which("iperf3")
-    assert busybox and iperf3, "make test installs busybox and iperf3"
-    applets = tmp_path / "busybox-bin"
-    applets.mkdir()
-    listed = subprocess.run([busybox, "--list"], capture_output=True, text=True, check=True)
-    few = ("sh", "sleep", "grep", "cat", "rm", "hostname", "kill")
-    for applet in listed.stdout.split() if alone else few:
-        (applets / applet).symlink_to(busybox)
-    if alone:
-        (applets / "iperf3").symlink_to(iperf3)
-    env = {**os.environ, "PATH": str(applets) if alone else f"{applets}:{os.environ['PATH']}"}
+    shell, env = busybox_shell(tmp_path, alone)
     pidfile, logfile = temp_paths(f"bbl-{uuid.uuid4().hex[:8]}", 5294)
     ip = shutil.which("ip") or "ip"
     script = server_launch_script("iperf3", 5294, pidfile, logfile)
     proc = subprocess.Popen(
-        [ip, "netns", "exec", server_ns, str(applets / "sh"), "-c", script],
+        [ip, "netns", "exec", server_ns, shell, "-c", script],
         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
     try:
@@ -256,24 +271,18 @@ def test_launch_script_under_busybox_says_when_it_listens(
             chunk = proc.stdout.read1(4096)
             assert chunk, f"ended before it listened: {said!r}"
             said += chunk
-        assert int(Path(pidfile).read_text()) == proc.pid  # the script became the server
-        assert proc.pid in iperf3_pids()
-        tables = subprocess.run(
-            ["ip", "netns", "exec", server_ns, "cat", "/proc/net/tcp", "/proc/net/tcp6"],
-            capture_output=True, text=True, timeout=10,
-        ).stdout  # fmt: skip
-        assert any(
-            line.split()[1].endswith(f":{5294:04X}") and line.split()[3] == "0A"
-            for line in tables.splitlines()[1:]
-            if len(line.split()) > 3
-        )
+        server = int(Path(pidfile).read_text())
+        assert server in iperf3_pids()  # the script runs it and waits for it
+        assert proc.poll() is None
+        assert listening(server_ns, 5294)
         stopped = subprocess.run(
-            [ip, "netns", "exec", server_ns, str(applets / "sh"), "-c",
+            [ip, "netns", "exec", server_ns, shell, "-c",
              server_stop_script(pidfile, logfile, grace_s=0)],
             env=env, capture_output=True, text=True, timeout=30,
         )  # fmt: skip
         assert stopped.returncode == 0
-        assert proc.wait(timeout=10) != 0  # killed, not ended by itself
+        assert proc.wait(timeout=10) != 0  # its server killed, not ended by itself
+        assert server not in iperf3_pids()
         assert not Path(pidfile).exists()
     finally:
         if proc.poll() is None:

@@ -13,7 +13,7 @@ import pytest
 from nasplan.apply import tool_needs
 from nasplan.errors import CannotStart
 from nasplan.facts import parse_facts
-from nasplan.hosts import HostSession, prepare
+from nasplan.hosts import HostSession, HostsPart, prepare
 from nasplan.inventory import Host
 from nasplan.measure import kinds
 from nasplan.measure.kind import RunContext, check_ready
@@ -60,3 +60,32 @@ def test_a_tool_the_platform_cannot_provide_fails_only_its_tests(
     with pytest.raises(CannotStart) as failed:
         check_ready(plan.tests[0], ctx, kinds.bind(plan.tests[0]).needs)
     assert str(failed.value) == session.tool_errors["fio"]
+
+
+def test_hosts_part_is_rebuilt_exactly_when_a_host_changes_in_what_run_json_shows(
+    fake_runner: Callable[[str], Any],
+) -> None:
+    facts = parse_facts((FIXTURES / "debian12-root.txt").read_text())
+    sessions = {
+        name: HostSession(Host(name, f"198.18.0.{i}"), fake_runner(name), facts, GenericLinux())
+        for i, name in enumerate(("nas", "ws"), start=10)
+    }
+    part = HostsPart(sessions)
+    first = part.now()
+    assert first == {name: s.to_dict() for name, s in sessions.items()}
+    assert part.now() is first  # nothing changed: the same dict, its text reused
+    sessions["ws"].warnings.append("not in hosts")  # warnings live elsewhere in run.json
+    assert part.now() is first
+    changes: list[Callable[[HostSession], None]] = [
+        lambda s: s.mark_lost("ws: host stopped answering"),
+        lambda s: s.actions.append("apt-get install -y iperf3"),
+        lambda s: s.tools.update(iperf3="/usr/bin/iperf3"),
+        lambda s: setattr(s, "facts", dataclasses.replace(facts, hostname="renamed")),
+    ]
+    before = first
+    for change in changes:
+        change(sessions["ws"])
+        now = part.now()
+        assert now is not before and now["ws"] == sessions["ws"].to_dict()
+        assert part.now() is now
+        before = now

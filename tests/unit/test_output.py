@@ -6,12 +6,20 @@ from __future__ import annotations
 import ast
 import io
 import json
+import os
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from nasplan.cli import main
-from nasplan.output import env_names, redactor_of, secrets_from_environ, write_text
+from nasplan.output import (
+    env_names,
+    redactor_of,
+    secrets_from_environ,
+    sync_files,
+    write_text,
+)
 from nasplan.progress import PlainProgress, RedactedProgress
 
 PACKAGE = Path(__file__).resolve().parents[2] / "nasplan"
@@ -111,3 +119,33 @@ def test_report_and_compare_mask_secrets_the_plan_names(tmp_path: Path) -> None:
     result = CliRunner(env=env).invoke(main, ["compare", *dirs, "--format", "json"])
     assert result.exit_code == 0, result.output
     assert "tok-0123456789" not in result.output
+
+
+def test_in_run_writes_skip_fsync_and_are_synced_with_their_directories_at_the_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[Path] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(Path(os.readlink(f"/proc/self/fd/{fd}")))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    run_dir = tmp_path / "runs" / "r1"
+    raw = run_dir / "raw" / "lan" / "rep-1.json"
+    write_text(raw, "{}\n", redactor_of([]), durable=False)  # its directories are made
+    write_text(run_dir / "run.json", "{}\n", redactor_of([]), durable=False)
+    assert synced == []  # nothing between two measurements
+    assert raw.read_text() == "{}\n"
+    sync_files([raw, run_dir / "run.json", run_dir / "gone.json"], run_dir)
+    assert set(synced) == {
+        raw,
+        run_dir / "run.json",
+        raw.parent,
+        raw.parent.parent,
+        run_dir,
+    }  # not runs/ above the run, not a file that is not there
+    synced.clear()
+    write_text(run_dir / "report.md", "# r\n", redactor_of([]))
+    assert len(synced) == 1 and synced[0].parent == run_dir  # durable: its temporary file

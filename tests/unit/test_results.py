@@ -251,3 +251,18 @@ def test_run_saver_writes_save_runs_bytes_at_every_step_of_a_growing_run(tmp_pat
         assert (tmp_path / "a" / "run.json").read_bytes() == (reference / "run.json").read_bytes()
     assert "s3cr" not in (tmp_path / "a" / "run.json").read_text()
     assert load_run(tmp_path / "a") == load_run(reference)
+
+
+def test_run_saver_reuses_a_frozen_part_only_while_it_is_the_same_object(tmp_path: Path) -> None:
+    saver, reference = RunSaver(tmp_path / "a", frozen=("hosts",)), tmp_path / "b"
+    for path in (tmp_path / "a", reference):
+        path.mkdir()
+    run = sample_run()
+    hosts = run["hosts"]
+    changed = copy.deepcopy(hosts)
+    changed["nas"]["error"] = "nas: host stopped answering"
+    for snapshot in ({**run, "hosts": hosts}, {**run, "hosts": hosts}, {**run, "hosts": changed}):
+        saver.save(snapshot)
+        save_run(reference, snapshot)
+        assert (tmp_path / "a" / "run.json").read_bytes() == (reference / "run.json").read_bytes()
+    assert load_run(tmp_path / "a")["hosts"]["nas"]["error"] == "nas: host stopped answering"

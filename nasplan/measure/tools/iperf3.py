@@ -18,12 +18,14 @@ from nasplan.measure.tools.iperf3_server import (
     PORT_IN_USE_EXIT,
     READY_MARKER,
     SERVER_READY_TIMEOUT_S,
+    launch_section_marker,
 )
 from nasplan.measure.tools.iperf3_server import server_start_script as server_start_script
 from nasplan.measure.tools.iperf3_server import server_stop_script as server_stop_script
 from nasplan.measure.tools.iperf3_server import temp_paths as temp_paths
 from nasplan.measure.tools.jsondoc import count, find_object, number
 from nasplan.runner import Launched, Launcher, Runner
+from nasplan.sections import split_sections
 
 # "server is busy" is transient (someone else's test); retry after these pauses, in seconds.
 BUSY_BACKOFF_S: tuple[float, ...] = (0.5, 1.0, 2.0)
@@ -361,7 +363,10 @@ def _attempt(
     try:
         timeout_s = params.duration_s + params.omit_s + CLIENT_TIMEOUT_MARGIN_S
         hooks[0]()
-        result = client.run(argv, timeout_s=timeout_s)
+        if shell.of(client).is_windows:
+            result = client.run(argv, timeout_s=timeout_s)
+        else:  # under the host lease's watchdog, as the server
+            result = client.run_script(iperf3_server.client_script(argv), timeout_s=timeout_s)
         try:
             parsed = parse(result.stdout)
         except Iperf3Error as exc:
@@ -375,12 +380,17 @@ def _attempt(
         # after a test the one-off server exits by itself once its log is written; after a
         # failure it would wait for a client forever
         grace_s = 2.0 if parsed is not None else 0
-        script = scripts.server_stop_script(
-            pidfile, logfile, grace_s=grace_s, also=rider.stop_text()
-        )
+        also = rider.stop_text()
 
         def stop() -> None:
+            # a launched server is seen to end on its own channel, at once; the stop script
+            # (whose look naps 10 ms at a time) then waits no more and kills one still there
+            waits, grace = launched.ended_within, grace_s
             try:
+                if grace > 0 and waits is not None:
+                    waits(grace)
+                    grace = 0
+                script = scripts.server_stop_script(pidfile, logfile, grace_s=grace, also=also)
                 stopped = server.run_script(script, timeout_s=15)
             finally:
                 launched.close()
@@ -436,9 +446,11 @@ def _launch(
     )
     # as long as the background start may take: its readiness wait plus the SSH round trip's
     limit_s = SERVER_READY_TIMEOUT_S + 10
-    launched = launcher.start_until(script, READY_MARKER, timeout_s=limit_s)
-    before, _, said = launched.output.partition(f"@@nasplan:{LAUNCH_SECTION}@@")
-    rider.started(before)
+    ends = launch_section_marker()
+    launched = launcher.start_until(script, [READY_MARKER, ends], timeout_s=limit_s)
+    # the rider's section ends at the launch section's line (one write: nothing of iperf3's
+    # falls inside it); iperf3's own lines are the rest
+    rider.started(launched.output)
     ended = launched.ended
     if ended is None:
         return launched
@@ -451,9 +463,16 @@ def _launch(
         check = server.run_script(iperf3_server.port_check_script(port), timeout_s=15)
         if check.exited == PORT_IN_USE_EXIT:
             raise Iperf3Error(_excerpt(check.stderr))
-        said = _excerpt(said + ended.stderr)
+        said = _excerpt(_iperf3_lines(launched.output) + ended.stderr)
         reason = said or f"{server_iperf3} -s ended before it listened on port {port}"
     raise Iperf3Error(f"could not start the iperf3 server on {server.name}: {reason}")
+
+
+def _iperf3_lines(output: str) -> str:
+    """What iperf3 itself printed in a launch script's output: the lines before the first
+    ``@@nasplan:`` section and those of the launch section (the rider's section is ours)."""
+    head = output.split("@@nasplan:", 1)[0]
+    return head + "\n" + split_sections(output).get(LAUNCH_SECTION, "")
 
 
 def run_repetition(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from nasplan.hostlock import PRELUDE
 
@@ -116,7 +116,7 @@ nasplan_watch() {
   pid=
   [ -r "$pidfile" ] && read -r pid < "$pidfile"
   case $pid in ''|*[!0-9]*) return 0 ;; esac
-  nasplan_register "$pid" "$pidfile" "$pidfile" "$logfile"
+  nasplan_register "$pid" "${server_token:-$pidfile}" "$pidfile" "$logfile"
   [ -f "$nasplan_lease" ] || return 0
   ( trap '' HUP; exec sh -c "$watch" nasplan-iperf3-watch "$pid" "$nasplan_lease" "$pidfile" ) \\
     >/dev/null 2>&1 </dev/null &
@@ -161,39 +161,56 @@ def _assignments(values: Mapping[str, str | int]) -> str:
     return "".join(f"{name}={shlex.quote(str(value))}\n" for name, value in values.items())
 
 
-# The server in the foreground of its own SSH channel (iperf3 >= 3.7): the script becomes iperf3
-# (`exec`, so $$ is its PID, written to the pidfile for the stop script and the watchdog, which
-# start before it), and iperf3 says on that channel when it listens: "Server listening on PORT",
-# flushed at once with --forceflush since 3.7. nasplan reads it and starts the client: no look
-# at the LISTEN table before or after, no nap. A server that cannot listen (its port taken, a bad
-# option) ends without saying it; only then does nasplan look whether the port is someone else's
-# (``port_check_script``). `-i 0`: no interval lines of its own, so what the server prints
-# while nasplan only holds its channel stays a few lines whatever the test's length. Its
-# output before the server's (the rider's) ends at the LAUNCH_SECTION line.
+# The server in the foreground of its own SSH channel (iperf3 >= 3.7), started first: it takes
+# 5-15 ms to listen (iperf3 3.12 loads OpenSSL), during which the script does the rest (the host
+# lock's prelude, the rider, the watchdog); the script then waits for it, so the channel lasts
+# as long as the server. The server says on that channel when it listens: "Server listening on
+# PORT", flushed at once with --forceflush since 3.7. nasplan reads it and starts the client:
+# no look at the LISTEN table before or after, no nap. A server that cannot listen (its port
+# taken, a bad option) ends without saying it; only then does nasplan look whether the port is
+# someone else's (``port_check_script``). `-i 0`: no interval lines of its own, so what the
+# server prints while nasplan only holds its channel stays a few lines whatever the test's
+# length. The rider's output and the LAUNCH_SECTION line go out in one write, so nothing of
+# iperf3's falls between them: nasplan waits for both markers (READY_MARKER and that line).
+# The server is registered in the host's lock and its watchdog started before the script writes
+# anything, and the script ignores SIGPIPE once the server runs: should nasplan's connection be
+# gone by then (nasplan killed, sshd gone), the server is still found and stopped (the lab's
+# sshd-lost tests caught a server left listening when that write killed the script first).
 LAUNCH_SINCE = (3, 7)
 READY_MARKER = "Server listening on"
 LAUNCH_SECTION = "iperf3-server"
-_LAUNCH_BODY = """\
+_LAUNCH_START = """\
 if ! command -v "$iperf3" >/dev/null 2>&1; then
   echo "nasplan: $iperf3: not found" >&2
   exit 1
 fi
 if [ -e "$pidfile" ] || [ -e "$logfile" ]; then rm -f "$pidfile" "$logfile"; fi
-echo "$$" > "$pidfile"
-nasplan_watch
-printf '@@nasplan:%s@@\\n' "$section"
-exec "$iperf3" -s -1 -p "$port" -i 0 --forceflush 2>&1
+"$iperf3" -s -1 -p "$port" -i 0 --forceflush 2>&1 &
+server=$!
+trap '' PIPE
+echo "$server" > "$pidfile"
 """
+_LAUNCH_END = """\
+nasplan_watch
+printf '%s\\n@@nasplan:%s@@\\n' "$also_said" "$section"
+wait "$server"
+"""
+
+
+def launch_section_marker() -> str:
+    """The line that ends the launch script's own output (after the rider's)."""
+    return f"@@nasplan:{LAUNCH_SECTION}@@"
 
 
 def server_launch_script(
     iperf3_path: str, port: int, pidfile: str, logfile: str, *, also: str = ""
 ) -> str:
-    """POSIX sh that becomes a one-off iperf3 server (iperf3 >= LAUNCH_SINCE) on its channel.
+    """POSIX sh that runs a one-off iperf3 server (iperf3 >= LAUNCH_SINCE) on its channel.
 
-    Run with ``start_until(..., READY_MARKER)``: ready once that line came; a script that ends
-    without it did not start (a missing iperf3: exit 1, the reason on stderr; iperf3's own
-    reason in its output). ``also`` as for ``server_start_script``: its output comes first.
+    Run with ``start_until(..., [READY_MARKER, launch_section_marker()])``: ready once both
+    came; a script that ends without them did not start (a missing iperf3: exit 1, the reason
+    on stderr; iperf3's own reason in its output). ``also`` as for ``server_start_script``
+    (its output, before the LAUNCH_SECTION line, is captured and printed in one write).
     """
     values: dict[str, str | int] = {
         "iperf3": iperf3_path,
@@ -202,8 +219,41 @@ def server_launch_script(
         "logfile": logfile,
         "section": LAUNCH_SECTION,
         "watch": _WATCH,
+        # what the host lock's clean-up finds in its command line (it names no pidfile)
+        "server_token": f"-s -1 -p {port} -i 0 --forceflush",
     }
-    return _assignments(values) + PRELUDE + _WATCH_START + also + _LAUNCH_BODY
+    captured = f"also_said=$(\n{also})\n" if also else "also_said=\n"
+    return _assignments(values) + _LAUNCH_START + PRELUDE + _WATCH_START + captured + _LAUNCH_END
+
+
+# The client runs under the same watchdog as a server: should nasplan be gone mid-test (killed,
+# cut off) and the client hang (a network change reverted under it: iperf3 waits on a control
+# connection whose address is gone, for as long as TCP retransmits, ~15 min), it is ended once
+# the run's lease on the host runs out. Started first, its watchdog while it connects; its
+# output (the JSON nasplan keeps byte for byte) and exit status are its own.
+_CLIENT = """\
+"$@" &
+client=$!
+nasplan_register "$client" "$token"
+if [ -f "$nasplan_lease" ]; then
+  ( trap '' HUP; exec sh -c "$watch" nasplan-iperf3-watch "$client" "$nasplan_lease" "$token" ) \\
+    >/dev/null 2>&1 </dev/null &
+  watcher=$!
+  nasplan_register "$watcher" "$token"
+fi
+wait "$client"
+status=$?
+[ -n "${watcher-}" ] && kill "$watcher" 2>/dev/null
+exit "$status"
+"""
+
+
+def client_script(argv: Sequence[str]) -> str:
+    """POSIX sh that runs the iperf3 client ``argv`` under the host lease's watchdog (see
+    _CLIENT), registered in the host's lock by its arguments (what the lock's clean-up looks for
+    in a command line before it kills a PID)."""
+    values = {"watch": _WATCH, "token": " ".join(argv[1:])}
+    return f"set -- {shlex.join(argv)}\n" + _assignments(values) + PRELUDE + _CLIENT
 
 
 _PORT_CHECK = """\
