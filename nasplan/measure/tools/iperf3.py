@@ -354,11 +354,12 @@ def _attempt(
     scripts = iperf3_server_windows if windows else iperf3_server
     # the server's name in the path: hosts sharing one /tmp (the lab) tell their files apart
     pidfile, logfile = scripts.temp_paths(f"{token}-{server.name}", params.port)
+    one = OneOff(server_iperf3, params.port, pidfile, logfile)
     version = version_tuple(server_iperf3_version)
     if not windows and isinstance(server, Launcher) and version and version >= LAUNCH_SINCE:
-        launched = _launch(server, server, server_iperf3, params.port, pidfile, logfile, rider)
+        launched = _launch(server, server, one, rider)
     else:
-        launched = _start(server, scripts, server_iperf3, params.port, pidfile, logfile, rider)
+        launched = _start(server, scripts, one, rider)
     parsed: dict[str, Any] | None = None
     try:
         timeout_s = params.duration_s + params.omit_s + CLIENT_TIMEOUT_MARGIN_S
@@ -405,19 +406,22 @@ def _attempt(
     return result.stdout, parsed
 
 
-def _start(
-    server: Runner,
-    scripts: ModuleType,
-    server_iperf3: str,
-    port: int,
-    pidfile: str,
-    logfile: str,
-    rider: Rider,
-) -> Launched:
+@dataclass(frozen=True)
+class OneOff:
+    """A one-off server to start: its iperf3, port, and files on the host."""
+
+    iperf3: str
+    port: int
+    pidfile: str
+    logfile: str
+
+
+def _start(server: Runner, scripts: ModuleType, one: OneOff, rider: Rider) -> Launched:
     """A daemon server, ready once the start script saw its port listening (iperf3 < 3.7,
     one whose version is unknown, Windows)."""
+    pidfile, logfile = one.pidfile, one.logfile
     script = scripts.server_start_script(
-        server_iperf3, port, pidfile, logfile, also=rider.start_text()
+        one.iperf3, one.port, pidfile, logfile, also=rider.start_text()
     )
     started = server.run_script(script, timeout_s=SERVER_READY_TIMEOUT_S + 10)
     rider.started(started.stdout)
@@ -430,17 +434,10 @@ def _start(
     return Launched(started.stdout, None)
 
 
-def _launch(
-    server: Runner,
-    launcher: Launcher,
-    server_iperf3: str,
-    port: int,
-    pidfile: str,
-    logfile: str,
-    rider: Rider,
-) -> Launched:
+def _launch(server: Runner, launcher: Launcher, one: OneOff, rider: Rider) -> Launched:
     """The server in the foreground of its own channel, ready once it said it listens
     (``server`` and ``launcher``: one runner, seen as both)."""
+    server_iperf3, port, pidfile, logfile = one.iperf3, one.port, one.pidfile, one.logfile
     script = iperf3_server.server_launch_script(
         server_iperf3, port, pidfile, logfile, also=rider.start_text()
     )
