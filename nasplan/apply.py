@@ -353,8 +353,8 @@ def apply(
                 releasing.join()
                 gc.unfreeze()  # collectable again once the run is over (apply as a library)
             final = snapshot()
-            if final != written:
-                _finish(saver, final, ctx.secrets, progress, ctx.unsynced)
+            if final != written:  # the raw outputs are on disk since the first _finish
+                _finish(saver, final, ctx.secrets, progress)
 
 
 def _network_phase(

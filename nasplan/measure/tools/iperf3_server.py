@@ -229,11 +229,14 @@ def server_launch_script(
 # The client runs under the same watchdog as a server: should nasplan be gone mid-test (killed,
 # cut off) and the client hang (a network change reverted under it: iperf3 waits on a control
 # connection whose address is gone, for as long as TCP retransmits, ~15 min), it is ended once
-# the run's lease on the host runs out. Started first, its watchdog while it connects; its
+# the run's lease on the host runs out. Started first (before the lock's prelude and its
+# `uname`), its watchdog while it connects; its
 # output (the JSON nasplan keeps byte for byte) and exit status are its own.
-_CLIENT = """\
+_CLIENT_START = """\
 "$@" &
 client=$!
+"""
+_CLIENT = """\
 nasplan_register "$client" "$token"
 if [ -f "$nasplan_lease" ]; then
   ( trap '' HUP; exec sh -c "$watch" nasplan-iperf3-watch "$client" "$nasplan_lease" "$token" ) \\
@@ -253,7 +256,8 @@ def client_script(argv: Sequence[str]) -> str:
     _CLIENT), registered in the host's lock by its arguments (what the lock's clean-up looks for
     in a command line before it kills a PID)."""
     values = {"watch": _WATCH, "token": " ".join(argv[1:])}
-    return f"set -- {shlex.join(argv)}\n" + _assignments(values) + PRELUDE + _CLIENT
+    started = f"set -- {shlex.join(argv)}\n" + _CLIENT_START
+    return started + _assignments(values) + PRELUDE + _CLIENT
 
 
 _PORT_CHECK = """\

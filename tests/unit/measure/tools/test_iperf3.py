@@ -15,6 +15,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from nasplan.measure.tools import iperf3_server
 from nasplan.measure.tools.iperf3 import (
     BUSY_BACKOFF_S,
     CONTRACT_KEYS,
@@ -554,3 +555,14 @@ def test_processes_mode_uses_three_round_trips_and_retries_a_taken_port(
     assert rep["processes"] == 2
     assert rep["bits_per_second"] == pytest.approx(2 * 956948139.91649473)
     assert not server.queue and not client.queue
+
+
+def test_client_script_passes_the_clients_output_and_exit_status_through(tmp_path: Path) -> None:
+    """The client runs under the lease's watchdog; its JSON (kept byte for byte) and its exit
+    status must be its own, under dash and BusyBox alike."""
+    fake = tmp_path / "iperf3"
+    fake.write_text('#!/bin/sh\nprintf \'{"args": "%s"}\\n\' "$*"\nexit 7\n')
+    fake.chmod(0o755)
+    for shell, env in shells(tmp_path):
+        done = run_sh(shell, env, iperf3_server.client_script([str(fake), "-J", "-c", "a b"]))
+        assert (done.returncode, done.stdout) == (7, '{"args": "-J -c a b"}\n'), shell
