@@ -37,8 +37,8 @@ import yaml
 
 from nasplan import lab, ssh
 from nasplan.errors import HostLostError
-from nasplan.inventory import Host, load_inventory
-from nasplan.timeouts import Timeouts
+from nasplan.hosts.timeouts import Timeouts
+from nasplan.input.inventory import Host, load_inventory
 
 LAB = {
     "name": "rcst",

@@ -32,9 +32,9 @@ from typing import Any
 import yaml
 
 from nasplan import lab
-from nasplan.facts import TOOL_NAMES
-from nasplan.hosts import close_sessions, open_sessions
-from nasplan.inventory import load_inventory
+from nasplan.facts.gather import TOOL_NAMES
+from nasplan.hosts.session import close_sessions, open_sessions
+from nasplan.input.inventory import load_inventory
 from nasplan.lab import LabState
 from nasplan.progress import PlainProgress
 

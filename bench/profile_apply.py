@@ -32,9 +32,9 @@ from typing import Any
 import yaml
 
 from nasplan import lab, ssh
-from nasplan.apply import apply
-from nasplan.plan import load_plan
+from nasplan.input.plan import load_plan
 from nasplan.progress import PlainProgress
+from nasplan.run.apply import apply
 
 # What a remote command is, from its text (first match wins).
 KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -93,8 +93,8 @@ def instrumented(timings: Timings) -> Iterator[None]:
     """Time SshRunner's exec paths, connections, run.json and the report while inside."""
     from fabric import Connection
 
-    import nasplan.apply as apply_module
     import nasplan.results as results_module
+    import nasplan.run.apply as apply_module
     from nasplan.report import render
 
     patches: list[tuple[Any, str, Any]] = [
@@ -137,7 +137,7 @@ def import_seconds(tries: int = 5) -> dict[str, float]:
     out: dict[str, float] = {}
     for label, modules in (
         ("import nasplan.cli", "nasplan.cli"),
-        ("import what apply needs (report included)", "nasplan.apply, nasplan.report.render"),
+        ("import what apply needs (report included)", "nasplan.run.apply, nasplan.report.render"),
     ):
         runs = []
         for _ in range(tries):

@@ -76,8 +76,8 @@ def validate(plan_file: Path, inventory: Path | None, extra_vars: tuple[str, ...
     A plan whose inventory ``nasplan lab up`` writes is checked before the lab is up, against
     the inventory its lab file will give (a warning says so).
     """
-    from nasplan.lab_files import generated_by_lab, is_lab_file
-    from nasplan.plan import load_plan, parse_extra_var, planned_inventory
+    from nasplan.input.lab_files import generated_by_lab, is_lab_file
+    from nasplan.input.plan import load_plan, parse_extra_var, planned_inventory
 
     variables = dict(parse_extra_var(e) for e in extra_vars)
     if is_lab_file(plan_file):
@@ -147,16 +147,16 @@ def apply(
     was unreachable or could not be used (sudo refused, tools missing and not installable, in use
     by another run, lost during the run), 130 interrupted.
     """
-    from nasplan import apply as apply_module
-    from nasplan.plan import load_plan, parse_extra_var
+    from nasplan.input.plan import load_plan, parse_extra_var
     from nasplan.progress import make_progress
+    from nasplan.run import apply as apply_module
 
     plan = load_plan(plan_file, inventory, dict(parse_extra_var(e) for e in extra_vars))
     passwords: dict[str, str] = {}
     if not check:
         from os import environ
 
-        from nasplan import become
+        from nasplan.hosts import become
 
         asked = None
         if ask_become_pass:
@@ -259,7 +259,7 @@ def compare(
 def restore(run_dir: Path) -> None:
     """Put the network of RUN_DIR's hosts back as it was before that run (after --keep)."""
     from nasplan.progress import PlainProgress
-    from nasplan.restore import record_restore, restore_run
+    from nasplan.run.restore import record_restore, restore_run
     from nasplan.ssh import connect
 
     outcomes = restore_run(run_dir, PlainProgress(), connect)

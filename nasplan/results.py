@@ -13,8 +13,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from nasplan.errors import InputError
-from nasplan.loader import Document, JsonPath, is_valid, parse_yaml, schema_errors
-from nasplan.localfile import MAX_RUN_JSON_BYTES, parse_json, read_text_bounded
+from nasplan.input.loader import Document, JsonPath, is_valid, parse_yaml, schema_errors
+from nasplan.input.localfile import MAX_RUN_JSON_BYTES, parse_json, read_text_bounded
 from nasplan.output import REDACTED as REDACTED
 from nasplan.output import Redactor, redactor_of, write_text
 

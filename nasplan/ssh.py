@@ -17,12 +17,12 @@ from typing import TypeVar
 import paramiko
 from fabric import Config, Connection
 
-from nasplan import become, shell
 from nasplan.errors import HostError, HostLostError
-from nasplan.inventory import Host, ssh_file_errors
-from nasplan.localfile import private_file_problem
+from nasplan.hosts import become, shell
+from nasplan.hosts.timeouts import Timeouts, from_environ
+from nasplan.input.inventory import Host, ssh_file_errors
+from nasplan.input.localfile import private_file_problem
 from nasplan.runner import Launched, Result
-from nasplan.timeouts import Timeouts, from_environ
 
 _READ_CHUNK_BYTES = 65536
 T = TypeVar("T")

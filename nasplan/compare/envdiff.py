@@ -8,13 +8,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nasplan import storage
+from nasplan.facts import storage
 from nasplan.units import format_bits_per_second
 
 DASH = "–"
 LOOPBACK_NICS = frozenset({"lo", "lo0"})
 # Keys another measurement kind may record in HostFacts for the storage layout; the facts'
-# own ``storage`` (md RAID, ZFS, disks, filesystems) is spelled out by nasplan/storage.py.
+# own ``storage`` (md RAID, ZFS, disks, filesystems) is spelled out by nasplan/facts/storage.py.
 DISK_FACT_KEYS = ("disks", "volumes", "raid", "disk_layout")
 _KEY_VALUE = re.compile(r'^\s*([A-Za-z_ ]+?)\s*=\s*"?([^"]*)"?\s*$')
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from nasplan.errors import InputError
-from nasplan.loader import Document, load_validated
+from nasplan.input.loader import Document, load_validated
 from nasplan.units import format_rate_short, parse_rate
 
 LAB_RANGE = ipaddress.IPv4Network("198.18.0.0/15")

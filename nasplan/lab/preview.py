@@ -9,11 +9,11 @@ from typing import Any
 import yaml
 
 from nasplan.errors import InputError
+from nasplan.input.lab_files import is_lab_file
+from nasplan.input.loader import read_yaml
 from nasplan.lab import iscsi, nfs, services
 from nasplan.lab.model import LAN_INTERFACE, Lab, load_lab
 from nasplan.lab.personalities.synology import ADMIN_USER, PASSWORD_ENV
-from nasplan.lab_files import is_lab_file
-from nasplan.loader import read_yaml
 
 
 def lab_file_for(inventory_path: Path) -> Path | None:

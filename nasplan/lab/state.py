@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from nasplan.errors import InputError, LabError
-from nasplan.localfile import MAX_RUN_JSON_BYTES, read_json_bounded
+from nasplan.input.localfile import MAX_RUN_JSON_BYTES, read_json_bounded
 
 STATE_VERSION = 1
 STATE_FILE = "state.json"

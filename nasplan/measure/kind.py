@@ -22,8 +22,8 @@ from nasplan.measure.teardown import Teardown
 from nasplan.units import format_metric
 
 if TYPE_CHECKING:
-    from nasplan.hosts import HostSession
-    from nasplan.plan import Plan, PlanTest
+    from nasplan.hosts.session import HostSession
+    from nasplan.input.plan import Plan, PlanTest
     from nasplan.progress import Progress
 
 S = TypeVar("S")

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 from nasplan.analysis import theoretical_tcp_bits_per_second
 
 if TYPE_CHECKING:
-    from nasplan.facts import HostFacts, NicFacts
-    from nasplan.inventory import Host, Interface
+    from nasplan.facts.gather import HostFacts, NicFacts
+    from nasplan.input.inventory import Host, Interface
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 The loop reads /proc/stat, /proc/meminfo, /proc/diskstats and /proc/net/dev every
 SAMPLE_INTERVAL_S with shell builtins only (no process per sample, so it does not distort what
 it measures) and appends one line per sample to a /tmp file. It stops when its flag file is
-removed, when the run's lease on the host runs out (nasplan gone: see nasplan.hostlock), or by
+removed, when the run's lease on the host runs out (nasplan gone: see nasplan.hosts.lock), or by
 itself after ``max_s``. ``parse`` turns the lines into the test's summary and a per-second
 series (CPU busy, memory available, disk and NIC bytes per second, like vmstat).
 """
@@ -20,13 +20,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from nasplan import shell
-from nasplan.hostlock import PRELUDE
+from nasplan.hosts import shell
+from nasplan.hosts.lock import PRELUDE
 from nasplan.runner import Runner
 from nasplan.sections import split_sections
 
 if TYPE_CHECKING:
-    from nasplan.hosts import HostSession
+    from nasplan.hosts.session import HostSession
 
 SAMPLE_INTERVAL_S = 0.5
 MAX_SAMPLING_S = 3600
@@ -38,7 +38,7 @@ _TIMEOUT_S = 15.0
 # RAM, loop and optical devices; sectors are 512 bytes whatever the device's own sector size.
 # NICs: every interface but lo. "E" ends a complete line (one written when the loop was killed
 # is not). `sleep 0.5` fails on a busybox built without FLOAT_DURATION: fall back to whole seconds.
-# $1: the run's lease file (nasplan.hostlock): the loop ends once nasplan stopped renewing it
+# $1: the run's lease file (nasplan.hosts.lock): the loop ends once nasplan stopped renewing it
 # (kept in $lease: the NIC loop below reuses the positional parameters).
 _LOOP = """\
 ticks=0

@@ -22,7 +22,7 @@ from nasplan.network.truenas import TrueNasCommit
 from nasplan.platforms.base import DETACHED_TIMER, SETSID_TIMER, TRUENAS_INTERFACE_COMMIT
 
 if TYPE_CHECKING:
-    from nasplan.facts import HostFacts
+    from nasplan.facts.gather import HostFacts
     from nasplan.platforms import Platform
 
 

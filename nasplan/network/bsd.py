@@ -14,7 +14,7 @@ import ipaddress
 import re
 from collections.abc import Mapping, Sequence
 
-from nasplan.facts_bsd import HEADER, inet_cidr, media_speed_mbps
+from nasplan.facts.bsd import HEADER, inet_cidr, media_speed_mbps
 from nasplan.network.ifconfig import link_argvs
 from nasplan.network.model import NicChange
 from nasplan.network.state import Link, NicState, Route, assemble

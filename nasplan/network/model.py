@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nasplan.errors import InputError
-from nasplan.loader import Document, JsonPath
+from nasplan.input.loader import Document, JsonPath
 
 if TYPE_CHECKING:
-    from nasplan.facts import HostFacts
-    from nasplan.inventory import Inventory
+    from nasplan.facts.gather import HostFacts
+    from nasplan.input.inventory import Inventory
 
 MIN_MTU_BYTES, MAX_MTU_BYTES = 576, 9216
 DEFAULT_CONFIRM_TIMEOUT_S = 60

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nasplan.errors import InputError
-from nasplan.localfile import MAX_RUN_JSON_BYTES, read_json_bounded
+from nasplan.input.localfile import MAX_RUN_JSON_BYTES, read_json_bounded
 from nasplan.network.backends import NetworkBackend, SetsidTimer
 from nasplan.network.model import NicChange
 from nasplan.network.state import NicState, all_differences

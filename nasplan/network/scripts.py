@@ -17,7 +17,7 @@ import re
 import shlex
 from collections.abc import Iterable, Sequence
 
-from nasplan.hostlock import PRELUDE
+from nasplan.hosts.lock import PRELUDE
 from nasplan.network.tools import NetTools, state_script
 
 REVERT_BASE = "/tmp"
@@ -36,7 +36,7 @@ else nasplan_how=; nasplan_detach=false; fi
 """
 
 # Runs detached on the host: $1 revert dir, $2 seconds until nasplan must confirm, $3 the run's
-# lease file (nasplan.hostlock). Unconfirmed, it restores after $2 seconds; confirmed, it stays
+# lease file (nasplan.hosts.lock). Unconfirmed, it restores after $2 seconds; confirmed, it stays
 # armed for as long as nasplan renews the lease (a killed or cut-off nasplan: restored within one
 # lease); confirmed without a lease file (no host lock), confirming disarms it.
 _REVERT_DAEMON = """\

@@ -13,14 +13,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from nasplan.facts_bsd import BSD_KERNELS
+from nasplan.facts.bsd import BSD_KERNELS
 from nasplan.network import bsd, ifconfig, iptext
 from nasplan.network.model import NicChange
 from nasplan.network.state import NicState, parse_state
 from nasplan.sections import split_sections
 
 if TYPE_CHECKING:
-    from nasplan.facts import HostFacts
+    from nasplan.facts.gather import HostFacts
 
 IP_JSON, IP_TEXT, IFCONFIG, BSD_IFCONFIG = "ip-json", "ip-text", "ifconfig", "bsd-ifconfig"
 KINDS = (IP_JSON, IP_TEXT, IFCONFIG, BSD_IFCONFIG)

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from nasplan.hostlock import PRELUDE
+from nasplan.hosts.lock import PRELUDE
 from nasplan.network import scripts
 from nasplan.network.model import NicChange
 from nasplan.network.state import NicConfig, NicState

@@ -16,7 +16,7 @@ from nasplan.platforms.truenas import TrueNas
 from nasplan.platforms.windows import Windows
 
 if TYPE_CHECKING:
-    from nasplan.facts import HostFacts
+    from nasplan.facts.gather import HostFacts
 
 __all__ = ["Command", "Platform", "PlatformError", "detect", "registry"]
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from nasplan.errors import NasplanError
 
 if TYPE_CHECKING:
-    from nasplan.facts import HostFacts
+    from nasplan.facts.gather import HostFacts
 
 # Any Linux: ``ip`` changes, undone by a detached ``setsid sh`` timer unless confirmed.
 SETSID_TIMER = "setsid-timer"

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from nasplan.platforms.base import SETSID_TIMER, Command, missing_tools
 
 if TYPE_CHECKING:
-    from nasplan.facts import HostFacts
+    from nasplan.facts.gather import HostFacts
 
 # iperf3's package asks whether to start a system-wide daemon; answer "no" before installing.
 _DEBCONF = {"iperf3": "iperf3 iperf3/start_daemon boolean false"}

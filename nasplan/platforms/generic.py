@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from nasplan.platforms.base import SETSID_TIMER, Command, PlatformError
 
 if TYPE_CHECKING:
-    from nasplan.facts import HostFacts
+    from nasplan.facts.gather import HostFacts
 
 
 class GenericLinux:

@@ -16,7 +16,7 @@ from nasplan.platforms.base import (
 )
 
 if TYPE_CHECKING:
-    from nasplan.facts import HostFacts
+    from nasplan.facts.gather import HostFacts
 
 BREW_HOWTO = "https://brew.sh"
 # Homebrew's package names for nasplan's tools (others are named as the tool).

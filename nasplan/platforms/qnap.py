@@ -17,7 +17,7 @@ from nasplan.platforms.base import (
 )
 
 if TYPE_CHECKING:
-    from nasplan.facts import HostFacts
+    from nasplan.facts.gather import HostFacts
 
 ULINUX_CONF = "/etc/config/uLinux.conf"
 GETCFG_VERSION = "getcfg System Version"

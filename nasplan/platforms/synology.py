@@ -16,7 +16,7 @@ from nasplan.platforms.base import (
 )
 
 if TYPE_CHECKING:
-    from nasplan.facts import HostFacts
+    from nasplan.facts.gather import HostFacts
 
 VERSION_FILE = "/etc.defaults/VERSION"
 SYNOINFO_FILES = ("/etc.defaults/synoinfo.conf", "/etc/synoinfo.conf")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from nasplan.platforms.base import SETSID_TIMER, TRUENAS_INTERFACE_COMMIT, Command, ships_with_it
 
 if TYPE_CHECKING:
-    from nasplan.facts import HostFacts
+    from nasplan.facts.gather import HostFacts
 
 MARKERS = ("/data/manifest.json", "/etc/truenas_version")
 

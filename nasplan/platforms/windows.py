@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from nasplan.hosts.shell import PowerShell
 from nasplan.platforms.base import MANUAL, Command, PlatformError
-from nasplan.shell import PowerShell
 
 if TYPE_CHECKING:
-    from nasplan.facts import HostFacts
+    from nasplan.facts.gather import HostFacts
 
 IPERF3_DOWNLOAD_PAGE = "https://iperf.fr/iperf-download.php"
 # Package ids as the two package managers name them.

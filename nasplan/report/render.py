@@ -13,9 +13,9 @@ from urllib.parse import quote
 
 import jinja2
 
-from nasplan import storage
 from nasplan.analysis import FRAME_OVERHEAD_BYTES, TCP_IPV4_HEADER_BYTES
 from nasplan.directions import series_of
+from nasplan.facts import storage
 from nasplan.output import redactor_of, secrets_from_environ, write_text
 from nasplan.report import mermaid, timeline
 from nasplan.report.in_force import network_rows, run_in_force

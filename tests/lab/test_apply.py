@@ -15,8 +15,8 @@ import pytest
 import testinfra
 import yaml
 
-from nasplan.inventory import load_inventory
-from nasplan.loader import load_schema
+from nasplan.input.inventory import load_inventory
+from nasplan.input.loader import load_schema
 from nasplan.ssh import connect
 
 ROOT = Path(__file__).resolve().parents[2]

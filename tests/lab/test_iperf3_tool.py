@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from nasplan.facts import parse_iperf3_version
+from nasplan.facts.gather import parse_iperf3_version
 from nasplan.measure.tools.iperf3 import (
     Iperf3Error,
     Iperf3Params,

@@ -15,11 +15,11 @@ import yaml
 from lab_helpers import watch_argv
 
 from nasplan.analysis import VERDICTS
-from nasplan.apply import EXIT_TEST_FAILED, apply
+from nasplan.input.plan import load_plan
 from nasplan.lab import LabState, down, iscsi, netns, services
-from nasplan.plan import load_plan
 from nasplan.progress import make_progress
 from nasplan.results import load_run
+from nasplan.run.apply import EXIT_TEST_FAILED, apply
 
 MIB = 2**20
 

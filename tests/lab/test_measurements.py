@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 import yaml
 
-from nasplan.loader import load_schema
+from nasplan.input.loader import load_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 GBIT = 1e9

@@ -18,12 +18,12 @@ import pytest
 import yaml
 from lab_helpers import cut_off, nic_state
 
-from nasplan.apply import apply
-from nasplan.hosts import close_sessions, open_sessions
+from nasplan.hosts.session import close_sessions, open_sessions
+from nasplan.input.plan import load_plan
 from nasplan.lab import LabState
-from nasplan.network.phase import NetworkPhase
-from nasplan.plan import load_plan
 from nasplan.progress import PlainProgress
+from nasplan.run.apply import apply
+from nasplan.run.network_phase import NetworkPhase
 from nasplan.ssh import connect
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,11 +10,11 @@ from typing import Any
 
 import yaml
 
-from nasplan.apply import EXIT_OK, apply
+from nasplan.input.plan import load_plan
 from nasplan.lab import LabState, netns, nfs, services
-from nasplan.plan import load_plan
 from nasplan.progress import make_progress
 from nasplan.results import load_run
+from nasplan.run.apply import EXIT_OK, apply
 
 LAB = {
     "name": "nfs-lab",

@@ -12,15 +12,15 @@ from typing import Any
 import pytest
 import yaml
 
-from nasplan.apply import EXIT_OK, apply
 from nasplan.compare import compare_runs, render
+from nasplan.input.plan import load_plan
 from nasplan.lab import LabState
 from nasplan.lab.personalities.synology import PASSWORD_ENV, PASSWORD_FILE
 from nasplan.lab.preview import preview_inventory
-from nasplan.plan import load_plan
 from nasplan.progress import make_progress
 from nasplan.report import mermaid
 from nasplan.results import load_run
+from nasplan.run.apply import EXIT_OK, apply
 
 from .conftest import LabContext
 

@@ -19,7 +19,7 @@ import paramiko
 import pytest
 from paramiko.common import cMSG_CHANNEL_EOF, cMSG_CHANNEL_REQUEST
 
-from nasplan.inventory import load_inventory
+from nasplan.input.inventory import load_inventory
 from nasplan.lab import LabState
 from nasplan.ssh import SshRunner, connect
 

@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 import yaml
 
-from nasplan.apply import EXIT_OK, apply
+from nasplan.input.plan import load_plan
 from nasplan.lab import LabState, services
-from nasplan.plan import load_plan
 from nasplan.progress import make_progress
 from nasplan.report import mermaid
 from nasplan.report.render import write_report
 from nasplan.results import load_run
+from nasplan.run.apply import EXIT_OK, apply
 
 LAB = {
     "name": "tl-lab",

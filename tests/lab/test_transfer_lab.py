@@ -13,11 +13,11 @@ import pytest
 import yaml
 from lab_helpers import watch_argv
 
-from nasplan.apply import EXIT_OK, apply
+from nasplan.input.plan import load_plan
 from nasplan.lab import LabState, services
-from nasplan.plan import load_plan
 from nasplan.progress import make_progress
 from nasplan.results import load_run
+from nasplan.run.apply import EXIT_OK, apply
 
 LAB = {
     "name": "xfer-lab",

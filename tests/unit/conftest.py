@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from nasplan import shell
+from nasplan.hosts import shell
 from nasplan.runner import Result
 
 Reply = Result | Callable[[str], Result | None]

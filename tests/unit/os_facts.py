@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nasplan.facts import HostFacts, parse_facts
-from nasplan.hosts import HostSession
-from nasplan.inventory import Host
+from nasplan.facts.gather import HostFacts, parse_facts
+from nasplan.hosts.session import HostSession
+from nasplan.input.inventory import Host
 from nasplan.platforms import detect
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "facts"

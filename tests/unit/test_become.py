@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from nasplan import become
 from nasplan.errors import InputError
-from nasplan.inventory import Host
+from nasplan.hosts import become
+from nasplan.input.inventory import Host
 from nasplan.runner import Result
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_windows_and_mac_example_plan_validates_with_its_inventory() -> None:
-    from nasplan.plan import load_plan
+    from nasplan.input.plan import load_plan
 
     plan = load_plan(ROOT / "plans/examples/qnap-windows-mac.yaml")
     clients = {(t.client, t.target.label(), t.settings.get("parallel", 1)) for t in plan.tests}
@@ -24,7 +24,7 @@ def test_the_windows_and_mac_example_plan_validates_with_its_inventory() -> None
 
 def test_an_unknown_tool_in_the_inventory_is_a_located_error(tmp_path: Path) -> None:
     from nasplan.errors import InputError
-    from nasplan.inventory import load_inventory
+    from nasplan.input.inventory import load_inventory
 
     path = tmp_path / "inventory.yaml"
     path.write_text("hosts:\n  pc:\n    platform: windows\n    tools: {iperf2: 'C:\\x.exe'}\n")
@@ -37,10 +37,10 @@ def test_an_unknown_tool_in_the_inventory_is_a_located_error(tmp_path: Path) -> 
 def test_the_mac_to_truenas_core_jumbo_example_changes_both_ends_their_own_way() -> None:
     from os_facts import freebsd_facts, macos_facts
 
+    from nasplan.input.plan import load_plan
     from nasplan.network.backends import for_platform
     from nasplan.network.model import NicChange
     from nasplan.network.state import NicState
-    from nasplan.plan import load_plan
     from nasplan.platforms import detect
 
     plan = load_plan(ROOT / "plans/examples/mac-core-jumbo.yaml")

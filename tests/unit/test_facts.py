@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from nasplan.errors import NasplanError
-from nasplan.facts import (
+from nasplan.facts.gather import (
     FACTS_SCRIPT,
     TOOL_NAMES,
     HostFacts,
@@ -24,7 +24,7 @@ from nasplan.facts import (
     parse_iperf3_version,
     split_also,
 )
-from nasplan.hostlock import EXIT_BUSY, acquire_script, parse_holder
+from nasplan.hosts.lock import EXIT_BUSY, acquire_script, parse_holder
 from nasplan.runner import LocalRunner, Result
 from nasplan.sections import split_sections
 

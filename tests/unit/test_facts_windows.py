@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from os_facts import real, windows_output
 
-from nasplan import shell
-from nasplan.facts import gather, parse_facts
-from nasplan.facts_windows import facts_script, parse_format_list
+from nasplan.facts.gather import gather, parse_facts
+from nasplan.facts.windows import facts_script, parse_format_list
+from nasplan.hosts import shell
 from nasplan.platforms import detect
 
 

@@ -19,13 +19,13 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from nasplan import apply as apply_module
 from nasplan.cli import main
 from nasplan.errors import HostError, InputError
-from nasplan.inventory import Host, load_inventory
-from nasplan.loader import load_schema
-from nasplan.plan import load_plan
+from nasplan.input.inventory import Host, load_inventory
+from nasplan.input.loader import load_schema
+from nasplan.input.plan import load_plan
 from nasplan.progress import PlainProgress
+from nasplan.run import apply as apply_module
 from nasplan.runner import Result
 
 FACTS = Path(__file__).parent.parent / "fixtures" / "facts" / "debian12-root.txt"

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from nasplan.cli import main
-from nasplan.localfile import MAX_YAML_BYTES
+from nasplan.input.localfile import MAX_YAML_BYTES
 
 INVENTORY = """\
 vars: {user: root}
@@ -393,7 +393,7 @@ def test_alias_bomb_in_an_extra_var(tmp_path: Path) -> None:
 
 def test_identity_file_named_by_ssh_config_is_checked_before_connecting(tmp_path: Path) -> None:
     from nasplan.errors import HostError
-    from nasplan.inventory import Host
+    from nasplan.input.inventory import Host
     from nasplan.ssh import connect
 
     config = tmp_path / "ssh_config"

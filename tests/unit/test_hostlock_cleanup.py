@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from nasplan.hostlock import _CLEANUP
+from nasplan.hosts.lock import _CLEANUP
 
 SHELLS = {"dash": ["dash"], "busybox": ["busybox", "sh"]}
 # With BusyBox sh the text tools are BusyBox's too (its ps has no -p: procps' ps stays).

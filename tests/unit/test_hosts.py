@@ -10,16 +10,16 @@ from typing import Any
 
 import pytest
 
-from nasplan.apply import tool_needs
 from nasplan.errors import CannotStart
-from nasplan.facts import parse_facts
-from nasplan.hosts import HostSession, HostsPart, prepare
-from nasplan.inventory import Host
+from nasplan.facts.gather import parse_facts
+from nasplan.hosts.session import HostSession, HostsPart, prepare
+from nasplan.input.inventory import Host
+from nasplan.input.plan import load_plan
 from nasplan.measure import kinds
 from nasplan.measure.kind import RunContext, check_ready
-from nasplan.plan import load_plan
 from nasplan.platforms.generic import GenericLinux
 from nasplan.progress import PlainProgress
+from nasplan.run.apply import tool_needs
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "facts"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from nasplan.errors import InputError
-from nasplan.inventory import load_inventory
+from nasplan.input.inventory import load_inventory
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""The run's hold on its hosts (nasplan/leases.py): where it cannot take one (Windows), and
+"""The run's hold on its hosts (nasplan/run/leases.py): where it cannot take one (Windows), and
 how the renewals are timed."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from nasplan import shell
-from nasplan.hostlock import acquire_script
-from nasplan.hosts import HostSession
-from nasplan.inventory import Host
-from nasplan.leases import EarlyRelease, LeaseKeeper, acquire
+from nasplan.hosts import shell
+from nasplan.hosts.lock import acquire_script
+from nasplan.hosts.session import HostSession
+from nasplan.input.inventory import Host
 from nasplan.progress import PlainProgress
+from nasplan.run.leases import EarlyRelease, LeaseKeeper, acquire
 from nasplan.runner import LocalRunner, Result
 
 

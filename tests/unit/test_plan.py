@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from nasplan.errors import InputError
+from nasplan.input.plan import load_plan
 from nasplan.measure.kinds import iperf3 as iperf3_kind
-from nasplan.plan import load_plan
 
 INVENTORY = """
 vars: {user: root, framing: tc}

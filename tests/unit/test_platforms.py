@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nasplan.facts import HostFacts, parse_facts
+from nasplan.facts.gather import HostFacts, parse_facts
 from nasplan.platforms import PlatformError, detect
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -7,10 +7,10 @@ import dataclasses
 import pytest
 from os_facts import freebsd_facts, macos_facts, session_of, windows_output
 
-from nasplan.facts import parse_facts
+from nasplan.facts.gather import parse_facts
 from nasplan.network.backends import for_platform
-from nasplan.network.phase import network_refusals
 from nasplan.platforms import PlatformError, detect
+from nasplan.run.network_phase import network_refusals
 
 
 def test_macos_is_detected_and_iperf3_comes_from_homebrew() -> None:
@@ -114,7 +114,7 @@ def test_only_windows_refuses_network_changes_macos_freebsd_and_core_make_them()
 
 
 def test_apply_check_on_windows_without_iperf3_shows_the_advice_not_an_install() -> None:
-    from nasplan.hosts import planned_installs
+    from nasplan.hosts.session import planned_installs
 
     facts = parse_facts(windows_output(tools="choco=C:\\ProgramData\\chocolatey\\bin\\choco.exe"))
     (line,) = planned_installs(session_of("win11", facts), ["iperf3"])
@@ -125,7 +125,7 @@ def test_apply_check_on_windows_without_iperf3_shows_the_advice_not_an_install()
 def test_inventory_tools_on_a_posix_host_win_and_their_iperf3_version_is_read() -> None:
     import shutil
 
-    from nasplan.hosts import with_inventory_tools
+    from nasplan.hosts.session import with_inventory_tools
     from nasplan.runner import LocalRunner
 
     real_iperf3 = shutil.which("iperf3")

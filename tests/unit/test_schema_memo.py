@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from nasplan import loader, schema_memo
 from nasplan.errors import InputError
-from nasplan.inventory import load_inventory
+from nasplan.input import loader, schema_memo
+from nasplan.input.inventory import load_inventory
 
 INVENTORY = "hosts:\n  nas: {address: 198.18.0.10}\n"
 

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from nasplan import shell
+from nasplan.hosts import shell
 
 HOSTILE = [
     "plain",

@@ -14,18 +14,18 @@ import pytest
 from click.testing import CliRunner
 
 from nasplan.analysis import attribute_bottleneck, shared_kernels
-from nasplan.apply import EXIT_INPUT, check, unset_variables
 from nasplan.cli import main
-from nasplan.facts import parse_facts
-from nasplan.hosts import HostSession, planned_installs
-from nasplan.inventory import Host
+from nasplan.facts.gather import parse_facts
+from nasplan.hosts.session import HostSession, planned_installs
+from nasplan.input.inventory import Host
+from nasplan.input.plan import load_plan
 from nasplan.measure.tools import transfer
 from nasplan.network.checks import mtu_probes
 from nasplan.network.model import MtuSpec
 from nasplan.network.state import NicState
-from nasplan.plan import load_plan
 from nasplan.platforms.qnap import Qnap
 from nasplan.progress import PlainProgress, result_text, step_text
+from nasplan.run.apply import EXIT_INPUT, check, unset_variables
 from nasplan.runner import Result
 
 ROOT = Path(__file__).resolve().parents[2]

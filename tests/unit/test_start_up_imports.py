@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 import yaml
 
-from nasplan.loader import load_schema
+from nasplan.input.loader import load_schema
 from nasplan.measure import kinds
 
 KIND_MODULES = {name: f"nasplan.measure.kinds.{module}" for name, module in kinds.MODULES.items()}
 # The network phase's modules (and its NIC state models) an apply without network changes has
 # no use for.
 NETWORK_PHASE = (
-    "nasplan.network.phase",
+    "nasplan.run.network_phase",
     "nasplan.network.state",
     "nasplan.network.backends",
     "nasplan.network.checks",
@@ -125,7 +125,7 @@ def test_a_plan_that_changes_the_network_imports_the_network_phase(tmp_path: Pat
     )
     code, modules = run_cli("apply", str(plan), "--out", str(tmp_path / "run"), cwd=tmp_path)
     assert code == 3
-    assert "nasplan.network.phase" in modules
+    assert "nasplan.run.network_phase" in modules
     network = json.loads((tmp_path / "run" / "run.json").read_text())["network"]
     assert network["declared"]["interfaces"] and network["status"] == "failed"
 
@@ -139,7 +139,7 @@ def test_validate_imports_no_kind_no_network_phase_and_not_the_lab(tmp_path: Pat
 
 
 def test_a_plan_run_again_is_not_validated_again(tmp_path: Path) -> None:
-    # nasplan.schema_memo: a before/after check runs the same plan and inventory again and
+    # nasplan.input.schema_memo: a before/after check runs the same plan and inventory again and
     # again; jsonschema (30-70 ms to import) is only needed the first time
     plan = write_plan(tmp_path, [IPERF3])
     out = str(tmp_path / "run")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nasplan import storage
 from nasplan.compare.envdiff import environment_diff
-from nasplan.facts import parse_facts
+from nasplan.facts import storage
+from nasplan.facts.gather import parse_facts
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from nasplan.input.plan import load_plan
 from nasplan.measure.kind import skipped
 from nasplan.measure.kinds.transfer import Transfer, _cleanup, check_commands
 from nasplan.measure.tools import fio, transfer
-from nasplan.plan import load_plan
 from nasplan.report import render_report
 from nasplan.results import load_run
 from nasplan.runner import LocalRunner

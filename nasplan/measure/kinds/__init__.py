@@ -10,8 +10,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from nasplan.input.plan import PlanTest
     from nasplan.measure.kind import BoundTest, Kind
-    from nasplan.plan import PlanTest
 
 # plan name -> module under nasplan/measure/kinds/ whose ``KIND`` it is, in the schema's order
 MODULES: dict[str, str] = {

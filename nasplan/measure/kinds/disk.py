@@ -12,15 +12,15 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from nasplan import shell
 from nasplan.analysis import cache_influence, summarize
 from nasplan.errors import CannotStart
-from nasplan.hostlock import PRELUDE
-from nasplan.hosts import HostSession
+from nasplan.hosts import shell
+from nasplan.hosts.lock import PRELUDE
+from nasplan.hosts.session import HostSession
+from nasplan.input.plan import PlanTest
 from nasplan.measure import sampler, timeline
 from nasplan.measure.kind import Kind, Needs, RunContext, check_ready, finish, new_record
 from nasplan.measure.tools import disk_windows, fio
-from nasplan.plan import PlanTest
 from nasplan.units import parse_size
 
 DIRECTIONS = ("write", "read")

@@ -10,7 +10,8 @@ from typing import Any
 
 from nasplan.analysis import efficiency, stall_reason, summarize
 from nasplan.errors import CannotStart, HostLostError
-from nasplan.hosts import HostSession
+from nasplan.hosts.session import HostSession
+from nasplan.input.plan import PlanTest
 from nasplan.measure import sampler, timeline
 from nasplan.measure.kind import (
     Kind,
@@ -23,7 +24,6 @@ from nasplan.measure.kind import (
     path_params,
 )
 from nasplan.measure.tools import iperf3, iperf3_multi
-from nasplan.plan import PlanTest
 from nasplan.units import parse_rate
 
 # Each test of a plan gets its own server port unless it names one: tests never share a server.

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nasplan.errors import CannotStart
+from nasplan.input.plan import PlanTest
 from nasplan.measure import sampler, timeline
 from nasplan.measure.kind import (
     Kind,
@@ -29,7 +30,6 @@ from nasplan.measure.kind import (
     target_label,
 )
 from nasplan.measure.tools import iscsi
-from nasplan.plan import PlanTest
 from nasplan.runner import Runner
 from nasplan.units import parse_size
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from nasplan.analysis import summarize
 from nasplan.errors import CannotStart
+from nasplan.input.plan import PlanTest
 from nasplan.measure import sampler
 from nasplan.measure.kind import (
     Kind,
@@ -20,7 +21,6 @@ from nasplan.measure.kind import (
     path_params,
 )
 from nasplan.measure.tools import ping
-from nasplan.plan import PlanTest
 
 METRIC = "rtt_avg_ms"
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from nasplan.analysis import summarize
 from nasplan.errors import CannotStart
+from nasplan.input.plan import PlanTest
 from nasplan.measure.kind import (
     Kind,
     RunContext,
@@ -27,7 +28,6 @@ from nasplan.measure.kind import (
     target_label,
 )
 from nasplan.measure.tools import ping
-from nasplan.plan import PlanTest
 from nasplan.runner import Runner
 
 METRIC = "path_mtu_bytes"

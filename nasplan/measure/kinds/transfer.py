@@ -13,9 +13,10 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from nasplan import shell
 from nasplan.errors import CannotStart
-from nasplan.hosts import HostSession
+from nasplan.hosts import shell
+from nasplan.hosts.session import HostSession
+from nasplan.input.plan import PlanTest
 from nasplan.measure import sampler, timeline
 from nasplan.measure.kind import (
     Kind,
@@ -29,7 +30,6 @@ from nasplan.measure.kind import (
     target_label,
 )
 from nasplan.measure.tools import transfer, transfer_windows
-from nasplan.plan import PlanTest
 from nasplan.runner import Runner
 from nasplan.units import parse_size
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Protocol, TypeVar
 
-from nasplan import shell
 from nasplan.errors import NasplanError
+from nasplan.hosts import shell
 from nasplan.measure.tools import iperf3_server, iperf3_server_windows
 from nasplan.measure.tools.iperf3_server import (
     LAUNCH_SECTION,

@@ -6,7 +6,7 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 
-from nasplan.hostlock import PRELUDE
+from nasplan.hosts.lock import PRELUDE
 
 # seconds the start script waits for the daemon to LISTEN
 SERVER_READY_TIMEOUT_S = 5
@@ -96,7 +96,7 @@ exit 1
 """
 
 # A one-off server waits for its client forever: a watchdog ends it once the run's lease on the
-# host runs out (nasplan killed or cut off before the client came; see nasplan.hostlock). Both
+# host runs out (nasplan killed or cut off before the client came; see nasplan.hosts.lock). Both
 # are registered in the host's lock so that the next run removes them should they outlive it.
 _WATCH = """\
 now() { if read -r u _ < /proc/uptime 2>/dev/null; then echo "${u%.*}"; else date +%s; fi; }

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nasplan.errors import NasplanError
-from nasplan.hostlock import PRELUDE
+from nasplan.hosts.lock import PRELUDE
 
 METHODS = ("smb", "rsync", "copy", "nfs")
 DIRECTIONS = ("write", "read")

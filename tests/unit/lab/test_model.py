@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from nasplan.errors import InputError
-from nasplan.inventory import load_inventory
+from nasplan.input.inventory import load_inventory
 from nasplan.lab import inventory_out, shaping, sshd
 from nasplan.lab.model import Names, load_lab
 from nasplan.lab.personalities import Plain

@@ -9,11 +9,11 @@ import pytest
 import yaml
 
 from nasplan.errors import InputError
+from nasplan.input.plan import load_plan
 from nasplan.network import checks, scripts, tools
 from nasplan.network.model import NicChange
 from nasplan.network.state import differences, parse_state
 from nasplan.network.tools import parse_state_output
-from nasplan.plan import load_plan
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures/ip"
 INVENTORY = {

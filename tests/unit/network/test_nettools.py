@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nasplan.facts import parse_facts
+from nasplan.facts.gather import parse_facts
 from nasplan.network import checks, ifconfig, iptext, scripts, tools
 from nasplan.network.backends import by_mechanism
 from nasplan.network.model import NicChange

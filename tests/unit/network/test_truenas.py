@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nasplan.facts import HostFacts, parse_facts
+from nasplan.facts.gather import HostFacts, parse_facts
 from nasplan.network import restore
 from nasplan.network.backends import SetsidTimer, by_mechanism, for_platform
 from nasplan.network.model import NicChange

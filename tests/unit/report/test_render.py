@@ -14,10 +14,10 @@ from click.testing import CliRunner
 
 from nasplan.cli import main
 from nasplan.errors import InputError
+from nasplan.facts.storage import parse_mdstat
 from nasplan.report import render_report, write_report
 from nasplan.report.render import bits_per_second_range, cell, gibibytes, nominal_speed, percent
 from nasplan.results import load_run, save_run
-from nasplan.storage import parse_mdstat
 
 SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "runs" / "sample"
 

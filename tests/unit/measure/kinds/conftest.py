@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from nasplan.facts import NicFacts, parse_facts
-from nasplan.hosts import HostSession
+from nasplan.facts.gather import NicFacts, parse_facts
+from nasplan.hosts.session import HostSession
+from nasplan.input.plan import load_plan
 from nasplan.measure.kind import RunContext
-from nasplan.plan import load_plan
 from nasplan.platforms.generic import GenericLinux
 from nasplan.progress import PlainProgress
 from nasplan.runner import Result

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nasplan import shell
+from nasplan.hosts import shell
 from nasplan.measure import kinds
 from nasplan.runner import Result
 

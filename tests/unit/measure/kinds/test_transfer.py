@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from nasplan import shell
+from nasplan.hosts import shell
 from nasplan.measure import kinds
 
 TRANSFER = Path(__file__).resolve().parents[3] / "fixtures" / "transfer"

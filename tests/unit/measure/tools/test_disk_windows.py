@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from nasplan import shell
+from nasplan.hosts import shell
 from nasplan.measure.tools import disk_windows
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "diskspd"

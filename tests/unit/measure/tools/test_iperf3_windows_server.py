@@ -1,7 +1,7 @@
 """iperf3 as a server on Windows: the PowerShell start/stop scripts and their dispatch.
 
 No Windows host exists here: the scripts are checked for what they hand to PowerShell and to
-Win32_Process.Create (quoting through nasplan.shell), and a recording runner shows that a
+Win32_Process.Create (quoting through nasplan.hosts.shell), and a recording runner shows that a
 Windows server gets them while a POSIX one keeps the sh scripts.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from nasplan import shell
+from nasplan.hosts import shell
 from nasplan.measure.tools import iperf3_server_windows as win
 from nasplan.measure.tools.iperf3 import Iperf3Params, run_repetition
 

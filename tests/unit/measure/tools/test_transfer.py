@@ -13,8 +13,8 @@ import pytest
 
 from nasplan.analysis import annotate_transfers
 from nasplan.errors import InputError
+from nasplan.input.plan import load_plan
 from nasplan.measure.tools import transfer
-from nasplan.plan import load_plan
 from nasplan.report import render_report
 from nasplan.results import load_run, run_errors
 from nasplan.runner import LocalRunner

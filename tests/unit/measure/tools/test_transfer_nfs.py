@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from nasplan import plan as plan_module
 from nasplan.errors import InputError
-from nasplan.facts import parse_facts
-from nasplan.hosts import HostSession
-from nasplan.inventory import Host
+from nasplan.facts.gather import parse_facts
+from nasplan.hosts.session import HostSession
+from nasplan.input import plan as plan_module
+from nasplan.input.inventory import Host
+from nasplan.input.plan import load_plan
 from nasplan.measure.kinds import transfer as transfer_kind
 from nasplan.measure.tools import transfer
-from nasplan.plan import load_plan
 from nasplan.platforms import detect
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"

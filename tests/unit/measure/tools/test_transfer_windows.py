@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from nasplan import shell
-from nasplan.hosts import HostSession
-from nasplan.inventory import Host
+from nasplan.hosts import shell
+from nasplan.hosts.session import HostSession
+from nasplan.input.inventory import Host
 from nasplan.measure.kinds import transfer as transfer_test
 from nasplan.measure.tools import transfer_windows
 

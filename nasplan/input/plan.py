@@ -13,8 +13,8 @@ from typing import Any
 import yaml
 
 from nasplan.errors import InputError
-from nasplan.inventory import Inventory, load_inventory, ssh_file_errors
-from nasplan.loader import Document, JsonPath, parse_yaml, read_yaml, schema_errors
+from nasplan.input.inventory import Inventory, load_inventory, ssh_file_errors
+from nasplan.input.loader import Document, JsonPath, parse_yaml, read_yaml, schema_errors
 from nasplan.network.model import NetworkSpec, parse_link_target, parse_network
 
 _SINGLE_EXPRESSION = re.compile(r"^\s*\{\{[^{}]*\}\}\s*$")
@@ -123,7 +123,7 @@ class _Templates:
     def render(self, template: str, context: Mapping[str, Any]) -> str:
         """``template`` rendered over ``context`` (raises as PlanSandbox.render does)."""
         if self._env is None:
-            from nasplan.templating import PlanSandbox
+            from nasplan.input.templating import PlanSandbox
 
             self._env = PlanSandbox()
         rendered: str = self._env.render(template, context)
@@ -146,7 +146,7 @@ def _render_value(
     # Only a plan that holds a template imports Jinja (every apply starts by loading the plan).
     import jinja2
 
-    from nasplan.templating import TemplateRefused
+    from nasplan.input.templating import TemplateRefused
 
     try:
         rendered = env.render(value, context)

@@ -15,11 +15,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nasplan import __version__, leases
+from nasplan import __version__
 from nasplan.analysis import annotate_transfers, shared_kernels
 from nasplan.errors import HostLostError, RunDirError
-from nasplan.hostlock import acquire_script
-from nasplan.hosts import (
+from nasplan.hosts.lock import acquire_script
+from nasplan.hosts.session import (
     HostSession,
     HostsPart,
     close_sessions,
@@ -29,19 +29,20 @@ from nasplan.hosts import (
     planned_installs,
     prepare,
 )
-from nasplan.inventory import Host
+from nasplan.hosts.timeouts import Timeouts, from_environ
+from nasplan.input.inventory import Host
+from nasplan.input.plan import Plan
 from nasplan.measure import kinds
 from nasplan.measure.kind import BoundTest, RunContext, fail_for_lost_host, skipped
 from nasplan.output import require_free_space, secrets_from_environ, sync_files
-from nasplan.plan import Plan
 from nasplan.progress import Progress, RedactedProgress, result_text
 from nasplan.results import RunSaver, new_run_dir
+from nasplan.run import leases
 from nasplan.runner import Result, Runner
 from nasplan.ssh import connect
-from nasplan.timeouts import Timeouts, from_environ
 
 if TYPE_CHECKING:
-    from nasplan.network.phase import NetworkPhase
+    from nasplan.run.network_phase import NetworkPhase
 
 EXIT_OK, EXIT_TEST_FAILED, EXIT_INPUT, EXIT_UNREACHABLE = 0, 1, 2, 3
 
@@ -147,7 +148,7 @@ def check(
                 progress.message(f"warning: {warning}")
         for name in plan.network.hosts:
             # Only a plan that changes the network imports the network phase's code.
-            from nasplan.network.phase import describe_changes
+            from nasplan.run.network_phase import describe_changes
 
             facts = sessions[name].facts if name in sessions else None
             current = {nic.name: nic for nic in facts.interfaces} if facts else {}
@@ -370,7 +371,7 @@ def _network_phase(
     that does nothing, and the phase's code is never imported."""
     if not plan.network.active:
         return _NoNetworkChanges()
-    from nasplan.network.phase import NetworkPhase
+    from nasplan.run.network_phase import NetworkPhase
 
     return NetworkPhase(
         plan.network,

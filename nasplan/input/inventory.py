@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from nasplan.errors import InputError
-from nasplan.loader import (
+from nasplan.input.loader import (
     Document,
     describe_error,
     format_json_path,
@@ -17,7 +17,7 @@ from nasplan.loader import (
     schema_errors,
     subschema_validator,
 )
-from nasplan.localfile import private_file_problem
+from nasplan.input.localfile import private_file_problem
 from nasplan.units import parse_rate
 
 CONNECTION_KEYS = (

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from nasplan.errors import HostLostError, NasplanError
-from nasplan.facts import HostFacts, gather_with, parse_iperf3_version
-from nasplan.inventory import Host
+from nasplan.facts.gather import HostFacts, gather_with, parse_iperf3_version
+from nasplan.input.inventory import Host
 from nasplan.platforms import Command, Platform, PlatformError, detect
 from nasplan.progress import Progress
 from nasplan.runner import Result, Runner
@@ -38,7 +38,7 @@ class HostSession:
     error: str | None = None
     # the host stopped answering during the run (after it had been reached)
     lost: bool = False
-    # this run holds the host's nasplan lock (nasplan.hostlock)
+    # this run holds the host's nasplan lock (nasplan.hosts.lock)
     locked: bool = False
 
     @property

@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from nasplan import hostlock
-from nasplan.inventory import Host, load_inventory
+from nasplan.hosts import lock as hostlock
+from nasplan.input.inventory import Host, load_inventory
 from nasplan.network.backends import by_mechanism
 from nasplan.network.model import NicChange
 from nasplan.network.restore import Restored, load_snapshots, restore_host

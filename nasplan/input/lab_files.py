@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from nasplan.errors import InputError
-from nasplan.loader import read_yaml
+from nasplan.input.loader import read_yaml
 
 STATE_PARENT = ".lab"
 INVENTORY_NAME = "inventory.yaml"

@@ -1,4 +1,4 @@
-"""A run's hold on its hosts: take each host's lock (nasplan.hostlock), renew the leases while
+"""A run's hold on its hosts: take each host's lock (nasplan.hosts.lock), renew the leases while
 the run lasts, release them (and whatever the run left) at the end."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from nasplan import shell
-from nasplan.hostlock import (
+from nasplan.hosts import shell
+from nasplan.hosts.lock import (
     EXIT_BUSY,
     acquire_script,
     parse_holder,
@@ -19,7 +19,7 @@ from nasplan.hostlock import (
 from nasplan.sections import split_sections
 
 if TYPE_CHECKING:
-    from nasplan.hosts import HostSession
+    from nasplan.hosts.session import HostSession
     from nasplan.progress import Progress
     from nasplan.runner import Result
 

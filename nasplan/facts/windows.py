@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
 
-from nasplan.shell import PowerShell
+from nasplan.hosts.shell import PowerShell
 
 # Looked up where the inventory says, then on PATH (each without ".exe").
 TOOL_NAMES = ("iperf3", "robocopy", "diskspd", "winget", "choco")
@@ -32,7 +32,7 @@ def facts_script(tool_paths: Mapping[str, str] | None = None) -> str:
     entries = "; ".join(
         f"{quote(tool)} = @({quote((tool_paths or {}).get(tool, ''))})" for tool in TOOL_NAMES
     )
-    template = resources.files("nasplan").joinpath("facts_windows.ps1").read_text()
+    template = resources.files("nasplan.facts").joinpath("facts_windows.ps1").read_text()
     # An ordered dictionary keeps the tools section in TOOL_NAMES order.
     return template.replace("@CANDIDATES@", f"[ordered]@{{ {entries} }}")
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from nasplan.hosts import HostSession, in_parallel
+from nasplan.hosts.session import HostSession, in_parallel
 from nasplan.network import checks, restore, scripts, tools
 from nasplan.network.backends import NetworkBackend, SetsidTimer, for_platform
 from nasplan.network.model import NetworkSpec, NicChange, fact_errors
@@ -27,8 +27,8 @@ from nasplan.network.tools import parse_state_output
 from nasplan.sections import split_sections
 
 if TYPE_CHECKING:
-    from nasplan.facts import HostFacts
-    from nasplan.inventory import Host
+    from nasplan.facts.gather import HostFacts
+    from nasplan.input.inventory import Host
     from nasplan.progress import Progress
     from nasplan.runner import Runner
 

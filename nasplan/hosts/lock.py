@@ -1,6 +1,6 @@
 """One run at a time per host: the shell side of a lock directory on the host with its owner, a
 lease, and a list of what the run started there (PIDs, temp files) so that whoever finds it stale
-can clean up (taking and renewing it for a run's sessions: ``nasplan.leases``).
+can clean up (taking and renewing it for a run's sessions: ``nasplan.run.leases``).
 
 The lock is ``/tmp/nasplan-<hostname>.lock/`` (the host's own ``uname -n``: lab hosts share one
 /tmp). ``lease`` holds the host clock (``/proc/uptime`` seconds, else ``date +%s``) until which

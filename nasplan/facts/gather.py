@@ -11,8 +11,11 @@ from dataclasses import dataclass, field, fields, replace
 from importlib import resources
 from typing import Any
 
-from nasplan import facts_bsd, facts_windows, shell, storage
 from nasplan.errors import NasplanError
+from nasplan.facts import bsd as facts_bsd
+from nasplan.facts import storage
+from nasplan.facts import windows as facts_windows
+from nasplan.hosts import shell
 from nasplan.runner import Result, Runner
 
 # Looked up on PATH and in vendor directories; each is a key of HostFacts.tools (None: absent).
@@ -44,7 +47,7 @@ TOOL_NAMES = (
 # Each header starts with a newline because files such as Debian's os-release lack a final one.
 # POSIX sh, kept beside this module so it can be read and linted as shell (shellcheck).
 _FACTS_TEXT = (
-    resources.files("nasplan")
+    resources.files("nasplan.facts")
     .joinpath("facts.sh")
     .read_text()
     .replace("@TOOLS@", " ".join(shlex.quote(t) for t in TOOL_NAMES))
@@ -162,7 +165,7 @@ class HostFacts:
     # (text only); None: no `ip` found, or facts from before nasplan probed it.
     ip_json: bool | None = None
     # {"md_arrays": [...], "zfs_pools": [...], "zfs_sizes": {...}, "disks": [...],
-    #  "mounts": [...]}: nasplan/storage.py
+    #  "mounts": [...]}: nasplan/facts/storage.py
     storage: Mapping[str, Any] = field(default_factory=dict)
     boot_id: str | None = None  # the kernel's: hosts sharing one share CPU figures
 

@@ -10,7 +10,7 @@ import shlex
 from collections.abc import Callable, Mapping
 
 from nasplan.errors import HostError, InputError
-from nasplan.inventory import Host
+from nasplan.input.inventory import Host
 from nasplan.runner import Result
 
 # Printed by the root shell first: when it is missing, sudo itself failed, not the script.

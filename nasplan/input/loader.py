@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import yaml
 
-from nasplan import schema_memo
 from nasplan.errors import InputError
-from nasplan.localfile import MAX_YAML_BYTES, read_text_bounded
+from nasplan.input import schema_memo
+from nasplan.input.localfile import MAX_YAML_BYTES, read_text_bounded
 
 if TYPE_CHECKING:  # imported where a document is validated (schema_memo: not every time)
     import jsonschema
@@ -274,7 +274,7 @@ def _validator(schema_name: str) -> jsonschema.Draft202012Validator:
 
 def is_valid(schema_name: str, data: Any) -> bool:
     """Whether ``data`` is valid against a schema; a document found valid before (same
-    content, schema and nasplan) is not validated again (nasplan.schema_memo)."""
+    content, schema and nasplan) is not validated again (nasplan.input.schema_memo)."""
     memo_key = schema_memo.key(schema_name, data)
     if schema_memo.known_valid(memo_key):
         return True

@@ -1,0 +1,45 @@
+"""The contract for work that may run beside the caller: what a run lends to lower layers.
+
+A kind, a sampler, the lease keeper or the host sessions never start a thread: they hand work to
+a ``Tasks`` (``nasplan.run.overlap.Overlap``), which runs it in a thread of its own for a real
+run (``Overlap.concurrent()``) or, for a unit test or a debugger, in the caller's own thread when
+someone first waits for it (``Overlap.serial()``). Code written against this contract is correct
+in both: it must wait for a task before it relies on what the task did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Protocol, TypeVar
+
+T = TypeVar("T")
+
+
+class Task(Protocol):
+    """One piece of work handed to ``Tasks.start``."""
+
+    @property
+    def error(self) -> BaseException | None:
+        """What the work raised (None while it runs, or when it returned)."""
+        ...
+
+    def done(self) -> bool:
+        """True once the work has returned or raised."""
+        ...
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """Wait for the work (serial: run it now); True once it is over."""
+        ...
+
+
+class Tasks(Protocol):
+    """Where a run's background work is started."""
+
+    def start(self, work: Callable[[], object], name: str) -> Task:
+        """``work`` started (concurrent) or queued until first waited for (serial)."""
+        ...
+
+    def each(self, items: Iterable[T], work: Callable[[T], object]) -> None:
+        """``work`` on every item, at most a bounded number at once, all finished on return;
+        ``work`` records its own errors (one that raises is raised here after the others end)."""
+        ...
