@@ -37,6 +37,7 @@ from nasplan.hosts.session import close_sessions, open_sessions
 from nasplan.input.inventory import load_inventory
 from nasplan.lab import LabState
 from nasplan.progress import PlainProgress
+from nasplan.run.overlap import Overlap
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # bench/floor.py, for the floor's in-process facts
@@ -213,7 +214,7 @@ def facts_wall_s(inventory_path: Path, names: Sequence[str]) -> float:
     inventory = load_inventory(inventory_path)
     hosts = {name: inventory.hosts[name] for name in names}
     started = time.perf_counter()
-    sessions = open_sessions(hosts, Quiet())
+    sessions = open_sessions(hosts, Quiet(), tasks=Overlap.concurrent())
     wall_s = time.perf_counter() - started
     failed = [name for name, s in sessions.items() if s.error]
     close_sessions(sessions)

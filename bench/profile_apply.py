@@ -93,33 +93,26 @@ def instrumented(timings: Timings) -> Iterator[None]:
     """Time SshRunner's exec paths, connections, run.json and the report while inside."""
     from fabric import Connection
 
-    import nasplan.results as results_module
-    import nasplan.run.apply as apply_module
     from nasplan.report import render
+    from nasplan.run.apply import Run
+    from nasplan.run.checkpoint import RunSaver
 
     patches: list[tuple[Any, str, Any]] = [
         (ssh.SshRunner, "_exec", timings.wrap(command_kind, ssh.SshRunner._exec)),
         # an iperf3 >= 3.7 server is launched on its own channel, until it says it listens
         (ssh.SshRunner, "start_until", timings.wrap(command_kind, ssh.SshRunner.start_until)),
         (Connection, "open", timings.wrap("connect (TCP, SSH handshake, auth)", Connection.open)),
-        (
-            results_module.RunSaver,
-            "save",
-            timings.wrap("run.json", results_module.RunSaver.save),
-        ),
+        (RunSaver, "save", timings.wrap("run.json", RunSaver.save)),
         (render, "write_report", timings.wrap("report.md", render.write_report)),
+        # the run's phases (Run, nasplan/run/apply.py)
         (
-            apply_module,
-            "open_sessions",
-            timings.wrap("wall: connect + facts + lock, all hosts", apply_module.open_sessions),
+            Run,
+            "open_hosts",
+            timings.wrap("wall: connect + facts + lock, all hosts", Run.open_hosts),
         ),
-        (apply_module, "prepare", timings.wrap("wall: tool checks", apply_module.prepare)),
-        (apply_module, "run_test", timings.wrap("wall: tests", apply_module.run_test)),
-        (
-            apply_module,
-            "_finish",
-            timings.wrap("wall: run.json + report at the end", apply_module._finish),
-        ),
+        (Run, "prepare", timings.wrap("wall: tool checks", Run.prepare)),
+        (Run, "_run_test", timings.wrap("wall: tests", Run._run_test)),
+        (Run, "finish", timings.wrap("wall: teardown, run.json + report at the end", Run.finish)),
     ]
     saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
     for owner, name, replacement in patches:

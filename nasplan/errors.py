@@ -26,6 +26,11 @@ class InputError(NasplanError):
         super().__init__("\n".join(self.messages))
 
 
+class ShellQuoteError(InputError):
+    """A value a host's shell cannot carry safely (the message names it and why): refused, never
+    passed through half-quoted (``nasplan.hosts.shell``)."""
+
+
 class HostError(NasplanError):
     """A host could not be reached or authenticated: exit code 3."""
 
@@ -57,3 +62,8 @@ class CannotStart(NasplanError):
 
     Its kind records the message as the test's error; the run goes on with the next test.
     """
+
+
+class ToolError(NasplanError):
+    """A measurement tool failed or printed no result nasplan can read (the message says what
+    came instead); its kind records it as the repetition's error."""

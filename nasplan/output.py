@@ -88,7 +88,7 @@ def write_text(path: Path, text: str, redactor: Redactor, *, durable: bool = Tru
 
     ``durable``: on disk (fsync) before the rename; False for what a run writes while it
     measures (its checkpoints of run.json, raw outputs), synced at its end (``sync_files``):
-    an fsync there was ~1 ms, and now and then 100+ ms, between two measurements.
+    an fsync there would wait on the disk between two measurements, at times for long.
     Raises RunDirError (one line, no traceback) when the disk is full or not writable; the
     previous version of ``path``, if any, stays whole.
     """

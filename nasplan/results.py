@@ -88,7 +88,7 @@ def _clean(value: Any, redactor: Redactor) -> Any:
     return value
 
 
-def _pretty(value: Any, redactor: Redactor) -> str:
+def pretty(value: Any, redactor: Redactor) -> str:
     """One value as run.json writes it (at the top level): cleaned, indent 2, no newline after."""
     return json.dumps(
         _clean(value, redactor),
@@ -105,7 +105,7 @@ def dump_run(run: dict[str, Any], secrets: Iterable[str] = ()) -> str:
     Never fails on odd values (a long run's data must reach the disk): NaN becomes null and
     anything not JSON (a Path, a datetime) its ``str()``; ``run_errors`` reports such drift.
     """
-    return _pretty(run, redactor_of(s for s in secrets if s)) + "\n"
+    return pretty(run, redactor_of(s for s in secrets if s)) + "\n"
 
 
 def save_run(run_dir: Path, run: dict[str, Any], secrets: Iterable[str] = ()) -> Path:
@@ -116,79 +116,6 @@ def save_run(run_dir: Path, run: dict[str, Any], secrets: Iterable[str] = ()) ->
     """
     path = run_dir / RUN_FILE
     return write_text(path, dump_run(run, secrets), redactor_of(secrets))
-
-
-def _nested(text: str) -> str:
-    """A value's indent-2 text one level deeper (JSON strings never hold a raw newline)."""
-    return text.replace("\n", "\n  ")
-
-
-def _joined(opening: str, items: list[str], closing: str) -> str:
-    """``{...}`` or ``[...]`` around already nested items, as json.dumps(indent=2) writes it."""
-    if not items:
-        return opening + closing
-    return f"{opening}\n  " + ",\n  ".join(items) + f"\n{closing}"
-
-
-class RunSaver:
-    """Saves one run's run.json again and again as the run goes on (``save_run``'s bytes).
-
-    The text of a part that did not change since the previous save (the hosts with their facts,
-    each finished test) is reused, not rebuilt: with 30 hosts a save costs ~3 ms instead of ~20,
-    and a run saves after every repetition. A part counts as unchanged when its compact JSON is.
-    """
-
-    def __init__(self, run_dir: Path, *, frozen: Iterable[str] = ()) -> None:
-        self.path = run_dir / RUN_FILE
-        self._secrets: tuple[str, ...] = ()
-        # compact JSON of a part -> its text in run.json (cleaned, indent 2, at the top level)
-        self._texts: dict[str, str] = {}
-        # top-level keys whose value, when the very same object comes again, has not changed
-        # (the caller never changes it once given: apply's HostsPart): name -> (value, text)
-        self._frozen = frozenset(frozen)
-        self._frozen_texts: dict[str, tuple[Any, str]] = {}
-
-    def save(
-        self, run: dict[str, Any], secrets: Iterable[str] = (), *, durable: bool = True
-    ) -> Path:
-        """Write ``run`` to run.json atomically (secrets masked, as ``save_run``); its path.
-        ``durable``: as for ``write_text`` (a checkpoint during the run is not)."""
-        masked = tuple(s for s in secrets if s)
-        if masked != self._secrets:  # a secret learned during the run: every text again
-            self._secrets, self._texts, self._frozen_texts = masked, {}, {}
-        redactor = redactor_of(masked)
-        return write_text(self.path, self.text_of(run, redactor), redactor, durable=durable)
-
-    def text_of(self, run: dict[str, Any], redactor: Redactor) -> str:
-        """``dump_run(run)``, from the texts of unchanged parts where it can."""
-        if not all(isinstance(key, str) for key in run):
-            return _pretty(run, redactor) + "\n"
-        kept: dict[str, str] = {}
-
-        def text(value: Any) -> str:
-            try:
-                key = json.dumps(value, ensure_ascii=False, default=str)
-            except (TypeError, ValueError):  # not JSON at all: _pretty says why, as save_run
-                return _pretty(value, redactor)
-            found = kept.get(key) or self._texts.get(key) or _pretty(value, redactor)
-            kept[key] = found
-            return found
-
-        fields = []
-        for name, value in run.items():
-            seen = self._frozen_texts.get(name)
-            if seen is not None and seen[0] is value:
-                body = seen[1]
-            elif isinstance(value, (list, tuple)):  # tests: each finished one stays as it was
-                body = _joined("[", [_nested(text(item)) for item in value], "]")
-            else:
-                body = text(value)
-            if name in self._frozen:
-                self._frozen_texts[name] = (value, body)
-            key = json.dumps(redactor.text(name) if redactor.secrets else name, ensure_ascii=False)
-            fields.append(f"{key}: {_nested(body)}")
-        self._texts = kept
-        return _joined("{", fields, "}") + "\n"
 
 
 def save_raw(
@@ -274,8 +201,8 @@ def load_run(run_dir_or_file: Path, *, check: bool = True) -> dict[str, Any]:
     """Read and validate run.json of a run directory (or the file); raise InputError if bad.
 
     ``check=False`` skips the schema's check, for a run.json this very process has just
-    written (apply's report: about 0.1 s for 30 hosts, on the critical path; the tests check
-    that what apply writes is valid).
+    written (apply's report, on the critical path, where a check grows with the hosts and
+    tests; the tests check that what apply writes is valid).
     """
     path = run_file(run_dir_or_file)
     if not path.exists() and not path.is_symlink():

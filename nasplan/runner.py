@@ -11,6 +11,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from nasplan.errors import NasplanError
+from nasplan.hosts.shell import POSIX, HostShell
+
 
 @dataclass(frozen=True)
 class Result:
@@ -48,22 +51,34 @@ class Launched:
 
 
 @runtime_checkable
-class Launcher(Protocol):
-    """A runner that can start a long-running command and return once it says it is ready."""
-
-    name: str
-
-    def start_until(self, script: str, markers: Sequence[str], *, timeout_s: float) -> Launched: ...
-
-
 class Runner(Protocol):
-    """Runs one command on one host. ``argv`` is quoted with shlex; ``script`` is shell text.
+    """Runs commands on one host. ``argv`` is quoted by the host's shell; ``script`` is shell
+    text in the host's script language (POSIX sh; PowerShell on Windows).
 
     ``sudo=True`` runs it as root (through sudo when the login user is not root);
     ``stdin`` is fed to the command's standard input (never put secrets in argv).
+    ``RunnerBase`` gives every member but ``run`` and ``run_script`` a default.
     """
 
     name: str
+
+    @property
+    def lost(self) -> str | None:
+        """Why the host stopped answering (its later commands fail at once); None while it
+        answers."""
+        ...
+
+    @property
+    def host_shell(self) -> HostShell:
+        """The shell the host speaks (``shell.POSIX`` until ``use_shell`` said otherwise)."""
+        ...
+
+    def use_shell(self, host_shell: HostShell) -> None:
+        """Speak ``host_shell`` from now on (set once the facts show a Windows host).
+
+        Raises NasplanError when this runner cannot speak it.
+        """
+        ...
 
     def run(
         self,
@@ -83,8 +98,50 @@ class Runner(Protocol):
         sudo: bool = False,
     ) -> Result: ...
 
+    def try_script(self, script: str, *, timeout_s: float) -> Result | None:
+        """``script`` as the login user; None when the host did not answer, without marking it
+        lost (a lease renewal during a short link outage must not end the run)."""
+        ...
 
-class LocalRunner:
+    def start_until(
+        self, script: str, markers: Sequence[str], *, timeout_s: float
+    ) -> Launched | None:
+        """Start ``script`` (POSIX sh, as the login user) and return once its standard output
+        holds every one of ``markers``, the command left running (``Launched.close``); or once
+        it ended or ``timeout_s`` passed without them (``Launched.ended``). None: this runner
+        cannot leave a command running, the caller starts it another way."""
+        ...
+
+    def close(self) -> None:
+        """Let go of what the runner holds (its connection: commands after it fail)."""
+        ...
+
+
+class RunnerBase(Runner):
+    """The defaults of a runner that speaks only POSIX sh, never loses its host and holds
+    nothing open: a subclass sets ``name`` and writes ``run`` and ``run_script``."""
+
+    lost: str | None = None
+    host_shell: HostShell = POSIX
+
+    def use_shell(self, host_shell: HostShell) -> None:
+        if host_shell.is_windows:
+            raise NasplanError(f"{self.name}: a Windows host, and this runner speaks only POSIX sh")
+        self.host_shell = host_shell
+
+    def try_script(self, script: str, *, timeout_s: float) -> Result | None:
+        return self.run_script(script, timeout_s=timeout_s)
+
+    def start_until(
+        self, script: str, markers: Sequence[str], *, timeout_s: float
+    ) -> Launched | None:
+        return None
+
+    def close(self) -> None:
+        """Nothing to let go of."""
+
+
+class LocalRunner(RunnerBase):
     """Runs commands on this machine (tests, and the control node's own checks)."""
 
     def __init__(self, name: str = "local", netns: str | None = None) -> None:

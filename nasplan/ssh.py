@@ -6,6 +6,7 @@ import base64
 import contextlib
 import dataclasses
 import hashlib
+import logging
 import select
 import socket
 import threading
@@ -22,7 +23,7 @@ from nasplan.hosts import become, shell
 from nasplan.hosts.timeouts import Timeouts, from_environ
 from nasplan.input.inventory import Host, ssh_file_errors
 from nasplan.input.localfile import private_file_problem
-from nasplan.runner import Launched, Result
+from nasplan.runner import Launched, Result, RunnerBase
 
 _READ_CHUNK_BYTES = 65536
 T = TypeVar("T")
@@ -30,6 +31,12 @@ T = TypeVar("T")
 # (nasplan sends it no EOF); with input, its shell reads the rest of it before it ends.
 _NO_INPUT = "exec </dev/null\n"
 _DRAIN_INPUT = "trap 'cat >/dev/null 2>&1' EXIT\n"
+
+# paramiko logs a connection that fails in its own thread (a host whose sshd froze: "Error
+# reading SSH protocol banner") as a traceback at ERROR, which Python's last-resort handler
+# prints on the terminal. nasplan says what failed itself, in one line: paramiko's log goes
+# only where the user's own logging set-up sends it.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 
 def fingerprint(key: paramiko.PKey) -> str:
@@ -92,7 +99,7 @@ def _harden(connection: Connection, host: Host) -> None:
         _harden(gateway, host)
 
 
-class SshRunner:
+class SshRunner(RunnerBase):
     """Runs commands on one host over one SSH connection (a ``nasplan.runner.Runner``)."""
 
     def __init__(
@@ -325,6 +332,7 @@ class SshRunner:
         )
 
     def close(self) -> None:
+        """Close the SSH connection."""
         self.connection.close()
 
 
@@ -390,16 +398,16 @@ class _PromptTransport(paramiko.Transport):
 
     sshd announces its host keys (a ``hostkeys-00@openssh.com`` global request, no reply wanted)
     just as the client opens its first channel. paramiko sends nothing back, so the client's
-    kernel holds its ACK (delayed ACK, 40 ms), and sshd, whose socket keeps Nagle's algorithm on
-    for a session without a terminal, holds its answer to the channel open until that ACK comes:
-    the first command on every connection took ~45 ms instead of ~4 (the facts, on every host
-    of every run). An SSH_MSG_IGNORE sent on receipt carries the ACK at once.
+    kernel holds its ACK (delayed ACK), and sshd, whose socket keeps Nagle's algorithm on for a
+    session without a terminal, holds its answer to the channel open until that ACK comes: the
+    first command on every connection (the facts, on every host of every run) waited for the
+    delayed-ACK timer. An SSH_MSG_IGNORE sent on receipt carries the ACK at once.
 
     Its reader thread wakes once a second, not ten times, when nothing comes: only to see whether
     the transport was closed, a handshake timed out or a keepalive is due (nasplan sets none),
     none of which needs a tenth of a second. A connection's packets wake it at once either way.
-    Thirty idle connections cost ~23 ms of CPU a second at 0.1 s, every wake-up taking Python's
-    GIL from the thread that runs the plan; ~2.5 ms at 1 s (bench/README.md, sixth round).
+    Every wake-up takes Python's GIL from the thread that runs the plan, once per idle
+    connection: a tenth as many wake-ups is a tenth of that cost (bench/README.md).
     """
 
     _active_check_timeout = 1.0
@@ -416,8 +424,8 @@ def _no_delay(connection: Connection) -> None:
     """Send each SSH packet at once (TCP_NODELAY), as OpenSSH does for its sessions.
 
     paramiko leaves Nagle's algorithm on: a command's small packets then wait for the peer's
-    delayed ACK, ~40 ms per exchange, several times per command (5 ms -> 48 ms a round trip in
-    the lab). Through a ProxyJump the transport's socket is a channel, which has no such option.
+    delayed ACK, several times per command (bench/README.md). Through a ProxyJump the
+    transport's socket is a channel, which has no such option.
     """
     transport = connection.client.get_transport()
     sock = getattr(transport, "sock", None)

@@ -2,9 +2,9 @@
 
 A kind, a sampler, the lease keeper or the host sessions never start a thread: they hand work to
 a ``Tasks`` (``nasplan.run.overlap.Overlap``), which runs it in a thread of its own for a real
-run (``Overlap.concurrent()``) or, for a unit test or a debugger, in the caller's own thread when
-someone first waits for it (``Overlap.serial()``). Code written against this contract is correct
-in both: it must wait for a task before it relies on what the task did.
+run (``Overlap.concurrent()``) or, for a unit test or a debugger, at once in the caller's own
+thread (``Overlap.serial()``), where repeating work never runs. Code written against this
+contract is correct in both: it waits for a task before it relies on what the task did.
 """
 
 from __future__ import annotations
@@ -28,7 +28,15 @@ class Task(Protocol):
         ...
 
     def wait(self, timeout_s: float | None = None) -> bool:
-        """Wait for the work (serial: run it now); True once it is over."""
+        """Wait for the work; True once it is over."""
+        ...
+
+
+class Repeating(Protocol):
+    """Work repeated at an interval (``Tasks.every``)."""
+
+    def stop(self) -> None:
+        """No further call (one under way finishes)."""
         ...
 
 
@@ -36,7 +44,14 @@ class Tasks(Protocol):
     """Where a run's background work is started."""
 
     def start(self, work: Callable[[], object], name: str) -> Task:
-        """``work`` started (concurrent) or queued until first waited for (serial)."""
+        """``work`` started beside the caller (concurrent) or run now (serial)."""
+        ...
+
+    def every(
+        self, interval_s: float, work: Callable[[], bool], name: str, *, first_s: float
+    ) -> Repeating:
+        """``work`` every ``interval_s``, the first after ``first_s``, until it returns False
+        or is stopped (serial: never)."""
         ...
 
     def each(self, items: Iterable[T], work: Callable[[T], object]) -> None:

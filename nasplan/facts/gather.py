@@ -104,8 +104,8 @@ _MAX_SPEED_MBPS = 10_000_000  # sysfs reports -1 or 4294967295 when a link's spe
 
 
 def _fields(facts: NicFacts | HostFacts) -> dict[str, Any]:
-    """A facts object's fields by name, values as they are (no deep copy: dataclasses.asdict's
-    copying cost ~5 ms per host, and run.json takes every host's facts after every test)."""
+    """A facts object's fields by name, values as they are (no deep copy: dataclasses.asdict
+    copies every host's facts again, and run.json takes them after every test)."""
     return {f.name: getattr(facts, f.name) for f in fields(facts)}
 
 
@@ -267,14 +267,11 @@ def gather_with(
         if not windows:
             _check_gathered(runner, result)
             return parse_facts(result.stdout), also_result
-    use_shell = getattr(runner, "use_shell", None)
-    if use_shell is None:
-        raise NasplanError(f"{runner.name}: a Windows host, and this runner speaks only POSIX sh")
-    use_shell(shell.windows(None))
+    runner.use_shell(shell.windows(None))  # NasplanError when the runner speaks only POSIX sh
     result = runner.run_script(facts_windows.facts_script(tool_paths), timeout_s=timeout_s * 2)
     _check_gathered(runner, result)
     facts = parse_facts(result.stdout)
-    use_shell(shell.windows(facts.markers.get(facts_windows.DEFAULT_SHELL_MARKER) or None))
+    runner.use_shell(shell.windows(facts.markers.get(facts_windows.DEFAULT_SHELL_MARKER) or None))
     return facts, None
 
 

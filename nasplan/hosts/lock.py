@@ -23,8 +23,8 @@ from nasplan.sections import split_sections
 EXIT_BUSY = 75
 
 # Shell text that sets nasplan_dir, nasplan_lease and the helpers every start script uses, with
-# as few processes as the shell allows (each costs a NAS's slow CPU a millisecond or more, and
-# the prelude runs with every script that starts something).
+# as few processes as the shell allows (each one is dear on a NAS's slow CPU, and the prelude
+# runs with every script that starts something).
 # The host name is `uname -n`, put through tr only when it holds a character a file name must not.
 # nasplan_clock: sets nasplan_now_s to the host clock in whole seconds (no subshell).
 # nasplan_owns FILE: FILE has the line run_id=$run_id (grep -qxF, with the shell's own read).
@@ -95,10 +95,12 @@ nasplan_clock; now=$nasplan_now_s
 if ! mkdir -m 755 "$nasplan_dir" 2>/dev/null; then
   until=
   [ -f "$nasplan_lease" ] && read -r until 2>/dev/null < "$nasplan_lease"
-  case $until in ''|*[!0-9]*) until=0 ;; esac
+  case $until in *[!0-9]*) until= ;; esac
   printf '@@nasplan:owner@@\n'; cat "$nasplan_dir/owner" 2>/dev/null
   printf '\n@@nasplan:clock@@\nnow=%s\nlease_until=%s\n' "$now" "$until"
-  if [ "$until" -gt "$now" ] && [ "$force" != 1 ]; then exit 75; fi
+  # no lease yet: another run is taking the lock this very moment (taken, not stale)
+  if [ -z "$until" ] && [ "$force" != 1 ]; then exit 75; fi
+  if [ "${until:-0}" -gt "$now" ] && [ "$force" != 1 ]; then exit 75; fi
   printf '@@nasplan:removed@@\n'
   nasplan_cleanup "$nasplan_dir"
   rm -rf "$nasplan_dir"

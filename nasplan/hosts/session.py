@@ -4,22 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from nasplan.errors import HostLostError, NasplanError
 from nasplan.facts.gather import HostFacts, gather_with, parse_iperf3_version
 from nasplan.input.inventory import Host
-from nasplan.platforms import Command, Platform, PlatformError, detect
+from nasplan.platforms import Command, Platform, PlatformError, detect, posix_by_hint
 from nasplan.progress import Progress
 from nasplan.runner import Result, Runner
 from nasplan.ssh import connect
-
-MAX_PARALLEL_HOSTS = 64
-
-T = TypeVar("T")
+from nasplan.tasks import Tasks
 
 
 @dataclass
@@ -50,82 +46,73 @@ class HostSession:
         self.lost = True
         self.error = self.error or reason
 
-    def to_dict(self) -> dict[str, Any]:
-        """run.json ``hosts.<name>``."""
-        return {
-            "address": self.host.address,
-            "platform": self.platform.name if self.platform else None,
-            "os": self.platform.os_name(self.facts) if self.platform and self.facts else None,
-            "platform_hint": self.host.platform_hint,
-            "reachable": self.facts is not None and not self.lost,
-            "lost": self.lost,
-            "error": self.error,
-            "interfaces": {k: i.to_dict() for k, i in sorted(self.host.interfaces.items())},
-            "facts": self.facts.to_dict() if self.facts else None,
-            "tools": dict(sorted(self.tools.items())),
-            "tool_errors": dict(sorted(self.tool_errors.items())),
-            "actions": list(self.actions),
-        }
-
-    def recorded_state(self) -> tuple[Any, ...]:
-        """Everything ``to_dict`` reads (HostsPart compares it from one save to the next)."""
-        return (
+    def recorded_state(self) -> RecordedHost:
+        """What run.json records of the host, as one comparable value (``to_dict`` reads only
+        this, so a cache keyed on it cannot miss a change)."""
+        return RecordedHost(
             self.host,
             self.facts,
             self.platform,
             self.error,
             self.lost,
-            tuple(self.tools.items()),
-            tuple(self.tool_errors.items()),
+            tuple(sorted(self.tools.items())),
+            tuple(sorted(self.tool_errors.items())),
             tuple(self.actions),
         )
 
-
-class HostsPart:
-    """run.json's ``hosts`` as it is now: built again only when a session changed in what it
-    records, else the very same dict (never changed once handed out), whose text RunSaver then
-    reuses without encoding 30 hosts' facts again at every save (``RunSaver(frozen=...)``)."""
-
-    def __init__(self, sessions: Mapping[str, HostSession]) -> None:
-        self._sessions = sessions
-        # the states the part was built from (held: an object's id is not reused meanwhile)
-        self._states: list[tuple[str, tuple[Any, ...]]] = []
-        self._part: dict[str, Any] = {}
-
-    def now(self) -> dict[str, Any]:
-        """The part, rebuilt if anything it shows changed since the last call."""
-        states = [(name, s.recorded_state()) for name, s in sorted(self._sessions.items())]
-        if not _same_states(states, self._states):
-            self._part = {name: self._sessions[name].to_dict() for name, _ in states}
-            self._states = states
-        return self._part
+    def to_dict(self) -> dict[str, Any]:
+        """run.json ``hosts.<name>``."""
+        return self.recorded_state().to_dict()
 
 
-def _same_states(
-    new: list[tuple[str, tuple[Any, ...]]], old: list[tuple[str, tuple[Any, ...]]]
-) -> bool:
-    return len(new) == len(old) and all(
-        name == was_name and all(a is b or a == b for a, b in zip(state, was, strict=True))
-        for (name, state), (was_name, was) in zip(new, old, strict=True)
-    )
+def _fields(record: RecordedHost) -> list[Any]:
+    return [getattr(record, f.name) for f in dataclasses.fields(record)]
 
 
-def in_parallel(items: Iterable[T], work: Callable[[T], None]) -> None:
-    """Run ``work`` on every item with a bounded pool; ``work`` records its own errors."""
-    batch = list(items)
-    if not batch:
-        return
-    with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_HOSTS, len(batch))) as pool:
-        for future in [pool.submit(work, item) for item in batch]:
-            future.result()
+@dataclass(frozen=True)
+class RecordedHost:
+    """Everything run.json ``hosts.<name>`` shows of a session, and nothing else."""
+
+    host: Host
+    facts: HostFacts | None
+    platform: Platform | None
+    error: str | None
+    lost: bool
+    tools: tuple[tuple[str, str], ...]
+    tool_errors: tuple[tuple[str, str], ...]
+    actions: tuple[str, ...]
+
+    def same_as(self, other: RecordedHost | None) -> bool:
+        """The same record: the same objects or equal values (facts compare by identity first:
+        they are replaced, never changed in place)."""
+        if other is None:
+            return False
+        return all(a is b or a == b for a, b in zip(_fields(self), _fields(other), strict=True))
+
+    def to_dict(self) -> dict[str, Any]:
+        """run.json ``hosts.<name>``."""
+        platform, facts = self.platform, self.facts
+        return {
+            "address": self.host.address,
+            "platform": platform.name if platform else None,
+            "os": platform.os_name(facts) if platform and facts else None,
+            "platform_hint": self.host.platform_hint,
+            "reachable": facts is not None and not self.lost,
+            "lost": self.lost,
+            "error": self.error,
+            "interfaces": {k: i.to_dict() for k, i in sorted(self.host.interfaces.items())},
+            "facts": facts.to_dict() if facts else None,
+            "tools": dict(self.tools),
+            "tool_errors": dict(self.tool_errors),
+            "actions": list(self.actions),
+        }
 
 
 def _platform_warning(session: HostSession) -> str | None:
     hint, platform = session.host.platform_hint, session.platform
     if hint in ("auto", None) or platform is None:
         return None
-    aliases = {"ubuntu": "debian"}
-    if aliases.get(hint, hint) != platform.name:
+    if hint not in platform.hints:
         return (
             f"{session.host.name}: inventory says platform {hint!r} "
             f"but the host looks like {platform.name!r}"
@@ -139,13 +126,15 @@ def open_sessions(
     connector: Callable[[Host], Runner] = connect,
     then: Callable[[HostSession, Result | None], None] | None = None,
     also: str | None = None,
+    *,
+    tasks: Tasks,
 ) -> dict[str, HostSession]:
     """Connect and gather facts on every host at once: one SSH round trip each for the facts.
 
     ``also``: POSIX sh run in that same round trip on POSIX hosts (apply: the host lock).
     ``then``: the next step for a host whose facts came, given ``also``'s result (None where it
     did not run: Windows), run at once in the same worker: a host does not wait for the
-    slowest host's facts before it.
+    slowest host's facts before it. ``tasks``: where the hosts are worked on at once.
     """
     sessions = {name: HostSession(host) for name, host in sorted(hosts.items())}
 
@@ -156,7 +145,7 @@ def open_sessions(
             session.facts, also_result = gather_with(
                 session.runner,
                 also,
-                windows=session.host.platform_hint == "windows",
+                windows=not posix_by_hint(session.host.platform_hint),
                 tool_paths=session.host.tools,
             )
         except NasplanError as exc:
@@ -173,7 +162,7 @@ def open_sessions(
         if then is not None:
             then(session, also_result)
 
-    in_parallel(sessions.values(), one)
+    tasks.each(sessions.values(), one)
     return sessions
 
 
@@ -228,6 +217,8 @@ def prepare(
     sessions: Mapping[str, HostSession],
     needs: Mapping[str, Sequence[str]],
     progress: Progress,
+    *,
+    tasks: Tasks,
 ) -> None:
     """Make each host's needed tools available (only where missing) and find their paths.
 
@@ -285,7 +276,7 @@ def prepare(
             session.mark_lost(str(exc))
             progress.host(session.host.name, f"[lost] {exc}")
 
-    in_parallel(sessions.values(), guarded)
+    tasks.each(sessions.values(), guarded)
 
 
 def _installed_iperf3_version(runner: Runner, found: Mapping[str, str]) -> str | None:
@@ -301,8 +292,8 @@ def mark_lost_hosts(sessions: Mapping[str, HostSession]) -> list[str]:
     """Mark sessions whose connection stopped answering as lost; return their new names."""
     newly = []
     for name, session in sessions.items():
-        reason = getattr(session.runner, "lost", None)
-        if isinstance(reason, str) and not session.lost:
+        reason = session.runner.lost if session.runner is not None else None
+        if reason is not None and not session.lost:
             session.mark_lost(reason)
             newly.append(name)
     return newly
@@ -311,8 +302,7 @@ def mark_lost_hosts(sessions: Mapping[str, HostSession]) -> list[str]:
 def close_sessions(sessions: Mapping[str, HostSession]) -> None:
     """Close every connection, ignoring ones already gone."""
     for session in sessions.values():
-        close = getattr(session.runner, "close", None)
-        if close is not None:
+        if session.runner is not None:
             # Closing must never mask the run's outcome.
             with contextlib.suppress(Exception):
-                close()
+                session.runner.close()

@@ -19,6 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+# re-exported: what quoting refuses is caught as shell.ShellQuoteError
+from nasplan.errors import ShellQuoteError as ShellQuoteError
+
 # CreateProcess takes 32767 characters; cmd.exe refuses lines over 8191 (its documented limit).
 CMD_LINE_LIMIT = 8191
 POWERSHELL_EXE = "powershell.exe"
@@ -28,10 +31,6 @@ _PS_SINGLE_QUOTES = "'\u2018\u2019\u201a\u201b"
 # quote or newline ends the argument: no quoting can carry these through cmd.exe.
 _CMD_UNSAFE = re.compile(r'[%!"\r\n\x00]')
 _CMD_BARE = re.compile(r"^[A-Za-z0-9_+=./:\\-]+$")
-
-
-class ShellQuoteError(ValueError):
-    """A value cannot be carried safely by this shell (the message names it and why)."""
 
 
 class Shell(Protocol):
@@ -212,7 +211,13 @@ def windows(default_shell: str | None) -> HostShell:
     return HostShell(for_default_shell(default_shell), PowerShell())
 
 
-def of(runner: object) -> HostShell:
-    """The HostShell a runner speaks (POSIX for runners that only know ``sh``)."""
-    host_shell = getattr(runner, "host_shell", POSIX)
-    return host_shell if isinstance(host_shell, HostShell) else POSIX
+class _Speaks(Protocol):
+    """What ``of`` reads of a ``nasplan.runner.Runner`` (named here: runner.py imports this)."""
+
+    @property
+    def host_shell(self) -> HostShell: ...
+
+
+def of(runner: _Speaks | None) -> HostShell:
+    """The HostShell a runner speaks: its ``host_shell`` (POSIX for no runner yet)."""
+    return POSIX if runner is None else runner.host_shell

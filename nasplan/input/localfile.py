@@ -17,7 +17,7 @@ from nasplan.errors import InputError
 
 MIB = 2**20
 # Plans, inventories and lab files: the largest real one is a few KiB; 512 KiB (some 3000
-# generated tests) leaves room for generated plans and keeps validation near a second.
+# generated tests) leaves room for generated plans and keeps their validation short.
 MAX_YAML_BYTES = 512 * 2**10
 # run.json with per-second series of a long run stays well below this.
 MAX_RUN_JSON_BYTES = 64 * MIB

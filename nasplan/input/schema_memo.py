@@ -1,12 +1,13 @@
 """Documents already found valid: a plan run again is not validated again.
 
-Validating against a JSON Schema means importing jsonschema (30-70 ms, half of it its
-dependencies) and walking the document, on every start of every command. A before/after check
-runs the same plan and inventory again and again, so a document that validated is remembered by
-a hash of its content and of the schema's text (and nasplan's version): an empty file named by
-that hash under ``$XDG_CACHE_HOME/nasplan/valid`` (default ``~/.cache``). Only a success is
-remembered: a document with a problem is validated every time, and its errors say where. A cache
-that cannot be read or written is the same as an empty one; deleting it is always safe.
+Validating against a JSON Schema means importing jsonschema (the largest import nasplan has,
+half of it its dependencies) and walking the document, on every start of every command. A
+before/after check runs the same plan and inventory again and again, so a document that
+validated is remembered by a hash of its content and of the schema's text (and nasplan's
+version): an empty file named by that hash under ``$XDG_CACHE_HOME/nasplan/valid`` (default
+``~/.cache``). Only a success is remembered: a document with a problem is validated every time,
+and its errors say where. A cache that cannot be read or written is the same as an empty one;
+deleting it is always safe.
 """
 
 from __future__ import annotations

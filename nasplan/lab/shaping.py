@@ -6,9 +6,9 @@ import json
 
 from nasplan.lab import netns
 
-# One millisecond of traffic per bucket: measured here on veth with TSO, tbf then delivers
-# 956 Mbit/s at 1G and 9.56 Gbit/s at 10G (the tc-framing TCP maximum) with a 2 s iperf3 run;
-# smaller buckets lose throughput at 10G, much larger ones let short runs overshoot the rate.
+# One millisecond of traffic per bucket: on veth with TSO, tbf then delivers the tc-framing TCP
+# maximum at 1G and at 10G even in a short iperf3 run (bench/README.md); smaller buckets lose
+# throughput at 10G, much larger ones let short runs overshoot the rate.
 _BURST_S = 0.001
 # A bucket must hold at least one TSO/GSO super-packet, or tbf falls back to segmenting each.
 _MIN_BURST_BYTES = 64 * 1024

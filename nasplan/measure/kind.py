@@ -11,81 +11,86 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from nasplan import results
 from nasplan.analysis import efficiency, summarize
 from nasplan.errors import CannotStart, HostLostError
 from nasplan.measure.netpath import describe_path, nic_holding, nic_towards, path_end
-from nasplan.measure.teardown import Teardown
 from nasplan.units import format_metric
 
 if TYPE_CHECKING:
     from nasplan.hosts.session import HostSession
     from nasplan.input.plan import Plan, PlanTest
     from nasplan.progress import Progress
+    from nasplan.tasks import Tasks
 
 S = TypeVar("S")
 Needs = dict[str, tuple[str, ...]]
 
 
-@dataclass
-class RunContext:
-    """Passed explicitly to every test kind; ``secrets`` are masked in everything written."""
-
-    plan: Plan
-    sessions: Mapping[str, HostSession]
-    run_dir: Path
-    progress: Progress
-    secrets: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    # apply saves run.json with this record (the running test) after every repetition
-    on_checkpoint: Callable[[dict[str, Any]], None] | None = None
-    running: dict[str, Any] | None = None
-    # apply: a test's teardown on its hosts may run while the next test starts (``defer``)
-    overlap: bool = False
-    pending: Teardown | None = None
-    # raw outputs written during the run, put on disk at its end (``output.sync_files``)
-    unsynced: list[Path] = field(default_factory=list)
+class RunHooks(Protocol):
+    """What the run lends a kind while its test runs (``nasplan.run.kind_hooks.KindHooks``)."""
 
     def save_raw(self, relative_path: str, text: str) -> str:
-        """Write a raw tool output under ``raw/`` with the secrets masked; its run-relative path.
-        On disk by the end of the run (``unsynced``), not before the next measurement."""
-        written = results.save_raw(self.run_dir, relative_path, text, self.secrets, durable=False)
-        self.unsynced.append(self.run_dir / written)
-        return written
+        """Write a raw tool output under ``raw/``, the run's secrets masked; its run-relative
+        path."""
+        ...
+
+    def mask(self, secret: str) -> None:
+        """Mask ``secret`` in everything the run writes from now on."""
+        ...
+
+    def checkpoint(self, record: dict[str, Any], *, last: bool = False) -> None:
+        """Keep ``record`` (the running test, its finished repetitions) safe; ``last``: its last
+        repetition, which the run saves with the finished record anyway."""
+        ...
 
     def defer(
         self, work: Callable[[], object], done: Callable[[BaseException | None], None]
     ) -> None:
-        """A finished test's clean-up on its hosts (``work``), then ``done(error)`` to complete
-        its record in this thread. With ``overlap`` ``work`` runs in a thread while the next
-        test starts, and is settled before that test measures (``settle``); else now."""
-        self.settle()
-        if self.overlap:
-            self.pending = Teardown(work, done)
-        else:
-            work()
-            done(None)
+        """A finished test's clean-up on its hosts (``work``), then ``done(error)`` in the run's
+        own thread; ``work`` may overlap the next test's start, never its measurement."""
+        ...
 
     def settle(self) -> None:
-        """Wait for a deferred teardown and let it complete its record: before a measurement
-        (nothing of another test runs on the hosts while one measures) and at the run's end."""
-        pending, self.pending = self.pending, None
-        if pending is not None:
-            pending.settle()
+        """Wait for a deferred clean-up and complete its record (before a measurement)."""
+        ...
+
+
+@dataclass
+class RunContext:
+    """Passed explicitly to every test kind: the plan, its hosts, the console, the run's
+    ``tasks`` (background work: ``nasplan.tasks``) and ``hooks`` (files, checkpoints, deferred
+    clean-up). ``warnings`` are the run's, prefixed with the test's id by the kind."""
+
+    plan: Plan
+    sessions: Mapping[str, HostSession]
+    progress: Progress
+    tasks: Tasks
+    hooks: RunHooks
+    warnings: list[str] = field(default_factory=list)
+
+    def save_raw(self, relative_path: str, text: str) -> str:
+        """A raw tool output saved with the secrets masked (``RunHooks.save_raw``)."""
+        return self.hooks.save_raw(relative_path, text)
+
+    def mask(self, secret: str) -> None:
+        """Mask ``secret`` (a password read from the environment) from now on."""
+        self.hooks.mask(secret)
 
     def checkpoint(self, record: dict[str, Any], *, last: bool = False) -> None:
-        """Keep ``record`` (the test being run, its finished repetitions) safe on disk now.
+        """Keep ``record`` safe now (``RunHooks.checkpoint``)."""
+        self.hooks.checkpoint(record, last=last)
 
-        ``last``: the test's last repetition, after which nothing remote runs: apply saves the
-        finished record a few milliseconds later, so it is only kept in memory here (a save
-        of 30 hosts' run.json is ~4 ms, on the critical path between two measurements).
-        """
-        self.running = record
-        if self.on_checkpoint is not None and not last:
-            self.on_checkpoint(record)
+    def defer(
+        self, work: Callable[[], object], done: Callable[[BaseException | None], None]
+    ) -> None:
+        """Clean-up after the measurement (``RunHooks.defer``)."""
+        self.hooks.defer(work, done)
+
+    def settle(self) -> None:
+        """Wait for the previous clean-up (``RunHooks.settle``)."""
+        self.hooks.settle()
 
 
 @dataclass(frozen=True)
@@ -214,7 +219,10 @@ def fail_for_lost_host(
     if session is not None:
         session.mark_lost(str(exc))
     record["status"] = "failed"
-    record["error"] = "; ".join(e for e in (record.get("error"), str(exc)) if e)
+    said = record.get("error")
+    record["error"] = (
+        said if said and str(exc) in said else "; ".join(e for e in (said, str(exc)) if e)
+    )
     metric = (record.get("summary") or {}).get("metric") or "bits_per_second"
     values = [
         r[metric]

@@ -5,28 +5,23 @@ SAMPLE_INTERVAL_S with shell builtins only (no process per sample, so it does no
 it measures) and appends one line per sample to a /tmp file. It stops when its flag file is
 removed, when the run's lease on the host runs out (nasplan gone: see nasplan.hosts.lock), or by
 itself after ``max_s``. ``parse`` turns the lines into the test's summary and a per-second
-series (CPU busy, memory available, disk and NIC bytes per second, like vmstat).
+series (CPU busy, memory available, disk and NIC bytes per second, like vmstat). A test's
+samplers, started and stopped beside its own work, are ``nasplan.measure.sampling``'s.
 """
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import re
 import shlex
 import statistics
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nasplan.hosts import shell
 from nasplan.hosts.lock import PRELUDE
 from nasplan.runner import Runner
-from nasplan.sections import split_sections
-
-if TYPE_CHECKING:
-    from nasplan.hosts.session import HostSession
 
 SAMPLE_INTERVAL_S = 0.5
 MAX_SAMPLING_S = 3600
@@ -288,184 +283,3 @@ def stop(runner: Runner, token: str, pid: int) -> dict[str, Any] | None:
         return None
     parsed = parse(result.stdout)
     return parsed if parsed["samples"] else None
-
-
-class Sampling:
-    """Sampling on the ready hosts of one test, each host's start and stop in a thread of its
-    own: their round trips can overlap the test's own (the iperf3 server's start and stop).
-    A host in ``riding`` is started and stopped within the test's own round trips there instead
-    (``riding_on``: one SSH session fewer at each end of the test on that host).
-
-    ``resources`` is filled by ``close``: host -> parse() result (None when sampling failed there).
-    """
-
-    def __init__(
-        self,
-        sessions: Mapping[str, HostSession],
-        hosts: Sequence[str],
-        token: str,
-        *,
-        max_s: float = MAX_SAMPLING_S,
-        riding: Sequence[str] = (),
-    ) -> None:
-        self.token = token
-        self.max_s = max_s
-        self.resources: dict[str, dict[str, Any] | None] = {}
-        self._runners = {
-            name: session.runner
-            for name in dict.fromkeys(hosts)
-            if (session := sessions.get(name)) is not None and session.ready and session.runner
-        }
-        self._riding = {
-            name
-            for name in riding
-            if name in self._runners and not shell.of(self._runners[name]).is_windows
-        }
-        self._asked: set[str] = set()  # riding hosts whose start was handed out
-        self._pids: dict[str, int] = {}
-        self._starting: list[threading.Thread] = []
-        self._stopping: list[threading.Thread] | None = None
-
-    def start(self) -> None:
-        """Start sampling on every host (but riding ones), without waiting (``wait_started``)."""
-        self._starting = [
-            self._thread(self._start_one, name)
-            for name in self._runners
-            if name not in self._riding
-        ]
-
-    def wait_started(self) -> None:
-        """Return once every host's sampler runs (or failed to start): measuring may begin."""
-        for thread in self._starting:
-            thread.join()
-
-    def stop(self) -> None:
-        """Stop sampling on every host, without waiting (once; ``close`` waits). A riding host
-        stops in its next round trip (``Riding.stop_text``)."""
-        if self._stopping is None:
-            self.wait_started()
-            self._stopping = [
-                self._thread(self._stop_one, name)
-                for name in list(self._pids)
-                if name not in self._riding
-            ]
-
-    def close(self) -> dict[str, dict[str, Any] | None]:
-        """Stop (if not yet) and wait; return ``resources``. A riding host whose sampler is still
-        running (its test failed before its last stop) is stopped in a round trip of its own."""
-        self.stop()
-        for thread in self._stopping or []:
-            thread.join()
-        for name in self._riding:
-            if name in self._pids and name not in self.resources:
-                self._stop_one(name)
-            elif name not in self._pids:
-                self.resources.setdefault(name, None)
-        return self.resources
-
-    def riding_on(self, name: str) -> Riding:
-        """The start and stop of ``name``'s sampler as text for its own round trips (nothing for
-        a host that is not riding)."""
-        return Riding(self, name if name in self._riding else None)
-
-    @staticmethod
-    def _thread(work: Callable[[str], None], name: str) -> threading.Thread:
-        thread = threading.Thread(target=work, args=(name,), daemon=True)
-        thread.start()
-        return thread
-
-    def _start_one(self, name: str) -> None:
-        pid = start(self._runners[name], f"{self.token}-{name}", max_s=self.max_s)
-        if pid is None:
-            self.resources[name] = None
-        else:
-            self._pids[name] = pid
-
-    def _stop_one(self, name: str) -> None:
-        self.resources[name] = stop(self._runners[name], f"{self.token}-{name}", self._pids[name])
-
-
-class Riding:
-    """One host's sampler riding along in a test's round trips there: ``start_text`` goes into
-    the first script (then ``started`` reads its output), ``stop_text`` into the one after the
-    last measurement, once the sampling was asked to stop (then ``stopped``)."""
-
-    def __init__(self, sampling: Sampling, name: str | None) -> None:
-        self._sampling = sampling
-        self._name = name
-
-    def start_text(self) -> str:
-        """The sampler's start, once; "" after that or when not riding."""
-        name, owner = self._name, self._sampling
-        if name is None or name in owner._asked:
-            return ""
-        owner._asked.add(name)
-        return start_text(f"{owner.token}-{name}", max_s=owner.max_s)
-
-    def started(self, stdout: str) -> None:
-        """Read the PID from the output of the script that held ``start_text``."""
-        name, owner = self._name, self._sampling
-        if name is None or name in owner._pids or name not in owner._asked:
-            return
-        text = split_sections(stdout).get(SECTION, "")
-        if text.isdigit():
-            owner._pids[name] = int(text)
-        else:
-            owner.resources[name] = None
-
-    def stop_text(self) -> str:
-        """The sampler's stop once sampling was asked to stop (after the last measurement)."""
-        name, owner = self._name, self._sampling
-        if name is None or owner._stopping is None or name not in owner._pids:
-            return ""
-        if name in owner.resources:
-            return ""
-        return stop_text(f"{owner.token}-{name}", owner._pids[name])
-
-    def stopped(self, stdout: str) -> None:
-        """Parse what the sampler saw from the output of the script that held ``stop_text``."""
-        name, owner = self._name, self._sampling
-        if name is None or name not in owner._pids or name in owner.resources:
-            return
-        sections = split_sections(stdout)
-        if SECTION not in sections:
-            return  # not in this output: close() stops it in a round trip of its own
-        parsed = parse(sections[SECTION])
-        owner.resources[name] = parsed if parsed["samples"] else None
-
-
-@contextlib.contextmanager
-def sampling(
-    sessions: Mapping[str, HostSession],
-    hosts: Sequence[str],
-    token: str,
-    *,
-    max_s: float = MAX_SAMPLING_S,
-) -> Iterator[dict[str, dict[str, Any] | None]]:
-    """Sample every ready host of ``hosts`` while the block runs; stopped in ``finally``.
-
-    Yields a dict filled on exit: host -> parse() result (None when sampling failed there),
-    for run.json's ``resources`` of the test.
-    """
-    with overlapped(sessions, hosts, token, max_s=max_s) as sampled:
-        # Hosts at once: sampling must not add its round trips host after host to every test.
-        sampled.wait_started()
-        yield sampled.resources
-
-
-@contextlib.contextmanager
-def overlapped(
-    sessions: Mapping[str, HostSession],
-    hosts: Sequence[str],
-    token: str,
-    *,
-    max_s: float = MAX_SAMPLING_S,
-) -> Iterator[Sampling]:
-    """A started Sampling the block waits for (``wait_started``) before it measures and may stop
-    early (``stop``, once the last measurement ended); stopped and collected in ``finally``."""
-    sampled = Sampling(sessions, hosts, token, max_s=max_s)
-    sampled.start()
-    try:
-        yield sampled
-    finally:
-        sampled.close()

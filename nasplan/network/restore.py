@@ -35,6 +35,8 @@ class Restored:
     after: dict[str, NicState] = field(default_factory=dict)
     error: str | None = None
     runner: Runner | None = None
+    # False when the host could not be reached at all (nothing is known of its state now)
+    reached: bool = True
 
 
 def _run_restore(
@@ -88,7 +90,9 @@ def restore_host(
             last_error = str(exc) or type(exc).__name__
             runner = None
         if time.monotonic() >= deadline:
-            return Restored("failed", {}, f"host unreachable, not restored: {last_error}")
+            return Restored(
+                "failed", {}, f"host unreachable, not restored: {last_error}", reached=False
+            )
         time.sleep(RETRY_PAUSE_S)
 
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
-from nasplan.platforms.base import Command, PlatformError
+from nasplan.platforms.base import Command, Platform, PlatformError
 from nasplan.platforms.debian import Debian
 from nasplan.platforms.freebsd import FreeBsd, TrueNasCore
 from nasplan.platforms.generic import GenericLinux
@@ -18,40 +17,7 @@ from nasplan.platforms.windows import Windows
 if TYPE_CHECKING:
     from nasplan.facts.gather import HostFacts
 
-__all__ = ["Command", "Platform", "PlatformError", "detect", "registry"]
-
-
-class Platform(Protocol):
-    """One kind of host (Debian, QNAP, ...), recognised from its facts."""
-
-    name: str
-
-    def matches(self, facts: HostFacts) -> bool:
-        """True when ``facts`` come from a host of this platform."""
-        ...
-
-    def os_name(self, facts: HostFacts) -> str | None:
-        """The system as its vendor names it, e.g. ``DSM 7.2.1-69057 Update 5``, ``QTS 5.1.0``."""
-        ...
-
-    def tool_path(self, facts: HostFacts, tool: str) -> str | None:
-        """Full path of ``tool`` (e.g. ``iperf3``) on this host, or None when it is missing."""
-        ...
-
-    def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
-        """Commands that make ``packages`` available; their last output line is each tool's path.
-
-        Raises PlatformError when this platform cannot install them (with what the user should do).
-        """
-        ...
-
-    def network_mechanism(self, facts: HostFacts) -> str:
-        """The network backend that changes this host's NICs, by name (``base.SETSID_TIMER``)."""
-        ...
-
-    def network_refusal(self, facts: HostFacts) -> str | None:
-        """Why nasplan will not change this host's network (what to do by hand); None: it will."""
-        ...
+__all__ = ["Command", "Platform", "PlatformError", "detect", "posix_by_hint", "registry"]
 
 
 def registry() -> tuple[Platform, ...]:
@@ -77,3 +43,9 @@ def detect(facts: HostFacts) -> Platform:
         if platform.matches(facts):
             return platform
     raise AssertionError("GenericLinux matches every host")  # pragma: no cover
+
+
+def posix_by_hint(hint: str) -> bool:
+    """Whether a host whose inventory says ``platform: hint`` runs POSIX sh (its facts are
+    gathered with sh first); True for ``auto``."""
+    return all(platform.posix_shell for platform in registry() if hint in platform.hints)

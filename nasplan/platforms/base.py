@@ -1,4 +1,5 @@
-"""What every platform module shares: install ``Command``s, ``PlatformError``, vendor markers.
+"""What every platform module shares: the ``Platform`` protocol and ``PlatformBase``'s defaults,
+install ``Command``s, ``PlatformError``, vendor markers.
 
 The network mechanisms are named here too, so that a platform can declare which one changes
 its NICs without importing ``nasplan.network`` (which has one backend per name).
@@ -10,7 +11,7 @@ import posixpath
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from nasplan.errors import NasplanError
 
@@ -39,6 +40,78 @@ class Command:
 
 class PlatformError(NasplanError):
     """A platform cannot do what was asked; the message tells the user what to do instead."""
+
+
+class Platform(Protocol):
+    """One kind of host (Debian, QNAP, ...), recognised from its facts."""
+
+    name: str
+
+    @property
+    def hints(self) -> frozenset[str]:
+        """What an inventory's ``platform:`` may say for a host of this platform."""
+        ...
+
+    @property
+    def posix_shell(self) -> bool:
+        """Whether the host runs POSIX sh (False: Windows, whose facts come from PowerShell)."""
+        ...
+
+    def matches(self, facts: HostFacts) -> bool:
+        """True when ``facts`` come from a host of this platform."""
+        ...
+
+    def os_name(self, facts: HostFacts) -> str | None:
+        """The system as its vendor names it, e.g. ``DSM 7.2.1-69057 Update 5``, ``QTS 5.1.0``."""
+        ...
+
+    def tool_path(self, facts: HostFacts, tool: str) -> str | None:
+        """Full path of ``tool`` (e.g. ``iperf3``) on this host, or None when it is missing."""
+        ...
+
+    def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
+        """Commands that make ``packages`` available; their last output line is each tool's path.
+
+        Raises PlatformError when this platform cannot install them (with what the user should do).
+        """
+        ...
+
+    def network_mechanism(self, facts: HostFacts) -> str:
+        """The network backend that changes this host's NICs, by name (``SETSID_TIMER``)."""
+        ...
+
+    def network_refusal(self, facts: HostFacts) -> str | None:
+        """Why nasplan will not change this host's network (what to do by hand); None: it will."""
+        ...
+
+
+class PlatformBase(Platform):
+    """The defaults of a Linux host with ``ip``: a platform sets ``name``, writes ``matches`` and
+    ``install_commands``, and overrides only what differs."""
+
+    # Other names an inventory's ``platform:`` may give it (``ubuntu`` for Debian).
+    aliases: frozenset[str] = frozenset()
+    posix_shell = True
+
+    @property
+    def hints(self) -> frozenset[str]:
+        return frozenset({self.name}) | self.aliases
+
+    def os_name(self, facts: HostFacts) -> str | None:
+        """``/etc/os-release``'s PRETTY_NAME, else its ID and VERSION_ID."""
+        return facts.os_pretty or " ".join(p for p in (facts.os_id, facts.os_version) if p) or None
+
+    def tool_path(self, facts: HostFacts, tool: str) -> str | None:
+        """Where the facts found ``tool``."""
+        return facts.tool(tool)
+
+    def network_mechanism(self, facts: HostFacts) -> str:
+        """``ip`` changes under a ``setsid`` timer that undoes them unless confirmed."""
+        return SETSID_TIMER
+
+    def network_refusal(self, facts: HostFacts) -> str | None:
+        """None: nasplan changes this host's network itself (``network_mechanism``)."""
+        return None
 
 
 def marker_values(text: str, separator: str = "=") -> dict[str, str]:

@@ -6,7 +6,7 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from nasplan.platforms.base import SETSID_TIMER, Command, missing_tools
+from nasplan.platforms.base import Command, PlatformBase, missing_tools
 
 if TYPE_CHECKING:
     from nasplan.facts.gather import HostFacts
@@ -17,20 +17,15 @@ _DEBCONF = {"iperf3": "iperf3 iperf3/start_daemon boolean false"}
 PACKAGES = {"nfs-cp": "libnfs-utils", "ping": "iputils-ping"}
 
 
-class Debian:
+class Debian(PlatformBase):
     """Debian, Ubuntu and their derivatives (ID or ID_LIKE in /etc/os-release)."""
 
     name = "debian"
+    aliases = frozenset({"ubuntu"})
 
     def matches(self, facts: HostFacts) -> bool:
         ids = {facts.os_id or "", *(facts.os_like or "").split()}
         return bool(ids & {"debian", "ubuntu"})
-
-    def os_name(self, facts: HostFacts) -> str | None:
-        return facts.os_pretty or " ".join(p for p in (facts.os_id, facts.os_version) if p) or None
-
-    def tool_path(self, facts: HostFacts, tool: str) -> str | None:
-        return facts.tool(tool)
 
     def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
         missing = missing_tools(facts, packages)
@@ -47,11 +42,3 @@ class Debian:
         lines.append(f"{install} >/dev/null 2>&1 || {retry}")
         lines.extend(f"command -v {shlex.quote(p)}" for p in missing)
         return [Command("\n".join(lines), f"apt-get install {' '.join(names)}", sudo=True)]
-
-    def network_mechanism(self, facts: HostFacts) -> str:
-        """``ip`` changes under a ``setsid`` timer that undoes them unless confirmed."""
-        return SETSID_TIMER
-
-    def network_refusal(self, facts: HostFacts) -> str | None:
-        """None: nasplan changes this host's network itself (``network_mechanism``)."""
-        return None

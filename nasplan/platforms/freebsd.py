@@ -10,6 +10,7 @@ from nasplan.platforms.base import (
     DETACHED_TIMER,
     TRUENAS_INTERFACE_COMMIT,
     Command,
+    PlatformBase,
     installer_path,
     missing_tools,
     ships_with_it,
@@ -25,7 +26,7 @@ def _is_freebsd(facts: HostFacts) -> bool:
     return facts.kernel_name == "FreeBSD"
 
 
-class TrueNasCore:
+class TrueNasCore(PlatformBase):
     """TrueNAS CORE and FreeNAS: FreeBSD with the TrueNAS middleware (``midclt``)."""
 
     name = "truenas-core"
@@ -42,9 +43,6 @@ class TrueNasCore:
             return version.replace("-", " ", 1)
         return f"TrueNAS CORE ({facts.os_pretty})" if facts.os_pretty else "TrueNAS CORE"
 
-    def tool_path(self, facts: HostFacts, tool: str) -> str | None:
-        return facts.tool(tool)
-
     def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
         return ships_with_it(
             facts,
@@ -59,24 +57,14 @@ class TrueNasCore:
         ifconfig: its network belongs to the middleware, which would undo an ifconfig change."""
         return TRUENAS_INTERFACE_COMMIT
 
-    def network_refusal(self, facts: HostFacts) -> str | None:
-        """None: nasplan changes this host's network through its middleware."""
-        return None
 
-
-class FreeBsd:
+class FreeBsd(PlatformBase):
     """Plain FreeBSD: tools from ``pkg`` when missing."""
 
     name = "freebsd"
 
     def matches(self, facts: HostFacts) -> bool:
         return _is_freebsd(facts)
-
-    def os_name(self, facts: HostFacts) -> str | None:
-        return facts.os_pretty
-
-    def tool_path(self, facts: HostFacts, tool: str) -> str | None:
-        return facts.tool(tool)
 
     def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
         missing = missing_tools(facts, packages)
@@ -91,7 +79,3 @@ class FreeBsd:
     def network_mechanism(self, facts: HostFacts) -> str:
         """``ifconfig`` changes (gone at reboot) under a revert timer detached with daemon -f."""
         return DETACHED_TIMER
-
-    def network_refusal(self, facts: HostFacts) -> str | None:
-        """None: nasplan changes this host's network itself (``network_mechanism``)."""
-        return None

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from nasplan.platforms.base import (
     DETACHED_TIMER,
     Command,
+    PlatformBase,
     installer_path,
     missing_tools,
     print_installed_paths,
@@ -25,7 +26,7 @@ PACKAGES = {"nfs-cp": "libnfs"}
 HOMEBREW_PREFIXES = ("/opt/homebrew", "/usr/local")
 
 
-class MacOs:
+class MacOs(PlatformBase):
     """macOS, recognised by ``uname -s`` = Darwin."""
 
     name = "macos"
@@ -35,9 +36,6 @@ class MacOs:
 
     def os_name(self, facts: HostFacts) -> str | None:
         return facts.os_pretty or "macOS"
-
-    def tool_path(self, facts: HostFacts, tool: str) -> str | None:
-        return facts.tool(tool)
 
     def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
         missing = missing_tools(facts, packages)
@@ -64,7 +62,3 @@ class MacOs:
     def network_mechanism(self, facts: HostFacts) -> str:
         """``ifconfig`` changes (gone at reboot) under a revert timer detached with nohup."""
         return DETACHED_TIMER
-
-    def network_refusal(self, facts: HostFacts) -> str | None:
-        """None: nasplan changes this host's network itself (``network_mechanism``)."""
-        return None

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from nasplan.platforms.base import (
-    SETSID_TIMER,
     Command,
+    PlatformBase,
     installer_path,
     marker_values,
     missing_tools,
@@ -24,7 +24,7 @@ GETCFG_VERSION = "getcfg System Version"
 ENTWARE_HOWTO = "https://qnapclub.eu/en/howto/1"
 
 
-class Qnap:
+class Qnap(PlatformBase):
     """QNAP QTS / QuTS hero, recognised by ``/etc/config/uLinux.conf`` or ``getcfg``."""
 
     name = "qnap"
@@ -39,9 +39,6 @@ class Qnap:
             return None
         build = system.get("Build Number")
         return f"QTS {version}" + (f" build {build}" if build else "")
-
-    def tool_path(self, facts: HostFacts, tool: str) -> str | None:
-        return facts.tool(tool)
 
     def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
         missing = missing_tools(facts, packages)
@@ -61,11 +58,3 @@ class Qnap:
         lines = ["set -e", f"{install} >/dev/null 2>&1 || {{ {update} >/dev/null && {install}; }}"]
         lines += print_installed_paths(bin_dir, missing)
         return [Command("\n".join(lines), f"opkg install {' '.join(missing)}", sudo=True)]
-
-    def network_mechanism(self, facts: HostFacts) -> str:
-        """``ip`` changes under a ``setsid`` timer that undoes them unless confirmed."""
-        return SETSID_TIMER
-
-    def network_refusal(self, facts: HostFacts) -> str | None:
-        """None: nasplan changes this host's network itself (``network_mechanism``)."""
-        return None

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from nasplan.platforms.base import (
-    SETSID_TIMER,
     Command,
+    PlatformBase,
     PlatformError,
     marker_values,
     missing_tools,
@@ -25,7 +25,7 @@ TOOL_DIR = "/var/packages/DiagnosisTool/target/tool"
 SYNOGEAR_TOOLS = frozenset({"iperf3"})
 
 
-class Synology:
+class Synology(PlatformBase):
     """Synology DSM, recognised by ``/etc.defaults/VERSION`` or ``synoinfo.conf``."""
 
     name = "synology"
@@ -41,9 +41,6 @@ class Synology:
         build, fix = version.get("buildnumber"), version.get("smallfixnumber")
         text = f"DSM {product}" + (f"-{build}" if build else "")
         return text + (f" Update {fix}" if fix and fix != "0" else "")
-
-    def tool_path(self, facts: HostFacts, tool: str) -> str | None:
-        return facts.tool(tool)
 
     def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
         # Checked on every run: the Diagnosis Tool can be removed (synogear remove, DSM update).
@@ -68,11 +65,3 @@ class Synology:
             path = shlex.quote(posixpath.join(TOOL_DIR, tool))
             lines.append(f"[ -x {path} ] && printf '%s\\n' {path}")
         return [Command("\n".join(lines), f"synogear install ({' '.join(missing)})", sudo=True)]
-
-    def network_mechanism(self, facts: HostFacts) -> str:
-        """``ip`` changes under a ``setsid`` timer that undoes them unless confirmed."""
-        return SETSID_TIMER
-
-    def network_refusal(self, facts: HostFacts) -> str | None:
-        """None: nasplan changes this host's network itself (``network_mechanism``)."""
-        return None

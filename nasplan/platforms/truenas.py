@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from nasplan.platforms.base import SETSID_TIMER, TRUENAS_INTERFACE_COMMIT, Command, ships_with_it
+from nasplan.platforms.base import (
+    SETSID_TIMER,
+    TRUENAS_INTERFACE_COMMIT,
+    Command,
+    PlatformBase,
+    ships_with_it,
+)
 
 if TYPE_CHECKING:
     from nasplan.facts.gather import HostFacts
@@ -13,7 +19,7 @@ if TYPE_CHECKING:
 MARKERS = ("/data/manifest.json", "/etc/truenas_version")
 
 
-class TrueNas:
+class TrueNas(PlatformBase):
     """TrueNAS SCALE (Debian-based), recognised by its manifest/version file or ``midclt``."""
 
     name = "truenas"
@@ -24,9 +30,6 @@ class TrueNas:
     def os_name(self, facts: HostFacts) -> str | None:
         version = facts.markers.get("/etc/version", "").strip()
         return f"TrueNAS SCALE {version}" if version else "TrueNAS SCALE"
-
-    def tool_path(self, facts: HostFacts, tool: str) -> str | None:
-        return facts.tool(tool)
 
     def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
         return ships_with_it(
@@ -40,7 +43,3 @@ class TrueNas:
     def network_mechanism(self, facts: HostFacts) -> str:
         """The middleware's own commit-confirmed change when ``midclt`` is there, else ``ip``."""
         return TRUENAS_INTERFACE_COMMIT if facts.tool("midclt") else SETSID_TIMER
-
-    def network_refusal(self, facts: HostFacts) -> str | None:
-        """None: nasplan changes this host's network itself (``network_mechanism``)."""
-        return None

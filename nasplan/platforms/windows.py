@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from nasplan.hosts.shell import PowerShell
-from nasplan.platforms.base import MANUAL, Command, PlatformError
+from nasplan.platforms.base import MANUAL, Command, PlatformBase, PlatformError
 
 if TYPE_CHECKING:
     from nasplan.facts.gather import HostFacts
@@ -32,10 +32,11 @@ BUILTIN = {"smbclient": "builtin: Windows SMB client (New-SmbMapping, Copy-Item)
 EQUIVALENTS = {"fio": "diskspd"}
 
 
-class Windows:
+class Windows(PlatformBase):
     """Windows, recognised by the PowerShell facts (``uname-s`` section says ``Windows``)."""
 
     name = "windows"
+    posix_shell = False
 
     def matches(self, facts: HostFacts) -> bool:
         return facts.kernel_name == "Windows"

@@ -476,8 +476,8 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         autoescape=False,  # Markdown, not HTML; table cells go through the `cell` filter
-        # Compiling the templates costs ~0.15 s at every apply; jinja keeps the compiled code
-        # in a per-user temporary directory it creates 0700 and checks the owner of.
+        # Compiled once per user, not at every apply: jinja keeps the compiled code in a
+        # per-user temporary directory it creates 0700 and checks the owner of.
         bytecode_cache=jinja2.FileSystemBytecodeCache(),
     )
     env.filters.update(FILTERS)

@@ -4,8 +4,10 @@ the run lasts, release them (and whatever the run left) at the end."""
 from __future__ import annotations
 
 import contextlib
-import threading
+import functools
+import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from nasplan.hosts import shell
@@ -22,11 +24,21 @@ if TYPE_CHECKING:
     from nasplan.hosts.session import HostSession
     from nasplan.progress import Progress
     from nasplan.runner import Result
+    from nasplan.tasks import Repeating, Task, Tasks
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a host's lock could not be had: another run (``holder``: its lock id, when its
+    owner file names it) holds it."""
+
+    message: str
+    holder: str | None
 
 
 def acquire(
     session: HostSession, run_id: str, lease_s: float, taken: Result | None = None
-) -> str | None:
+) -> Refusal | None:
     """Lock ``session``'s host for this run; None when locked (or a lock cannot be had there:
     a warning), else why not (another run holds it: the host is unusable for this run).
 
@@ -54,10 +66,14 @@ def acquire(
         result = runner.run_script(acquire_script(run_id, lease_s, force=True), timeout_s=30)
     sections = split_sections(result.stdout)
     if result.exited == EXIT_BUSY:
-        left = f"; its lease runs out in {holder.lease_left_s} s" if holder.lease_left_s else ""
-        return (
+        if holder.lease_left_s is None:
+            left = "; it is taking the lock this very moment"
+        else:
+            left = f"; its lease runs out in {holder.lease_left_s} s" if holder.lease_left_s else ""
+        return Refusal(
             f"{name}: in use by another nasplan {holder.describe()}{left}; refusing to measure "
-            "alongside it (wait for it to finish, or run again once its lease has run out)"
+            "alongside it (wait for it to finish, or run again once its lease has run out)",
+            holder.fields.get("run_id"),
         )
     if "locked" not in sections:
         # A host without a POSIX shell or a writable /tmp: measured, but without the lock and
@@ -80,6 +96,64 @@ def acquire(
     return None
 
 
+class Contest:
+    """This run's claim on its hosts' locks, settled against runs that started at the same
+    moment: two runs that each took some of the hosts they share would both be refused.
+
+    Every run orders the runs by lock id (the same order for all of them): one refused by an
+    earlier run yields (releases what it took; its hosts are in use), one refused only by later
+    runs waits a little for them to yield and takes the hosts then. An earlier run that is not
+    starting but measuring does not yield: the wait ends and the host is in use, as before.
+    """
+
+    def __init__(self, run_id: str, lease_s: float, wait_s: float = 5.0, pause_s: float = 0.2):
+        self.run_id = run_id
+        self.lease_s = lease_s
+        self.wait_s = wait_s
+        self.pause_s = pause_s
+        # host -> why it was refused, as it stands
+        self.refused: dict[str, Refusal] = {}
+
+    def take(self, session: HostSession, taken: Result | None) -> None:
+        """Take one ready host's lock (``taken``: the lock script's result from the facts'
+        round trip); a refusal is noted, the host unusable until ``settle`` says otherwise."""
+        if not session.ready:
+            return
+        refused = acquire(session, self.run_id, self.lease_s, taken)
+        if refused is not None:
+            self.refused[session.host.name] = refused
+            session.error = refused.message
+
+    def settle(self, sessions: Mapping[str, HostSession], progress: Progress) -> None:
+        """Yield to an earlier run, or wait for later ones to yield (saying so)."""
+        holders = {r.holder for r in self.refused.values() if r.holder}
+        if any(holder < self.run_id for holder in holders):
+            earlier = min(holder for holder in holders if holder < self.run_id)
+            for name, session in sessions.items():
+                if session.locked:
+                    release(session, self.run_id)
+                    session.error = (
+                        f"{name}: in use: nasplan run {earlier} started at the same moment and "
+                        "wants it too; this run yielded (run again once it is done)"
+                    )
+                    self.refused[name] = Refusal(session.error, earlier)
+            return
+        for name, refusal in sorted(self.refused.items()):
+            progress.host(
+                name,
+                f"in use by {refusal.holder}, started at the same moment: "
+                f"waiting up to {self.wait_s:.0f} s for it",
+            )
+        deadline = time.monotonic() + self.wait_s
+        while self.refused and time.monotonic() < deadline:
+            time.sleep(self.pause_s)
+            for name in sorted(self.refused):
+                session = sessions[name]
+                session.error = None
+                del self.refused[name]
+                self.take(session, None)
+
+
 def release(session: HostSession, run_id: str) -> None:
     """Remove this run's lock and anything it registered on the host (best effort)."""
     if not session.locked or session.runner is None:
@@ -97,7 +171,9 @@ def release(session: HostSession, run_id: str) -> None:
 
 
 class LeaseKeeper:
-    """Renews every locked host's lease from a thread of its own until ``stop``."""
+    """Renews every locked host's lease, each host on its own (a hung host does not hold the
+    others' leases), until ``stop``; the hosts' first renewals are spread over one interval so
+    that they do not all land on whatever the run measures at that moment."""
 
     def __init__(
         self,
@@ -105,57 +181,70 @@ class LeaseKeeper:
         run_id: str,
         lease_s: float,
         renew_s: float,
-        progress: Progress,
+        tasks: Tasks,
     ) -> None:
         self.sessions = sessions
         self.run_id = run_id
         self.lease_s = lease_s
         self.renew_s = renew_s
-        self.progress = progress
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
+        self.tasks = tasks
+        self._renewing: list[Repeating] = []
         # hosts released before the end (EarlyRelease): no longer renewed
         self._dropped: set[str] = set()
+        # host -> when its last renewal that got through started (time.monotonic), and why the
+        # last one that failed did
+        self._renewed_at: dict[str, float] = {}
+        self._why: dict[str, str] = {}
 
     def start(self) -> None:
-        """One daemon thread per locked host: a hung host does not hold the others' leases.
-
-        The hosts' first renewals are spread over one interval (then each renews every
-        ``renew_s``): thirty renewals at the same instant would each cost a process on its host
-        and a round trip here, and all land on whatever the run measures at that moment.
-        """
+        """Start renewing each locked host's lease (every ``renew_s``)."""
         locked = [session for session in self.sessions.values() if session.locked]
+        now = time.monotonic()  # each lease was just taken (or renewed with the facts)
+        self._renewed_at.update((session.host.name, now) for session in locked)
         for index, session in enumerate(locked):
-            first_s = self.renew_s * (index + 1) / len(locked)
-            thread = threading.Thread(target=self._keep, args=(session, first_s), daemon=True)
-            thread.start()
-            self._threads.append(thread)
-
-    def _keep(self, session: HostSession, first_s: float) -> None:
-        script = renew_script(self.run_id, self.lease_s)
-        wait_s = first_s
-        while not self._stop.wait(wait_s):
-            wait_s = self.renew_s
-            if session.host.name in self._dropped:
-                return
-            runner = session.runner
-            if runner is None or getattr(runner, "lost", None):
-                return
-            try_script = getattr(runner, "try_script", None)
-            try:
-                if try_script is not None:  # SSH: a missed renewal is no lost host
-                    result = try_script(script, timeout_s=self.renew_s + 10)
-                else:
-                    result = runner.run_script(script, timeout_s=self.renew_s + 10)
-            except Exception:  # a lost host: the lease runs out there, as it should
-                return
-            if result is None:
-                continue
-            if result.stdout.strip() == "lost" and session.host.name not in self._dropped:
-                session.warnings.append(
-                    f"{session.host.name}: another run took this host's lock during the run"
+            self._renewing.append(
+                self.tasks.every(
+                    self.renew_s,
+                    functools.partial(self._renew, session),
+                    f"lease {session.host.name}",
+                    first_s=self.renew_s * (index + 1) / len(locked),
                 )
-                return
+            )
+
+    def _renew(self, session: HostSession) -> bool:
+        """One renewal of ``session``'s lease; False once renewing it is over (released, lost,
+        taken by another run, or lapsed). A renewal that fails is tried again at the next
+        interval. A host that answers again after no renewal got through for a whole lease has
+        had its lease run out (its watchdogs stopped what the run started there): it is marked
+        lost, saying so. One that does not answer is named lost by the run's own commands."""
+        name, runner = session.host.name, session.runner
+        if name in self._dropped or runner is None or runner.lost or session.lost:
+            return False
+        started = time.monotonic()
+        try:
+            result = runner.try_script(
+                renew_script(self.run_id, self.lease_s), timeout_s=self.renew_s + 10
+            )
+        except Exception as exc:  # any failure of one renewal: the next may get through
+            result, self._why[name] = None, str(exc) or type(exc).__name__
+        answer = result.stdout.strip() if result is not None else ""
+        if answer not in ("renewed", "lost"):
+            if result is not None:  # the script failed there (a full /tmp, ...): try again
+                self._why[name] = (result.stderr or f"exit {result.exited}").strip()
+            return True
+        if answer == "lost" and name not in self._dropped:
+            session.warnings.append(f"{name}: another run took this host's lock during the run")
+            return False
+        unrenewed_s = started - self._renewed_at.get(name, started)
+        if answer == "renewed" and unrenewed_s < self.lease_s:
+            self._renewed_at[name] = started
+            return True
+        why = self._why.get(name) or "the host did not answer"
+        session.mark_lost(
+            f"{name}: its lease ran out: not renewed for {unrenewed_s:.0f} s ({why}); the host "
+            "stopped what this run had started there"
+        )
+        return False
 
     def drop(self, session: HostSession) -> None:
         """Stop renewing ``session``'s lease: it is being released (a renewal already under
@@ -163,48 +252,45 @@ class LeaseKeeper:
         self._dropped.add(session.host.name)
 
     def stop(self) -> None:
-        """Stop renewing (the threads end within one renewal)."""
-        self._stop.set()
+        """Stop renewing (a renewal under way finishes)."""
+        for renewing in self._renewing:
+            renewing.stop()
 
 
 class EarlyRelease:
-    """Releases a host's lock, in the background, once the plan is done with the host.
+    """Releases a host's lock in the background once the plan is done with the host.
 
-    Another run may use the host from then on, its lease is no longer renewed, and what the run
-    left there is removed while the plan goes on elsewhere instead of all at the end (with 30
-    hosts the release at the end was ~0.16 s of every run). The release starts ``delay_s``
-    later: while the next test measures rather than while it starts its server and samplers
-    (a host's work is not on the next test's critical path then, where hosts share a machine's
-    CPU as in the lab). Only for a plan that changes no network setting: a host whose settings
-    are put back at the end keeps its lock until then.
+    Another run may use the host from then on, and what the run left there is removed while the
+    plan goes on elsewhere instead of all at the end. Each release starts once the teardown of
+    the host's last test is over (``after``). Only for a plan that changes no network setting:
+    a host whose settings are put back at the end keeps its lock until then.
     """
 
-    def __init__(self, keeper: LeaseKeeper, run_id: str, delay_s: float = 0.1) -> None:
+    def __init__(self, keeper: LeaseKeeper, run_id: str, tasks: Tasks) -> None:
         self.keeper = keeper
         self.run_id = run_id
-        self.delay_s = delay_s
-        self._now = threading.Event()  # set by join: the delays are over
-        self._threads: list[threading.Thread] = []
+        self.tasks = tasks
+        self._releases: list[Task] = []
 
-    def release(self, sessions: list[HostSession], after: threading.Event | None = None) -> None:
+    def release(self, sessions: list[HostSession], after: Task | None = None) -> None:
         """Release these hosts' locks without waiting (``join`` waits); ``after``: not before
-        this is set (the last test's teardown on them, still running: RunContext.defer)."""
+        this task is over (the last test's teardown on them)."""
         for session in sessions:
             if session.locked:
                 self.keeper.drop(session)
-                thread = threading.Thread(target=self._later, args=(session, after), daemon=True)
-                thread.start()
-                self._threads.append(thread)
+                self._releases.append(
+                    self.tasks.start(
+                        functools.partial(self._after, session, after),
+                        f"release {session.host.name}",
+                    )
+                )
 
-    def _later(self, session: HostSession, after: threading.Event | None) -> None:
-        self._now.wait(self.delay_s)
+    def _after(self, session: HostSession, after: Task | None) -> None:
         if after is not None:
             after.wait()
         release(session, self.run_id)
 
     def join(self) -> None:
-        """Wait for every release (each ends within its command's timeout); one still waiting
-        for its delay starts at once."""
-        self._now.set()
-        for thread in self._threads:
-            thread.join()
+        """Wait for every release (each ends within its command's timeout)."""
+        for task in self._releases:
+            task.wait()

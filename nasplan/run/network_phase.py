@@ -10,20 +10,21 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import secrets
-import signal
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from nasplan.hosts.session import HostSession, in_parallel
+from nasplan.hosts.session import HostSession
 from nasplan.network import checks, restore, scripts, tools
 from nasplan.network.backends import NetworkBackend, SetsidTimer, for_platform
 from nasplan.network.model import NetworkSpec, NicChange, fact_errors
 from nasplan.network.state import NicState
 from nasplan.network.tools import parse_state_output
+from nasplan.run.overlap import Overlap
+from nasplan.run.signals import held_back
 from nasplan.sections import split_sections
 
 if TYPE_CHECKING:
@@ -31,13 +32,15 @@ if TYPE_CHECKING:
     from nasplan.input.inventory import Host
     from nasplan.progress import Progress
     from nasplan.runner import Runner
+    from nasplan.tasks import Tasks
 
 RECONNECT_GRACE_S = 30.0
 
 
 @dataclass
 class HostNetwork:
-    """One host's part of the phase; ``status`` ends as restored, reverted-by-host, kept, failed."""
+    """One host's part of the phase; ``status`` ends as restored, reverted-by-host, kept,
+    left-to-host (not reachable: its own armed revert puts it back), or failed."""
 
     changes: tuple[NicChange, ...]
     directory: str
@@ -53,6 +56,7 @@ class HostNetwork:
     original_facts: HostFacts | None = None
     backend: NetworkBackend = field(default_factory=SetsidTimer)
     detached_with: str | None = None  # setsid, daemon or nohup: what detached the revert timer
+    revert_by: str | None = None  # left-to-host: when its own revert puts it back (UTC)
 
     @property
     def nics(self) -> list[str]:
@@ -75,7 +79,7 @@ class HostNetwork:
             "before": {n: s.to_dict() for n, s in sorted(self.before.items())},
             "applied": {n: s.to_dict() for n, s in sorted(self.applied.items()) if n in nics},
             "after": {n: s.to_dict() for n, s in sorted(self.after.items()) if n in nics},
-        }
+        } | ({"revert_by": self.revert_by} if self.revert_by else {})
 
 
 class _HasMtu(Protocol):
@@ -94,22 +98,6 @@ def describe_changes(changes: tuple[NicChange, ...], before: Mapping[str, _HasMt
             lines.append(f"{change.nic}: MTU {was.mtu_bytes if was else '?'} -> {change.mtu_bytes}")
         lines += [f"{change.nic}: + {address}" for address in change.add_addresses]
     return lines
-
-
-@contextlib.contextmanager
-def sigint_deferred() -> Iterator[None]:
-    """Hold a Ctrl-C back while hosts are being restored; raise it afterwards."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[bool] = []
-    previous = signal.signal(signal.SIGINT, lambda *_: caught.append(True))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if caught:
-        raise KeyboardInterrupt
 
 
 def network_refusals(sessions: Mapping[str, HostSession], hosts: Iterable[str]) -> list[str]:
@@ -141,8 +129,12 @@ class NetworkPhase:
         inventory_file: str = "",
         known_hosts: str | None = None,
         reconnect_grace_s: float = RECONNECT_GRACE_S,
+        lease_s: float = 30.0,
+        tasks: Tasks | None = None,
     ) -> None:
         self.spec = spec
+        # the hosts are changed, checked and restored at once
+        self.tasks: Tasks = tasks if tasks is not None else Overlap.concurrent()
         self.sessions = sessions
         self.run_dir = run_dir
         self.progress = progress
@@ -151,6 +143,8 @@ class NetworkPhase:
         self.inventory_file = inventory_file
         self.known_hosts = known_hosts
         self.reconnect_grace_s = reconnect_grace_s
+        # the host lease: how long a confirmed change outlives nasplan's last renewal there
+        self.lease_s = lease_s
         token = secrets.token_hex(4)
         self.hosts = {
             h: HostNetwork(spec.changes(h), scripts.revert_dir(token, h)) for h in spec.hosts
@@ -226,7 +220,7 @@ class NetworkPhase:
                 return
             record.before = {n: states[n] for n in record.nics}
 
-        in_parallel(list(self.hosts), one)
+        self.tasks.each(list(self.hosts), one)
         for name, record in self.hosts.items():
             if record.error:
                 self.fail(f"{name}: snapshot: {record.error}")
@@ -274,7 +268,7 @@ class NetworkPhase:
             if not result.ok:
                 record.error = f"change failed (exit {result.exited}): {result.stderr.strip()}"
 
-        in_parallel(list(self.hosts), one)
+        self.tasks.each(list(self.hosts), one)
         for name, record in self.hosts.items():
             if record.error:
                 self.fail(f"{name}: {record.error}")
@@ -334,7 +328,7 @@ class NetworkPhase:
                 return
             self.checks.extend(checks.evaluate(name, probes, result.stdout, states))
 
-        in_parallel(list(self.hosts), one)
+        self.tasks.each(list(self.hosts), one)
         self.checks.sort(key=lambda c: (c["host"], c["check"], c["interface"] or ""))
         nominal = {
             (name, iface.name): iface.speed_bits_per_second
@@ -374,10 +368,8 @@ class NetworkPhase:
         except Exception as exc:  # a lost connection has many exception types
             return f"SSH stopped answering: {exc}"
         finally:
-            close = getattr(fresh, "close", None)
-            if close is not None:
-                with contextlib.suppress(Exception):
-                    close()
+            with contextlib.suppress(Exception):
+                fresh.close()
 
     def confirm(self) -> None:
         """Disarm every host's revert: the change stays until ``teardown``."""
@@ -402,7 +394,7 @@ class NetworkPhase:
                     f"the host's {self.spec.confirm_timeout_s} s revert fired"
                 )
 
-        in_parallel(list(self.hosts), one)
+        self.tasks.each(list(self.hosts), one)
         for name, record in self.hosts.items():
             if record.error:
                 self.fail(f"{name}: {record.error}")
@@ -412,13 +404,13 @@ class NetworkPhase:
         if not self.active or self.torn_down:
             return
         self.torn_down = True
-        with sigint_deferred():
-            in_parallel(list(self.hosts), self._teardown_host)
+        with held_back():
+            self.tasks.each(list(self.hosts), self._teardown_host)
             for name, record in self.hosts.items():
                 session = self.sessions.get(name)
                 if session is not None and record.original_facts is not None:
                     session.facts = record.original_facts
-                if record.status == "failed":
+                if record.status in ("failed", "left-to-host"):
                     self.fail(f"{name}: restore: {record.error}")
                 elif record.status == "kept":
                     self.progress.message(
@@ -454,16 +446,32 @@ class NetworkPhase:
             backend=record.backend,
         )
         if outcome.runner is not None and outcome.runner is not session.runner:
-            close = getattr(session.runner, "close", None)
-            if close is not None:
+            if session.runner is not None:
                 with contextlib.suppress(Exception):
-                    close()
+                    session.runner.close()
             session.runner = outcome.runner
         record.status, record.after = outcome.status, outcome.after
         if outcome.error:
             record.error = outcome.error
+        if not outcome.reached and record.armed_at is not None:
+            record.status, record.revert_by = "left-to-host", self._revert_by(record)
+            record.error = (
+                f"{outcome.error}; its own armed revert puts it back by {record.revert_by} "
+                f"(check with: nasplan restore {self.run_dir})"
+            )
         session.actions.append(f"network: {record.status}")
         self.progress.host(name, f"network: {record.status}")
+
+    def _revert_by(self, record: HostNetwork) -> str:
+        """When a host nasplan cannot reach puts itself back at the latest (UTC): unconfirmed,
+        its timer's end; confirmed, one lease after the last renewal that reached it."""
+        assert record.armed_at is not None
+        if record.confirmed:
+            left_s = self.lease_s
+        else:
+            left_s = record.armed_at + self.spec.confirm_timeout_s - time.monotonic()
+        moment = datetime.now(timezone.utc) + timedelta(seconds=max(0.0, left_s))
+        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
     def to_dict(self) -> dict[str, Any]:
         """run.json ``network``."""

@@ -1,5 +1,5 @@
 """Every thread of a run starts here: ``Overlap.concurrent()`` for runs, ``Overlap.serial()``
-for unit tests and debugging (the same code, one thread, a fixed order).
+for unit tests and debugging (the same code, one thread, each task run when it is started).
 
 What overlaps in a run: the hosts' connections and facts (``each``), a test's teardown while the
 next test starts, the samplers' start and stop beside the server's, the lease renewals, and the
@@ -48,28 +48,57 @@ class _Thread:
         return self._finished.wait(timeout_s)
 
 
-class _Deferred:
-    """A task run in the caller's thread the first time anyone waits for it (serial mode)."""
+class _Ran:
+    """A task already run in the caller's thread (serial mode): nothing left to wait for."""
 
     def __init__(self, work: Callable[[], object]) -> None:
-        self._work: Callable[[], object] | None = work
         self._error: BaseException | None = None
+        try:
+            work()
+        except BaseException as exc:  # handed to whoever waits, as a thread's would be
+            self._error = exc
 
     @property
     def error(self) -> BaseException | None:
         return self._error
 
     def done(self) -> bool:
-        return self._work is None
+        return True
 
     def wait(self, timeout_s: float | None = None) -> bool:
-        work, self._work = self._work, None
-        if work is not None:
-            try:
-                work()
-            except BaseException as exc:
-                self._error = exc
         return True
+
+
+class _Every:
+    """``work`` every ``interval_s`` in a daemon thread until ``stop`` or until it returns
+    False; the first call after ``first_s``."""
+
+    def __init__(
+        self, interval_s: float, work: Callable[[], bool], name: str, first_s: float
+    ) -> None:
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(
+            target=self._loop, args=(interval_s, work, first_s), name=f"nasplan-{name}", daemon=True
+        )
+        self._thread.start()
+
+    def _loop(self, interval_s: float, work: Callable[[], bool], first_s: float) -> None:
+        wait_s = first_s
+        while not self._stopped.wait(wait_s):
+            wait_s = interval_s
+            if not work():
+                return
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+
+class _Never:
+    """Serial mode's repeating work: none (a serial run is a test or a debugger's, too short
+    or too slow for a timer to mean anything)."""
+
+    def stop(self) -> None:
+        pass
 
 
 class Overlap:
@@ -77,7 +106,7 @@ class Overlap:
 
     def __init__(self, threads: bool) -> None:
         self.threads = threads
-        self._started: list[_Thread | _Deferred] = []
+        self._started: list[_Thread | _Ran] = []
 
     @classmethod
     def concurrent(cls) -> Overlap:
@@ -86,12 +115,13 @@ class Overlap:
 
     @classmethod
     def serial(cls) -> Overlap:
-        """No thread at all: each task runs when first waited for, ``each`` is a loop."""
+        """No thread at all: a task runs at once in the caller's thread, ``each`` is a loop,
+        repeating work (``every``) never runs."""
         return cls(False)
 
-    def start(self, work: Callable[[], object], name: str) -> _Thread | _Deferred:
-        """``work`` in a thread of its own now, or (serial) when first waited for."""
-        task: _Thread | _Deferred = _Thread(work, name) if self.threads else _Deferred(work)
+    def start(self, work: Callable[[], object], name: str) -> _Thread | _Ran:
+        """``work`` in a thread of its own, or (serial) run now."""
+        task: _Thread | _Ran = _Thread(work, name) if self.threads else _Ran(work)
         self._started.append(task)
         return task
 
@@ -108,7 +138,14 @@ class Overlap:
             for future in [pool.submit(work, item) for item in batch]:
                 future.result()
 
+    def every(
+        self, interval_s: float, work: Callable[[], bool], name: str, *, first_s: float
+    ) -> _Every | _Never:
+        """``work`` every ``interval_s`` (first after ``first_s``) until it returns False or
+        is stopped; serial: never."""
+        return _Every(interval_s, work, name, first_s) if self.threads else _Never()
+
     def join(self) -> None:
-        """Wait for every task started so far (serial: run those nobody waited for)."""
+        """Wait for every task started so far."""
         for task in list(self._started):
             task.wait()

@@ -58,10 +58,9 @@ def restore_run(
         )
         if outcome.runner is not None:
             _remove_stale_lock(outcome.runner, run_dir.name, name, progress)
-        close = getattr(outcome.runner, "close", None)
-        if close is not None:
+        if outcome.runner is not None:
             with contextlib.suppress(Exception):
-                close()
+                outcome.runner.close()
         outcome.runner = None
         progress.host(name, outcome.status + (f": {outcome.error}" if outcome.error else ""))
         outcomes[name] = outcome

@@ -22,6 +22,7 @@ from nasplan.lab import LabState
 from nasplan.progress import PlainProgress
 from nasplan.run.apply import apply
 from nasplan.run.network_phase import NetworkPhase
+from nasplan.run.overlap import Overlap
 from nasplan.ssh import connect
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -195,7 +196,8 @@ def test_busybox_shells_cut_off_after_the_change_revert_by_their_own_timer(
     before = nic_states(bb_lab)
     plan = load_plan(write_plan(bb_lab, tmp_path))
     progress = PlainProgress(io.StringIO())
-    sessions = open_sessions({n: plan.inventory.hosts[n] for n in plan.host_names}, progress)
+    hosts = {n: plan.inventory.hosts[n] for n in plan.host_names}
+    sessions = open_sessions(hosts, progress, tasks=Overlap.concurrent())
     phase = NetworkPhase(
         plan.network, sessions, tmp_path, progress, lambda h: connect(h, timeout_s=3)
     )

@@ -448,3 +448,179 @@ def test_foreign_listener_on_the_iperf3_port_fails_that_test_and_is_left_alone(
         listener.kill()
         listener.wait()
     assert settle(lab, before_files) == set()
+
+
+# Faults, third round: a long outage of the SSH path, two applies at the same instant, a host
+# frozen while its network is changed, SIGTERM and SIGHUP, Ctrl-C pressed again and again.
+
+
+def test_lease_renewals_resume_after_an_outage_of_the_ssh_path(
+    lab: LabState, tmp_path: Path
+) -> None:
+    """The NAS's LAN (nasplan's SSH path) down for most of a lease: the renewals that fail are
+    retried, the lease is renewed again once the link is back, later repetitions measure."""
+    before_state, before_files = states(lab), leftovers(lab)
+    port = lab.hosts["ftnas"].lan_root_side
+    plan = write_plan(lab, tmp_path, duration_s=2, repetitions=7)
+    env = {"NASPLAN_CHANNEL_S": "8", "NASPLAN_LEASE_S": "12", "NASPLAN_RENEW_S": "1"}
+    proc = start(plan, tmp_path / "run", **env)
+    seen = wait_for(proc, "repetition 2/7")
+    subprocess.run(["ip", "link", "set", "dev", port, "down"], check=True)
+    try:
+        time.sleep(7)  # several renewals fail; fewer seconds than the lease
+    finally:
+        subprocess.run(["ip", "link", "set", "dev", port, "up"], check=True)
+    err = finish(proc, seen, timeout_s=120)
+    assert "Traceback" not in err
+    run = json.loads((tmp_path / "run/run.json").read_text())
+    reps = run["tests"][0]["repetitions"]
+    assert len(reps) == 7
+    # the repetitions after the outage (more than a lease after it began) all measured
+    assert [r["status"] for r in reps[-3:]] == ["ok", "ok", "ok"], [r["error"] for r in reps]
+    assert run["hosts"]["ftnas"]["lost"] is False, run["hosts"]["ftnas"]["error"]
+    assert settle(lab, before_files) == set()
+    assert states(lab) == before_state
+
+
+def _iperf3_started(run_dir: Path) -> int:
+    """When a one-repetition iperf3 test of a run began (iperf3's own timestamp, epoch s)."""
+    raw = json.loads((run_dir / "raw" / "nas" / "rep-1.json").read_text())
+    started: int = raw["start"]["timestamp"]["timesecs"]
+    return started
+
+
+def test_two_applies_started_at_the_same_instant_end_with_exactly_one_measuring(
+    lab: LabState, tmp_path: Path
+) -> None:
+    """Never both refused, never both measuring at once: one yields (exit 3), or waits for the
+    other to be done with the host and measures after it."""
+    before_files = leftovers(lab)
+    duration_s = 3  # long enough that the two runs surely overlap
+    for attempt in range(4):
+        plans = [
+            write_plan(lab, tmp_path, name=f"twin{attempt}{side}", duration_s=duration_s)
+            for side in "ab"
+        ]
+        procs = [start(plan, tmp_path / plan.stem) for plan in plans]
+        codes, said = [], []
+        for proc in procs:
+            said.append(finish(proc, timeout_s=90))
+            codes.append(proc.returncode)
+        assert sorted(codes) in ([0, 0], [0, 3]), (attempt, codes, said)
+        runs = [json.loads((tmp_path / plan.stem / "run.json").read_text()) for plan in plans]
+        for run in runs:
+            assert not any("took over the stale lock" in w for w in run["warnings"])
+        if codes == [0, 0]:  # one after the other, never at the same time
+            begun = sorted(_iperf3_started(tmp_path / plan.stem) for plan in plans)
+            assert begun[1] >= begun[0] + duration_s - 1, (begun, said)
+            assert any("waiting" in text for text in said), said
+        else:
+            loser = runs[codes.index(3)]
+            assert loser["tests"][0]["status"] == "failed"
+            assert "in use" in (loser["tests"][0]["error"] or "")
+    assert settle(lab, before_files) == set()
+
+
+def test_a_lock_being_taken_this_moment_by_a_live_run_is_not_taken_over(
+    lab: LabState, tmp_path: Path
+) -> None:
+    """A lock directory with its owner written and no lease yet: another run is taking it."""
+    lock_dir = Path("/tmp/nasplan-ftnas.lock")  # the lab's hosts share the machine's /tmp
+    lock_dir.mkdir()
+    owner = f"run_id=someone-else\npid={os.getpid()}\ncontrol={os.uname().nodename}\nuser=root\n"
+    (lock_dir / "owner").write_text(owner)
+    try:
+        code, err = apply_once(write_plan(lab, tmp_path, name="late"), tmp_path / "late")
+        assert code == 3, err
+        assert "taking the lock this very moment" in err, err
+        assert (lock_dir / "owner").read_text() == owner  # untouched
+        run = json.loads((tmp_path / "late/run.json").read_text())
+        assert not any("took over" in w for w in run["warnings"])
+    finally:
+        for child in lock_dir.iterdir():
+            child.unlink()
+        lock_dir.rmdir()
+
+
+def test_a_nas_frozen_during_a_network_change_is_left_to_its_own_revert_and_said_so(
+    lab: LabState, tmp_path: Path
+) -> None:
+    before_state, before_files = states(lab), leftovers(lab)
+    proc = start(write_plan(lab, tmp_path, jumbo=True, duration_s=3), tmp_path / "run")
+    seen = wait_for(proc, "repetition 1/1")
+    pids = sshd_pids(lab, "ftnas", master=True)
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        err = finish(proc, seen, timeout_s=90)
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+    assert proc.returncode == 3, err
+    assert "Traceback" not in err and "paramiko" not in err, err
+    run = json.loads((tmp_path / "run/run.json").read_text())
+    nas = run["network"]["hosts"]["ftnas"]
+    assert nas["status"] == "left-to-host", nas
+    assert nas["revert_by"].endswith("Z") and "its own armed revert puts it back by" in nas["error"]
+    assert run["network"]["hosts"]["ftws"]["status"] == "restored"
+    assert (tmp_path / "run/report.md").is_file()
+    # the host's own timer (the lease: it was confirmed) puts its NICs back ...
+    deadline = time.monotonic() + LEASE_S + 10
+    while nic_state(lab, "ftnas")["nics"] != before_state["ftnas"]["nics"]:
+        assert time.monotonic() < deadline, "ftnas did not revert by itself"
+        time.sleep(0.5)
+    # ... and nasplan restore, once the host answers, finds it so and records it
+    restore = subprocess.run(
+        [sys.executable, "-m", "nasplan", "restore", str(tmp_path / "run")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **FAST},
+        timeout=60,
+        check=False,
+    )
+    assert restore.returncode == 0, restore.stderr
+    run = json.loads((tmp_path / "run/run.json").read_text())
+    assert run["network"]["hosts"]["ftnas"]["status"] == "reverted-by-host"
+    assert states(lab) == before_state
+    assert settle(lab, before_files) == set()
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_sigterm_and_sighup_end_a_run_as_ctrl_c_does(
+    lab: LabState, tmp_path: Path, signum: int, code: int
+) -> None:
+    before_state, before_files = states(lab), leftovers(lab)
+    proc = start(write_plan(lab, tmp_path, jumbo=True, duration_s=4), tmp_path / "run")
+    seen = wait_for(proc, "repetition 1/1")
+    proc.send_signal(signum)
+    err = finish(proc, seen)
+    assert proc.returncode == code, err
+    assert f"nasplan: terminated ({signal.Signals(signum).name})" in err
+    assert "Traceback" not in err
+    run = json.loads((tmp_path / "run/run.json").read_text())
+    assert run["status"] == "interrupted" and run["finished_at"]
+    assert {h["status"] for h in run["network"]["hosts"].values()} == {"restored"}
+    assert (tmp_path / "run/report.md").is_file()
+    assert states(lab) == before_state
+    assert settle(lab, before_files) == set()
+
+
+def test_ctrl_c_pressed_three_times_still_restores_and_writes_the_report(
+    lab: LabState, tmp_path: Path
+) -> None:
+    before_state, before_files = states(lab), leftovers(lab)
+    proc = start(write_plan(lab, tmp_path, jumbo=True, duration_s=4), tmp_path / "run")
+    seen = wait_for(proc, "repetition 1/1")
+    for _ in range(3):
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.1)
+    err = finish(proc, seen)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    run = json.loads((tmp_path / "run/run.json").read_text())
+    assert run["status"] == "interrupted"
+    assert {h["status"] for h in run["network"]["hosts"].values()} == {"restored"}
+    assert (tmp_path / "run/report.md").is_file()
+    assert states(lab) == before_state
+    assert settle(lab, before_files) == set()

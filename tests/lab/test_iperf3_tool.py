@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from nasplan.facts.gather import parse_iperf3_version
+from nasplan.measure.iperf3_repetition import run_repetition
 from nasplan.measure.tools.iperf3 import (
     Iperf3Error,
     Iperf3Params,
-    run_repetition,
     server_start_script,
     server_stop_script,
     temp_paths,
@@ -106,7 +106,6 @@ def test_run_repetition_for_real_leaves_nothing_behind(namespaces: tuple[str, st
     assert json.loads(raw)["end"]["sum_received"]["bits_per_second"] == rep["bits_per_second"]
     assert 10**8 < rep["bits_per_second"] < 10**12  # an unshaped veth: sane, not a fixed number
     assert rep["streams"] == 2
-    assert rep["server"] is not None and rep["server"]["received_bits_per_second"] > 10**8
     assert iperf3_pids() <= before  # no iperf3 of ours left
     assert not list(Path("/tmp").glob(f"nasplan-iperf3-{token}*"))
 

@@ -19,7 +19,8 @@ from nasplan.input.plan import load_plan
 from nasplan.lab import LabState, down, iscsi, netns, services
 from nasplan.progress import make_progress
 from nasplan.results import load_run
-from nasplan.run.apply import EXIT_TEST_FAILED, apply
+from nasplan.run.apply import apply
+from nasplan.run.planned import EXIT_TEST_FAILED
 
 MIB = 2**20
 

@@ -14,7 +14,8 @@ from nasplan.input.plan import load_plan
 from nasplan.lab import LabState, netns, nfs, services
 from nasplan.progress import make_progress
 from nasplan.results import load_run
-from nasplan.run.apply import EXIT_OK, apply
+from nasplan.run.apply import apply
+from nasplan.run.planned import EXIT_OK
 
 LAB = {
     "name": "nfs-lab",

@@ -20,7 +20,8 @@ from nasplan.lab.preview import preview_inventory
 from nasplan.progress import make_progress
 from nasplan.report import mermaid
 from nasplan.results import load_run
-from nasplan.run.apply import EXIT_OK, apply
+from nasplan.run.apply import apply
+from nasplan.run.planned import EXIT_OK
 
 from .conftest import LabContext
 

@@ -16,7 +16,8 @@ from nasplan.progress import make_progress
 from nasplan.report import mermaid
 from nasplan.report.render import write_report
 from nasplan.results import load_run
-from nasplan.run.apply import EXIT_OK, apply
+from nasplan.run.apply import apply
+from nasplan.run.planned import EXIT_OK
 
 LAB = {
     "name": "tl-lab",

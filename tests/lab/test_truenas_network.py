@@ -25,6 +25,7 @@ from nasplan.lab import LabState
 from nasplan.progress import PlainProgress
 from nasplan.run.apply import apply
 from nasplan.run.network_phase import NetworkPhase
+from nasplan.run.overlap import Overlap
 from nasplan.ssh import connect
 
 TIMEOUT_S = 5
@@ -122,7 +123,8 @@ def test_truenas_rolls_back_by_itself_when_nasplan_never_checks_in(
     before = all_states(tnas_lab)
     plan = load_plan(write_plan(tnas_lab, tmp_path))
     progress = PlainProgress(io.StringIO())
-    sessions = open_sessions({n: plan.inventory.hosts[n] for n in plan.host_names}, progress)
+    hosts = {n: plan.inventory.hosts[n] for n in plan.host_names}
+    sessions = open_sessions(hosts, progress, tasks=Overlap.concurrent())
     port = tnas_lab.hosts["nas"].lan_root_side  # created by the lab, in the root namespace
     phase = NetworkPhase(
         plan.network, sessions, tmp_path, progress, lambda h: connect(h, timeout_s=3)

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from nasplan.hosts import shell
-from nasplan.runner import Result
+from nasplan.runner import Result, RunnerBase
 
 Reply = Result | Callable[[str], Result | None]
 
@@ -34,8 +34,13 @@ class Call:
 
 
 @dataclass
-class FakeRunner:
-    """A ``nasplan.runner.Runner`` that answers only the commands a test told it to expect."""
+class FakeRunner(RunnerBase):
+    """A ``nasplan.runner.Runner`` that answers only the commands a test told it to expect.
+
+    ``RunnerBase``'s defaults for the rest: it never loses its host, a lease renewal
+    (``try_script``) is a command like any other, and it cannot leave a command running
+    (``start_until``: None, so an iperf3 server is started the way older iperf3 is).
+    """
 
     name: str = "fake"
     queue: list[tuple[str, Reply]] = field(default_factory=list)
@@ -46,7 +51,7 @@ class FakeRunner:
     host_shell: shell.HostShell = shell.POSIX
 
     def use_shell(self, host_shell: shell.HostShell) -> None:
-        """Speak ``host_shell`` from now on, as ``SshRunner.use_shell``."""
+        """Speak ``host_shell`` from now on, Windows too, as ``SshRunner.use_shell``."""
         self.host_shell = host_shell
 
     def expect(

@@ -35,24 +35,43 @@ def test_every_module_is_in_the_architecture_doc() -> None:
 
 # Lower first. A module imports only modules of its own layer or of layers below it, so that
 # data flows one way: nothing in measure/ or network/ reaches up into a use case or a document.
+# A name is one module exactly (a package's name: its __init__ alone); ``NAME.*`` is a whole
+# room, the package and every module under it. Every module is named, or lies in a room.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    (
+    (  # the contracts and what every room reads: stdlib (and yaml, jinja2) only below them
         "nasplan",
         "nasplan.errors",
         "nasplan.units",
-        "nasplan.runner",
-        "nasplan.input.loader",
+        "nasplan.tasks",
         "nasplan.sections",
+        "nasplan.hosts.shell",
+        "nasplan.runner",
+        "nasplan.input.localfile",
+        "nasplan.input.schema_memo",
+        "nasplan.input.loader",
+        "nasplan.input.templating",
+        "nasplan.facts.bsd",
+        "nasplan.facts.storage",
+        # packages whose __init__ holds a docstring at most
+        "nasplan.facts",
+        "nasplan.hosts",
+        "nasplan.input",
+        "nasplan.network",
+        "nasplan.run",
     ),
     (
+        "nasplan.run.overlap",
+        "nasplan.run.signals",
         "nasplan.input.inventory",
         "nasplan.input.plan",
         "nasplan.input.lab_files",
         "nasplan.analysis",
         "nasplan.directions",
+        "nasplan.output",
         "nasplan.facts.gather",
-        "nasplan.facts.storage",
+        "nasplan.facts.windows",
         "nasplan.hosts.become",
+        "nasplan.hosts.timeouts",
         "nasplan.network.model",
         "nasplan.network.state",
         "nasplan.network.iptext",
@@ -62,7 +81,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ),
     (
         "nasplan.ssh",
-        "nasplan.platforms",
+        "nasplan.platforms.*",
         "nasplan.results",
         "nasplan.progress",
         "nasplan.network.scripts",
@@ -73,16 +92,27 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "nasplan.hosts.lock",
     ),
     ("nasplan.hosts.session", "nasplan.run.leases"),
-    ("nasplan.run.network_phase", "nasplan.measure"),
-    ("nasplan.report", "nasplan.compare"),
-    ("nasplan.run.apply", "nasplan.run.restore"),
-    ("nasplan.cli", "nasplan.__main__", "nasplan.lab"),
+    ("nasplan.run.network_phase", "nasplan.measure.*"),
+    ("nasplan.report.*", "nasplan.compare.*"),
+    (
+        "nasplan.run.apply",
+        "nasplan.run.restore",
+        "nasplan.run.check",
+        "nasplan.run.checkpoint",
+        "nasplan.run.kind_hooks",
+        "nasplan.run.planned",
+    ),
+    ("nasplan.cli", "nasplan.__main__", "nasplan.lab.*"),
 )
 
 
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_names() -> set[str]:
+    return {module_name(path) for path in PACKAGE.rglob("*.py")}
 
 
 def imports() -> dict[str, set[str]]:
@@ -103,15 +133,43 @@ def imports() -> dict[str, set[str]]:
     return graph
 
 
-def layer(module: str) -> int:
-    """The layer of ``module``: that of the longest prefix named in LAYERS."""
-    best = (-1, -1)
+def layer_of(module: str) -> int | None:
+    """The layer that names ``module``, or the room it lies in (the longest); None: no layer."""
+    best: tuple[int, int | None] = (-1, None)
     for index, names in enumerate(LAYERS):
-        for prefix in names:
-            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best[0]:
-                best = (len(prefix), index)
-    assert best[1] >= 0, f"{module} is in no layer of LAYERS: add it"
+        for name in names:
+            if name == module:
+                return index
+            room = name.removesuffix(".*")
+            if name.endswith(".*") and (module == room or module.startswith(room + ".")):
+                best = max(best, (len(room), index), key=lambda b: b[0])
     return best[1]
+
+
+def layer(module: str) -> int:
+    found = layer_of(module)
+    assert found is not None, f"{module} is in no layer of LAYERS: add it"
+    return found
+
+
+def test_every_module_is_in_a_layer() -> None:
+    unplaced = sorted(m for m in module_names() if layer_of(m) is None)
+    assert not unplaced, f"name these modules' layer in LAYERS: {unplaced}"
+
+
+def test_every_name_in_the_layers_is_a_module_or_a_package() -> None:
+    modules = module_names()
+    named = [name for names in LAYERS for name in names]
+    assert len(named) == len(set(named)), "a name stands in two layers"
+    gone = [name for name in named if name.removesuffix(".*") not in modules]
+    assert not gone, f"LAYERS names modules that do not exist: {gone}"
+
+
+def test_a_bare_package_name_is_its_init_alone() -> None:
+    assert layer_of("nasplan") == 0 and layer_of("nasplan.run") == 0
+    assert layer_of("nasplan.run.apply") != layer_of("nasplan.run")
+    assert layer_of("nasplan.not_a_module") is None
+    assert layer_of("nasplan.measure.kinds.iperf3") == layer_of("nasplan.measure")
 
 
 def test_no_module_imports_a_layer_above_its_own() -> None:
@@ -156,3 +214,41 @@ def test_no_product_code_looks_like_a_test_to_pytest() -> None:
         if isinstance(node, ast.ClassDef) and node.name.startswith("Test")
     ]
     assert not looks_like_tests and not test_classes, looks_like_tests + test_classes
+
+
+THREAD_ROOMS = ("nasplan/run/overlap.py", "nasplan/ssh.py", "nasplan/lab/")
+
+
+def test_threads_are_started_only_in_the_rooms_that_own_them() -> None:
+    """``threading.Thread`` and ``ThreadPoolExecutor`` only in run/overlap.py (a run's work
+    beside the caller), ssh.py (its channel watchdog) and the lab: nowhere else starts a thread."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(ROOT).as_posix()
+        if relative.startswith(THREAD_ROOMS):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.ImportFrom) else []
+            if isinstance(node, ast.Attribute):
+                names.append(node.attr)
+            elif isinstance(node, ast.Name):
+                names.append(node.id)
+            if {"Thread", "ThreadPoolExecutor"} & set(names):
+                found.append(f"{relative}:{node.lineno}")
+    assert not found, f"threads outside {THREAD_ROOMS}: {sorted(set(found))}"
+
+
+MAX_FUNCTION_LINES = 60
+
+
+def test_no_function_of_run_or_measure_is_longer_than_60_lines() -> None:
+    long = [
+        f"{path.relative_to(ROOT).as_posix()}:{node.lineno} {node.name} "
+        f"({(node.end_lineno or node.lineno) - node.lineno + 1} lines)"
+        for room in ("run", "measure")
+        for path in sorted((PACKAGE / room).rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and (node.end_lineno or node.lineno) - node.lineno + 1 > MAX_FUNCTION_LINES
+    ]
+    assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}"

@@ -25,8 +25,8 @@ from nasplan.input.inventory import Host, load_inventory
 from nasplan.input.loader import load_schema
 from nasplan.input.plan import load_plan
 from nasplan.progress import PlainProgress
-from nasplan.run import apply as apply_module
-from nasplan.runner import Result
+from nasplan.run import check as check_module
+from nasplan.runner import Result, RunnerBase
 
 FACTS = Path(__file__).parent.parent / "fixtures" / "facts" / "debian12-root.txt"
 SEED = 20261201
@@ -63,7 +63,7 @@ PATTERN_SAMPLES = {
 KEY_SAMPLES = {"window": "window", "size": "size", "password_env": "env", "speed": "rate"}
 
 
-class FactsRunner:
+class FactsRunner(RunnerBase):
     """A host answering every command with captured facts of a real Debian 12 host."""
 
     def __init__(self, name: str) -> None:
@@ -75,9 +75,6 @@ class FactsRunner:
 
     def run_script(self, script: str, **kwargs: Any) -> Result:
         return Result(script, self.facts, "", 0)
-
-    def close(self) -> None:
-        pass
 
 
 def unreachable(host: Host) -> FactsRunner:
@@ -278,7 +275,7 @@ def test_generated_and_mutated_plans_validate_or_exit_2(tmp_path: Path) -> None:
         counts["ok"] += 1
         connector = FactsRunner if rng.random() < 0.5 else unreachable
         try:
-            apply_module.check(plan, PlainProgress(_Null()), connector)
+            check_module.check(plan, PlainProgress(_Null()), connector)
         except Exception as exc:
             raise AssertionError(f"apply --check: {exc!r}\n--- plan:\n{text}") from exc
     # both sides are exercised: a fuzz that only ever fails validation proves little

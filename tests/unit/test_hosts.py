@@ -12,14 +12,16 @@ import pytest
 
 from nasplan.errors import CannotStart
 from nasplan.facts.gather import parse_facts
-from nasplan.hosts.session import HostSession, HostsPart, prepare
+from nasplan.hosts.session import HostSession, prepare
 from nasplan.input.inventory import Host
 from nasplan.input.plan import load_plan
 from nasplan.measure import kinds
-from nasplan.measure.kind import RunContext, check_ready
+from nasplan.measure.kind import check_ready
 from nasplan.platforms.generic import GenericLinux
 from nasplan.progress import PlainProgress
-from nasplan.run.apply import tool_needs
+from nasplan.run.kind_hooks import run_context
+from nasplan.run.overlap import Overlap
+from nasplan.run.planned import tool_needs
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "facts"
 
@@ -44,7 +46,12 @@ def test_a_tool_the_platform_cannot_provide_fails_only_its_tests(
     session = HostSession(Host("nas", "198.18.0.10"), fake_runner("nas"), facts, GenericLinux())
     log = tmp_path / "progress.log"
     with log.open("w") as stream:
-        prepare({"nas": session}, {"nas": ["fio", "iperf3"]}, PlainProgress(stream))
+        prepare(
+            {"nas": session},
+            {"nas": ["fio", "iperf3"]},
+            PlainProgress(stream),
+            tasks=Overlap.serial(),
+        )
     assert session.ready  # the host itself is fine
     assert session.tools == {"iperf3": facts.tool("iperf3")}
     assert "fio not found" in session.tool_errors["fio"]
@@ -56,36 +63,9 @@ def test_a_tool_the_platform_cannot_provide_fails_only_its_tests(
         "  - {kind: disk, host: nas, path: /volume1/test}\n"
     )
     plan = load_plan(plan_file)
-    ctx = RunContext(plan, {"nas": session}, tmp_path, PlainProgress(log.open("a")))
+    ctx = run_context(
+        plan, {"nas": session}, PlainProgress(log.open("a")), tmp_path, Overlap.serial()
+    )
     with pytest.raises(CannotStart) as failed:
         check_ready(plan.tests[0], ctx, kinds.bind(plan.tests[0]).needs)
     assert str(failed.value) == session.tool_errors["fio"]
-
-
-def test_hosts_part_is_rebuilt_exactly_when_a_host_changes_in_what_run_json_shows(
-    fake_runner: Callable[[str], Any],
-) -> None:
-    facts = parse_facts((FIXTURES / "debian12-root.txt").read_text())
-    sessions = {
-        name: HostSession(Host(name, f"198.18.0.{i}"), fake_runner(name), facts, GenericLinux())
-        for i, name in enumerate(("nas", "ws"), start=10)
-    }
-    part = HostsPart(sessions)
-    first = part.now()
-    assert first == {name: s.to_dict() for name, s in sessions.items()}
-    assert part.now() is first  # nothing changed: the same dict, its text reused
-    sessions["ws"].warnings.append("not in hosts")  # warnings live elsewhere in run.json
-    assert part.now() is first
-    changes: list[Callable[[HostSession], None]] = [
-        lambda s: s.mark_lost("ws: host stopped answering"),
-        lambda s: s.actions.append("apt-get install -y iperf3"),
-        lambda s: s.tools.update(iperf3="/usr/bin/iperf3"),
-        lambda s: setattr(s, "facts", dataclasses.replace(facts, hostname="renamed")),
-    ]
-    before = first
-    for change in changes:
-        change(sessions["ws"])
-        now = part.now()
-        assert now is not before and now["ws"] == sessions["ws"].to_dict()
-        assert part.now() is now
-        before = now

@@ -3,12 +3,13 @@ how the renewals are timed."""
 
 from __future__ import annotations
 
+import io
 import itertools
 import os
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,9 @@ from nasplan.hosts.lock import acquire_script
 from nasplan.hosts.session import HostSession
 from nasplan.input.inventory import Host
 from nasplan.progress import PlainProgress
-from nasplan.run.leases import EarlyRelease, LeaseKeeper, acquire
-from nasplan.runner import LocalRunner, Result
+from nasplan.run.leases import Contest, EarlyRelease, LeaseKeeper, acquire
+from nasplan.run.overlap import Overlap
+from nasplan.runner import LocalRunner, Result, RunnerBase
 
 
 def test_a_windows_host_is_not_locked_and_the_run_says_so(
@@ -39,13 +41,19 @@ def test_a_windows_host_is_not_locked_and_the_run_says_so(
     ]
 
 
-class _RenewalClock:
-    """A host that answers every lease renewal and notes when each came (time.monotonic)."""
+class _RenewalClock(RunnerBase):
+    """A host that answers every lease renewal and notes when each came (time.monotonic); any
+    other command fails the test."""
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.lost = None
         self.times: list[float] = []
+
+    def run(self, argv: Sequence[str], **_: object) -> Result:
+        raise AssertionError(f"{self.name}: unexpected command {argv}")
+
+    def run_script(self, script: str, **_: object) -> Result:
+        raise AssertionError(f"{self.name}: unexpected script {script[:200]}")
 
     def try_script(self, script: str, *, timeout_s: float) -> Result:
         assert "nasplan_owns" in script and "lease.tmp" in script  # the renewal, nothing else
@@ -57,10 +65,10 @@ def test_lease_renewals_are_spread_over_the_interval_not_sent_to_every_host_at_o
     renew_s, count = 0.4, 4
     clocks = [_RenewalClock(f"h{i}") for i in range(count)]
     sessions = {
-        c.name: HostSession(Host(name=c.name, address=f"198.19.240.{i + 1}"), c, locked=True)  # type: ignore[arg-type]
+        c.name: HostSession(Host(name=c.name, address=f"198.19.240.{i + 1}"), c, locked=True)
         for i, c in enumerate(clocks)
     }
-    keeper = LeaseKeeper(sessions, "20261201T110000Z-x", 30, renew_s, PlainProgress())
+    keeper = LeaseKeeper(sessions, "20261201T110000Z-x", 30, renew_s, Overlap.concurrent())
     started = time.monotonic()
     keeper.start()
     time.sleep(renew_s * 2.6)
@@ -98,7 +106,7 @@ def test_a_lock_this_run_took_in_a_cut_facts_round_trip_is_its_own_not_a_busy_ho
 
         other = HostSession(Host(name="nas", address="198.19.240.9"), runner)
         refused = acquire(other, "run-b", 30)
-        assert refused is not None and "in use by another nasplan run run-a" in refused
+        assert refused is not None and "in use by another nasplan run run-a" in refused.message
     finally:
         shutil.rmtree(lock_dir, ignore_errors=True)
 
@@ -117,7 +125,7 @@ class _ReleasedHost(_RenewalClock):
             return Result(script, "lost\n", "", 0)
         return super().try_script(script, timeout_s=timeout_s)
 
-    def run_script(self, script: str, *, timeout_s: float) -> Result:
+    def run_script(self, script: str, **_: object) -> Result:
         assert 'rm -rf "$nasplan_dir"' in script  # the release, nothing else
         self.released = True
         time.sleep(0.05)  # a renewal may be under way meanwhile: it finds the lock gone
@@ -128,16 +136,16 @@ def test_a_host_released_early_is_no_longer_renewed_and_its_lost_lock_is_no_warn
     renew_s = 0.1
     hosts = [_ReleasedHost("done"), _ReleasedHost("busy")]
     sessions = {
-        h.name: HostSession(Host(name=h.name, address=f"198.19.240.{i + 1}"), h, locked=True)  # type: ignore[arg-type]
+        h.name: HostSession(Host(name=h.name, address=f"198.19.240.{i + 1}"), h, locked=True)
         for i, h in enumerate(hosts)
     }
-    keeper = LeaseKeeper(sessions, "20261201T140000Z-x", 30, renew_s, PlainProgress())
+    tasks = Overlap.concurrent()
+    keeper = LeaseKeeper(sessions, "20261201T140000Z-x", 30, renew_s, tasks)
     keeper.start()
     time.sleep(renew_s * 1.5)
-    early = EarlyRelease(keeper, "20261201T140000Z-x", delay_s=10)
+    early = EarlyRelease(keeper, "20261201T140000Z-x", tasks)
     early.release([sessions["done"]])
-    assert not hosts[0].released  # later: while the next test measures
-    early.join()  # at once, then
+    early.join()
     renewed_before = len(hosts[0].times)
     time.sleep(renew_s * 4)
     keeper.stop()
@@ -152,15 +160,163 @@ def test_an_early_release_waits_for_the_teardown_still_running_on_the_host() -> 
     # the host's last test may still be stopping its server there (RunContext.defer): the
     # release, which removes what the run left on the host, must not cut into it
     host = _ReleasedHost("done")
-    sessions = {"done": HostSession(Host(name="done", address="198.19.240.1"), host, locked=True)}  # type: ignore[arg-type]
-    keeper = LeaseKeeper(sessions, "20261201T160000Z-x", 30, 10, PlainProgress())
-    teardown = threading.Event()
-    early = EarlyRelease(keeper, "20261201T160000Z-x", delay_s=0.01)
+    sessions = {"done": HostSession(Host(name="done", address="198.19.240.1"), host, locked=True)}
+    tasks = Overlap.concurrent()
+    keeper = LeaseKeeper(sessions, "20261201T160000Z-x", 30, 10, tasks)
+    stopping = threading.Event()
+    teardown = tasks.start(stopping.wait, "teardown")
+    early = EarlyRelease(keeper, "20261201T160000Z-x", tasks)
 
     early.release([sessions["done"]], after=teardown)
     time.sleep(0.2)
-    assert not host.released  # the delay is long over, the teardown is not
-    teardown.set()
+    assert not host.released  # the teardown is not over
+    stopping.set()
     early.join()
 
     assert host.released and not sessions["done"].locked
+
+
+class _Outage(_RenewalClock):
+    """A host whose renewals fail (an exception, as a cut link gives) while ``down``."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.down = False
+        self.failed = 0
+
+    def try_script(self, script: str, *, timeout_s: float) -> Result:
+        if self.down:
+            self.failed += 1
+            raise OSError("No route to host")
+        return super().try_script(script, timeout_s=timeout_s)
+
+
+def _kept(host: _Outage, lease_s: float, renew_s: float) -> tuple[HostSession, LeaseKeeper]:
+    session = HostSession(Host(name=host.name, address="198.19.240.7"), host, locked=True)
+    keeper = LeaseKeeper(
+        {host.name: session}, "20261202T010000Z-x", lease_s, renew_s, Overlap.concurrent()
+    )
+    return session, keeper
+
+
+def test_renewals_that_fail_for_less_than_a_lease_are_retried_and_the_lease_kept() -> None:
+    host = _Outage("nas")
+    session, keeper = _kept(host, lease_s=1.0, renew_s=0.1)
+    keeper.start()
+    time.sleep(0.25)
+    host.down = True  # an outage shorter than the lease
+    time.sleep(0.5)
+    host.down = False
+    renewed = len(host.times)
+    time.sleep(0.4)
+    keeper.stop()
+
+    assert host.failed >= 3
+    assert len(host.times) >= renewed + 3  # renewing again once the host answers
+    assert not session.lost and session.error is None
+
+
+def test_a_host_that_answers_again_after_its_lease_ran_out_is_marked_lost_saying_why() -> None:
+    host = _Outage("nas")
+    session, keeper = _kept(host, lease_s=0.5, renew_s=0.1)
+    keeper.start()
+    host.down = True
+    time.sleep(0.8)  # longer than the lease: the host's watchdogs have stopped the run's work
+    assert not session.lost  # a host that does not answer is named by the run's own commands
+    host.down = False
+    time.sleep(0.3)
+    keeper.stop()
+    renewed = len(host.times)
+    time.sleep(0.3)
+
+    assert session.lost
+    assert session.error is not None
+    assert "its lease ran out: not renewed for" in session.error
+    assert "No route to host" in session.error
+    assert len(host.times) == renewed  # no renewal after it lapsed
+
+
+def _busy(holder: str, lease_until: str = "999999") -> str:
+    """What the acquire script prints for a host another run holds."""
+    return (
+        f"@@nasplan:owner@@\nrun_id={holder}\npid=1\ncontrol=elsewhere\nuser=ann\n"
+        f"started_clock=100\n@@nasplan:clock@@\nnow=101\nlease_until={lease_until}\n"
+    )
+
+
+LOCKED = "\n@@nasplan:locked@@\n/tmp/nasplan-h.lock\n"
+
+
+def _contested(fake_runner: Callable[[str], Any], replies: dict[str, list[Result]]) -> Any:
+    """Two hosts whose acquire scripts answer ``replies`` in turn, and their sessions."""
+    sessions = {}
+    for name, answers in replies.items():
+        runner = fake_runner(name)
+        for answer in answers:
+            runner.expect("nasplan_dir", reply=answer)
+        sessions[name] = HostSession(Host(name=name, address="198.19.240.3"), runner)
+    return sessions
+
+
+def test_a_run_refused_by_an_earlier_run_starting_at_the_same_moment_yields_its_hosts(
+    fake_runner: Callable[[str], Any],
+) -> None:
+    sessions = _contested(
+        fake_runner,
+        {
+            "h1": [Result("", LOCKED, "", 0), Result("", "@@nasplan:removed@@\n", "", 0)],
+            "h2": [Result("", _busy("run-a-1"), "", 75)],
+        },
+    )
+    contest = Contest("run-b-2", 30)
+    for session in sessions.values():
+        contest.take(session, None)
+    contest.settle(sessions, PlainProgress(io.StringIO()))
+
+    assert not sessions["h1"].locked  # released: the earlier run takes it
+    assert sorted(contest.refused) == ["h1", "h2"]
+    assert "this run yielded" in (sessions["h1"].error or "")
+
+
+def test_a_run_refused_only_by_a_later_run_waits_for_it_to_yield(
+    fake_runner: Callable[[str], Any],
+) -> None:
+    sessions = _contested(
+        fake_runner,
+        {
+            "h1": [Result("", LOCKED, "", 0)],
+            "h2": [Result("", _busy("run-b-2"), "", 75), Result("", LOCKED, "", 0)],
+        },
+    )
+    contest = Contest("run-a-1", 30, wait_s=2, pause_s=0.01)
+    for session in sessions.values():
+        contest.take(session, None)
+    contest.settle(sessions, PlainProgress(io.StringIO()))
+
+    assert all(s.locked and s.error is None for s in sessions.values())
+    assert contest.refused == {}
+
+
+def test_a_lock_with_an_owner_but_no_lease_yet_is_being_taken_not_stale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another run made the lock directory and wrote its owner, not yet its lease: taken."""
+    node = f"leasewrite-{os.getpid()}"
+    stub = tmp_path / "uname"
+    stub.write_text(f'#!/bin/sh\n[ "$1" = -n ] && echo {node} || exec /bin/uname "$@"\n')
+    stub.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    lock_dir = Path(f"/tmp/nasplan-{node}.lock")
+    lock_dir.mkdir()
+    try:
+        # the owner: a live process, on another control node
+        (lock_dir / "owner").write_text("run_id=run-a\npid=1\ncontrol=elsewhere\nuser=ann\n")
+        session = HostSession(Host(name="nas", address="198.19.240.9"), LocalRunner("nas"))
+
+        refused = acquire(session, "run-b", 30)
+
+        assert refused is not None and "taking the lock this very moment" in refused.message
+        assert not session.locked
+        assert (lock_dir / "owner").read_text().startswith("run_id=run-a\n")  # untouched
+    finally:
+        shutil.rmtree(lock_dir, ignore_errors=True)

@@ -25,8 +25,9 @@ from nasplan.network.model import MtuSpec
 from nasplan.network.state import NicState
 from nasplan.platforms.qnap import Qnap
 from nasplan.progress import PlainProgress, result_text, step_text
-from nasplan.run.apply import EXIT_INPUT, check, unset_variables
-from nasplan.runner import Result
+from nasplan.run.check import check
+from nasplan.run.planned import EXIT_INPUT, unset_variables
+from nasplan.runner import Result, RunnerBase
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -77,7 +78,7 @@ def _unreachable(host: Host) -> NoRunner:
     raise HostError(f"{host.name}: not reachable in this test")
 
 
-class NoRunner:
+class NoRunner(RunnerBase):
     name = "none"
 
     def run(self, argv: Sequence[str], **_: object) -> Result:
@@ -107,7 +108,7 @@ def _reached(host: Host) -> Fixed:
     return Fixed((FIXTURES / "facts" / "debian12-root.txt").read_text())
 
 
-class Fixed:
+class Fixed(RunnerBase):
     """Answers the facts script with a captured Debian output; fails on anything else."""
 
     name = "fixed"
@@ -120,9 +121,6 @@ class Fixed:
 
     def run_script(self, script: str, **_: object) -> Result:
         return Result("facts", self.facts, "", 0)
-
-    def close(self) -> None:
-        pass
 
 
 def test_an_install_the_platform_cannot_do_is_not_a_would(tmp_path: Path) -> None:

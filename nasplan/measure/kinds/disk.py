@@ -18,7 +18,7 @@ from nasplan.hosts import shell
 from nasplan.hosts.lock import PRELUDE
 from nasplan.hosts.session import HostSession
 from nasplan.input.plan import PlanTest
-from nasplan.measure import sampler, timeline
+from nasplan.measure import sampling, timeline
 from nasplan.measure.kind import Kind, Needs, RunContext, check_ready, finish, new_record
 from nasplan.measure.tools import disk_windows, fio
 from nasplan.units import parse_size
@@ -104,18 +104,11 @@ def run(test: PlanTest, s: DiskSettings, ctx: RunContext) -> dict[str, Any]:
         return record
     # The sampler starts while the test directory is made and stops while it is removed; the
     # first fio waits for it, so it sees every measurement whole.
-    with sampler.overlapped(ctx.sessions, [session.host.name], token) as sampled:
-        # Registered in the host's lock: should this run die here, the next run removes it.
-        made = session.runner.run_script(
-            PRELUDE + f"set -- {shlex.join([path, _WORKDIR_PREFIX + token])}\n" + _MAKE_WORKDIR,
-            timeout_s=_SETUP_TIMEOUT_S,
-        )
-        workdir = made.stdout.strip().splitlines()[-1] if made.ok and made.stdout.strip() else ""
-        if not made.ok or not workdir.startswith("/"):
-            reason = made.stderr.strip() or made.stdout.strip()
-            record["error"] = (
-                f"cannot create a test directory in {path} on {session.host.name}: {reason}"
-            )
+    with sampling.overlapped(ctx.sessions, [session.host.name], token, ctx.tasks) as sampled:
+        try:
+            workdir = _make_workdir(session, path, token)
+        except CannotStart as exc:
+            record["error"] = str(exc)
             return record
         errors: list[str] = []
         throughput: list[dict[str, Any] | None] | None = None
@@ -127,16 +120,37 @@ def run(test: PlanTest, s: DiskSettings, ctx: RunContext) -> dict[str, Any]:
             errors.append(f"path {path!r} resolves to {workdir!r}: {exc}")
         finally:
             sampled.stop()
-            removed = session.runner.run(["rm", "-rf", "--", workdir], timeout_s=_SETUP_TIMEOUT_S)
-            if not removed.ok:
-                ctx.warnings.append(
-                    f"{test.id}: could not remove {workdir}: {removed.stderr.strip()}"
-                )
+            _remove_workdir(session, workdir, ctx, test)
     if throughput is not None:  # measured (the directory's path was one fio reads as given)
         record["resources"] = sampled.resources
         record["timeline"] = timeline.timeline(throughput)
     _summarize(record, session, size_bytes)
     return finish(record, errors)
+
+
+def _make_workdir(session: HostSession, path: str, token: str) -> str:
+    """A fresh test directory under ``path`` on the host: its absolute path; CannotStart.
+    Registered in the host's lock: should this run die here, the next run removes it."""
+    assert session.runner is not None
+    made = session.runner.run_script(
+        PRELUDE + f"set -- {shlex.join([path, _WORKDIR_PREFIX + token])}\n" + _MAKE_WORKDIR,
+        timeout_s=_SETUP_TIMEOUT_S,
+    )
+    workdir = made.stdout.strip().splitlines()[-1] if made.ok and made.stdout.strip() else ""
+    if not made.ok or not workdir.startswith("/"):
+        reason = made.stderr.strip() or made.stdout.strip()
+        raise CannotStart(
+            f"cannot create a test directory in {path} on {session.host.name}: {reason}"
+        )
+    return workdir
+
+
+def _remove_workdir(session: HostSession, workdir: str, ctx: RunContext, test: PlanTest) -> None:
+    """Remove the test directory; a warning of the run when it cannot."""
+    assert session.runner is not None
+    removed = session.runner.run(["rm", "-rf", "--", workdir], timeout_s=_SETUP_TIMEOUT_S)
+    if not removed.ok:
+        ctx.warnings.append(f"{test.id}: could not remove {workdir}: {removed.stderr.strip()}")
 
 
 def _run_windows(

@@ -6,16 +6,19 @@ import dataclasses
 import functools
 import secrets
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from nasplan.analysis import efficiency, stall_reason, summarize
 from nasplan.errors import CannotStart, HostLostError
 from nasplan.hosts.session import HostSession
 from nasplan.input.plan import PlanTest
-from nasplan.measure import sampler, timeline
+from nasplan.measure import timeline
+from nasplan.measure.iperf3_repetition import Around, run_processes, run_repetition
 from nasplan.measure.kind import (
     Kind,
     Needs,
+    Pair,
     RunContext,
     fail_for_lost_host,
     finish,
@@ -23,6 +26,7 @@ from nasplan.measure.kind import (
     open_pair,
     path_params,
 )
+from nasplan.measure.sampling import Sampling
 from nasplan.measure.tools import iperf3, iperf3_multi
 from nasplan.units import parse_rate
 
@@ -107,153 +111,177 @@ def run(test: PlanTest, params: iperf3.Iperf3Params, ctx: RunContext) -> dict[st
         "bits_per_second",
     )
     try:
-        pair = open_pair(test, ctx, needs(test, params))
+        job = _open(test, params, ctx, record)
     except CannotStart as exc:
         record["error"] = str(exc)
         return record
-    server, client, address = pair.server, pair.client, pair.address
-    assert server.facts is not None and client.facts is not None
-    record["params"]["address"] = address
+    teardown = _Teardown(ctx, record, _sampling(job, ctx))
+    try:
+        _repetitions(job, ctx, record, teardown)
+    except BaseException:
+        teardown.abandon()
+        raise
+    teardown.hand_over()
+    return _summarize(record, params)
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One iperf3 test as its repetitions see it: its hosts, settings and run token, whether
+    an end is Windows, and whether its streams run as one iperf3 process each (iperf3_multi)."""
+
+    test: PlanTest
+    params: iperf3.Iperf3Params
+    pair: Pair
+    token: str
+    windows_end: bool
+    processes: bool
+
+
+def _open(
+    test: PlanTest, params: iperf3.Iperf3Params, ctx: RunContext, record: dict[str, Any]
+) -> _Job:
+    """Open the pair and decide processes or streams, into ``record``; CannotStart."""
+    pair = open_pair(test, ctx, needs(test, params))
+    server, client = pair.server.facts, pair.client.facts
+    assert server is not None and client is not None
+    record["params"]["address"] = pair.address
     # One process per stream needs POSIX sh on both ends (parallel clients, several servers);
     # a Windows end runs -P streams in one iperf3 and is warned about the shared thread.
-    windows_end = any(s.facts.kernel_name == "Windows" for s in (server, client) if s.facts)
+    windows_end = "Windows" in (server.kernel_name, client.kernel_name)
     processes = not windows_end and iperf3_multi.needs_processes(
-        params.parallel, server.facts.iperf3_version, client.facts.iperf3_version
+        params.parallel, server.iperf3_version, client.iperf3_version
     )
     record["params"]["parallel_mode"] = "processes" if processes else "streams"
     record["warnings"] = version_warnings(
         test.server,
-        server.facts.iperf3_version,
+        server.iperf3_version,
         test.client,
-        client.facts.iperf3_version,
+        client.iperf3_version,
         params.parallel,
         processes,
     )
     ctx.warnings += [f"{test.id}: {w}" for w in record["warnings"]]
     record["path"] = pair.path
-    total_s = (params.duration_s + params.omit_s + 1) * test.repetitions
-    token = secrets.token_hex(4)
-    errors: list[str] = []
-    throughput: list[dict[str, Any] | None] = []
-    # The samplers start while the first server does and stop while the last one does: the
-    # first client waits for them, so they see every measurement whole. The server host's rides
-    # along in the server's own start and stop scripts (one iperf3 process: its scripts are sh).
-    # Once the last client's result is in, the server's stop and the samplers' are this test's
-    # teardown: it runs while the rest of the test is recorded and the next test starts
-    # (ctx.defer); the previous test's is settled before this test's first client runs.
-    riding = () if processes or windows_end else (test.server,)
-    sampled = sampler.Sampling(ctx.sessions, test.hosts, token, riding=riding)
-    sampled.start()
-    record["resources"] = None  # known once the teardown is over (``done``)
+    return _Job(test, params, pair, secrets.token_hex(4), windows_end, processes)
 
-    def done(error: BaseException | None) -> None:
-        record["resources"] = sampled.resources
+
+def _sampling(job: _Job, ctx: RunContext) -> Sampling:
+    """The test's samplers, started while the first server starts: the first client waits for
+    them (``_Around.before_client``), so they see every measurement whole. The server host's
+    rides along in the server's own start and stop scripts when there is one iperf3 process
+    a side and its scripts are sh."""
+    riding = None if job.windows_end or job.processes else job.test.server
+    sampled = Sampling(ctx.sessions, job.test.hosts, job.token, ctx.tasks, riding=riding)
+    sampled.start()
+    return sampled
+
+
+class _Teardown:
+    """What is left on the hosts once the last client's result is in: the last server's stop
+    and the samplers'. Handed to the run once (``RunContext.defer``): it runs while the rest
+    of the test is recorded and the next test starts, and completes the record (its
+    ``resources``; failed when a host was lost meanwhile) once the run settles it."""
+
+    def __init__(self, ctx: RunContext, record: dict[str, Any], sampled: Sampling) -> None:
+        self.ctx = ctx
+        self.record = record
+        self.sampled = sampled
+        self.handed_over = False
+        record["resources"] = None  # known once the teardown is over (``_done``)
+
+    def take(self, stop_server: Callable[[], None]) -> bool:
+        """``Around.defer_stop`` of the last repetition: the server's stop, then the samplers'."""
+        self.handed_over = True
+        self.ctx.defer(functools.partial(self._stop, stop_server), self._done)
+        return True
+
+    def hand_over(self) -> None:
+        """After the repetitions: the samplers' stop, unless the server's stop took it along
+        (the last server was stopped at once: a failure, or several processes)."""
+        if not self.handed_over:
+            self.handed_over = True
+            self.ctx.defer(self.sampled.close, self._done)
+
+    def abandon(self) -> None:
+        """The test was interrupted: stop the samplers now, unless handed over already."""
+        if not self.handed_over:
+            self.sampled.close()
+
+    def _stop(self, stop_server: Callable[[], None]) -> None:
+        try:
+            stop_server()
+        finally:
+            self.sampled.close()
+
+    def _done(self, error: BaseException | None) -> None:
+        record = self.record
+        record["resources"] = self.sampled.resources
         if isinstance(error, HostLostError):
-            fail_for_lost_host(record, error, ctx.sessions)
-            ctx.progress.test_done(test.id, "failed", f"after its measurement: {error}")
+            fail_for_lost_host(record, error, self.ctx.sessions)
+            self.ctx.progress.test_done(record["id"], "failed", f"after its measurement: {error}")
         elif error is not None:
             raise error
 
-    handed_over = False
 
-    def tear_down(stop: Callable[[], None]) -> None:
-        """The last server's stop, handed over by run_repetition, and the samplers'."""
-        nonlocal handed_over
+@dataclass(frozen=True)
+class _Around(Around):
+    """Around each client of a test: the previous test's teardown settled and the samplers
+    started before it measures; after the last, the samplers stopped and the server's stop
+    handed to the test's teardown (``last``); the server host's sampler rides in the server's
+    scripts."""
 
-        def work() -> None:
-            try:
-                stop()
-            finally:
-                sampled.close()
+    ctx: RunContext
+    sampled: Sampling
+    last: _Teardown | None = None
 
-        handed_over = True
-        ctx.defer(work, done)
+    def start_text(self) -> str:
+        return self.sampled.start_text()
 
-    try:
-        rider = sampled.riding_on(test.server)
-        clock = timeline.Clock()
-        for index in range(1, test.repetitions + 1):
-            ctx.progress.test(test.id, index, test.repetitions, total_s)
-            started_s = clock.now_s()
-            last = index == test.repetitions
-            hooks = (
-                _settled_then(ctx, sampled.wait_started) if index == 1 else sampled.wait_started,
-                sampled.stop if last else iperf3.nothing,
-            )
-            rep = _repetition(
-                test, params, address, server, client, ctx, index, token, processes, hooks, rider,
-                tear_down if last else None,
-            )  # fmt: skip
-            rep.update(started_s=started_s, ended_s=clock.now_s())
-            if rep["error"]:
-                errors.append(f"repetition {index}: {rep['error']}")
-            record["repetitions"].append(rep)
-            throughput.append(_series(rep, params))
-            ctx.checkpoint(record, last=last)
-    except BaseException:
-        if not handed_over:  # else the teardown stops them
-            sampled.close()
-        raise
-    if not handed_over:  # the last server was stopped at once (a failure, several processes)
-        ctx.defer(sampled.close, done)
-    record["timeline"] = timeline.timeline(throughput)
-    rates = [r["bits_per_second"] for r in record["repetitions"] if r["status"] == "ok"]
-    record["summary"] = summarize(rates, "bits_per_second")
-    theoretical = record["path"]["theoretical_bits_per_second"]
-    record["efficiency"] = efficiency(record["summary"]["median"], theoretical)
-    return finish(record, errors)
+    def started(self, stdout: str) -> None:
+        self.sampled.started(stdout)
+
+    def before_client(self) -> None:
+        self.ctx.settle()
+        self.sampled.wait_started()
+
+    def after_result(self) -> None:
+        if self.last is not None:
+            self.sampled.stop()
+
+    def stop_text(self) -> str:
+        return self.sampled.stop_text()
+
+    def stopped(self, stdout: str) -> None:
+        self.sampled.stopped(stdout)
+
+    def defer_stop(self, stop: Callable[[], None]) -> bool:
+        return self.last.take(stop) if self.last is not None else False
 
 
-def _settled_then(ctx: RunContext, wait: Callable[[], None]) -> Callable[[], None]:
-    """``wait``, after the previous test's teardown is over (just before the first client)."""
+def _repetitions(job: _Job, ctx: RunContext, record: dict[str, Any], teardown: _Teardown) -> None:
+    """Every repetition into ``record``, a checkpoint after each."""
+    test = job.test
+    total_s = (job.params.duration_s + job.params.omit_s + 1) * test.repetitions
+    clock = timeline.Clock()
+    for index in range(1, test.repetitions + 1):
+        ctx.progress.test(test.id, index, test.repetitions, total_s)
+        last = index == test.repetitions
+        around = _Around(ctx, teardown.sampled, teardown if last else None)
+        started_s = clock.now_s()
+        rep = _repetition(job, ctx, index, around)
+        rep.update(started_s=started_s, ended_s=clock.now_s())
+        record["repetitions"].append(rep)
+        ctx.checkpoint(record, last=last)
 
-    def settled_then_wait() -> None:
-        ctx.settle()
-        wait()
 
-    return settled_then_wait
-
-
-def _repetition(
-    test: PlanTest,
-    params: iperf3.Iperf3Params,
-    address: str,
-    server: HostSession,
-    client: HostSession,
-    ctx: RunContext,
-    index: int,
-    token: str,
-    processes: bool = False,
-    hooks: iperf3.ClientHooks = (iperf3.nothing, iperf3.nothing),
-    rider: iperf3.Rider = iperf3.NO_RIDER,
-    defer: iperf3.Defer | None = None,
-) -> dict[str, Any]:
-    assert server.runner is not None and client.runner is not None
+def _repetition(job: _Job, ctx: RunContext, index: int, around: Around) -> dict[str, Any]:
+    """One repetition's run.json entry; its raw output saved (also that of a failure)."""
     # Several processes give several JSON documents, one after another under a marker line each.
-    raw_name = f"raw/{test.id}/rep-{index}.{'txt' if processes else 'json'}"
+    raw_name = f"raw/{job.test.id}/rep-{index}.{'txt' if job.processes else 'json'}"
     rep: dict[str, Any] = {"index": index, "status": "failed", "error": None, "raw_file": None}
-    run_one = (
-        iperf3_multi.run_repetition
-        if processes
-        else functools.partial(
-            iperf3.run_repetition,
-            rider=rider,
-            defer=defer,
-            server_iperf3_version=server.facts.iperf3_version if server.facts else None,
-        )
-    )
     try:
-        raw, parsed = run_one(
-            server.runner,
-            client.runner,
-            server.tools["iperf3"],
-            client.tools["iperf3"],
-            address,
-            params,
-            f"{token}-{index}",
-            client_iperf3_version=client.facts.iperf3_version if client.facts else None,
-            hooks=hooks,
-        )
+        raw, parsed = _measure(job, f"{job.token}-{index}", around)
     except iperf3.Iperf3Error as exc:
         rep["error"] = str(exc)
         if exc.raw:
@@ -261,15 +289,49 @@ def _repetition(
         return rep
     rep.update(iperf3.repetition_fields(parsed))
     rep["interval_bits_per_second"] = [row["bits_per_second"] for row in parsed["intervals"]]
-    if params.bidir:  # --bidir: the server -> client direction, received by the client
+    if job.params.bidir:  # --bidir: the server -> client direction, received by the client
         rep["reverse_bits_per_second"] = parsed.get("reverse_bits_per_second")
-    if processes:
+    if job.processes:
         rep["processes"] = parsed["processes"]
     # A stall is a fault, not a slow result: the repetition fails with why.
     rep["error"] = stall_reason(parsed["intervals"])
     rep["status"] = "failed" if rep["error"] else "ok"
     rep["raw_file"] = ctx.save_raw(raw_name, raw)
     return rep
+
+
+def _measure(job: _Job, token: str, around: Around) -> tuple[str, dict[str, Any]]:
+    """One repetition on the test's hosts: one iperf3 process a side, or one per stream."""
+    server, client = job.pair.server, job.pair.client
+    assert server.runner is not None and client.runner is not None
+    ends = (server.runner, client.runner, server.tools["iperf3"], client.tools["iperf3"])
+    args = (*ends, job.pair.address, job.params, token)
+    client_version = _iperf3_version(client)
+    if job.processes:
+        return run_processes(*args, client_iperf3_version=client_version, around=around)
+    server_version = _iperf3_version(server)
+    return run_repetition(
+        *args,
+        client_iperf3_version=client_version,
+        server_iperf3_version=server_version,
+        around=around,
+    )
+
+
+def _iperf3_version(session: HostSession) -> str | None:
+    return session.facts.iperf3_version if session.facts else None
+
+
+def _summarize(record: dict[str, Any], params: iperf3.Iperf3Params) -> dict[str, Any]:
+    """The finished record: its timeline, summary, efficiency, status and error."""
+    reps = record["repetitions"]
+    record["timeline"] = timeline.timeline([_series(rep, params) for rep in reps])
+    rates = [r["bits_per_second"] for r in reps if r["status"] == "ok"]
+    record["summary"] = summarize(rates, "bits_per_second")
+    theoretical = record["path"]["theoretical_bits_per_second"]
+    record["efficiency"] = efficiency(record["summary"]["median"], theoretical)
+    errors = [f"repetition {r['index']}: {r['error']}" for r in reps if r["error"]]
+    return finish(record, errors)
 
 
 def _series(rep: dict[str, Any], params: iperf3.Iperf3Params) -> dict[str, Any] | None:

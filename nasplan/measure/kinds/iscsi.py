@@ -17,7 +17,7 @@ from typing import Any
 
 from nasplan.errors import CannotStart
 from nasplan.input.plan import PlanTest
-from nasplan.measure import sampler, timeline
+from nasplan.measure import sampling, timeline
 from nasplan.measure.kind import (
     Kind,
     Needs,
@@ -140,7 +140,7 @@ def run(test: PlanTest, s: IscsiSettings, ctx: RunContext) -> dict[str, Any]:
     errors: list[str] = []
     token = secrets.token_hex(4)
     try:
-        with sampler.sampling(ctx.sessions, test.hosts, token) as resources:
+        with sampling.sampling(ctx.sessions, test.hosts, token, ctx.tasks) as resources:
             clock = timeline.Clock()
             _repetitions(
                 test, s, ctx, client.runner, directory, target, secret, record, errors, clock
@@ -165,7 +165,7 @@ def _secret(s: IscsiSettings, ctx: RunContext) -> str | None:
     secret = os.environ.get(s.chap_secret_env)
     if not secret:
         raise CannotStart(f"environment variable {s.chap_secret_env} (CHAP secret) is not set")
-    ctx.secrets.append(secret)
+    ctx.mask(secret)
     return secret
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from nasplan.analysis import summarize
 from nasplan.errors import CannotStart
 from nasplan.input.plan import PlanTest
-from nasplan.measure import sampler
+from nasplan.measure import sampling
 from nasplan.measure.kind import (
     Kind,
     RunContext,
@@ -21,6 +21,7 @@ from nasplan.measure.kind import (
     path_params,
 )
 from nasplan.measure.tools import ping
+from nasplan.runner import Runner
 
 METRIC = "rtt_avg_ms"
 
@@ -62,46 +63,65 @@ def run(test: PlanTest, s: LatencySettings, ctx: RunContext) -> dict[str, Any]:
     except CannotStart as exc:
         record["error"] = str(exc)
         return record
-    client, address = pair.client, pair.address
-    assert client.runner is not None
-    record["params"]["address"] = address
+    assert pair.client.runner is not None
+    record["params"]["address"] = pair.address
     record["path"] = pair.path
-    errors: list[str] = []
-    with sampler.sampling(ctx.sessions, test.hosts, secrets.token_hex(4)) as resources:
+    pinger = _Pinger(pair.client.runner, ping_path, pair.address, params)
+    total_s = test.repetitions * params.count * (params.interval_s or 1.0)
+    with sampling.sampling(ctx.sessions, test.hosts, secrets.token_hex(4), ctx.tasks) as resources:
         for index in range(1, test.repetitions + 1):
-            total_s = test.repetitions * params.count * (params.interval_s or 1.0)
             ctx.progress.test(test.id, index, test.repetitions, total_s)
-            rep: dict[str, Any] = {"index": index, "status": "failed", "error": None}
-            rep["raw_file"] = None
-            try:
-                raw, parsed = ping.run_ping(client.runner, ping_path, address, params)
-            except ping.PingError as exc:
-                rep["error"] = str(exc)
-                errors.append(f"repetition {index}: {exc}")
-                record["repetitions"].append(rep)
-                ctx.checkpoint(record)
-                continue
-            rep["raw_file"] = ctx.save_raw(f"raw/{test.id}/rep-{index}.txt", raw)
-            rep.update({k: parsed[k] for k in ("packets", "lost_percent", *_RTT_KEYS)})
-            rep["lost_packets"] = parsed["packets"] - parsed["received"]
-            if parsed["received"] == 0:
-                rep["error"] = f"no reply from {address} ({parsed['packets']} sent)"
-                errors.append(f"repetition {index}: {rep['error']}")
-            else:
-                rep["status"] = "ok"
+            rep = pinger.repetition(index, ctx, f"raw/{test.id}/rep-{index}.txt")
             record["repetitions"].append(rep)
             ctx.checkpoint(record)
         mtu = (record["path"] or {}).get("mtu_bytes")
-        if record["params"]["mtu_probe"] and mtu:
+        if s.mtu_probe and mtu:
             try:
-                record["mtu_probe"] = ping.probe_path_mtu(client.runner, ping_path, address, mtu)
+                record["mtu_probe"] = pinger.probe(mtu)
             except ping.PingError as exc:
                 ctx.warnings.append(f"{test.id}: path MTU probe not possible: {exc}")
     record["resources"] = resources
-    values = [
-        r[METRIC] for r in record["repetitions"] if r["status"] == "ok" and r[METRIC] is not None
-    ]
+    return _summarize(record)
+
+
+@dataclass(frozen=True)
+class _Pinger:
+    """Pings from the client to the target address."""
+
+    runner: Runner
+    ping_path: str
+    address: str
+    params: ping.PingParams
+
+    def repetition(self, index: int, ctx: RunContext, raw_name: str) -> dict[str, Any]:
+        """One ping run's run.json entry, its output saved as ``raw_name``."""
+        rep: dict[str, Any] = {"index": index, "status": "failed", "error": None}
+        rep["raw_file"] = None
+        try:
+            raw, parsed = ping.run_ping(self.runner, self.ping_path, self.address, self.params)
+        except ping.PingError as exc:
+            rep["error"] = str(exc)
+            return rep
+        rep["raw_file"] = ctx.save_raw(raw_name, raw)
+        rep.update({k: parsed[k] for k in ("packets", "lost_percent", *_RTT_KEYS)})
+        rep["lost_packets"] = parsed["packets"] - parsed["received"]
+        if parsed["received"] == 0:
+            rep["error"] = f"no reply from {self.address} ({parsed['packets']} sent)"
+        else:
+            rep["status"] = "ok"
+        return rep
+
+    def probe(self, mtu_bytes: int) -> dict[str, Any]:
+        """The path-MTU probe (ping.probe_path_mtu); PingError when it cannot run."""
+        return ping.probe_path_mtu(self.runner, self.ping_path, self.address, mtu_bytes)
+
+
+def _summarize(record: dict[str, Any]) -> dict[str, Any]:
+    """The finished record: its summary, status and error (a failed MTU probe is one)."""
+    reps = record["repetitions"]
+    values = [r[METRIC] for r in reps if r["status"] == "ok" and r[METRIC] is not None]
     record["summary"] = summarize(values, METRIC)
+    errors = [f"repetition {r['index']}: {r['error']}" for r in reps if r["error"]]
     probe = record["mtu_probe"]
     if probe is not None and not probe["ok"]:
         errors.append(

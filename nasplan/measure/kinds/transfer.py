@@ -17,7 +17,7 @@ from nasplan.errors import CannotStart
 from nasplan.hosts import shell
 from nasplan.hosts.session import HostSession
 from nasplan.input.plan import PlanTest
-from nasplan.measure import sampler, timeline
+from nasplan.measure import sampling, timeline
 from nasplan.measure.kind import (
     Kind,
     Needs,
@@ -360,7 +360,7 @@ def prepare_client(
         password = os.environ.get(xfer.password_env)
         if not password:
             return None, f"environment variable {xfer.password_env} (SMB password) is not set"
-        ctx.secrets.append(password)
+        ctx.mask(password)
         stdin = transfer.smb_auth_file(xfer.smb_user, password)
     timeout_s = SETUP_TIMEOUT_S + xfer.size_bytes / SLOWEST_BYTES_PER_SECOND
     result = client.runner.run_script(
@@ -384,7 +384,7 @@ def _prepare_windows_client(
     password = os.environ.get(xfer.password_env or "")
     if not password:
         return None, f"environment variable {xfer.password_env} (SMB password) is not set"
-    ctx.secrets.append(password)
+    ctx.mask(password)
     timeout_s = SETUP_TIMEOUT_S + xfer.size_bytes / SLOWEST_BYTES_PER_SECOND
     return transfer_windows.make_source(client.runner, xfer.size_bytes, timeout_s)
 
@@ -418,7 +418,7 @@ def run(test: PlanTest, s: TransferSettings, ctx: RunContext) -> dict[str, Any]:
     errors: list[str] = []
     try:
         # bottleneck and cache_warning come later, from analysis.annotate_transfers over the run.
-        with sampler.sampling(ctx.sessions, test.hosts, token) as resources:
+        with sampling.sampling(ctx.sessions, test.hosts, token, ctx.tasks) as resources:
             clock = timeline.Clock()
             _run_directions(
                 test, xfer, client.runner, local_dir, address, ctx, record, errors, clock

@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from nasplan.errors import ToolError
+
 MIB = 2**20
 BLOCK_BYTES = MIB
 _TOTAL = re.compile(
@@ -22,7 +24,7 @@ _TEST_TIME = re.compile(r"^actual test time:\s+([\d.]+)s", re.MULTILINE)
 _CPU_AVG = re.compile(r"avg\.\|\s*([\d.]+)%", re.MULTILINE)
 
 
-class DiskspdError(ValueError):
+class DiskspdError(ToolError):
     """diskspd printed no result; the message is its own last line."""
 
 

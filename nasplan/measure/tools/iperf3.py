@@ -1,35 +1,24 @@
-"""iperf3: client argv, server start/stop scripts, pure parsers of ``-J`` output, one repetition."""
+"""iperf3: the client's argv, version rules, pure parsers of its ``-J`` output, its error.
+
+The server's scripts are ``iperf3_server`` (POSIX sh) and ``iperf3_server_windows``; one
+repetition (a one-off server, the client, the server's stop) is
+``nasplan.measure.iperf3_repetition``.
+"""
 
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from types import ModuleType
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
-from nasplan.errors import NasplanError
-from nasplan.hosts import shell
-from nasplan.measure.tools import iperf3_server, iperf3_server_windows
-from nasplan.measure.tools.iperf3_server import (
-    LAUNCH_SECTION,
-    LAUNCH_SINCE,
-    PORT_IN_USE_EXIT,
-    READY_MARKER,
-    SERVER_READY_TIMEOUT_S,
-    launch_section_marker,
-)
+from nasplan.errors import ToolError
+from nasplan.measure.tools.iperf3_server import LAUNCH_SINCE
 from nasplan.measure.tools.iperf3_server import server_start_script as server_start_script
 from nasplan.measure.tools.iperf3_server import server_stop_script as server_stop_script
 from nasplan.measure.tools.iperf3_server import temp_paths as temp_paths
 from nasplan.measure.tools.jsondoc import count, find_object, number
-from nasplan.runner import Launched, Launcher, Runner
-from nasplan.sections import split_sections
 
-# "server is busy" is transient (someone else's test); retry after these pauses, in seconds.
-BUSY_BACKOFF_S: tuple[float, ...] = (0.5, 1.0, 2.0)
-CLIENT_TIMEOUT_MARGIN_S = 15
 CONNECT_TIMEOUT_MS = 3000
 # --connect-timeout appeared in iperf 3.2 (RELNOTES); older clients reject the option.
 _CONNECT_TIMEOUT_SINCE = (3, 2)
@@ -37,39 +26,6 @@ _CONNECT_TIMEOUT_SINCE = (3, 2)
 # streams of one process share one thread, so one CPU core may cap the result.
 MULTI_THREADED_SINCE = (3, 16)
 _BUSY_MARKERS = ("the server is busy", "is already in use")
-# (just before the client runs, once its result is in): see run_repetition
-ClientHooks = tuple[Callable[[], None], Callable[[], None]]
-# takes the server's stop (after a measurement) to run it later
-Defer = Callable[[Callable[[], None]], None]
-
-
-class Rider(Protocol):
-    """Shell text riding along in the server host's own round trips (its resource sampler:
-    nasplan.measure.sampler.Riding): one SSH session fewer there at each end of a test."""
-
-    def start_text(self) -> str: ...
-    def started(self, stdout: str) -> None: ...
-    def stop_text(self) -> str: ...
-    def stopped(self, stdout: str) -> None: ...
-
-
-class NoRider:
-    """Nothing rides along."""
-
-    def start_text(self) -> str:
-        return ""
-
-    def started(self, stdout: str) -> None:
-        pass
-
-    def stop_text(self) -> str:
-        return ""
-
-    def stopped(self, stdout: str) -> None:
-        pass
-
-
-NO_RIDER = NoRider()
 
 
 # The repetition keys of run.json (schemas/run.schema.json, $defs.repetition) that parse() fills.
@@ -89,7 +45,7 @@ CONTRACT_KEYS: tuple[str, ...] = (
 )
 
 
-class Iperf3Error(NasplanError):
+class Iperf3Error(ToolError):
     """iperf3 failed; the message is iperf3's own (e.g. ``unable to connect to server: ...``).
 
     ``raw`` is the client output that carried the failure (worth saving), None when there was none.
@@ -145,6 +101,13 @@ def before_connect_timeout(version: str | None) -> bool:
     return parsed is not None and parsed < _CONNECT_TIMEOUT_SINCE
 
 
+def launches(version: str | None) -> bool:
+    """True when ``version`` is known and can run as a server on its own channel, saying when it
+    listens (3.7: ``--forceflush``; ``iperf3_server.server_launch_script``)."""
+    parsed = version_tuple(version)
+    return parsed is not None and parsed >= LAUNCH_SINCE
+
+
 def client_argv(
     iperf3_path: str,
     address: str,
@@ -183,7 +146,8 @@ def client_argv(
     return argv
 
 
-def _excerpt(text: str, limit: int = 200) -> str:
+def excerpt(text: str, limit: int = 200) -> str:
+    """``text`` on one line, cut after ``limit`` characters (what an error message quotes)."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[:limit] + "..."
 
@@ -255,8 +219,8 @@ def parse(raw: str) -> dict[str, Any]:
     """
     doc = _find_document(raw)
     if doc is None:
-        excerpt = _excerpt(raw) or "(empty)"
-        raise Iperf3Error(f"no iperf3 JSON result in the output: {excerpt}", raw or None)
+        said = excerpt(raw) or "(empty)"
+        raise Iperf3Error(f"no iperf3 JSON result in the output: {said}", raw or None)
     if doc.get("error"):
         raise Iperf3Error(str(doc["error"]), raw)
     start = doc["start"]
@@ -310,227 +274,18 @@ def repetition_fields(parsed: Mapping[str, Any]) -> dict[str, Any]:
     return {key: parsed.get(key) for key in CONTRACT_KEYS}
 
 
-def parse_server_log(raw: str) -> dict[str, Any] | None:
-    """The server's own view of the test from its ``-J --logfile``; None when absent or unreadable.
-
-    Keys: iperf3_version, received_bits_per_second, sent_bits_per_second, cpu_percent, error.
-    """
-    doc = _find_document(raw)
-    if doc is None:
-        return None
-    end = doc.get("end") or {}
-    return {
-        "iperf3_version": _version(doc["start"]),
-        "received_bits_per_second": number(end.get("sum_received"), "bits_per_second"),
-        "sent_bits_per_second": number(end.get("sum_sent"), "bits_per_second"),
-        "cpu_percent": number(end.get("cpu_utilization_percent"), "host_total"),
-        "error": str(doc["error"]) if doc.get("error") else None,
-    }
+def parse_client(stdout: str, stderr: str, host: str) -> dict[str, Any]:
+    """parse() of a client run's output; with no JSON at all, the error quotes ``host``'s stderr
+    (iperf3 3.12 exits 0 even on errors, its reason on stderr)."""
+    try:
+        return parse(stdout)
+    except Iperf3Error as exc:
+        if "no iperf3 JSON" in str(exc) and stderr.strip():
+            raise Iperf3Error(f"{host}: {excerpt(stderr)}", exc.raw) from exc
+        raise
 
 
 def is_server_busy(error: Iperf3Error | str) -> bool:
     """True when the failure is another test holding the server or its port (worth a retry)."""
     text = str(error).lower()
     return any(marker in text for marker in _BUSY_MARKERS)
-
-
-def nothing() -> None:
-    """No step of the caller's around the client."""
-
-
-def _attempt(
-    server: Runner,
-    client: Runner,
-    server_iperf3: str,
-    argv: list[str],
-    params: Iperf3Params,
-    token: str,
-    hooks: ClientHooks = (nothing, nothing),
-    rider: Rider = NO_RIDER,
-    defer: Defer | None = None,
-    server_iperf3_version: str | None = None,
-) -> tuple[str, dict[str, Any]]:
-    windows = shell.of(server).is_windows
-    scripts = iperf3_server_windows if windows else iperf3_server
-    # the server's name in the path: hosts sharing one /tmp (the lab) tell their files apart
-    pidfile, logfile = scripts.temp_paths(f"{token}-{server.name}", params.port)
-    one = OneOff(server_iperf3, params.port, pidfile, logfile)
-    version = version_tuple(server_iperf3_version)
-    if not windows and isinstance(server, Launcher) and version and version >= LAUNCH_SINCE:
-        launched = _launch(server, server, one, rider)
-    else:
-        launched = _start(server, scripts, one, rider)
-    parsed: dict[str, Any] | None = None
-    try:
-        timeout_s = params.duration_s + params.omit_s + CLIENT_TIMEOUT_MARGIN_S
-        hooks[0]()
-        if shell.of(client).is_windows:
-            result = client.run(argv, timeout_s=timeout_s)
-        else:  # under the host lease's watchdog, as the server
-            result = client.run_script(iperf3_server.client_script(argv), timeout_s=timeout_s)
-        try:
-            parsed = parse(result.stdout)
-        except Iperf3Error as exc:
-            # iperf3 3.12 exits 0 even on errors; stderr helps when no JSON came at all
-            if "no iperf3 JSON" in str(exc) and result.stderr.strip():
-                message = f"{client.name}: {_excerpt(result.stderr)}"
-                raise Iperf3Error(message, exc.raw) from exc
-            raise
-        hooks[1]()
-    finally:
-        # after a test the one-off server exits by itself once its log is written; after a
-        # failure it would wait for a client forever
-        grace_s = 2.0 if parsed is not None else 0
-        also = rider.stop_text()
-
-        def stop() -> None:
-            # a launched server is seen to end on its own channel, at once; the stop script
-            # (whose look naps 10 ms at a time) then waits no more and kills one still there
-            waits, grace = launched.ended_within, grace_s
-            try:
-                if grace > 0 and waits is not None:
-                    waits(grace)
-                    grace = 0
-                script = scripts.server_stop_script(pidfile, logfile, grace_s=grace, also=also)
-                stopped = server.run_script(script, timeout_s=15)
-            finally:
-                launched.close()
-            rider.stopped(stopped.stdout)
-            if parsed is not None:
-                parsed["server"] = parse_server_log(stopped.stdout.partition("\n@@nasplan:")[0])
-
-        if parsed is not None and defer is not None:
-            defer(stop)  # the measurement is in: the server's stop may come later
-        else:
-            stop()
-    return result.stdout, parsed
-
-
-@dataclass(frozen=True)
-class OneOff:
-    """A one-off server to start: its iperf3, port, and files on the host."""
-
-    iperf3: str
-    port: int
-    pidfile: str
-    logfile: str
-
-
-def _start(server: Runner, scripts: ModuleType, one: OneOff, rider: Rider) -> Launched:
-    """A daemon server, ready once the start script saw its port listening (iperf3 < 3.7,
-    one whose version is unknown, Windows)."""
-    pidfile, logfile = one.pidfile, one.logfile
-    script = scripts.server_start_script(
-        one.iperf3, one.port, pidfile, logfile, also=rider.start_text()
-    )
-    started = server.run_script(script, timeout_s=SERVER_READY_TIMEOUT_S + 10)
-    rider.started(started.stdout)
-    if not started.ok:
-        reason = _excerpt(started.stderr + started.stdout) or f"exit status {started.exited}"
-        if started.exited == PORT_IN_USE_EXIT:
-            raise Iperf3Error(reason)
-        server.run_script(scripts.server_stop_script(pidfile, logfile, grace_s=0), timeout_s=15)
-        raise Iperf3Error(f"could not start the iperf3 server on {server.name}: {reason}")
-    return Launched(started.stdout, None)
-
-
-def _launch(server: Runner, launcher: Launcher, one: OneOff, rider: Rider) -> Launched:
-    """The server in the foreground of its own channel, ready once it said it listens
-    (``server`` and ``launcher``: one runner, seen as both)."""
-    server_iperf3, port, pidfile, logfile = one.iperf3, one.port, one.pidfile, one.logfile
-    script = iperf3_server.server_launch_script(
-        server_iperf3, port, pidfile, logfile, also=rider.start_text()
-    )
-    # as long as the background start may take: its readiness wait plus the SSH round trip's
-    limit_s = SERVER_READY_TIMEOUT_S + 10
-    ends = launch_section_marker()
-    launched = launcher.start_until(script, [READY_MARKER, ends], timeout_s=limit_s)
-    # the rider's section ends at the launch section's line (one write: nothing of iperf3's
-    # falls inside it); iperf3's own lines are the rest
-    rider.started(launched.output)
-    ended = launched.ended
-    if ended is None:
-        return launched
-    # it did not listen: stop what may still run (a server that never said it listens)
-    launched.close()
-    server.run_script(iperf3_server.server_stop_script(pidfile, logfile, grace_s=0), timeout_s=15)
-    if ended.exited == 124:
-        reason = f"it did not listen on port {port} within {limit_s} s"
-    else:
-        check = server.run_script(iperf3_server.port_check_script(port), timeout_s=15)
-        if check.exited == PORT_IN_USE_EXIT:
-            raise Iperf3Error(_excerpt(check.stderr))
-        said = _excerpt(_iperf3_lines(launched.output) + ended.stderr)
-        reason = said or f"{server_iperf3} -s ended before it listened on port {port}"
-    raise Iperf3Error(f"could not start the iperf3 server on {server.name}: {reason}")
-
-
-def _iperf3_lines(output: str) -> str:
-    """What iperf3 itself printed in a launch script's output: the lines before the first
-    ``@@nasplan:`` section and those of the launch section (the rider's section is ours)."""
-    head = output.split("@@nasplan:", 1)[0]
-    return head + "\n" + split_sections(output).get(LAUNCH_SECTION, "")
-
-
-def run_repetition(
-    server: Runner,
-    client: Runner,
-    server_iperf3: str,
-    client_iperf3: str,
-    address: str,
-    params: Iperf3Params,
-    token: str,
-    *,
-    client_iperf3_version: str | None = None,
-    server_iperf3_version: str | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-    hooks: ClientHooks = (nothing, nothing),
-    rider: Rider = NO_RIDER,
-    defer: Defer | None = None,
-) -> tuple[str, dict[str, Any]]:
-    """Run one iperf3 test: start a one-off server, run the client, always stop the server.
-
-    Returns ``(raw client JSON text, parse() result + "server": parse_server_log())``; "server"
-    is None for a server launched on its own channel (``server_iperf3_version`` >= 3.7 on a
-    POSIX host whose runner is a Launcher): it keeps no JSON log.
-    ``defer``: given the server's stop once the client's result is in, to run it later (the
-    result's "server" is filled then); without it, or after a failure, the stop runs at once.
-    Retries "server is busy" / "port in use" after BUSY_BACKOFF_S; raises Iperf3Error otherwise.
-    ``hooks``: called once the server listens, just before the client, and once the client's
-    result is in, before the server is stopped (the test's resource sampler waits for its start
-    and is stopped there, its round trips overlapping the server's). ``rider``: shell text run
-    in the server's start and stop scripts (the server host's sampler).
-    """
-    argv = client_argv(client_iperf3, address, params, iperf3_version=client_iperf3_version)
-    return retry_when_busy(
-        lambda n: _attempt(
-            server,
-            client,
-            server_iperf3,
-            argv,
-            params,
-            f"{token}-{n}",
-            hooks,
-            rider,
-            defer,
-            server_iperf3_version,
-        ),
-        sleep,
-    )
-
-
-T = TypeVar("T")
-
-
-def retry_when_busy(attempt: Callable[[int], T], sleep: Callable[[float], None] = time.sleep) -> T:
-    """Call ``attempt(n)`` again after each of BUSY_BACKOFF_S while iperf3 says it is busy."""
-    pauses_s = list(BUSY_BACKOFF_S)
-    number = 0
-    while True:
-        try:
-            return attempt(number)
-        except Iperf3Error as exc:
-            if not pauses_s or not is_server_busy(exc):
-                raise
-            sleep(pauses_s.pop(0))
-        number += 1

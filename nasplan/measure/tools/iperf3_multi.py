@@ -1,22 +1,18 @@
 """Parallel iperf3 before 3.16: one single-stream process per port, rates summed.
 
 iperf3 before 3.16 runs all ``-P`` streams in one thread, so one CPU core caps the result.
-Here N one-off servers listen on consecutive ports and one client script starts N clients
-with ``-P 1`` at once (one round trip), printing each JSON after a marker line.
+Here N one-off servers listen on consecutive ports (one script starts them all, one stops them)
+and one client script starts N clients with ``-P 1`` at once, printing each JSON after a marker
+line. The repetition that runs them is ``nasplan.measure.iperf3_repetition.run_processes``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import shlex
-import time
-from collections.abc import Callable
 from typing import Any
 
-from nasplan.measure.tools import iperf3
-from nasplan.measure.tools.iperf3_server import PORT_IN_USE_EXIT, SERVER_READY_TIMEOUT_S
-from nasplan.runner import Runner
+from nasplan.measure.tools import iperf3, iperf3_server
 
 MARKER = "=== nasplan-iperf3-port "
 _MARKER_LINE = re.compile(r"^=== nasplan-iperf3-port (?P<port>[0-9]+) ===$", re.MULTILINE)
@@ -81,79 +77,40 @@ def _all(scripts: list[str]) -> str:
     return "\n".join(f"(\n{script}\n) || exit $?" for script in scripts) + "\n"
 
 
-def _attempt(
-    server: Runner,
-    client: Runner,
-    server_iperf3: str,
-    argvs: list[list[str]],
-    single: list[iperf3.Iperf3Params],
-    params: iperf3.Iperf3Params,
-    token: str,
-    hooks: iperf3.ClientHooks,
-) -> tuple[str, dict[str, Any]]:
-    ports = [one.port for one in single]
-    files = [iperf3.temp_paths(token, port) for port in ports]
-    # One round trip starts every server, one runs every client, one stops every server.
-    starts = [
-        iperf3.server_start_script(server_iperf3, port, pidfile, logfile)
-        for port, (pidfile, logfile) in zip(ports, files, strict=True)
-    ]
-    started = server.run_script(_all(starts), timeout_s=SERVER_READY_TIMEOUT_S * len(ports) + 10)
-    raw = ""
-    try:
-        if not started.ok:
-            reason = " ".join((started.stderr + started.stdout).split())[:200]
-            if started.exited == PORT_IN_USE_EXIT:
-                raise iperf3.Iperf3Error(reason)  # "is already in use": retried
-            raise iperf3.Iperf3Error(
-                f"could not start the iperf3 servers on {server.name}: {reason}"
-            )
-        timeout_s = params.duration_s + params.omit_s + iperf3.CLIENT_TIMEOUT_MARGIN_S
-        hooks[0]()
-        raw = client.run_script(client_script(argvs, ports), timeout_s=timeout_s).stdout
-        outputs = split(raw)
-        parts = []
-        for port in ports:
-            try:
-                parts.append(iperf3.parse(outputs.get(port, "")))
-            except iperf3.Iperf3Error as exc:
-                raise iperf3.Iperf3Error(f"port {port}: {exc}", raw or None) from exc
-        hooks[1]()
-        return raw, combine(parts)
-    finally:
-        grace_s = 2.0 if raw else 0
-        stop = [iperf3.server_stop_script(pid, log, grace_s=grace_s) for pid, log in files]
-        server.run_script("\n".join(f"(\n{script}\n)" for script in stop), timeout_s=30)
+def temp_paths(token: str, ports: list[int]) -> list[tuple[str, str]]:
+    """Each server's ``(pidfile, logfile)`` under /tmp, in the order of ``ports``."""
+    return [iperf3_server.temp_paths(token, port) for port in ports]
 
 
-def run_repetition(
-    server: Runner,
-    client: Runner,
-    server_iperf3: str,
-    client_iperf3: str,
-    address: str,
-    params: iperf3.Iperf3Params,
-    token: str,
-    *,
-    client_iperf3_version: str | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-    hooks: iperf3.ClientHooks = (iperf3.nothing, iperf3.nothing),
-) -> tuple[str, dict[str, Any]]:
-    """Run ``params.parallel`` single-stream clients against as many one-off servers, summed.
-
-    Returns ``(raw marker-separated client JSON, combine() result)``; raises Iperf3Error.
-    Every server started is stopped in ``finally``; a busy server or a taken port is retried.
-    ``hooks``: as iperf3.run_repetition's.
-    """
-    ports = [params.port + i for i in range(params.parallel)]
-    single = [dataclasses.replace(params, parallel=1, port=port) for port in ports]
-    argvs = [
-        iperf3.client_argv(client_iperf3, address, one, iperf3_version=client_iperf3_version)
-        for one in single
-    ]
-    return iperf3.retry_when_busy(
-        lambda n: _attempt(
-            server, client, server_iperf3, argvs, single, params, f"{token}-{n}", hooks
-        ),
-        sleep,
+def servers_start_script(server_iperf3: str, ports: list[int], token: str) -> str:
+    """POSIX sh starting a one-off server on each of ``ports``; stops at the first that fails
+    (exit 3: its port is in use, as ``iperf3_server.server_start_script``)."""
+    files = temp_paths(token, ports)
+    return _all(
+        [
+            iperf3_server.server_start_script(server_iperf3, port, pidfile, logfile)
+            for port, (pidfile, logfile) in zip(ports, files, strict=True)
+        ]
     )
+
+
+def servers_stop_script(ports: list[int], token: str, *, grace_s: float) -> str:
+    """POSIX sh stopping every server of ``servers_start_script`` still there."""
+    stops = [
+        iperf3_server.server_stop_script(pidfile, logfile, grace_s=grace_s)
+        for pidfile, logfile in temp_paths(token, ports)
+    ]
+    return "\n".join(f"(\n{script}\n)" for script in stops)
+
+
+def parse(raw: str, ports: list[int]) -> dict[str, Any]:
+    """The marker-separated output of ``client_script`` -> one combined parse() result; raises
+    Iperf3Error naming the port of a client that failed."""
+    outputs = split(raw)
+    parts = []
+    for port in ports:
+        try:
+            parts.append(iperf3.parse(outputs.get(port, "")))
+        except iperf3.Iperf3Error as exc:
+            raise iperf3.Iperf3Error(f"port {port}: {exc}", raw or None) from exc
+    return combine(parts)

@@ -7,6 +7,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 
 from nasplan.hosts.lock import PRELUDE
+from nasplan.sections import split_sections
 
 # seconds the start script waits for the daemon to LISTEN
 SERVER_READY_TIMEOUT_S = 5
@@ -16,8 +17,8 @@ PORT_IN_USE_EXIT = 3
 
 # Shared shell helpers. `nap` sleeps 10 ms for the first 0.1 s of a wait, 0.1 s after that, or
 # 1 s where sleep takes whole seconds only (busybox built without FLOAT_DURATION), and counts in
-# hundredths so loops stay bounded either way. A daemon listens, and a finished one-off server
-# exits, within milliseconds: a flat 0.1 s nap was most of a test's overhead (two per repetition).
+# hundredths so loops stay bounded either way. Short naps first: a daemon listens, and a finished
+# one-off server exits, almost at once, and every wait lies between two measurements.
 # `alive` treats a zombie as gone: a daemon reparented to a lazy init stays a zombie for a while.
 # Files are read with the shell's own `read` where a line will do: every process a script starts
 # costs the host (a NAS's CPU is slow) and lies on the test's critical path.
@@ -38,18 +39,16 @@ alive() {
 }
 """
 
-# The server runs in the background of this shell rather than as `iperf3 -D`: a daemonized
-# iperf3 starts listening ~10 ms after it returns, a plain one within ~2 ms (one such wait per
-# repetition). HUP is ignored and no descriptor of the SSH session is kept, so it outlives the
-# session as a daemon would. Ready once the port is in LISTEN state: asked of iproute2's `ss`
-# where there is one (netlink, listening sockets only), else read from /proc/net/tcp{,6} (BusyBox
-# NAS shells: one grep for both: -s, a host without IPv6 has no tcp6; the port there is 4
-# upper-case hex digits; grep reads the table in blocks, faster than the shell's `read`, which
-# takes /proc files a byte at a time). A read of /proc/net/tcp makes the kernel walk every
-# bucket of the machine's TCP hash tables, sized by its memory: ~4 ms a file with 24 GB, two
-# files a look, where `ss` takes ~2.5 ms with its own start. Two looks at once, then naps. A
-# server that ends before it listens (bad option, port taken) fails at once, its log on stderr.
-# Files of this token exist only after a retry.
+# The server runs in the background of this shell rather than as `iperf3 -D`, which returns
+# before it listens and so needs more looks. HUP is ignored and no descriptor of the SSH session
+# is kept, so it outlives the session as a daemon would. Ready once the port is in LISTEN state:
+# asked of iproute2's `ss` where there is one (netlink, listening sockets only: a read of
+# /proc/net/tcp walks every bucket of the kernel's TCP hash tables, sized by the machine's
+# memory), else read from /proc/net/tcp{,6} (BusyBox NAS shells: one grep for both: -s, a host
+# without IPv6 has no tcp6; the port there is 4 upper-case hex digits; grep reads the table in
+# blocks, the shell's `read` a byte at a time). Two looks at once, then naps. A server that ends
+# before it listens (bad option, port taken) fails at once, its log on stderr. Files of this
+# token exist only after a retry.
 _START_BODY = """\
 if command -v ss >/dev/null 2>&1; then
   listening() {
@@ -161,16 +160,16 @@ def _assignments(values: Mapping[str, str | int]) -> str:
     return "".join(f"{name}={shlex.quote(str(value))}\n" for name, value in values.items())
 
 
-# The server in the foreground of its own SSH channel (iperf3 >= 3.7), started first: it takes
-# 5-15 ms to listen (iperf3 3.12 loads OpenSSL), during which the script does the rest (the host
-# lock's prelude, the rider, the watchdog); the script then waits for it, so the channel lasts
+# The server in the foreground of its own SSH channel (iperf3 >= 3.7), started first: while it
+# gets ready to listen (iperf3 3.12 loads OpenSSL) the script does the rest (the host lock's
+# prelude, the text riding along, the watchdog); the script then waits for it, so the channel lasts
 # as long as the server. The server says on that channel when it listens: "Server listening on
 # PORT", flushed at once with --forceflush since 3.7. nasplan reads it and starts the client:
 # no look at the LISTEN table before or after, no nap. A server that cannot listen (its port
 # taken, a bad option) ends without saying it; only then does nasplan look whether the port is
 # someone else's (``port_check_script``). `-i 0`: no interval lines of its own, so what the
 # server prints while nasplan only holds its channel stays a few lines whatever the test's
-# length. The rider's output and the LAUNCH_SECTION line go out in one write, so nothing of
+# length. The riding text's output and the LAUNCH_SECTION line go out in one write: nothing of
 # iperf3's falls between them: nasplan waits for both markers (READY_MARKER and that line).
 # The server is registered in the host's lock and its watchdog started before the script writes
 # anything, and the script ignores SIGPIPE once the server runs: should nasplan's connection be
@@ -198,8 +197,15 @@ wait "$server"
 
 
 def launch_section_marker() -> str:
-    """The line that ends the launch script's own output (after the rider's)."""
+    """The line that ends the launch script's own output (after the text riding along's)."""
     return f"@@nasplan:{LAUNCH_SECTION}@@"
+
+
+def launch_said(output: str) -> str:
+    """What iperf3 itself printed in a launch script's output: the lines before the first
+    ``@@nasplan:`` section and those of the launch section (the text riding along has its own)."""
+    head = output.split("@@nasplan:", 1)[0]
+    return head + "\n" + split_sections(output).get(LAUNCH_SECTION, "")
 
 
 def server_launch_script(
@@ -294,7 +300,7 @@ def server_start_script(
 
     Exit 0: listening. Exit 3: the port was already in use. Exit 1: failed (reason on stderr).
     ``also``: shell text run first, in the same round trip (the host's resource sampler's start:
-    nasplan.measure.sampler.Riding); its output comes before the server's (none on success).
+    nasplan.measure.sampling); its output comes before the server's (none on success).
     """
     values: dict[str, str | int] = {
         "iperf3": iperf3_path,

@@ -104,7 +104,7 @@ def server_stop_script(pidfile: str, logfile: str, *, grace_s: float = 2.0, also
 
 
 def _nothing_rides(also: str) -> None:
-    if also:  # the POSIX scripts' riders (nasplan.measure.sampler.Riding) are sh
+    if also:  # the text riding in the POSIX scripts (nasplan.measure.sampling) is sh
         raise ValueError("no shell text rides along in a PowerShell iperf3 server script")
 
 

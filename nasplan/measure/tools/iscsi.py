@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from nasplan.errors import ToolError
 from nasplan.runner import Result, Runner
 
 SCRIPT_NAME = "iscsi_rw.py"
@@ -24,7 +25,7 @@ INITIATOR_NAME = "iqn.2026-12.dev.nasplan:initiator"
 EXIT_EXPLAINED = 3
 
 
-class IscsiError(Exception):
+class IscsiError(ToolError):
     """An initiator run failed; ``stage`` is load, login, capacity, write, read or sync."""
 
     def __init__(self, message: str, stage: str = "run") -> None:

@@ -40,6 +40,7 @@ class ReadCapacity16(ctypes.Structure):
     _fields_ = [("returned_lba", ctypes.c_uint64), ("block_length", ctypes.c_uint32)]
 
 
+# Not a NasplanError: this script runs alone on the client (stdlib only); it reports as JSON.
 class Failed(Exception):
     """A step failed; ``stage`` says which (load, login, capacity, write, read, sync)."""
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from nasplan.measure.kind import RunContext, finish, summary_text
+from nasplan.measure.kind import finish, summary_text
+from nasplan.run.kind_hooks import run_context
+from nasplan.run.overlap import Overlap
 
 
 def test_save_raw_masks_the_runs_secrets(tmp_path: Path) -> None:
-    ctx = RunContext(plan=None, sessions={}, run_dir=tmp_path, progress=None)  # type: ignore[arg-type]
-    ctx.secrets.append("hunter2")
+    ctx = run_context(None, {}, None, tmp_path, Overlap.serial())  # type: ignore[arg-type]
+    ctx.mask("hunter2")
     relative = ctx.save_raw("raw/t/rep-1.txt", "smbclient: password hunter2 refused\n")
     assert relative == "raw/t/rep-1.txt"
     assert (tmp_path / relative).read_text() == "smbclient: password ******** refused\n"

@@ -22,7 +22,7 @@ from nasplan.network.truenas import TrueNasCommit
 from nasplan.platforms import detect
 from nasplan.progress import PlainProgress
 from nasplan.run.network_phase import NetworkPhase
-from nasplan.runner import Result
+from nasplan.runner import Result, RunnerBase
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 BSD_TOOLS = NetTools(BSD_IFCONFIG, "ip", "/sbin/ifconfig", "/sbin/route", "/usr/bin/netstat")
@@ -227,8 +227,10 @@ def test_truenas_core_commits_through_the_middleware_and_reads_back_with_bsd_ifc
     assert "/sbin/ifconfig -a" in restore
 
 
-class RecordedBsdHost:
+class RecordedBsdHost(RunnerBase):
     """A FreeBSD host that answers with recorded output and notes how each script was run."""
+
+    name = "bsd"
 
     def __init__(self) -> None:
         self.scripts: list[tuple[str, bool]] = []

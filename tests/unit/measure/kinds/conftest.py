@@ -16,6 +16,8 @@ from nasplan.input.plan import load_plan
 from nasplan.measure.kind import RunContext
 from nasplan.platforms.generic import GenericLinux
 from nasplan.progress import PlainProgress
+from nasplan.run.kind_hooks import run_context
+from nasplan.run.overlap import Overlap
 from nasplan.runner import Result
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
@@ -61,10 +63,14 @@ def kind_context(
 
     The NAS (198.18.251.1) and the workstation (198.18.251.2) share eth1, 10 Gbit/s, MTU 9000:
     the NAS's facts are a real capture of a lab namespace, the workstation's its mirror image.
-    Both runners answer the resource sampler (a real capture of its output).
+    Both runners answer the resource sampler (a real capture of its output). ``tasks``: the
+    run's background work, ``Overlap.serial()`` unless a test needs threads
+    (``Overlap.concurrent()``, as apply runs).
     """
 
-    def make(tests_yaml: str, tools: dict[str, str] | None = None) -> tuple[RunContext, Any, Any]:
+    def make(
+        tests_yaml: str, tools: dict[str, str] | None = None, tasks: Overlap | None = None
+    ) -> tuple[RunContext, Any, Any]:
         (tmp_path / "inventory.yaml").write_text(
             "hosts:\n  nas: {address: 198.18.251.1}\n  ws: {address: 198.18.251.2}\n"
         )
@@ -83,7 +89,8 @@ def kind_context(
         }
         run_dir = tmp_path / "run"
         (run_dir / "raw").mkdir(parents=True)
-        ctx = RunContext(plan, sessions, run_dir, PlainProgress(io.StringIO()))
+        progress = PlainProgress(io.StringIO())
+        ctx = run_context(plan, sessions, progress, run_dir, tasks or Overlap.serial())
         return ctx, nas, ws
 
     return make

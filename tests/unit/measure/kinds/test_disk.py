@@ -120,7 +120,7 @@ def test_a_disk_test_on_a_windows_host_through_run(kind_context: Callable[..., A
     assert (record["status"], record["error"]) == ("ok", None)
     assert record["params"]["tool"] == "diskspd"
     assert record["directions"]["write"]["median"] == 43524096 / 30.01
-    assert (ctx.run_dir / record["repetitions"][0]["raw_file"]).read_text() == result
+    assert (ctx.hooks.run_dir / record["repetitions"][0]["raw_file"]).read_text() == result
 
 
 def test_a_directory_that_resolves_to_a_name_fio_misreads_is_removed_unused(

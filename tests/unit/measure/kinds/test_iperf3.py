@@ -13,8 +13,10 @@ import pytest
 
 from nasplan.errors import HostLostError
 from nasplan.measure import kinds
+from nasplan.measure.kind import RunContext
 from nasplan.measure.kinds.iperf3 import version_warnings
 from nasplan.progress import PlainProgress
+from nasplan.run.overlap import Overlap
 from nasplan.runner import Result
 
 from .conftest import SAMPLER_PID, fixture_text, riding_start, riding_stop
@@ -22,6 +24,15 @@ from .conftest import SAMPLER_PID, fixture_text, riding_start, riding_stop
 IPERF3 = Path(__file__).resolve().parents[3] / "fixtures" / "iperf3" / "3.12"
 TEST = "  - {id: p2p, kind: iperf3, server: nas, client: ws, duration_s: 2, repetitions: 1}\n"
 TOOLS = {"iperf3": "/usr/bin/iperf3"}
+
+
+def run_settled(ctx: RunContext) -> dict[str, Any]:
+    """The plan's first test run as apply runs it: its teardown settled after it (what fills
+    its ``resources``)."""
+    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+    assert record["resources"] is None  # the teardown is the run's until it settles
+    ctx.settle()
+    return record
 
 
 def test_one_repetition_is_recorded_with_its_path_raw_file_and_resources(
@@ -36,14 +47,14 @@ def test_one_repetition_is_recorded_with_its_path_raw_file_and_resources(
     client_output = (IPERF3 / "tcp-single.json").read_text()
     ws.expect("/usr/bin/iperf3 -J -c 198.18.251.1 -p 5201 -t 2", client_output)
 
-    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+    record = run_settled(ctx)
 
     assert (record["status"], record["error"]) == ("ok", None)
     assert record["params"]["address"] == "198.18.251.1"
     assert record["params"]["parallel_mode"] == "streams"
     rep = record["repetitions"][0]
     assert rep["bits_per_second"] == pytest.approx(956948139.91649473)
-    assert (ctx.run_dir / rep["raw_file"]).read_text() == client_output
+    assert (ctx.hooks.run_dir / rep["raw_file"]).read_text() == client_output
     path = record["path"]
     assert (path["mtu_bytes"], path["speed_bits_per_second"]) == (9000, 10**10)
     assert path["server_interface"] == path["client_interface"] == "eth1"
@@ -63,7 +74,7 @@ def test_one_repetition_is_recorded_with_its_path_raw_file_and_resources(
 def test_samplers_start_alongside_the_server_and_run_before_the_client_measures(
     kind_context: Callable[..., Any],
 ) -> None:
-    ctx, nas, ws = kind_context(TEST, TOOLS)
+    ctx, nas, ws = kind_context(TEST, TOOLS, tasks=Overlap.concurrent())
     events: list[str] = []
     lock = threading.Lock()
 
@@ -88,7 +99,7 @@ def test_samplers_start_alongside_the_server_and_run_before_the_client_measures(
     client_output = (IPERF3 / "tcp-single.json").read_text()
     ws.expect("-c 198.18.251.1", reply=noted("client", client_output))
 
-    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+    record = run_settled(ctx)
 
     assert record["status"] == "ok", record["error"]
     at = events.index
@@ -134,7 +145,7 @@ def test_a_refused_connection_is_recorded_and_the_server_stopped(
     nas.expect("-s -1 -p", riding_start()).expect("kill")
     ws.expect("-c 198.18.251.1", (IPERF3 / "error-connection-refused.json").read_text())
 
-    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+    record = run_settled(ctx)
 
     assert record["status"] == "failed"
     assert "Connection refused" in record["error"]
@@ -163,20 +174,20 @@ def test_a_checkpoint_is_saved_after_each_repetition_but_the_last(
     kind_context: Callable[..., Any],
 ) -> None:
     # apply saves the finished record right after the test: saving it after the last repetition
-    # too would write run.json twice between two measurements (~4 ms each with 30 hosts)
+    # too would write run.json twice between two measurements
     ctx, nas, ws = kind_context(TEST.replace("repetitions: 1", "repetitions: 3"), TOOLS)
     for _ in range(3):
         nas.expect("port=5201")
         nas.expect("kill", (IPERF3 / "tcp-single-server-log.json").read_text())
         ws.expect("/usr/bin/iperf3 -J -c", (IPERF3 / "tcp-single.json").read_text())
     saved: list[int] = []
-    ctx.on_checkpoint = lambda record: saved.append(len(record["repetitions"]))
+    ctx.hooks.on_checkpoint = lambda record: saved.append(len(record["repetitions"]))
 
     record = kinds.bind(ctx.plan.tests[0]).run(ctx)
 
     assert record["status"] == "ok"
     assert saved == [1, 2]
-    assert ctx.running is record  # what a lost host's failure keeps
+    assert ctx.hooks.running is record  # what a lost host's failure keeps
 
 
 TWO_TESTS = TEST + TEST.replace("id: p2p,", "id: p2p-again,")
@@ -189,8 +200,7 @@ def _two_tests_on_one_pair(
     """Two one-repetition tests between the same hosts (servers on ports 5201 and 5202), run as
     apply runs them; the first server's stop is answered by ``first_stop``. ``events`` gets a
     line as each server start and client comes."""
-    ctx, nas, ws = kind_context(TWO_TESTS, TOOLS)
-    ctx.overlap = True
+    ctx, nas, ws = kind_context(TWO_TESTS, TOOLS, tasks=Overlap.concurrent())
     client_output = (IPERF3 / "tcp-single.json").read_text()
 
     def noted(what: str, stdout: str) -> Callable[[str], Result]:

@@ -58,7 +58,7 @@ def test_write_then_read_of_a_scratch_lun_with_chap(
     assert all(call.stdin == "0123456789abcdef\n" for call in runs)
     install = next(call for call in ws.calls if "mktemp" in call.text)
     assert install.stdin is not None and "libiscsi" in install.stdin
-    assert "0123456789abcdef" in ctx.secrets
+    assert "0123456789abcdef" in ctx.hooks.secrets
 
 
 def test_a_bad_iqn_is_one_clear_error_and_no_more_attempts(

@@ -29,7 +29,8 @@ def test_rtts_are_recorded_and_a_full_path_mtu_takes_one_probe(
     assert (rep["packets"], rep["lost_packets"], rep["rtt_min_ms"]) == (5, 0, 0.057)
     assert record["summary"]["median"] == rep["rtt_avg_ms"]
     assert record["mtu_probe"]["path_mtu_bytes"] == 9000
-    assert (ctx.run_dir / rep["raw_file"]).read_text() == (PING / "iputils-ok.txt").read_text()
+    raw = (ctx.hooks.run_dir / rep["raw_file"]).read_text()
+    assert raw == (PING / "iputils-ok.txt").read_text()
 
 
 def test_a_hop_that_drops_jumbo_frames_fails_the_test_with_the_mtu_found(

@@ -32,7 +32,7 @@ def test_sizes_are_tried_smallest_first_and_the_largest_answered_is_the_path_mtu
     assert [(e["size_bytes"], e["received"]) for e in rep["sweep"]] == [(1500, 2), (9000, 0)]
     assert record["summary"]["median"] == 1500
     assert record["params"]["sizes_bytes"] == [1500, 9000]
-    raw = (ctx.run_dir / rep["raw_file"]).read_text()
+    raw = (ctx.hooks.run_dir / rep["raw_file"]).read_text()
     assert raw.count("=== nasplan ping-sweep:") == 2 and "100% packet loss" in raw
 
 

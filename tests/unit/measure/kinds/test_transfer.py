@@ -37,7 +37,7 @@ def test_a_write_to_a_mounted_path_is_timed_and_everything_removed(
     assert rep["bytes_per_second"] == pytest.approx(16 * 2**20 / 0.017025099)
     assert record["params"]["method"] == "copy" and record["params"]["size_bytes"] == 16 * 2**20
     assert record["path"]["mtu_bytes"] == 9000
-    assert (ctx.run_dir / rep["raw_file"]).read_text() == (
+    assert (ctx.hooks.run_dir / rep["raw_file"]).read_text() == (
         TRANSFER / "timed-dd-write.txt"
     ).read_text()
 
@@ -84,7 +84,7 @@ def test_the_smb_password_never_reaches_argv_and_is_masked_in_raw_files(
     assert "s3cr3t-pw" not in " ".join(ws.texts())
     setup = next(call for call in ws.calls if "mktemp" in call.text)
     assert setup.stdin is not None and "s3cr3t-pw" in setup.stdin  # on stdin only
-    raw = (ctx.run_dir / record["repetitions"][0]["raw_file"]).read_text()
+    raw = (ctx.hooks.run_dir / record["repetitions"][0]["raw_file"]).read_text()
     assert "s3cr3t-pw" not in raw and "********" in raw
 
 
@@ -113,4 +113,4 @@ def test_an_smb_transfer_from_a_windows_client_through_run(
     assert timed.stdin == cleanup.stdin == "pa ss'word\n" and setup.stdin is None
     assert "pa ss'word" not in timed.text + cleanup.text
     assert f"$dir = '{temp}'" in cleanup.text
-    assert "pa ss'word" in ctx.secrets
+    assert "pa ss'word" in ctx.hooks.secrets

@@ -8,7 +8,6 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,16 +16,14 @@ import pytest
 
 from nasplan.measure.tools import iperf3_server
 from nasplan.measure.tools.iperf3 import (
-    BUSY_BACKOFF_S,
     CONTRACT_KEYS,
     Iperf3Error,
     Iperf3Params,
     client_argv,
     is_server_busy,
     parse,
-    parse_server_log,
+    parse_client,
     repetition_fields,
-    run_repetition,
     server_start_script,
     server_stop_script,
     temp_paths,
@@ -36,7 +33,6 @@ from nasplan.measure.tools.iperf3_server import (
     port_check_script,
     server_launch_script,
 )
-from nasplan.runner import Result
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "iperf3" / "3.12"
 RUN_SCHEMA = Path(__file__).resolve().parents[4] / "nasplan" / "schemas" / "run.schema.json"
@@ -236,13 +232,14 @@ def test_parse_without_a_result_says_what_came_instead(raw: str) -> None:
         parse(raw)
 
 
-def test_parse_server_log() -> None:
-    server = parse_server_log(fixture("tcp-single-server-log.json"))
-    assert server is not None
-    assert server["received_bits_per_second"] == pytest.approx(957111670.3343828)
-    assert server["iperf3_version"] == "3.12"
-    assert server["error"] is None
-    assert parse_server_log("") is None
+def test_a_client_that_printed_no_json_is_failed_with_what_it_said_on_stderr() -> None:
+    # iperf3 3.12 exits 0 even on errors; its reason is then on stderr only
+    with pytest.raises(Iperf3Error, match=r"^ws: iperf3: error - unable to connect") as info:
+        parse_client("", "iperf3: error - unable to connect to server\n", "ws")
+    assert info.value.raw is None
+    with pytest.raises(Iperf3Error, match="Connection refused"):  # its JSON says it all
+        parse_client(fixture("error-connection-refused.json"), "noise", "ws")
+    assert parse_client(fixture("tcp-single.json"), "", "ws")["streams"] == 1
 
 
 @pytest.mark.parametrize("name", SUCCESS_FIXTURES)
@@ -252,104 +249,6 @@ def test_repetition_fields_fit_the_run_json_contract(name: str) -> None:
     repetition.update(repetition_fields(parse(fixture(name))))
     jsonschema.validate(repetition, {"$ref": "#/$defs/repetition", "$defs": schema["$defs"]})
     assert set(repetition_fields({})) == set(CONTRACT_KEYS)
-
-
-# --- run_repetition retry logic, against a double that fails loudly ----------------------------
-
-
-Make = Callable[[str], Any]  # the fake_runner fixture of tests/unit/conftest.py
-
-
-def scripted(make: Make, name: str, answers: list[tuple[str, Result]]) -> Any:
-    """A FakeRunner (tests/unit/conftest.py) answering ``answers`` in order, nothing else."""
-    runner = make(name)
-    for fragment, result in answers:
-        runner.expect(fragment, reply=result)
-    return runner
-
-
-def ok(stdout: str = "") -> Result:
-    return Result("cmd", stdout, "", 0)
-
-
-def test_run_repetition_retries_a_busy_server_then_succeeds(
-    fake_runner: Callable[[str], Any],
-) -> None:
-    server_log = fixture("tcp-single-server-log.json")
-    server = scripted(
-        fake_runner,
-        "nas",
-        [("-s -1 -p", ok()), ("kill", ok()), ("-s -1 -p", ok()), ("kill", ok(server_log))],
-    )
-    client = scripted(
-        fake_runner, "ws", [("-c 198.18.0.10", ok(fixture("error-server-busy.json"))),
-               ("-c 198.18.0.10", ok(fixture("tcp-single.json")))],
-    )  # fmt: skip
-    pauses: list[float] = []
-    raw, rep = run_repetition(
-        server, client, "iperf3", "iperf3", "198.18.0.10", Iperf3Params(duration_s=2), "tok",
-        sleep=pauses.append,
-    )  # fmt: skip
-    assert pauses == [BUSY_BACKOFF_S[0]]
-    assert raw == fixture("tcp-single.json")
-    assert rep["bits_per_second"] == pytest.approx(956948139.91649473)
-    assert rep["server"]["received_bits_per_second"] == pytest.approx(957111670.3343828)
-    assert not server.queue and not client.queue
-
-
-def test_run_repetition_retries_when_the_port_is_taken(fake_runner: Make) -> None:
-    taken = Result("sh", "", "nasplan: iperf3 port 5201 is already in use on nas\n", 3)
-    server = scripted(
-        fake_runner, "nas", [("-s -1 -p", taken), ("-s -1 -p", ok()), ("kill", ok())]
-    )  # no stop after a start that found the port taken: that server is not ours
-    client = scripted(fake_runner, "ws", [("-c", ok(fixture("tcp-single.json")))])
-    pauses: list[float] = []
-    _, rep = run_repetition(
-        server, client, "iperf3", "iperf3", "198.18.0.10", Iperf3Params(duration_s=2), "t",
-        sleep=pauses.append,
-    )  # fmt: skip
-    assert pauses == [BUSY_BACKOFF_S[0]]
-    assert rep["server"] is None  # the stop script printed no log
-    assert not server.queue
-
-
-def test_run_repetition_gives_up_after_the_last_backoff(fake_runner: Make) -> None:
-    attempts = len(BUSY_BACKOFF_S) + 1
-    server = scripted(fake_runner, "nas", [("-s -1 -p", ok()), ("kill", ok())] * attempts)
-    client = scripted(fake_runner, "ws", [("-c", ok(fixture("error-server-busy.json")))] * attempts)
-    pauses: list[float] = []
-    with pytest.raises(Iperf3Error, match="server is busy"):
-        run_repetition(
-            server, client, "iperf3", "iperf3", "198.18.0.10", Iperf3Params(duration_s=1), "t",
-            sleep=pauses.append,
-        )  # fmt: skip
-    assert pauses == list(BUSY_BACKOFF_S)
-
-
-def test_run_repetition_stops_the_server_when_the_client_fails(
-    fake_runner: Callable[[str], Any],
-) -> None:
-    server = scripted(fake_runner, "nas", [("-s -1 -p", ok()), ("kill", ok())])
-    client = scripted(fake_runner, "ws", [("-c", ok(fixture("error-connection-refused.json")))])
-    with pytest.raises(Iperf3Error, match="Connection refused"):
-        run_repetition(
-            server, client, "iperf3", "iperf3", "198.18.0.10", Iperf3Params(duration_s=1), "t",
-            sleep=lambda _: pytest.fail("connection refused must not be retried"),
-        )  # fmt: skip
-    assert not server.queue  # the stop script ran
-    assert "grace=0" in server.texts()[-1]  # and did not wait for a test that never came
-
-
-def test_run_repetition_reports_a_server_that_would_not_start(
-    fake_runner: Callable[[str], Any],
-) -> None:
-    failed = Result("sh", "", "sh: 1: /opt/iperf3: not found\nnasplan: /opt/iperf3 -s -D failed", 1)
-    server = scripted(fake_runner, "nas", [("-s -1 -p", failed), ("kill", ok())])
-    client = scripted(fake_runner, "ws", [])
-    with pytest.raises(Iperf3Error, match=r"could not start the iperf3 server on nas: .*not found"):
-        run_repetition(
-            server, client, "/opt/iperf3", "iperf3", "198.18.0.10", Iperf3Params(duration_s=1), "t"
-        )
 
 
 # --- the server scripts, run by real shells -----------------------------------------------------
@@ -527,34 +426,6 @@ def test_temp_paths_are_per_token_under_tmp() -> None:
         "/tmp/nasplan-iperf3-run_1_x-5201.pid",
         "/tmp/nasplan-iperf3-run_1_x-5201.log",
     )
-
-
-def test_processes_mode_uses_three_round_trips_and_retries_a_taken_port(
-    fake_runner: Callable[[str], Any],
-) -> None:
-    from nasplan.measure.tools import iperf3_multi
-
-    single = fixture("tcp-single.json")
-    taken = Result("cmd", "", "port 5201 is already in use", 3)
-    server = scripted(
-        fake_runner, "nas",
-        [("-s -1 -p", taken), ("kill", ok()),  # first attempt: a port was taken; all stopped
-         ("-s -1 -p", ok()), ("kill", ok())],  # second: one round trip starts both servers
-    )  # fmt: skip
-    both = f"{iperf3_multi.MARKER}5201 ===\n{single}\n{iperf3_multi.MARKER}5202 ===\n{single}\n"
-    client = scripted(fake_runner, "ws", [("-c 198.18.0.10", ok(both))])
-    pauses: list[float] = []
-    raw, rep = iperf3_multi.run_repetition(
-        server, client, "iperf3", "iperf3", "198.18.0.10",
-        Iperf3Params(duration_s=2, parallel=2, port=5201), "tok", sleep=pauses.append,
-    )  # fmt: skip
-    assert raw == both
-    assert pauses == [BUSY_BACKOFF_S[0]]
-    assert server.texts()[2].count("-s -1 -p") == 2  # both servers in one script
-    assert "-p 5201" in client.texts()[0] and "-p 5202" in client.texts()[0]
-    assert rep["processes"] == 2
-    assert rep["bits_per_second"] == pytest.approx(2 * 956948139.91649473)
-    assert not server.queue and not client.queue
 
 
 def test_client_script_passes_the_clients_output_and_exit_status_through(tmp_path: Path) -> None:

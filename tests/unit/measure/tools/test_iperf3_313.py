@@ -14,7 +14,6 @@ from nasplan.measure.tools.iperf3 import (
     Iperf3Params,
     client_argv,
     parse,
-    parse_server_log,
 )
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "iperf3" / "3.1.3"
@@ -74,16 +73,6 @@ def test_udp_of_3_1_3_has_only_a_sum_and_what_arrived_is_the_sent_rate_less_the_
 def test_connection_refused_of_3_1_3_is_its_own_message() -> None:
     with pytest.raises(Iperf3Error, match="unable to connect to server: Connection refused"):
         parse(raw("error-connection-refused.json"))
-
-
-def test_server_log_of_3_1_3_is_read() -> None:
-    log = parse_server_log(raw("tcp-single-server-log.json"))
-    assert log is not None
-    assert log["iperf3_version"] == "3.1.3"
-    assert (
-        log["received_bits_per_second"]
-        == doc("tcp-single-server-log.json")["end"]["sum_received"]["bits_per_second"]
-    )
 
 
 def test_client_argv_for_3_1_3_has_no_connect_timeout_it_would_reject() -> None:

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from nasplan.hosts import shell
+from nasplan.measure.iperf3_repetition import run_repetition
 from nasplan.measure.tools import iperf3_server_windows as win
-from nasplan.measure.tools.iperf3 import Iperf3Params, run_repetition
+from nasplan.measure.tools.iperf3 import Iperf3Params
 
 FIXTURE = Path(__file__).resolve().parents[3] / "fixtures" / "iperf3" / "3.1.3"
 

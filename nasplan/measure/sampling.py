@@ -1,0 +1,209 @@
+"""A test's resource samplers (``nasplan.measure.sampler``) started and stopped beside its work.
+
+Each ready host of a test has a ``HostSampler``: its loop's PID and, once stopped, what it saw.
+Its start and stop are round trips of their own, handed to the run's ``Tasks`` so that they
+overlap the test's own (an iperf3 server's start and stop); or, for one host (``riding``), shell
+text inside the test's own scripts there (``start_text``/``started``, ``stop_text``/``stopped``).
+
+A ``HostSampler`` is used by one thread at a time, handed over explicitly: to a task by
+``Tasks.start`` and back by ``Task.wait``; the riding host's to the test's teardown, which the
+run waits for (``RunContext.settle``) before it reads ``Sampling.resources``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from nasplan.hosts import shell
+from nasplan.measure import sampler
+from nasplan.measure.sampler import MAX_SAMPLING_S, SECTION
+from nasplan.runner import Runner
+from nasplan.sections import split_sections
+
+if TYPE_CHECKING:
+    from nasplan.hosts.session import HostSession
+    from nasplan.tasks import Task, Tasks
+
+Resources = dict[str, dict[str, Any] | None]
+
+
+class HostSampler:
+    """One host's sampler: ``pid`` once it runs, ``resources`` (sampler.parse(), None when
+    sampling failed) once ``over`` (it failed to start, or was stopped)."""
+
+    def __init__(self, runner: Runner, token: str, max_s: float) -> None:
+        self.runner = runner
+        self.token = token
+        self.max_s = max_s
+        self.pid: int | None = None
+        self.asked = False  # its start went out (riding: its text was handed out)
+        self.over = False
+        self.resources: dict[str, Any] | None = None
+
+    def start(self) -> None:
+        """Start the loop in a round trip of its own (never raises)."""
+        self.asked = True
+        self.pid = sampler.start(self.runner, self.token, max_s=self.max_s)
+        self.over = self.pid is None
+
+    def stop(self) -> None:
+        """Stop a loop still running, in a round trip of its own, and keep what it saw."""
+        if self.pid is not None and not self.over:
+            self.resources = sampler.stop(self.runner, self.token, self.pid)
+        self.over = True
+
+    def start_text(self) -> str:
+        """The loop's start as shell text for a script of the test's, once; "" after that."""
+        if self.asked:
+            return ""
+        self.asked = True
+        return sampler.start_text(self.token, max_s=self.max_s)
+
+    def started(self, stdout: str) -> None:
+        """Read the PID from the output of the script that held ``start_text``."""
+        if not self.asked or self.over or self.pid is not None:
+            return
+        text = split_sections(stdout).get(SECTION, "")
+        if text.isdigit():
+            self.pid = int(text)
+        else:
+            self.over = True
+
+    def stop_text(self) -> str:
+        """The loop's stop as shell text ("" when it does not run)."""
+        if self.pid is None or self.over:
+            return ""
+        return sampler.stop_text(self.token, self.pid)
+
+    def stopped(self, stdout: str) -> None:
+        """Keep what the loop saw, from the output of the script that held ``stop_text`` (not in
+        it: the loop still runs, ``stop`` ends it)."""
+        if self.pid is None or self.over:
+            return
+        sections = split_sections(stdout)
+        if SECTION in sections:
+            parsed = sampler.parse(sections[SECTION])
+            self.resources = parsed if parsed["samples"] else None
+            self.over = True
+
+
+class Sampling:
+    """Sampling on the ready hosts of one test (POSIX ones; a Windows host's is None).
+
+    ``start`` hands every host's start to ``tasks`` (but the ``riding`` host's: its start and
+    stop ride in the test's own scripts there, ``start_text`` ... ``stopped``); ``wait_started``
+    before measuring; ``stop`` once the last measurement ended; ``close`` waits and fills
+    ``resources``: host -> sampler.parse() result, None when sampling failed there.
+    """
+
+    def __init__(
+        self,
+        sessions: Mapping[str, HostSession],
+        hosts: Sequence[str],
+        token: str,
+        tasks: Tasks,
+        *,
+        max_s: float = MAX_SAMPLING_S,
+        riding: str | None = None,
+    ) -> None:
+        self._tasks = tasks
+        self._hosts = {
+            name: HostSampler(session.runner, f"{token}-{name}", max_s)
+            for name in dict.fromkeys(hosts)
+            if (session := sessions.get(name)) is not None and session.ready and session.runner
+        }
+        rider = self._hosts.get(riding or "")
+        self._rider = rider if rider and not shell.of(rider.runner).is_windows else None
+        self._starting: list[Task] = []
+        self._stopping: list[Task] | None = None
+        self.resources: Resources = {}
+
+    def _own(self) -> list[HostSampler]:
+        return [host for host in self._hosts.values() if host is not self._rider]
+
+    def start(self) -> None:
+        """Start sampling on every host but the riding one, without waiting."""
+        self._starting = [self._tasks.start(host.start, "sampler-start") for host in self._own()]
+
+    def wait_started(self) -> None:
+        """Return once every host's sampler runs (or failed to start): measuring may begin."""
+        for task in self._starting:
+            task.wait()
+
+    def stop(self) -> None:
+        """Stop sampling on every host, without waiting (once; ``close`` waits). The riding
+        host's stop goes in the test's next script there (``stop_text``)."""
+        if self._stopping is None:
+            self.wait_started()
+            self._stopping = [self._tasks.start(host.stop, "sampler-stop") for host in self._own()]
+
+    def close(self) -> Resources:
+        """Stop (if not yet), wait, and return ``resources``. A riding sampler still running
+        (its test failed before its last script) is stopped in a round trip of its own."""
+        self.stop()
+        for task in self._stopping or []:
+            task.wait()
+        if self._rider is not None:
+            self._rider.stop()
+        self.resources = {name: host.resources for name, host in self._hosts.items()}
+        return self.resources
+
+    def start_text(self) -> str:
+        """The riding host's sampler start, for the test's first script there (once)."""
+        return self._rider.start_text() if self._rider else ""
+
+    def started(self, stdout: str) -> None:
+        """The output of the script that held ``start_text``."""
+        if self._rider is not None:
+            self._rider.started(stdout)
+
+    def stop_text(self) -> str:
+        """The riding host's sampler stop once sampling was asked to ``stop`` ("" before)."""
+        return self._rider.stop_text() if self._rider and self._stopping is not None else ""
+
+    def stopped(self, stdout: str) -> None:
+        """The output of the script that held ``stop_text``."""
+        if self._rider is not None:
+            self._rider.stopped(stdout)
+
+
+@contextlib.contextmanager
+def sampling(
+    sessions: Mapping[str, HostSession],
+    hosts: Sequence[str],
+    token: str,
+    tasks: Tasks,
+    *,
+    max_s: float = MAX_SAMPLING_S,
+) -> Iterator[Resources]:
+    """Sample every ready host of ``hosts`` while the block runs; stopped in ``finally``.
+
+    Yields a dict filled on exit: host -> sampler.parse() result (None when sampling failed
+    there), for run.json's ``resources`` of the test.
+    """
+    resources: Resources = {}
+    with overlapped(sessions, hosts, token, tasks, max_s=max_s) as sampled:
+        sampled.wait_started()  # the hosts' starts at once, not one after another
+        yield resources
+    resources.update(sampled.resources)
+
+
+@contextlib.contextmanager
+def overlapped(
+    sessions: Mapping[str, HostSession],
+    hosts: Sequence[str],
+    token: str,
+    tasks: Tasks,
+    *,
+    max_s: float = MAX_SAMPLING_S,
+) -> Iterator[Sampling]:
+    """A started Sampling the block waits for (``wait_started``) before it measures and may stop
+    early (``stop``, once the last measurement ended); stopped and collected in ``finally``."""
+    sampled = Sampling(sessions, hosts, token, tasks, max_s=max_s)
+    sampled.start()
+    try:
+        yield sampled
+    finally:
+        sampled.close()

@@ -1,0 +1,166 @@
+"""A run's run.json while it runs: the record (``RunRecord``), its saves (``RunSaver``), the
+hosts' part (``HostsPart``), and the garbage collector's policy for what lives the whole run.
+
+run.json is saved from the start and after every repetition, so a run killed, cut off or out of
+disk keeps what it measured; the saves during the run are atomic but not synced (the raw outputs
+and run.json are put on disk at the end: ``output.sync_files``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from nasplan.hosts.session import HostSession, RecordedHost
+from nasplan.output import Redactor, redactor_of, write_text
+from nasplan.results import RUN_FILE, pretty
+
+
+def _nested(text: str) -> str:
+    """A value's indent-2 text one level deeper (JSON strings never hold a raw newline)."""
+    return text.replace("\n", "\n  ")
+
+
+def _joined(opening: str, items: list[str], closing: str) -> str:
+    """``{...}`` or ``[...]`` around already nested items, as json.dumps(indent=2) writes it."""
+    if not items:
+        return opening + closing
+    return f"{opening}\n  " + ",\n  ".join(items) + f"\n{closing}"
+
+
+class RunSaver:
+    """Saves one run's run.json again and again as the run goes on (``save_run``'s bytes).
+
+    The text of a part that did not change since the previous save (the hosts with their facts,
+    each finished test) is reused, not rebuilt: a run saves after every repetition, and most of
+    run.json (the hosts' facts) never changes during it. A part counts as unchanged when its
+    compact JSON is; ``tests/unit/run/test_checkpoint.py`` holds the text to ``dump_run``'s at
+    every step of a run.
+    """
+
+    def __init__(self, run_dir: Path, *, frozen: Iterable[str] = ()) -> None:
+        self.path = run_dir / RUN_FILE
+        self._secrets: tuple[str, ...] = ()
+        # compact JSON of a part -> its text in run.json (cleaned, indent 2, at the top level)
+        self._texts: dict[str, str] = {}
+        # top-level keys whose value, when the very same object comes again, has not changed
+        # (the caller never changes it once given: apply's HostsPart): name -> (value, text)
+        self._frozen = frozenset(frozen)
+        self._frozen_texts: dict[str, tuple[Any, str]] = {}
+
+    def save(
+        self, run: dict[str, Any], secrets: Iterable[str] = (), *, durable: bool = True
+    ) -> Path:
+        """Write ``run`` to run.json atomically (secrets masked, as ``save_run``); its path.
+        ``durable``: as for ``write_text`` (a checkpoint during the run is not)."""
+        masked = tuple(s for s in secrets if s)
+        if masked != self._secrets:  # a secret learned during the run: every text again
+            self._secrets, self._texts, self._frozen_texts = masked, {}, {}
+        redactor = redactor_of(masked)
+        return write_text(self.path, self.text_of(run, redactor), redactor, durable=durable)
+
+    def text_of(self, run: dict[str, Any], redactor: Redactor) -> str:
+        """``dump_run(run)``, from the texts of unchanged parts where it can."""
+        if not all(isinstance(key, str) for key in run):
+            return pretty(run, redactor) + "\n"
+        kept: dict[str, str] = {}
+
+        def text(value: Any) -> str:
+            try:
+                key = json.dumps(value, ensure_ascii=False, default=str)
+            except (TypeError, ValueError):  # not JSON at all: _pretty says why, as save_run
+                return pretty(value, redactor)
+            found = kept.get(key) or self._texts.get(key) or pretty(value, redactor)
+            kept[key] = found
+            return found
+
+        fields = []
+        for name, value in run.items():
+            seen = self._frozen_texts.get(name)
+            if seen is not None and seen[0] is value:
+                body = seen[1]
+            elif isinstance(value, (list, tuple)):  # tests: each finished one stays as it was
+                body = _joined("[", [_nested(text(item)) for item in value], "]")
+            else:
+                body = text(value)
+            if name in self._frozen:
+                self._frozen_texts[name] = (value, body)
+            key = json.dumps(redactor.text(name) if redactor.secrets else name, ensure_ascii=False)
+            fields.append(f"{key}: {_nested(body)}")
+        self._texts = kept
+        return _joined("{", fields, "}") + "\n"
+
+
+class HostsPart:
+    """run.json's ``hosts`` as it is now: built again only when a session changed in what it
+    records (``HostSession.recorded_state``), else the very same dict, never changed once
+    handed out, whose text ``RunSaver(frozen=("hosts",))`` then reuses."""
+
+    def __init__(self, sessions: Mapping[str, HostSession]) -> None:
+        self._sessions = sessions
+        self._states: dict[str, RecordedHost] = {}
+        self._part: dict[str, Any] = {}
+
+    def now(self) -> dict[str, Any]:
+        """The part, rebuilt if anything it shows changed since the last call."""
+        states = {name: s.recorded_state() for name, s in sorted(self._sessions.items())}
+        same = list(states) == list(self._states) and all(
+            state.same_as(self._states.get(name)) for name, state in states.items()
+        )
+        if not same:
+            self._part = {name: state.to_dict() for name, state in states.items()}
+            self._states = states
+        return self._part
+
+
+class RunRecord:
+    """One run's run.json as it grows: the fixed header, the finished tests, the running one,
+    the hosts, the warnings of every source (``warnings()``) and the network part
+    (``network()``: None for a plan without network changes); ``checkpoint`` saves it."""
+
+    def __init__(
+        self,
+        run: dict[str, Any],
+        sessions: Mapping[str, HostSession],
+        secrets: Callable[[], list[str]],
+        warnings: Callable[[], list[str]],
+        network: Callable[[], dict[str, Any] | None],
+        saver: RunSaver,
+    ) -> None:
+        self.run = run
+        self._hosts = HostsPart(sessions)
+        self._secrets = secrets
+        self._warnings = warnings
+        self._network = network
+        self.saver = saver
+
+    def snapshot(self, running: dict[str, Any] | None = None) -> dict[str, Any]:
+        """run.json now, with ``running`` (the test under way) after the finished tests."""
+        current = dict(self.run)
+        current["tests"] = self.run["tests"] + ([running] if running is not None else [])
+        current["hosts"] = self._hosts.now()
+        current["warnings"] = self._warnings()
+        network = self._network()
+        if network is not None:
+            current["network"] = network
+        return current
+
+    def checkpoint(self, running: dict[str, Any] | None = None) -> None:
+        """Save run.json now (atomic; on disk by the run's end)."""
+        self.saver.save(self.snapshot(running), self._secrets(), durable=False)
+
+
+@contextlib.contextmanager
+def long_lived_objects_frozen() -> Iterator[None]:
+    """Leave what exists now (modules, plan, sessions, facts: all alive until the run ends) out
+    of the cyclic garbage collector's passes while the run measures, so a full pass does not
+    land between two measurements; collectable again afterwards (apply used as a library)."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()

@@ -1,0 +1,91 @@
+"""The signals that end a run: Ctrl-C (SIGINT), ``timeout`` and systemd (SIGTERM), a closed
+terminal (SIGHUP) all stop it the same way, and none of them cuts into putting things back.
+
+``as_interrupts``: SIGTERM and SIGHUP raise ``Terminated`` (a KeyboardInterrupt) where the run
+is, as Ctrl-C does, so the run restores its hosts, keeps what it measured and writes its report;
+the CLI exits 128 + the signal's number. ``held_back``: while hosts are restored and the run's
+files written, any of them is held and raised once that is done (nested: the outermost raises).
+Signals are the process's: this module keeps the one piece of process-wide state they need.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
+
+STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Terminated(KeyboardInterrupt):
+    """The run was asked to stop by a signal other than Ctrl-C (``signum``)."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(signal.Signals(signum).name)
+
+
+def _raise(signum: int, frame: FrameType | None) -> None:
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise Terminated(signum)
+
+
+def _in_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+@contextlib.contextmanager
+def as_interrupts() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise ``Terminated`` inside (SIGINT: KeyboardInterrupt, as always)."""
+    if not _in_main_thread():
+        yield
+        return
+    previous = {signum: signal.signal(signum, _raise) for signum in STOPPING[1:]}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+class _Held:
+    """The signals held back so far, and how deep ``held_back`` is nested."""
+
+    depth = 0
+    caught: list[int] = []  # noqa: RUF012 - one list for the process, as its signals are
+
+
+@contextlib.contextmanager
+def held_back() -> Iterator[None]:
+    """Hold SIGINT, SIGTERM and SIGHUP back inside; the first one is raised on leaving the
+    outermost ``held_back`` (unless leaving it with an exception already)."""
+    if not _in_main_thread():
+        yield
+        return
+    _Held.depth += 1
+    previous = {}
+    if _Held.depth == 1:
+        _Held.caught = []
+        previous = {
+            signum: signal.signal(signum, lambda signum, _: _Held.caught.append(signum))
+            for signum in STOPPING
+        }
+    try:
+        yield
+    finally:
+        _Held.depth -= 1
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if _Held.depth == 0 and _Held.caught:
+        _raise(_Held.caught[0], None)
+
+
+def ignore_from_now_on() -> None:
+    """The process is exiting: SIGINT, SIGTERM and SIGHUP from now on (one already received and
+    not yet handled included) change nothing."""
+    if _in_main_thread():
+        for signum in STOPPING:
+            signal.signal(signum, signal.SIG_IGN)

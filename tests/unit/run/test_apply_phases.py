@@ -1,0 +1,212 @@
+"""``Run`` phase by phase, without root: FakeRunners for the hosts, ``Overlap.serial()``.
+
+The plan: a NAS and a workstation, one latency test from the workstation to the NAS (ping and
+the path-MTU probe answered with real captured iputils output). Each host answers its facts
+round trip with a real capture, its lock, its resource sampler and, at the end, its release.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nasplan.errors import HostLostError, NasplanError
+from nasplan.input.inventory import Host
+from nasplan.input.plan import Plan, load_plan
+from nasplan.progress import PlainProgress
+from nasplan.run.apply import Run, RunPlace, apply
+from nasplan.run.overlap import Overlap
+from nasplan.run.planned import EXIT_OK, EXIT_UNREACHABLE
+from nasplan.runner import Result
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+FACTS = (FIXTURES / "facts" / "debian12-netns-veth.txt").read_text(encoding="utf-8")
+PING_OK = (FIXTURES / "ping" / "iputils-ok.txt").read_text(encoding="utf-8")
+SAMPLES = (FIXTURES / "sampler" / "idle-dash.txt").read_text(encoding="utf-8")
+TESTS = "  - {id: rtt, kind: latency, server: nas, client: ws, count: 5, repetitions: 2}\n"
+
+
+def _plan(tmp_path: Path, tests: str = TESTS, network: str = "") -> Plan:
+    (tmp_path / "inventory.yaml").write_text(
+        "hosts:\n"
+        "  nas: {address: 198.18.251.1, interfaces: {p2p: {name: eth1}}}\n"
+        "  ws: {address: 198.18.251.2, interfaces: {p2p: {name: eth1}}}\n"
+    )
+    plan_file = tmp_path / "plan.yaml"
+    plan_file.write_text(f"name: unit\ninventory: inventory.yaml\n{network}tests:\n{tests}")
+    return load_plan(plan_file)
+
+
+def _answer(stdout: str) -> Callable[[str], Result | None]:
+    """A standing reply that leaves the facts and lock scripts (which name the sampler and the
+    lock's other sections too) to the queue."""
+
+    def reply(command: str) -> Result | None:
+        lock_or_facts = "nasplan_section hostname" in command or "locked@@" in command
+        return None if lock_or_facts else Result(command, stdout, "", 0)
+
+    return reply
+
+
+def _host(runner: Any) -> Any:
+    """``runner`` answering what every run asks of a host: facts (its lock taken on its own),
+    the resource sampler's start and stop, and the lock's release."""
+    runner.expect("nasplan_section hostname", FACTS)
+    runner.expect("locked@@", "\n@@nasplan:locked@@\n/tmp/nasplan-x.lock\n")
+    _standing(runner)
+    return runner
+
+
+def _standing(runner: Any) -> None:
+    runner.allow("nasplan-sampler", reply=_answer("4242\n"))
+    runner.allow('rm -f "$flag"', reply=_answer(SAMPLES))
+    runner.allow("@@nasplan:removed@@", reply=_answer("@@nasplan:removed@@\n"))
+
+
+def _df(command: str) -> Result:
+    """A DF ping over a path whose MTU is 9000, as the facts say (real iputils outputs)."""
+    argv = command.split()
+    passes = int(argv[argv.index("-s") + 1]) + 28 <= 9000
+    name = "iputils-df-1472-ok.txt" if passes else "iputils-df-8972-peer-drops.txt"
+    return Result(command, (FIXTURES / "ping" / name).read_text(encoding="utf-8"), "", 0)
+
+
+@pytest.fixture()
+def hosts(fake_runner: Callable[[str], Any]) -> dict[str, Any]:
+    nas, ws = _host(fake_runner("nas")), _host(fake_runner("ws"))
+    ws.allow("-M do", reply=_df)
+    return {"nas": nas, "ws": ws}
+
+
+def _run(tmp_path: Path, plan: Plan, hosts: dict[str, Any]) -> Run:
+    def connector(host: Host) -> Any:
+        return hosts[host.name]
+
+    progress = PlainProgress(io.StringIO())
+    return Run(plan, progress, RunPlace(tmp_path / "run"), connector, tasks=Overlap.serial())
+
+
+def _saved(run: Run) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((run.run_dir / "run.json").read_text())
+    return loaded
+
+
+def test_each_phase_leaves_run_json_saying_what_it_did(
+    tmp_path: Path, hosts: dict[str, Any]
+) -> None:
+    hosts["ws"].expect("ping -n -c 5", PING_OK).expect("ping -n -c 5", PING_OK)
+    run = _run(tmp_path, _plan(tmp_path), hosts)
+    run.record.checkpoint()
+    assert _saved(run)["status"] == "interrupted" and _saved(run)["hosts"] == {}
+
+    run.open_hosts()
+    assert sorted(run.sessions) == ["nas", "ws"]
+    assert all(s.locked and s.facts is not None for s in run.sessions.values())
+
+    run.prepare()
+    saved = _saved(run)
+    assert saved["hosts"]["nas"]["reachable"] and saved["hosts"]["nas"]["facts"]["hostname"]
+
+    run.network()  # no network changes declared: nothing to do, nothing saved
+    assert "network" not in _saved(run)
+
+    run.tests()
+    record = _saved(run)["tests"][0]
+    assert (record["id"], record["status"], len(record["repetitions"])) == ("rtt", "ok", 2)
+
+    outcome = run.conclude()
+    assert outcome.exit_code == EXIT_OK
+    run.finish()
+    saved = _saved(run)
+    assert (saved["status"], saved["finished_at"] is not None) == ("ok", True)
+    assert (run.run_dir / "report.md").is_file()
+    for runner in hosts.values():  # released: the lock's release script ran on each host
+        assert runner.texts("@@nasplan:removed@@")
+
+
+def test_a_host_lost_during_a_test_fails_it_and_the_run_keeps_going(
+    tmp_path: Path, hosts: dict[str, Any]
+) -> None:
+    def lost(command: str) -> Result:
+        raise HostLostError("ws", "ws: the connection stopped answering")
+
+    hosts["ws"].expect("ping -n -c 5", PING_OK).expect("ping -n -c 5", reply=lost)
+    tests = TESTS + TESTS.replace("id: rtt,", "id: rtt-again,")
+
+    outcome = apply(
+        _plan(tmp_path, tests),
+        PlainProgress(io.StringIO()),
+        out=tmp_path / "run",
+        connector=lambda host: hosts[host.name],
+        tasks=Overlap.serial(),
+    )
+
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    first, second = run["tests"]
+    assert first["status"] == "failed" and "stopped answering" in first["error"]
+    assert [r["status"] for r in first["repetitions"]] == ["ok"]  # the finished one is kept
+    assert second["status"] == "failed" and "stopped answering" in second["error"]
+    assert run["hosts"]["ws"]["lost"] is True
+    assert (outcome.exit_code, run["status"]) == (EXIT_UNREACHABLE, "unreachable")
+
+
+def test_a_failed_network_phase_skips_every_test_and_still_releases_the_hosts(
+    tmp_path: Path, fake_runner: Callable[[str], Any]
+) -> None:
+    network = (
+        "links:\n  - {name: p2p, a: {host: nas, interface: p2p}, b: {host: ws, interface: p2p},"
+        " prefix: 198.18.4.0/30, mtu: 9000}\n"
+    )
+    ws = _host(fake_runner("ws"))
+
+    def unreachable(host: Host) -> Any:
+        if host.name == "nas":
+            raise NasplanError("nas: connection refused")
+        return ws
+
+    outcome = apply(
+        _plan(tmp_path, network=network),
+        PlainProgress(io.StringIO()),
+        out=tmp_path / "run",
+        connector=unreachable,
+        tasks=Overlap.serial(),
+    )
+
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert [t["status"] for t in run["tests"]] == ["skipped"]
+    assert "network setup failed" in run["tests"][0]["error"]
+    assert "nas not ready" in run["network"]["error"] if "error" in run["network"] else True
+    assert ws.texts("@@nasplan:removed@@")  # the reachable host's lock released
+    assert outcome.exit_code == EXIT_UNREACHABLE
+
+
+def test_an_interrupted_run_keeps_what_it_measured_and_writes_its_report(
+    tmp_path: Path, hosts: dict[str, Any]
+) -> None:
+    def ctrl_c(command: str) -> Result:
+        raise KeyboardInterrupt
+
+    hosts["ws"].expect("ping -n -c 5", PING_OK).expect("ping -n -c 5", PING_OK)
+    hosts["ws"].expect("ping -n -c 5", reply=ctrl_c)
+    tests = TESTS + TESTS.replace("id: rtt,", "id: rtt-again,")
+
+    with pytest.raises(KeyboardInterrupt):
+        apply(
+            _plan(tmp_path, tests),
+            PlainProgress(io.StringIO()),
+            out=tmp_path / "run",
+            connector=lambda host: hosts[host.name],
+            tasks=Overlap.serial(),
+        )
+
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["status"] == "interrupted" and run["finished_at"] is not None
+    assert [t["id"] for t in run["tests"]] == ["rtt"]  # the finished test is kept
+    assert (tmp_path / "run" / "report.md").is_file()
+    for runner in hosts.values():
+        assert runner.texts("@@nasplan:removed@@")
