@@ -6,9 +6,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LAB ?= plans/examples/lab.yaml
 PLAN ?= plans/examples/nas-upgrade.yaml
-# What the demo lab needs, then what the whole test suite's labs add (Samba, NFS, fio, busybox).
+# What the demo lab needs, then what the whole test suite's labs add (Samba, NFS, fio, busybox;
+# chromium and npm: the Mermaid render test, scripts/ensure-mermaid.sh; npm only when no npm is
+# there: NodeSource's nodejs carries its own and conflicts with Debian's).
 APT_PACKAGES := iperf3 openssh-server openssh-client iproute2 ethtool iputils-ping procps util-linux sudo openssl
-TEST_APT_PACKAGES := $(APT_PACKAGES) samba smbclient rsync fio busybox libnfs-utils nfs-ganesha nfs-ganesha-vfs tgt libiscsi-bin
+TEST_APT_PACKAGES := $(APT_PACKAGES) samba smbclient rsync fio busybox libnfs-utils nfs-ganesha nfs-ganesha-vfs tgt libiscsi-bin chromium \
+  $(if $(shell command -v npm),,npm)
 
 .PHONY: setup test-setup system-deps test-system-deps venv lint test unit demo demo-down bench clean
 
@@ -21,6 +24,7 @@ system-deps:
 
 test-system-deps:
 	@scripts/ensure-system-deps.sh $(TEST_APT_PACKAGES)
+	@scripts/ensure-mermaid.sh
 
 venv: $(STAMP)
 

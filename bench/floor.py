@@ -30,8 +30,8 @@ _TOOLS_LINE = "@TOOLS@"
 
 
 def facts_script(tools: list[str]) -> str:
-    """nasplan/facts.sh with the tool list nasplan substitutes (given by the caller)."""
-    text = resources.files("nasplan").joinpath("facts.sh").read_text()
+    """nasplan/facts/facts.sh with the tool list nasplan substitutes (given by the caller)."""
+    text = resources.files("nasplan.facts").joinpath("facts.sh").read_text()
     text = text.replace(_TOOLS_LINE, " ".join(shlex.quote(t) for t in tools))
     return text.replace("@ALSO@", "")  # nasplan runs its host lock there: the floor takes none
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -12,10 +13,14 @@ from nasplan import __version__
 from nasplan.errors import NasplanError
 
 EXIT_INTERRUPTED = 130
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class NasplanGroup(click.Group):
-    """Turns nasplan errors into ``nasplan: message`` lines and their exit codes, no traceback.
+    """Turns nasplan errors into ``nasplan: message`` lines (a located input error as
+    ``FILE:LINE:COL: json.path: message``) and their exit codes, no traceback.
+
+    Shell completion is click's: ``eval "$(_NASPLAN_COMPLETE=bash_source nasplan)"``.
 
     ``nasplan lab`` is imported only when asked for: the lab's modules are not what
     ``apply`` needs, and every command pays for what the CLI imports at start.
@@ -35,8 +40,10 @@ class NasplanGroup(click.Group):
         try:
             return super().invoke(ctx)
         except NasplanError as exc:
-            for line in str(exc).splitlines() or [type(exc).__name__]:
-                click.echo(f"nasplan: {line}", err=True)
+            from nasplan.input.loader import user_lines
+
+            for line in user_lines(exc):
+                click.echo(line, err=True)
             sys.exit(exc.exit_code)
         except KeyboardInterrupt as exc:
             from nasplan.run.signals import Terminated, ignore_from_now_on
@@ -62,9 +69,36 @@ extra_vars_option = click.option(
     "--extra-vars",
     "extra_vars",
     multiple=True,
-    metavar="KEY=VALUE",
-    help="Set a plan var, over the plan's own (repeatable).",
+    metavar="KEY=VALUE|@FILE|{...}",
+    help="Set plan vars over the plan's own: KEY=VALUE, @vars.yml (a YAML or JSON file), or a "
+    "mapping ('{\"duration_s\": 1}'); repeatable, later ones win.",
 )
+verbose_option = click.option(
+    "-v",
+    "--verbose",
+    count=True,
+    help="-v: say each command run on a host (redacted); -vv: also its exit status and time.",
+)
+quiet_option = click.option(
+    "-q", "--quiet", is_flag=True, help="Say only what went wrong, and the report's path."
+)
+
+
+def _format_option(what: str) -> Callable[[F], F]:
+    return click.option(
+        "--format",
+        "output_format",
+        type=click.Choice(["text", "json"]),
+        default="text",
+        show_default=True,
+        help=f"json: {what} as one JSON document on standard output.",
+    )
+
+
+def _json(value: object) -> None:
+    import json
+
+    click.echo(json.dumps(value, indent=2, sort_keys=False))
 
 
 @click.group(cls=NasplanGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -77,27 +111,62 @@ def main() -> None:
 @click.argument("plan_file", type=click.Path(path_type=Path))
 @inventory_option
 @extra_vars_option
-def validate(plan_file: Path, inventory: Path | None, extra_vars: tuple[str, ...]) -> None:
+@_format_option('{"ok": ..., "errors": [{"file", "line", "column", "path", "message"}]}')
+def validate(
+    plan_file: Path, inventory: Path | None, extra_vars: tuple[str, ...], output_format: str
+) -> None:
     """Validate PLAN_FILE and its inventory; print ok, or each problem as FILE:LINE:COL.
 
     A plan whose inventory ``nasplan lab up`` writes is checked before the lab is up, against
-    the inventory its lab file will give (a warning says so).
+    the inventory its lab file will give (a warning says so). Exit codes: 0 valid, 2 not.
     """
-    from nasplan.input.lab_files import generated_by_lab, is_lab_file
-    from nasplan.input.plan import load_plan, parse_extra_var, planned_inventory
+    from nasplan.errors import InputError
 
-    variables = dict(parse_extra_var(e) for e in extra_vars)
+    warnings: list[str] = []
+    try:
+        said = _validate(plan_file, inventory, extra_vars, warnings)
+    except InputError as exc:
+        if output_format != "json":
+            raise
+        from nasplan.input.loader import located
+
+        errors = []
+        for line in exc.messages:
+            found = located(line)
+            errors.append(found.to_dict() if found else _unlocated(line))
+        _json({"ok": False, "errors": errors, "warnings": warnings})
+        sys.exit(exc.exit_code)
+    if output_format == "json":
+        _json({"ok": True, "errors": [], "warnings": warnings})
+        return
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
+    click.echo(said)
+
+
+def _unlocated(message: str) -> dict[str, Any]:
+    return {"file": None, "line": None, "column": None, "path": None, "message": message}
+
+
+def _validate(
+    plan_file: Path, inventory: Path | None, extra_vars: tuple[str, ...], warnings: list[str]
+) -> str:
+    """Validate as ``nasplan validate`` does; what to say when valid (warnings: appended)."""
+    from nasplan.input.extra_vars import extra_vars as parse_extra_vars
+    from nasplan.input.lab_files import generated_by_lab, is_lab_file
+    from nasplan.input.plan import load_plan, planned_inventory
+
+    variables = parse_extra_vars(extra_vars)
     if is_lab_file(plan_file):
         from nasplan.lab.model import load_lab
 
         load_lab(plan_file)
-        click.echo(f"ok (a lab file: sudo nasplan lab up {plan_file})")
-        return
+        return f"ok (a lab file: sudo nasplan lab up {plan_file})"
     planned = inventory or planned_inventory(plan_file)
     if planned is None or planned.exists() or not generated_by_lab(planned):
-        load_plan(plan_file, inventory, variables)
-        click.echo("ok")
-        return
+        plan = load_plan(plan_file, inventory, variables)
+        warnings += plan.inventory.warnings
+        return "ok"
     # The lab's code only for a plan whose inventory the lab writes.
     import tempfile
 
@@ -107,12 +176,28 @@ def validate(plan_file: Path, inventory: Path | None, extra_vars: tuple[str, ...
         previewed = Path(directory) / planned.name
         lab_file = preview.write_preview(planned, previewed)
         load_plan(plan_file, previewed, variables)
-    click.echo(
-        f"warning: {planned} is not there yet (the lab is not up): checked against the "
-        f"inventory `nasplan lab up {lab_file}` writes",
-        err=True,
+    warnings.append(
+        f"{planned} is not there yet (the lab is not up): checked against the "
+        f"inventory `nasplan lab up {lab_file}` writes"
     )
-    click.echo("ok")
+    return "ok"
+
+
+def _refuse_without_lab(plan_file: Path, inventory: Path | None) -> None:
+    """InputError with the ``lab up`` to run when the plan's inventory is one ``nasplan lab up``
+    writes and the lab is not up (as ``validate`` says)."""
+    from nasplan.errors import InputError
+    from nasplan.input.lab_files import generated_by_lab
+    from nasplan.input.plan import planned_inventory
+
+    planned = inventory or planned_inventory(plan_file)
+    if planned is None or planned.exists() or not generated_by_lab(planned):
+        return
+    from nasplan.lab.preview import lab_file_for
+
+    lab_file = lab_file_for(planned)
+    up = f"sudo nasplan lab up {lab_file}" if lab_file else "sudo nasplan lab up LAB.yaml"
+    raise InputError(f"{planned} is not there yet: the lab is not up (bring it up: {up})")
 
 
 @main.command()
@@ -139,6 +224,9 @@ def validate(plan_file: Path, inventory: Path | None, extra_vars: tuple[str, ...
     is_flag=True,
     help="Ask for the sudo password (hosts whose become_password_env is set use that instead).",
 )
+@verbose_option
+@quiet_option
+@_format_option("with --check, what it found (hosts, installs, changes, tests, problems)")
 def apply(
     plan_file: Path,
     inventory: Path | None,
@@ -147,6 +235,9 @@ def apply(
     check: bool,
     keep: bool,
     ask_become_pass: bool,
+    verbose: int,
+    quiet: bool,
+    output_format: str,
 ) -> None:
     """Run PLAN_FILE: facts, tools, tests; write run.json, raw outputs and report.md.
 
@@ -155,39 +246,102 @@ def apply(
     by another run, lost during the run), 130 interrupted (Ctrl-C), 143 / 129 ended by SIGTERM /
     SIGHUP (the hosts put back and the report written first, as after Ctrl-C).
     """
-    from nasplan.input.plan import load_plan, parse_extra_var
+    from os import environ
+
+    from nasplan.errors import InputError
+    from nasplan.input.extra_vars import extra_vars as parse_extra_vars
+    from nasplan.input.plan import load_plan
     from nasplan.progress import make_progress
     from nasplan.run import apply as apply_module
     from nasplan.run import check as check_module
     from nasplan.run import planned
+    from nasplan.verbosity import Verbosity
 
-    plan = load_plan(plan_file, inventory, dict(parse_extra_var(e) for e in extra_vars))
+    verbosity = Verbosity.from_flags(verbose, quiet)
+    if output_format == "json" and not check:
+        raise InputError("--format json goes with --check (a run writes run.json)")
+    _refuse_without_lab(plan_file, inventory)
+    plan = load_plan(plan_file, inventory, parse_extra_vars(extra_vars))
+    for warning in plan.inventory.warnings if not verbosity.quiet else ():  # run.json keeps them
+        click.echo(f"warning: {warning}", err=True)
     passwords: dict[str, str] = {}
     if not check:
-        from os import environ
-
         from nasplan.hosts import become
 
+        # what --check calls problems: refused before any connection, not after the tests
+        missing = planned.unset_variables(plan, environ, sudo_asked=ask_become_pass)
+        if missing:
+            raise InputError(missing)
         asked = None
         if ask_become_pass:
             asked = become.prompt_password(lambda text: click.prompt(text, hide_input=True))
         passwords = become.passwords_for(planned.plan_hosts(plan), environ, asked)
     from nasplan.run.signals import as_interrupts
 
-    progress = make_progress()
+    progress = make_progress(quiet=verbosity.quiet)
+    outcome: planned.Outcome | check_module.Checked
     try:
         with as_interrupts():
             if check:
-                outcome = check_module.check(plan, progress)
+                outcome = check_module.check(
+                    plan, progress, verbosity=verbosity, say=output_format != "json"
+                )
             else:
                 outcome = apply_module.apply(
-                    plan, progress, out=out, keep=keep, become_passwords=passwords
+                    plan,
+                    progress,
+                    out=out,
+                    keep=keep,
+                    become_passwords=passwords,
+                    verbosity=verbosity,
                 )
     finally:
         progress.close()
+    if isinstance(outcome, check_module.Checked) and output_format == "json":
+        _json(outcome.to_dict())
     if outcome.run_dir is not None:
         click.echo(f"report: {outcome.run_dir / 'report.md'}")
     sys.exit(outcome.exit_code)
+
+
+@main.command()
+@click.argument("host")
+@click.option(
+    "-i",
+    "--inventory",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The inventory that names HOST (its address, user, key, known_hosts).",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    help="An empty or new directory for the outputs (default: nasplan-probe-HOST).",
+)
+@click.option(
+    "--mask-addresses",
+    is_flag=True,
+    help="Replace IPv4, IPv6 and MAC addresses by placeholders, the same one for the same address.",
+)
+def probe(host: str, inventory: Path, out: Path | None, mask_addresses: bool) -> None:
+    """Run every read-only command nasplan relies on for HOST; write their raw outputs, redacted,
+    into a directory to attach to a report (docs/probe.md). Changes nothing on HOST.
+
+    Exit codes: 0 written, 2 invalid input (no such host, --out not empty), 3 HOST unreachable.
+    """
+    from os import environ
+
+    from nasplan.probe import run_probe
+
+    written = run_probe(
+        inventory,
+        host,
+        out or Path(f"nasplan-probe-{host}"),
+        mask_addresses=mask_addresses,
+        environ=environ,
+    )
+    click.echo(f"{host}: {written.platform}; {len(written.files)} files in {written.directory}")
+    click.echo("attach this directory to a report (check it first: docs/probe.md)")
 
 
 @main.command()
@@ -227,14 +381,27 @@ def report(run_dir: Path, charts: str | None) -> None:
     default=None,
     help="Also draw matplotlib charts into OUT's directory (<OUT name>-charts/); needs --out.",
 )
+@click.option(
+    "--fail-on",
+    "fail_on",
+    multiple=True,
+    type=click.Choice(["worse", "better", "not significant", "too few repetitions to tell"]),
+    help="Exit 1 when a test's verdict against the first run is this (repeatable): "
+    "--fail-on worse gates a change on a before/after check.",
+)
 def compare(
     runs: tuple[Path, ...],
     out: Path | None,
     output_format: str,
     labels: tuple[str, ...],
     charts: str | None,
+    fail_on: tuple[str, ...],
 ) -> None:
-    """Compare RUN_A RUN_B [RUN_C ...] against the first: ratios, verdicts, what changed."""
+    """Compare RUN_A RUN_B [RUN_C ...] against the first: ratios, verdicts, what changed.
+
+    Exit status: 0 compared; 1 a verdict --fail-on names; 2 bad input; 4 no test could be
+    compared.
+    """
     from os import environ
 
     from nasplan.compare import compare_runs, render
@@ -262,16 +429,24 @@ def compare(
     else:
         write_text(out, text, redactor)
         click.echo(str(out))
+    from nasplan.compare.model import exit_code
+
+    sys.exit(exit_code(comparison, fail_on))
 
 
 @main.command()
 @click.argument("run_dir", type=click.Path(path_type=Path))
-def restore(run_dir: Path) -> None:
+@verbose_option
+@quiet_option
+def restore(run_dir: Path, verbose: int, quiet: bool) -> None:
     """Put the network of RUN_DIR's hosts back as it was before that run (after --keep)."""
-    from nasplan.progress import PlainProgress
+    from nasplan.progress import PlainProgress, QuietProgress
     from nasplan.run.restore import record_restore, restore_run
     from nasplan.ssh import connect
+    from nasplan.verbosity import Verbosity
 
-    outcomes = restore_run(run_dir, PlainProgress(), connect)
+    verbosity = Verbosity.from_flags(verbose, quiet)
+    progress = QuietProgress() if verbosity.quiet else PlainProgress()
+    outcomes = restore_run(run_dir, progress, verbosity.traced(connect, progress.message))
     record_restore(run_dir, outcomes)
     sys.exit(0 if all(o.status != "failed" for o in outcomes.values()) else 1)

@@ -7,15 +7,27 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nasplan.analysis import efficiency, ok_values, summarize
+from nasplan.analysis import (
+    efficiency,
+    ok_values,
+    summarize,
+    theoretical_udp_bits_per_second,
+)
+
+# Kinds whose repetitions each carry a ``direction`` and whose record has ``directions``.
+DIRECTED_KINDS = frozenset({"transfer", "disk", "iscsi"})
+# Of those, the kinds whose data crosses the network: their byte rate has a path maximum.
+NETWORK_BYTE_KINDS = frozenset({"transfer", "iscsi"})
 
 
 @dataclass(frozen=True)
 class Series:
     """One direction of one test: the repetition values of ``metric`` and their summary.
 
-    ``direction`` is ``write``/``read`` (transfer, disk), ``forward``/``reverse`` (iperf3: the
-    client sends / the server sends), or None for a kind without one (latency).
+    ``direction`` is ``write``/``read`` (transfer, disk, iscsi), ``forward``/``reverse`` (iperf3:
+    the client sends / the server sends), or None for a kind without one (latency).
+    ``theoretical_bits_per_second`` is the path's maximum for what the series carries:
+    ``limit_name`` says which (``TCP maximum``; ``UDP maximum`` for UDP iperf3).
     """
 
     direction: str | None
@@ -24,6 +36,12 @@ class Series:
     summary: dict[str, Any]
     efficiency: float | None
     theoretical_bits_per_second: float | None
+    limit_name: str = "TCP maximum"
+
+    @property
+    def over_maximum(self) -> bool:
+        """A median above the path's maximum: the path or the speed nasplan assumed is wrong."""
+        return self.efficiency is not None and self.efficiency > 1.0
 
 
 def _by_direction(test: Mapping[str, Any], direction: str, metric: str) -> list[float]:
@@ -47,20 +65,21 @@ def series_of(test: Mapping[str, Any]) -> list[Series]:
     params = test.get("params") or {}
     directions = test.get("directions") or {}
     kind = test.get("kind")
-    if directions and kind in ("transfer", "disk"):
+    if directions and kind in DIRECTED_KINDS:
+        network = kind in NETWORK_BYTE_KINDS
         found = []
         for direction, summary in directions.items():
             metric = str((summary or {}).get("metric") or "bytes_per_second")
             median = (summary or {}).get("median")
-            bits = median * 8 if kind == "transfer" and median is not None else None
+            bits = median * 8 if network and median is not None else None
             found.append(
                 Series(
                     direction,
                     metric,
                     _by_direction(test, direction, metric),
                     dict(summary or summarize([], metric)),
-                    _bits_efficiency(bits, theoretical) if kind == "transfer" else None,
-                    theoretical if kind == "transfer" else None,
+                    _bits_efficiency(bits, theoretical) if network else None,
+                    theoretical if network else None,
                 )
             )
         return found
@@ -74,8 +93,20 @@ def series_of(test: Mapping[str, Any]) -> list[Series]:
             )
         ]
     first = "reverse" if params.get("reverse") and not params.get("bidir") else "forward"
+    limit_name, test_efficiency = "TCP maximum", test.get("efficiency")
+    if str(params.get("protocol") or "tcp").lower() == "udp":
+        limit_name, theoretical = "UDP maximum", _udp_maximum(path)
+        test_efficiency = efficiency(summary.get("median"), theoretical)
     found = [
-        Series(first, metric, ok_values(reps, metric), summary, test.get("efficiency"), theoretical)
+        Series(
+            first,
+            metric,
+            ok_values(reps, metric),
+            summary,
+            test_efficiency,
+            theoretical,
+            limit_name,
+        )
     ]
     back = ok_values(reps, "reverse_bits_per_second") if params.get("bidir") else []
     if back:
@@ -88,6 +119,21 @@ def series_of(test: Mapping[str, Any]) -> list[Series]:
                 back_summary,
                 _bits_efficiency(back_summary["median"], theoretical),
                 theoretical,
+                limit_name,
             )
         )
     return found
+
+
+def _udp_maximum(path: Mapping[str, Any]) -> float | None:
+    speed, mtu, framing = (
+        path.get("speed_bits_per_second"),
+        path.get("mtu_bytes"),
+        path.get("framing") or "ethernet",
+    )
+    if not speed or not mtu:
+        return None
+    try:
+        return theoretical_udp_bits_per_second(speed, mtu, framing)
+    except ValueError:
+        return None

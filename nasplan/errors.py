@@ -67,3 +67,27 @@ class CannotStart(NasplanError):
 class ToolError(NasplanError):
     """A measurement tool failed or printed no result nasplan can read (the message says what
     came instead); its kind records it as the repetition's error."""
+
+
+# What a user meeting output nasplan does not know should do (docs/probe.md).
+PROBE_ADVICE = (
+    "run `nasplan probe HOST -i INVENTORY --out DIR` and attach DIR to a report (docs/probe.md)"
+)
+_GOT_CHARS = 80
+
+
+class UnknownOutput(ToolError):
+    """A host's command printed output nasplan does not understand (a layout, a field, a tool
+    version it has no record of): one line naming the command and what was expected, and how to
+    report it, never a traceback or a silent default."""
+
+    def __init__(self, command: str, expected: str, got: str | None = None) -> None:
+        self.command, self.expected = command, expected
+        shown = " ".join((got or "").split())
+        seen = "" if got is None else f"; got {shown[:_GOT_CHARS]!r}" if shown else "; got nothing"
+        super().__init__(
+            _one_line(
+                f"`{command}` printed output nasplan does not understand (expected {expected}"
+                f"{seen}); {PROBE_ADVICE}"
+            )
+        )

@@ -7,7 +7,9 @@ A unit test checks that no other module of nasplan (the lab apart) opens a file 
 from __future__ import annotations
 
 import errno
+import ipaddress
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -83,14 +85,43 @@ def _temp_file_beside(path: Path) -> tuple[int, str]:
         return tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
 
 
-def write_text(path: Path, text: str, redactor: Redactor, *, durable: bool = True) -> Path:
+def _overwrite_in_place(path: Path, data: bytes) -> bool:
+    """``data`` over ``path``'s own blocks, on a disk too full for a temporary file; only when
+    they hold it all (nothing to allocate, so the write cannot fail half-way). True if done."""
+    try:
+        fd = os.open(path, os.O_WRONLY)
+    except OSError:
+        return False
+    try:
+        if len(data) > os.fstat(fd).st_blocks * 512:
+            return False
+        os.pwrite(fd, data, 0)
+        os.ftruncate(fd, len(data))
+        os.fsync(fd)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def write_text(
+    path: Path,
+    text: str,
+    redactor: Redactor,
+    *,
+    durable: bool = True,
+    in_place_when_full: bool = False,
+) -> Path:
     """Write ``text`` (secrets masked) through a temporary file, then rename over ``path``.
 
     ``durable``: on disk (fsync) before the rename; False for what a run writes while it
     measures (its checkpoints of run.json, raw outputs), synced at its end (``sync_files``):
     an fsync there would wait on the disk between two measurements, at times for long.
     Raises RunDirError (one line, no traceback) when the disk is full or not writable; the
-    previous version of ``path``, if any, stays whole.
+    previous version of ``path``, if any, stays whole. ``in_place_when_full``: on a full disk,
+    write over ``path``'s own blocks when they hold the new text (run.json's last save, which
+    says how the hosts were put back, barely longer than the one before it).
     """
     try:
         fd, temp_name = _temp_file_beside(path)
@@ -106,6 +137,9 @@ def write_text(path: Path, text: str, redactor: Redactor, *, durable: bool = Tru
         os.replace(temp_name, path)
     except OSError as exc:
         Path(temp_name).unlink(missing_ok=True)
+        data = redactor.text(text).encode("utf-8")
+        if _full(exc) and in_place_when_full and _overwrite_in_place(path, data):
+            return path
         what = "the disk is full" if _full(exc) else (exc.strerror or str(exc))
         raise RunDirError(f"{path}: cannot write: {what}") from None
     except BaseException:
@@ -162,3 +196,86 @@ def require_free_space(directory: Path, min_bytes: int | None = None) -> None:
             f"{min_bytes / 1e6:.1f} MB (run.json, raw outputs, report); free some space or "
             "choose another directory with --out"
         )
+
+
+_IPV4 = re.compile(r"(?<![\w.])(\d{1,3}(?:\.\d{1,3}){3})(?![\w]|\.\d)")
+_MAC = re.compile(
+    r"(?<![\w:-])([0-9A-Fa-f]{2}([:-]))(?:[0-9A-Fa-f]{2}\2){4}[0-9A-Fa-f]{2}(?![\w:-])"
+)
+_IPV6 = re.compile(r"(?<![\w:.])([0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7})(?![\w:])")
+_PROC_ROUTE_HEX = re.compile(r"(?m)^(\S+\t)([0-9A-F]{8})(\t)([0-9A-F]{8})(?=\t)")
+# A secret a command may print on a line of its own (`password=...`, `token: ...`).
+_SECRET_LINE = re.compile(
+    r"(?im)\b((?:password|passwd|secret|token|api[_-]?key|private[_-]?key)\w*\s*[=:]\s*)(\S+)"
+)
+_PRIVATE_KEY = re.compile(
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----", re.S
+)
+
+
+def redact_secret_lines(text: str) -> str:
+    """``text`` with values after ``password=``-like keys and private key blocks masked."""
+    return _SECRET_LINE.sub(rf"\1{REDACTED}", _PRIVATE_KEY.sub(REDACTED, text))
+
+
+@dataclass
+class AddressMask:
+    """Replaces IPv4, IPv6 and MAC addresses consistently (the same address, the same
+    placeholder, in every file given to one mask), keeping what parsers compute on: an IPv4
+    address keeps its last octet and its first three map to one 10.x.y network (so a /24 and
+    its addresses stay together), link-local IPv6 stays link-local (fe80::N), others become
+    2001:db8::N, MACs 02:00:00:00:xx:yy; loopback, netmasks, multicast and 0.0.0.0 stay."""
+
+    networks: dict[str, str] = field(default_factory=dict)
+    ipv6: dict[str, str] = field(default_factory=dict)
+    macs: dict[str, str] = field(default_factory=dict)
+
+    def text(self, text: str) -> str:
+        """``text`` with every address masked (``/proc/net/route``'s hex addresses too)."""
+        text = _PROC_ROUTE_HEX.sub(self._hex_route, text)
+        text = _MAC.sub(self._mac, text)
+        text = _IPV6.sub(self._v6, text)
+        return _IPV4.sub(lambda m: self.v4(m.group(1)), text)
+
+    def v4(self, address: str) -> str:
+        octets = address.split(".")
+        if any(int(o) > 255 for o in octets) or int(octets[0]) in (0, 127) or int(octets[0]) >= 224:
+            return address
+        network = ".".join(octets[:3])
+        if network not in self.networks:
+            index = len(self.networks) + 1
+            self.networks[network] = f"10.{index // 256}.{index % 256}"
+        return f"{self.networks[network]}.{octets[3]}"
+
+    def _hex_route(self, match: re.Match[str]) -> str:
+        def one(value: str) -> str:
+            dotted = ".".join(str(b) for b in reversed(bytes.fromhex(value)))
+            return bytes(reversed([int(o) for o in self.v4(dotted).split(".")])).hex().upper()
+
+        return match.group(1) + one(match.group(2)) + match.group(3) + one(match.group(4))
+
+    def _mac(self, match: re.Match[str]) -> str:
+        raw, separator = match.group(0), match.group(2)
+        key = raw.lower().replace("-", ":")
+        if key in ("00:00:00:00:00:00", "ff:ff:ff:ff:ff:ff"):
+            return raw
+        if key not in self.macs:
+            index = len(self.macs) + 1
+            self.macs[key] = f"02:00:00:00:{index // 256:02x}:{index % 256:02x}"
+        masked = self.macs[key].replace(":", separator)
+        return masked.upper() if raw.isupper() else masked
+
+    def _v6(self, match: re.Match[str]) -> str:
+        raw = match.group(1)
+        try:
+            address = ipaddress.IPv6Address(raw)
+        except ValueError:
+            return raw
+        if address.is_loopback or address.is_unspecified or address.is_multicast:
+            return raw
+        key = str(address)
+        if key not in self.ipv6:
+            index = len(self.ipv6) + 1
+            prefix = "fe80::" if address.is_link_local else "2001:db8::"
+            self.ipv6[key] = str(ipaddress.IPv6Address(prefix) + index)
+        return self.ipv6[key]

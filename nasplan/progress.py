@@ -8,7 +8,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
-from nasplan.directions import series_of
+from nasplan.directions import DIRECTED_KINDS, series_of
 from nasplan.units import format_metric
 
 if TYPE_CHECKING:  # rich is imported only for a terminal: plain runs skip its import time
@@ -55,7 +55,7 @@ def result_text(record: Mapping[str, Any]) -> str:
         if median is None:
             continue
         value = format_metric(median, series.metric)
-        named = len(series_of(record)) > 1 or record.get("kind") in ("transfer", "disk")
+        named = len(series_of(record)) > 1 or record.get("kind") in DIRECTED_KINDS
         parts.append(f"{series.direction} median {value}" if named else f"median {value}")
     return ", ".join(parts)
 
@@ -109,19 +109,22 @@ class LiveProgress:
         self._live.start()
 
     def _render(self) -> Table:
+        from rich.markup import escape
         from rich.table import Table
 
+        # Every text is escaped: rich would take `[unreachable]` or `[in use]` for markup and
+        # drop it, and raise MarkupError on a `[/` in a message.
         table = Table.grid(padding=(0, 2))
         now = time.monotonic()
         with self._lock:
             for name, status in self._hosts.items():
-                table.add_row(f"[bold]host[/] {name}", status)
+                table.add_row(f"[bold]host[/] {escape(name)}", escape(status))
             for test_id, (status, started, total_s) in self._tests.items():
                 if started and total_s >= 1:
                     status = f"{status}  {now - started:.0f}/{total_s:.0f} s"
                 elif started:
                     status = f"{status}  {now - started:.0f} s"
-                table.add_row(f"[bold]test[/] {test_id}", status)
+                table.add_row(f"[bold]test[/] {escape(test_id)}", escape(status))
         return table
 
     def host(self, name: str, status: str) -> None:
@@ -146,15 +149,52 @@ class LiveProgress:
             self._tests[test_id] = (f"{status} {summary}".rstrip(), 0.0, 0.0)
 
     def message(self, text: str) -> None:
-        self.console.print(text)
+        from rich.markup import escape
+
+        self.console.print(escape(text), highlight=False)
 
     def close(self) -> None:
         self._live.stop()
 
 
-def make_progress(stream: TextIO | None = None) -> Progress:
-    """Live progress on a terminal, plain lines otherwise."""
+class QuietProgress:
+    """``-q``: only what went wrong (a host's ``[unreachable]``, ``[lost]``, ``[failed]``..., a
+    test that did not end ok, a problem or a failed network step), as plain lines."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.inner = PlainProgress(stream)
+
+    def host(self, name: str, status: str) -> None:
+        if status.startswith("[") or status.startswith("network: failed"):
+            self.inner.host(name, status)
+
+    def test(
+        self,
+        test_id: str,
+        repetition: int,
+        repetitions: int,
+        total_s: float,
+        direction: str | None = None,
+    ) -> None:
+        pass
+
+    def test_done(self, test_id: str, status: str, summary: str) -> None:
+        if status != "ok":
+            self.inner.test_done(test_id, status, summary)
+
+    def message(self, text: str) -> None:
+        if text.startswith(("nasplan:", "problem:", "network:")):
+            self.inner.message(text)
+
+    def close(self) -> None:
+        pass
+
+
+def make_progress(stream: TextIO | None = None, *, quiet: bool = False) -> Progress:
+    """Live progress on a terminal, plain lines otherwise; ``quiet``: errors only."""
     target = stream or sys.stderr
+    if quiet:
+        return QuietProgress(target)
     if target.isatty():
         from rich.console import Console
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import dataclasses
+import errno
 import hashlib
 import logging
 import select
@@ -482,10 +483,47 @@ def connect(
     except paramiko.AuthenticationException as exc:
         raise HostError(f"{target}: authentication failed: {exc}") from None
     except (TimeoutError, paramiko.SSHException, OSError, EOFError) as exc:
-        reason = str(exc) or type(exc).__name__
-        raise HostError(f"{target}: cannot connect: {reason}") from None
+        where = f"{connection.host}:{connection.port}"
+        reason = connect_reason(exc, timeout_s)
+        raise HostError(f"{host.name}: cannot connect to {where}: {reason}") from None
     _no_delay(connection)
     user = connection.user
     runner = SshRunner(host, connection, become_password, timeouts)
     runner.is_root = user == "root"
     return runner
+
+
+# errno -> what a user reads (paramiko wraps them as "[Errno None] Unable to connect to ...")
+_SOCKET_REASONS = {
+    errno.ECONNREFUSED: "connection refused (is sshd running on that port?)",
+    errno.ETIMEDOUT: "timed out",
+    errno.EHOSTUNREACH: "no route to host",
+    errno.ENETUNREACH: "network unreachable",
+    errno.ECONNRESET: "connection reset",
+}
+
+
+def connect_reason(exc: BaseException, timeout_s: float) -> str:
+    """Why a connection failed, in a user's terms: ``connection refused (...)``, ``no answer
+    within 10 s``, ``no such host name``; never paramiko's ``[Errno None] Unable to ...``."""
+    if isinstance(exc, paramiko.ssh_exception.NoValidConnectionsError) and exc.errors:
+        reasons = sorted({connect_reason(one, timeout_s) for one in exc.errors.values()})
+        return "; ".join(reasons)
+    if isinstance(exc, (TimeoutError, socket.timeout)) or "timed out" in str(exc).lower():
+        return f"no answer within {timeout_s:g} s"
+    if isinstance(exc, socket.gaierror):
+        return f"no such host name ({exc.strerror or exc})"
+    if isinstance(exc, OSError) and exc.errno in _SOCKET_REASONS:
+        return _SOCKET_REASONS[exc.errno]
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror[:1].lower() + exc.strerror[1:]
+    if isinstance(exc, EOFError) or "banner" in str(exc).lower():
+        return "SSH did not answer (no SSH banner: sshd hung, or not an SSH server there?)"
+    return str(exc) or type(exc).__name__
+
+
+def server_key_fingerprint(runner: SshRunner) -> str | None:
+    """The fingerprint of the key the host showed on this connection (checked against
+    known_hosts when it opened): ``ssh-ed25519 SHA256:...``; None without a transport."""
+    transport = runner.connection.client.get_transport()
+    return fingerprint(transport.get_remote_server_key()) if transport is not None else None

@@ -7,21 +7,25 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from nasplan.analysis import TRANSFER_KINDS
 from nasplan.compare.envdiff import environment_diff
 from nasplan.compare.match import SIZE_PARAMS, MatchedTest, match_tests
 from nasplan.compare.matrix import build_matrix, run_labels, run_title, varying_dimensions
 from nasplan.compare.stats import (
     ALPHA,
+    BETTER,
     MANN_WHITNEY_MIN_N,
     MIN_EFFECT,
     UNDECIDED,
+    WORSE,
     higher_is_better,
     verdict,
 )
-from nasplan.directions import Series, series_of
+from nasplan.directions import DIRECTED_KINDS, Series, series_of
 
 FORMAT = "nasplan-compare"
-# 2: one row per direction (``direction``, ``label``), too-few verdicts, ``across``.
+# 2: one row per direction (``direction``, ``label``), too-few verdicts, ``across``; a run's
+# side of a transfer or iSCSI row carries its ``bottleneck`` verdict (added, nothing changed).
 FORMAT_VERSION = 2
 
 
@@ -33,8 +37,19 @@ def _titles(runs: Sequence[Mapping[str, Any]], labels: Sequence[Mapping[str, str
     return titles
 
 
+def _bottleneck(test: Mapping[str, Any], direction: str | None) -> str | None:
+    """The run's own verdict on what limited a transfer or iSCSI direction (``network-bound``,
+    ``disk-bound``, ``cpu-bound``, ``protocol-bound``, ``unknown``; analysis.VERDICTS); None
+    for other kinds and a run that has none."""
+    if test.get("kind") not in TRANSFER_KINDS or direction is None:
+        return None
+    verdict = ((test.get("bottleneck") or {}).get(direction) or {}).get("verdict")
+    return str(verdict) if verdict else None
+
+
 def _side(test: Mapping[str, Any] | None, series: Series | None) -> dict[str, Any] | None:
-    """One run's numbers for a matched row: median, min, max, n, efficiency, ok values."""
+    """One run's numbers for a matched row: median, min, max, n, efficiency, ok values, and
+    its bottleneck verdict (transfer, iSCSI)."""
     if test is None or series is None:
         return None
     summary = series.summary
@@ -47,6 +62,7 @@ def _side(test: Mapping[str, Any] | None, series: Series | None) -> dict[str, An
         "efficiency": series.efficiency,
         "theoretical_bits_per_second": series.theoretical_bits_per_second,
         "values": series.values,
+        "bottleneck": _bottleneck(test, series.direction),
     }
 
 
@@ -99,7 +115,7 @@ def _rows(matched: MatchedTest) -> list[dict[str, Any]]:
     directions: list[str | None] = []
     for found in per_run:
         directions.extend(s.direction for s in found if s.direction not in directions)
-    named = len(directions) > 1 or matched.kind in ("transfer", "disk")
+    named = len(directions) > 1 or matched.kind in DIRECTED_KINDS
     rows = []
     for direction in directions:
         series = [next((s for s in found if s.direction == direction), None) for found in per_run]
@@ -148,6 +164,7 @@ def _headline(tests: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
         "label": test["label"],
         "run": index,
         "decided": bool(decided),
+        "undecided": sorted({c[2]["verdict"] for c in candidates} - {BETTER, WORSE}),
         **versus,
     }
 
@@ -204,3 +221,24 @@ def compare_runs(runs: Sequence[Mapping[str, Any]], labels: Sequence[str] = ()) 
             "cells": matrix.cells,
         },
     }
+
+
+# `nasplan compare`'s exit codes beside the CLI's own (2: input, e.g. a run that does not load).
+EXIT_COMPARED = 0
+EXIT_FAIL_ON = 1  # a row got a verdict --fail-on names (a before/after check gating a change)
+EXIT_NOTHING_COMPARED = 4  # no test of the runs could be compared
+
+
+def exit_code(comparison: Mapping[str, Any], fail_on: Sequence[str] = ()) -> int:
+    """What ``nasplan compare`` exits with: 1 when a row's verdict against the first run is one
+    of ``fail_on`` (``worse``), 4 when no test was comparable, else 0."""
+    verdicts = [
+        versus["verdict"]
+        for test in comparison["tests"]
+        if test["comparable"]
+        for versus in test["versus_first"]
+        if versus
+    ]
+    if any(v in fail_on for v in verdicts):
+        return EXIT_FAIL_ON
+    return EXIT_COMPARED if verdicts else EXIT_NOTHING_COMPARED

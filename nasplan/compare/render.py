@@ -8,7 +8,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nasplan.compare.stats import BETTER, NOISE, TOO_FEW, UNKNOWN, WORSE
+from nasplan.compare.stats import BETTER, NOISE, NOT_SIGNIFICANT, TOO_FEW, UNKNOWN, WORSE
 from nasplan.report import mermaid
 from nasplan.report.quantities import QUANTITIES, quantity_of
 from nasplan.report.render import (
@@ -23,7 +23,7 @@ from nasplan.report.render import (
 from nasplan.units import format_bits_per_second
 
 FORMATS = ("markdown", "json", "csv")
-VERDICT_ORDER = (BETTER, WORSE, NOISE, TOO_FEW, UNKNOWN)
+VERDICT_ORDER = (BETTER, WORSE, NOISE, NOT_SIGNIFICANT, TOO_FEW, UNKNOWN)
 
 
 def metric_value(value: float | None, metric: str) -> str:
@@ -66,6 +66,8 @@ def _run_cell(test: Mapping[str, Any], index: int) -> str:
     versus = test["versus_first"][index]
     if versus and versus["ratio"] is not None:
         text += f" ({ratio(versus['ratio'])})"
+    if side.get("bottleneck"):
+        text += f", {side['bottleneck']}"
     return text
 
 
@@ -131,10 +133,15 @@ def _opening(comparison: Mapping[str, Any], tests: list[dict[str, Any]]) -> str:
                 f"{metric_value(before, test['metric'])}, {ratio(headline['ratio'])} "
                 f"({headline['explanation']})."
             )
-        elif headline["verdict"] == TOO_FEW:
+        elif headline["undecided"] == [NOISE]:
             text += (
-                " No headline: too few repetitions to tell a change from noise; the largest "
-                f"difference is {test['label']}, {ratio(headline['ratio'])} "
+                " Headline: **no difference**: every compared test is within noise (its "
+                f"medians within {comparison['rules']['min_effect'] * 100:g} %)."
+            )
+        elif headline["verdict"] in (TOO_FEW, NOT_SIGNIFICANT):
+            text += (
+                f" No headline: no change could be told from chance; the largest difference "
+                f"is {test['label']}, {ratio(headline['ratio'])}, {headline['verdict']} "
                 f"({headline['explanation']})."
             )
         else:
@@ -254,6 +261,7 @@ def render_markdown(comparison: Mapping[str, Any], chart_files: Sequence[str] = 
         ],
         "matrices": _matrices(comparison),
         "notes": _notes(tests),
+        "bottlenecks": any(side and side.get("bottleneck") for t in tests for side in t["runs"]),
     }
     return render_template("compare.md.j2", view)
 
@@ -266,7 +274,7 @@ def render_json(comparison: Mapping[str, Any]) -> str:
 CSV_COLUMNS = (
     "test_id", "direction", "test_name", "metric", "run_index", "run_id", "run_title",
     "labels", "status", "n", "median", "min", "max", "efficiency", "ratio_to_first",
-    "efficiency_change", "verdict", "rule", "p_value", "comparable",
+    "efficiency_change", "verdict", "rule", "p_value", "comparable", "bottleneck",
 )  # fmt: skip
 
 
@@ -289,7 +297,7 @@ def render_csv(comparison: Mapping[str, Any]) -> str:
                 side["min"], side["max"],
                 side["efficiency"], versus.get("ratio"), versus.get("efficiency_change"),
                 versus.get("verdict"), versus.get("rule"), versus.get("p_value"),
-                test["comparable"],
+                test["comparable"], side.get("bottleneck"),
             ]  # fmt: skip
             writer.writerow(["" if v is None else v for v in row])
     return out.getvalue()

@@ -27,15 +27,18 @@ MAX_SUGGESTED_N = 50
 
 BETTER, WORSE, NOISE, UNKNOWN = "better", "worse", "within noise", "no verdict"
 TOO_FEW = "too few repetitions to tell"
-UNDECIDED = (NOISE, UNKNOWN, TOO_FEW)
+# A change of at least MIN_EFFECT the test cannot tell from chance: not "within noise", which
+# means a change under MIN_EFFECT whatever the test says.
+NOT_SIGNIFICANT = "not significant"
+UNDECIDED = (NOISE, UNKNOWN, TOO_FEW, NOT_SIGNIFICANT)
 
 
 @dataclass(frozen=True)
 class Verdict:
     """How ``after`` compares with ``before``: verdict word, the rule's name and its evidence."""
 
-    verdict: str  # better | worse | within noise | too few repetitions to tell | no verdict
-    rule: str  # "mann-whitney" | "too-few" | "none"
+    verdict: str  # better | worse | within noise | not significant | too few ... | no verdict
+    rule: str  # "mann-whitney" | "welch-log" | "too-few" | "none"
     p_value: float | None
     change: float | None  # relative change of the median, after / before - 1
     explanation: str  # for the report, e.g. "Mann–Whitney U, p = 0.008 (5 vs 5)"
@@ -101,26 +104,30 @@ def verdict(
     alpha: float = ALPHA,
     min_effect: float = MIN_EFFECT,
 ) -> Verdict:
-    """Compare repetition values: Mann–Whitney with >= 5 per side, else "too few repetitions
-    to tell" with the number per side that would (``needed_per_side``).
-
-    The medians must also differ by at least ``min_effect`` (3 %) to be better or worse.
+    """Compare repetition values: a change of the medians under ``min_effect`` (3 %) is within
+    noise; else Mann–Whitney with >= 5 per side, Welch's t-test on the logarithms with 2 to 4
+    (the rank test cannot reach p < 0.05 there), and "too few repetitions to tell" with one,
+    with the number per side that would (``needed_per_side``). A change the test cannot tell
+    from chance is "not significant (p = ..., n = ...)".
     """
     if not before or not after:
         return Verdict(UNKNOWN, "none", None, None, "no successful repetitions on one side")
     median_before, median_after = statistics.median(before), statistics.median(after)
     change = median_after / median_before - 1 if median_before else None
     sizes = f"{len(before)} vs {len(after)} repetitions"
-    small = change is None or abs(change) < min_effect
-    effect = f"change below {min_effect * 100:g} %"
+    if change is not None and abs(change) < min_effect:
+        text = f"{sizes}; change below {min_effect * 100:g} % ({change * 100:+.1f} %)"
+        return Verdict(NOISE, "min-effect", None, change, text)
+    if change is None:
+        return Verdict(UNKNOWN, "none", None, None, f"a median of 0 before; {sizes}")
     if len(before) >= MANN_WHITNEY_MIN_N and len(after) >= MANN_WHITNEY_MIN_N:
         _, p_value = mann_whitney_u(before, after)
         text = f"Mann–Whitney U p = {p_value:.3g}, {sizes}"
-        if p_value >= alpha:
-            return Verdict(NOISE, "mann-whitney", p_value, change, f"{text}; p ≥ {alpha:g}")
-        if small or change is None:
-            return Verdict(NOISE, "mann-whitney", p_value, change, f"{text}; {effect}")
-        return Verdict(_direction(change, higher_is_better), "mann-whitney", p_value, change, text)
+        return _decided(change, p_value, alpha, "mann-whitney", text, higher_is_better)
+    welch = welch_log_p(before, after)
+    if welch is not None:
+        text = f"Welch's t-test on log values p = {welch:.3g}, {sizes} (small samples)"
+        return _decided(change, welch, alpha, "welch-log", text, higher_is_better)
     needed = needed_repetitions(before, after, min_effect=min_effect)
     size = f"a change of {max(abs(change or 0.0), min_effect) * 100:.0f} %"
     if needed <= MAX_SUGGESTED_N:
@@ -128,6 +135,60 @@ def verdict(
     else:
         text = f"{sizes}; more than {MAX_SUGGESTED_N} per side would be needed to tell {size}"
     return Verdict(TOO_FEW, "too-few", None, change, text, needed)
+
+
+def _decided(
+    change: float, p_value: float, alpha: float, rule: str, text: str, higher_is_better: bool
+) -> Verdict:
+    if p_value >= alpha:
+        return Verdict(NOT_SIGNIFICANT, rule, p_value, change, f"{text}; p ≥ {alpha:g}")
+    return Verdict(_direction(change, higher_is_better), rule, p_value, change, text)
+
+
+def welch_log_p(before: Sequence[float], after: Sequence[float]) -> float | None:
+    """Two-sided p of Welch's t-test on the logarithms of the values (a rate's changes are
+    ratios), fit for 2 to 4 repetitions a side; None when a side has one value, a value is not
+    positive, or neither side varies (then there is nothing to test)."""
+    if len(before) < 2 or len(after) < 2 or min(*before, *after) <= 0:
+        return None
+    a, b = [math.log(v) for v in before], [math.log(v) for v in after]
+    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
+    if va + vb == 0:
+        return None
+    t = abs(statistics.mean(a) - statistics.mean(b)) / math.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    return _incomplete_beta(df / 2, 0.5, df / (df + t * t))
+
+
+def _incomplete_beta(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b), by its continued fraction
+    (Lentz's method); the t distribution's two-sided tail is I_{df/(df+t²)}(df/2, 1/2)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    if x > (a + 1) / (a + b + 2):
+        return 1.0 - _incomplete_beta(b, a, 1.0 - x)
+    front = math.exp(
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    result = d
+    for m in range(1, 300):
+        for numerator in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            result *= d * c
+        if abs(d * c - 1.0) < 1e-12:
+            break
+    return front * result / a
 
 
 def needed_repetitions(

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields, replace
 from importlib import resources
 from typing import Any
 
-from nasplan.errors import NasplanError
+from nasplan.errors import NasplanError, UnknownOutput
 from nasplan.facts import bsd as facts_bsd
 from nasplan.facts import storage
 from nasplan.facts import windows as facts_windows
@@ -266,11 +266,11 @@ def gather_with(
         windows = refused or facts_windows.posix_layer_on_windows(result.stdout)
         if not windows:
             _check_gathered(runner, result)
-            return parse_facts(result.stdout), also_result
+            return parse_checked(result.stdout, result.ok), also_result
     runner.use_shell(shell.windows(None))  # NasplanError when the runner speaks only POSIX sh
     result = runner.run_script(facts_windows.facts_script(tool_paths), timeout_s=timeout_s * 2)
     _check_gathered(runner, result)
-    facts = parse_facts(result.stdout)
+    facts = parse_checked(result.stdout, result.ok)
     runner.use_shell(shell.windows(facts.markers.get(facts_windows.DEFAULT_SHELL_MARKER) or None))
     return facts, None
 
@@ -282,6 +282,26 @@ def _check_gathered(runner: Runner, result: Result) -> None:
             f"{runner.name}: gathering facts failed (exit {result.exited})"
             + (f": {detail[-1]}" if detail else "")
         )
+
+
+FACTS_COMMAND = "the facts script (nasplan/facts/facts.sh, facts_windows.ps1)"
+_GETCFG = "marker:getcfg System Version"
+_FIRMWARE_VERSION = re.compile(r"^\d+(\.\d+)+$")
+
+
+def parse_checked(stdout: str, ended: bool = True) -> HostFacts:
+    """``parse_facts`` of a host's whole answer: UnknownOutput when it is not the facts script's
+    output to its end (``ended``: the script exited, False when it was cut off: then the partial
+    output is used as it is) or when a section holds what nasplan does not understand."""
+    names = [name for name, _ in _sections(stdout)]
+    if ended and (not names or names[-1] != "end"):
+        last = stdout.strip().splitlines()[-1:] or [""]
+        raise UnknownOutput(FACTS_COMMAND, "sections up to its last, @@nasplan:end@@", last[0])
+    sections = dict(_sections(stdout))
+    getcfg = _first(sections.get(_GETCFG))
+    if getcfg is not None and not _FIRMWARE_VERSION.match(getcfg):
+        raise UnknownOutput("getcfg System Version", "a firmware version such as 5.1.0", getcfg)
+    return parse_facts(stdout)
 
 
 def parse_facts(stdout: str) -> HostFacts:

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
 
+from nasplan.errors import UnknownOutput
 from nasplan.hosts.shell import PowerShell
 
 # Looked up where the inventory says, then on PATH (each without ".exe").
@@ -91,7 +92,13 @@ def link_speed_mbps(record: Mapping[str, str]) -> int | None:
 def adapters(
     netadapter: Sequence[Mapping[str, str]], ipaddresses: Sequence[Mapping[str, str]]
 ) -> list[dict[str, Any]]:
-    """Get-NetAdapter + Get-NetIPAddress records -> NicFacts keyword arguments per adapter."""
+    """Get-NetAdapter + Get-NetIPAddress records -> NicFacts keyword arguments per adapter.
+
+    UnknownOutput when a record lacks the fields nasplan reads (another Windows, another
+    PowerShell, a localized property name) or no adapter came at all.
+    """
+    _require(netadapter, "Get-NetAdapter | Format-List", _ADAPTER_FIELDS, at_least_one=True)
+    _require(ipaddresses, "Get-NetIPAddress | Format-List", _ADDRESS_FIELDS)
     by_alias: dict[str, list[str]] = {}
     for record in ipaddresses:
         address = record.get("IPAddress", "").split("%")[0]
@@ -121,7 +128,9 @@ def adapters(
 
 def system_fields(single: Mapping[str, list[str]]) -> dict[str, Any]:
     """HostFacts keyword arguments (OS, CPU, memory, admin, shell marker) from the sections."""
-    os_record = (parse_format_list(single.get("win-os", [])) or [{}])[0]
+    os_records = parse_format_list(single.get("win-os", []))
+    _require(os_records, "Get-CimInstance Win32_OperatingSystem", _OS_FIELDS, at_least_one=True)
+    os_record = os_records[0]
     cpus = parse_format_list(single.get("win-cpu", []))
     cores = sum(_positive(c.get("NumberOfLogicalProcessors")) or 0 for c in cpus) or None
     memory_kib = _positive(os_record.get("TotalVisibleMemorySize"))  # Win32 reports KiB
@@ -147,6 +156,27 @@ def tools(lines: Sequence[str]) -> dict[str, str | None]:
         if sep and key.strip() in found:
             found[key.strip()] = value.strip() or None
     return found
+
+
+# Each tuple: one of these names must be there (Windows versions name a few differently).
+_ADAPTER_FIELDS = (("Name", "InterfaceAlias", "ifAlias"), ("Status",), ("MacAddress",))
+_ADDRESS_FIELDS = (("IPAddress",), ("InterfaceAlias",), ("PrefixLength",))
+_OS_FIELDS = (("BuildNumber",),)
+
+
+def _require(
+    records: Sequence[Mapping[str, str]],
+    command: str,
+    fields: Sequence[Sequence[str]],
+    *,
+    at_least_one: bool = False,
+) -> None:
+    expected = "Format-List records with " + ", ".join("/".join(names) for names in fields)
+    if at_least_one and not records:
+        raise UnknownOutput(command, expected, "")
+    for record in records:
+        if not all(any(name in record for name in names) for names in fields):
+            raise UnknownOutput(command, expected, " ".join(f"{k}: {v}" for k, v in record.items()))
 
 
 def _first(lines: list[str] | None) -> str | None:

@@ -2,11 +2,11 @@
 lease, and a list of what the run started there (PIDs, temp files) so that whoever finds it stale
 can clean up (taking and renewing it for a run's sessions: ``nasplan.run.leases``).
 
-The lock is ``/tmp/nasplan-<hostname>.lock/`` (the host's own ``uname -n``: lab hosts share one
-/tmp). ``lease`` holds the host clock (``/proc/uptime`` seconds, else ``date +%s``) until which
-the run counts as alive; nasplan renews it every few seconds. Processes nasplan starts on the
-host read the same lease and stop by themselves once it has run out, so a killed or cut-off
-nasplan leaves nothing running for longer than one lease.
+The lock is ``/tmp/nasplan-<hostname>.lock/`` (the host's own ``uname -n``; a lab host has a /tmp
+of its own, as a real host does). ``lease`` holds the host clock (``/proc/uptime`` seconds, else
+``date +%s``) until which the run counts as alive; nasplan renews it every few seconds. Processes
+nasplan starts on the host read the same lease and stop by themselves once it has run out, so a
+killed or cut-off nasplan leaves nothing running for longer than one lease.
 """
 
 from __future__ import annotations
@@ -130,14 +130,15 @@ if nasplan_owns "$nasplan_dir/owner"; then
 fi
 """
 
-# ``nasplan restore RUN_DIR`` after a killed run: that run's lock, once its lease has run out.
+# ``nasplan restore RUN_DIR`` after a killed run: that run's lock, once its lease has run out,
+# or at once when the control node knows the run's process is gone ($force).
 _RELEASE_STALE = r"""
 if grep -qF "run_id=$run_name-" "$nasplan_dir/owner" 2>/dev/null; then
   until=
   [ -f "$nasplan_lease" ] && read -r until 2>/dev/null < "$nasplan_lease"
   case $until in ''|*[!0-9]*) until=0 ;; esac
   nasplan_clock
-  if [ "$nasplan_now_s" -ge "$until" ]; then
+  if [ "$force" = 1 ] || [ "$nasplan_now_s" -ge "$until" ]; then
     printf '@@nasplan:removed@@
 '
     nasplan_cleanup "$nasplan_dir"
@@ -176,10 +177,17 @@ def renew_script(run_id: str, lease_s: float) -> str:
     return _assign({"run_id": run_id, "lease_s": max(1, round(lease_s))}) + PRELUDE + _RENEW
 
 
-def release_stale_script(run_name: str) -> str:
+def release_stale_script(run_name: str, *, force: bool = False) -> str:
     """POSIX sh: remove the lock (and what it lists) of the run directory ``run_name`` when
-    that run is gone (its lease ran out); prints a ``removed`` section when it did."""
-    return _assign({"run_name": run_name}) + PRELUDE + _CLEANUP + _RELEASE_STALE
+    that run is gone: its lease ran out, or (``force``) its process is known to be gone; prints
+    a ``removed`` section when it did."""
+    values: dict[str, str | int] = {"run_name": run_name, "force": int(force)}
+    return _assign(values) + PRELUDE + _CLEANUP + _RELEASE_STALE
+
+
+def owner_script() -> str:
+    """POSIX sh, read-only: the host lock's ``owner`` section (empty when nobody holds it)."""
+    return PRELUDE + "printf '@@nasplan:owner@@\\n'; cat \"$nasplan_dir/owner\" 2>/dev/null\n"
 
 
 def release_script(run_id: str) -> str:

@@ -150,7 +150,9 @@ def open_sessions(
             )
         except NasplanError as exc:
             session.error = str(exc)
-            progress.host(session.host.name, f"[unreachable] {exc}")
+            # one line in the user's terms: the host's name is the line's own already
+            said = session.error.removeprefix(f"{session.host.name}: ")
+            progress.host(session.host.name, f"[unreachable] {said}")
             return
         if session.host.tools and session.facts.kernel_name != "Windows":
             session.facts = with_inventory_tools(session.runner, session.facts, session.host.tools)

@@ -1,4 +1,4 @@
-"""Inventories (native nasplan form or Ansible YAML) -> validated, typed ``Inventory``."""
+"""Inventories (native nasplan form or Ansible's: nasplan.input.ansible) -> typed ``Inventory``."""
 
 from __future__ import annotations
 
@@ -9,15 +9,19 @@ from pathlib import Path
 from typing import Any
 
 from nasplan.errors import InputError
+from nasplan.input import ansible
+from nasplan.input.ansible import AnsibleInventory
+from nasplan.input.ansible_ini import parse_ini
 from nasplan.input.loader import (
     Document,
     describe_error,
     format_json_path,
+    parse_yaml,
     read_yaml,
     schema_errors,
     subschema_validator,
 )
-from nasplan.input.localfile import private_file_problem
+from nasplan.input.localfile import MAX_YAML_BYTES, private_file_problem, read_text_bounded
 from nasplan.units import parse_rate
 
 CONNECTION_KEYS = (
@@ -31,12 +35,6 @@ CONNECTION_KEYS = (
     "become_password_env",
     "tools",
 )
-_ANSIBLE_KEYS = {
-    "ansible_host": "address",
-    "ansible_user": "user",
-    "ansible_port": "port",
-    "ansible_ssh_private_key_file": "identity_file",
-}
 
 
 @dataclass(frozen=True)
@@ -115,13 +113,16 @@ class Inventory:
     hosts: Mapping[str, Host]
     groups: Mapping[str, tuple[str, ...]]
     vars: Mapping[str, Any]
+    # FILE:LINE:COL: path: what was ignored (an Ansible var nasplan does not use), for the user
+    warnings: tuple[str, ...] = ()
 
 
 def ssh_file_errors(host: Host) -> list[str]:
     """Problems of the SSH files ``host`` names (identity_file, known_hosts, ssh_config).
 
     Each must be a regular file you (or root) own, not writable by others; a private key also
-    not readable by others. A file that does not exist is left to the connection to report.
+    not readable by others. An identity_file must exist (a key that is not there would only
+    fail the login later); a missing known_hosts or ssh_config is left to the connection.
     """
     errors = []
     for name, path, secret in (
@@ -129,7 +130,9 @@ def ssh_file_errors(host: Host) -> list[str]:
         ("known_hosts", host.known_hosts, False),
         ("ssh_config", host.ssh_config, False),
     ):
-        problem = private_file_problem(path, secret=secret) if path is not None else None
+        problem = (
+            private_file_problem(path, secret=secret, required=secret) if path is not None else None
+        )
         if problem:
             errors.append(f"{host.origin}.{name}: {path}: {problem}")
     return errors
@@ -141,11 +144,29 @@ def host_validator() -> Any:
 
 
 def load_inventory(path: Path) -> Inventory:
-    """Read a native or Ansible inventory; raise InputError with FILE:LINE:COL lines."""
-    document = read_yaml(path)
+    """Read a native, Ansible YAML, Ansible INI or ``ansible-inventory --list`` JSON inventory;
+    raise InputError with FILE:LINE:COL lines.
+
+    A file named ``*.yaml``, ``*.yml`` or ``*.json`` is YAML (JSON is YAML); any other file is
+    YAML when it reads as a YAML mapping, else INI, as Ansible's own inventory plugins decide.
+    """
+    if path.suffix.lower() in (".yaml", ".yml", ".json"):
+        document = read_yaml(path)
+    else:
+        text = read_text_bounded(path, MAX_YAML_BYTES, "inventory file")
+        try:
+            document = parse_yaml(path, text)
+        except InputError:
+            document = Document(path, None)
+        if not isinstance(document.data, dict):
+            ini = parse_ini(path, text)
+            return _from_ansible(ini, ansible.resolve(ansible.graph_from_list(ini), ini))
     data = document.data
     if not isinstance(data, dict):
         raise InputError(document.error((), "an inventory must be a mapping with 'hosts'"))
+    if ansible.is_list_form(data):
+        graph = ansible.graph_from_list(document)
+        return _from_ansible(document, ansible.resolve(graph, document))
     if "hosts" in data or "groups" in data:
         errors = schema_errors(document, "inventory")
         if errors:
@@ -154,7 +175,7 @@ def load_inventory(path: Path) -> Inventory:
     errors = schema_errors(document, "inventory-ansible")
     if errors:
         raise InputError(errors)
-    return _from_ansible(document)
+    return _from_ansible(document, ansible.resolve(ansible.graph_from_yaml(document), document))
 
 
 def _resolve_path(base: Path, value: Any) -> Path | None:
@@ -206,7 +227,10 @@ def _build_host(
     raw_interfaces: Any,
     groups: tuple[str, ...],
     where: tuple[Any, ...],
+    where_document: Document | None = None,
 ) -> Host:
+    """A Host from merged vars; ``where`` (in ``where_document``, else ``document``) is where
+    the host is defined, relative paths are relative to ``document``'s file."""
     base = document.path.parent
     framing = str(merged.get("framing", "ethernet"))
     if raw_interfaces is not None and not isinstance(raw_interfaces, dict):
@@ -234,7 +258,7 @@ def _build_host(
         interfaces=interfaces,
         groups=groups,
         vars=user_vars,
-        origin=f"{document.where(where)}: {format_json_path(where)}",
+        origin=f"{(where_document or document).where(where)}: {format_json_path(where)}",
     )
 
 
@@ -275,115 +299,45 @@ def _from_native(document: Document) -> Inventory:
     )
 
 
-_KEY = "\0key"  # loader's position of a mapping key rather than its value
-_HostAcc = dict[str, tuple[dict[str, Any], list[str], tuple[Any, ...], dict[str, tuple[Any, ...]]]]
-
-
-def _walk_ansible(
-    name: str,
-    group: Mapping[str, Any] | None,
-    inherited: tuple[dict[str, Any], dict[str, tuple[Any, ...]]],
-    lineage: tuple[str, ...],
-    where: tuple[Any, ...],
-    out_hosts: _HostAcc,
-    out_groups: dict[str, list[str]],
-) -> None:
-    """Collect hosts with merged vars; ``origins`` maps each var to where its value was set."""
-    group = group or {}
-    group_vars = group.get("vars") or {}
-    scope = {**inherited[0], **group_vars}
-    scope_origins = {**inherited[1], **{k: (*where, "vars", k) for k in group_vars}}
-    lineage = (*lineage, name)
-    out_groups.setdefault(name, [])
-    for host, host_vars in (group.get("hosts") or {}).items():
-        host_where = (*where, "hosts", host)
-        merged, member_of, _, origins = out_hosts.get(host, ({}, [], host_where, {}))
-        # A host listed under several groups: deeper and later groups win, host vars always win.
-        merged = {**merged, **scope, **(host_vars or {})}
-        origins = {
-            **origins,
-            **scope_origins,
-            **{k: (*host_where, k) for k in host_vars or {}},
-        }
-        member_of = [*member_of, *(g for g in lineage if g not in member_of)]
-        out_hosts[host] = (merged, member_of, host_where, origins)
-        if host not in out_groups[name]:
-            out_groups[name].append(host)
-    for child, child_group in (group.get("children") or {}).items():
-        _walk_ansible(
-            child,
-            child_group,
-            (scope, scope_origins),
-            lineage,
-            (*where, "children", child),
-            out_hosts,
-            out_groups,
-        )
-
-
-def _native_key(key: str) -> str:
-    """``ansible_host`` -> ``address``, ``nasplan_platform`` -> ``platform``."""
-    return _ANSIBLE_KEYS.get(key, key).removeprefix("nasplan_")
-
-
-def _ansible_host_errors(
-    document: Document,
-    fields: Mapping[str, Any],
-    origins: Mapping[str, tuple[Any, ...]],
-    where: tuple[Any, ...],
-) -> list[str]:
-    """Check an Ansible host's connection vars and interfaces as the native form's ``host``.
-
-    Each error points where the offending var was set (host vars, or a group's vars).
-    """
-    errors = []
-    for error in host_validator().iter_errors(dict(fields)):
-        json_path, message, _ = describe_error(error)
-        key = json_path[0] if json_path else None
-        origin = origins.get(str(key), where) if key is not None else where
-        at = (*origin, *json_path[1:])
-        shown = at[:-1] if at[-1] == _KEY else at
-        errors.append(f"{document.where(at)}: {format_json_path(shown)}: {message}")
-    return errors
-
-
-def _from_ansible(document: Document) -> Inventory:
-    data: dict[str, Any] = document.data
-    hosts_acc: _HostAcc = {}
-    groups: dict[str, list[str]] = {}
-    all_vars = dict((data.get("all") or {}).get("vars") or {})
-    for name, group in data.items():
-        _walk_ansible(name, group, ({}, {}), (), (name,), hosts_acc, groups)
-    if not hosts_acc:
-        raise InputError(document.error((), "the Ansible inventory lists no hosts"))
+def _from_ansible(document: Document, parsed: AnsibleInventory) -> Inventory:
+    """Hosts of an Ansible inventory, their connection vars and interfaces checked as the
+    native form's ``host``; each error points where the offending var was set."""
     hosts: dict[str, Host] = {}
     errors: list[str] = []
-    for host, (raw, member_of, where, raw_origins) in hosts_acc.items():
-        merged = {_native_key(k): v for k, v in raw.items()}
+    for name, found in parsed.hosts.items():
+        merged = dict(found.fields)
         if isinstance(merged.get("port"), str) and merged["port"].isdigit():
             merged["port"] = int(merged["port"])  # Ansible reads ansible_port: "2222" as a port
-        origins = {_native_key(k): v for k, v in raw_origins.items()}
+        origins = dict(found.origins)
         checked = {
             k: v for k, v in merged.items() if k in (*CONNECTION_KEYS, "address", "interfaces")
         }
         if "address" not in checked:
             # the host's name is its address: check it as one ("-oProxyCommand=..." is refused)
-            checked["address"] = host
-            origins["address"] = (*where, _KEY)
-        host_errors = _ansible_host_errors(document, checked, origins, where)
+            checked["address"] = name
+            origins["address"] = found.where
+        host_errors = []
+        for error in host_validator().iter_errors(checked):
+            json_path, message, _ = describe_error(error)
+            key = str(json_path[0]) if json_path else None
+            origin_document, origin_path = origins.get(key, found.where) if key else found.where
+            where = (*origin_path, *json_path[1:])
+            host_errors.append(f"{ansible.at((origin_document, where))}: {message}")
         if host_errors:
             errors.extend(host_errors)
             continue
         interfaces = merged.pop("interfaces", None)
-        hosts[host] = _build_host(
-            document, host, merged, interfaces, tuple(g for g in member_of if g != "all"), where
+        where_document, where_path = found.where
+        where_path = where_path[:-1] if where_path and where_path[-1] == ansible.KEY else where_path
+        hosts[name] = _build_host(
+            document, name, merged, interfaces, found.groups, where_path, where_document
         )
     if errors:
         raise InputError(sorted(set(errors)))
-    groups.pop("all", None)
     return Inventory(
         path=document.path,
         hosts=hosts,
-        groups={g: tuple(m) for g, m in groups.items()},
-        vars=all_vars,
+        groups=parsed.groups,
+        vars=parsed.vars,
+        warnings=parsed.warnings,
     )

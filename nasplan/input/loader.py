@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import yaml
 
-from nasplan.errors import InputError
+from nasplan.errors import InputError, NasplanError
 from nasplan.input import schema_memo
 from nasplan.input.localfile import MAX_YAML_BYTES, read_text_bounded
 
@@ -44,6 +44,55 @@ class Document:
     def error(self, json_path: JsonPath, message: str) -> str:
         """A one-line error naming the file position, the JSON path and the message."""
         return f"{self.where(json_path)}: {format_json_path(json_path)}: {message}"
+
+
+# ``FILE:LINE:COL: rest``; a file name holds no ": " (what follows the position starts so).
+_LOCATED = re.compile(r"^(?P<file>(?:(?!: ).)+?):(?P<line>\d+):(?P<column>\d+): (?P<rest>.*)$")
+# what format_json_path writes: ``tests[0].server``, ``(root)``; never a space
+_JSON_PATH = re.compile(r"^(\(root\)|[^\s:\[\].]+(\[\d+\]|\.[^\s:\[\].]+)*)$")
+
+
+@dataclass(frozen=True)
+class Located:
+    """A located error line taken apart: ``FILE:LINE:COL: json.path: message`` (``path`` None
+    where the line names none, as a YAML syntax error)."""
+
+    file: str
+    line: int
+    column: int
+    path: str | None
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+            "path": self.path,
+            "message": self.message,
+        }
+
+
+def located(text: str) -> Located | None:
+    """``text`` as a Located when it is in the ``FILE:LINE:COL: ...`` form, else None."""
+    match = _LOCATED.match(text)
+    if match is None:
+        return None
+    head, sep, tail = match["rest"].partition(": ")
+    path, message = (head, tail) if sep and _JSON_PATH.match(head) else (None, match["rest"])
+    return Located(match["file"], int(match["line"]), int(match["column"]), path, message)
+
+
+def user_lines(exc: NasplanError) -> list[str]:
+    """What the command line prints for an error: a located input error exactly as
+    ``FILE:LINE:COL: json.path: message`` (the form editors and CI match), any other line
+    as ``nasplan: message``."""
+    lines = exc.messages if isinstance(exc, InputError) else str(exc).splitlines()
+    is_input = isinstance(exc, InputError)
+    return [
+        line if is_input and located(line) else f"nasplan: {line}"
+        for line in lines or [type(exc).__name__]
+    ]
 
 
 def format_json_path(json_path: JsonPath) -> str:
@@ -172,7 +221,8 @@ def _collect_positions(
             key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node)
             _collect_positions(value_node, (*json_path, key), out)
             # A key's own position is more useful than its value's for "unknown key" errors.
-            out[(*json_path, key, "\0key")] = (
+            key_path = (*json_path, key, "\0key")  # a name: mypy at 3.10 misreads x[(*a, b)]
+            out[key_path] = (
                 key_node.start_mark.line + 1,
                 key_node.start_mark.column + 1,
             )
@@ -213,7 +263,9 @@ def read_yaml(path: Path) -> Document:
 @cache
 def load_schema(name: str) -> dict[str, Any]:
     """Load the JSON Schema ``name`` (``"plan"``, ``"inventory"``, ``"lab"``, ``"run"``)."""
-    text = resources.files("nasplan").joinpath("schemas", f"{name}.schema.json").read_text()
+    text = (
+        resources.files("nasplan").joinpath("schemas").joinpath(f"{name}.schema.json").read_text()
+    )
     schema: dict[str, Any] = json.loads(text)
     return schema
 

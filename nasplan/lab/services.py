@@ -1,7 +1,8 @@
 """Lab services beyond sshd: a real Samba ``smbd`` in a host's network namespace (``smb``).
 
 ``nfs`` (nfs-ganesha with its own rpcbind) lives in nasplan/lab/nfs.py and ``iscsi`` (tgtd with
-a file-backed LUN) in nasplan/lab/iscsi.py; this module starts and stops them.
+a file-backed LUN) in nasplan/lab/iscsi.py; this module starts and stops them, each in the
+namespaces of the host's sshd (its interfaces, its private /tmp, its name).
 
 Everything Samba writes (passdb, locks, state, logs, the share) lives under
 ``<state>/hosts/<host>/smb``; the password lives there too, in a 0600 file, never in argv,
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from nasplan.errors import LabError
-from nasplan.lab import iscsi, netns, nfs
+from nasplan.lab import daemon, iscsi, netns, nfs
 from nasplan.lab.model import LabHost
 
 SMBD = "/usr/sbin/smbd"
@@ -158,23 +159,14 @@ def read_password(host_dir: Path) -> str | None:
         return None
 
 
-def start_smb(namespace: str, files: SmbFiles) -> int:
-    """Start smbd in the foreground inside ``namespace``; return its PID."""
+def start_smb(sshd_pid: int, files: SmbFiles) -> int:
+    """Start smbd in the foreground as a daemon of the host whose sshd is ``sshd_pid``; its PID."""
     argv = [
-        "ip", "netns", "exec", namespace,
         SMBD, "--foreground", "--no-process-group", "--debug-stdout",
         f"--configfile={files.conf_path}",
     ]  # fmt: skip
-    with files.log_path.open("ab") as log:
-        # ip netns exec execs smbd, so this PID is smbd's; its children stay in the namespace.
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    return proc.pid
+    # The PID is smbd's; its children stay in the host's namespaces.
+    return daemon.spawn_on_host(sshd_pid, argv, files.log_path)
 
 
 def wait_smb_ready(address: str, pid: int, files: SmbFiles, timeout_s: float = 15.0) -> None:
@@ -191,13 +183,14 @@ def wait_smb_ready(address: str, pid: int, files: SmbFiles, timeout_s: float = 1
         time.sleep(0.1)
 
 
-def start_services(host: LabHost, host_dir: Path, addresses: list[str]) -> list[int]:
-    """Set up and start each service of a host; return the PIDs to stop at ``lab down``."""
-    services, namespace = host.services, host.namespace
+def start_services(host: LabHost, host_dir: Path, addresses: list[str], sshd_pid: int) -> list[int]:
+    """Set up and start each service of a host (in the namespaces of its sshd, ``sshd_pid``);
+    return the PIDs to stop at ``lab down``."""
+    services = host.services
     pids: list[int] = []
     if "smb" in services:
         files = setup_smb(host_dir, addresses)
-        pid = start_smb(namespace, files)
+        pid = start_smb(sshd_pid, files)
         pids.append(pid)
         try:
             wait_smb_ready(addresses[0].split("/")[0], pid, files)
@@ -206,14 +199,14 @@ def start_services(host: LabHost, host_dir: Path, addresses: list[str]) -> list[
             raise
     if "nfs" in services:
         try:
-            pids += nfs.start_nfs(namespace, addresses[0].split("/")[0], host_dir)
+            pids += nfs.start_nfs(sshd_pid, addresses[0].split("/")[0], host_dir)
         except LabError:
             netns.stop_pids(pids)
             raise
     if "iscsi" in services:
         try:
             address = addresses[0].split("/")[0]
-            pids += iscsi.start_iscsi(namespace, address, host_dir, host.name, host.iscsi)
+            pids += iscsi.start_iscsi(sshd_pid, address, host_dir, host.name, host.iscsi)
         except LabError:
             netns.stop_pids(pids)
             raise

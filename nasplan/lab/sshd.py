@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from nasplan.errors import LabError
-from nasplan.lab import daemon, netns
+from nasplan.lab import daemon, hostfs, netns
 from nasplan.lab.personalities import Personality
 
 SSHD = "/usr/sbin/sshd"
@@ -45,7 +45,9 @@ def render_config(host_dir: Path, authorized_keys: Path) -> str:
         "ListenAddress 0.0.0.0",
         f"HostKey {_quoted(host_dir / 'ssh_host_ed25519_key')}",
         f"PidFile {_quoted(host_dir / 'sshd.pid')}",
-        f"AuthorizedKeysFile {_quoted(authorized_keys)}",
+        # The lab's key for root; a personality's non-root user gets a copy in its own home
+        # (sshd reads these files as the user logging in).
+        f"AuthorizedKeysFile {_quoted(authorized_keys)} .ssh/authorized_keys",
         "PubkeyAuthentication yes",
         "PasswordAuthentication no",
         "KbdInteractiveAuthentication no",
@@ -69,7 +71,8 @@ def render_wrapper(
     setup: list[list[str]],
     exec_prefix: Sequence[str] = (),
 ) -> str:
-    """Shell text run by ``unshare``: set the hostname, personality setup commands, exec sshd.
+    """Shell text run by ``unshare``: set the hostname, the setup commands (the host's private
+    /tmp, then the personality's), exec sshd.
 
     ``exec_prefix`` (e.g. ``["chroot", root]``) puts sshd into a personality's own root.
     Each host gets an empty home for root (a tmpfs in its mount namespace): a lab host is a
@@ -108,7 +111,8 @@ def write_host_files(
         render_wrapper(
             host_dir.name,
             config_path,
-            personality.setup_commands(host_dir),
+            # /tmp first: a vendor personality binds it into the root it builds.
+            hostfs.private_tmp_commands(host_dir) + personality.setup_commands(host_dir),
             personality.exec_prefix(host_dir),
         )
     )

@@ -9,6 +9,7 @@ from typing import Any
 
 from nasplan.errors import InputError, LabError
 from nasplan.input.localfile import MAX_RUN_JSON_BYTES, read_json_bounded
+from nasplan.lab import hostfs
 
 STATE_VERSION = 1
 STATE_FILE = "state.json"
@@ -87,6 +88,11 @@ class LabState:
     def host_dir(self, host: str) -> Path:
         """Where a host's sshd_config, host key, wrapper and log live."""
         return self.state_dir / "hosts" / host
+
+    def host_path(self, host: str, path: str | Path) -> Path:
+        """``path`` as lab host ``host`` sees it (its private /tmp, a vendor's root), reachable
+        from the control node: ``/proc/<its sshd>/root/<path>``; LabError when sshd is not up."""
+        return hostfs.host_path(self.hosts[host].sshd_pid, path)
 
     def save(self) -> None:
         """Write ``state.json`` atomically (a crash mid-write must not lose the teardown record)."""

@@ -144,7 +144,7 @@ def _attempt(job: _Job, token: str, around: Around) -> tuple[str, dict[str, Any]
 
 def _one_off(job: _Job, token: str) -> _OneOff:
     scripts = iperf3_server_windows if shell.of(job.server).is_windows else iperf3_server
-    # the server's name in the path: hosts sharing one /tmp (the lab) tell their files apart
+    # the server's name in the path: inventory hosts that are one machine tell their files apart
     pidfile, logfile = scripts.temp_paths(f"{token}-{job.server.name}", job.params.port)
     return _OneOff(job.server, scripts, job.server_iperf3, job.params.port, pidfile, logfile)
 

@@ -14,6 +14,7 @@ import ipaddress
 import re
 from collections.abc import Mapping, Sequence
 
+from nasplan.errors import UnknownOutput
 from nasplan.facts.bsd import HEADER, inet_cidr, media_speed_mbps
 from nasplan.network.ifconfig import link_argvs
 from nasplan.network.model import NicChange
@@ -118,8 +119,22 @@ def parse_routes(text: str) -> list[tuple[str, Route]]:
 
 
 def parse_state(ifconfig_text: str, netstat_text: str) -> dict[str, NicState]:
-    """``ifconfig -a`` + ``netstat -rn -f inet`` -> ``{nic: NicState}`` (speed from media)."""
+    """``ifconfig -a`` + ``netstat -rn -f inet`` -> ``{nic: NicState}`` (speed from media).
+
+    UnknownOutput for an ``ifconfig`` with no interface, or an unindented line that is no
+    interface's header; and for a ``netstat`` without its ``Destination ... Netif`` header.
+    """
     links, speeds = parse_ifconfig(ifconfig_text)
+    odd = [
+        line for line in ifconfig_text.splitlines() if line[:1].strip() and not HEADER.match(line)
+    ]
+    if not links or odd:
+        expected = "interface headers such as `em0: flags=8843<UP,...> metric 0 mtu 1500`"
+        raise UnknownOutput("ifconfig -a", expected, odd[0] if odd else ifconfig_text)
+    header = re.search(r"^Destination\s.*\bNetif\b", netstat_text, re.MULTILINE)
+    if netstat_text.strip() and not header:  # nothing at all: the caller's to judge
+        expected = "its `Destination Gateway Flags ... Netif` header"
+        raise UnknownOutput("netstat -rn -f inet", expected, netstat_text)
     routes: dict[str, list[Route]] = {}
     for dev, route in parse_routes(netstat_text):
         routes.setdefault(dev, []).append(route)

@@ -14,6 +14,7 @@ import socket
 import struct
 from collections.abc import Mapping, Sequence
 
+from nasplan.errors import UnknownOutput
 from nasplan.network.model import NicChange
 from nasplan.network.state import Link, NicState, Route, assemble
 
@@ -127,8 +128,17 @@ def route_to(proc_route: str, peer_ip: str) -> tuple[str | None, str | None]:
 def parse_state(
     ifconfig_text: str, route_text: str, speeds: Mapping[str, str] | None = None
 ) -> dict[str, NicState]:
-    """``ifconfig -a`` + ``/proc/net/route`` (+ sysfs speeds) -> ``{nic: NicState}``."""
+    """``ifconfig -a`` + ``/proc/net/route`` (+ sysfs speeds) -> ``{nic: NicState}``.
+
+    UnknownOutput for an ``ifconfig`` layout with no interface or one without its MTU, and for a
+    ``/proc/net/route`` that is not empty and has no header line.
+    """
     links = parse_ifconfig(ifconfig_text)
+    if not links or any(mtu is None for mtu, _, _ in links.values()):
+        expected = "blocks of BusyBox or net-tools `ifconfig -a`, each with its MTU"
+        raise UnknownOutput("ifconfig -a", expected, ifconfig_text)
+    if route_text.strip() and not route_text.startswith("Iface"):  # nothing: the caller's
+        raise UnknownOutput("cat /proc/net/route", "its `Iface Destination ...` header", route_text)
     routes: dict[str, list[Route]] = {}
     for dev, route in parse_proc_route(route_text):
         addresses = links.get(dev, (None, False, ()))[2]

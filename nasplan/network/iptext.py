@@ -10,6 +10,7 @@ import ipaddress
 import re
 from collections.abc import Iterable, Mapping
 
+from nasplan.errors import UnknownOutput
 from nasplan.network.state import TRACKED_SCOPES, Link, NicState, Route, assemble
 
 _LINK = re.compile(r"^\d+:\s+(?P<name>[^:@\s]+)(?:@\S+)?:\s+<(?P<flags>[^>]*)>(?P<rest>.*)$")
@@ -100,8 +101,16 @@ def is_derived(route: Route, src: str | None, addresses: Iterable[str]) -> bool:
 def parse_state(
     addr_text: str, route_text: str, speeds: Mapping[str, str] | None = None
 ) -> dict[str, NicState]:
-    """``ip addr show`` + ``ip route show`` text (+ sysfs speeds) -> ``{nic: NicState}``."""
+    """``ip addr show`` + ``ip route show`` text (+ sysfs speeds) -> ``{nic: NicState}``.
+
+    UnknownOutput when ``ip addr show`` holds no interface, or a line that is neither an
+    interface's nor indented under one.
+    """
     links = parse_addr(addr_text)
+    odd = [line for line in addr_text.splitlines() if line[:1].strip() and not _LINK.match(line)]
+    if not links or odd:
+        expected = "interface lines such as `1: lo: <LOOPBACK,UP> mtu 65536 ...`"
+        raise UnknownOutput("ip addr show", expected, odd[0] if odd else addr_text)
     routes: dict[str, list[Route]] = {}
     for line in route_text.splitlines():
         parsed = parse_route_line(line)

@@ -61,7 +61,7 @@ sh "$d/restore.sh" > "$d/restore.log" 2>&1; touch "$d/done"
 
 
 def revert_dir(token: str, host: str) -> str:
-    """``/tmp/nasplan-revert-<token>-<host>``: per run and host (lab hosts share one /tmp)."""
+    """``/tmp/nasplan-revert-<token>-<host>``: per run and host (two hosts may be one machine)."""
     return f"{REVERT_BASE}/nasplan-revert-{_UNSAFE.sub('-', token)}-{_UNSAFE.sub('-', host)}"
 
 

@@ -11,6 +11,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from nasplan.errors import UnknownOutput
+
 # Link-scope addresses (IPv6 fe80::) come and go with the link; nasplan never sets them.
 TRACKED_SCOPES = ("global", "host", "site")
 # Routes the kernel derives from addresses: they return when the addresses do.
@@ -126,12 +128,18 @@ class NicState:
         )
 
 
-def _json_list(text: str) -> list[dict[str, Any]]:
+def _json_list(text: str, command: str, keys: tuple[str, ...]) -> list[dict[str, Any]]:
+    """``ip -j``'s JSON array; UnknownOutput unless every entry is an object with ``keys``."""
+    expected = "a JSON array of objects, each with " + ", ".join(keys)
     try:
-        data = json.loads(text or "[]")
+        data = json.loads(text)
     except json.JSONDecodeError:
-        return []
-    return [entry for entry in data if isinstance(entry, dict)] if isinstance(data, list) else []
+        raise UnknownOutput(command, expected, text) from None
+    if not isinstance(data, list) or not all(
+        isinstance(entry, dict) and all(key in entry for key in keys) for entry in data
+    ):
+        raise UnknownOutput(command, expected, text)
+    return data
 
 
 def speed_mbps(value: str | None) -> int | None:
@@ -147,7 +155,7 @@ def speed_mbps(value: str | None) -> int | None:
 def parse_routes(route_json: str) -> dict[str, tuple[Route, ...]]:
     """``ip -j route show`` -> routes by device, those the kernel derives left out."""
     routes: dict[str, list[Route]] = {}
-    for entry in _json_list(route_json):
+    for entry in _json_list(route_json, "ip -j route show table main", ("dst",)):
         dev = entry.get("dev")
         if not dev or entry.get("protocol") in _DERIVED_PROTOCOLS:
             continue
@@ -196,7 +204,10 @@ def parse_state(
 ) -> dict[str, NicState]:
     """``ip -j addr show`` + ``ip -j route show`` (+ sysfs speeds) -> ``{nic: NicState}``."""
     links: dict[str, Link] = {}
-    for entry in _json_list(addr_json):
+    entries = _json_list(addr_json, "ip -j addr show", ("ifname", "flags", "mtu"))
+    if not entries:  # every Linux has its loopback
+        raise UnknownOutput("ip -j addr show", "at least the loopback interface", addr_json)
+    for entry in entries:
         name = entry.get("ifname")
         if not name:
             continue

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from nasplan.errors import UnknownOutput
 from nasplan.facts.bsd import BSD_KERNELS
 from nasplan.network import bsd, ifconfig, iptext
 from nasplan.network.model import NicChange
@@ -120,9 +121,27 @@ def state_script(nics: Iterable[str], tools: NetTools | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+# The first section of each kind -> the sections of that kind that are never empty, and the
+# commands that print them.
+_NEVER_EMPTY = {
+    "bsd-ifconfig": {"bsd-ifconfig": "ifconfig -a", "bsd-netstat": "netstat -rn -f inet"},
+    "addr-text": {"addr-text": "ip addr show"},
+    "ifconfig": {"ifconfig": "ifconfig -a", "proc-net-route": "cat /proc/net/route"},
+    "addr": {"addr": "ip -j addr show", "route": "ip -j route show table main"},
+}
+
+
 def parse_state_output(text: str) -> dict[str, NicState]:
-    """The output of ``state_script`` (any kind) -> ``{nic: NicState}``."""
+    """The output of ``state_script`` (any kind) -> ``{nic: NicState}``.
+
+    UnknownOutput when a command whose output is never empty printed nothing (or the output
+    holds none of the kinds' sections).
+    """
     sections = split_sections(text)
+    kind = next((k for k in _NEVER_EMPTY if k in sections), "addr")
+    for section, command in _NEVER_EMPTY[kind].items():
+        if not sections.get(section, "").strip():
+            raise UnknownOutput(command, "what it prints on every host", "")
     speeds = {k.split(":", 1)[1]: v for k, v in sections.items() if k.startswith("speed:")}
     if "bsd-ifconfig" in sections:
         return bsd.parse_state(sections["bsd-ifconfig"], sections.get("bsd-netstat", ""))

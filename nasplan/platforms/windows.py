@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from nasplan.hosts.shell import PowerShell
+from nasplan.hosts.shell import PowerShell, ShellQuoteError
 from nasplan.platforms.base import MANUAL, Command, PlatformBase, PlatformError
 
 if TYPE_CHECKING:
@@ -82,6 +82,27 @@ def how_to_get(facts: HostFacts, tool: str) -> str:
     )
 
 
+def refusal_commands(adapter: str) -> list[str]:
+    """The PowerShell lines that set jumbo frames on ``adapter`` by hand, then undo them.
+
+    ``netsh`` is a native program, to which Windows PowerShell 5.1 cannot pass a ``"``; an
+    adapter named with one gets the MTU through ``Set-NetIPInterface`` (a cmdlet) instead.
+    """
+    quote = PowerShell().quote
+    frame = f"Set-NetAdapterAdvancedProperty -Name {quote(adapter)} -RegistryKeyword '*JumboPacket'"
+    commands = [f"{frame} -RegistryValue 9014"]
+    try:
+        PowerShell().join(["netsh", adapter])  # refuses what 5.1 cannot pass to a program
+        netsh = f"netsh interface ipv4 set subinterface {quote(adapter)}"
+        commands += [f"{netsh} mtu=9000 store=active", f"{frame} -RegistryValue 1514"]
+        commands.append(f"{netsh} mtu=1500 store=active")
+    except ShellQuoteError:
+        mtu = f"Set-NetIPInterface -InterfaceAlias {quote(adapter)} -PolicyStore ActiveStore"
+        commands += [f"{mtu} -NlMtuBytes 9000", f"{frame} -RegistryValue 1514"]
+        commands.append(f"{mtu} -NlMtuBytes 1500")
+    return commands
+
+
 def network_refusal_text(facts: HostFacts) -> str:
     """One line: why a Windows host's network is left alone, and the commands that change it.
 
@@ -91,13 +112,12 @@ def network_refusal_text(facts: HostFacts) -> str:
     """
     adapters = [n for n in facts.interfaces if not n.name.lower().startswith("loopback")]
     seen = ", ".join(f"{n.name} (MTU {n.mtu_bytes or '?'})" for n in adapters)
-    name = PowerShell().quote(adapters[0].name if len(adapters) == 1 else "Ethernet 2")
+    frame, mtu, *_ = refusal_commands(adapters[0].name if len(adapters) == 1 else "Ethernet 2")
+    undo_mtu = "mtu=1500" if mtu.startswith("netsh") else "-NlMtuBytes 1500"
     return (
         "nasplan does not change a Windows host's network (no revert it could arm and prove "
         "here); in an administrator PowerShell set the NIC's frame size, a driver setting that "
-        f"stays: `Set-NetAdapterAdvancedProperty -Name {name} -RegistryKeyword '*JumboPacket' "
-        "-RegistryValue 9014`, then the IP MTU until the next reboot: "
-        f"`netsh interface ipv4 set subinterface {name} mtu=9000 store=active`; undo with "
-        f"-RegistryValue 1514 and mtu=1500; then run the plan without its network: section"
+        f"stays: `{frame}`, then the IP MTU until the next reboot: `{mtu}`; undo with "
+        f"-RegistryValue 1514 and {undo_mtu}; then run the plan without its network: section"
         + (f" (adapters seen: {seen})" if seen else "")
     )

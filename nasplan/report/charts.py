@@ -2,7 +2,9 @@
 
 One figure per quantity (throughput in bit/s; file transfer and disk rates in MiB/s), so no axis
 mixes units. Bars are grouped by test (and direction), one series per run with a legend; the
-TCP maximum is a short marker over its own test's bars. Labels are horizontal on the category
+TCP maximum is a short marker over its own test's bars; each bar's whiskers span its repetitions'
+minimum to maximum (a wide spread shows as long ones); a test that failed or was skipped keeps
+its place with the word in it instead of a bar. Labels are horizontal on the category
 axis, so a chart still reads at 12 or more bars. matplotlib is not a dependency: without it the
 user gets a clear message, and the Mermaid charts in the Markdown are still there.
 """
@@ -10,6 +12,7 @@ user gets a clear message, and the Mermaid charts in the Markdown are still ther
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,13 +27,17 @@ CHARTS_DIR = "charts"
 # Colours of the runs' series (colour-blind safe, matplotlib's tab10 order), then the limit's.
 _SERIES_COLOURS = ("#4878a8", "#e08030", "#50a050", "#c04040", "#8060b0", "#8c564b", "#d070b0")
 _LIMIT_COLOUR = "#202020"
+_RANGE_COLOUR = "#606060"
+_MARK_COLOUR = "#c04040"
 _FILE_NAMES = {BITS.name: "throughput", BYTES.name: "transfer-and-disk-rates"}
 
 
 @dataclass
 class Chart:
-    """One quantity's grouped bars: ``values[series][group]`` (None: no bar) and the limit of
-    each bar (``limits[series][group]``, e.g. its path's TCP maximum, None when none)."""
+    """One quantity's grouped bars: ``values[series][group]`` (None: no bar), the limit of
+    each bar (``limits[series][group]``, e.g. its path's TCP maximum, None when none), its
+    repetitions' ``(min, max)`` (``ranges[series][group]``, None with one repetition) and, for a
+    bar not drawn, why (``marks[series][group]``: ``failed``, ``skipped``; None)."""
 
     quantity: str
     title: str
@@ -38,21 +45,81 @@ class Chart:
     series: list[str] = field(default_factory=list)
     values: list[list[float | None]] = field(default_factory=list)
     limits: list[list[float | None]] = field(default_factory=list)
+    ranges: list[list[tuple[float, float] | None]] = field(default_factory=list)
+    marks: list[list[str | None]] = field(default_factory=list)
+
+    def add(
+        self,
+        index: int,
+        value: float | None,
+        limit: float | None,
+        summary: Mapping[str, Any] | None,
+        mark: str | None,
+    ) -> None:
+        """Append one bar (or its mark) of series ``index`` to the last group."""
+        for rows in (self.values, self.limits, self.ranges, self.marks):
+            while len(rows) <= index:
+                rows.append([])
+        self.values[index].append(value)
+        self.limits[index].append(limit)
+        self.ranges[index].append(_range(summary) if value is not None else None)
+        self.marks[index].append(mark if value is None else None)
+
+
+def _range(summary: Mapping[str, Any] | None) -> tuple[float, float] | None:
+    """A summary's ``(min, max)`` when it has more than one value, else None."""
+    low, high = (summary or {}).get("min"), (summary or {}).get("max")
+    if (summary or {}).get("n", 0) < 2 or low is None or high is None:
+        return None
+    return float(low), float(high)
+
+
+def _mark(status: Any, median: Any) -> str | None:
+    """Why a bar is missing: the test's status when it did not end ok, ``no result`` else."""
+    if median is not None:
+        return None
+    return str(status) if status and status != "ok" else "no result"
+
+
+# matplotlib is imported only when --charts asks for it (a test stands in a broken one here).
+_import = importlib.import_module
+
+
+def _install_hint(prefix: str, base_prefix: str, executable: str) -> str:
+    """How to get matplotlib into the Python nasplan runs in: pip into a venv (a system
+    package is not seen there), else the system's package or pip."""
+    if prefix != base_prefix:
+        return f"{executable} -m pip install matplotlib"
+    return "apt install python3-matplotlib, or pip install matplotlib"
 
 
 def _pyplot() -> Any:
+    hint = _install_hint(sys.prefix, sys.base_prefix, sys.executable)
     try:
-        matplotlib = importlib.import_module("matplotlib")
-    except ImportError:
+        matplotlib = _import("matplotlib")
+        pyplot = _import("matplotlib.pyplot")
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and exc.name.split(".")[0] != "matplotlib":
+            raise _broken(exc, hint) from None
         raise InputError(
-            "--charts needs matplotlib: install matplotlib (pip install matplotlib, or "
-            "apt install python3-matplotlib) in nasplan's environment, or leave --charts out: "
+            f"--charts needs matplotlib: install it ({hint}), or leave --charts out: "
             "the Markdown has Mermaid charts either way"
         ) from None
+    except ImportError as exc:  # there, but it does not load (built for another numpy)
+        raise _broken(exc, hint) from None
     matplotlib.use("Agg")  # no display needed
     # Same input, same bytes: no creation date, fixed ids in SVG.
     matplotlib.rcParams["svg.hashsalt"] = "nasplan"
-    return importlib.import_module("matplotlib.pyplot")
+    return pyplot
+
+
+def _broken(exc: ImportError, hint: str) -> InputError:
+    said = " ".join(str(exc).split())[:300]
+    return InputError(
+        f"--charts: matplotlib is installed but does not load ({said}): it may have been built "
+        f"for another numpy; upgrade it ({hint.replace('install', 'install --upgrade', 1)}), "
+        "or leave --charts out: the Markdown has Mermaid charts either way"
+    )
 
 
 def pyplot() -> Any:
@@ -70,14 +137,15 @@ def _limit(theoretical_bits_per_second: float | None, quantity: str) -> float | 
 
 
 def run_charts(run: Mapping[str, Any]) -> list[Chart]:
-    """A run's charts: per quantity, one bar per test and direction, the TCP maximum as limit."""
+    """A run's charts: per quantity, one bar per test and direction, the TCP maximum as limit;
+    a test that failed has its group with the mark ``failed`` and no bar."""
     charts: dict[str, Chart] = {}
     for test in run.get("tests", []):
         found = series_of(test)
         for series in found:
             quantity = quantity_of(series.metric)
             median = series.summary.get("median")
-            if quantity not in _FILE_NAMES or median is None:
+            if quantity not in _FILE_NAMES:
                 continue
             chart = charts.setdefault(
                 quantity,
@@ -85,12 +153,15 @@ def run_charts(run: Mapping[str, Any]) -> list[Chart]:
             )
             named = len(found) > 1 or test.get("kind") in ("transfer", "disk")
             chart.groups.append(f"{test['id']} ({series.direction})" if named else test["id"])
-            if not chart.values:
-                chart.values.append([])
-                chart.limits.append([])
+            if not chart.series:
                 chart.series.append("median")
-            chart.values[0].append(float(median))
-            chart.limits[0].append(_limit(series.theoretical_bits_per_second, quantity))
+            chart.add(
+                0,
+                None if median is None else float(median),
+                _limit(series.theoretical_bits_per_second, quantity),
+                series.summary,
+                _mark(test.get("status"), median),
+            )
     return list(charts.values())
 
 
@@ -103,7 +174,7 @@ def compare_charts(comparison: Mapping[str, Any]) -> list[Chart]:
         if quantity not in _FILE_NAMES:
             continue
         medians = [side["median"] if side else None for side in test["runs"]]
-        if all(m is None for m in medians):
+        if all(side is None for side in test["runs"]):
             continue
         chart = charts.setdefault(
             quantity,
@@ -111,20 +182,20 @@ def compare_charts(comparison: Mapping[str, Any]) -> list[Chart]:
                 quantity,
                 f"Median {QUANTITIES[quantity].title} per test and run",
                 series=titles,
-                values=[[] for _ in titles],
-                limits=[[] for _ in titles],
             ),
         )
         chart.groups.append(str(test["label"]))
         for index, (median, side) in enumerate(zip(medians, test["runs"], strict=True)):
-            chart.values[index].append(median)
             theoretical = side.get("theoretical_bits_per_second") if side else None
-            chart.limits[index].append(_limit(theoretical, quantity))
+            # a run without this test has no mark: nothing was asked of it
+            mark = _mark(side.get("status"), median) if side else None
+            chart.add(index, median, _limit(theoretical, quantity), side, mark)
     return list(charts.values())
 
 
-def _draw(pyplot: Any, chart: Chart, path: Path, chart_format: str) -> None:
-    """Horizontal grouped bars: groups top to bottom, one bar per series, limits as markers."""
+def figure_of(pyplot: Any, chart: Chart) -> Any:
+    """Horizontal grouped bars: groups top to bottom, one bar per series, limits as markers,
+    min–max whiskers, a failed test's mark; the matplotlib Figure (the caller closes it)."""
     unit, factor = QUANTITIES[chart.quantity].unit(
         [v for row in chart.values for v in row] + [v for row in chart.limits for v in row]
     )
@@ -132,7 +203,7 @@ def _draw(pyplot: Any, chart: Chart, path: Path, chart_format: str) -> None:
     height = max(2.5, 0.9 + len(chart.groups) * (0.25 + 0.22 * count))
     figure, axes = pyplot.subplots(figsize=(10.5, height))
     positions = list(range(len(chart.groups)))
-    labelled = False
+    labelled: set[str] = set()
     for index, (name, row) in enumerate(zip(chart.series, chart.values, strict=True)):
         offsets = [p - 0.4 + width * (index + 0.5) for p in positions]
         shown = [(o, v / factor) for o, v in zip(offsets, row, strict=True) if v is not None]
@@ -150,9 +221,16 @@ def _draw(pyplot: Any, chart: Chart, path: Path, chart_format: str) -> None:
                 axes.plot(
                     [limit / factor] * 2, [offset - width / 2, offset + width / 2],
                     color=_LIMIT_COLOUR, linewidth=2,
-                    label=None if labelled else "TCP maximum of the path",
+                    label=_once(labelled, "TCP maximum of the path"),
                 )  # fmt: skip
-                labelled = True
+        _whiskers(axes, chart, index, offsets, factor, labelled)
+        marks = chart.marks[index] if index < len(chart.marks) else []
+        for offset, mark in zip(offsets, marks, strict=False):
+            if mark:
+                axes.text(
+                    0, offset, f" {mark}", va="center", ha="left", fontsize="small",
+                    color=_MARK_COLOUR, fontweight="bold",
+                )  # fmt: skip
     axes.set_yticks(positions, chart.groups)
     axes.invert_yaxis()  # the first test at the top, as in the tables
     axes.set_xlabel(unit)
@@ -161,9 +239,45 @@ def _draw(pyplot: Any, chart: Chart, path: Path, chart_format: str) -> None:
     # outside the axes, right of the plot, so no bar is hidden whatever the number of bars
     axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
     figure.tight_layout()
+    return figure
+
+
+def _draw(pyplot: Any, chart: Chart, path: Path, chart_format: str) -> None:
+    figure = figure_of(pyplot, chart)
     metadata: dict[str, Any] = {"Date": None} if chart_format == "svg" else {}
     figure.savefig(path, format=chart_format, metadata=metadata, dpi=100)
     pyplot.close(figure)
+
+
+def _once(labelled: set[str], label: str) -> str | None:
+    """``label`` the first time (one legend entry), None after."""
+    if label in labelled:
+        return None
+    labelled.add(label)
+    return label
+
+
+def _whiskers(
+    axes: Any, chart: Chart, index: int, offsets: Sequence[float], factor: float, labelled: set[str]
+) -> None:
+    """Series ``index``'s min–max whiskers, one errorbar container for its bars that have one."""
+    ranges = chart.ranges[index] if index < len(chart.ranges) else []
+    found = [
+        (offset, value / factor, low / factor, high / factor)
+        for offset, value, span in zip(offsets, chart.values[index], ranges, strict=False)
+        if span is not None and value is not None
+        for low, high in (span,)
+    ]
+    if not found:
+        return
+    axes.errorbar(
+        [value for _, value, _, _ in found],
+        [offset for offset, _, _, _ in found],
+        xerr=[[max(0.0, v - low) for _, v, low, _ in found],
+              [max(0.0, high - v) for _, v, _, high in found]],
+        fmt="none", ecolor=_RANGE_COLOUR, elinewidth=1, capsize=3,
+        label=_once(labelled, "min–max of the repetitions"),
+    )  # fmt: skip
 
 
 def draw_charts(

@@ -18,6 +18,18 @@ FENCE = "```"
 _RESERVED_IDS = frozenset({"end", "graph", "flowchart", "subgraph", "style", "class", "click"})
 _LABEL = r'"[^"\n]*"'
 _NUMBER = r"-?\d+(?:\.\d+)?"
+# Series colours set in each chart (mermaid's default first series, #ECECFF, vanishes on white).
+# One palette serves GitHub's light and dark themes, so each colour is a mid-tone with at least
+# 3:1 contrast (WCAG's for graphics) against both the light theme's white and the dark theme's
+# #333 chart background; tests/unit/report/test_mermaid_render.py checks it in a browser.
+DATA_COLOURS = ("#3b82f6", "#ea580c", "#a855f7")
+DATA_NAMES = ("blue", "orange", "purple")
+LIMIT_COLOUR, LIMIT_NAME = "#888888", "grey"
+_HEX = r"#[0-9a-f]{6}"
+_INIT = re.compile(
+    rf'^%%\{{init: \{{"themeVariables": \{{"xyChart": \{{"plotColorPalette": '
+    rf'"(?P<colours>{_HEX}(?:, {_HEX})*)"\}}\}}\}}\}}%%$'
+)
 
 
 def _text(value: Any) -> str:
@@ -50,9 +62,18 @@ def rate_unit(values: Sequence[float | None]) -> tuple[str, float]:
     return BITS.unit(values)
 
 
-def block(body: list[str]) -> str:
-    """A fenced ```` ```mermaid ```` block around ``body`` lines (indented by four spaces)."""
-    return "\n".join([f"{FENCE}mermaid", body[0], *(f"    {line}" for line in body[1:]), FENCE])
+def palette(colours: Sequence[str]) -> str:
+    """The init directive that colours a chart's series in order: ``%%{init: ...}%%``."""
+    shown = ", ".join(colours)
+    return f'%%{{init: {{"themeVariables": {{"xyChart": {{"plotColorPalette": "{shown}"}}}}}}}}%%'
+
+
+def block(body: list[str], colours: Sequence[str] = ()) -> str:
+    """A fenced ```` ```mermaid ```` block around ``body`` lines (indented by four spaces),
+    led by the palette directive when ``colours`` are given (one per series, in order)."""
+    head = [palette(colours)] if colours else []
+    lines = [*head, body[0], *(f"    {line}" for line in body[1:])]
+    return "\n".join([f"{FENCE}mermaid", *lines, FENCE])
 
 
 def bar_chart(
@@ -78,9 +99,10 @@ def quantity_chart(
     """An ``xychart-beta`` of one quantity (``bits``, ``bytes``, ``ms``) in its unit.
 
     ``limits`` (a per-category ceiling such as the TCP maximum) are bars drawn first, so each
-    shows behind its own category's bar (mermaid draws bar series at the same place); a missing
-    limit is 0. ``horizontal`` puts the categories on the vertical axis, where long labels read
-    at any count. Missing values are drawn as 0. None when there is nothing to draw.
+    shows behind its own category's bar (mermaid draws bar series at the same place), in grey,
+    the values in blue (the title should say so: ``legend``); a missing limit is 0.
+    ``horizontal`` puts the categories on the vertical axis, where long labels read at any count.
+    Missing values are drawn as 0. None when there is nothing to draw.
     """
     if not categories or all(v is None for v in values):
         return None
@@ -100,7 +122,15 @@ def quantity_chart(
     if behind:
         body.append("bar [" + ", ".join(_number(v) for v in behind) + "]")
     body.append("bar [" + ", ".join(_number(v) for v in bars) + "]")
-    return block(body)
+    colours = [LIMIT_COLOUR, DATA_COLOURS[0]] if behind else [DATA_COLOURS[0]]
+    return block(body, colours)
+
+
+def legend(limit: str | None = None) -> str:
+    """What a chart's colours mean, for its title: ``blue: median; grey, behind: TCP maximum``."""
+    if limit is None:
+        return ""
+    return f" ({DATA_NAMES[0]}: median; {LIMIT_NAME}, behind: {limit})"
 
 
 def line_chart(
@@ -109,9 +139,13 @@ def line_chart(
     lines: Sequence[Sequence[float | None]],
     unit: str,
     top: float,
+    colours: Sequence[str] = (),
+    *,
+    x_start: int = 0,
 ) -> str | None:
-    """An ``xychart-beta`` of lines over a numeric x-axis ``0 --> len - 1`` (one point per
-    step; a missing point is drawn as 0); values already in ``unit``. None when nothing to draw.
+    """An ``xychart-beta`` of lines over a numeric x-axis ``x_start --> x_start + len - 1`` (one
+    point per step; a missing point is drawn as 0); values already in ``unit``. None when
+    nothing to draw. ``colours``: one per line (default: the data colours in order).
     """
     drawn = [[float(v or 0.0) for v in line] for line in lines if line]
     if not drawn or not any(any(line) for line in drawn):
@@ -121,11 +155,11 @@ def line_chart(
     body = [
         "xychart-beta",
         f'title "{_category(title)}"',
-        f'x-axis "{_category(x_label)}" 0 --> {max(length - 1, 1)}',
+        f'x-axis "{_category(x_label)}" {x_start} --> {x_start + max(length - 1, 1)}',
         f'y-axis "{unit}" 0 --> {_number(axis_max(max(max(line) for line in drawn), top))}',
     ]
     body += ["line [" + ", ".join(_number(v) for v in line) + "]" for line in drawn]
-    return block(body)
+    return block(body, list(colours) or list(DATA_COLOURS[: len(drawn)]))
 
 
 def axis_max(highest: float, at_least: float = 0.0) -> float:
@@ -247,6 +281,18 @@ def blocks(markdown: str) -> list[str]:
     return re.findall(r"^```mermaid\n(.*?)\n```$", markdown, flags=re.DOTALL | re.MULTILINE)
 
 
+def diagram(body: str) -> str:
+    """A block's body without its palette directive: ``xychart-beta ...``."""
+    first, _, rest = body.partition("\n")
+    return rest if first.startswith("%%{") else body
+
+
+def colours(body: str) -> list[str]:
+    """The series colours a block's palette directive sets, in order; [] without one."""
+    found = _INIT.match(body.partition("\n")[0].strip())
+    return found.group("colours").split(", ") if found else []
+
+
 def _validate_xychart(lines: list[str]) -> list[str]:
     errors: list[str] = []
     seen: dict[str, list[re.Match[str]]] = {}
@@ -315,6 +361,15 @@ def _validate_flowchart(lines: list[str]) -> list[str]:
 def validate(body: str) -> list[str]:
     """Problems of one mermaid block body against the subset this module emits; [] when fine."""
     lines = [line.strip() for line in body.splitlines() if line.strip()]
+    if lines and lines[0].startswith("%%{"):
+        init = _INIT.match(lines[0])
+        if init is None:
+            return [f"line 1: not the emitted palette directive: {lines[0]!r}"]
+        lines = lines[1:]
+        colours = init.group("colours").split(", ")
+        series = [line for line in lines if line.startswith(("bar ", "line "))]
+        if len(colours) != len(series):
+            return [f"line 1: {len(colours)} colours for {len(series)} series"]
     if not lines:
         return ["empty block"]
     if lines[0] in ("xychart-beta", "xychart-beta horizontal"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from datetime import datetime
 from functools import cache
 from pathlib import Path, PurePosixPath, PureWindowsPath
@@ -17,15 +17,13 @@ from nasplan.analysis import FRAME_OVERHEAD_BYTES, TCP_IPV4_HEADER_BYTES
 from nasplan.directions import series_of
 from nasplan.facts import storage
 from nasplan.output import redactor_of, secrets_from_environ, write_text
-from nasplan.report import mermaid, timeline
+from nasplan.report import headline, mermaid, timeline
 from nasplan.report.in_force import network_rows, run_in_force
 from nasplan.report.quantities import BITS, BYTES
 from nasplan.results import REPORT_FILE, load_run
 from nasplan.units import format_bits_per_second, format_bytes_per_second, format_metric
 
 DASH = "–"
-# Kinds with a section of their own in report.md; the others go under "Other tests".
-KINDS_WITH_SECTIONS = frozenset({"iperf3", "transfer", "iscsi", "latency", "disk"})
 LOOPBACK_NICS = frozenset({"lo", "lo0"})
 STATUS_MEANING = {
     "ok": "every test ran",
@@ -130,6 +128,7 @@ def metric_value(value: float | None, metric: str) -> str:
 
 FILTERS = {
     "metric_value": metric_value,
+    "value_range": lambda low, high, metric: headline.value_range(low, high, metric),
     "bits_per_second": bits_per_second,
     "bits_per_second_range": bits_per_second_range,
     "nominal_speed": nominal_speed,
@@ -183,8 +182,22 @@ def _platform(host: Mapping[str, Any]) -> str:
     return str(platform)
 
 
-def _nics(host: Mapping[str, Any]) -> list[dict[str, Any]]:
+def path_nics(run: Mapping[str, Any], host: str) -> set[str]:
+    """The NICs of ``host`` a test's path went through (``path.server_interface`` when it was
+    the server, ``client_interface`` when the client)."""
+    used = set()
+    for test in run.get("tests", []):
+        params, path = test.get("params") or {}, test.get("path") or {}
+        for role in ("server", "client"):
+            nic = path.get(f"{role}_interface")
+            if params.get(role) == host and nic:
+                used.add(str(nic))
+    return used
+
+
+def _nics(host: Mapping[str, Any], used: Set[str] = frozenset()) -> list[dict[str, Any]]:
     """NIC rows sorted by OS name, with the inventory's name and role; declared-but-absent last.
+    A loopback is left out unless the inventory declares it or a test's path ``used`` it.
 
     ``host`` carries the NIC facts in force during the tests (in_force.run_in_force); a NIC the
     plan changed says what it was before in ``before_text``.
@@ -193,7 +206,8 @@ def _nics(host: Mapping[str, Any]) -> list[dict[str, Any]]:
     facts = host.get("facts") or {}
     rows = []
     for nic in sorted(facts.get("interfaces", []), key=lambda n: n["name"]):
-        if nic["name"] in LOOPBACK_NICS:
+        shown = nic["name"] in declared or nic["name"] in used
+        if nic["name"] in LOOPBACK_NICS and not shown:
             continue
         key, iface = declared.pop(nic["name"], (None, {}))
         before = nic.get("before") if nic.get("changed_by_plan") else None
@@ -229,7 +243,7 @@ def _nics(host: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _host(name: str, host: Mapping[str, Any]) -> dict[str, Any]:
+def _host(name: str, host: Mapping[str, Any], used: Set[str] = frozenset()) -> dict[str, Any]:
     facts = host.get("facts") or {}
     os_text = (
         host.get("os")
@@ -250,7 +264,7 @@ def _host(name: str, host: Mapping[str, Any]) -> dict[str, Any]:
         "cpu": cpu or None,
         "memory_bytes": facts.get("memory_bytes"),
         "iperf3_version": facts.get("iperf3_version"),
-        "nics": _nics(host),
+        "nics": _nics(host, used),
         "storage": storage.aspects(facts.get("storage") or {}),
         "actions": list(host.get("actions", [])),
     }
@@ -288,6 +302,9 @@ def _test(test: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "id": test["id"],
         "name": test.get("name") or test["id"],
+        "heading": heading(test),
+        "udp": headline.is_udp(test),
+        "results": headline.rows(test),
         "kind": test["kind"],
         "status": test["status"],
         "error": test.get("error"),
@@ -314,6 +331,12 @@ def _test(test: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def heading(test: Mapping[str, Any]) -> str:
+    """``lan: LAN, one stream``; a test without a name of its own only by its id."""
+    name = test.get("name")
+    return f"{test['id']}: {name}" if name and name != test["id"] else str(test["id"])
+
+
 def _failure(test: Mapping[str, Any]) -> dict[str, Any]:
     """A test that did not succeed, with a link to the raw output of its first failed
     repetition: the tool's own words, when nasplan's summary of them is not enough."""
@@ -325,7 +348,7 @@ def _failure(test: Mapping[str, Any]) -> dict[str, Any]:
         ),
         None,
     )
-    return {**test, "raw_link": quote(raw) if raw else None}
+    return {**test, "heading": heading(test), "raw_link": quote(raw) if raw else None}
 
 
 def join_and(names: list[str]) -> str:
@@ -387,18 +410,15 @@ def _charts(run: Mapping[str, Any]) -> list[str]:
         for series in series_of(test):
             if series.summary.get("median") is None:
                 continue
-            name = (
-                f"{test['id']} {series.direction}"
-                if test["kind"] != "iperf3" or len(series_of(test)) > 1
-                else test["id"]
-            )
+            named = test["kind"] != "iperf3" or len(series_of(test)) > 1
+            name = f"{test['id']} {series.direction}" if named and series.direction else test["id"]
             if series.metric.endswith("bits_per_second"):
                 bits.append((name, series.summary["median"], series.theoretical_bits_per_second))
             elif series.metric.endswith("bytes_per_second"):
                 byte_rates.append((name, series.summary["median"]))
     charts = [
         mermaid.quantity_chart(
-            "Median throughput per test (behind each bar: its path's TCP maximum)",
+            "Median throughput per test" + mermaid.legend("its path's maximum"),
             BITS.name,
             [b[0] for b in bits],
             [b[1] for b in bits],
@@ -418,15 +438,20 @@ def _charts(run: Mapping[str, Any]) -> list[str]:
 def build_view(run: Mapping[str, Any], chart_files: Sequence[str] = ()) -> dict[str, Any]:
     """Everything the template shows, derived from the run dict only (no clock, no machine)."""
     in_force = run_in_force(run)
-    hosts = [_host(name, host) for name, host in sorted(in_force["hosts"].items())]
-    # The results table and details are iperf3's; transfers, disk and latency have their own
-    # sections (_transfers.md.j2, _analysis.md.j2), in their own units; any other kind is listed
-    # under "Other tests" with its summary in the unit its metric names.
+    hosts = [
+        _host(name, host, path_nics(run, name)) for name, host in sorted(in_force["hosts"].items())
+    ]
+    # Every kind has its rows in the results table (headline.rows), in its own units; the
+    # details are iperf3's; transfers, disk and latency have sections of their own
+    # (_transfers.md.j2, _analysis.md.j2).
     tests = [_test(test) for test in run["tests"] if test["kind"] == "iperf3"]
     everything = run["tests"]
-    other_tests = [t for t in everything if t["kind"] not in KINDS_WITH_SECTIONS]
-    measured = [t for t in tests if t["median"] is not None]
-    best = max(measured, key=lambda t: t["median"]) if measured else None
+    results = [row for test in everything for row in headline.rows(test)]
+    with_path = [
+        _test(test)
+        for test in everything
+        if test.get("path") and test["kind"] in ("iperf3", "transfer", "iscsi")
+    ]
     thresholds = sorted(
         {
             t["summary"]["wide_spread_threshold"]
@@ -446,19 +471,25 @@ def build_view(run: Mapping[str, Any], chart_files: Sequence[str] = ()) -> dict[
         "duration": _duration(run["started_at"], run.get("finished_at")),
         "status_meaning": STATUS_MEANING.get(run["status"], run["status"]),
         "kinds": sorted({t["kind"] for t in everything}),
+        "kinds_text": join_and(headline.kinds_text(everything)) or "nothing",
+        "results": results,
+        "headline": headline.headline(everything)
+        if any(r["median"] is not None for r in results)
+        else [],
+        "over_maximum": [r for r in results if r["over_maximum"]],
+        "udp": any(t["udp"] for t in tests),
+        "tcp": any(not t["udp"] for t in tests),
         "hosts": hosts,
         "unreachable": [h for h in hosts if not h["reachable"]],
         "tests": tests,
-        "other_tests": other_tests,
         "between_hosts": f" between {join_and(names)}" if names else "",
         "tests_text": f"{len(everything)} test{'' if len(everything) == 1 else 's'}"
         + (f" ({', '.join(counts)})" if counts else ""),
         "failed": [_failure(t) for t in everything if t["status"] != "ok"],
-        "best": best,
-        "framings": _framings(tests),
+        "framings": _framings(with_path),
         "spread_thresholds": thresholds,
         "any_actions": any(h["actions"] for h in hosts),
-        "paths_text": _paths_text(tests),
+        "paths_text": _paths_text(with_path),
         "charts": _charts(run),
         "topology": mermaid.topology(in_force),
         "network_rows": network_rows(run),

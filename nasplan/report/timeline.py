@@ -34,9 +34,9 @@ def chart_file(test_id: str, chart_format: str) -> str:
 
 
 def unit_for(kind: str, bits_per_second: Sequence[float | None]) -> tuple[str, float]:
-    """The unit a test's rates are shown in, with its size in bit/s: network tests in bit/s
-    (beside the TCP maximum), disk tests in MiB/s (2^20 bytes/s) as fio and the disk table."""
-    if kind == "disk":
+    """The unit a test's rates are shown in, with its size in bit/s: iperf3 in bit/s; file
+    transfers, iSCSI and disks in MiB/s (2^20 bytes/s), as their tables (the TCP maximum too)."""
+    if kind in ("disk", "transfer", "iscsi"):
         return "MiB/s", 8.0 * 2**20
     return mermaid.rate_unit(bits_per_second)
 
@@ -91,11 +91,66 @@ def mermaid_chart(test: Mapping[str, Any]) -> str | None:
     title = f"{test['id']}: rate per second"
     if step > 1:
         title = f"{test['id']}: rate, {step} s averages"
+    colours = [mermaid.DATA_COLOURS[0]]
     if maximum:
         lines.append([maximum / factor] * len(values))
-        title += " (flat line: TCP maximum)"
+        colours.append(mermaid.LIMIT_COLOUR)
+        title += f" ({mermaid.DATA_NAMES[0]}: rate; {mermaid.LIMIT_NAME} flat line: TCP maximum)"
     top = max([v for v in values if v is not None] + [maximum / factor if maximum else 0.0])
-    return mermaid.line_chart(title, "seconds since the test started", lines, unit, top)
+    return mermaid.line_chart(title, "seconds since the test started", lines, unit, top, colours)
+
+
+def _host_grids(test: Mapping[str, Any], key: str) -> dict[str, list[float | None]]:
+    """host -> its sampled ``key`` (``cpu_busy_percent``, ``mem_available_bytes``) on a grid of
+    whole seconds since its first sample; hosts with no value left out."""
+    grids = {}
+    for host, resources in sorted((test.get("resources") or {}).items()):
+        points = (resources or {}).get("series") or {}
+        grid = per_second([{"t_s": points.get("t_s") or [], "bits_per_second": points.get(key)}])
+        if any(v is not None for v in grid):
+            grids[host] = grid
+    return grids
+
+
+def _hosts_chart(
+    test: Mapping[str, Any], key: str, what: str, unit: str, scale: float, top: float = 0.0
+) -> str | None:
+    """A line per host (at most as many as there are data colours) of one sampled quantity,
+    from the first point sampled (the sampler's first point is a second after its start)."""
+    grids = _host_grids(test, key)
+    hosts = list(grids)[: len(mermaid.DATA_COLOURS)]
+    if not hosts:
+        return None
+    length = max(len(grids[h]) for h in hosts)
+    step = max(1, math.ceil(length / MAX_CHART_POINTS))
+    lines = [[None if v is None else v / scale for v in _buckets(grids[h], step)] for h in hosts]
+    first = min(next(i for i, v in enumerate(line) if v is not None) for line in lines)
+    lines = [line[first:] for line in lines]
+    names = "; ".join(f"{mermaid.DATA_NAMES[i]}: {h}" for i, h in enumerate(hosts))
+    every = "per second" if step == 1 else f"{step} s averages"
+    x_label = "seconds since sampling started" if step == 1 else f"{step} s steps since then"
+    highest = max([v for line in lines for v in line if v is not None] + [top])
+    return mermaid.line_chart(
+        f"{test['id']}: {what}, {every} ({names})",
+        x_label,
+        lines,
+        unit,
+        highest,
+        mermaid.DATA_COLOURS[: len(lines)],
+        x_start=first,
+    )
+
+
+def resource_charts(test: Mapping[str, Any]) -> list[str]:
+    """Mermaid line charts of what the resource sampler saw on the test's hosts, like vmstat:
+    CPU busy (all cores, %) and memory available (GiB, 2^30 bytes; MiB under 2 GiB)."""
+    memory = [v for g in _host_grids(test, "mem_available_bytes").values() for v in g if v]
+    unit, scale = ("GiB", 2.0**30) if max(memory or [0]) >= 2 * 2**30 else ("MiB", 2.0**20)
+    charts = [
+        _hosts_chart(test, "cpu_busy_percent", "CPU busy, all cores", "%", 1.0, 100.0),
+        _hosts_chart(test, "mem_available_bytes", "memory available", unit, scale),
+    ]
+    return [c for c in charts if c]
 
 
 def _rate_text(kind: str, bits_per_second: float) -> str:
@@ -125,7 +180,8 @@ def fall_texts(test: Mapping[str, Any]) -> list[str]:
 
 def views(run: Mapping[str, Any], chart_files: Sequence[str] = ()) -> list[dict[str, Any]]:
     """What the report's *Rate over time* section shows, one entry per test with a timeline:
-    ``{"id", "name", "kind", "sources", "chart", "falls", "figure"}``."""
+    ``{"id", "name", "kind", "sources", "chart", "resources", "falls", "figure"}``
+    (``resources``: resource_charts)."""
     found = []
     for test in run.get("tests", []):
         throughput = (test.get("timeline") or {}).get("throughput") or []
@@ -143,6 +199,7 @@ def views(run: Mapping[str, Any], chart_files: Sequence[str] = ()) -> list[dict[
                 "kind": test.get("kind"),
                 "sources": [SOURCE_TEXT.get(s, s) for s in sources],
                 "chart": mermaid_chart(test),
+                "resources": resource_charts(test),
                 "falls": fall_texts(test),
                 "figure": figure,
             }

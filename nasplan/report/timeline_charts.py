@@ -1,4 +1,5 @@
-"""Optional matplotlib figure per test: throughput and CPU busy on one time axis (``--charts``)."""
+"""Optional matplotlib figure per test (``--charts``): its rate, each host's CPU busy and memory
+available (the resource sampler's series, like vmstat), on one time axis."""
 
 from __future__ import annotations
 
@@ -10,68 +11,94 @@ from nasplan.report.charts import CHARTS_DIR, pyplot
 from nasplan.report.timeline import chart_file, tcp_maximum, unit_for
 
 _DIRECTION_COLOURS = {"write": "#c06020", "read": "#2070b0", "reverse": "#7040a0"}
-_CPU_COLOURS = ("#505050", "#30a050", "#a03060", "#8080c0")
+_HOST_COLOURS = ("#505050", "#30a050", "#a03060", "#8080c0")
+_FALL_COLOUR = "#c03030"
+FIGURE_SIZE = (8, 8)
 
 
-def _draw(figure: Any, test: Mapping[str, Any]) -> None:
+def _legend(axes: Any) -> None:
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+
+
+def _draw_rate(axes: Any, test: Mapping[str, Any]) -> None:
+    """The rate of each repetition, the TCP maximum, and a dotted line where a rate fell."""
     throughput = test["timeline"]["throughput"]
-    kind = str(test.get("kind"))
     maximum = tcp_maximum(test)
-    unit, factor = unit_for(kind, [v for s in throughput for v in s["bits_per_second"]])
-    rate_axes = figure.add_subplot(1, 1, 1)
+    unit, factor = unit_for(
+        str(test.get("kind")), [v for s in throughput for v in s["bits_per_second"]]
+    )
     labelled: set[str] = set()
     for s in throughput:
-        label = s.get("direction") or "rate"
-        rate_axes.plot(
+        label = f"{s.get('direction') or 'rate'} ({unit})"
+        axes.plot(
             s["t_s"],
             [None if v is None else v / factor for v in s["bits_per_second"]],
             marker=".",
             color=_DIRECTION_COLOURS.get(str(s.get("direction")), "#4878a8"),
-            label=None if label in labelled else f"{label} ({unit})",
+            label=None if label in labelled else label,
         )
         labelled.add(label)
         fall = s.get("fall")
         if fall and s["t_s"]:
             # the series' first point is one second after its repetition began
             fell_at = s["t_s"][0] - 1 + fall["after_s"]
-            rate_axes.axvline(fell_at, color="#c03030", linestyle=":", linewidth=1)
+            axes.axvline(
+                fell_at, color=_FALL_COLOUR, linestyle=":", linewidth=1,
+                label=None if "fell" in labelled else "rate fell (a cache filled)",
+            )  # fmt: skip
+            labelled.add("fell")
     if maximum:
-        rate_axes.axhline(
-            maximum / factor, color="#c03030", linestyle="--", linewidth=1, label="TCP maximum"
+        axes.axhline(
+            maximum / factor, color=_FALL_COLOUR, linestyle="--", linewidth=1, label="TCP maximum"
         )
-    rate_axes.set_xlabel("seconds since the test started")
-    rate_axes.set_ylabel(unit)
+    axes.set_ylabel(unit)
     highest = max([v for s in throughput for v in s["bits_per_second"] if v is not None] or [0])
-    rate_axes.set_ylim(0, max(highest, maximum or 0) / factor * 1.15 or 1)
-    rate_axes.set_xlim(left=0)
-    cpu_axes = rate_axes.twinx()
-    for colour, (host, resources) in zip(
-        _CPU_COLOURS, sorted((test.get("resources") or {}).items()), strict=False
-    ):
-        points = (resources or {}).get("series")
-        if points:
-            cpu_axes.plot(
-                points["t_s"],
-                points["cpu_busy_percent"],
-                color=colour,
-                linestyle="-.",
-                linewidth=1,
-                label=f"CPU busy {host} (%)",
-            )
+    axes.set_ylim(0, max(highest, maximum or 0) / factor * 1.15 or 1)
+    axes.set_title(f"{test['id']}: rate, CPU and memory per second")
+    _legend(axes)
+
+
+def _draw_hosts(axes: Any, test: Mapping[str, Any], key: str, scale: float, what: str) -> bool:
+    """Each host's sampled ``key`` (divided by ``scale``) over time; False when none has it."""
+    drawn = False
+    hosts = sorted((test.get("resources") or {}).items())
+    for colour, (host, resources) in zip(_HOST_COLOURS, hosts, strict=False):
+        points = (resources or {}).get("series") or {}
+        values = points.get(key) or []
+        if any(v is not None for v in values):
+            shown = [None if v is None else v / scale for v in values]
+            axes.plot(points["t_s"], shown, color=colour, linewidth=1, label=f"{host}")
+            drawn = True
+    axes.set_ylabel(what)
+    if drawn:
+        _legend(axes)
+    else:
+        axes.text(0.5, 0.5, "not sampled", transform=axes.transAxes, ha="center", va="center")
+    return drawn
+
+
+def _memory_unit(test: Mapping[str, Any]) -> tuple[str, float]:
+    """GiB (2^30 bytes) when a host has 2 GiB or more available, else MiB (2^20)."""
+    values = [
+        v
+        for resources in (test.get("resources") or {}).values()
+        for v in ((resources or {}).get("series") or {}).get("mem_available_bytes") or []
+        if v is not None
+    ]
+    return ("GiB", 2.0**30) if max(values or [0]) >= 2 * 2**30 else ("MiB", 2.0**20)
+
+
+def _draw(figure: Any, test: Mapping[str, Any]) -> None:
+    """Three panels on one time axis: the rate, each host's CPU busy, its memory available."""
+    rate_axes, cpu_axes, memory_axes = figure.subplots(3, 1, sharex=True)
+    _draw_rate(rate_axes, test)
+    _draw_hosts(cpu_axes, test, "cpu_busy_percent", 1.0, "CPU busy, all cores (%)")
     cpu_axes.set_ylim(0, 100)
-    cpu_axes.set_ylabel("CPU busy, all cores (%)")
-    handles, labels = rate_axes.get_legend_handles_labels()
-    cpu_handles, cpu_labels = cpu_axes.get_legend_handles_labels()
-    rate_axes.legend(
-        handles + cpu_handles,
-        labels + cpu_labels,
-        loc="upper center",
-        bbox_to_anchor=(0.5, -0.15),
-        ncol=3,
-        fontsize=8,
-        frameon=False,
-    )
-    rate_axes.set_title(f"{test['id']}: rate and CPU per second")
+    unit, scale = _memory_unit(test)
+    if _draw_hosts(memory_axes, test, "mem_available_bytes", scale, f"memory available ({unit})"):
+        memory_axes.set_ylim(bottom=0)
+    memory_axes.set_xlabel("seconds since the test started")
+    memory_axes.set_xlim(left=0)
 
 
 def write_timeline_charts(run: Mapping[str, Any], run_dir: Path, chart_format: str) -> list[str]:
@@ -83,7 +110,7 @@ def write_timeline_charts(run: Mapping[str, Any], run_dir: Path, chart_format: s
     (run_dir / CHARTS_DIR).mkdir(exist_ok=True)
     written = []
     for test in tests:
-        figure = plt.figure(figsize=(8, 4.5))
+        figure = plt.figure(figsize=FIGURE_SIZE)
         _draw(figure, test)
         relative = chart_file(str(test["id"]), chart_format)
         metadata: dict[str, Any] = {"Date": None} if chart_format == "svg" else {}
@@ -92,7 +119,7 @@ def write_timeline_charts(run: Mapping[str, Any], run_dir: Path, chart_format: s
             format=chart_format,
             metadata=metadata,
             dpi=100,
-            bbox_inches="tight",  # the legend sits below the axes
+            bbox_inches="tight",  # the legends sit right of the axes
         )
         plt.close(figure)
         written.append(relative)

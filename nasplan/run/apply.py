@@ -55,6 +55,7 @@ from nasplan.run.signals import held_back
 from nasplan.runner import Result, Runner
 from nasplan.ssh import connect
 from nasplan.tasks import Tasks
+from nasplan.verbosity import Verbosity
 
 
 def apply(
@@ -67,17 +68,22 @@ def apply(
     keep: bool = False,
     become_passwords: Mapping[str, str] | None = None,
     tasks: Tasks | None = None,
+    verbosity: Verbosity | None = None,
 ) -> Outcome:
     """Run the plan into a new run directory (``out``, else ``base_dir``/runs/<id>).
 
     Declared network changes are made after prepare and undone at the end (``keep``: left).
     ``become_passwords`` (host -> sudo password) go to sudo on stdin and are masked in files.
-    ``tasks``: where the run's background work goes (default: threads). Raises RunDirError
-    when the run directory is (or becomes) full: hosts are restored first.
+    ``tasks``: where the run's background work goes (default: threads). ``verbosity``: -v says
+    each command (redacted). Raises RunDirError when the run directory is (or becomes) full:
+    hosts are restored first.
     """
     if become_passwords and connector is connect:
         connector = connect_with_passwords(become_passwords)
     run = Run(plan, progress, RunPlace(out, base_dir), connector, keep, become_passwords, tasks)
+    run.connector = (verbosity or Verbosity()).traced(
+        run.connector, run.progress.message, run.hooks.secrets
+    )
     run.record.checkpoint()
     try:
         run.open_hosts()
@@ -86,6 +92,9 @@ def apply(
             run.network()
             run.tests()
             return run.conclude()
+    except RunDirError:
+        run.dir_full = True  # said once, by whoever catches it
+        raise
     finally:
         run.finish()
 
@@ -152,6 +161,8 @@ class Run:
             saver=RunSaver(self.run_dir, frozen=("hosts",)),
         )
         self.hooks.on_checkpoint = self.record.checkpoint
+        # the run directory filled up during the run (RunDirError on its way out)
+        self.dir_full = False
 
     def open_hosts(self) -> None:
         """Connect to every host at once: facts and the host's lock in one round trip each.
@@ -180,6 +191,9 @@ class Run:
         for name, session in sorted(self.sessions.items()):
             if name in contest.refused:
                 self.progress.host(name, f"[in use] {session.error}")
+            for action in session.actions:
+                if action.startswith("took over the stale lock"):
+                    self.progress.host(name, action)
         self.keeper.start()
 
     def _guarded(self, step: Callable[[], object], session: HostSession | None) -> None:
@@ -234,12 +248,13 @@ class Run:
             return skipped(one.test, f"network setup failed: {self.network_phase.error}")
         self.hooks.running = None
         try:
-            return one.run(self.ctx)
+            record = one.run(self.ctx)
         except HostLostError as exc:
             record = self.hooks.running or dict(skipped(one.test, str(exc)))
-            return fail_for_lost_host(record, exc, self.sessions)
-        finally:
-            self.hooks.running = None
+            record = fail_for_lost_host(record, exc, self.sessions)
+        # (a run cut short keeps its running record here: ``finish`` saves what it measured)
+        self.hooks.running = None
+        return record
 
     def conclude(self) -> Outcome:
         """The last teardown settled, the transfers' verdicts, the network put back, and the
@@ -276,14 +291,24 @@ class Run:
                 self.early.join()
             releasing = self.tasks.start(self._release_all, "release")
             self.record.run["finished_at"] = _iso(_utc_now())
-            written = self.record.snapshot()
+            written = self.record.snapshot(self._cut_short())
             try:
                 self._write(written, synced=self.hooks.unsynced)
             finally:
                 releasing.wait()
-            final = self.record.snapshot()
+            final = self.record.snapshot(self._cut_short())
             if final != written:  # a release removed something the run left there: say so
                 self._write(final, synced=[])
+
+    def _cut_short(self) -> dict[str, Any] | None:
+        """The test under way when the run was stopped (Ctrl-C, a full disk), with the
+        repetitions it finished; None when no test was cut short."""
+        running = self.hooks.running
+        if running is None:
+            return None
+        done = sum(1 for rep in running.get("repetitions", []) if rep.get("status") == "ok")
+        running["error"] = running.get("error") or f"the run was stopped after {done} repetitions"
+        return running
 
     def _release_all(self) -> None:
         """Release this run's lock on every host still locked (what it left there goes with
@@ -302,11 +327,14 @@ class Run:
             write_report(self.run_dir, secrets=self.hooks.secrets, check=False)
             sync_files(synced, self.run_dir)
         except RunDirError as exc:
-            self.progress.message(f"nasplan: {exc}; run.json keeps what was saved before")
+            if not self.dir_full:  # else said by whoever catches the run's own RunDirError
+                self.progress.message(f"nasplan: {exc}; run.json keeps what was saved before")
 
     def _warnings(self) -> list[str]:
-        """Every warning of the run so far: the hosts', the tests', the network's."""
-        found = [w for s in self.sessions.values() for w in s.warnings] + self.ctx.warnings
+        """Every warning of the run so far: the inventory's, the hosts', the tests', the
+        network's."""
+        found = [*self.plan.inventory.warnings]
+        found += [w for s in self.sessions.values() for w in s.warnings] + self.ctx.warnings
         return found + (self.network_phase.warnings if self.network_phase.active else [])
 
     def _network_part(self) -> dict[str, Any] | None:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from nasplan.hosts.session import HostSession, close_sessions, open_sessions, planned_installs
 from nasplan.input.inventory import Host
@@ -15,7 +18,6 @@ from nasplan.run.planned import (
     EXIT_INPUT,
     EXIT_OK,
     EXIT_UNREACHABLE,
-    Outcome,
     bound_tests,
     plan_hosts,
     tool_needs,
@@ -24,6 +26,47 @@ from nasplan.run.planned import (
 from nasplan.runner import Runner
 from nasplan.ssh import connect
 from nasplan.tasks import Tasks
+from nasplan.verbosity import Verbosity
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What ``--check`` found: per host its platform and installs (or why it is unreachable),
+    the network changes, the tests it would run, the problems; and the exit code (an
+    ``Outcome`` without a run directory)."""
+
+    hosts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    changes: list[dict[str, str]] = field(default_factory=list)
+    tests: list[dict[str, str]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    exit_code: int = EXIT_OK
+    run_dir: Path | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``--format json``: ``{"hosts": {...}, "installs": {...}, "changes": [...],
+        "tests": [...], "problems": [...], "exit_code": 0}``."""
+        return {
+            "hosts": self.hosts,
+            "installs": {name: host["installs"] for name, host in self.hosts.items()},
+            "changes": self.changes,
+            "tests": self.tests,
+            "problems": self.problems,
+            "exit_code": self.exit_code,
+        }
+
+    def lines(self) -> list[str]:
+        """The same as lines for the console (an unreachable host was said as it failed)."""
+        out: list[str] = []
+        for name, host in self.hosts.items():
+            if not host["reachable"]:
+                continue
+            todo = "; ".join(host["installs"]) if host["installs"] else "nothing to install"
+            out.append(f"{name} ({host['platform'] or '?'}): {todo}")
+            out += [f"warning: {warning}" for warning in host["warnings"]]
+        out += [f"{c['host']}: would set {c['change']} (and put it back after the run)"
+                for c in self.changes]  # fmt: skip
+        out += [f"test {t['id']}: would run {t['would_run']}" for t in self.tests]
+        return out + [f"problem: {problem}" for problem in self.problems]
 
 
 def check(
@@ -32,56 +75,68 @@ def check(
     connector: Callable[[Host], Runner] = connect,
     environ: Mapping[str, str] | None = None,
     tasks: Tasks | None = None,
-) -> Outcome:
-    """Print what the run would install, change and run on each host.
+    *,
+    verbosity: Verbosity | None = None,
+    say: bool = True,
+) -> Checked:
+    """Find what the run would install, change and run on each host; ``say``: print it.
 
     Exit code 2 when a password variable the run needs is not set (``environ``, default the
     process environment), else 0, or 3 when a host is unreachable.
     """
     missing = unset_variables(plan, os.environ if environ is None else environ)
     bound = bound_tests(plan)
+    connector = (verbosity or Verbosity()).traced(connector, progress.message)
     sessions = open_sessions(
         plan_hosts(plan), progress, connector, tasks=tasks or Overlap.concurrent()
     )
     try:
-        _say_hosts(plan, sessions, bound, progress)
-        _say_network(plan, sessions, progress)
-        for one in bound:
-            progress.message(f"test {one.test.id}: would run {one.description}")
-        for problem in missing:
-            progress.message(f"problem: {problem}")
-        if any(s.error for s in sessions.values()):
-            return Outcome(None, EXIT_UNREACHABLE)
-        return Outcome(None, EXIT_INPUT if missing else EXIT_OK)
+        unreachable = any(s.error for s in sessions.values())
+        checked = Checked(
+            hosts=_hosts(plan, sessions, bound),
+            changes=_changes(plan, sessions),
+            tests=[{"id": one.test.id, "would_run": one.description} for one in bound],
+            problems=missing,
+            exit_code=EXIT_UNREACHABLE if unreachable else EXIT_INPUT if missing else EXIT_OK,
+        )
     finally:
         close_sessions(sessions)
+    if say:
+        for line in checked.lines():
+            progress.message(line)
+    return checked
 
 
-def _say_hosts(
-    plan: Plan, sessions: Mapping[str, HostSession], bound: list[BoundTest], progress: Progress
-) -> None:
+def _hosts(
+    plan: Plan, sessions: Mapping[str, HostSession], bound: list[BoundTest]
+) -> dict[str, dict[str, Any]]:
     """Each host's platform and what would be installed there, or why it is unreachable."""
     needs = tool_needs(plan, bound)
+    found: dict[str, dict[str, Any]] = {}
     for name, session in sessions.items():
-        if session.error:
-            progress.message(f"{name}: UNREACHABLE: {session.error}")
-            continue
-        platform = session.platform.name if session.platform else "?"
-        installs = planned_installs(session, needs.get(name, []))
-        todo = "; ".join(installs) if installs else "nothing to install"
-        progress.message(f"{name} ({platform}): {todo}")
-        for warning in session.warnings:
-            progress.message(f"warning: {warning}")
+        reachable = session.error is None
+        found[name] = {
+            "reachable": reachable,
+            "platform": session.platform.name if session.platform else None,
+            "error": session.error,
+            "installs": planned_installs(session, needs.get(name, [])) if reachable else [],
+            "warnings": list(session.warnings),
+        }
+    return found
 
 
-def _say_network(plan: Plan, sessions: Mapping[str, HostSession], progress: Progress) -> None:
+def _changes(plan: Plan, sessions: Mapping[str, HostSession]) -> list[dict[str, str]]:
     """Each declared network change, against the host's current state."""
     if not plan.network.hosts:
-        return
+        return []
     from nasplan.run.network_phase import describe_changes  # a plan that changes the network
 
+    changes: list[dict[str, str]] = []
     for name in plan.network.hosts:
         facts = sessions[name].facts if name in sessions else None
         current = {nic.name: nic for nic in facts.interfaces} if facts else {}
-        for line in describe_changes(plan.network.changes(name), current):
-            progress.message(f"{name}: would set {line} (and put it back after the run)")
+        changes += [
+            {"host": name, "change": line}
+            for line in describe_changes(plan.network.changes(name), current)
+        ]
+    return changes

@@ -61,7 +61,8 @@ class RunSaver:
         if masked != self._secrets:  # a secret learned during the run: every text again
             self._secrets, self._texts, self._frozen_texts = masked, {}, {}
         redactor = redactor_of(masked)
-        return write_text(self.path, self.text_of(run, redactor), redactor, durable=durable)
+        text = self.text_of(run, redactor)
+        return write_text(self.path, text, redactor, durable=durable, in_place_when_full=True)
 
     def text_of(self, run: dict[str, Any], redactor: Redactor) -> str:
         """``dump_run(run)``, from the texts of unchanged parts where it can."""

@@ -94,7 +94,8 @@ def describe_changes(changes: tuple[NicChange, ...], before: Mapping[str, _HasMt
     lines = []
     for change in changes:
         was = before.get(change.nic)
-        if change.mtu_bytes is not None:
+        # an MTU the NIC already has is no change to announce
+        if change.mtu_bytes is not None and (was is None or was.mtu_bytes != change.mtu_bytes):
             lines.append(f"{change.nic}: MTU {was.mtu_bytes if was else '?'} -> {change.mtu_bytes}")
         lines += [f"{change.nic}: + {address}" for address in change.add_addresses]
     return lines

@@ -48,21 +48,26 @@ def tool_needs(plan: Plan, bound: list[BoundTest] | None = None) -> dict[str, li
     return {host: sorted(tools) for host, tools in needs.items()}
 
 
-def unset_variables(plan: Plan, environ: Mapping[str, str]) -> list[str]:
+def unset_variables(
+    plan: Plan, environ: Mapping[str, str], *, sudo_asked: bool = False
+) -> list[str]:
     """The password variables the run would read that are not set: a host's sudo password
-    (``become_password_env``), a transfer's SMB password (``password_env``)."""
+    (``become_password_env``; not when ``sudo_asked``, -K), a transfer's SMB password
+    (``password_env``), an iSCSI test's CHAP secret (``chap_secret_env``)."""
     problems = [
         f"{name}: the sudo password comes from ${host.become_password_env}, which is not set "
         "(export it, or pass -K to apply)"
         for name, host in sorted(plan_hosts(plan).items())
-        if host.become_password_env and host.become_password_env not in environ
+        if host.become_password_env and host.become_password_env not in environ and not sudo_asked
     ]
-    problems += [
-        f"test {test.id}: the SMB password comes from ${variable}, which is not set: "
-        "the test would fail"
-        for test in plan.tests
-        if (variable := test.settings.get("password_env")) and variable not in environ
-    ]
+    for test in plan.tests:
+        for key, what in (("password_env", "SMB password"), ("chap_secret_env", "CHAP secret")):
+            variable = test.settings.get(key)
+            if variable and variable not in environ:
+                problems.append(
+                    f"test {test.id}: the {what} comes from ${variable}, which is not set: "
+                    "the test would fail"
+                )
     return problems
 
 

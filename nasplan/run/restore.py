@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from nasplan.errors import InputError
 from nasplan.hosts import lock as hostlock
 from nasplan.input.inventory import Host, load_inventory
 from nasplan.network.backends import by_mechanism
@@ -29,7 +30,15 @@ from nasplan.sections import split_sections
 def restore_run(
     run_dir: Path, progress: Progress, connector: Callable[[Host], Runner]
 ) -> dict[str, Restored]:
-    """Put every host of the run's snapshot back and verify it: host -> how it came back."""
+    """Put every host of the run's snapshot back and verify it: host -> how it came back.
+
+    InputError when ``run_dir`` is not a run directory, or its run changed no network settings.
+    """
+    if not run_dir.is_dir():
+        what = "not a directory" if run_dir.exists() else "no such directory"
+        raise InputError(f"{run_dir}: {what} (expected a run directory: runs/<time>-<plan>)")
+    if not (run_dir / "run.json").exists():
+        raise InputError(f"{run_dir}: not a run directory (no run.json in it)")
     data = load_snapshots(run_dir)
     inventory = load_inventory(Path(data["inventory_file"]))
     outcomes: dict[str, Restored] = {}
@@ -68,9 +77,15 @@ def restore_run(
 
 
 def _remove_stale_lock(runner: Runner, run_name: str, name: str, progress: Progress) -> None:
-    """After a killed run: its lock on the host and what it lists (best effort, said)."""
+    """After a killed run: its lock on the host and what it lists (best effort, said): at once
+    when the run's process was on this machine and is gone, else once its lease ran out."""
     try:
-        result = runner.run_script(hostlock.release_stale_script(run_name), timeout_s=30)
+        holder = hostlock.parse_holder(
+            runner.run_script(hostlock.owner_script(), timeout_s=30).stdout
+        )
+        ours = holder.fields.get("run_id", "").startswith(f"{run_name}-")
+        script = hostlock.release_stale_script(run_name, force=ours and holder.dead_here())
+        result = runner.run_script(script, timeout_s=30)
     except Exception:  # the host went away again: the next run takes the lock over
         return
     removed = split_sections(result.stdout).get("removed")

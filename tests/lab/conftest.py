@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -79,6 +80,14 @@ def make_lab(tmp_path: Path) -> Iterator[Callable[[dict[str, Any]], LabState]]:
     finally:
         for lab_file, state_dir in reversed(made):
             lab.down(lab_file, state_dir)
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    """A fresh directory on the machine's disk that every lab host sees at the same path (under
+    /var/tmp: a lab host's /tmp is its own), removed after the test."""
+    with tempfile.TemporaryDirectory(prefix="lab-shared-", dir="/var/tmp") as path:
+        yield Path(path)
 
 
 LabContext = Callable[[dict[str, Any]], AbstractContextManager[LabState]]

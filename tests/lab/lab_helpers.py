@@ -31,6 +31,15 @@ def nic_state(state: LabState, name: str) -> dict[str, Any]:
     }
 
 
+def host_tmp_files(state: LabState, pattern: str) -> set[str]:
+    """``host:name`` of each file matching ``pattern`` in each lab host's own /tmp."""
+    return {
+        f"{name}:{path.name}"
+        for name in state.hosts
+        for path in state.host_path(name, "/tmp").glob(pattern)
+    }
+
+
 def cut_off(device: str) -> list[str]:
     """Drop everything the control node sends on ``device``; return the argv that lifts it.
 

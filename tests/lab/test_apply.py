@@ -43,7 +43,7 @@ def host_state(lab: Any, name: str) -> dict[str, Any]:
         "addresses": host.check_output("ip -o addr show | awk '{print $2, $4}'"),
         # Zombies are not running: the lab's init reaps daemonized servers a moment later.
         "iperf3": host.check_output("ps -eo stat=,comm= | awk '$2 == \"iperf3\" && $1 !~ /^Z/'"),
-        "tmp": sorted(p for p in Path("/tmp").glob("nasplan*")),
+        "tmp": sorted(p.name for p in lab.host_path(name, "/tmp").glob("nasplan*")),  # its own
     }
 
 
@@ -150,7 +150,7 @@ def test_check_changes_nothing(example_lab: Any, tmp_path: Path) -> None:
     # The example NAS is Synology-like: iperf3 comes through synogear (done by an earlier run).
     assert re.search(r"nas \(synology\): (would synogear install|nothing to install)", proc.stderr)
     assert "ws (debian): nothing to install" in proc.stderr
-    assert "test p2p-single: would run iperf3 ws -> nas.p2p" in proc.stderr
+    assert "test p2p-single: would run iperf3 TCP ws -> nas.p2p" in proc.stderr
     assert list(tmp_path.iterdir()) == [], "--check must not create a run directory"
     assert {name: host_state(example_lab, name) for name in ("nas", "ws")} == before
 

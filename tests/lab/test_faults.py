@@ -140,7 +140,7 @@ def apply_once(plan: Path, out: Path, **env: str) -> tuple[int, str]:
 
 
 # Over SSH on a lab host: the command lines of nasplan's processes in the host's own network
-# namespace (the lab's hosts share the machine's PID space and /tmp with everything else).
+# namespace (the lab's hosts share the machine's PID space; each has its own /tmp).
 _OWN_PROCESSES = r"""
 self=$(readlink /proc/self/ns/net)
 for p in /proc/[0-9]*; do
@@ -271,6 +271,7 @@ def test_second_apply_is_refused_naming_the_first_then_takes_over_once_it_is_kil
     killed.wait()
     code, err = apply_once(write_plan(lab, tmp_path, name="next"), tmp_path / "next")
     assert code == 0, err
+    assert "host ftnas: took over the stale lock of run killed" in err, err  # on the console too
     nxt = json.loads((tmp_path / "next/run.json").read_text())
     actions = " ".join(nxt["hosts"]["ftnas"]["actions"])
     assert "took over the stale lock of run killed" in actions, actions
@@ -388,9 +389,12 @@ def test_run_directory_full(lab: LabState, tmp_path: Path, tiny_dir: Path) -> No
     err = finish(proc, seen)
     assert proc.returncode == 1, err
     assert "the disk is full" in err and "Traceback" not in err, err
+    assert err.count("the disk is full") == 1, err  # said once
     assert "network: restored" in err
     run = json.loads((tiny_dir / "run/run.json").read_text())
     assert run["tests"][0]["repetitions"][0]["status"] == "ok"
+    # the last save, over run.json's own blocks, says how the hosts were put back
+    assert {h["status"] for h in run["network"]["hosts"].values()} == {"restored"}, run["network"]
     assert states(lab) == before_state
     assert settle(lab, before_files) == set()
 
@@ -525,7 +529,7 @@ def test_a_lock_being_taken_this_moment_by_a_live_run_is_not_taken_over(
     lab: LabState, tmp_path: Path
 ) -> None:
     """A lock directory with its owner written and no lease yet: another run is taking it."""
-    lock_dir = Path("/tmp/nasplan-ftnas.lock")  # the lab's hosts share the machine's /tmp
+    lock_dir = lab.host_path("ftnas", "/tmp/nasplan-ftnas.lock")  # in ftnas's own /tmp
     lock_dir.mkdir()
     owner = f"run_id=someone-else\npid={os.getpid()}\ncontrol={os.uname().nodename}\nuser=root\n"
     (lock_dir / "owner").write_text(owner)
@@ -624,3 +628,77 @@ def test_ctrl_c_pressed_three_times_still_restores_and_writes_the_report(
     assert (tmp_path / "run/report.md").is_file()
     assert states(lab) == before_state
     assert settle(lab, before_files) == set()
+
+
+def test_a_disk_test_on_a_full_nas_volume_measures_no_read_of_what_the_write_left(
+    lab: LabState, tmp_path: Path
+) -> None:
+    """The NAS's volume (an 8 MiB tmpfs, mounted on the host itself) cannot take the 16 MiB
+    file: the writes fail with ENOSPC and no read is recorded as a measurement."""
+    nas = testinfra.get_host("ssh://ftnas", ssh_config=str(lab.ssh_config_path))
+    volume = f"/var/tmp/nasplan-full-{os.getpid()}"
+    nas.check_output(f"mkdir -p {volume} && mount -t tmpfs -o size=8m tmpfs {volume}")
+    try:
+        plan = {
+            "name": "full",
+            "inventory": str(lab.inventory_path),
+            "tests": [
+                {
+                    "id": "vol",
+                    "kind": "disk",
+                    "host": "ftnas",
+                    "path": volume,
+                    "size": "16MiB",
+                    "direct": False,
+                    "repetitions": 2,
+                }
+            ],
+        }
+        path = tmp_path / "full.yaml"
+        path.write_text(yaml.safe_dump(plan, sort_keys=False))
+        code, err = apply_once(path, tmp_path / "run")
+        assert code == 1, err
+        assert "Traceback" not in err
+        run = json.loads((tmp_path / "run/run.json").read_text())
+        reps = run["tests"][0]["repetitions"]
+        writes = [r for r in reps if r["direction"] == "write"]
+        reads = [r for r in reps if r["direction"] == "read"]
+        assert all("No space left on device" in (r["error"] or "") for r in writes), writes
+        assert all(r["status"] == "failed" for r in reads), reads
+        assert all("not written whole" in (r["error"] or "") for r in reads), reads
+        assert run["tests"][0]["directions"]["read"]["n"] == 0
+        # nothing of the test left on the volume
+        assert nas.check_output(f"ls -A {volume}") == ""
+    finally:
+        nas.check_output(f"umount {volume} && rmdir {volume}")
+
+
+def test_restore_right_after_a_kill_stops_what_the_killed_run_left_at_once(
+    lab: LabState, tmp_path: Path
+) -> None:
+    """nasplan killed (SIGKILL) mid-test with a network change and a long lease: `nasplan
+    restore` right away puts the network back and stops the killed run's sampler, iperf3 and
+    lock there and then, not one lease later."""
+    before_state, before_files = states(lab), leftovers(lab)
+    plan = write_plan(lab, tmp_path, jumbo=True, duration_s=6)
+    proc = start(plan, tmp_path / "run", NASPLAN_LEASE_S="60")
+    wait_for(proc, "repetition 1/1")
+    time.sleep(1)
+    proc.kill()
+    proc.wait()
+    assert leftovers(lab) - before_files  # its sampler, server, lock: all still there
+    restore = subprocess.run(
+        [sys.executable, "-m", "nasplan", "restore", str(tmp_path / "run")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **FAST, "NASPLAN_LEASE_S": "60"},
+        timeout=60,
+        check=False,
+    )
+    assert restore.returncode == 0, restore.stderr
+    assert "host ftnas: removed the killed run's lock" in restore.stderr, restore.stderr
+    assert leftovers(lab) - before_files == set()  # at once: no lease had run out
+    run = json.loads((tmp_path / "run/run.json").read_text())
+    assert {h["status"] for h in run["network"]["hosts"].values()} == {"restored"}
+    assert states(lab) == before_state

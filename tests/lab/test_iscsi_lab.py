@@ -86,6 +86,7 @@ def test_lab_iscsi_target_serves_a_chap_protected_lun_and_leaves_nothing(
 def test_iscsi_write_and_read_beside_iperf3_and_fio_with_chap_kept_secret(
     make_lab: Callable[[dict[str, Any]], LabState],
     tmp_path: Path,
+    shared_dir: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     spec = {
@@ -97,7 +98,6 @@ def test_iscsi_write_and_read_beside_iperf3_and_fio_with_chap_kept_secret(
     secret = iscsi.read_secret(state.host_dir("nas"))
     assert secret
     monkeypatch.setenv("NASPLAN_LAB_ISCSI_SECRET", secret)
-    (tmp_path / "disk").mkdir()
     lun = {"server": "nas", "client": "ws", "iqn": "{{ hosts.nas.iscsi.iqn }}", "lun": 1,
            "chap_user": "{{ hosts.nas.iscsi.chap_user }}",
            "chap_secret_env": "{{ hosts.nas.iscsi.chap_secret_env }}"}  # fmt: skip
@@ -109,7 +109,7 @@ def test_iscsi_write_and_read_beside_iperf3_and_fio_with_chap_kept_secret(
              "repetitions": 1},
             {"kind": "iperf3", "id": "lan-r", "server": "nas", "client": "ws", "duration_s": 1,
              "reverse": True, "repetitions": 1},
-            {"kind": "disk", "id": "nas-disk", "host": "nas", "path": str(tmp_path / "disk"),
+            {"kind": "disk", "id": "nas-disk", "host": "nas", "path": str(shared_dir),
              "size": "4MiB", "repetitions": 1},
             {"kind": "iscsi", "id": "blk", **lun, "scratch": True, "size": "4MiB",
              "repetitions": 2},
@@ -156,15 +156,12 @@ def test_iscsi_write_and_read_beside_iperf3_and_fio_with_chap_kept_secret(
         "this IQN behind the portal (`iscsi-ls iscsi://198.19.49.10:3260` lists the portal's "
         "targets))"
     )
+    # Nothing of the initiator is left on the client.
+    assert not list(state.host_path("ws", "/tmp").glob("nasplan-iscsi.*"))
     for path in (tmp_path / "run").rglob("*"):
         if path.is_file():
             assert secret not in path.read_text(errors="replace"), path
     report = (tmp_path / "run" / "report.md").read_text()
-    assert "### blk: blk (iscsi)" in report and "iSCSI (block storage)" in report
+    assert "### blk (iscsi)" in report and "iSCSI (block storage)" in report
     assert "- **blk** (write): iSCSI write " in report
     assert "## Other tests" not in report  # iSCSI has its place beside the file transfers
-    # Nothing of the initiator is left on the client.
-    ws = state.hosts["ws"].namespace
-    left = subprocess.run(["ip", "netns", "exec", ws, "sh", "-c", "ls -d /tmp/nasplan-iscsi.*"],
-                          capture_output=True, text=True, check=False)  # fmt: skip
-    assert left.stdout == ""

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import glob
 import io
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
+from lab_helpers import host_tmp_files
 
 from nasplan.input.plan import load_plan
 from nasplan.lab import LabState, netns, nfs, services
@@ -51,7 +51,7 @@ def test_nfs_write_and_read_for_real(
     }  # fmt: skip
     plan_path = tmp_path / "plan.yaml"
     plan_path.write_text(yaml.safe_dump(plan))
-    before = set(glob.glob("/tmp/nasplan-xfer.*"))
+    before = host_tmp_files(state, "nasplan-xfer.*")
     outcome = apply(load_plan(plan_path), make_progress(io.StringIO()), out=tmp_path / "run")
     run = load_run(tmp_path / "run")
     (test,) = run["tests"]
@@ -72,5 +72,5 @@ def test_nfs_write_and_read_for_real(
 
     # Nothing left on the export or the client; the run saw no cleanup problem.
     assert list(files.export_path.iterdir()) == []
-    assert set(glob.glob("/tmp/nasplan-xfer.*")) == before
+    assert host_tmp_files(state, "nasplan-xfer.*") == before
     assert run["warnings"] == []

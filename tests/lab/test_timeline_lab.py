@@ -30,6 +30,7 @@ SPEED_BITS_PER_SECOND = 10**9
 def test_timelines_of_a_real_run(
     make_lab: Callable[[dict[str, Any]], LabState],
     tmp_path: Path,
+    shared_dir: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     state = make_lab(LAB)
@@ -47,7 +48,7 @@ def test_timelines_of_a_real_run(
             {"kind": "transfer", "id": "smb", "server": "nas", "client": "ws", "method": "smb",
              "size": "256MiB", "repetitions": 1, "share": smb % "share", "user": smb % "user",
              "password_env": smb % "password_env"},
-            {"kind": "disk", "id": "fio", "host": "nas", "path": str(tmp_path),
+            {"kind": "disk", "id": "fio", "host": "nas", "path": str(shared_dir),
              "size": "16MiB", "direction": "write", "repetitions": 1},
         ],
     }  # fmt: skip
@@ -101,12 +102,12 @@ def test_timelines_of_a_real_run(
 
     # fio: a 16 MiB job ends within a second, so fio logs no whole second: no series, no error.
     assert tests["fio"]["status"] == "ok" and tests["fio"]["timeline"] is None
-    assert list(tmp_path.glob("nasplan-fio-*")) == []
+    assert list(shared_dir.glob("nasplan-fio-*")) == []
 
     # The report draws each timeline as a valid Mermaid line chart with the TCP maximum.
     report = (run_dir / "report.md").read_text()
     assert "## Rate over time" in report
-    assert "### net: " in report and "### smb: " in report
+    assert "### net (iperf3), per second" in report and "### smb (transfer), per second" in report
     charts = [b for b in mermaid.blocks(report) if "rate per second" in b]
     assert len(charts) == 2 and all(mermaid.validate(b) == [] for b in charts)
     net_chart = next(b for b in charts if '"net: ' in b)
@@ -120,5 +121,5 @@ def test_timelines_of_a_real_run(
     figures = sorted(p.name for p in (run_dir / "charts").glob("timeline-*.svg"))
     assert figures == ["timeline-net.svg", "timeline-smb.svg"]
     report = (run_dir / "report.md").read_text()
-    assert "![net: rate and CPU per second](charts/timeline-net.svg)" in report
+    assert "![net: rate, CPU and memory per second](charts/timeline-net.svg)" in report
     assert (run_dir / "charts" / "timeline-smb.svg").read_text().lstrip().startswith("<?xml")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import glob
 import io
 import os
 from collections.abc import Callable
@@ -11,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from lab_helpers import watch_argv
+from lab_helpers import host_tmp_files, watch_argv
 
 from nasplan.input.plan import load_plan
 from nasplan.lab import LabState, services
@@ -46,13 +45,14 @@ def test_lab_runs_samba_with_a_private_password(
 def test_transfers_for_real(
     make_lab: Callable[[dict[str, Any]], LabState],
     tmp_path: Path,
+    shared_dir: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     state = make_lab(LAB)
     password = services.read_password(state.host_dir("nas"))
     assert password
     monkeypatch.setenv(services.SMB_PASSWORD_ENV, password)
-    nas_dir, mounted = tmp_path / "nas-dir", tmp_path / "mounted"
+    nas_dir, mounted = shared_dir / "nas-dir", shared_dir / "mounted"
     nas_dir.mkdir()
     mounted.mkdir()
     common = {"kind": "transfer", "server": "nas", "client": "ws", "repetitions": 2}
@@ -77,7 +77,7 @@ def test_transfers_for_real(
     }  # fmt: skip
     plan_path = tmp_path / "plan.yaml"
     plan_path.write_text(yaml.safe_dump(plan))
-    before = set(glob.glob("/tmp/nasplan-xfer.*"))
+    before = host_tmp_files(state, "nasplan-xfer.*")
     with watch_argv(password) as leaked:
         outcome = apply(load_plan(plan_path), make_progress(io.StringIO()), out=tmp_path / "run")
     assert leaked == []
@@ -119,7 +119,7 @@ def test_transfers_for_real(
     # Nothing left on either end.
     assert list((state.host_dir("nas") / "smb" / "share").iterdir()) == []
     assert list(nas_dir.iterdir()) == [] and list(mounted.iterdir()) == []
-    assert set(glob.glob("/tmp/nasplan-xfer.*")) == before
+    assert host_tmp_files(state, "nasplan-xfer.*") == before
     assert run["warnings"] == []
 
     # The password is nowhere in the run directory.
@@ -149,10 +149,10 @@ def test_transfer_failure_still_cleans_up_and_names_the_cause(
     }  # fmt: skip
     plan_path = tmp_path / "plan.yaml"
     plan_path.write_text(yaml.safe_dump(plan))
-    before = set(glob.glob("/tmp/nasplan-xfer.*"))
+    before = host_tmp_files(state, "nasplan-xfer.*")
     outcome = apply(load_plan(plan_path), make_progress(io.StringIO()), out=tmp_path / "run")
     assert outcome.exit_code != EXIT_OK
     (test,) = load_run(tmp_path / "run")["tests"]
     assert test["status"] == "failed" and "NT_STATUS_LOGON_FAILURE" in test["error"]
-    assert set(glob.glob("/tmp/nasplan-xfer.*")) == before
+    assert host_tmp_files(state, "nasplan-xfer.*") == before
     assert os.listdir(state.host_dir("nas") / "smb" / "share") == []

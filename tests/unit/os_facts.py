@@ -67,6 +67,7 @@ def windows_output(default_shell: str = "", tools: str = "") -> str:
             "win-netadapter": real("windows/get-netadapter-fl-salt-56275.txt"),
             "win-ipaddress": real("windows/find-netroute-ipaddress-salt-test.txt"),
             "tools": tools,
+            "end": "",
         }
     )
 

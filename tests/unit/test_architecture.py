@@ -62,8 +62,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "nasplan.run.overlap",
         "nasplan.run.signals",
+        "nasplan.input.ansible_ini",
+        "nasplan.input.ansible",
         "nasplan.input.inventory",
         "nasplan.input.plan",
+        "nasplan.input.extra_vars",
         "nasplan.input.lab_files",
         "nasplan.analysis",
         "nasplan.directions",
@@ -84,6 +87,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "nasplan.platforms.*",
         "nasplan.results",
         "nasplan.progress",
+        "nasplan.verbosity",
         "nasplan.network.scripts",
         "nasplan.network.truenas",
         "nasplan.network.backends",
@@ -101,6 +105,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "nasplan.run.checkpoint",
         "nasplan.run.kind_hooks",
         "nasplan.run.planned",
+        "nasplan.probe",
     ),
     ("nasplan.cli", "nasplan.__main__", "nasplan.lab.*"),
 )

@@ -9,6 +9,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(autouse=True)
+def home_with_a_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The example inventories log in with ~/.ssh/id_ed25519, which validation wants to exist."""
+    (tmp_path / ".ssh").mkdir(mode=0o700)
+    (tmp_path / ".ssh" / "id_ed25519").touch(mode=0o600)
+    monkeypatch.setenv("HOME", str(tmp_path))
+
+
 def test_the_windows_and_mac_example_plan_validates_with_its_inventory() -> None:
     from nasplan.input.plan import load_plan
 

@@ -228,6 +228,22 @@ def test_private_key_readable_by_others_is_refused(tmp_path: Path) -> None:
     assert validate(str(_with_host_file(tmp_path, "identity_file", str(key))))[0] == 0
 
 
+def test_a_missing_identity_file_is_an_error_at_validation(tmp_path: Path) -> None:
+    missing = tmp_path / "keys" / "id_nas"
+    code, out = validate(str(_with_host_file(tmp_path, "identity_file", "keys/id_nas")))
+    assert code == 2
+    assert f"inventory.yaml:4:5: hosts.nas.identity_file: {missing}: file not found" in out
+    assert "ssh-keygen" in out
+    missing.parent.mkdir()
+    missing.touch(mode=0o600)
+    assert validate(str(_with_host_file(tmp_path, "identity_file", "keys/id_nas")))[0] == 0
+
+
+def test_a_missing_known_hosts_or_ssh_config_is_left_to_the_connection(tmp_path: Path) -> None:
+    for key in ("known_hosts", "ssh_config"):
+        assert validate(str(_with_host_file(tmp_path, key, "not-there")))[0] == 0
+
+
 def test_known_hosts_writable_by_others_or_owned_by_someone_else(tmp_path: Path) -> None:
     known = tmp_path / "known_hosts"
     known.write_text("")

@@ -116,3 +116,30 @@ def test_default_ports_are_distinct(tmp_path: Path) -> None:
     plan = load_plan(make(tmp_path, BASE + second))
     ports = [iperf3_kind.settings(test).port for test in plan.tests]
     assert ports == [5201, 5202]
+
+
+def test_an_iscsi_size_in_decimal_mb_is_refused_at_validation(tmp_path: Path) -> None:
+    """100MB is 10^8 bytes, not whole 512-byte blocks: told by validate, not by the run."""
+    iscsi = """name: blocks
+inventory: inventory.yaml
+tests:
+  - id: blk
+    kind: iscsi
+    server: nas
+    client: ws
+    target: nas.lan
+    iqn: iqn.2026-12.lab:nas
+    lun: 0
+    scratch: true
+    size: SIZE
+"""
+    path = make(tmp_path, iscsi.replace("SIZE", "100MB"))
+    with pytest.raises(InputError) as info:
+        load_plan(path)
+    assert info.value.messages == [
+        f"{path}:12:11: tests[0].size: 100MB = 100000000 bytes is not a whole number of 512-byte "
+        "blocks, which an iSCSI LUN reads and writes: give it in MiB (MB is 10^6 bytes) or as "
+        "99999744 bytes"
+    ]
+    (test,) = load_plan(make(tmp_path, iscsi.replace("SIZE", "96MiB"))).tests
+    assert test.settings["size"] == "96MiB"

@@ -67,7 +67,7 @@ def test_a_test_without_target_is_named_by_the_interface_holding_the_address(
     assert plan.tests[0].target.label() == "nas.lan"  # was "?"
     stream = io.StringIO()
     outcome = check(plan, PlainProgress(stream), connector=_unreachable, environ={})
-    assert "test lan: would run iperf3 ws -> nas.lan, 5 x 10 s" in stream.getvalue()
+    assert "test lan: would run iperf3 TCP ws -> nas.lan, 5 x 10 s" in stream.getvalue()
     assert "-> ?" not in stream.getvalue()
     assert outcome.exit_code == 3  # the fake hosts cannot be reached
 
@@ -226,3 +226,16 @@ def test_a_cpu_bound_verdict_says_when_the_cpu_figure_is_the_whole_machine_s() -
         network_bits_per_second=9e9, cpu_busy_percent={"real": 97.0}, cpu_shared_with=shared,
     )  # fmt: skip
     assert "whole machine" not in own["text"]
+
+
+def test_check_does_not_list_an_mtu_the_nic_already_has_as_a_change() -> None:
+    from types import SimpleNamespace
+
+    from nasplan.network.model import NicChange
+    from nasplan.run.network_phase import describe_changes
+
+    fields = {f: None for f in NicChange.__dataclass_fields__}
+    same = NicChange(**{**fields, "nic": "eth0", "mtu_bytes": 1500, "add_addresses": ()})
+    jumbo = NicChange(**{**fields, "nic": "eth1", "mtu_bytes": 9000, "add_addresses": ()})
+    before = {"eth0": SimpleNamespace(mtu_bytes=1500), "eth1": SimpleNamespace(mtu_bytes=1500)}
+    assert describe_changes((same, jumbo), before) == ["eth1: MTU 1500 -> 9000"]

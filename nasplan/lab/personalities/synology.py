@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nasplan.errors import LabError
+from nasplan.lab import hostfs
 from nasplan.lab.personalities import vendor
 
 ADMIN_USER = "admin"
@@ -112,11 +113,18 @@ class Synology:
         lines += vendor.write_file(
             "/etc/sudoers.d/synology-administrators", "%administrators ALL=(ALL) ALL\n", "0440"
         )
-        # sshd reads authorized_keys as the user logging in: let admin reach the lab's file
-        # (modes change in this host's overlay only, never on the machine).
-        keys = host_dir.parent.parent / "authorized_keys"
-        lines += [f"chmod o+x {q(str(parent))}" for parent in reversed(keys.parents)]
-        lines += [f"chmod o+r {q(str(keys))}"]
+        # sshd reads authorized_keys as the user logging in: admin gets a copy of the lab's in
+        # its own home (sshd_config names ~/.ssh/authorized_keys too). The lab's file stays 0600:
+        # the state directory may be bound in as it is on the machine (see lab/hostfs.py).
+        keys = hostfs.state_dir_of(host_dir) / "authorized_keys"
+        ssh_dir = f"{ADMIN_HOME}/.ssh"
+        lines += [
+            f"mkdir -p {ssh_dir}",
+            f"cp {q(str(keys))} {ssh_dir}/authorized_keys",
+            f"chmod 0700 {ssh_dir}",
+            f"chmod 0600 {ssh_dir}/authorized_keys",
+            f"chown -R {ADMIN_UID}:100 {ssh_dir}",
+        ]
         return vendor.setup(host_dir, lines)
 
     def exec_prefix(self, host_dir: Path) -> list[str]:

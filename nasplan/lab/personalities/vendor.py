@@ -4,7 +4,8 @@
 tmpfs (the overlay's upper layer) on ``<host_dir>/root-layer``, the overlay of ``/`` on its
 ``root``, the kernel file systems into it, and then runs the vendor's ``inside.sh`` chrooted
 there. All writes land in the tmpfs, which disappears with the namespace, except those to the
-host's own state directory (bound in): its services' shares and exports are the same files.
+host's own state directory (bound in), whose services' shares and exports are the same files, and
+to ``/tmp``, the host's private tmpfs that its daemons see as well.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import json
 import shlex
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+
+from nasplan.lab import hostfs
 
 # Host keys (user, become_password_env) a personality asks the lab inventory to carry.
 INVENTORY_FILE = "personality.json"
@@ -42,6 +45,8 @@ def _outside(host_dir: Path, inside: Path) -> str:
         f"mount -t overlay nasplan-lab -o {q(options)} {q(str(root))}",
         # /sys was mounted by `ip netns exec` for this network namespace: it shows its NICs.
         *(f"mount --rbind {d} {q(str(root) + d)}" for d in ("/proc", "/sys", "/dev")),
+        # The host's private /tmp (see nasplan/lab/hostfs.py), the same tmpfs its daemons see.
+        *(shlex.join(argv) for argv in hostfs.chroot_tmp_commands(host_dir, root)),
         # The host's own state directory is the real one inside its root too: the files its
         # services (smbd, nfs-ganesha, outside the overlay) write there are the ones SSH sees,
         # so removing a test file over SSH removes it for the server as well.

@@ -190,51 +190,87 @@ def _repetitions(
     record: dict[str, Any],
     errors: list[str],
 ) -> list[dict[str, Any] | None]:
-    """Run every repetition into ``record``; return each one's series from fio's log."""
+    """Run every repetition into ``record`` (writes first); return each one's series from
+    fio's log. A read of a file whose last write failed is no measurement (fio would read the
+    holes such a write leaves, at memory speed): it fails, saying so, and fio does not run."""
     clock = timeline.Clock()
     throughput: list[dict[str, Any] | None] = []
-    params = record["params"]
-    direct = bool(params["direct"])
-    directions = s.directions
-    for direction in directions:
+    last_write: dict[str, Any] | None = None
+    for direction in s.directions:
         for index in range(1, test.repetitions + 1):
             ctx.progress.test(test.id, index, test.repetitions, 0.0, direction)
-            job = fio.FioParams(rw=direction, size_bytes=params["size_bytes"], direct=direct)
             started_s = clock.now_s()
-            rep, refused = _one(
-                ctx, session, fio_path, filename, job, f"{test.id}/{direction}-{index}"
-            )
-            if refused and s.fallback_buffered:
-                direct = params["direct"] = False
-                ctx.warnings.append(
-                    f"{test.id}: {session.host.name} refused direct I/O (O_DIRECT) on "
-                    f"{params['path']}; measured with buffered I/O instead (cache-influenced)"
-                )
-                job = fio.FioParams(rw=direction, size_bytes=params["size_bytes"], direct=False)
-                started_s = clock.now_s()
-                rep, _ = _one(
-                    ctx, session, fio_path, filename, job, f"{test.id}/{direction}-{index}"
-                )
+            unwritten = _unwritten(last_write) if direction == "read" else None
+            if unwritten is not None:
+                rep: dict[str, Any] = {"status": "failed", "error": unwritten, "raw_file": None}
+                rep.update(direction=direction)
+            else:
+                rep = _measured(test, s, ctx, session, fio_path, filename, record, direction, index)
             rep.update(index=index, started_s=started_s, ended_s=clock.now_s())
+            if direction == "write":
+                last_write = rep
             bw_log = rep.pop("bw_log", [])
             record["repetitions"].append(rep)
             ctx.checkpoint(record)
             if rep["error"]:
                 errors.append(f"{direction} {index}: {rep['error']}")
                 continue
-            t_s, rates = timeline.fio_points(bw_log, started_s, direction)
-            throughput.append(
-                timeline.series(
-                    repetition=index,
-                    direction=direction,
-                    source="fio",
-                    t_s=t_s,
-                    bits_per_second=rates,
-                    started_s=started_s,
-                    detect_fall=True,
-                )
-            )
+            throughput.append(_series(bw_log, started_s, direction, index))
     return throughput
+
+
+def _unwritten(last_write: dict[str, Any] | None) -> str | None:
+    """Why a read cannot be measured after ``last_write`` (None: it can, or nothing was
+    written by this test: fio then lays out the file itself before it reads)."""
+    if last_write is None or last_write["status"] == "ok":
+        return None
+    return (
+        "not measured: the file to read was not written whole (the write before it failed), "
+        "and reading what a failed write left is not a disk's speed"
+    )
+
+
+def _measured(
+    test: PlanTest,
+    s: DiskSettings,
+    ctx: RunContext,
+    session: HostSession,
+    fio_path: str,
+    filename: str,
+    record: dict[str, Any],
+    direction: str,
+    index: int,
+) -> dict[str, Any]:
+    """One fio repetition; when the host refuses O_DIRECT and the plan allows it, measured
+    again with buffered I/O (said once, in the run's warnings)."""
+    params, name = record["params"], f"{test.id}/{direction}-{index}"
+    job = fio.FioParams(rw=direction, size_bytes=params["size_bytes"], direct=params["direct"])
+    rep, refused = _one(ctx, session, fio_path, filename, job, name)
+    if refused and s.fallback_buffered:
+        params["direct"] = False
+        ctx.warnings.append(
+            f"{test.id}: {session.host.name} refused direct I/O (O_DIRECT) on "
+            f"{params['path']}; measured with buffered I/O instead (cache-influenced)"
+        )
+        job = fio.FioParams(rw=direction, size_bytes=params["size_bytes"], direct=False)
+        rep, _ = _one(ctx, session, fio_path, filename, job, name)
+    return rep
+
+
+def _series(
+    bw_log: list[tuple[float, float, str]], started_s: float, direction: str, index: int
+) -> dict[str, Any] | None:
+    """A repetition's per-second rates from fio's bandwidth log, on the test's clock."""
+    t_s, rates = timeline.fio_points(bw_log, started_s, direction)
+    return timeline.series(
+        repetition=index,
+        direction=direction,
+        source="fio",
+        t_s=t_s,
+        bits_per_second=rates,
+        started_s=started_s,
+        detect_fall=True,
+    )
 
 
 def _one(
@@ -258,6 +294,13 @@ def _one(
         if exc.raw:
             rep["raw_file"] = ctx.save_raw(f"raw/{name}.txt", exc.raw)
         return rep, exc.direct_io_unsupported and job.direct
+    if parsed["bytes"] is not None and parsed["bytes"] < job.size_bytes:
+        rep["raw_file"] = ctx.save_raw(f"raw/{name}.json", raw)
+        rep["error"] = (
+            f"fio moved {parsed['bytes']} of the {job.size_bytes} bytes asked for: not a "
+            "measurement of the whole file"
+        )
+        return rep, False
     rep.update(
         status="ok",
         raw_file=ctx.save_raw(f"raw/{name}.json", raw),

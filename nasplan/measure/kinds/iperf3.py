@@ -28,7 +28,7 @@ from nasplan.measure.kind import (
 )
 from nasplan.measure.sampling import Sampling
 from nasplan.measure.tools import iperf3, iperf3_multi
-from nasplan.units import parse_rate
+from nasplan.units import format_bits_per_second, parse_rate
 
 # Each test of a plan gets its own server port unless it names one: tests never share a server.
 FIRST_PORT = 5201
@@ -355,11 +355,15 @@ def _series(rep: dict[str, Any], params: iperf3.Iperf3Params) -> dict[str, Any] 
 def describe(test: PlanTest, params: iperf3.Iperf3Params) -> str:
     """One line for ``apply --check``."""
     streams = f", {params.parallel} streams" if params.parallel > 1 else ""
-    reverse = ", reverse" if params.reverse else ""
-    return (
-        f"iperf3 {test.client} -> {test.target.label()}{streams}{reverse}, "
-        f"{test.repetitions} x {params.duration_s} s"
-    )
+    if params.bidir:
+        flow = f"iperf3 {params.protocol.upper()} {test.client} <-> {test.target.label()} (--bidir)"
+    elif params.reverse:
+        flow = f"iperf3 {params.protocol.upper()} {test.target.label()} -> {test.client} (-R)"
+    else:
+        flow = f"iperf3 {params.protocol.upper()} {test.client} -> {test.target.label()}"
+    bitrate = params.udp_bitrate_bits_per_second
+    rate = f" at {format_bits_per_second(bitrate)}" if bitrate is not None else ""
+    return f"{flow}{rate}{streams}, {test.repetitions} x {params.duration_s} s"
 
 
 def needs(test: PlanTest, params: iperf3.Iperf3Params) -> Needs:

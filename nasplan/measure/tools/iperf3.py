@@ -7,12 +7,13 @@ repetition (a one-off server, the client, the server's stop) is
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nasplan.errors import ToolError
+from nasplan.errors import ToolError, UnknownOutput
 from nasplan.measure.tools.iperf3_server import LAUNCH_SINCE
 from nasplan.measure.tools.iperf3_server import server_start_script as server_start_script
 from nasplan.measure.tools.iperf3_server import server_stop_script as server_stop_script
@@ -25,6 +26,8 @@ _CONNECT_TIMEOUT_SINCE = (3, 2)
 # iperf 3.16 (RELNOTES): "multi-threaded: each stream runs in its own thread"; before, the -P
 # streams of one process share one thread, so one CPU core may cap the result.
 MULTI_THREADED_SINCE = (3, 16)
+# What parse() reads: the layout of iperf3 3.0 to 3.19's -J output (tests/fixtures/iperf3/).
+_KNOWN_JSON = "a JSON object with start and end.sum_received.bits_per_second (or end.sum)"
 _BUSY_MARKERS = ("the server is busy", "is already in use")
 
 
@@ -209,6 +212,21 @@ def _udp_arrived(result: Mapping[str, Any]) -> dict[str, Any]:
     return {"bits_per_second": arrived, "received_bits_per_second": arrived}
 
 
+def _result_document(raw: str) -> dict[str, Any]:
+    """The result object of ``raw``; Iperf3Error with iperf3's error, or saying that there is no
+    JSON, or JSON of a layout nasplan does not know (in an UnknownOutput's words)."""
+    doc = _find_document(raw)
+    if doc is None:
+        other = find_object(raw, lambda obj: True)
+        if other is not None and not other.get("error"):
+            raise Iperf3Error(str(UnknownOutput("iperf3 -J", _KNOWN_JSON, excerpt(raw))), raw)
+        said = excerpt(raw) or "(empty)"
+        raise Iperf3Error(f"no iperf3 JSON result in the output: {said}", raw or None)
+    if doc.get("error"):
+        raise Iperf3Error(str(doc["error"]), raw)
+    return doc
+
+
 def parse(raw: str) -> dict[str, Any]:
     """Parse ``iperf3 -J`` client output into a repetition dict (see module docs for the keys).
 
@@ -217,21 +235,19 @@ def parse(raw: str) -> dict[str, Any]:
     ``omit_s``, ``tcp_mss_bytes``, ``intervals`` (non-omitted, the client's own per-second view:
     the sending rate unless -R), and for --bidir ``reverse_*`` (the server -> client direction).
     """
-    doc = _find_document(raw)
-    if doc is None:
-        said = excerpt(raw) or "(empty)"
-        raise Iperf3Error(f"no iperf3 JSON result in the output: {said}", raw or None)
-    if doc.get("error"):
-        raise Iperf3Error(str(doc["error"]), raw)
+    doc = _result_document(raw)
     start = doc["start"]
-    end = doc.get("end") or {}
+    found_end = doc.get("end")
+    end: dict[str, Any] = found_end if isinstance(found_end, dict) else {}
     test_start = start.get("test_start") or {}
     udp = str(test_start.get("protocol", "TCP")).upper() == "UDP"
     # older iperf3 UDP results have only "sum" (sender counts, receiver jitter/loss)
     sent = end.get("sum_sent") or end.get("sum")
     received = end.get("sum_received") or end.get("sum")
-    if not received:
-        raise Iperf3Error("iperf3 reported no end-of-test summary (end.sum_received)", raw)
+    if not received or number(received, "bits_per_second") is None:
+        version = f"iperf3 {_version(start) or 'of an unknown version'}"
+        command = f"iperf3 -J ({version})"
+        raise Iperf3Error(str(UnknownOutput(command, _KNOWN_JSON, json.dumps(end)[:80])), raw)
     bidir = "sum_received_bidir_reverse" in end
     cpu = end.get("cpu_utilization_percent")
     result: dict[str, Any] = {

@@ -13,6 +13,9 @@ from nasplan.runner import Runner
 # IPv4 (20) + ICMP (8) headers: a DF ping of MTU - 28 payload bytes fills one MTU-sized packet.
 ICMP_IPV4_HEADER_BYTES = 28
 MIN_PROBE_MTU_BYTES = 576
+# IPv4's total-length field is 16 bits: no packet is larger, whatever a NIC's MTU (Linux's
+# loopback has 65536), so a DF probe expects at most this much.
+IPV4_MAX_PACKET_BYTES = 65535
 
 _SUMMARY = re.compile(
     r"(?P<tx>[0-9]+) packets transmitted, (?P<rx>[0-9]+) (?:packets )?received,"
@@ -118,10 +121,12 @@ def probe_path_mtu(
     """The largest packet that crosses the path with don't-fragment set, up to the expected MTU.
 
     One probe when the expected MTU passes; else a binary search down to MIN_PROBE_MTU_BYTES.
+    An MTU above IPV4_MAX_PACKET_BYTES (a loopback's) expects the largest IPv4 packet.
     Returns ``{"expected_mtu_bytes", "path_mtu_bytes" (None: not even the minimum passed),
     "ok" (path MTU == expected), "probes", "local_mtu_bytes"}``; raises PingError when ping
     cannot send DF probes at all (busybox ping has no -M).
     """
+    expected_mtu_bytes = min(expected_mtu_bytes, IPV4_MAX_PACKET_BYTES)
     probes: list[dict[str, Any]] = []
 
     def probe(mtu_bytes: int) -> dict[str, Any]:

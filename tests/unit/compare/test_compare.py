@@ -115,21 +115,35 @@ def test_a_significant_but_tiny_change_is_within_noise() -> None:
     assert "change below 3 %" in result.explanation
 
 
-def test_three_against_three_is_too_few_to_tell_and_says_how_many_would() -> None:
-    # An unchanged test that happened to come out 34 % lower, ranges apart: 3 vs 3 cannot tell.
+def test_three_against_three_is_told_by_a_test_fit_for_small_samples() -> None:
+    # Mann–Whitney cannot reach p < 0.05 at 3 vs 3; Welch's t-test on the logarithms can, and
+    # says what the data shows: 34 % lower, ranges apart, is worse, and the test is named.
     result = verdict([1.00e9, 1.05e9, 1.10e9], [0.66e9, 0.69e9, 0.72e9])
-    assert (result.verdict, result.rule, result.p_value) == (
-        "too few repetitions to tell", "too-few", None
-    )  # fmt: skip
-    assert result.needed_per_side == 5
-    assert result.explanation == (
-        "3 vs 3 repetitions; about 5 per side would tell a change of 34 %"
-    )
-    # a small change among noisy values needs many more
+    assert (result.verdict, result.rule) == ("worse", "welch-log")
+    assert result.p_value is not None and result.p_value < 0.001
+    assert result.explanation.startswith("Welch's t-test on log values p = ")
+    assert result.explanation.endswith(", 3 vs 3 repetitions (small samples)")
+    tenfold = verdict([1.00e9, 1.02e9, 0.98e9], [10.1e9, 9.9e9, 10.0e9])
+    assert tenfold.verdict == "better"
+    # a 5 % change among noisy values is not significant, said with p and n, not "noise"
     noisy = verdict([1.0e9, 1.1e9, 0.9e9], [1.05e9, 1.15e9, 0.95e9])
-    assert noisy.verdict == "too few repetitions to tell"
-    assert noisy.needed_per_side is not None and noisy.needed_per_side > 20
-    assert "more than 50 per side would be needed to tell a change of 5 %" in noisy.explanation
+    assert (noisy.verdict, noisy.rule) == ("not significant", "welch-log")
+    assert "3 vs 3 repetitions" in noisy.explanation and "p = " in noisy.explanation
+    # one value a side: nothing to test with; how many would tell
+    alone = verdict([1.00e9], [0.66e9])
+    assert (alone.verdict, alone.rule, alone.needed_per_side) == (
+        "too few repetitions to tell", "too-few", 5
+    )  # fmt: skip
+    # the same value on both sides is no change at all, however few
+    same = verdict([1500.0], [1500.0])
+    assert same.verdict == "within noise" and "below 3 %" in same.explanation
+
+
+def test_a_large_change_the_test_cannot_tell_is_not_significant_not_noise() -> None:
+    # ×1.17 with p = 0.2 is no evidence either way: never "within noise" (which is under 3 %)
+    result = verdict([1e9] * 5, [1.17e9, 0.9e9, 1.3e9, 1.0e9, 1.25e9])
+    assert (result.verdict, result.rule) == ("not significant", "mann-whitney")
+    assert result.explanation.endswith("5 vs 5 repetitions; p ≥ 0.05")
 
 
 def test_times_are_better_when_lower() -> None:
@@ -175,7 +189,7 @@ def test_no_change_is_within_noise_and_said_so(sample: dict[str, Any]) -> None:
     b = with_values(sample, "lan-single", [942e6, 947e6, 949e6, 943e6, 948e6])
     markdown = render(compare_runs([a, b]))
     assert row(markdown, "lan-single")[4] == "within noise"
-    assert "No test changed beyond noise" in markdown
+    assert "Headline: **no difference**: every compared test is within noise" in markdown
     assert "Environment: nothing nasplan records changed between the runs." in markdown
 
 
@@ -230,6 +244,15 @@ def test_two_label_dimensions_make_a_matrix(sample: dict[str, Any]) -> None:
     assert build_matrix([{"link": "1G"}, {"link": "10G"}]) is None  # one dimension: no matrix
 
 
+def test_a_matrix_heads_each_direction_by_its_own_label() -> None:
+    run = load_run(Path(__file__).resolve().parents[2] / "fixtures" / "runs" / "mixed")
+    runs = [copy.deepcopy(run) for _ in range(4)]
+    labels = ["link=1G,disk=hdd", "link=1G,disk=ssd", "link=10G,disk=hdd", "link=10G,disk=ssd"]
+    markdown = render(compare_runs(runs, labels))
+    headings = [line for line in markdown.splitlines() if line.startswith("### smb")]
+    assert headings == ["### smb (write): SMB 10G", "### smb (read): SMB 10G"]
+
+
 def test_labels_must_be_one_per_run_and_well_formed(sample: dict[str, Any]) -> None:
     with pytest.raises(InputError, match="--label given 1 times for 2 runs"):
         compare_runs([sample, sample], ["link=1G"])
@@ -271,7 +294,8 @@ def test_compare_markdown_has_a_well_formed_chart(sample: dict[str, Any]) -> Non
     blocks = mermaid.blocks(render(compare_runs([a, b], ["2.5G", "10G"])))
     assert len(blocks) == 1
     assert mermaid.validate(blocks[0]) == []
-    assert blocks[0].startswith("xychart-beta horizontal")
+    assert mermaid.diagram(blocks[0]).startswith("xychart-beta horizontal")
+    assert mermaid.colours(blocks[0]) == [mermaid.DATA_COLOURS[0]]
     assert 'x-axis ["lan-single · 2.5G", "lan-single · 10G"]' in blocks[0]
 
 
@@ -321,3 +345,55 @@ def test_a_version_0_run_loads_through_a_registered_migration(
     assert loaded["schema_version"] == 1
     assert loaded["run_id"] == sample["run_id"]
     assert json.loads((tmp_path / "run.json").read_text())["schema_version"] == 0  # file untouched
+
+
+def test_compare_exits_by_what_it_found_and_fail_on_gates_a_change(
+    sample: dict[str, Any], tmp_path: Path
+) -> None:
+    before = with_values(sample, "lan-single", [940e6, 941e6, 942e6, 943e6, 944e6])
+    after = with_values(sample, "lan-single", [500e6, 501e6, 502e6, 503e6, 504e6])
+    dirs = []
+    for name, run in (("a", before), ("b", after)):
+        (tmp_path / name).mkdir()
+        save_run(tmp_path / name, run)
+        dirs.append(str(tmp_path / name))
+    cli = CliRunner()
+    assert cli.invoke(main, ["compare", *dirs]).exit_code == 0
+    failed = cli.invoke(main, ["compare", *dirs, "--fail-on", "worse"])
+    assert failed.exit_code == 1, failed.output
+    assert cli.invoke(main, ["compare", dirs[1], dirs[0], "--fail-on", "worse"]).exit_code == 0
+    # nothing comparable: every test of the second run is another workload
+    other = copy.deepcopy(sample)
+    for test in other["tests"]:
+        test["params"]["parallel"] = 8
+    (tmp_path / "c").mkdir()
+    save_run(tmp_path / "c", other)
+    nothing = cli.invoke(main, ["compare", dirs[0], str(tmp_path / "c")])
+    assert nothing.exit_code == 4, nothing.output
+
+
+def test_each_run_s_bottleneck_verdict_is_in_its_transfer_cell_json_and_csv() -> None:
+    """'network-bound at 1G, protocol-bound at 10G' in one table, not three reports."""
+    first = load_run(Path(__file__).resolve().parents[2] / "fixtures" / "runs" / "mixed")
+    second = copy.deepcopy(first)
+    second["run_id"] += "-10g"
+    smb = next(t for t in second["tests"] if t["id"] == "smb")
+    smb["bottleneck"]["read"]["verdict"] = "network-bound"
+    del smb["bottleneck"]["write"]
+    comparison = compare_runs([first, second], ["1g", "10g"])
+    rows = {row["label"]: row for row in comparison["tests"]}
+    read, write = rows["smb (read)"], rows["smb (write)"]
+    assert [side["bottleneck"] for side in read["runs"]] == ["cpu-bound", "network-bound"]
+    assert [side["bottleneck"] for side in write["runs"]] == ["cpu-bound", None]
+    assert [side["bottleneck"] for side in rows["lan"]["runs"]] == [None, None]  # iperf3
+    markdown = render(comparison)
+    line = next(x for x in markdown.splitlines() if x.startswith("| smb (read) |"))
+    cells = [c.strip() for c in line.split("|")[1:-1]]
+    assert cells[1].endswith(", cpu-bound") and cells[2].endswith(", network-bound")
+    assert "ends with what limited it in that run" in markdown
+    assert not next(x for x in markdown.splitlines() if x.startswith("| lan |")).endswith("bound")
+    table = list(csv.DictReader(io.StringIO(render(comparison, "csv"))))
+    found = {(r["test_id"], r["direction"], r["run_index"]): r["bottleneck"] for r in table}
+    assert found[("smb", "read", "1")] == "network-bound"
+    assert found[("smb", "write", "1")] == "" and found[("lan", "forward", "0")] == ""
+    assert json.loads(render(comparison, "json"))["tests"][0]["runs"][0]["bottleneck"] is None

@@ -25,9 +25,13 @@ def run() -> dict[str, Any]:
 
 def test_report_has_a_valid_throughput_chart_and_topology(run: dict[str, Any]) -> None:
     blocks = mermaid.blocks(render_report(run))
-    assert [b.splitlines()[0] for b in blocks] == ["flowchart LR", "xychart-beta"]
+    diagrams = [mermaid.diagram(b) for b in blocks]
+    assert [d.splitlines()[0] for d in diagrams] == ["flowchart LR", "xychart-beta"]
     assert all(mermaid.validate(b) == [] for b in blocks)
-    chart = blocks[1]
+    # the TCP maximum grey behind, the medians blue: never mermaid's near-white default
+    assert mermaid.colours(blocks[1]) == [mermaid.LIMIT_COLOUR, mermaid.DATA_COLOURS[0]]
+    assert "(blue: median; grey, behind: its path's maximum)" in blocks[1]
+    chart = diagrams[1]
     assert 'x-axis ["lan-single", "p2p-parallel"]' in chart  # the failed test has no bar
     # the TCP maximum of each path is a bar behind its own test's, not a line between tests
     assert chart.splitlines()[4:] == ["    bar [0.96, 9.93]", "    bar [0.94, 9.39]"]
@@ -85,9 +89,31 @@ def test_report_charts_without_matplotlib_say_how_to_get_them(
 ) -> None:
     shutil.copytree(SAMPLE, tmp_path / "run")
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import fails as if not installed
-    with pytest.raises(InputError, match="--charts needs matplotlib: install matplotlib"):
+    with pytest.raises(InputError, match="--charts needs matplotlib: install it") as info:
         write_report(tmp_path / "run", charts="png")
     assert not (tmp_path / "run" / "charts").exists()
+    # nasplan runs in a venv here: a system package would not be seen, pip into it would
+    assert sys.prefix != sys.base_prefix
+    assert f"{sys.executable} -m pip install matplotlib" in str(info.value)
+    assert "apt install" not in str(info.value)
+
+
+def test_a_matplotlib_that_does_not_load_is_not_called_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nasplan.report import charts
+
+    def old_matplotlib(name: str) -> Any:
+        raise ImportError("numpy.core.multiarray failed to import")
+
+    shutil.copytree(SAMPLE, tmp_path / "run")
+    monkeypatch.setattr(charts, "_import", old_matplotlib)
+    with pytest.raises(InputError) as info:
+        write_report(tmp_path / "run", charts="png")
+    text = str(info.value)
+    assert "matplotlib is installed but does not load (numpy.core.multiarray" in text
+    assert "another numpy" in text and "pip install --upgrade matplotlib" in text
+    assert "needs matplotlib: install" not in text
 
 
 def test_report_references_chart_files_when_given(run: dict[str, Any]) -> None:

@@ -79,8 +79,9 @@ def test_opening_paragraph_says_what_where_when_and_the_headline(report: str) ->
     assert "between nas and ws on 2026-11-30 17:30:00 UTC" in report
     assert "3 tests (2 ok, 1 failed)" in report
     assert (
-        "Best path: ws → nas.p2p (198.18.1.1), test p2p-parallel: 9.39 Gbit/s median "
-        "(95 % of the 9.93 Gbit/s TCP maximum for 10 Gbit/s at MTU 9000)."
+        "- iperf3 TCP: best 9.39 Gbit/s (p2p-parallel: ws → nas.p2p (198.18.1.1), 95 % of its "
+        "TCP maximum), worst 941.5 Mbit/s (lan-single: ws → nas.lan (198.18.0.10), 98 % of its "
+        "TCP maximum)."
     ) in report
     assert "deliver what the cards promise?" in report
 
@@ -104,31 +105,32 @@ def test_results_table_shows_median_range_efficiency_and_maximum(report: str) ->
     lan = table_row(report, "lan-single")
     assert lan == [
         "lan-single",
+        "iperf3 TCP, 1 stream",
         "ws → nas.lan (198.18.0.10)",
-        "ws",
-        "1",
         "941.5 Mbit/s",
         "939.8–941.5 Mbit/s",
         "3",
-        "2",
-        "12.5 % / 30.1 %",
-        "956.4 Mbit/s (1 Gbit/s, MTU 1500)",
+        "956.4 Mbit/s TCP maximum (1 Gbit/s, MTU 1500)",
         "98.4 %",
+        "retransmits 2; CPU client / server 12.5 % / 30.1 %",
         "ok",
     ]
     p2p = table_row(report, "p2p-parallel")
-    assert p2p[4:6] == ["9.39 Gbit/s", "8.10–9.41 Gbit/s"]
+    assert p2p[1] == "iperf3 TCP, 4 streams"
+    assert p2p[3:5] == ["9.39 Gbit/s", "8.10–9.41 Gbit/s"]
     assert p2p[-1] == "ok ⚠ wide spread"
     assert table_row(report, "lan-single")[-1] == "ok"
 
 
 def test_failed_test_is_listed_with_its_error(report: str) -> None:
     row = table_row(report, "p2p-reverse")
-    assert row[2] == "nas (-R)"
-    assert row[4] == "–"
+    # -R: the data flows from the NAS to the client, and the arrow says so
+    assert row[2] == "nas.p2p (198.18.1.1) → ws"
+    assert "Path: nas eth1 → ws eth1, 10 Gbit/s" in report
+    assert row[3] == "–"
     assert row[-1] == "failed"
     assert (
-        "- **p2p-reverse** (P2P 10G, NAS sends (-R)): failed: repetition 1: iperf3 on ws" in report
+        "- **p2p-reverse: P2P 10G, NAS sends (-R)**: failed: repetition 1: iperf3 on ws" in report
     )
     assert "- repetition 2: iperf3 on ws: unable to connect to server: Connection refused" in report
 
@@ -254,10 +256,11 @@ def test_a_kind_without_its_own_section_is_listed_in_its_metrics_unit(
     other["summary"].update(min=1500.0, median=9000.0, max=9000.0)
     run["tests"].append(other)
     report = render_report(run)
-    assert "## Other tests" in report
     row = table_row(report, "mtu-sweep")
-    assert row[1:] == ["some-new-kind", "9000 bytes", "1500 bytes – 9000 bytes", "3", "ok"]
-    assert "## Other tests" not in render_report(load_run(SAMPLE))
+    # its results row in its metric's unit, min–max written as every other row's
+    assert row[1] == "some-new-kind"
+    assert row[3:6] == ["9000 bytes", "1500–9000 bytes", "3"]
+    assert row[-1] == "ok"
 
 
 def test_an_iscsi_test_sits_beside_the_transfers_in_mb_and_mib(run: dict[str, Any]) -> None:
@@ -286,3 +289,22 @@ def test_an_iscsi_test_sits_beside_the_transfers_in_mb_and_mib(run: dict[str, An
     row = table_row(report, "iscsi")
     assert row[1:6] == ["write", "8 MiB", "0.07 s", "127.3 MB/s", "121.4 MiB/s"]
     assert "## Other tests" not in report
+
+
+def test_a_loopback_the_inventory_declares_and_a_path_uses_is_in_the_nic_table(
+    run: dict[str, Any],
+) -> None:
+    """A latency test to 127.0.0.1: its path is nas's lo, and lo is no 'not found' row."""
+    run["hosts"]["nas"]["interfaces"]["loop"] = {"name": "lo", "role": "test"}
+    test = run["tests"][0]
+    test["params"].update(target="127.0.0.1", address="127.0.0.1")
+    test["path"].update(server_interface="lo", mtu_bytes=65536)
+    report = render_report(run)
+    assert "not found on the host" not in report
+    assert "| lo | loop (test) | 65536 |" in report
+    # without the inventory's name, the path alone brings it in
+    del run["hosts"]["nas"]["interfaces"]["loop"]
+    assert "| lo | – | 65536 |" in render_report(run)
+    # and a loopback nothing used stays out
+    test["path"].update(server_interface="eth0")
+    assert "| lo |" not in render_report(run)

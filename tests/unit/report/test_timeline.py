@@ -136,7 +136,7 @@ def test_charts_png_draws_rate_and_cpu_per_test(run: dict[str, Any], tmp_path: P
     assert timelines == {"timeline-disk-fall.png", "timeline-lan-single.png"}
     assert (tmp_path / "charts" / "timeline-disk-fall.png").read_bytes()[:4] == b"\x89PNG"
     report = (tmp_path / "report.md").read_text()
-    assert "![disk-fall: rate and CPU per second](charts/timeline-disk-fall.png)" in report
+    assert "![disk-fall: rate, CPU and memory per second](charts/timeline-disk-fall.png)" in report
     # each figure once; the timeline figures by their test, after the run's summary charts
     assert report.count("](charts/") == len(names)
     section = report.index("## Rate over time")
@@ -149,15 +149,25 @@ def test_report_of_a_real_lab_run_over_1g() -> None:
     report = render_report(run)
     section = report.split("## Rate over time")[1].split("## How the numbers")[0]
     assert "Rates that fell" not in section  # nothing throttled the lab's disk
-    assert "### net: " in section and "### smb: " in section and "### fio" not in section
+    # a test without a name of its own is headed by its id alone, not "net: net"
+    assert "### net (iperf3)" in section and "### smb (transfer)" in section
+    assert "### fio" not in section
     assert "bytes per second on the client's NIC towards the NAS" in section
-    charts = mermaid.blocks(section)
-    assert len(charts) == 2 and all(mermaid.validate(chart) == [] for chart in charts)
-    for chart in charts:
+    every = mermaid.blocks(section)
+    assert len(every) == 6 and all(mermaid.validate(chart) == [] for chart in every)
+    # per test: its rate, then the sampler's CPU and memory (test_the_sampler_s_...)
+    charts = [chart for chart in every if ": rate per second" in chart]
+    assert len(charts) == 2
+    # iperf3 in Mbit/s; a file transfer in MiB/s as its table (the README's unit for files)
+    for chart, unit, maximum in zip(charts, ("Mbit/s", "MiB/s"), (956.41, 114.01), strict=True):
+        assert f'y-axis "{unit}"' in chart
         rate, flat = (x.strip()[6:-1] for x in chart.splitlines() if x.strip().startswith("line"))
-        assert set(flat.split(", ")) == {"956.41"}  # 1G at MTU 1500, tc framing, in Mbit/s
+        assert set(flat.split(", ")) == {str(maximum)}  # 1G at MTU 1500, tc framing
         points = [float(v) for v in rate.split(", ")]
-        assert points[0] == 0 and 900 < max(points) < 1000, chart
+        assert points[0] == 0 and 0.9 * maximum < max(points) < 1.05 * maximum, chart
+        # the rate is blue, the maximum grey, and the title says so
+        assert mermaid.colours(chart) == [mermaid.DATA_COLOURS[0], mermaid.LIMIT_COLOUR]
+        assert "(blue: rate; grey flat line: TCP maximum)" in chart
 
 
 def test_a_real_smb_write_that_fell_when_the_nas_cache_was_full() -> None:
@@ -175,3 +185,40 @@ def test_a_real_smb_write_that_fell_when_the_nas_cache_was_full() -> None:
     )
     (chart,) = [b for b in mermaid.blocks(report) if "smb-write: rate" in b]
     assert mermaid.validate(chart) == []
+
+
+def test_the_sampler_s_cpu_and_memory_are_drawn_beside_the_rate() -> None:
+    """The memory series the FreeNAS write-up graphed (vmstat): each host's CPU busy and memory
+    available, from run.json's resources.<host>.series, a line per host in the data colours."""
+    run = load_run(FIXTURES / "runs" / "timeline-lab")
+    test = run["tests"][1]
+    assert test["id"] == "smb"
+    cpu, memory = report_timeline.resource_charts(test)
+    bodies = [body for chart in (cpu, memory) for body in mermaid.blocks(chart)]
+    assert len(bodies) == 2 and all(mermaid.validate(body) == [] for body in bodies)
+    assert "smb: CPU busy, all cores, per second (blue: nas; orange: ws)" in cpu
+    assert "smb: memory available, per second (blue: nas; orange: ws)" in memory
+    assert 'y-axis "%" 0 -->' in cpu and 'y-axis "GiB" 0 -->' in memory
+    for body in bodies:
+        assert mermaid.colours(body) == list(mermaid.DATA_COLOURS[:2])
+    series = test["resources"]["nas"]["series"]
+    lines = [x.strip() for x in memory.splitlines() if x.strip().startswith("line")]
+    nas = [float(v) for v in lines[0][6:-1].split(", ")]
+    expected = [round(v / 2**30, 2) for v in series["mem_available_bytes"]]
+    assert nas == expected
+    cpu_lines = [x.strip() for x in cpu.splitlines() if x.strip().startswith("line")]
+    assert (
+        cpu_lines[0]
+        == "line ["
+        + ", ".join(f"{v:.2f}".rstrip("0").rstrip(".") for v in series["cpu_busy_percent"])
+        + "]"
+    )
+    # the sampler's first point is one second after it started: the axis starts there
+    assert 'x-axis "seconds since sampling started" 1 -->' in memory
+    report = render_report(run)
+    assert cpu in report and memory in report
+
+
+def test_a_test_without_sampled_series_has_no_resource_charts() -> None:
+    run = load_run(FIXTURES / "runs" / "all-kinds")
+    assert [report_timeline.resource_charts(t) for t in run["tests"]] == [[]] * len(run["tests"])

@@ -71,7 +71,9 @@ def test_write_then_read_in_a_directory_removed_afterwards(
 def test_refused_direct_io_is_measured_buffered_and_said(
     kind_context: Callable[..., Any],
 ) -> None:
-    ctx, nas, _ = kind_context(TEST.replace("size: 32MiB", "direction: write"), TOOLS)
+    # the size of the captured buffered write (32 MiB)
+    test = TEST.replace("size: 32MiB", "size: 32MiB, direction: write")
+    ctx, nas, _ = kind_context(test, TOOLS)
     nas.expect(MKDIR, reply=made_in("/volume1/test"))
     nas.expect("--direct=1", (FIO / "direct-io-error.txt").read_text())
     nas.expect("--direct=0", (FIO / "seq-write-buffered.json").read_text())
@@ -138,3 +140,44 @@ def test_a_directory_that_resolves_to_a_name_fio_misreads_is_removed_unused(
     assert "fio would not read" in record["error"]
     assert not nas.texts("--rw=")  # fio never ran
     assert record["repetitions"] == []
+
+
+def test_a_read_after_a_write_that_failed_is_not_measured(
+    kind_context: Callable[..., Any],
+) -> None:
+    """A full volume: the write fails with ENOSPC (real fio output). Reading what it left would
+    read holes at memory speed: the read fails, saying why, and fio is never asked to."""
+    ctx, nas, _ = kind_context(TEST.replace("size: 32MiB", "size: 16MiB"), TOOLS)
+    nas.expect(MKDIR, reply=made_in("/volume1/test"))
+    nas.expect("--rw=write", (FIO / "enospc-write.txt").read_text())
+    nas.expect("rm -rf -- /volume1/test/nasplan-fio-")
+
+    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+
+    write, read = record["repetitions"]
+    assert write["status"] == "failed" and "No space left on device" in write["error"]
+    assert read["status"] == "failed"
+    assert read["error"].startswith("not measured: the file to read was not written whole")
+    assert nas.texts("--rw=read") == []
+    assert record["status"] == "failed" and record["directions"]["read"]["n"] == 0
+
+
+def test_a_job_that_moved_fewer_bytes_than_asked_is_no_measurement(
+    kind_context: Callable[..., Any],
+) -> None:
+    test = TEST.replace("size: 32MiB", "size: 128MiB, direction: write")
+    ctx, nas, _ = kind_context(test, TOOLS)
+    nas.expect(MKDIR, reply=made_in("/volume1/test"))
+    # a real 64 MiB write's result, for a test that asked for 128 MiB
+    nas.expect("--rw=write", (FIO / "seq-write-direct.json").read_text())
+    nas.expect("fio.bin.bw_bw.1.log", "")
+    nas.expect("rm -rf -- /volume1/test/nasplan-fio-")
+
+    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+
+    (write,) = record["repetitions"]
+    assert write["status"] == "failed"
+    assert write["error"] == (
+        "fio moved 67108864 of the 134217728 bytes asked for: not a measurement of the whole file"
+    )
+    assert write["raw_file"]  # what fio said is kept

@@ -282,3 +282,19 @@ def test_a_host_lost_in_a_tests_teardown_fails_that_test_and_says_so(
     # the next test on the lost host does not start
     second = kinds.bind(ctx.plan.tests[1]).run(ctx)
     assert second["status"] == "failed" and "start 2" not in events
+
+
+@pytest.mark.parametrize(
+    ("extra", "line"),
+    [
+        ("", "iperf3 TCP ws -> nas, 1 x 2 s"),
+        (", reverse: true", "iperf3 TCP nas -> ws (-R), 1 x 2 s"),
+        (", bidir: true, parallel: 2", "iperf3 TCP ws <-> nas (--bidir), 2 streams, 1 x 2 s"),
+        (", protocol: udp, bitrate: 2.5G", "iperf3 UDP ws -> nas at 2.50 Gbit/s, 1 x 2 s"),
+    ],
+)
+def test_the_check_line_says_protocol_bitrate_and_which_way_the_data_flows(
+    kind_context: Callable[..., Any], extra: str, line: str
+) -> None:
+    ctx, _, _ = kind_context(TEST.replace(", repetitions: 1}", f", repetitions: 1{extra}}}"), TOOLS)
+    assert kinds.bind(ctx.plan.tests[0]).description == line

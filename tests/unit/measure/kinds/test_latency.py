@@ -45,3 +45,20 @@ def test_a_hop_that_drops_jumbo_frames_fails_the_test_with_the_mtu_found(
     assert record["status"] == "failed"
     assert record["mtu_probe"]["path_mtu_bytes"] == 1500
     assert "path MTU 1500 bytes, expected 9000" in record["error"]
+
+
+def test_a_loopback_target_passes_its_mtu_probe_and_names_lo_in_its_path(
+    kind_context: Callable[..., Any], df_path: Any
+) -> None:
+    """A target of 127.0.0.1: the path is a loopback's (lo, MTU 65536 in the NAS's facts)."""
+    test = "  - {id: lo, kind: latency, server: nas, client: ws, target: 127.0.0.1, count: 5,"
+    ctx, _, ws = kind_context(test + " repetitions: 1}\n", TOOLS)
+    ws.expect("/usr/bin/ping -n -c 5 -i 0.2 -W 1 127.0.0.1", (PING / "iputils-ok.txt").read_text())
+    ws.expect("-M do -s 65507", reply=df_path(65535))
+
+    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+
+    assert (record["status"], record["error"]) == ("ok", None)
+    path = record["path"]
+    assert (path["server_interface"], path["mtu_bytes"]) == ("lo", 65536)
+    assert record["mtu_probe"]["path_mtu_bytes"] == 65535

@@ -78,3 +78,17 @@ def test_mtu_probe_finds_the_smaller_path_mtu(fake_runner: Any, df_path: Any) ->
     assert probe["path_mtu_bytes"] == 1500
     assert probe["ok"] is False
     assert len(probed_sizes(runner)) < 20
+
+
+def test_mtu_probe_of_a_loopback_expects_the_largest_ipv4_packet(
+    fake_runner: Any, df_path: Any
+) -> None:
+    """Linux's lo has MTU 65536; no IPv4 packet is larger than 65535 bytes."""
+    runner = fake_runner("ws").allow("-M do", reply=df_path(ping.IPV4_MAX_PACKET_BYTES))
+    probe = ping.probe_path_mtu(runner, "ping", "127.0.0.1", 65536)
+    assert (probe["ok"], probe["path_mtu_bytes"], probe["expected_mtu_bytes"]) == (
+        True,
+        65535,
+        65535,
+    )
+    assert probed_sizes(runner) == [65535]

@@ -1,0 +1,162 @@
+"""Every kind's headline and results rows in its own terms (issue 25), from kept runs and small
+runs of each kind built on them."""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nasplan.analysis import summarize, theoretical_udp_bits_per_second
+from nasplan.compare import compare_runs
+from nasplan.directions import series_of
+from nasplan.progress import result_text
+from nasplan.report import mermaid, render_report
+from nasplan.report.headline import headline, rows
+from nasplan.results import load_run
+
+RUNS = Path(__file__).resolve().parents[2] / "fixtures" / "runs"
+
+
+def table_row(report: str, first_cell: str) -> list[str]:
+    for line in report.splitlines():
+        if line.startswith(f"| {first_cell} |"):
+            return [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+    raise AssertionError(f"no table row for {first_cell!r}")
+
+
+def iscsi_test(write_rates: list[float], read_rates: list[float]) -> dict[str, Any]:
+    """A FreeNAS-shaped iSCSI test: both directions, write first."""
+    reps = []
+    for direction, rates in (("write", write_rates), ("read", read_rates)):
+        for index, rate in enumerate(rates, start=1):
+            reps.append(
+                {"index": index, "direction": direction, "status": "ok", "error": None,
+                 "raw_file": None, "bytes": 2**26, "duration_s": 2**26 / rate,
+                 "bytes_per_second": rate, "bits_per_second": rate * 8}
+            )  # fmt: skip
+    return {
+        "id": "blk", "kind": "iscsi", "name": "iSCSI LUN", "status": "ok", "error": None,
+        "params": {"server": "nas", "client": "ws", "target": "nas", "address": "198.18.0.10",
+                   "method": "iscsi", "iqn": "iqn.2026-12.lab:nas", "lun": 0, "scratch": True,
+                   "size_bytes": 2**26, "request_bytes": 2**20, "queue_depth": 8,
+                   "repetitions": len(write_rates), "direction": "both"},
+        "path": {"speed_bits_per_second": 10**9, "mtu_bytes": 1500, "framing": "tc",
+                 "theoretical_bits_per_second": 956406869.2},
+        "repetitions": reps,
+        "summary": summarize([r * 8 for r in write_rates], "bits_per_second"),
+        "efficiency": None,
+        "directions": {"write": summarize(write_rates, "bytes_per_second"),
+                       "read": summarize(read_rates, "bytes_per_second")},
+    }  # fmt: skip
+
+
+def test_a_run_of_one_smb_transfer_has_its_headline_and_results_row() -> None:
+    report = render_report(load_run(RUNS / "smb-fall-lab"))
+    opening = report.split("## Hosts")[0]
+    assert "No test produced a result." not in report
+    assert "nasplan measured file transfers between nas and ws" in opening
+    assert (
+        "- File transfers: 30.1 MiB/s (smb-write write: ws → nas (198.19.65.10), 26 % of its "
+        "TCP maximum); what limited it: protocol-bound (smb-write write)."
+    ) in opening
+    row = table_row(report, "smb-write (write)")
+    assert row[1:6] == [
+        "SMB write",
+        "ws → nas (198.19.65.10)",
+        "30.1 MiB/s",
+        "30.1–30.1 MiB/s",
+        "1",
+    ]
+    assert row[6] == "114.0 MiB/s TCP maximum (1 Gbit/s, MTU 1500)"
+    # no empty iperf3 details, no iperf3 method notes in a run without iperf3
+    assert "## Details" not in report
+    assert "iperf3's `sum_received`" not in report
+
+
+def udp_run() -> dict[str, Any]:
+    run = load_run(RUNS / "sample")
+    test = run["tests"][0]
+    test["params"].update(protocol="udp", udp_bitrate_bits_per_second=10**9)
+    for rep in test["repetitions"]:
+        rep.update(retransmits=None, sent_bits_per_second=960e6, bits_per_second=950e6)
+        rep.update(packets=100_000, lost_packets=1000, lost_percent=1.0, jitter_ms=0.021)
+    test["summary"] = summarize([950e6] * 3, "bits_per_second")
+    run["tests"] = [test]
+    return run
+
+
+def test_udp_shows_what_arrived_loss_and_jitter_against_the_udp_maximum() -> None:
+    report = render_report(udp_run())
+    maximum = theoretical_udp_bits_per_second(10**9, 1500, "tc")
+    assert round(maximum / 1e6, 1) == 972.3
+    row = table_row(report, "lan-single")
+    assert row[1] == "iperf3 UDP, 1 stream at 1.00 Gbit/s"
+    assert row[3] == "950.0 Mbit/s"
+    assert row[6] == "972.3 Mbit/s UDP maximum (1 Gbit/s, MTU 1500)"
+    assert row[7] == "97.7 %"
+    assert row[8] == "sent 960.0 Mbit/s; loss 1.00 % (3000 of 300000); jitter 0.021 ms"
+    assert "TCP throughput" not in report and "TCP maximum" not in report.split("## How")[0]
+    assert "nasplan measured UDP throughput with iperf3" in report
+    assert "| # | Status | Arrived | Sent | Lost datagrams | Loss | Jitter |" in report
+    assert "| 1 | ok | 950.0 Mbit/s | 960.0 Mbit/s | 1000 of 100000 | 1.0 % | 0.021 ms |" in report
+    assert "- iperf3 UDP: 950.0 Mbit/s (lan-single: ws → nas.lan (198.18.0.10), 98 % of its " in (
+        report
+    )
+    assert "**UDP maximum**" in report
+
+
+def test_iscsi_goes_through_the_per_direction_path_everywhere() -> None:
+    test = iscsi_test([110e6, 112e6, 111e6], [100e6, 101e6, 99e6])
+    found = series_of(test)
+    assert [(s.direction, s.metric, len(s.values)) for s in found] == [
+        ("write", "bytes_per_second", 3),
+        ("read", "bytes_per_second", 3),
+    ]
+    # the console: each direction in MiB/s, not one number in bit/s
+    assert result_text(test) == "write median 105.9 MiB/s, read median 95.4 MiB/s"
+    run = load_run(RUNS / "sample")
+    run["tests"] = [test]
+    report = render_report(run)
+    assert "iscsi None" not in report and "blk None" not in report
+    (chart,) = [b for b in mermaid.blocks(report) if "xychart" in b]
+    assert 'x-axis ["blk write", "blk read"]' in chart and 'y-axis "MiB/s"' in chart
+    assert table_row(report, "blk (read)")[1:4] == [
+        "iSCSI read",
+        "nas (198.18.0.10) → ws",
+        "95.4 MiB/s",
+    ]
+    # compare: a row per direction, each with its own repetitions
+    other = copy.deepcopy(run)
+    other["tests"] = [iscsi_test([55e6, 56e6, 57e6], [200e6, 201e6, 202e6])]
+    comparison = compare_runs([run, other], ["a", "b"])
+    by_direction = {t["direction"]: t for t in comparison["tests"]}
+    assert set(by_direction) == {"write", "read"}
+    assert [s["n"] for s in by_direction["read"]["runs"]] == [3, 3]
+    assert by_direction["read"]["runs"][0]["median"] == 100e6
+
+
+def test_a_median_over_the_path_maximum_is_flagged_and_explained() -> None:
+    report = render_report(load_run(RUNS / "all-kinds"))
+    row = table_row(report, "lan-iperf3")
+    assert row[7] == "100.1 %" and row[-1] == "ok ⚠ over the maximum"
+    assert "100.1 % of its TCP maximum ⚠ over the maximum" in report
+    assert "⚠ Over the maximum: lan-iperf3 ran faster than the path's maximum allows" in report
+    assert "the path or the speed nasplan assumed is wrong" in report
+
+
+@pytest.mark.parametrize("kept", ["sample", "all-kinds", "mixed", "smb-fall-lab", "timeline-lab"])
+def test_every_kind_of_every_kept_run_has_a_headline_and_rows(kept: str) -> None:
+    run = load_run(RUNS / kept)
+    lines = headline(run["tests"])
+    groups = {line.split(":")[0] for line in lines}
+    kinds = {t["kind"] for t in run["tests"]}
+    assert len(groups) >= len(kinds)
+    report = render_report(run)
+    for test in run["tests"]:
+        for row in rows(test):
+            table_row(report, row["label"])
+    assert "(forward)" not in report.split("## Results")[1].split("##")[0] or kept == "mixed"

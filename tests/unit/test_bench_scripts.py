@@ -1,0 +1,34 @@
+"""The benchmark scripts (``make bench``) still fit the package: not a timed test, a check that
+what they load and patch exists, so a layout change cannot break ``make bench`` unseen."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from nasplan.facts.gather import FACTS_SCRIPT, TOOL_NAMES
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_floor_runs_nasplans_own_facts_script() -> None:
+    floor = _load("floor")
+    assert floor.facts_script(list(TOOL_NAMES)) == FACTS_SCRIPT
+
+
+def test_the_profile_patches_what_the_run_has() -> None:
+    profile = _load("profile_apply")
+    timings = profile.Timings()
+    with profile.instrumented(timings):  # every (owner, name) it wraps must exist
+        pass
