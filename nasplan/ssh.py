@@ -246,7 +246,8 @@ class SshRunner(RunnerBase):
             raise HostLostError(self.name, self.lost)
         transport = self.connection.client.get_transport()
         if transport is None or not transport.is_active():
-            raise self._lose("SSH connection lost", mark_lost)
+            # a connection that has ended is gone, not slow: lost, whoever asked
+            raise self._lose("SSH connection lost", True)
         channel_s = self.timeouts.channel_s
         try:
             channel = transport.open_session(timeout=channel_s)

@@ -144,7 +144,12 @@ class Run:
         self.network_phase = _network_phase(self, keep)
         self.lock_id = f"{self.run_dir.name}-{secrets.token_hex(4)}"
         self.keeper = leases.LeaseKeeper(
-            self.sessions, self.lock_id, self.timeouts.lease_s, self.timeouts.renew_s, self.tasks
+            self.sessions,
+            self.lock_id,
+            self.timeouts.lease_s,
+            self.timeouts.renew_s,
+            self.tasks,
+            self.progress,
         )
         # with network changes, every host keeps its lock until its settings are put back
         self.early = (

@@ -182,8 +182,10 @@ class LeaseKeeper:
         lease_s: float,
         renew_s: float,
         tasks: Tasks,
+        progress: Progress,
     ) -> None:
         self.sessions = sessions
+        self.progress = progress
         self.run_id = run_id
         self.lease_s = lease_s
         self.renew_s = renew_s
@@ -218,7 +220,11 @@ class LeaseKeeper:
         had its lease run out (its watchdogs stopped what the run started there): it is marked
         lost, saying so. One that does not answer is named lost by the run's own commands."""
         name, runner = session.host.name, session.runner
-        if name in self._dropped or runner is None or runner.lost or session.lost:
+        if name in self._dropped or runner is None or session.lost:
+            return False
+        if runner.lost:  # its connection ended: said now, not at the end of the test
+            session.mark_lost(runner.lost)
+            self.progress.host(name, f"[lost] {runner.lost}")
             return False
         started = time.monotonic()
         try:

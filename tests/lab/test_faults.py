@@ -702,3 +702,27 @@ def test_restore_right_after_a_kill_stops_what_the_killed_run_left_at_once(
     run = json.loads((tmp_path / "run/run.json").read_text())
     assert {h["status"] for h in run["network"]["hosts"].values()} == {"restored"}
     assert states(lab) == before_state
+
+
+def test_a_killed_sshd_is_named_within_a_renewal_not_at_the_end_of_the_repetition(
+    lab: LabState, tmp_path: Path
+) -> None:
+    before_files = leftovers(lab)
+    proc = start(write_plan(lab, tmp_path, duration_s=8), tmp_path / "run")
+    seen = wait_for(proc, "repetition 1/1")
+    time.sleep(1)
+    pids = sshd_pids(lab, "ftnas", master=False)
+    assert pids
+    killed = time.monotonic()
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    seen += wait_for(proc, "host ftnas: [lost]")
+    named_s = time.monotonic() - killed
+    err = finish(proc, seen)
+    assert named_s < 4, (named_s, err)  # the renewal interval is 1 s; the repetition 8 s
+    assert proc.returncode == 3, err
+    assert "Traceback" not in err
+    assert all(x.startswith("/tmp/") for x in settle(lab, before_files))
+    code, err = apply_once(write_plan(lab, tmp_path, name="after"), tmp_path / "after")
+    assert code == 0, err
+    assert settle(lab, before_files) == set()

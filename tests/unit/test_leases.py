@@ -68,7 +68,14 @@ def test_lease_renewals_are_spread_over_the_interval_not_sent_to_every_host_at_o
         c.name: HostSession(Host(name=c.name, address=f"198.19.240.{i + 1}"), c, locked=True)
         for i, c in enumerate(clocks)
     }
-    keeper = LeaseKeeper(sessions, "20261201T110000Z-x", 30, renew_s, Overlap.concurrent())
+    keeper = LeaseKeeper(
+        sessions,
+        "20261201T110000Z-x",
+        30,
+        renew_s,
+        Overlap.concurrent(),
+        PlainProgress(io.StringIO()),
+    )
     started = time.monotonic()
     keeper.start()
     time.sleep(renew_s * 2.6)
@@ -140,7 +147,9 @@ def test_a_host_released_early_is_no_longer_renewed_and_its_lost_lock_is_no_warn
         for i, h in enumerate(hosts)
     }
     tasks = Overlap.concurrent()
-    keeper = LeaseKeeper(sessions, "20261201T140000Z-x", 30, renew_s, tasks)
+    keeper = LeaseKeeper(
+        sessions, "20261201T140000Z-x", 30, renew_s, tasks, PlainProgress(io.StringIO())
+    )
     keeper.start()
     time.sleep(renew_s * 1.5)
     early = EarlyRelease(keeper, "20261201T140000Z-x", tasks)
@@ -162,7 +171,9 @@ def test_an_early_release_waits_for_the_teardown_still_running_on_the_host() -> 
     host = _ReleasedHost("done")
     sessions = {"done": HostSession(Host(name="done", address="198.19.240.1"), host, locked=True)}
     tasks = Overlap.concurrent()
-    keeper = LeaseKeeper(sessions, "20261201T160000Z-x", 30, 10, tasks)
+    keeper = LeaseKeeper(
+        sessions, "20261201T160000Z-x", 30, 10, tasks, PlainProgress(io.StringIO())
+    )
     stopping = threading.Event()
     teardown = tasks.start(stopping.wait, "teardown")
     early = EarlyRelease(keeper, "20261201T160000Z-x", tasks)
@@ -193,8 +204,9 @@ class _Outage(_RenewalClock):
 
 def _kept(host: _Outage, lease_s: float, renew_s: float) -> tuple[HostSession, LeaseKeeper]:
     session = HostSession(Host(name=host.name, address="198.19.240.7"), host, locked=True)
+    progress = PlainProgress(io.StringIO())
     keeper = LeaseKeeper(
-        {host.name: session}, "20261202T010000Z-x", lease_s, renew_s, Overlap.concurrent()
+        {host.name: session}, "20261202T010000Z-x", lease_s, renew_s, Overlap.concurrent(), progress
     )
     return session, keeper
 
@@ -320,3 +332,28 @@ def test_a_lock_with_an_owner_but_no_lease_yet_is_being_taken_not_stale(
         assert (lock_dir / "owner").read_text().startswith("run_id=run-a\n")  # untouched
     finally:
         shutil.rmtree(lock_dir, ignore_errors=True)
+
+
+class _Dropped(_RenewalClock):
+    """A host whose SSH connection ended (its sshd killed): the runner knows it is lost."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.lost: str | None = None
+
+
+def test_a_host_whose_connection_ended_is_named_lost_by_the_next_renewal() -> None:
+    """Not at the end of the test under way: within one renewal interval, on the console."""
+    host = _Dropped("nas")
+    session = HostSession(Host(name="nas", address="198.19.240.8"), host, locked=True)
+    console = io.StringIO()
+    tasks, progress = Overlap.concurrent(), PlainProgress(console)
+    keeper = LeaseKeeper({"nas": session}, "20261202T020000Z-x", 30, 0.1, tasks, progress)
+    keeper.start()
+    time.sleep(0.25)
+    host.lost = "nas: SSH connection lost"
+    time.sleep(0.3)
+    keeper.stop()
+
+    assert session.lost and session.error == "nas: SSH connection lost"
+    assert "host nas: [lost] nas: SSH connection lost" in console.getvalue()

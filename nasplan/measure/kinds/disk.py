@@ -115,7 +115,8 @@ def run(test: PlanTest, s: DiskSettings, ctx: RunContext) -> dict[str, Any]:
         try:
             filename = fio.check_filename(f"{workdir}/{_FIO_FILE}")
             sampled.wait_started()
-            throughput = _repetitions(test, s, ctx, session, fio_path, filename, record, errors)
+            job = _Fio(test, s, ctx, session, fio_path, filename, record)
+            throughput = _repetitions(job, errors)
         except ValueError as exc:  # the directory resolved to a path fio would misread
             errors.append(f"path {path!r} resolves to {workdir!r}: {exc}")
         finally:
@@ -180,23 +181,28 @@ def _run_windows(
     return finish(record, errors if reps else [*errors, "no repetition ran"])
 
 
-def _repetitions(
-    test: PlanTest,
-    s: DiskSettings,
-    ctx: RunContext,
-    session: HostSession,
-    fio_path: str,
-    filename: str,
-    record: dict[str, Any],
-    errors: list[str],
-) -> list[dict[str, Any] | None]:
-    """Run every repetition into ``record`` (writes first); return each one's series from
+@dataclass(frozen=True)
+class _Fio:
+    """One disk test's fio work on its host: the test, its settings, the file, its record."""
+
+    test: PlanTest
+    s: DiskSettings
+    ctx: RunContext
+    session: HostSession
+    fio_path: str
+    filename: str
+    record: dict[str, Any]
+
+
+def _repetitions(job: _Fio, errors: list[str]) -> list[dict[str, Any] | None]:
+    """Run every repetition into the record (writes first); return each one's series from
     fio's log. A read of a file whose last write failed is no measurement (fio would read the
     holes such a write leaves, at memory speed): it fails, saying so, and fio does not run."""
+    test, ctx, record = job.test, job.ctx, job.record
     clock = timeline.Clock()
     throughput: list[dict[str, Any] | None] = []
     last_write: dict[str, Any] | None = None
-    for direction in s.directions:
+    for direction in job.s.directions:
         for index in range(1, test.repetitions + 1):
             ctx.progress.test(test.id, index, test.repetitions, 0.0, direction)
             started_s = clock.now_s()
@@ -205,7 +211,7 @@ def _repetitions(
                 rep: dict[str, Any] = {"status": "failed", "error": unwritten, "raw_file": None}
                 rep.update(direction=direction)
             else:
-                rep = _measured(test, s, ctx, session, fio_path, filename, record, direction, index)
+                rep = _measured(job, direction, index)
             rep.update(index=index, started_s=started_s, ended_s=clock.now_s())
             if direction == "write":
                 last_write = rep
@@ -230,30 +236,20 @@ def _unwritten(last_write: dict[str, Any] | None) -> str | None:
     )
 
 
-def _measured(
-    test: PlanTest,
-    s: DiskSettings,
-    ctx: RunContext,
-    session: HostSession,
-    fio_path: str,
-    filename: str,
-    record: dict[str, Any],
-    direction: str,
-    index: int,
-) -> dict[str, Any]:
+def _measured(job: _Fio, direction: str, index: int) -> dict[str, Any]:
     """One fio repetition; when the host refuses O_DIRECT and the plan allows it, measured
     again with buffered I/O (said once, in the run's warnings)."""
-    params, name = record["params"], f"{test.id}/{direction}-{index}"
-    job = fio.FioParams(rw=direction, size_bytes=params["size_bytes"], direct=params["direct"])
-    rep, refused = _one(ctx, session, fio_path, filename, job, name)
-    if refused and s.fallback_buffered:
+    params, name = job.record["params"], f"{job.test.id}/{direction}-{index}"
+    fio_job = fio.FioParams(rw=direction, size_bytes=params["size_bytes"], direct=params["direct"])
+    rep, refused = _one(job, fio_job, name)
+    if refused and job.s.fallback_buffered:
         params["direct"] = False
-        ctx.warnings.append(
-            f"{test.id}: {session.host.name} refused direct I/O (O_DIRECT) on "
+        job.ctx.warnings.append(
+            f"{job.test.id}: {job.session.host.name} refused direct I/O (O_DIRECT) on "
             f"{params['path']}; measured with buffered I/O instead (cache-influenced)"
         )
-        job = fio.FioParams(rw=direction, size_bytes=params["size_bytes"], direct=False)
-        rep, _ = _one(ctx, session, fio_path, filename, job, name)
+        fio_job = fio.FioParams(rw=direction, size_bytes=params["size_bytes"], direct=False)
+        rep, _ = _one(job, fio_job, name)
     return rep
 
 
@@ -273,37 +269,30 @@ def _series(
     )
 
 
-def _one(
-    ctx: RunContext,
-    session: HostSession,
-    fio_path: str,
-    filename: str,
-    job: fio.FioParams,
-    name: str,
-) -> tuple[dict[str, Any], bool]:
+def _one(job: _Fio, fio_job: fio.FioParams, name: str) -> tuple[dict[str, Any], bool]:
     """One fio job -> (repetition, whether O_DIRECT was refused)."""
-    assert session.runner is not None
+    runner, ctx, filename = job.session.runner, job.ctx, job.filename
+    assert runner is not None
     rep: dict[str, Any] = {"index": 0, "status": "failed", "error": None, "raw_file": None}
-    rep["direction"] = job.rw
+    rep["direction"] = fio_job.rw
     try:
         raw, parsed = fio.run_job(
-            session.runner, fio_path, filename, job, bw_log_prefix=f"{filename}.bw"
+            runner, job.fio_path, filename, fio_job, bw_log_prefix=f"{filename}.bw"
         )
     except fio.FioError as exc:
         rep["error"] = str(exc)
         if exc.raw:
             rep["raw_file"] = ctx.save_raw(f"raw/{name}.txt", exc.raw)
-        return rep, exc.direct_io_unsupported and job.direct
-    if parsed["bytes"] is not None and parsed["bytes"] < job.size_bytes:
-        rep["raw_file"] = ctx.save_raw(f"raw/{name}.json", raw)
+        return rep, exc.direct_io_unsupported and fio_job.direct
+    rep["raw_file"] = ctx.save_raw(f"raw/{name}.json", raw)
+    if parsed["bytes"] is not None and parsed["bytes"] < fio_job.size_bytes:
         rep["error"] = (
-            f"fio moved {parsed['bytes']} of the {job.size_bytes} bytes asked for: not a "
+            f"fio moved {parsed['bytes']} of the {fio_job.size_bytes} bytes asked for: not a "
             "measurement of the whole file"
         )
         return rep, False
     rep.update(
         status="ok",
-        raw_file=ctx.save_raw(f"raw/{name}.json", raw),
         bytes_per_second=parsed["bytes_per_second"],
         bytes=parsed["bytes"],
         duration_s=parsed["duration_s"],
