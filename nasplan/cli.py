@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -301,6 +302,8 @@ def apply(
         _json(outcome.to_dict())
     if outcome.run_dir is not None:
         click.echo(f"report: {outcome.run_dir / 'report.md'}")
+    # the process ends here: its last garbage collection need not walk what the run built
+    gc.freeze()
     sys.exit(outcome.exit_code)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib
 import os
 import secrets
 from collections.abc import Callable, Mapping
@@ -264,6 +265,9 @@ class Run:
     def conclude(self) -> Outcome:
         """The last teardown settled, the transfers' verdicts, the network put back, and the
         run's status and exit code."""
+        # the report's modules (Jinja) load while the last test's teardown still runs on its
+        # hosts, rather than after it
+        importlib.import_module("nasplan.report.render")
         self.hooks.settle()
         tests = self.record.run["tests"]
         facts = {n: s.facts for n, s in self.sessions.items()}
