@@ -254,6 +254,20 @@ def parse_yaml(path: Path, text: str) -> Document:
     return Document(path=path, data=data, positions=positions)
 
 
+def scalar_value(text: str) -> Any:
+    """The number, boolean or null ``text`` spells in YAML (``"5"`` -> 5, ``"true"`` -> True,
+    ``"~"`` -> None), else ``text`` itself. Only a single scalar is ever built: a text that is a
+    collection (or an alias bomb) stays text, however it nests."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return text
+    if not isinstance(node, yaml.ScalarNode):
+        return text
+    value = yaml.SafeLoader("").construct_object(node)
+    return value if isinstance(value, (int, float, bool)) or value is None else text
+
+
 def read_yaml(path: Path) -> Document:
     """Read and parse a YAML file; a missing, unreadable, special or too large file, and one
     that nests or expands beyond the limits, is a one-line InputError."""

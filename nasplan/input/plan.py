@@ -10,11 +10,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from nasplan.errors import InputError
 from nasplan.input.inventory import Inventory, load_inventory, ssh_file_errors
-from nasplan.input.loader import Document, JsonPath, parse_yaml, read_yaml, schema_errors
+from nasplan.input.loader import (
+    Document,
+    JsonPath,
+    parse_yaml,
+    read_yaml,
+    scalar_value,
+    schema_errors,
+)
 from nasplan.network.model import NetworkSpec, parse_link_target, parse_network
 from nasplan.units import parse_size
 
@@ -164,12 +169,7 @@ def _render_value(
         raise InputError(document.error(path, f"template {_short(value)}: {message}")) from None
     if _SINGLE_EXPRESSION.match(value):
         # A value that is one expression keeps its type: "{{ vars.repetitions }}" -> 5, not "5".
-        try:
-            native = yaml.safe_load(rendered)
-        except yaml.YAMLError:
-            return rendered
-        if isinstance(native, (int, float, bool)) or native is None:
-            return native
+        return scalar_value(rendered)
     return rendered
 
 

@@ -419,3 +419,24 @@ def test_identity_file_named_by_ssh_config_is_checked_before_connecting(tmp_path
     with pytest.raises(HostError, match=r"IdentityFile /dev/zero \(ssh_config\): is a device"):
         connect(host, timeout_s=1)
     assert time.monotonic() - started < 1  # refused before any connection attempt
+
+
+def test_a_template_rendering_an_alias_bomb_stays_text_and_builds_nothing() -> None:
+    """A one-expression value keeps its YAML scalar type; what it renders is never built as a
+    collection, so a rendered "billion laughs" is only text."""
+    from nasplan.input.loader import scalar_value
+
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 9)}]\n" for i in range(9)
+    )
+    started = time.monotonic()
+    assert scalar_value(bomb) == bomb
+    assert time.monotonic() - started < 1
+    assert [scalar_value(t) for t in ("5", "2.5", "true", "~", "5 s", "[1]")] == [
+        5,
+        2.5,
+        True,
+        None,
+        "5 s",
+        "[1]",
+    ]
