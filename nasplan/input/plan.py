@@ -57,6 +57,10 @@ class PlanTest:
     repetitions: int
     settings: Mapping[str, Any] = field(default_factory=dict)
     index: int = 0
+    # a matrix test's cell: dimension -> value, in the matrix's order ({} outside a matrix);
+    # ``id`` is then ``base_id[dim=value,...]``, ``base_id`` the test's id in the plan
+    cell: Mapping[str, Any] = field(default_factory=dict)
+    base_id: str = ""
 
     @property
     def hosts(self) -> tuple[str, ...]:

@@ -178,7 +178,7 @@ def path_params(test: PlanTest, target: str | None = None) -> dict[str, Any]:
 
 def new_record(test: PlanTest, params: dict[str, Any], metric: str) -> dict[str, Any]:
     """A test record that has not run yet (status failed until it succeeds)."""
-    return {
+    record: dict[str, Any] = {
         "id": test.id,
         "kind": test.kind,
         "name": test.name,
@@ -190,6 +190,9 @@ def new_record(test: PlanTest, params: dict[str, Any], metric: str) -> dict[str,
         "summary": summarize([], metric),
         "efficiency": None,
     }
+    if test.cell:  # a matrix cell: the plan's test id and the cell's values
+        record.update(base_id=test.base_id or test.id, cell=dict(test.cell))
+    return record
 
 
 def skipped(test: PlanTest, reason: str) -> dict[str, Any]:
