@@ -10,7 +10,7 @@ PLAN ?= plans/examples/nas-upgrade.yaml
 # chromium and npm: the Mermaid render test, scripts/ensure-mermaid.sh; npm only when no npm is
 # there: NodeSource's nodejs carries its own and conflicts with Debian's).
 APT_PACKAGES := iperf3 openssh-server openssh-client iproute2 ethtool iputils-ping procps util-linux sudo openssl
-TEST_APT_PACKAGES := $(APT_PACKAGES) samba smbclient rsync fio busybox libnfs-utils nfs-ganesha nfs-ganesha-vfs tgt libiscsi-bin chromium \
+TEST_APT_PACKAGES := $(APT_PACKAGES) iputils-tracepath samba smbclient rsync fio busybox libnfs-utils nfs-ganesha nfs-ganesha-vfs tgt libiscsi-bin chromium \
   $(if $(shell command -v npm),,npm)
 
 .PHONY: setup test-setup system-deps test-system-deps venv lint test unit demo demo-down bench clean
@@ -53,10 +53,12 @@ demo: setup
 demo-down: venv
 	$(BIN)/nasplan lab down $(LAB)
 
-# nasplan's overhead against the SSH floor at 1, 2, 10 and 30 lab hosts, then where one apply's
-# time goes (root: it uses the lab). A few minutes; not part of `make test`.
+# nasplan's overhead against the SSH floor at 1, 2, 10 and 30 lab hosts, the dead time per cell of
+# a 24-cell matrix, then where one apply's time goes (root: it uses the lab). A few minutes; not
+# part of `make test`.
 bench: setup
 	$(BIN)/python bench/overhead_floor.py
+	$(BIN)/python bench/matrix_dead_time.py
 	$(BIN)/python bench/profile_apply.py
 
 clean:

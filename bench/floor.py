@@ -74,6 +74,7 @@ def iperf3_test(clients: dict[str, paramiko.SSHClient], test: dict[str, Any]) ->
             raise SystemExit(f"iperf3 server on {test['server']} ended: {said.decode()[-300:]}")
         said += chunk
     client_argv = ["iperf3", "-J", "-c", test["address"], "-p", port, "-t", str(test["duration_s"])]
+    client_argv += test.get("extra", [])  # the cell's own flags (-P 2, -R, -w 256K)
     status, out, err = run(clients[test["client"]], shlex.join(client_argv))
     if status != 0:
         raise SystemExit(f"iperf3 client failed on {test['client']}: {(out + err)[-400:]}")

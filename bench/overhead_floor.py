@@ -159,11 +159,12 @@ def run_floor(spec: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def run_nasplan(plan_path: Path, out: Path) -> dict[str, Any]:
+def run_nasplan(plan_path: Path, out: Path, extra: Sequence[str] = ()) -> dict[str, Any]:
+    """``nasplan apply PLAN --out OUT [extra...]`` as a new process: wall and measured seconds."""
     nasplan = Path(sys.executable).with_name("nasplan")
     started = time.perf_counter()
     done = subprocess.run(
-        [str(nasplan), "apply", str(plan_path), "--out", str(out)],
+        [str(nasplan), "apply", str(plan_path), "--out", str(out), *extra],
         capture_output=True,
         text=True,
         check=False,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from nasplan.units import MIB_BYTES, format_bytes_per_second
@@ -109,6 +109,30 @@ def ok_values(
     ]
 
 
+# --- repetitions too short to trust ----------------------------------------------------------
+
+# A transfer, iperf3, disk or iSCSI repetition shorter than this is not trusted: connection
+# set-up, a login and TCP slow start weigh on its rate (a copy of well under a second looks slow).
+MIN_TRUSTED_S = 3.0
+TIMED_KINDS = ("iperf3", "transfer", "disk", "iscsi")
+
+
+def short_durations(test: Mapping[str, Any], direction: str | None = None) -> list[float]:
+    """``duration_s`` of each ok repetition of a timed kind shorter than MIN_TRUSTED_S (of
+    ``direction`` when given: write/read), in order; [] for other kinds."""
+    if test.get("kind") not in TIMED_KINDS:
+        return []
+    return [
+        float(rep["duration_s"])
+        for rep in test.get("repetitions") or []
+        if rep.get("status") == "ok"
+        and (direction is None or rep.get("direction") in (None, direction))
+        and isinstance(rep.get("duration_s"), (int, float))
+        # to 0.1 s: iperf3 -t 3 may time its data phase at 2.999 s
+        and round(rep["duration_s"], 1) < MIN_TRUSTED_S
+    ]
+
+
 # --- bottleneck attribution and cache influence ---------------------------------------------
 
 # A transfer at or above this share of a limit (network path, NAS's local disk) is bound by it.
@@ -141,6 +165,7 @@ def attribute_bottleneck(
     disk_bytes_per_second: float | None = None,
     cpu_busy_percent: Mapping[str, float | None] | None = None,
     cpu_shared_with: Mapping[str, Sequence[str]] | None = None,
+    cpu_cores: Mapping[str, CoreLoad] | None = None,
 ) -> dict[str, Any]:
     """What limited a file transfer, from the plan's own measurements of the same path and NAS.
 
@@ -149,7 +174,9 @@ def attribute_bottleneck(
     ``iperf3`` for a measured median, ``theoretical`` for the TCP maximum), the NAS's local
     sequential disk rate for that direction in bytes/s (fio), CPU busy % per host during the
     transfer; ``cpu_shared_with``: host -> what shares its kernel (other hosts, "the machine
-    running nasplan"): its CPU figure is then the whole machine's, and the text says so.
+    running nasplan"): its CPU figure is then the whole machine's, and the text says so;
+    ``cpu_cores``: host -> (its busiest core's busy %, its cores): one saturated core (a
+    single-threaded daemon) is cpu-bound too, though the average looks idle.
     Returns ``{"verdict": one of VERDICTS, "text": "...", "evidence": {...}}``, e.g.
     ``SMB write 131 MiB/s = 12 % of the 10G path (9.4 Gbit/s) and 98 % of the NAS's local
     sequential write (134 MiB/s): disk-bound``.
@@ -162,6 +189,11 @@ def attribute_bottleneck(
         transfer_bytes_per_second / disk_bytes_per_second if disk_bytes_per_second else None
     )
     busiest = max(cpu.items(), key=lambda item: item[1]) if cpu else None
+    # a core of a kernel other hosts share (lab namespaces) may be any of theirs: not this one's
+    own_cores = {
+        h: load for h, load in (cpu_cores or {}).items() if not (cpu_shared_with or {}).get(h)
+    }
+    core = saturated_core(own_cores, cpu)
     evidence: dict[str, Any] = {
         "direction": direction,
         "transfer_bytes_per_second": transfer_bytes_per_second,
@@ -174,6 +206,7 @@ def attribute_bottleneck(
         "cpu_whole_machine": sorted(h for h in cpu if (cpu_shared_with or {}).get(h)),
         "bound_ratio": BOUND_RATIO,
         "cpu_bound_percent": CPU_BOUND_PERCENT,
+        "cpu_busiest_core_percent": {h: load[0] for h, load in sorted((cpu_cores or {}).items())},
     }
     parts = []
     if network_ratio is not None and network_bits_per_second is not None:
@@ -188,7 +221,9 @@ def attribute_bottleneck(
             f"{disk_ratio * 100:.0f} % of the NAS's local sequential {direction} "
             f"({format_bytes_per_second(disk_bytes_per_second, 0)})"
         )
-    if busiest is not None:
+    if core is not None:
+        parts.append(core_text(core, cpu_cores or {}, cpu))
+    elif busiest is not None:
         parts.append(f"CPU {busiest[0]} {busiest[1]:.0f} % busy")
     bound = [
         (ratio, verdict)
@@ -197,7 +232,7 @@ def attribute_bottleneck(
     ]
     if bound:
         verdict = max(bound)[1]
-    elif busiest is not None and busiest[1] >= CPU_BOUND_PERCENT:
+    elif (busiest is not None and busiest[1] >= CPU_BOUND_PERCENT) or core is not None:
         verdict = "cpu-bound"
     elif network_ratio is None and disk_ratio is None:
         verdict = "unknown"
@@ -205,16 +240,57 @@ def attribute_bottleneck(
         verdict = "protocol-bound"
     head = f"{label} {format_bytes_per_second(transfer_bytes_per_second, 0)}"
     text = f"{head} = {' and '.join(parts)}: {verdict}" if parts else f"{head}: {verdict}"
-    if busiest is not None and (shared := (cpu_shared_with or {}).get(busiest[0])):
+    named = core or (busiest[0] if busiest is not None else None)
+    if named is not None and (shared := (cpu_shared_with or {}).get(named)):
         text += (
-            f" (CPU {busiest[0]} is the whole machine's, not {busiest[0]}'s own: it shares one "
+            f" (CPU {named} is the whole machine's, not {named}'s own: it shares one "
             f"kernel with {', '.join(shared)}, as lab hosts do)"
         )
     if verdict == "unknown":
         text += " (no network or disk measurement of this path and NAS to compare with)"
     elif verdict == "protocol-bound":
-        text += " (well under the network, the disk and the CPU limits: the protocol or client)"
+        text += _protocol_bound_text(disk_ratio is not None, busiest is not None)
     return {"verdict": verdict, "text": text, "evidence": evidence}
+
+
+# host -> (its busiest core's busy %, how many cores it has), either None when unknown.
+CoreLoad = tuple[float | None, int | None]
+
+
+def saturated_core(
+    cores: Mapping[str, CoreLoad], average: Mapping[str, float | None]
+) -> str | None:
+    """The host (busiest first) one of whose cores was at least CPU_BOUND_PERCENT busy while the
+    machine as a whole was not (that is cpu-bound anyway), else None."""
+    found = [
+        (percent, host)
+        for host, (percent, _) in cores.items()
+        if percent is not None
+        and percent >= CPU_BOUND_PERCENT
+        and (average.get(host) or 0.0) < CPU_BOUND_PERCENT
+    ]
+    return max(found)[1] if found else None
+
+
+def core_text(host: str, cores: Mapping[str, CoreLoad], average: Mapping[str, float | None]) -> str:
+    """``one core of nas at 100 % (average 27 % of 4)``."""
+    percent, count = cores[host]
+    mean = average.get(host)
+    of = f" of {count}" if count else ""
+    rest = f" (average {mean:.0f} %{of})" if mean is not None else ""
+    return f"one core of {host} at {percent or 0:.0f} %{rest}"
+
+
+def _protocol_bound_text(disk_measured: bool, cpu_measured: bool) -> str:
+    """Only the limits the run measured are named as ones the transfer was well under."""
+    limits = ["the network", *(["the disk"] if disk_measured else [])]
+    limits += ["the CPU"] if cpu_measured else []
+    named = ", ".join(limits[:-1]) + f" and {limits[-1]}" if len(limits) > 1 else limits[0]
+    noun = "limits" if len(limits) > 1 else "limit"
+    text = f" (well under {named} {noun}: the protocol or client"
+    if not disk_measured:
+        text += "; no disk test of this NAS in the run, so its disks are not ruled out"
+    return text + ")"
 
 
 def cache_influence(
@@ -252,16 +328,19 @@ def cache_influence(
 
 
 def shared_kernels(
-    boot_ids: Mapping[str, str | None], local_boot_id: str | None
+    boot_ids: Mapping[str, str | None],
+    local_boot_id: str | None,
+    local_hosts: Collection[str] = (),
 ) -> dict[str, list[str]]:
     """host -> what shares its kernel: other hosts with its boot id, and ``the machine running
-    nasplan`` when it is the local one's; hosts sharing nothing are left out."""
+    nasplan`` when it is the local one's (not for ``local_hosts``, ``connection: local``: that
+    machine is the host itself); hosts sharing nothing are left out."""
     found: dict[str, list[str]] = {}
     for host, boot_id in sorted(boot_ids.items()):
         if not boot_id:
             continue
         others = [h for h, b in sorted(boot_ids.items()) if b == boot_id and h != host]
-        if boot_id == local_boot_id:
+        if boot_id == local_boot_id and host not in local_hosts:
             others.append("the machine running nasplan")
         if others:
             found[host] = others
@@ -330,6 +409,11 @@ def annotate_transfers(
             host: (sample or {}).get("cpu_busy_percent_median")
             for host, sample in resources.items()
         }
+        cores: dict[str, CoreLoad] = {
+            host: (sample.get("cpu_busiest_core_percent_median"), sample.get("cpu_cores"))
+            for host, sample in resources.items()
+            if sample
+        }
         verdicts: dict[str, Any] = {}
         for direction, summary in sorted((record.get("directions") or {}).items()):
             rate = _median(summary)
@@ -350,6 +434,7 @@ def annotate_transfers(
                 disk_bytes_per_second=disk_for(tests, server, direction),
                 cpu_busy_percent=cpu,
                 cpu_shared_with=cpu_shared_with,
+                cpu_cores=cores,
             )
         record["bottleneck"] = verdicts or None
         size = params.get("size_bytes")

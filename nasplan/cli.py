@@ -85,6 +85,14 @@ quiet_option = click.option(
 )
 
 
+table_option = click.option(
+    "--table",
+    metavar="rows=DIM[/DIM],columns=DIM[/DIM][,baseline=DIM=VALUE][,metric=KEY]",
+    help="Lay the results out in one table: matrix dimensions (and direction, test, run labels) "
+    "along rows and columns, each cell against the baseline's (docs/matrix.md#the-table).",
+)
+
+
 def _format_option(what: str) -> Callable[[F], F]:
     return click.option(
         "--format",
@@ -201,17 +209,65 @@ def _refuse_without_lab(plan_file: Path, inventory: Path | None) -> None:
     raise InputError(f"{planned} is not there yet: the lab is not up (bring it up: {up})")
 
 
+def _resumed_files(
+    run_dir: Path, plan_file: Path | None, inventory: Path | None, out: Path | None, check: bool
+) -> tuple[Path, Path | None]:
+    """The plan and inventory of ``--resume RUN_DIR``: those given, else the run's own."""
+    from nasplan.errors import InputError
+    from nasplan.results import load_run
+
+    if out is not None or check:
+        raise InputError(f"--resume goes without {'--out' if out is not None else '--check'}")
+    if not (run_dir / "run.json").is_file():
+        raise InputError(f"{run_dir}: not a run directory (no run.json in it)")
+    if plan_file is not None:
+        return plan_file, inventory
+    run = load_run(run_dir)
+    return Path(run["plan_file"]), inventory or Path(run["inventory_file"])
+
+
 @main.command()
-@click.argument("plan_file", type=click.Path(path_type=Path))
+@click.argument("plan_file", type=click.Path(path_type=Path), required=False)
 @inventory_option
 @extra_vars_option
 @click.option(
     "--out", type=click.Path(path_type=Path), help="Run directory (default runs/<UTC time>-<plan>)."
 )
 @click.option(
+    "--resume",
+    type=click.Path(path_type=Path),
+    metavar="RUN_DIR",
+    help="Continue an interrupted or partly failed run in its directory: its ok repetitions "
+    "kept, the others run again (the same plan, inventory and -e; PLAN_FILE: the run's).",
+)
+@click.option(
     "--check",
     is_flag=True,
     help="Connect and gather facts, show what would be done, change nothing.",
+)
+@click.option(
+    "--list-tests",
+    "list_tests",
+    is_flag=True,
+    help="List the tests the run would run (matrix cells expanded), with an estimate of its "
+    "duration; connect nowhere.",
+)
+@click.option(
+    "-l",
+    "--limit",
+    "limit",
+    multiple=True,
+    metavar="HOST[,HOST]",
+    help="Only these hosts (names, groups, globs like 'nas*', '!mac' to leave one out): tests "
+    "that need another host, and network changes on other hosts, are left out. Repeatable.",
+)
+@click.option(
+    "--tests",
+    "test_patterns",
+    multiple=True,
+    metavar="PATTERN[,PATTERN]",
+    help="Only the tests whose id or base id matches: an id or a glob ('smb*', "
+    "'smb[link=p2p10*'; only * and ? are wild). Repeatable.",
 )
 @click.option(
     "--keep",
@@ -227,20 +283,31 @@ def _refuse_without_lab(plan_file: Path, inventory: Path | None) -> None:
 )
 @verbose_option
 @quiet_option
-@_format_option("with --check, what it found (hosts, installs, changes, tests, problems)")
+@_format_option(
+    "with --check, what it found (hosts, installs, changes, tests, estimate, problems); with "
+    "--list-tests, the tests and the estimate"
+)
 def apply(
     plan_file: Path,
     inventory: Path | None,
     extra_vars: tuple[str, ...],
     out: Path | None,
+    resume: Path | None,
     check: bool,
+    list_tests: bool,
+    limit: tuple[str, ...],
+    test_patterns: tuple[str, ...],
     keep: bool,
     ask_become_pass: bool,
     verbose: int,
     quiet: bool,
     output_format: str,
 ) -> None:
-    """Run PLAN_FILE: facts, tools, tests; write run.json, raw outputs and report.md.
+    """Run PLAN_FILE: facts, tools, tests; write run.json, raw outputs and report.md
+    (--resume RUN_DIR: finish an interrupted run there).
+
+    --list-tests prints the tests (a matrix's cells each one) and an estimate of the run's
+    duration, and exits 0 without connecting; --limit and --tests run a part of the plan.
 
     Exit codes: 0 all ok, 1 a test failed or the run directory is full, 2 invalid input, 3 a host
     was unreachable or could not be used (sudo refused, tools missing and not installable, in use
@@ -259,12 +326,33 @@ def apply(
     from nasplan.verbosity import Verbosity
 
     verbosity = Verbosity.from_flags(verbose, quiet)
-    if output_format == "json" and not check:
-        raise InputError("--format json goes with --check (a run writes run.json)")
+    if output_format == "json" and not (check or list_tests):
+        raise InputError("--format json goes with --check or --list-tests (a run writes run.json)")
+    if list_tests:
+        _list_tests(plan_file, inventory, extra_vars, limit, test_patterns, output_format)
+        return
+    if resume is not None:
+        plan_file, inventory = _resumed_files(resume, plan_file, inventory, out, check)
+    elif plan_file is None:
+        raise InputError("apply needs PLAN_FILE (or --resume RUN_DIR)")
     _refuse_without_lab(plan_file, inventory)
     plan = load_plan(plan_file, inventory, parse_extra_vars(extra_vars))
+    previous = None
+    if resume is not None:
+        from nasplan.run.resume import previous_run
+
+        previous = previous_run(resume, plan)
+        if previous.nothing_to_do(plan):
+            click.echo(f"nothing to do: every repetition of every test in {resume} ended ok")
+            sys.exit(0)
     for warning in plan.inventory.warnings if not verbosity.quiet else ():  # run.json keeps them
         click.echo(f"warning: {warning}", err=True)
+    if limit or test_patterns:
+        from nasplan.input.subset import choose
+
+        plan, subset = choose(plan, limit, test_patterns)
+        for note in subset.notes:
+            click.echo(f"warning: {note}", err=True)
     passwords: dict[str, str] = {}
     if not check:
         from nasplan.hosts import become
@@ -295,6 +383,7 @@ def apply(
                     keep=keep,
                     become_passwords=passwords,
                     verbosity=verbosity,
+                    previous=previous,
                 )
     finally:
         progress.close()
@@ -305,6 +394,46 @@ def apply(
     # the process ends here: its last garbage collection need not walk what the run built
     gc.freeze()
     sys.exit(outcome.exit_code)
+
+
+def _list_tests(
+    plan_file: Path,
+    inventory: Path | None,
+    extra_vars: tuple[str, ...],
+    limit: tuple[str, ...],
+    test_patterns: tuple[str, ...],
+    output_format: str,
+) -> None:
+    """``apply --list-tests``: the plan (against the inventory its lab will write when the lab
+    is not up, as ``validate`` does), cut to --limit / --tests, listed with its estimate."""
+    from nasplan.input.extra_vars import extra_vars as parse_extra_vars
+    from nasplan.input.lab_files import generated_by_lab
+    from nasplan.input.plan import load_plan, planned_inventory
+    from nasplan.input.subset import choose
+    from nasplan.run import listing
+
+    variables = parse_extra_vars(extra_vars)
+    planned = inventory or planned_inventory(plan_file)
+    if planned is None or planned.exists() or not generated_by_lab(planned):
+        plan = load_plan(plan_file, inventory, variables)
+    else:
+        import tempfile
+
+        from nasplan.lab import preview
+
+        with tempfile.TemporaryDirectory(prefix="nasplan-list-") as directory:
+            previewed = Path(directory) / planned.name
+            preview.write_preview(planned, previewed)
+            plan = load_plan(plan_file, previewed, variables)
+    if limit or test_patterns:
+        plan, subset = choose(plan, limit, test_patterns)
+        for note in subset.notes:
+            click.echo(f"warning: {note}", err=True)
+    if output_format == "json":
+        _json(listing.listing(plan))
+        return
+    for line in listing.lines(plan):
+        click.echo(line)
 
 
 @main.command()
@@ -354,11 +483,17 @@ def probe(host: str, inventory: Path, out: Path | None, mask_addresses: bool) ->
     type=click.Choice(["png", "svg"]),
     help="Also draw charts with matplotlib into RUN_DIR/charts/ and show them in the report.",
 )
-def report(run_dir: Path, charts: str | None) -> None:
-    """Render RUN_DIR/report.md again from RUN_DIR/run.json alone."""
+@table_option
+def report(run_dir: Path, charts: str | None, table: str | None) -> None:
+    """Render RUN_DIR/report.md again from RUN_DIR/run.json alone.
+
+    Exit codes: 0 written, 2 bad input (no run.json, a --table naming a dimension the run lacks).
+    """
+    from nasplan.report.pivot import parse_table_option
     from nasplan.report.render import write_report
 
-    click.echo(str(write_report(run_dir, charts=charts)))
+    spec = parse_table_option(table) if table else None
+    click.echo(str(write_report(run_dir, charts=charts, table=spec)))
 
 
 @main.command()
@@ -376,7 +511,8 @@ def report(run_dir: Path, charts: str | None) -> None:
     "labels",
     multiple=True,
     metavar="KEY=VALUE[,KEY=VALUE]",
-    help="Name a run, once per run in order (link=10G,disk=ssd); two varying keys make a matrix.",
+    help="Name a run, once per run in order (link=10G,disk=ssd); the keys are dimensions of "
+    "the comparison's tables (--table).",
 )
 @click.option(
     "--charts",
@@ -392,6 +528,7 @@ def report(run_dir: Path, charts: str | None) -> None:
     help="Exit 1 when a test's verdict against the first run is this (repeatable): "
     "--fail-on worse gates a change on a before/after check.",
 )
+@table_option
 def compare(
     runs: tuple[Path, ...],
     out: Path | None,
@@ -399,6 +536,7 @@ def compare(
     labels: tuple[str, ...],
     charts: str | None,
     fail_on: tuple[str, ...],
+    table: str | None,
 ) -> None:
     """Compare RUN_A RUN_B [RUN_C ...] against the first: ratios, verdicts, what changed.
 
@@ -410,16 +548,18 @@ def compare(
     from nasplan.compare import compare_runs, render
     from nasplan.errors import InputError
     from nasplan.output import redactor_of, secrets_from_environ, write_text
+    from nasplan.report.pivot import parse_table_option
     from nasplan.results import load_run
 
     if len(runs) < 2:
         raise InputError("compare needs at least two run directories")
+    spec = parse_table_option(table) if table else None
     if charts and (out is None or output_format != "markdown"):
         raise InputError("--charts needs --out FILE.md (the Markdown links the charts)")
     loaded = [load_run(r) for r in runs]
     # The same redaction as every file nasplan writes: secrets the runs' plans name by variable.
     redactor = redactor_of(secrets_from_environ([run.get("plan") for run in loaded], environ))
-    comparison = compare_runs(loaded, labels)
+    comparison = compare_runs(loaded, labels, spec)
     chart_files: list[str] = []
     if charts and out is not None:
         from nasplan.report.charts import write_compare_charts

@@ -6,6 +6,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from nasplan.directions import DIRECTED_KINDS, series_of
@@ -16,10 +17,47 @@ if TYPE_CHECKING:  # rich is imported only for a terminal: plain runs skip its i
     from rich.table import Table
 
 
+@dataclass(frozen=True)
+class Place:
+    """Where a run stands as a part of a test begins: the test, its place among the plan's
+    tests (``cell`` of ``cells``), its repetitions (``"5"``, ``"3–15"``), the rate of its last
+    repetition, and the time the run still needs (at least, at most; None: not known yet)."""
+
+    test: str
+    cell: int
+    cells: int
+    repetitions: str
+    last: str | None = None
+    left_s: tuple[float, float] | None = None
+    noun: str = "test"  # a matrix's tests are its cells
+
+    def text(self) -> str:
+        """``test 2 of 6, last 941.2 Mbit/s, ~4 min left`` ("" for a one-test run's start)."""
+        parts = [f"{self.noun} {self.cell} of {self.cells}"] if self.cells > 1 else []
+        if self.last:
+            parts.append(f"last {self.last}")
+        if self.left_s is not None:
+            low_s, high_s = self.left_s
+            size, unit = _unit(high_s)
+            low, high = (f"{s / size:.{1 if unit == 'h' else 0}f}" for s in (low_s, high_s))
+            parts.append(f"~{high} {unit} left" if low == high else f"{low}–{high} {unit} left")
+        return ", ".join(parts)
+
+
+def _unit(seconds: float) -> tuple[float, str]:
+    """The unit a time left is said in: s, min or h."""
+    if seconds < 90:
+        return 1.0, "s"
+    return (60.0, "min") if seconds < 5400 else (3600.0, "h")
+
+
 class Progress(Protocol):
-    """What apply reports while it works."""
+    """What apply reports while it works; ``place`` before each part of a test (a run of
+    several tests, or in parts, says where it stands)."""
 
     def host(self, name: str, status: str) -> None: ...
+
+    def place(self, place: Place) -> None: ...
 
     def test(
         self,
@@ -37,7 +75,9 @@ class Progress(Protocol):
     def close(self) -> None: ...
 
 
-def step_text(repetition: int, repetitions: int, total_s: float, direction: str | None) -> str:
+def step_text(
+    repetition: int, repetitions: int | str, total_s: float, direction: str | None
+) -> str:
     """``write, repetition 2/5 (~12 s in all)``: the plan's repetitions of one direction; the
     estimate only when there is one (a disk test's time depends on the disk)."""
     text = f"repetition {repetition}/{repetitions}"
@@ -66,6 +106,10 @@ class PlainProgress:
     def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stderr
         self._lock = threading.Lock()
+        self._place: Place | None = None
+
+    def place(self, place: Place) -> None:
+        self._place = place
 
     def _print(self, text: str) -> None:
         with self._lock:
@@ -82,7 +126,13 @@ class PlainProgress:
         total_s: float,
         direction: str | None = None,
     ) -> None:
-        self._print(f"test {test_id}: {step_text(repetition, repetitions, total_s, direction)}")
+        place = self._place if self._place and self._place.test == test_id else None
+        if place is None:
+            self._print(f"test {test_id}: {step_text(repetition, repetitions, total_s, direction)}")
+            return
+        where = place.text()
+        step = step_text(repetition, place.repetitions, 0.0 if where else total_s, direction)
+        self._print(f"test {test_id}: {step}" + (f" ({where})" if where else ""))
 
     def test_done(self, test_id: str, status: str, summary: str) -> None:
         self._print(f"test {test_id}: {status} {summary}".rstrip())
@@ -104,6 +154,7 @@ class LiveProgress:
         self.console = console or Console(stderr=True)
         self._hosts: dict[str, str] = {}
         self._tests: dict[str, tuple[str, float, float]] = {}
+        self._place: Place | None = None
         self._lock = threading.Lock()
         self._live = Live(get_renderable=self._render, console=self.console, refresh_per_second=4)
         self._live.start()
@@ -131,6 +182,10 @@ class LiveProgress:
         with self._lock:
             self._hosts[name] = status
 
+    def place(self, place: Place) -> None:
+        with self._lock:
+            self._place = place
+
     def test(
         self,
         test_id: str,
@@ -141,7 +196,11 @@ class LiveProgress:
     ) -> None:
         with self._lock:
             started = self._tests.get(test_id, ("", 0.0, 0.0))[1] or time.monotonic()
-            step = step_text(repetition, repetitions, 0.0, direction)
+            place = self._place if self._place and self._place.test == test_id else None
+            shown = place.repetitions if place else repetitions
+            step = step_text(repetition, shown, 0.0, direction)
+            if place is not None and place.text():
+                step, total_s = f"{step} ({place.text()})", 0.0
             self._tests[test_id] = (step, started, total_s)
 
     def test_done(self, test_id: str, status: str, summary: str) -> None:
@@ -167,6 +226,9 @@ class QuietProgress:
     def host(self, name: str, status: str) -> None:
         if status.startswith("[") or status.startswith("network: failed"):
             self.inner.host(name, status)
+
+    def place(self, place: Place) -> None:
+        pass
 
     def test(
         self,
@@ -217,6 +279,9 @@ class RedactedProgress:
 
     def host(self, name: str, status: str) -> None:
         self.inner.host(name, self._clean(status))
+
+    def place(self, place: Place) -> None:
+        self.inner.place(place)
 
     def test(
         self,

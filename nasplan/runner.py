@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import select
 import shlex
+import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -142,11 +144,27 @@ class RunnerBase(Runner):
 
 
 class LocalRunner(RunnerBase):
-    """Runs commands on this machine (tests, and the control node's own checks)."""
+    """Runs commands on this machine: tests, the control node's own checks, and (through
+    ``nasplan.hosts.local``) an inventory's ``connection: local`` host.
+
+    Each command runs in a session of its own (a Ctrl-C at the terminal reaches nasplan, not
+    what it runs: nasplan stops them itself), with /dev/null as input unless given some. A
+    command that outlives its timeout is killed with its whole process group (124). ``close``
+    kills, by their process group, the commands that still run: those ``start_until`` left
+    running, and any another thread is still waiting for.
+    ``netns``: run everything in that network namespace (``ip netns exec``).
+    """
+
+    # None: a command without ``timeout_s`` may run for as long as it takes
+    default_timeout_s: float | None = None
 
     def __init__(self, name: str = "local", netns: str | None = None) -> None:
         self.name = name
         self.netns = netns
+        # what this runner started and may still run (start_until's, commands in progress)
+        self._launched: list[subprocess.Popen[bytes]] = []
+        self._running: set[subprocess.Popen[bytes]] = set()
+        self._launched_lock = threading.Lock()
 
     def _prefix(self) -> list[str]:
         return ["ip", "netns", "exec", self.netns] if self.netns else []
@@ -159,8 +177,7 @@ class LocalRunner(RunnerBase):
         stdin: str | None = None,
         sudo: bool = False,
     ) -> Result:
-        full = [*self._prefix(), *argv]
-        return self._exec(full, shlex.join(argv), timeout_s, stdin)
+        return self._exec(list(argv), shlex.join(argv), timeout_s, stdin)
 
     def run_script(
         self,
@@ -170,8 +187,7 @@ class LocalRunner(RunnerBase):
         stdin: str | None = None,
         sudo: bool = False,
     ) -> Result:
-        full = [*self._prefix(), "sh", "-c", script]
-        return self._exec(full, script, timeout_s, stdin)
+        return self._exec(["sh", "-c", script], script, timeout_s, stdin)
 
     def start_until(self, script: str, markers: Sequence[str], *, timeout_s: float) -> Launched:
         """Start ``script`` (sh) and return once its standard output holds every one of
@@ -182,7 +198,10 @@ class LocalRunner(RunnerBase):
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            start_new_session=True,
         )
+        with self._launched_lock:  # those that ended are let go of (reaped) here
+            self._launched = [p for p in self._launched if p.poll() is None] + [proc]
         assert proc.stdout is not None and proc.stderr is not None
         pipes = (proc.stdout, proc.stderr)
 
@@ -218,18 +237,63 @@ class LocalRunner(RunnerBase):
 
         return Launched(out.decode(errors="replace"), None, close, ended_within)
 
-    @staticmethod
-    def _exec(full: list[str], shown: str, timeout_s: float | None, stdin: str | None) -> Result:
+    def close(self) -> None:
+        """Kill what this runner started that still runs (each command's process group)."""
+        with self._launched_lock:
+            launched, self._launched = self._launched, []
+            running = list(self._running)
+        for proc in running:  # its caller's thread reads its end and closes its pipes
+            _kill_group(proc)
+        for proc in launched:
+            if proc.poll() is None:
+                _kill_group(proc)
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+
+    def _exec(
+        self, command: list[str], shown: str, timeout_s: float | None, stdin: str | None
+    ) -> Result:
+        limit_s = timeout_s if timeout_s is not None else self.default_timeout_s
+        proc = subprocess.Popen(
+            [*self._prefix(), *command],
+            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        with self._launched_lock:
+            self._running.add(proc)
         try:
-            proc = subprocess.run(
-                full,
-                input=stdin,
-                capture_output=True,
-                text=True,
-                timeout=timeout_s,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-            return Result(shown, out, f"timed out after {timeout_s} s", 124)
-        return Result(shown, proc.stdout, proc.stderr, proc.returncode)
+            out, err = proc.communicate(None if stdin is None else stdin.encode(), limit_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            try:
+                out, _ = proc.communicate(timeout=_REAPED_S)
+            except subprocess.TimeoutExpired:  # a detached child still holds its output open
+                out = b""
+                for pipe in (proc.stdout, proc.stderr):
+                    if pipe is not None:
+                        pipe.close()
+            return Result(shown, out.decode(errors="replace"), f"timed out after {limit_s} s", 124)
+        finally:
+            with self._launched_lock:
+                self._running.discard(proc)
+        return Result(
+            shown, out.decode(errors="replace"), err.decode(errors="replace"), proc.returncode
+        )
+
+
+# How long a killed command's output may take to end (its pipes closed by its last process).
+_REAPED_S = 5.0
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL to the process group ``proc`` leads (started with ``start_new_session``)."""
+    try:  # the group outlives its leader while a member runs: its id is not reused meanwhile
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:  # ended meanwhile
+        return
+    except PermissionError:  # a member became another user's (sudo): its leader at least
+        proc.kill()
+    proc.wait()

@@ -20,11 +20,11 @@ import paramiko
 from fabric import Config, Connection
 
 from nasplan.errors import HostError, HostLostError
-from nasplan.hosts import become, shell
+from nasplan.hosts import become, local, shell
 from nasplan.hosts.timeouts import Timeouts, from_environ
 from nasplan.input.inventory import Host, ssh_file_errors
 from nasplan.input.localfile import private_file_problem
-from nasplan.runner import Launched, Result, RunnerBase
+from nasplan.runner import Launched, Result, Runner, RunnerBase
 
 _READ_CHUNK_BYTES = 65536
 T = TypeVar("T")
@@ -437,13 +437,16 @@ def _no_delay(connection: Connection) -> None:
 
 def connect(
     host: Host, *, timeout_s: float | None = None, become_password: str | None = None
-) -> SshRunner:
-    """Open an SSH connection to ``host`` with strict host-key checking.
+) -> Runner:
+    """Open an SSH connection to ``host`` with strict host-key checking; a ``connection: local``
+    host gets a ``nasplan.hosts.local`` runner instead (no SSH: it is this machine).
 
     ``~/.ssh/config`` aliases, users, ports and ProxyJump are honoured (through Fabric).
     ``become_password``: fed to sudo on stdin when a command needs root and the user is not root.
     Raises HostError with a one-line reason (unknown/changed key with fingerprint, auth, network).
     """
+    if host.is_local:
+        return local.connect(host, become_password=become_password)
     problems = ssh_file_errors(host)
     if problems:  # checked when the plan was loaded too; this catches a file swapped since
         raise HostError("; ".join(problems))
@@ -523,8 +526,11 @@ def connect_reason(exc: BaseException, timeout_s: float) -> str:
     return str(exc) or type(exc).__name__
 
 
-def server_key_fingerprint(runner: SshRunner) -> str | None:
+def server_key_fingerprint(runner: Runner) -> str | None:
     """The fingerprint of the key the host showed on this connection (checked against
-    known_hosts when it opened): ``ssh-ed25519 SHA256:...``; None without a transport."""
+    known_hosts when it opened): ``ssh-ed25519 SHA256:...``; None without a transport (or
+    without SSH: a local host)."""
+    if not isinstance(runner, SshRunner):
+        return None
     transport = runner.connection.client.get_transport()
     return fingerprint(transport.get_remote_server_key()) if transport is not None else None

@@ -235,8 +235,9 @@ def plan_reference() -> str:
         "`FILE:LINE:COL: json.path` and what was expected (exit 2, before anything connects).",
         "",
         "A guided tour with examples: [the README](../README.md), "
-        "[measurements](measurements.md), [network changes](network-changes.md). "
-        "The hosts a plan names come from its [inventory](inventory-reference.md).",
+        "[measurements](measurements.md), [network changes](network-changes.md), "
+        "[matrix](matrix.md) (one test, many combinations; `--list-tests`, `--limit`, "
+        "`--tests`). The hosts a plan names come from its [inventory](inventory-reference.md).",
         "",
     ]
     top = schema["properties"]
@@ -346,6 +347,8 @@ def inventory_reference() -> str:
         "| Ansible variable | nasplan key |",
         "|---|---|",
         *(f"| `{name}` | `{key}` |" for name, key in HONOURED.items()),
+        "| `ansible_connection` | `connection`: `local` is `local`; `ssh`, `paramiko`, `smart` "
+        "are `ssh` |",
         "",
         "Ansible variables nasplan ignores, with a warning naming where they are set:",
         "",
@@ -355,9 +358,9 @@ def inventory_reference() -> str:
         "",
         "Any other `ansible_*` variable is ignored with a warning, or refused by name (exit 2) "
         "where ignoring it would change how a host is reached or leak a secret: passwords in "
-        "the inventory, `ansible_ssh_*_args`, a connection other than SSH, a become method "
-        "other than sudo. A var without the `ansible_` prefix is a nasplan key or a user var "
-        "(`nasplan_ssh_config` is `ssh_config`).",
+        "the inventory, `ansible_ssh_*_args`, a connection other than SSH or local, a become "
+        "method other than sudo. A var without the `ansible_` prefix is a nasplan key or a user "
+        "var (`nasplan_ssh_config` is `ssh_config`).",
         "",
     ]
     lines += page.formats_section()

@@ -28,6 +28,18 @@ CONTEXT_PARAMS = frozenset(
 # size (1 GB vs 10 GB, the page-cache experiment) is what such a comparison is about.
 SIZE_PARAMS = frozenset({"size", "size_bytes"})
 
+# Workload parameters compared as a dimension of their own, labelled or not: 1 vs 4 streams on one
+# path says whether one stream is limited (its window, one CPU core) or the link.
+STREAM_PARAMS = frozenset({"parallel", "parallel_mode"})
+
+
+def _streams_across(kind: Any, mismatches: list[str]) -> list[str]:
+    """An iperf3 test's mismatches when every one is its streams (compared across), else []."""
+    names = {m.partition(":")[0] for m in mismatches}
+    if kind != "iperf3" or not mismatches or not names <= STREAM_PARAMS:
+        return []
+    return list(mismatches)
+
 
 @dataclass(frozen=True)
 class MatchedTest:
@@ -113,14 +125,17 @@ def match_tests(runs: Sequence[Mapping[str, Any]]) -> list[MatchedTest]:
     for key in order:
         tests = by_key[key]
         first = next(t for t in tests if t is not None)
+        mismatches = param_differences(tests, CONTEXT_PARAMS, within=False)
+        across = _streams_across(first.get("kind"), mismatches)
         matched.append(
             MatchedTest(
                 key=key,
                 name=names[key],
                 kind=str(first.get("kind")),
                 tests=tests,
-                mismatches=param_differences(tests, CONTEXT_PARAMS, within=False),
-                differences=param_differences(tests, CONTEXT_PARAMS, within=True),
+                mismatches=[] if across else mismatches,
+                differences=param_differences(tests, CONTEXT_PARAMS, within=True) + across,
+                across=across,
             )
         )
     return matched

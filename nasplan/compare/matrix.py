@@ -1,4 +1,5 @@
-"""Run labels (``link=10G,disk=ssd``) and the two-dimensional tables they allow.
+"""Run labels (``link=10G,disk=ssd``) and the tables they allow: two-dimensional, or the
+pivot of any number of label dimensions with the runs' own matrix dimensions (label_table).
 
 Dimensions come from ``--label`` given once per run, in the order of the runs; without labels,
 from the plan vars that differ between the runs (``nasplan apply -e link=10G`` records them).
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nasplan.errors import InputError
+from nasplan.report import pivot
 
 
 @dataclass(frozen=True)
@@ -102,3 +104,35 @@ def run_title(label: Mapping[str, str], fallback: str) -> str:
     if list(label) == ["run"]:
         return label["run"]
     return ", ".join(f"{k}={v}" for k, v in label.items())
+
+
+def label_table(
+    runs: Sequence[Mapping[str, Any]],
+    labels: Sequence[Mapping[str, str]],
+    titles: Sequence[str],
+    asked: pivot.TableSpec | None = None,
+) -> dict[str, Any] | None:
+    """The runs' table (report/pivot.py) over their labels and their records' own dimensions
+    (matrix cells, ``test``, ``direction``); a run without a label is named by ``run``.
+
+    Without ``asked``: the default (first label dimension as rows) when three or more label
+    dimensions vary, or when one does and the runs have matrix records; else None (the
+    two-dimensional tables of build_matrix, or none). InputError: ``asked`` names a dimension
+    the runs lack.
+    """
+    cells = pivot.cell_dimensions([t for run in runs for t in run.get("tests") or []])
+    varying = varying_dimensions(labels)
+    metric = asked.metric if asked else None
+    points = [
+        point
+        for run, label, title in zip(runs, labels, titles, strict=True)
+        for point in pivot.points_of(
+            run.get("tests") or [], label or {"run": title}, metric=metric, matrix_only=False
+        )
+    ]
+    if asked is not None:
+        return pivot.build(points, asked)
+    if len(varying) < 3 and not (varying and cells):
+        return None
+    spec = pivot.default_spec(pivot.dimensions(points), [*varying, *cells])
+    return pivot.build(points, spec, default=True) if spec else None

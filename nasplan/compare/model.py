@@ -7,10 +7,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from nasplan.analysis import TRANSFER_KINDS
+from nasplan.analysis import TRANSFER_KINDS, short_durations
 from nasplan.compare.envdiff import environment_diff
 from nasplan.compare.match import SIZE_PARAMS, MatchedTest, match_tests
-from nasplan.compare.matrix import build_matrix, run_labels, run_title, varying_dimensions
+from nasplan.compare.matrix import (
+    build_matrix,
+    label_table,
+    run_labels,
+    run_title,
+    varying_dimensions,
+)
 from nasplan.compare.stats import (
     ALPHA,
     BETTER,
@@ -22,10 +28,12 @@ from nasplan.compare.stats import (
     verdict,
 )
 from nasplan.directions import DIRECTED_KINDS, Series, series_of
+from nasplan.report.pivot import TableSpec
 
 FORMAT = "nasplan-compare"
 # 2: one row per direction (``direction``, ``label``), too-few verdicts, ``across``; a run's
-# side of a transfer or iSCSI row carries its ``bottleneck`` verdict (added, nothing changed).
+# side of a transfer or iSCSI row carries its ``bottleneck`` verdict, and ``table`` the pivot of
+# the runs' labels and matrix cells (report/pivot.py's build(), or null) (added, nothing changed).
 FORMAT_VERSION = 2
 
 
@@ -63,6 +71,9 @@ def _side(test: Mapping[str, Any] | None, series: Series | None) -> dict[str, An
         "theoretical_bits_per_second": series.theoretical_bits_per_second,
         "values": series.values,
         "bottleneck": _bottleneck(test, series.direction),
+        # a copy under analysis.MIN_TRUSTED_S: its ratio is of set-up times as much as of rates
+        # (iperf3 times its data phase alone: the report flags it, a ratio of it still holds)
+        "short": test.get("kind") != "iperf3" and bool(short_durations(test, series.direction)),
     }
 
 
@@ -169,11 +180,15 @@ def _headline(tests: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     }
 
 
-def compare_runs(runs: Sequence[Mapping[str, Any]], labels: Sequence[str] = ()) -> dict[str, Any]:
-    """Compare validated run dicts against the first: runs, environment diff, tests, matrix.
+def compare_runs(
+    runs: Sequence[Mapping[str, Any]], labels: Sequence[str] = (), table: TableSpec | None = None
+) -> dict[str, Any]:
+    """Compare validated run dicts against the first: runs, environment diff, tests, matrix,
+    table.
 
     ``labels`` (one ``KEY=VALUE[,...]`` or name per run) name the runs and give the matrix its
-    dimensions; without them the plan vars that differ between the runs do.
+    dimensions; without them the plan vars that differ between the runs do. ``table``: the
+    layout of the runs' table (``--table``; else the default of label_table, or none).
     """
     if len(runs) < 2:
         raise ValueError("compare needs at least two runs")
@@ -183,6 +198,7 @@ def compare_runs(runs: Sequence[Mapping[str, Any]], labels: Sequence[str] = ()) 
     dimensions = varying_dimensions(parsed)
     tests = [row for m in match_tests(runs) for row in _rows(_across_dimension(m, dimensions))]
     matrix = build_matrix(parsed)
+    laid_out = label_table(runs, parsed, titles, table)
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -220,6 +236,7 @@ def compare_runs(runs: Sequence[Mapping[str, Any]], labels: Sequence[str] = ()) 
             "columns": matrix.columns,
             "cells": matrix.cells,
         },
+        "table": laid_out,
     }
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from nasplan.compare.stats import BETTER, NOISE, NOT_SIGNIFICANT, TOO_FEW, UNKNOWN, WORSE
 from nasplan.report import mermaid
+from nasplan.report.headline import SHORT
 from nasplan.report.quantities import QUANTITIES, quantity_of
 from nasplan.report.render import (
     DASH,
@@ -102,6 +103,8 @@ def _verdicts(test: Mapping[str, Any], titles: Sequence[str]) -> tuple[str, str]
             if versus["verdict"] in (BETTER, WORSE)
             else versus["verdict"]
         )
+        if test["runs"][0].get("short") or (test["runs"][index] or {}).get("short"):
+            word += f" {SHORT}"  # a ratio of set-up times as much as of rates
         verdicts.append(prefix + word)
         rules.append(prefix + versus["explanation"])
     return "; ".join(verdicts), "; ".join(rules)
@@ -126,12 +129,19 @@ def _opening(comparison: Mapping[str, Any], tests: list[dict[str, Any]]) -> str:
         before = test["runs"][0]["median"]
         after = test["runs"][headline["run"]]["median"]
         title = runs[headline["run"]]["title"]
+        short = any(s and s.get("short") for s in (test["runs"][0], test["runs"][headline["run"]]))
         if headline["decided"]:
             text += (
                 f" Headline: {test['label']} is **{headline['verdict']}** in {title}: "
                 f"{metric_value(after, test['metric'])} against "
                 f"{metric_value(before, test['metric'])}, {ratio(headline['ratio'])} "
-                f"({headline['explanation']})."
+                f"({headline['explanation']})"
+            )
+            text += (
+                f" {SHORT}: repetitions this short measure set-up more than the path, each "
+                "run's Diagnosis says by how much."
+                if short
+                else "."
             )
         elif headline["undecided"] == [NOISE]:
             text += (
@@ -259,7 +269,10 @@ def render_markdown(comparison: Mapping[str, Any], chart_files: Sequence[str] = 
         "run_keys": [
             {"short": f"run {i + 1}", "title": r["title"]} for i, r in enumerate(comparison["runs"])
         ],
-        "matrices": _matrices(comparison),
+        # the table asked for, or laid out by default, stands for the two-dimensional ones
+        "matrices": [] if comparison.get("table") else _matrices(comparison),
+        "table": comparison.get("table"),
+        "table_error": None,
         "notes": _notes(tests),
         "bottlenecks": any(side and side.get("bottleneck") for t in tests for side in t["runs"]),
     }

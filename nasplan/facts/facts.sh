@@ -124,6 +124,18 @@ for nasplan_d in /sys/class/net/*; do
     nasplan_drv=$("$nasplan_ethtool" -i "$nasplan_n" 2>/dev/null | sed -n 's/^driver: *//p')
   fi
   printf 'driver=%s\n' "$nasplan_drv"
+  # the bus under the link: a PCIe NIC's link (speed, width) against the device's maximum, a
+  # USB NIC's bus speed in Mbit/s (its USB device is the parent of the interface's device)
+  if [ -e "$nasplan_d/device/current_link_speed" ]; then
+    for nasplan_k in current_link_speed current_link_width max_link_speed max_link_width; do
+      nasplan_get "$nasplan_d/device/$nasplan_k"
+      printf 'pcie_%s=%s\n' "$nasplan_k" "$nasplan_v"
+    done
+  fi
+  if [ -e "$nasplan_d/device/../idVendor" ] && [ -e "$nasplan_d/device/../speed" ]; then
+    nasplan_get "$nasplan_d/device/../speed"
+    printf 'usb_speed=%s\n' "$nasplan_v"
+  fi
 done
 nasplan_ip=$(nasplan_which ip)
 nasplan_addrs=

@@ -121,10 +121,19 @@ class NicFacts:
     duplex: str | None = None
     driver: str | None = None
     addresses: tuple[str, ...] = ()
+    # the bus under the link (``nic_bus``): PCIe link and maximum, a USB NIC's bus speed;
+    # None when sysfs says nothing (a virtual NIC, a BSD host)
+    bus: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form: ``{"name": "eth0", "mtu_bytes": 1500, ..., "addresses": [...]}``."""
-        return {**_fields(self), "addresses": list(self.addresses)}
+        """JSON form: ``{"name": "eth0", "mtu_bytes": 1500, ..., "addresses": [...]}``
+        (``bus`` only when known)."""
+        found = {**_fields(self), "addresses": list(self.addresses)}
+        if self.bus is None:
+            del found["bus"]
+        else:
+            found["bus"] = dict(self.bus)
+        return found
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> NicFacts:
@@ -138,6 +147,7 @@ class NicFacts:
             duplex=_str_or_none(data.get("duplex")),
             driver=_str_or_none(data.get("driver")),
             addresses=tuple(str(a) for a in data.get("addresses") or ()),
+            bus=dict(data["bus"]) if isinstance(data.get("bus"), Mapping) else None,
         )
 
 
@@ -480,7 +490,35 @@ def _nic(values: Mapping[str, str], addresses: Mapping[str, list[str]]) -> NicFa
         duplex=_str_or_none(values.get("duplex")),
         driver=_str_or_none(values.get("driver")),
         addresses=tuple(addresses.get(name, ())),
+        bus=nic_bus(values),
     )
+
+
+_GT_PER_S = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*GT/s")
+
+
+def _gt_per_s(text: str | None) -> float | None:
+    """``8.0 GT/s PCIe`` (or ``8 GT/s``) -> 8.0; ``Unknown`` -> None."""
+    match = _GT_PER_S.match(text or "")
+    return float(match[1]) if match else None
+
+
+def nic_bus(values: Mapping[str, str]) -> dict[str, Any] | None:
+    """A NIC's sysfs bus lines -> ``{"pcie_gt_per_s", "pcie_width", "pcie_max_gt_per_s",
+    "pcie_max_width"}`` and/or ``{"usb_speed_mbps"}``; None when there is neither."""
+    bus: dict[str, Any] = {}
+    if "pcie_current_link_speed" in values:
+        bus.update(
+            pcie_gt_per_s=_gt_per_s(values.get("pcie_current_link_speed")),
+            pcie_width=_positive(values.get("pcie_current_link_width")),
+            pcie_max_gt_per_s=_gt_per_s(values.get("pcie_max_link_speed")),
+            pcie_max_width=_positive(values.get("pcie_max_link_width")),
+        )
+    if "usb_speed" in values:
+        # sysfs says 1.5, 12, 480, 5000, 10000, 20000 (Mbit/s)
+        usb = re.match(r"^\s*(\d+(?:\.\d+)?)", values.get("usb_speed") or "")
+        bus["usb_speed_mbps"] = float(usb[1]) if usb else None
+    return bus or None
 
 
 def _addresses(single: Mapping[str, list[str]]) -> dict[str, list[str]]:

@@ -125,13 +125,14 @@ def open_sessions(
     progress: Progress,
     connector: Callable[[Host], Runner] = connect,
     then: Callable[[HostSession, Result | None], None] | None = None,
-    also: str | None = None,
+    also: str | Callable[[Host], str] | None = None,
     *,
     tasks: Tasks,
 ) -> dict[str, HostSession]:
     """Connect and gather facts on every host at once: one SSH round trip each for the facts.
 
-    ``also``: POSIX sh run in that same round trip on POSIX hosts (apply: the host lock).
+    ``also``: POSIX sh run in that same round trip on POSIX hosts (apply: the host lock, and
+    the routes the inventory already names), or a host -> that script.
     ``then``: the next step for a host whose facts came, given ``also``'s result (None where it
     did not run: Windows), run at once in the same worker: a host does not wait for the
     slowest host's facts before it. ``tasks``: where the hosts are worked on at once.
@@ -144,7 +145,7 @@ def open_sessions(
             session.runner = connector(session.host)
             session.facts, also_result = gather_with(
                 session.runner,
-                also,
+                also(session.host) if callable(also) else also,
                 windows=not posix_by_hint(session.host.platform_hint),
                 tool_paths=session.host.tools,
             )

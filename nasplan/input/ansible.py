@@ -265,6 +265,15 @@ def _files_vars(base: Path, kind: str, name: str) -> tuple[dict[str, Any], dict[
     return values, origins
 
 
+def connection_of(value: Any) -> str | None:
+    """nasplan's ``connection`` for an ``ansible_connection`` value: ``ssh`` (ssh, paramiko,
+    smart), ``local``, None for any other."""
+    shown = str(value).removeprefix("ansible.builtin.")
+    if shown in SSH_CONNECTIONS:
+        return "ssh"
+    return "local" if shown == "local" else None
+
+
 def _map_var(key: str, value: Any) -> tuple[str | None, str | None, str | None]:
     """(nasplan's name for it or None, why it is refused or None, why it is ignored or None)."""
     if not key.startswith("ansible_"):
@@ -287,12 +296,9 @@ def _map_var(key: str, value: Any) -> tuple[str | None, str | None, str | None]:
         )
         return None, refusal, None
     if key == "ansible_connection":
-        shown = str(value).removeprefix("ansible.builtin.")
-        if shown in SSH_CONNECTIONS:
-            return None, None, None
-        if shown == "local":
-            return None, "'local' is not supported yet: nasplan reaches every host over SSH", None
-        return None, f"{value!r} is not supported: nasplan connects over SSH only", None
+        if connection_of(value) is not None:
+            return "connection", None, None
+        return None, f"{value!r} is not supported: nasplan connects over SSH, or runs locally", None
     if key == "ansible_become_method":
         if value == "sudo":
             return None, None, None
@@ -370,7 +376,10 @@ def resolve(graph: _Graph, document: Document) -> AnsibleInventory:
             elif ignore:
                 ignored[f"{at(origins[key])}: ignored: {ignore}"] = None
             if target is not None:
-                fields[target] = merged[key]
+                value = merged[key]
+                if key == "ansible_connection":
+                    value = connection_of(value)
+                fields[target] = value
                 field_origins[target] = origins[key]
         hosts[host] = AnsibleHost(fields, field_origins, tuple(ordered), graph.host_where[host])
     if errors:

@@ -25,6 +25,7 @@ from nasplan.input.localfile import MAX_YAML_BYTES, private_file_problem, read_t
 from nasplan.units import parse_rate
 
 CONNECTION_KEYS = (
+    "connection",
     "user",
     "port",
     "identity_file",
@@ -69,6 +70,8 @@ class Host:
 
     name: str
     address: str
+    # "ssh", or "local": the control node itself, reached without SSH (nasplan.hosts.local)
+    connection: str = "ssh"
     user: str | None = None
     port: int | None = None
     identity_file: Path | None = None
@@ -83,6 +86,11 @@ class Host:
     groups: tuple[str, ...] = ()
     vars: Mapping[str, Any] = field(default_factory=dict)
     origin: str = ""  # FILE:LINE:COL: json.path of the host in its inventory, for errors
+
+    @property
+    def is_local(self) -> bool:
+        """The machine nasplan runs on (``connection: local``): no SSH, no SSH files."""
+        return self.connection == "local"
 
     def template_view(self) -> dict[str, Any]:
         """What plan Jinja expressions see as ``hosts.<name>``."""
@@ -123,7 +131,10 @@ def ssh_file_errors(host: Host) -> list[str]:
     Each must be a regular file you (or root) own, not writable by others; a private key also
     not readable by others. An identity_file must exist (a key that is not there would only
     fail the login later); a missing known_hosts or ssh_config is left to the connection.
+    A local host uses none of them (they may come from vars meant for the other hosts).
     """
+    if host.is_local:
+        return []
     errors = []
     for name, path, secret in (
         ("identity_file", host.identity_file, True),
@@ -246,6 +257,7 @@ def _build_host(
     return Host(
         name=name,
         address=str(merged.get("address") or name),
+        connection=str(merged.get("connection", "ssh")),
         user=merged.get("user"),
         port=port,
         identity_file=_resolve_path(base, merged.get("identity_file")),
@@ -291,12 +303,48 @@ def _from_native(document: Document) -> Inventory:
         hosts[host] = _build_host(
             document, host, merged, spec.get("interfaces"), member_of, ("hosts", host)
         )
+    _one_local_host(
+        hosts, {name: _where_connection(document, name, hosts[name].groups) for name in hosts}
+    )
     return Inventory(
         path=document.path,
         hosts=hosts,
         groups={g: tuple(m) for g, m in groups.items()},
         vars=all_vars,
     )
+
+
+def _where_connection(document: Document, host: str, groups: tuple[str, ...]) -> str:
+    """``FILE:LINE:COL: json.path`` of where a native host's ``connection`` was set (the host
+    itself, its vars, its last group's vars, the inventory's vars), else of the host."""
+    data: dict[str, Any] = document.data
+    spec = data["hosts"][host] or {}
+    candidates: list[tuple[Any, tuple[Any, ...]]] = [
+        (spec, ("hosts", host)),
+        (spec.get("vars"), ("hosts", host, "vars")),
+        *(
+            (((data.get("groups") or {}).get(g) or {}).get("vars"), ("groups", g, "vars"))
+            for g in reversed(groups)
+        ),
+        (data.get("vars"), ("vars",)),
+    ]
+    for values, path in candidates:
+        if isinstance(values, dict) and "connection" in values:
+            where = (*path, "connection")
+            return f"{document.where(where)}: {format_json_path(where)}"
+    return f"{document.where(('hosts', host))}: {format_json_path(('hosts', host))}"
+
+
+def _one_local_host(hosts: Mapping[str, Host], where: Mapping[str, str]) -> None:
+    """InputError at a second ``connection: local`` host (``where``: host -> where it was set):
+    there is one control node, nasplan's machine."""
+    local = [name for name, host in hosts.items() if host.is_local]
+    if len(local) > 1:
+        second = local[1]
+        raise InputError(
+            f"{where[second]}: {second} is a second host with connection: local ({local[0]} is "
+            f"one already): local means the machine nasplan runs on; reach {second} over SSH"
+        )
 
 
 def _from_ansible(document: Document, parsed: AnsibleInventory) -> Inventory:
@@ -334,6 +382,13 @@ def _from_ansible(document: Document, parsed: AnsibleInventory) -> Inventory:
         )
     if errors:
         raise InputError(sorted(set(errors)))
+    _one_local_host(
+        hosts,
+        {
+            name: ansible.at(found.origins.get("connection", found.where))
+            for name, found in parsed.hosts.items()
+        },
+    )
     return Inventory(
         path=document.path,
         hosts=hosts,

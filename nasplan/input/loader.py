@@ -50,6 +50,10 @@ class Document:
 _LOCATED = re.compile(r"^(?P<file>(?:(?!: ).)+?):(?P<line>\d+):(?P<column>\d+): (?P<rest>.*)$")
 # what format_json_path writes: ``tests[0].server``, ``(root)``; never a space
 _JSON_PATH = re.compile(r"^(\(root\)|[^\s:\[\].]+(\[\d+\]|\.[^\s:\[\].]+)*)$")
+# what a matrix cell's error says after the position (nasplan.input.matrix.CellDocument)
+_CELL = re.compile(
+    r"^(?P<test>tests\[\d+\]) (?P<id>[^\s:]+): (?:(?P<key>[^\s:\[\]]+): )?(?P<message>.*)$"
+)
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,10 @@ def located(text: str) -> Located | None:
         return None
     head, sep, tail = match["rest"].partition(": ")
     path, message = (head, tail) if sep and _JSON_PATH.match(head) else (None, match["rest"])
+    cell = _CELL.match(match["rest"]) if path is None else None
+    if cell is not None:  # a matrix cell's test: ``tests[0] smb[size=1GiB]: size: message``
+        path = f"{cell['test']}.{cell['key']}" if cell["key"] else cell["test"]
+        message = f"{cell['id']}: {cell['message']}"
     return Located(match["file"], int(match["line"]), int(match["column"]), path, message)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from nasplan.errors import InputError
+from nasplan.input import cells
 from nasplan.input.inventory import Inventory, load_inventory, ssh_file_errors
 from nasplan.input.loader import (
     Document,
@@ -20,6 +21,8 @@ from nasplan.input.loader import (
     scalar_value,
     schema_errors,
 )
+from nasplan.input.matrix import dir_name, to_json_cell
+from nasplan.input.table import table_errors
 from nasplan.network.model import NetworkSpec, parse_link_target, parse_network
 from nasplan.units import parse_size
 
@@ -45,6 +48,31 @@ class Target:
 
 
 @dataclass(frozen=True)
+class Adaptive:
+    """``repetitions: {min: 3, max: 15, until: {ci_halfwidth: 2%}}``: at least ``min_n``
+    repetitions, then more until the median's confidence interval lies within
+    ``ci_halfwidth`` (0.02: ±2 %) of the median, at most ``max_n``."""
+
+    min_n: int
+    max_n: int
+    ci_halfwidth: float
+
+
+@dataclass(frozen=True)
+class Order:
+    """The plan's ``order``: ``interleaved`` (round r runs repetition r of every test, in the
+    plan's order), ``shuffled`` (the same rounds, each in an order drawn with ``seed``) or
+    ``sequential`` (each test's repetitions back to back); ``seed`` None: drawn by the run."""
+
+    name: str = "sequential"
+    seed: int | None = None
+
+    @property
+    def interleaved(self) -> bool:
+        return self.name != "sequential"
+
+
+@dataclass(frozen=True)
 class PlanTest:
     """One test of a plan, resolved: common fields, its kind's own ``settings``, its ``index``."""
 
@@ -61,6 +89,32 @@ class PlanTest:
     # ``id`` is then ``base_id[dim=value,...]``, ``base_id`` the test's id in the plan
     cell: Mapping[str, Any] = field(default_factory=dict)
     base_id: str = ""
+    # the cell's own network settings when the plan's links/interfaces use ``{{ matrix.X }}``
+    # of a plan-level matrix; None: the plan's (``Plan.network``)
+    network: NetworkSpec | None = None
+    # ``repetitions: {min, max, until}``: repeat until the median is clear (``repetitions`` is
+    # then ``max``); None for a fixed number
+    adaptive: Adaptive | None = None
+    # the index of the first repetition this test runs: a part of a test (a run's slice, a
+    # resumed run) runs repetitions first_repetition .. first_repetition + repetitions - 1
+    first_repetition: int = 1
+
+    @property
+    def indices(self) -> range:
+        """The repetition numbers this test (or this part of it) runs."""
+        return range(self.first_repetition, self.first_repetition + self.repetitions)
+
+    @property
+    def repetitions_text(self) -> str:
+        """``5``, or ``3–15`` for a test that repeats until its answer is clear."""
+        rule = self.adaptive
+        return f"{rule.min_n}–{rule.max_n}" if rule is not None else str(self.repetitions)
+
+    @property
+    def dir_name(self) -> str:
+        """The directory of its raw files under ``raw/``: its id, made safe for a path and a URL
+        where a matrix value is not (``nasplan.input.matrix.dir_name``)."""
+        return dir_name(self.id)
 
     @property
     def hosts(self) -> tuple[str, ...]:
@@ -83,12 +137,21 @@ class Plan:
     tests: tuple[PlanTest, ...]
     resolved: Mapping[str, Any]
     network: NetworkSpec = field(default_factory=NetworkSpec)
+    order: Order = field(default_factory=Order)
+    # a part of the plan chosen with --limit / --tests (``nasplan.input.subset``): run.json's
+    # ``subset``; None: the whole plan
+    subset: Mapping[str, Any] | None = None
 
     @property
     def host_names(self) -> tuple[str, ...]:
         """Every host a test uses or the network section changes, sorted."""
+        cell_hosts = {h for test in self.tests if test.network for h in test.network.hosts}
         return tuple(
-            sorted({h for test in self.tests for h in test.hosts} | set(self.network.hosts))
+            sorted(
+                {h for test in self.tests for h in test.hosts}
+                | set(self.network.hosts)
+                | cell_hosts
+            )
         )
 
 
@@ -183,7 +246,16 @@ def resolve_templates(
     """Render every Jinja expression of the plan over ``hosts``, ``groups`` and ``vars``.
 
     Precedence of vars, lowest first: inventory vars, plan vars, ``extra_vars`` (``-e``).
+    A test with a matrix (its own or the plan's) is there once per cell (``nasplan.input.cells``).
     """
+    return _resolve(document, inventory, extra_vars)[0]
+
+
+def _resolve(
+    document: Document, inventory: Inventory, extra_vars: Mapping[str, Any] | None = None
+) -> tuple[dict[str, Any], cells.Expansion | None]:
+    """resolve_templates, with the expansion of the plan's tests into their cells (None when
+    ``tests`` is not a list, which the schema then tells)."""
     env = _Templates()
     data: dict[str, Any] = dict(document.data)
     context: dict[str, Any] = {
@@ -200,10 +272,31 @@ def resolve_templates(
         data["vars"] = {**(plan_vars if isinstance(plan_vars, dict) else {}), **extra_vars}
     elif isinstance(plan_vars, dict):
         data["vars"] = plan_vars
-    return {
-        key: value if key == "vars" else _render_value(env, value, context, document, (key,))
-        for key, value in data.items()
-    }
+
+    def render(value: Any, ctx: Mapping[str, Any], doc: Document, path: JsonPath) -> Any:
+        return _render_value(env, value, ctx, doc, path)
+
+    if not isinstance(data.get("tests"), list):
+        return {
+            key: value if key == "vars" else render(value, context, document, (key,))
+            for key, value in data.items()
+        }, None
+    expansion = cells.expand(document, data, context, render)
+    expansion.variants = cells.network_variants(document, data, expansion, context, render) or {}
+    first = next(iter(expansion.variants.values()), None)
+    resolved: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == "vars":
+            resolved[key] = value
+        elif key == "tests":
+            resolved[key] = [one.body for one in expansion.tests]
+        elif key == "matrix" and expansion.matrix is not None:
+            resolved[key] = render(value, context, document, (key,))
+        elif first is not None and key in cells.NETWORK_KEYS:
+            resolved[key] = first[key]
+        else:
+            resolved[key] = render(value, context, document, (key,))
+    return resolved, expansion
 
 
 def _interface_at(inventory: Inventory, server: str | None) -> str | None:
@@ -320,33 +413,85 @@ def _check_blocks(document: Document, raw: Mapping[str, Any], index: int) -> lis
     return errors
 
 
+def _repetition_count(value: Any) -> int:
+    """``repetitions: 5`` -> 5; ``{min: 3, max: 15, ...}`` -> 15 (the most it runs)."""
+    return int(value["max"]) if isinstance(value, dict) else int(value)
+
+
+def _adaptive(value: Any) -> Adaptive | None:
+    """``repetitions: {min, max, until: {ci_halfwidth: 2%}}`` -> Adaptive (the schema checked
+    it); None for a fixed number."""
+    if not isinstance(value, dict):
+        return None
+    halfwidth = (value.get("until") or {}).get("ci_halfwidth", "2%")
+    if isinstance(halfwidth, str):
+        fraction = float(halfwidth.rstrip("%")) / 100
+    else:
+        fraction = float(halfwidth)
+    return Adaptive(int(value["min"]), int(value["max"]), fraction)
+
+
+def plan_order(resolved: Mapping[str, Any], tests: int) -> Order:
+    """The plan's ``order`` (default: interleaved for more than one test) and its ``seed``
+    (the plan's, else ``vars.seed``, which ``-e seed=N`` sets; None: the run draws one)."""
+    name = resolved.get("order") or ("interleaved" if tests > 1 else "sequential")
+    seed = resolved.get("seed")
+    if seed is None:
+        seed = (resolved.get("vars") or {}).get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise InputError(f"vars.seed: expected a whole number 0 or more, got {seed!r}")
+    return Order(str(name), seed)
+
+
+def _check_adaptive(document: Document, raw: Mapping[str, Any], index: int) -> list[str]:
+    """``repetitions: {min, max}`` with min <= max, told at validation."""
+    value = raw.get("repetitions")
+    if isinstance(value, dict) and int(value["min"]) > int(value["max"]):
+        return [
+            document.error(
+                ("tests", index, "repetitions"),
+                f"min {value['min']} is more than max {value['max']}",
+            )
+        ]
+    return []
+
+
 def _build_tests(
     document: Document,
     resolved: dict[str, Any],
     inventory: Inventory,
     network: NetworkSpec | None = None,
+    expansion: cells.Expansion | None = None,
+    networks: Mapping[str, NetworkSpec] | None = None,
 ) -> tuple[PlanTest, ...]:
+    """The plan's tests (``resolved["tests"]``: one per cell of a matrix test, ``expansion``
+    saying which); errors on a cell name it, each told once per plan test."""
     errors: list[str] = []
     tests: list[PlanTest] = []
     seen: dict[str, int] = {}
-    for index, raw in enumerate(resolved["tests"]):
-        host_errors = _check_hosts(document, raw, index, inventory)
-        host_errors += _check_blocks(document, raw, index)
+    for number, raw in enumerate(resolved["tests"]):
+        one = expansion.tests[number] if expansion else None
+        index = one.index if one else number
+        doc = one.document(document) if one else document
+        test_network = (networks or {}).get(one.network_key or "") if one else None
+        host_errors = _check_hosts(doc, raw, index, inventory)
+        host_errors += _check_blocks(doc, raw, index)
+        host_errors += _check_adaptive(doc, raw, index)
         if host_errors:
             errors.extend(host_errors)
             continue
-        test_id = raw.get("id") or f"{raw['kind']}-{index + 1}"
-        if test_id in seen:
-            errors.append(
-                document.error(
-                    ("tests", index, "id"),
-                    f"duplicate test id {test_id!r} (also tests[{seen[test_id]}])",
-                )
-            )
+        base_id = raw.get("id") or f"{raw['kind']}-{index + 1}"
+        test_id = one.test_id if one and one.cell else base_id
+        prior = seen.setdefault(base_id, index)
+        if prior != index or (test_id != base_id and test_id in seen):
+            also = seen.get(test_id, prior)
+            message = f"duplicate test id {test_id!r} (also tests[{also}])"
+            errors.append(doc.error(("tests", index, "id"), message))
             continue
-        seen[test_id] = index
+        if test_id != base_id:
+            seen[test_id] = index
         try:
-            target = _parse_target(document, raw, index, inventory, network)
+            target = _parse_target(doc, raw, index, inventory, test_network or network)
         except InputError as exc:
             errors.extend(exc.messages)
             continue
@@ -363,13 +508,17 @@ def _build_tests(
                 server=raw.get("server", ""),
                 client=raw.get("client", ""),
                 target=target,
-                repetitions=int(raw.get("repetitions", 3)),
+                repetitions=_repetition_count(raw.get("repetitions", 3)),
                 settings=settings,
-                index=index,
+                index=number,
+                adaptive=_adaptive(raw.get("repetitions")),
+                cell=to_json_cell(one.cell) if one else {},
+                base_id=base_id,
+                network=test_network,
             )
         )
     if errors:
-        raise InputError(errors)
+        raise InputError(cells.once_per_test(errors))
     return tuple(tests)
 
 
@@ -411,13 +560,25 @@ def load_plan(
                 document.error(("inventory",), f"inventory file not found: {inventory_path}")
             ) from None
         raise exc from None
-    resolved = resolve_templates(document, inventory, extra_vars)
+    resolved, expansion = _resolve(document, inventory, extra_vars)
     resolved = {k: v if k == "vars" else _whole_numbers(v) for k, v in resolved.items()}
-    errors = schema_errors(Document(document.path, resolved, document.positions), "plan")
+    if expansion is not None:
+        errors = cells.cell_schema_errors(document, resolved, expansion)
+    else:
+        errors = schema_errors(Document(document.path, resolved, document.positions), "plan")
     if errors:
         raise InputError(errors)
     network = parse_network(document, resolved, inventory)
-    tests = _build_tests(document, resolved, inventory, network)
+    networks = cells.cell_networks(document, resolved, expansion, inventory)
+    tests = _build_tests(document, resolved, inventory, network, expansion, networks)
+    table_problems = table_errors(document, resolved.get("table"), [t.cell for t in tests])
+    if table_problems:
+        raise InputError(table_problems)
+    if any(test.cell for test in tests):
+        # run.json's plan: each cell's test under its own id
+        resolved["tests"] = [
+            {**raw, "id": t.id} for raw, t in zip(resolved["tests"], tests, strict=True)
+        ]
     known_hosts = resolved.get("known_hosts")
     plan = Plan(
         path=path,
@@ -429,6 +590,7 @@ def load_plan(
         tests=tests,
         resolved=resolved,
         network=network,
+        order=plan_order(resolved, len(tests)),
     )
     file_errors = [
         line

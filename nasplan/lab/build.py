@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from nasplan.errors import LabError
-from nasplan.lab import inventory_out, netns, personalities, services, shaping, sshd
+from nasplan.lab import hostfs, inventory_out, netns, personalities, services, shaping, sshd
 from nasplan.lab.model import LAN_INTERFACE, Lab, Link
 from nasplan.lab.state import STATE_FILE, HostState, LabState, LinkState
 
@@ -94,6 +94,11 @@ def build(lab: Lab, state: LabState) -> None:
         lan.ends += [(host.namespace, LAN_INTERFACE), (None, root_side)]
     for index, link in enumerate(lab.links):
         _build_link(lab, state, index, link)
+    for host in lab.hosts:
+        if host.forward:
+            netns.run(["sysctl", "-qw", "net.ipv4.ip_forward=1"], netns=host.namespace)
+        for prefix, via in host.routes:
+            netns.run(["ip", "-n", host.namespace, "route", "add", prefix, "via", via])
     _start_hosts(lab, state)
     write_files(state)
     state.complete = True
@@ -111,7 +116,7 @@ def _build_link(lab: Lab, state: LabState, index: int, link: Link) -> None:
         namespace = lab.host(end.host).namespace
         netns.move_and_rename(temp[side], namespace, end.interface, link.mtu_bytes)
         netns.set_up(end.interface, namespace, end.address)
-        shaping.shape(end.interface, link.bits_per_second, namespace)
+        shaping.shape(end.interface, link.shaped_bits_per_second, namespace)
         state.links[link.name].ends.append((namespace, end.interface))
         iface = {"name": end.interface, "role": "test"}
         if end.address:
@@ -139,10 +144,18 @@ def _start_hosts(lab: Lab, state: LabState) -> None:
     wrappers: dict[str, Path] = {}
     for host in lab.hosts:
         host_dir = state.host_dir(host.name)
+        host_dir.mkdir(parents=True, exist_ok=True)
+        negotiated = {
+            end.interface: end.negotiated_bits_per_second // 1_000_000
+            for link in lab.links
+            for end in (link.a, link.b)
+            if end.host == host.name and end.negotiated_bits_per_second
+        }
         wrapper, host_pub = sshd.write_host_files(
             host_dir,
             authorized_keys,
             personalities.get(host.personality, host.personality_options),
+            hostfs.negotiated_speed_commands(host_dir, negotiated),
         )
         sshd.check_config(host_dir / "sshd_config")
         # sshd answers on every address of the host: the LAN's and each addressed cable's.

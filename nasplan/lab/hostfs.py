@@ -52,6 +52,19 @@ def private_tmp_commands(host_dir: Path) -> list[list[str]]:
     return commands
 
 
+def negotiated_speed_commands(host_dir: Path, speeds_mbps: dict[str, int]) -> list[list[str]]:
+    """Commands (in the host's mount namespace) showing each NIC's negotiated speed: a file
+    holding it, bound over ``/sys/class/net/IF/speed``. A veth's speed cannot be set (``ethtool
+    -s`` is not supported), and only this host sees the file: the machine's sysfs is untouched.
+    The files are written here, in the host's state directory."""
+    commands = []
+    for nic, mbps in sorted(speeds_mbps.items()):
+        speed_file = host_dir / f"sysfs-{nic}-speed"
+        speed_file.write_text(f"{mbps}\n")
+        commands.append(["mount", "--bind", str(speed_file), f"/sys/class/net/{nic}/speed"])
+    return commands
+
+
 def chroot_tmp_commands(host_dir: Path, root: Path) -> list[list[str]]:
     """Commands binding the host's private ``/tmp`` into a vendor root at ``root``.
 

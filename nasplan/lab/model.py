@@ -27,6 +27,8 @@ class LinkEnd:
     host: str
     interface: str
     address: str | None
+    # what the host's NIC says it negotiated (sysfs speed), below the link's rate; None: the rate
+    negotiated_bits_per_second: int | None = None
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,12 @@ class Link:
     mtu_bytes: int
     a: LinkEnd
     b: LinkEnd
+
+    @property
+    def shaped_bits_per_second(self) -> int:
+        """What the link carries: its rate, or the slower end's negotiated speed."""
+        negotiated = [e.negotiated_bits_per_second for e in (self.a, self.b)]
+        return min([self.bits_per_second, *(n for n in negotiated if n)])
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,9 @@ class LabHost:
     services: tuple[str, ...] = ()
     personality_options: dict[str, Any] = field(default_factory=dict)
     iscsi: dict[str, Any] = field(default_factory=dict)
+    # a router: forwards IPv4 between its links; routes: (prefix, via) in its namespace
+    forward: bool = False
+    routes: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -163,6 +174,8 @@ def build_lab(document: Document) -> Lab:
                         services=tuple((spec or {}).get("services") or ()),
                         personality_options=dict((spec or {}).get("personality_options") or {}),
                         iscsi=dict((spec or {}).get("iscsi") or {}),
+                        forward=bool((spec or {}).get("forward", False)),
+                        routes=_routes(document, host_name, spec or {}, errors),
                     )
                 )
 
@@ -191,6 +204,20 @@ def build_lab(document: Document) -> Lab:
         links=tuple(link for link in links if link is not None),
         digest=hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest(),
     )
+
+
+def _routes(
+    document: Document, host: str, spec: dict[str, Any], errors: list[str]
+) -> tuple[tuple[str, str], ...]:
+    """A host's static routes, each prefix and router inside the lab range."""
+    found = []
+    for index, raw in enumerate(spec.get("routes") or []):
+        where: tuple[str | int, ...] = ("hosts", host, "routes", index)
+        network = _network(document, (*where, "to"), raw["to"], errors)
+        via = _network(document, (*where, "via"), raw["via"], errors)
+        if network is not None and via is not None:
+            found.append((str(network), raw["via"]))
+    return tuple(found)
 
 
 def _check_net_tools(
@@ -261,7 +288,13 @@ def _build_link(
                     errors.append(
                         document.error((*where, "address"), f"overlaps the LAN prefix {lan_net}")
                     )
-        ends.append(LinkEnd(end["host"], end["interface"], address))
+        negotiated = None
+        if "negotiated" in end:
+            try:
+                negotiated = parse_rate(end["negotiated"])
+            except ValueError as exc:
+                errors.append(document.error((*where, "negotiated"), str(exc)))
+        ends.append(LinkEnd(end["host"], end["interface"], address, negotiated))
     if raw["a"]["host"] == raw["b"]["host"]:
         errors.append(document.error(("links", index, "b", "host"), "a link joins two hosts"))
     addresses = [raw[side].get("address") for side in ("a", "b")]

@@ -99,8 +99,12 @@ def write_host_files(
     host_dir: Path,
     authorized_keys: Path,
     personality: Personality,
+    sysfs: Sequence[list[str]] = (),
 ) -> tuple[Path, str]:
-    """Write host key, sshd_config, wrapper into ``host_dir``; return (wrapper, host pub line)."""
+    """Write host key, sshd_config, wrapper into ``host_dir``; return (wrapper, host pub line).
+
+    ``sysfs``: commands after the private /tmp, before the personality's (a NIC's negotiated
+    speed bound over its sysfs file: ``hostfs.negotiated_speed_commands``)."""
     host_dir.mkdir(parents=True, exist_ok=True)
     host_dir.chmod(0o700)
     host_pub = generate_key(host_dir / "ssh_host_ed25519_key", f"nasplan-lab-{host_dir.name}")
@@ -112,7 +116,9 @@ def write_host_files(
             host_dir.name,
             config_path,
             # /tmp first: a vendor personality binds it into the root it builds.
-            hostfs.private_tmp_commands(host_dir) + personality.setup_commands(host_dir),
+            hostfs.private_tmp_commands(host_dir)
+            + list(sysfs)
+            + personality.setup_commands(host_dir),
             personality.exec_prefix(host_dir),
         )
     )

@@ -15,7 +15,15 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from nasplan.analysis import efficiency, summarize
 from nasplan.errors import CannotStart, HostLostError
-from nasplan.measure.netpath import describe_path, nic_holding, nic_towards, path_end
+from nasplan.facts.gather import NicFacts
+from nasplan.measure.netpath import (
+    describe_path,
+    first_ipv4,
+    links_on_the_way,
+    nic_holding,
+    nic_towards,
+    path_end,
+)
 from nasplan.units import format_metric
 
 if TYPE_CHECKING:
@@ -69,6 +77,9 @@ class RunContext:
     tasks: Tasks
     hooks: RunHooks
     warnings: list[str] = field(default_factory=list)
+    # host -> address -> how that host routes to it (nasplan.measure.route.parse), asked in
+    # the facts' round trip and after the network phase (apply); empty when nothing was asked
+    routes: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
 
     def save_raw(self, relative_path: str, text: str) -> str:
         """A raw tool output saved with the secrets masked (``RunHooks.save_raw``)."""
@@ -102,6 +113,10 @@ class Kind(Generic[S]):
     ``describe``: one line for ``apply --check``; ``run``: the run.json test record (never raises).
     ``settles_itself``: ``run`` calls ``RunContext.settle`` just before it measures (the previous
     test's teardown overlaps its start); apply settles before the other kinds' tests begin.
+    ``summarize(record, s)``: the record's summary, efficiency, status and error (and what else
+    the kind derives from its repetitions) computed again, when a run merges the parts of a test
+    it ran a few repetitions at a time (``nasplan.measure.merge``); None: the summary over the
+    repetitions' metric, status from their errors.
     """
 
     name: str
@@ -110,16 +125,20 @@ class Kind(Generic[S]):
     describe: Callable[[PlanTest, S], str]
     run: Callable[[PlanTest, S, RunContext], dict[str, Any]]
     settles_itself: bool = False
+    summarize: Callable[[dict[str, Any], S], dict[str, Any]] | None = None
 
     def bind(self, test: PlanTest) -> BoundTest:
         """This kind with ``test``'s settings parsed: what apply and ``--check`` call."""
         settings = self.settings(test)
+        summarize = self.summarize
         return BoundTest(
             test=test,
             needs=self.needs(test, settings),
             description=self.describe(test, settings),
             run=lambda ctx: self.run(test, settings, ctx),
             settles_itself=self.settles_itself,
+            run_part=lambda part, ctx: self.run(part, settings, ctx),
+            summarize=(lambda record: summarize(record, settings)) if summarize else None,
         )
 
 
@@ -132,6 +151,10 @@ class BoundTest:
     description: str
     run: Callable[[RunContext], dict[str, Any]]
     settles_itself: bool = False
+    # ``run`` of a part of the test: the same settings, ``part`` a copy of ``test`` with other
+    # ``first_repetition`` and ``repetitions`` (None: the test runs whole only)
+    run_part: Callable[[PlanTest, RunContext], dict[str, Any]] | None = None
+    summarize: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
 
 def no_tools(test: PlanTest, settings: object) -> Needs:
@@ -288,11 +311,35 @@ def open_pair(test: PlanTest, ctx: RunContext, needed: Needs) -> Pair:
     assert server.facts is not None and client.facts is not None
     assert server.runner is not None and client.runner is not None
     address = target_address(test, ctx.plan, server)
+    return Pair(server, client, address, pair_path(test, ctx, address))
+
+
+def pair_path(test: PlanTest, ctx: RunContext, address: str) -> dict[str, Any]:
+    """run.json ``path`` of a client -> server test: each end's NIC (the client's as its
+    kernel routes to ``address``, when the run asked it: ``RunContext.routes``), the links
+    on the way, and ``route``: the route there and the server's route back."""
+    server, client = ctx.sessions[test.server], ctx.sessions[test.client]
+    assert server.facts is not None and client.facts is not None
+    sent = ctx.routes.get(client.host.name, {}).get(address)
+    client_nic = nic_towards(client.facts, address)
+    if sent and sent.get("interface"):
+        dev = str(sent["interface"])
+        client_nic = client.facts.interface(dev) or NicFacts(name=dev)
+    source = (sent or {}).get("source") or first_ipv4(client_nic.addresses if client_nic else ())
+    reply = ctx.routes.get(server.host.name, {}).get(source) if source else None
+    links = links_on_the_way(ctx.plan.inventory, (sent or {}).get("gateway"), address)
     path = describe_path(
         path_end(server.host, nic_holding(server.facts, address)),
-        path_end(client.host, nic_towards(client.facts, address)),
+        path_end(client.host, client_nic),
+        links,
     )
-    return Pair(server, client, address, path)
+    if sent is not None:
+        path["route"] = {
+            "to": {"address": address, **sent},
+            "back": None if reply is None else {"address": source, **reply},
+            "links": links,
+        }
+    return path
 
 
 def summary_text(summary: dict[str, Any]) -> str:

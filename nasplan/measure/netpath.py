@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -10,7 +11,7 @@ from nasplan.analysis import theoretical_tcp_bits_per_second
 
 if TYPE_CHECKING:
     from nasplan.facts.gather import HostFacts, NicFacts
-    from nasplan.input.inventory import Host, Interface
+    from nasplan.input.inventory import Host, Interface, Inventory
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,15 @@ def nic_holding(facts: HostFacts, address: str) -> NicFacts | None:
     return None
 
 
+def first_ipv4(cidrs: Sequence[str]) -> str | None:
+    """The first IPv4 address of ``cidrs`` (``198.18.0.10/24`` -> ``198.18.0.10``), or None."""
+    for cidr in cidrs:
+        address = cidr.split("/")[0]
+        if ":" not in address:
+            return address
+    return None
+
+
 def nic_towards(facts: HostFacts, address: str) -> NicFacts | None:
     """The NIC whose connected subnet holds ``address`` (how the kernel would send to it)."""
     target = ipaddress.ip_address(address)
@@ -50,19 +60,58 @@ def nic_towards(facts: HostFacts, address: str) -> NicFacts | None:
 
 
 def path_end(host: Host, nic: NicFacts | None) -> PathEnd:
-    """Speed from the inventory's nominal speed when given, else what the NIC negotiated."""
+    """Speed: the inventory's nominal speed, or what the NIC negotiated when that is lower (or
+    the only one known)."""
     name = nic.name if nic else None
     declared = _inventory_interface(host, name)
     speed = declared.speed_bits_per_second if declared else None
-    if speed is None and nic is not None and nic.speed_mbps:
-        speed = nic.speed_mbps * 1_000_000
+    if nic is not None and nic.speed_mbps and nic.speed_mbps > 0:
+        negotiated = nic.speed_mbps * 1_000_000
+        speed = negotiated if speed is None else min(speed, negotiated)
     framing = declared.framing if declared else host.framing
     return PathEnd(name, speed, nic.mtu_bytes if nic else None, framing)
 
 
-def describe_path(server: PathEnd, client: PathEnd) -> dict[str, Any]:
-    """run.json ``path``: the slower end's speed, the smaller MTU, and the TCP maximum."""
+def links_on_the_way(
+    inventory: Inventory, gateway: str | None, address: str
+) -> list[dict[str, Any]]:
+    """The inventory's interfaces of the router at ``gateway`` (the one holding that address)
+    towards the client and towards ``address``: ``[{"host", "interface", "speed_bits_per_second",
+    "address"}]``, [] when no inventory host holds the gateway."""
+    if gateway is None:
+        return []
+    for name, host in sorted(inventory.hosts.items()):
+        toward_client = next((i for i in host.interfaces.values() if i.address == gateway), None)
+        if toward_client is None:
+            continue
+        found = [toward_client]
+        target = ipaddress.ip_address(address)
+        for interface in host.interfaces.values():
+            if interface is toward_client or interface.address is None:
+                continue
+            prefix = interface.prefix_len if interface.prefix_len is not None else 32
+            network = ipaddress.ip_interface(f"{interface.address}/{prefix}").network
+            if target.version == network.version and target in network:
+                found.append(interface)
+        return [
+            {
+                "host": name,
+                "interface": i.name,
+                "address": i.address,
+                "speed_bits_per_second": i.speed_bits_per_second,
+            }
+            for i in found
+        ]
+    return []
+
+
+def describe_path(
+    server: PathEnd, client: PathEnd, links: Sequence[Mapping[str, Any]] = ()
+) -> dict[str, Any]:
+    """run.json ``path``: the slowest speed (both ends, and ``links`` on the way: a router's
+    interfaces the inventory knows), the smaller MTU, and the TCP maximum."""
     speeds = [s for s in (server.speed_bits_per_second, client.speed_bits_per_second) if s]
+    speeds += [link["speed_bits_per_second"] for link in links if link["speed_bits_per_second"]]
     mtus = [m for m in (server.mtu_bytes, client.mtu_bytes) if m]
     speed = min(speeds) if speeds else None
     mtu = min(mtus) if mtus else None

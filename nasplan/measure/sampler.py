@@ -31,8 +31,13 @@ _TIMEOUT_S = 15.0
 # M <MemAvailable kB> D <disk>:<sectors read>:<sectors written>... N <nic>:<rx bytes>:<tx bytes>...
 # E". Disks are whole devices (those in /sys/block: a partition is counted in its disk), without
 # RAM, loop and optical devices; sectors are 512 bytes whatever the device's own sector size.
-# NICs: every interface but lo. "E" ends a complete line (one written when the loop was killed
-# is not). `sleep 0.5` fails on a busybox built without FLOAT_DURATION: fall back to whole seconds.
+# NICs: every interface but lo. P: each core's busy:idle jiffies from the cpuN lines of the same
+# /proc/stat (busy: user nice system irq softirq steal; idle: idle iowait), so that one saturated
+# core shows beside a whole machine that looks idle. "E" ends a complete line (one written when the
+# loop was killed is not). T: each NIC's temperature sensors where hwmon has them
+# (/sys/class/net/NIC/device/hwmon/hwmon*/temp*_input, millidegrees C; none on virtual NICs): a rate
+# that falls while a NIC heats is named. `sleep 0.5` fails on a busybox built without
+# FLOAT_DURATION: fall back to whole seconds.
 # $1: the run's lease file (nasplan.hosts.lock): the loop ends once nasplan stopped renewing it
 # (kept in $lease: the NIC loop below reuses the positional parameters).
 _LOOP = """\
@@ -46,6 +51,16 @@ while [ -e "$flag" ] && [ "$ticks" -lt "$limit" ]; do
     [ "${up%.*}" -lt "$until" ] || { rm -f "$out" "$flag"; break; }
   fi
   read -r _ user nice system idle iowait irq softirq steal _ < /proc/stat
+  cores=
+  while read -r c_name c_u c_n c_s c_i c_w c_q c_sq c_st _; do
+    case $c_name in
+      cpu) ;;
+      cpu*)
+        c_busy=$((c_u + c_n + c_s + ${c_q:-0} + ${c_sq:-0} + ${c_st:-0}))
+        cores="$cores $c_busy:$((c_i + ${c_w:-0}))" ;;
+      *) break ;;
+    esac
+  done < /proc/stat
   mem=
   while read -r key value _; do
     case $key in MemAvailable:) mem=$value; break ;; esac
@@ -63,8 +78,14 @@ while [ -e "$flag" ] && [ "$ticks" -lt "$limit" ]; do
     set -- $counters
     nics="$nics $name:$1:${9:-0}"
   done < /proc/net/dev 2>/dev/null
+  temps=
+  for t_path in /sys/class/net/*/device/hwmon/hwmon*/temp*_input; do
+    read -r t_val < "$t_path" 2>/dev/null || continue
+    t_nic=${t_path#/sys/class/net/}
+    temps="$temps ${t_nic%%/*}:$t_val"
+  done
   cpu="$user $nice $system $idle ${iowait:-0} ${irq:-0} ${softirq:-0} ${steal:-0}"
-  echo "S $up $cpu M $mem D$disks N$nics E"
+  echo "S $up $cpu M $mem D$disks N$nics P$cores T$temps E"
   if sleep 0.5 2>/dev/null; then ticks=$((ticks + 1)); else sleep 1; ticks=$((ticks + 2)); fi
 done >> "$out"
 """
@@ -136,7 +157,8 @@ def stop_text(token: str, pid: int) -> str:
 # Lines of an older sampler end after the memory field; a line without its "E" is incomplete.
 _SAMPLE = re.compile(
     r"^S (?P<up>[0-9.]+) (?P<cpu>(?:[0-9]+ ){8})M (?P<mem>[0-9]*)"
-    r"(?: D(?P<disks>(?: [^ :]+:[0-9]+:[0-9]+)*) N(?P<nics>(?: [^ :]+:[0-9]+:[0-9]+)*) E)?\s*$",
+    r"(?: D(?P<disks>(?: [^ :]+:[0-9]+:[0-9]+)*) N(?P<nics>(?: [^ :]+:[0-9]+:[0-9]+)*)"
+    r"(?: P(?P<cores>(?: [0-9]+:[0-9]+)*))?(?: T(?P<temps>(?: [^ :]+:-?[0-9]+)*))? E)?\s*$",
     re.MULTILINE,
 )
 SECTOR_BYTES = 512
@@ -151,6 +173,9 @@ class _Row:
     mem_bytes: int | None
     disks: dict[str, tuple[int, int]]
     nics: dict[str, tuple[int, int]]
+    cores: tuple[tuple[int, int], ...] = ()
+    # NIC -> its hottest sensor, millidegrees C
+    temps: tuple[tuple[str, int], ...] = ()
 
 
 def _counters(text: str | None) -> dict[str, tuple[int, int]]:
@@ -161,6 +186,32 @@ def _counters(text: str | None) -> dict[str, tuple[int, int]]:
     return pairs
 
 
+def _cores(text: str | None) -> tuple[tuple[int, int], ...]:
+    pairs = (item.split(":") for item in (text or "").split())
+    return tuple((int(busy), int(idle)) for busy, idle in pairs)
+
+
+def _temps(text: str | None) -> tuple[tuple[str, int], ...]:
+    """`` eth1:54000 eth1:61000`` -> ``(("eth1", 61000),)``: each NIC's hottest sensor."""
+    hottest: dict[str, int] = {}
+    for item in (text or "").split():
+        nic, value = item.rsplit(":", 1)
+        hottest[nic] = max(int(value), hottest.get(nic, int(value)))
+    return tuple(sorted(hottest.items()))
+
+
+def _temperature_series(points: list[_Row]) -> dict[str, list[float | None]]:
+    """NIC -> its temperature in degrees C at each point after the first; {} without sensors."""
+    names = sorted({nic for row in points for nic, _ in row.temps})
+    return {
+        nic: [
+            (dict(after.temps)[nic] / 1000 if nic in dict(after.temps) else None)
+            for after in points[1:]
+        ]
+        for nic in names
+    }
+
+
 def _rows(raw: str) -> list[_Row]:
     return [
         _Row(
@@ -169,6 +220,8 @@ def _rows(raw: str) -> list[_Row]:
             int(m["mem"]) * 1024 if m["mem"] else None,
             _counters(m["disks"]),
             _counters(m["nics"]),
+            _cores(m["cores"]),
+            _temps(m["temps"]),
         )
         for m in _SAMPLE.finditer(raw)
     ]
@@ -178,6 +231,20 @@ def _busy_percent(before: _Row, after: _Row) -> float | None:
     deltas = [b - a for a, b in zip(before.cpu, after.cpu, strict=True)]
     total = sum(deltas)
     return 100.0 * (total - deltas[3] - deltas[4]) / total if total > 0 else None
+
+
+def _busiest_core_percent(before: _Row, after: _Row) -> float | None:
+    """The busiest core's busy % between two samples; None without per-core counters (an
+    older sampler's lines, or a core that came or went)."""
+    if not before.cores or len(before.cores) != len(after.cores):
+        return None
+    busiest = None
+    for (busy0, idle0), (busy1, idle1) in zip(before.cores, after.cores, strict=True):
+        total = busy1 - busy0 + idle1 - idle0
+        if total > 0:
+            percent = 100.0 * (busy1 - busy0) / total
+            busiest = percent if busiest is None else max(busiest, percent)
+    return busiest
 
 
 def _rate(before: int, after: int, seconds: float, factor: int = 1) -> float | None:
@@ -208,9 +275,11 @@ def series(raw: str, step_s: float = SERIES_STEP_S) -> dict[str, Any] | None:
     """Sampler output -> one point about every ``step_s`` (the rate over the step before it).
 
     ``{"t_s": [1.0, 2.0, ...] (since the first sample), "cpu_busy_percent": [...],
+    "cpu_busiest_core_percent": [...] (None without per-core counters),
     "mem_available_bytes": [...], "disks": {"sda": {"read_bytes_per_second": [...],
     "write_bytes_per_second": [...]}}, "nics": {"eth0": {"rx_bytes_per_second": [...],
-    "tx_bytes_per_second": [...]}}}``; disks and NICs that moved no byte are left out.
+    "tx_bytes_per_second": [...]}}, "nic_temperature_c": {"eth1": [54.0, ...]}}`` (only with
+    a NIC's hwmon sensor); disks and NICs that moved no byte are left out.
     None with fewer than two points.
     """
     rows = _rows(raw)
@@ -228,20 +297,25 @@ def series(raw: str, step_s: float = SERIES_STEP_S) -> dict[str, Any] | None:
     return {
         "t_s": [round(after.up_s - first, 2) for _, after in pairs],
         "cpu_busy_percent": [_busy_percent(before, after) for before, after in pairs],
+        "cpu_busiest_core_percent": [_busiest_core_percent(b, a) for b, a in pairs],
         "mem_available_bytes": [after.mem_bytes for _, after in pairs],
         "disks": _pairs_series(
             points, "disks", ("read_bytes_per_second", "write_bytes_per_second"), SECTOR_BYTES
         ),
         "nics": _pairs_series(points, "nics", ("rx_bytes_per_second", "tx_bytes_per_second"), 1),
+        **({"nic_temperature_c": temps} if (temps := _temperature_series(points)) else {}),
     }
 
 
 def parse(raw: str) -> dict[str, Any]:
     """Sampler output -> ``{"samples", "cpu_busy_percent_median", "cpu_busy_percent_max",
+    "cpu_cores", "cpu_busiest_core_percent_median", "cpu_busiest_core_percent_max",
     "mem_available_bytes_min", "duration_s", "series"}`` (numbers None when there are too few
     samples; ``series``: see series(), present when the lines carry disk and NIC counters).
 
-    CPU busy % is over all cores, between consecutive samples: 100 - idle - iowait.
+    CPU busy % is over all cores, between consecutive samples: 100 - idle - iowait; the busiest
+    core's is the highest of each core's own between the same two samples (a single-threaded
+    program at 100 % of one core of four reads 25 % over all of them).
     """
     rows = _rows(raw)
     busy = [
@@ -249,11 +323,19 @@ def parse(raw: str) -> dict[str, Any]:
         for before, after in itertools.pairwise(rows)
         if (value := _busy_percent(before, after)) is not None
     ]
+    cores = [
+        value
+        for before, after in itertools.pairwise(rows)
+        if (value := _busiest_core_percent(before, after)) is not None
+    ]
     memory = [row.mem_bytes for row in rows if row.mem_bytes is not None]
     result: dict[str, Any] = {
         "samples": len(rows),
         "cpu_busy_percent_median": statistics.median(busy) if busy else None,
         "cpu_busy_percent_max": max(busy) if busy else None,
+        "cpu_cores": len(rows[-1].cores) if rows and rows[-1].cores else None,
+        "cpu_busiest_core_percent_median": statistics.median(cores) if cores else None,
+        "cpu_busiest_core_percent_max": max(cores) if cores else None,
         "mem_available_bytes_min": min(memory) if memory else None,
         "duration_s": rows[-1].up_s - rows[0].up_s if len(rows) > 1 else None,
     }

@@ -7,12 +7,14 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nasplan.analysis import MIN_TRUSTED_S, short_durations
 from nasplan.directions import DIRECTED_KINDS, Series, series_of
 from nasplan.units import format_bits_per_second, format_metric
 
 DASH = "–"
 OVER_MAXIMUM = "⚠ over the maximum"
 WIDE_SPREAD = "⚠ wide spread"
+SHORT = f"⚠ under {MIN_TRUSTED_S:g} s"
 METHOD_LABELS = {"smb": "SMB", "nfs": "NFS", "rsync": "rsync", "copy": "copy", "iscsi": "iSCSI"}
 # What each kind measures, as the opening sentence says it.
 KIND_PHRASES = {
@@ -214,6 +216,8 @@ def rows(test: Mapping[str, Any]) -> list[dict[str, Any]]:
         if series and series.over_maximum:
             flags.append(OVER_MAXIMUM)
         direction = series.direction if series else None
+        if short_durations(test, direction):  # set-up weighs on it: the Diagnosis says how
+            flags.append(SHORT)
         out.append(
             {
                 "id": test["id"],

@@ -14,10 +14,11 @@ from urllib.parse import quote
 import jinja2
 
 from nasplan.analysis import FRAME_OVERHEAD_BYTES, TCP_IPV4_HEADER_BYTES
+from nasplan.diagnose import diagnose
 from nasplan.directions import series_of
 from nasplan.facts import storage
 from nasplan.output import redactor_of, secrets_from_environ, write_text
-from nasplan.report import headline, mermaid, timeline
+from nasplan.report import headline, mermaid, pivot, timeline
 from nasplan.report.in_force import network_rows, run_in_force
 from nasplan.report.quantities import BITS, BYTES
 from nasplan.results import REPORT_FILE, load_run
@@ -435,8 +436,11 @@ def _charts(run: Mapping[str, Any]) -> list[str]:
     return [c for c in charts if c]
 
 
-def build_view(run: Mapping[str, Any], chart_files: Sequence[str] = ()) -> dict[str, Any]:
-    """Everything the template shows, derived from the run dict only (no clock, no machine)."""
+def build_view(
+    run: Mapping[str, Any], chart_files: Sequence[str] = (), table: pivot.TableSpec | None = None
+) -> dict[str, Any]:
+    """Everything the template shows, derived from the run dict only (no clock, no machine);
+    ``table``: the layout of the run's table (``report --table``), else the plan's or default."""
     in_force = run_in_force(run)
     hosts = [
         _host(name, host, path_nics(run, name)) for name, host in sorted(in_force["hosts"].items())
@@ -462,7 +466,10 @@ def build_view(run: Mapping[str, Any], chart_files: Sequence[str] = ()) -> dict[
     statuses = [t["status"] for t in everything]
     counts = [f"{statuses.count(s)} {s}" for s in ("ok", "failed", "skipped") if s in statuses]
     names = [h["name"] for h in hosts]
+    laid_out, table_error = pivot.run_table(run, table)
     return {
+        "table": laid_out,
+        "table_error": table_error,
         "run": run,
         "plan": run["plan"],
         "description": str(run["plan"].get("description") or "").strip(),
@@ -495,7 +502,45 @@ def build_view(run: Mapping[str, Any], chart_files: Sequence[str] = ()) -> dict[
         "network_rows": network_rows(run),
         "chart_files": [f for f in chart_files if not timeline.is_timeline_file(f)],
         "timelines": timeline.views(run, chart_files),
+        # run.json's own diagnosis; a run written before it had one is diagnosed here
+        "diagnosis": run["diagnosis"] if "diagnosis" in run else diagnose(run),
+        "order_text": _order_text(run),
+        "adaptive": [line for t in everything if (line := _adaptive_line(t))],
     }
+
+
+_ORDERS = {
+    "interleaved": "interleaved: round r ran repetition r of every test, in the plan's order",
+    "shuffled": "shuffled: round r ran repetition r of every test, in an order drawn from seed",
+    "sequential": "sequential: each test's repetitions back to back",
+}
+
+
+def _order_text(run: Mapping[str, Any]) -> str | None:
+    """How the repetitions were ordered (a run from before order was recorded: None)."""
+    order = run.get("order")
+    if order is None:
+        return None
+    seed = f" {run['seed']}" if order == "shuffled" and run.get("seed") is not None else ""
+    resumed = len(run.get("resumed_at") or [])
+    again = f"; resumed {resumed} time{'s' if resumed != 1 else ''}" if resumed else ""
+    return f"{_ORDERS.get(str(order), str(order))}{seed}{again}"
+
+
+def _adaptive_line(test: Mapping[str, Any]) -> str | None:
+    """``lan: 6 repetitions (3–15): the median's 95 % interval ±1.3 %, within ±2 %: clear``."""
+    rule = test.get("adaptive")
+    if not rule:
+        return None
+    wanted = f"±{rule['until']['ci_halfwidth'] * 100:g} %"
+    width = rule.get("ci_halfwidth")
+    if width is None:
+        found = "too few ok repetitions for the median's 95 % interval (6 at least): unclear"
+    elif rule["reached"]:
+        found = f"the median's 95 % interval ±{width * 100:.1f} %, within {wanted}: clear"
+    else:
+        found = f"the median's 95 % interval ±{width * 100:.1f} %, not within {wanted}: unclear"
+    return f"**{test['id']}**: {rule['n']} repetitions ({rule['min']}–{rule['max']}): {found}"
 
 
 @cache
@@ -515,12 +560,15 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-def render_report(run: Mapping[str, Any], chart_files: Sequence[str] = ()) -> str:
+def render_report(
+    run: Mapping[str, Any], chart_files: Sequence[str] = (), table: pivot.TableSpec | None = None
+) -> str:
     """report.md text for a (validated) run dict; the same run always gives the same bytes.
 
-    ``chart_files`` (relative to the run directory) are shown as images under Results.
+    ``chart_files`` (relative to the run directory) are shown as images under Results;
+    ``table``: the run's table laid out so (else as the plan's ``table:`` says, or the default).
     """
-    return render_template("report.md.j2", build_view(run, chart_files))
+    return render_template("report.md.j2", build_view(run, chart_files, table))
 
 
 def render_template(template: str, view: Mapping[str, Any]) -> str:
@@ -541,22 +589,25 @@ def write_report(
     secrets: Iterable[str] | None = None,
     *,
     check: bool = True,
+    table: pivot.TableSpec | None = None,
 ) -> Path:
     """Render ``run_dir/run.json`` into ``run_dir/report.md``; return the report's path.
 
     ``charts="png"`` or ``"svg"`` also draws charts with matplotlib into ``run_dir/charts/``.
     ``secrets``: masked in the report; by default those the run's plan names by environment
     variable (``*_env``) and that are set now. ``check=False``: run.json was just written by
-    this process, its schema check is skipped (``load_run``).
+    this process, its schema check is skipped (``load_run``). ``table``: see render_report.
     """
     from nasplan.report.charts import write_charts  # matplotlib only when asked for
     from nasplan.report.timeline_charts import write_timeline_charts
 
     run = load_run(run_dir, check=check)
+    if table is not None:
+        pivot.run_table(run, table)  # a --table the run cannot lay out: refused before any chart
     if secrets is None:
         secrets = secrets_from_environ([run.get("plan")], os.environ)
     chart_files = write_charts(run, run_dir, charts) if charts else []
     if charts:
         chart_files += write_timeline_charts(run, run_dir, charts)
     path = run_dir / REPORT_FILE
-    return write_text(path, render_report(run, chart_files), redactor_of(secrets))
+    return write_text(path, render_report(run, chart_files, table), redactor_of(secrets))

@@ -13,6 +13,7 @@ from nasplan.input.inventory import Host
 from nasplan.input.plan import Plan
 from nasplan.measure.kind import BoundTest
 from nasplan.progress import Progress
+from nasplan.run import listing
 from nasplan.run.overlap import Overlap
 from nasplan.run.planned import (
     EXIT_INPUT,
@@ -41,15 +42,20 @@ class Checked:
     problems: list[str] = field(default_factory=list)
     exit_code: int = EXIT_OK
     run_dir: Path | None = None
+    # how many tests (matrix cells, of the plan's when a subset) and how long, estimated
+    summary: str = ""
+    estimate: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """``--format json``: ``{"hosts": {...}, "installs": {...}, "changes": [...],
-        "tests": [...], "problems": [...], "exit_code": 0}``."""
+        "tests": [...], "estimate": {"seconds", "assumptions", "tests"}, "problems": [...],
+        "exit_code": 0}``."""
         return {
             "hosts": self.hosts,
             "installs": {name: host["installs"] for name, host in self.hosts.items()},
             "changes": self.changes,
             "tests": self.tests,
+            "estimate": self.estimate,
             "problems": self.problems,
             "exit_code": self.exit_code,
         }
@@ -66,6 +72,7 @@ class Checked:
         out += [f"{c['host']}: would set {c['change']} (and put it back after the run)"
                 for c in self.changes]  # fmt: skip
         out += [f"test {t['id']}: would run {t['would_run']}" for t in self.tests]
+        out += [self.summary] if self.summary else []
         return out + [f"problem: {problem}" for problem in self.problems]
 
 
@@ -98,6 +105,8 @@ def check(
             tests=[{"id": one.test.id, "would_run": one.description} for one in bound],
             problems=missing,
             exit_code=EXIT_UNREACHABLE if unreachable else EXIT_INPUT if missing else EXIT_OK,
+            summary=listing.summary(plan),
+            estimate={**listing.estimate(plan).to_dict(), "tests": len(plan.tests)},
         )
     finally:
         close_sessions(sessions)

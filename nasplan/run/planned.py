@@ -28,7 +28,9 @@ class Outcome:
 
 def plan_hosts(plan: Plan) -> dict[str, Host]:
     """The inventory hosts a plan uses, with the plan's known_hosts applied when it names one."""
-    hosts = {name: plan.inventory.hosts[name] for name in plan.host_names}
+    # (a matrix cell's own network settings may change a host no test runs on)
+    names = {*plan.host_names, *(h for t in plan.tests if t.network for h in t.network.hosts)}
+    hosts = {name: plan.inventory.hosts[name] for name in sorted(names)}
     if plan.known_hosts is not None:
         hosts = {n: dataclasses.replace(h, known_hosts=plan.known_hosts) for n, h in hosts.items()}
     return hosts

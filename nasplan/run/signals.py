@@ -6,6 +6,12 @@ is, as Ctrl-C does, so the run restores its hosts, keeps what it measured and wr
 the CLI exits 128 + the signal's number. ``held_back``: while hosts are restored and the run's
 files written, any of them is held and raised once that is done (nested: the outermost raises).
 Signals are the process's: this module keeps the one piece of process-wide state they need.
+
+A signal that arrives while the main thread runs paramiko's code is raised a moment later, once
+it is out of it: an exception raised between one of paramiko's ``lock.acquire()`` and the
+``try`` that releases it leaves the lock held, and every later command on that connection (the
+restore, the sampler's stop, a lease renewal) then waits forever. nasplan's own waits poll, so
+paramiko's calls are short.
 """
 
 from __future__ import annotations
@@ -27,10 +33,42 @@ class Terminated(KeyboardInterrupt):
         super().__init__(signal.Signals(signum).name)
 
 
+# Libraries a KeyboardInterrupt must not be raised inside (see above); how soon a signal that
+# arrived there is tried again (SIGALRM).
+_UNSAFE = ("paramiko",)
+AGAIN_S = 0.02
+
+
+def _in_unsafe_code(frame: FrameType | None) -> bool:
+    while frame is not None:
+        if str(frame.f_globals.get("__name__", "")).partition(".")[0] in _UNSAFE:
+            return True
+        frame = frame.f_back
+    return False
+
+
+class _Deferred:
+    """A signal that arrived inside paramiko, raised again when SIGALRM comes."""
+
+    signum: int | None = None
+
+
 def _raise(signum: int, frame: FrameType | None) -> None:
+    if _in_unsafe_code(frame):
+        _Deferred.signum = _Deferred.signum or signum
+        signal.setitimer(signal.ITIMER_REAL, AGAIN_S)
+        return
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
     raise Terminated(signum)
+
+
+def _again(alarm: int, frame: FrameType | None) -> None:
+    """SIGALRM: the deferred signal once more, through whatever handles it now (held_back's
+    catcher, or _raise, which defers it again while the main thread is still in paramiko)."""
+    signum, _Deferred.signum = _Deferred.signum, None
+    if signum is not None:
+        signal.raise_signal(signum)
 
 
 def _in_main_thread() -> bool:
@@ -39,16 +77,23 @@ def _in_main_thread() -> bool:
 
 @contextlib.contextmanager
 def as_interrupts() -> Iterator[None]:
-    """SIGTERM and SIGHUP raise ``Terminated`` inside (SIGINT: KeyboardInterrupt, as always)."""
+    """SIGTERM and SIGHUP raise ``Terminated`` inside (SIGINT: KeyboardInterrupt, as always),
+    never inside paramiko's code (raised once out of it)."""
     if not _in_main_thread():
         yield
         return
-    previous = {signum: signal.signal(signum, _raise) for signum in STOPPING[1:]}
+    handlers = {**dict.fromkeys(STOPPING, _raise), signal.SIGALRM: _again}
+    previous = {signum: signal.signal(signum, handler) for signum, handler in handlers.items()}
     try:
         yield
     finally:
+        if _Deferred.signum is not None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        signum, _Deferred.signum = _Deferred.signum, None
+        if signum is not None:  # arrived just before the end: not lost
+            signal.raise_signal(signum)
 
 
 class _Held:

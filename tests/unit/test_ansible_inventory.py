@@ -146,7 +146,7 @@ def validate(tmp_path: Path, inventory: str, name: str = "hosts") -> tuple[int, 
     [
         ("ansible_become_password=s3cret", ":2:21: ", "never takes a secret"),
         ("ansible_ssh_pass=s3cret", ":2:21: ", "log in with a key"),
-        ("ansible_connection=local", ":2:21: ", "'local' is not supported yet"),
+        ("ansible_connection=docker", ":2:21: ", "'docker' is not supported"),
         ("ansible_connection=winrm", ":2:21: ", "'winrm' is not supported"),
         ("ansible_ssh_common_args='-o ProxyJump=x'", ":2:21: ", "nasplan_ssh_config"),
         ("ansible_ssh_extra_args=-v", ":2:21: ", "nasplan cannot pass options to ssh"),

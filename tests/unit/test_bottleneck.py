@@ -141,3 +141,76 @@ def test_annotate_transfers_uses_the_plans_own_network_and_disk_results() -> Non
     assert record["bottleneck"]["read"]["evidence"]["network_source"] == "theoretical"
     assert record["bottleneck"]["read"]["verdict"] == "protocol-bound"
     assert record["cache_warning"]["suggested_bytes"] == 8 * GIB
+
+
+def test_one_saturated_core_is_cpu_bound_though_the_machine_looks_idle() -> None:
+    # a 4-core NAS whose SMB daemon holds one core: the average alone read "protocol-bound"
+    result = verdict(
+        transfer_bytes_per_second=300 * MIB,
+        disk_bytes_per_second=1000 * MIB,
+        cpu_busy_percent={"nas": 27.0, "pc": 10.0},
+        cpu_cores={"nas": (100.0, 4), "pc": (35.0, 8)},
+    )
+    assert result["verdict"] == "cpu-bound"
+    assert "one core of nas at 100 % (average 27 % of 4)" in result["text"]
+    assert result["evidence"]["cpu_busiest_core_percent"] == {"nas": 100.0, "pc": 35.0}
+
+
+def test_a_busy_core_on_a_busy_machine_is_the_machine_s_figure() -> None:
+    result = verdict(
+        transfer_bytes_per_second=300 * MIB,
+        disk_bytes_per_second=1000 * MIB,
+        cpu_busy_percent={"nas": 95.0},
+        cpu_cores={"nas": (100.0, 4)},
+    )
+    assert result["verdict"] == "cpu-bound"
+    assert "CPU nas 95 % busy" in result["text"] and "one core" not in result["text"]
+
+
+def test_protocol_bound_names_only_the_limits_the_run_measured() -> None:
+    without_disk = verdict(transfer_bytes_per_second=300 * MIB, disk_bytes_per_second=None)
+    assert without_disk["verdict"] == "protocol-bound"
+    text = without_disk["text"]
+    assert "well under the network and the CPU limits" in text
+    assert "the disk limits" not in text and "the disk and" not in text
+    assert "no disk test of this NAS in the run, so its disks are not ruled out" in text
+    measured = verdict(transfer_bytes_per_second=300 * MIB, disk_bytes_per_second=1000 * MIB)
+    assert "well under the network, the disk and the CPU limits" in measured["text"]
+    bare = verdict(
+        transfer_bytes_per_second=300 * MIB, disk_bytes_per_second=None, cpu_busy_percent=None
+    )
+    assert "(well under the network limit: the protocol or client; no disk test" in bare["text"]
+
+
+def test_annotate_transfers_reads_each_host_s_busiest_core_from_its_resources() -> None:
+    smb = {
+        "kind": "transfer",
+        "params": {"server": "nas", "client": "pc", "address": "198.18.5.10", "method": "smb"},
+        "path": {"theoretical_bits_per_second": 9.9e9, "speed_bits_per_second": 10e9},
+        "directions": {"read": _summary(300 * MIB)},
+        "resources": {
+            "nas": {"cpu_busy_percent_median": 27.0, "cpu_busiest_core_percent_median": 99.0,
+                    "cpu_cores": 4},
+            "pc": None,
+        },
+    }  # fmt: skip
+    annotate_transfers([smb], {"nas": 64 * GIB})
+    read = smb["bottleneck"]["read"]
+    assert read["verdict"] == "cpu-bound"
+    assert read["text"] == (
+        "SMB read 300 MiB/s = 25 % of the 10G path (TCP maximum 9.9 Gbit/s) and one core of nas "
+        "at 99 % (average 27 % of 4): cpu-bound"
+    )
+
+
+def test_a_busy_core_of_a_shared_kernel_is_not_the_host_s_own() -> None:
+    # lab hosts share one kernel: its busiest core may be any host's program
+    result = verdict(
+        transfer_bytes_per_second=300 * MIB,
+        disk_bytes_per_second=1000 * MIB,
+        cpu_busy_percent={"nas": 55.0},
+        cpu_cores={"nas": (100.0, 2)},
+        cpu_shared_with={"nas": ["ws"]},
+    )
+    assert result["verdict"] == "protocol-bound"
+    assert "one core" not in result["text"]

@@ -42,6 +42,13 @@ HOSTILE: list[Any] = [
 # Strings that match the schemas' patterns, for generating valid documents.
 PATTERN_SAMPLES = {
     "name": ["nas", "ws", "plan-1", "qnap.home"],
+    # a test's repetitions: a number, or until the median is clear (min <= max, said at load)
+    "repetitions": [
+        1,
+        3,
+        {"min": 3, "max": 15, "until": {"ci_halfwidth": "2%"}},
+        {"min": 2, "max": 6, "until": {"ci_halfwidth": 0.05}},
+    ],
     "id": ["t1", "lan", "p2p-jumbo"],
     "address": ["nas", "ws", "198.19.80.2", "fe80::1"],
     "user": ["root", "admin", "me.you@home"],
@@ -58,6 +65,7 @@ PATTERN_SAMPLES = {
     "size": ["1MiB", "2MB", "64MiB", 1048576],
     "env": ["NAS_PW", "SMB_PASSWORD"],
     "window": ["4M", "128K"],
+    "matrix": [{"run": [1, 2]}, {"run": ["a"]}],
 }
 # Plan keys whose schema is inline: which samples fit them.
 KEY_SAMPLES = {"window": "window", "size": "size", "password_env": "env", "speed": "rate"}

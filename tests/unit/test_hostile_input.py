@@ -440,3 +440,20 @@ def test_a_template_rendering_an_alias_bomb_stays_text_and_builds_nothing() -> N
         "5 s",
         "[1]",
     ]
+
+
+def test_a_matrix_of_a_billion_cells_or_of_many_tests_is_refused_at_once(tmp_path: Path) -> None:
+    values = "[" + ", ".join(str(n) for n in range(100)) + "]"
+    dimensions = "".join(f"      d{n}: {values}\n" for n in range(5))
+    plan = PLAN + "    matrix:\n" + dimensions
+    code, out, elapsed = validate_process(write(tmp_path, plan))
+    assert code == 2 and elapsed < 10
+    assert out.strip().endswith(
+        "tests[0].matrix: the matrix has more than 1000 cells; split the plan"
+    )
+    # 1000 cells a test, six tests: more than the 5000 tests an expanded plan may hold
+    big = "    matrix: {a: " + "[" + ", ".join(str(n) for n in range(1000)) + "]}\n"
+    test = PLAN.split("tests:\n", 1)[1].replace("id: lan", "id: t%d") + big
+    many = PLAN.split("tests:\n", 1)[0] + "tests:\n" + "".join(test % n for n in range(6))
+    code, out, elapsed = validate_process(write(tmp_path, many))
+    assert code == 2 and elapsed < 10 and "the plan expands to more than 5000 tests" in out

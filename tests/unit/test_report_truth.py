@@ -80,7 +80,7 @@ def test_each_transfer_direction_is_its_own_row_and_statistic(run: dict[str, Any
     assert medians[("read", "0")] == test["directions"]["read"]["median"]
     markdown = render(comparison)
     (read_row,) = rows(markdown, "smb (read)")
-    assert read_row[4] == "**better**"
+    assert read_row[4] == "**better** ⚠ under 3 s"  # the fixture's copies take under a second
     assert "Headline: smb (read) is **better** in after" in markdown
     data = json.loads(render(comparison, "json"))
     assert data["format_version"] == 2 and data["tests"][0]["direction"] == "forward"
@@ -111,7 +111,7 @@ def test_three_against_three_is_tested_for_small_samples_and_named(run: dict[str
     assert {t["versus_first"][1]["verdict"] for t in disk_rows} == {"not significant"}
     assert {t["versus_first"][1]["rule"] for t in disk_rows} == {"welch-log"}
     markdown = render(comparison)
-    assert rows(markdown, "disk (write)")[0][4] == "not significant"
+    assert rows(markdown, "disk (write)")[0][4] == "not significant ⚠ under 3 s"
     assert "Welch's t-test on log values p = " in rows(markdown, "disk (write)")[0][5]
     assert "3 vs 3 repetitions" in rows(markdown, "disk (write)")[0][5]
     assert "Headline: disk" not in markdown

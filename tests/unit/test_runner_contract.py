@@ -14,6 +14,7 @@ import pytest
 from nasplan.errors import NasplanError
 from nasplan.facts.gather import gather_with
 from nasplan.hosts import shell
+from nasplan.hosts.local import LocalHostRunner
 from nasplan.hosts.session import HostSession, close_sessions, mark_lost_hosts
 from nasplan.input.inventory import Host
 from nasplan.runner import LocalRunner, Result, Runner, RunnerBase
@@ -60,7 +61,9 @@ def test_every_runner_double_meets_the_whole_runner_protocol(
 
 def test_the_product_runners_meet_the_protocol() -> None:
     ssh = SshRunner(Host(name="nas", address="198.18.0.10"), connection=None)  # type: ignore[arg-type]
+    local = LocalHostRunner(Host(name="pc", address="pc", connection="local"))
     assert isinstance(ssh, Runner) and isinstance(LocalRunner(), Runner)
+    assert isinstance(local, Runner) and local.lost is None and local.host_shell == shell.POSIX
     assert ssh.lost is None and ssh.host_shell == shell.POSIX
 
 

@@ -165,7 +165,7 @@ def _run_windows(
     """Windows: diskspd (the platform's disk tool, given for ``fio``), caches off."""
     assert session.runner is not None
     record["params"]["tool"] = "diskspd"
-    plan = [(d, i) for d in s.directions for i in range(1, test.repetitions + 1)]
+    plan = [(d, i) for d in s.directions for i in test.indices]
     reps, errors, warnings = disk_windows.run_repetitions(
         session.runner,
         diskspd_path,
@@ -173,7 +173,7 @@ def _run_windows(
         plan,
         s.size_bytes,
         s.duration_s,
-        lambda name, raw: ctx.save_raw(f"raw/{test.id}/{name}.txt", raw),
+        lambda name, raw: ctx.save_raw(f"raw/{test.dir_name}/{name}.txt", raw),
     )
     record["repetitions"] = reps
     ctx.warnings += [f"{test.id}: {w}" for w in warnings]
@@ -203,7 +203,7 @@ def _repetitions(job: _Fio, errors: list[str]) -> list[dict[str, Any] | None]:
     throughput: list[dict[str, Any] | None] = []
     last_write: dict[str, Any] | None = None
     for direction in job.s.directions:
-        for index in range(1, test.repetitions + 1):
+        for index in test.indices:
             ctx.progress.test(test.id, index, test.repetitions, 0.0, direction)
             started_s = clock.now_s()
             unwritten = _unwritten(last_write) if direction == "read" else None
@@ -239,7 +239,7 @@ def _unwritten(last_write: dict[str, Any] | None) -> str | None:
 def _measured(job: _Fio, direction: str, index: int) -> dict[str, Any]:
     """One fio repetition; when the host refuses O_DIRECT and the plan allows it, measured
     again with buffered I/O (said once, in the run's warnings)."""
-    params, name = job.record["params"], f"{job.test.id}/{direction}-{index}"
+    params, name = job.record["params"], f"{job.test.dir_name}/{direction}-{index}"
     fio_job = fio.FioParams(rw=direction, size_bytes=params["size_bytes"], direct=params["direct"])
     rep, refused = _one(job, fio_job, name)
     if refused and job.s.fallback_buffered:
@@ -303,6 +303,22 @@ def _one(job: _Fio, fio_job: fio.FioParams, name: str) -> tuple[dict[str, Any], 
 
 
 def _summarize(record: dict[str, Any], session: HostSession, size_bytes: int) -> None:
+    _direction_summaries(record)
+    memory_bytes = session.facts.memory_bytes if session.facts else None
+    record["cache_warning"] = cache_influence(size_bytes, memory_bytes, record["params"]["direct"])
+
+
+def _summarize_merged(record: dict[str, Any], s: DiskSettings) -> dict[str, Any]:
+    """A record merged from parts of the test: summaries and status from its repetitions (its
+    cache warning is its last part's)."""
+    _direction_summaries(record)
+    reps = record["repetitions"]
+    errors = [f"{r['direction']} {r['index']}: {r['error']}" for r in reps if r["error"]]
+    return finish(record, errors)
+
+
+def _direction_summaries(record: dict[str, Any]) -> None:
+    """Each direction's summary; the first one's is the record's."""
     reps = record["repetitions"]
     for direction in DIRECTIONS:
         rates = [
@@ -315,8 +331,6 @@ def _summarize(record: dict[str, Any], session: HostSession, size_bytes: int) ->
     first = next(iter(record["directions"].values()), None)
     if first is not None:
         record["summary"] = first
-    memory_bytes = session.facts.memory_bytes if session.facts else None
-    record["cache_warning"] = cache_influence(size_bytes, memory_bytes, record["params"]["direct"])
 
 
 def describe(test: PlanTest, s: DiskSettings) -> str:
@@ -324,7 +338,7 @@ def describe(test: PlanTest, s: DiskSettings) -> str:
     return (
         f"fio sequential {s.direction} on {s.host}:{s.path}, "
         f"{s.size} in 1 MiB blocks, "
-        f"{'direct' if s.direct else 'buffered'} I/O, x {test.repetitions}"
+        f"{'direct' if s.direct else 'buffered'} I/O, x {test.repetitions_text}"
     )
 
 
@@ -333,4 +347,11 @@ def needs(test: PlanTest, s: DiskSettings) -> Needs:
     return {host: ("fio",) for host in test.hosts}
 
 
-KIND = Kind(name="disk", settings=settings, needs=needs, describe=describe, run=run)
+KIND = Kind(
+    name="disk",
+    settings=settings,
+    needs=needs,
+    describe=describe,
+    run=run,
+    summarize=_summarize_merged,
+)

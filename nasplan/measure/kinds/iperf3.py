@@ -264,9 +264,9 @@ def _repetitions(job: _Job, ctx: RunContext, record: dict[str, Any], teardown: _
     test = job.test
     total_s = (job.params.duration_s + job.params.omit_s + 1) * test.repetitions
     clock = timeline.Clock()
-    for index in range(1, test.repetitions + 1):
+    for index in test.indices:
         ctx.progress.test(test.id, index, test.repetitions, total_s)
-        last = index == test.repetitions
+        last = index == test.indices[-1]
         around = _Around(ctx, teardown.sampled, teardown if last else None)
         started_s = clock.now_s()
         rep = _repetition(job, ctx, index, around)
@@ -278,7 +278,7 @@ def _repetitions(job: _Job, ctx: RunContext, record: dict[str, Any], teardown: _
 def _repetition(job: _Job, ctx: RunContext, index: int, around: Around) -> dict[str, Any]:
     """One repetition's run.json entry; its raw output saved (also that of a failure)."""
     # Several processes give several JSON documents, one after another under a marker line each.
-    raw_name = f"raw/{job.test.id}/rep-{index}.{'txt' if job.processes else 'json'}"
+    raw_name = f"raw/{job.test.dir_name}/rep-{index}.{'txt' if job.processes else 'json'}"
     rep: dict[str, Any] = {"index": index, "status": "failed", "error": None, "raw_file": None}
     try:
         raw, parsed = _measure(job, f"{job.token}-{index}", around)
@@ -363,7 +363,7 @@ def describe(test: PlanTest, params: iperf3.Iperf3Params) -> str:
         flow = f"iperf3 {params.protocol.upper()} {test.client} -> {test.target.label()}"
     bitrate = params.udp_bitrate_bits_per_second
     rate = f" at {format_bits_per_second(bitrate)}" if bitrate is not None else ""
-    return f"{flow}{rate}{streams}, {test.repetitions} x {params.duration_s} s"
+    return f"{flow}{rate}{streams}, {test.repetitions_text} x {params.duration_s} s"
 
 
 def needs(test: PlanTest, params: iperf3.Iperf3Params) -> Needs:
@@ -378,4 +378,5 @@ KIND = Kind(
     describe=describe,
     run=run,
     settles_itself=True,
+    summarize=_summarize,
 )

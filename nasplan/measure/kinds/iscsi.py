@@ -94,7 +94,7 @@ def describe(test: PlanTest, s: IscsiSettings) -> str:
     """One line for ``apply --check``."""
     return (
         f"iscsi {test.client} -> {target_label(test)} {s.iqn} LUN {s.lun}"
-        f"{' (scratch)' if s.scratch else ''}, {s.direction}, {s.size} x {test.repetitions}"
+        f"{' (scratch)' if s.scratch else ''}, {s.direction}, {s.size} x {test.repetitions_text}"
     )
 
 
@@ -202,15 +202,13 @@ def _repetitions(
     total = test.repetitions * len(s.directions)
     speed = (record["path"] or {}).get("speed_bits_per_second")
     total_s = total * s.size_bytes * 8 / speed if speed else 0.0
-    done = 0
     for direction in s.directions:
-        for index in range(1, test.repetitions + 1):
-            done += 1
-            ctx.progress.test(test.id, done, total, total_s)
+        for index in test.indices:
+            ctx.progress.test(test.id, index, test.repetitions, total_s, direction)
             rep: dict[str, Any] = {"index": index, "direction": direction, "status": "failed"}
             rep.update(error=None, raw_file=None)
             record["repetitions"].append(rep)
-            name = f"raw/{test.id}/{direction}-{index}.txt"
+            name = f"raw/{test.dir_name}/{direction}-{index}.txt"
             rep["started_s"] = clock.now_s()
             try:
                 raw, parsed = iscsi.run_once(
@@ -249,4 +247,19 @@ def _explain(exc: iscsi.IscsiError, target: iscsi.Target) -> str:
     return f"iSCSI login to {target.url} failed: {exc}" + (f" ({hints[0]})" if hints else "")
 
 
-KIND = Kind(name="iscsi", settings=settings, needs=needs, describe=describe, run=run)
+def _summarize(record: dict[str, Any], s: IscsiSettings) -> dict[str, Any]:
+    """The record's summaries per direction and its status, from its repetitions."""
+    summarize_directions(record, s.directions)
+    reps = record["repetitions"]
+    errors = [f"{r['direction']} {r['index']}: {r['error']}" for r in reps if r["error"]]
+    return finish(record, errors)
+
+
+KIND = Kind(
+    name="iscsi",
+    settings=settings,
+    needs=needs,
+    describe=describe,
+    run=run,
+    summarize=_summarize,
+)

@@ -69,9 +69,9 @@ def run(test: PlanTest, s: LatencySettings, ctx: RunContext) -> dict[str, Any]:
     pinger = _Pinger(pair.client.runner, ping_path, pair.address, params)
     total_s = test.repetitions * params.count * (params.interval_s or 1.0)
     with sampling.sampling(ctx.sessions, test.hosts, secrets.token_hex(4), ctx.tasks) as resources:
-        for index in range(1, test.repetitions + 1):
+        for index in test.indices:
             ctx.progress.test(test.id, index, test.repetitions, total_s)
-            rep = pinger.repetition(index, ctx, f"raw/{test.id}/rep-{index}.txt")
+            rep = pinger.repetition(index, ctx, f"raw/{test.dir_name}/rep-{index}.txt")
             record["repetitions"].append(rep)
             ctx.checkpoint(record)
         mtu = (record["path"] or {}).get("mtu_bytes")
@@ -81,7 +81,7 @@ def run(test: PlanTest, s: LatencySettings, ctx: RunContext) -> dict[str, Any]:
             except ping.PingError as exc:
                 ctx.warnings.append(f"{test.id}: path MTU probe not possible: {exc}")
     record["resources"] = resources
-    return _summarize(record)
+    return _summarize(record, s)
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ class _Pinger:
         return ping.probe_path_mtu(self.runner, self.ping_path, self.address, mtu_bytes)
 
 
-def _summarize(record: dict[str, Any]) -> dict[str, Any]:
+def _summarize(record: dict[str, Any], s: LatencySettings) -> dict[str, Any]:
     """The finished record: its summary, status and error (a failed MTU probe is one)."""
     reps = record["repetitions"]
     values = [r[METRIC] for r in reps if r["status"] == "ok" and r[METRIC] is not None]
@@ -139,8 +139,15 @@ def describe(test: PlanTest, s: LatencySettings) -> str:
     probe = ", path-MTU probe" if s.mtu_probe else ""
     return (
         f"ping {test.client} -> {test.target.label()}, {s.params.count} packets x "
-        f"{test.repetitions}{probe}"
+        f"{test.repetitions_text}{probe}"
     )
 
 
-KIND = Kind(name="latency", settings=settings, needs=no_tools, describe=describe, run=run)
+KIND = Kind(
+    name="latency",
+    settings=settings,
+    needs=no_tools,
+    describe=describe,
+    run=run,
+    summarize=_summarize,
+)

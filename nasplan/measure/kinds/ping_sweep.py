@@ -99,7 +99,7 @@ def _repetition(
     except ping.PingError as exc:
         rep["error"] = str(exc)
     if raws:
-        rep["raw_file"] = ctx.save_raw(f"raw/{test.id}/rep-{index}.txt", "\n".join(raws))
+        rep["raw_file"] = ctx.save_raw(f"raw/{test.dir_name}/rep-{index}.txt", "\n".join(raws))
     passed = [entry["size_bytes"] for entry in rep["sweep"] if entry["received"] > 0]
     rep["path_mtu_bytes"] = max(passed) if passed else None
     if rep["error"] is None and not passed:
@@ -127,15 +127,19 @@ def run(test: PlanTest, s: SweepSettings, ctx: RunContext) -> dict[str, Any]:
     assert pair.client.runner is not None
     record["params"]["address"] = pair.address
     record["path"] = pair.path
-    errors: list[str] = []
-    for index in range(1, test.repetitions + 1):
+    for index in test.indices:
         ctx.progress.test(test.id, index, test.repetitions, 0.0)
         rep = _repetition(test, s, ctx, pair.client.runner, ping_path, pair.address, index)
         record["repetitions"].append(rep)
         ctx.checkpoint(record)
-        if rep["error"]:
-            errors.append(f"repetition {index}: {rep['error']}")
-    found = [r[METRIC] for r in record["repetitions"] if r["status"] == "ok"]
+    return _summarize(record, s)
+
+
+def _summarize(record: dict[str, Any], s: SweepSettings) -> dict[str, Any]:
+    """The finished record: the median path MTU, and failed when it is not the one expected."""
+    reps = record["repetitions"]
+    errors = [f"repetition {r['index']}: {r['error']}" for r in reps if r["error"]]
+    found = [r[METRIC] for r in reps if r["status"] == "ok"]
     record["summary"] = summarize(found, METRIC)
     median = record["summary"]["median"]
     if s.expect_mtu_bytes is not None and median is not None and median != s.expect_mtu_bytes:
@@ -148,8 +152,15 @@ def describe(test: PlanTest, s: SweepSettings) -> str:
     sizes = ", ".join(str(size) for size in s.sizes_bytes)
     return (
         f"DF ping sweep {test.client} -> {target_label(test)} at {sizes} bytes, "
-        f"{s.count} pings each x {test.repetitions}"
+        f"{s.count} pings each x {test.repetitions_text}"
     )
 
 
-KIND = Kind(name="ping-sweep", settings=settings, needs=no_tools, describe=describe, run=run)
+KIND = Kind(
+    name="ping-sweep",
+    settings=settings,
+    needs=no_tools,
+    describe=describe,
+    run=run,
+    summarize=_summarize,
+)

@@ -16,6 +16,7 @@ from typing import Any
 from nasplan.errors import CannotStart
 from nasplan.hosts import shell
 from nasplan.hosts.session import HostSession
+from nasplan.input.matrix import file_stem
 from nasplan.input.plan import PlanTest
 from nasplan.measure import sampling, timeline
 from nasplan.measure.kind import (
@@ -50,7 +51,8 @@ class Transfer:
     directions: tuple[str, ...]
     size_bytes: int
     remote_name: str
-    repetitions: int = 1
+    # the repetitions' numbers (nfs-cp writes a file of its own for each)
+    indices: range = range(1, 2)
     share: str | None = None
     smb_user: str | None = None
     password_env: str | None = None
@@ -96,8 +98,8 @@ def settings(test: PlanTest) -> TransferSettings:
 def transfer_for(s: TransferSettings, test: PlanTest, server: HostSession, token: str) -> Transfer:
     """The settings made concrete for one run; CannotStart naming what the method misses."""
     directions = transfer.DIRECTIONS if s.direction == "both" else (s.direction,)
-    name = f"nasplan-{test.id}-{token}.bin"
-    base = Transfer(s.method, directions, parse_size(s.size), name, test.repetitions)
+    name = f"nasplan-{file_stem(test.id)}-{token}.bin"
+    base = Transfer(s.method, directions, parse_size(s.size), name, test.indices)
     if s.method == "smb":
         if not s.share or not s.password_env:
             raise CannotStart(f"method smb needs {'share' if not s.share else 'password_env'}")
@@ -333,7 +335,7 @@ def _remove_remote_copy(
         # libnfs-utils has no nfs-rm: the NAS removes every file the writes may have made.
         paths = [
             _join(xfer.server_path, _write_target(xfer, index).remote_name)
-            for index in range(xfer.repetitions + 1)
+            for index in (0, *xfer.indices)
         ]
         problems += _remove_on_nas(server, paths)
     else:
@@ -454,11 +456,12 @@ def _run_directions(
             # A read needs the file on the NAS: put it there once, untimed.
             on_nas = _write_target(xfer, 0)
             seed, raw = repetition(client, on_nas, "write", local_dir, address)
-            ctx.save_raw(f"raw/{test.id}/seed.txt", raw)
+            first = test.first_repetition  # a later part of the test seeds a file of its own
+            ctx.save_raw(f"raw/{test.dir_name}/seed{'' if first == 1 else f'-{first}'}.txt", raw)
             if seed["status"] != "ok":
                 errors.append(f"could not place the file on the NAS for reading: {seed['error']}")
                 return
-        for index in range(1, test.repetitions + 1):
+        for index in test.indices:
             ctx.progress.test(test.id, index, test.repetitions, total_s, direction)
             target = _write_target(xfer, index) if direction == "write" else on_nas or xfer
             started_s = clock.now_s()
@@ -466,7 +469,7 @@ def _run_directions(
             rep.update(started_s=started_s, ended_s=clock.now_s())
             if direction == "write" and rep["status"] == "ok":
                 on_nas = target
-            name = f"raw/{test.id}/{direction}-{index}.txt"
+            name = f"raw/{test.dir_name}/{direction}-{index}.txt"
             raw_file = ctx.save_raw(name, raw)
             record["repetitions"].append({"index": index, **rep, "raw_file": raw_file})
             ctx.checkpoint(record)
@@ -478,7 +481,7 @@ def describe(test: PlanTest, s: TransferSettings) -> str:
     """One line for ``apply --check``."""
     return (
         f"transfer {s.method} {test.client} <-> {target_label(test)}, "
-        f"{s.direction}, {s.size} x {test.repetitions}"
+        f"{s.direction}, {s.size} x {test.repetitions_text}"
     )
 
 
@@ -493,4 +496,19 @@ def needs(test: PlanTest, s: TransferSettings) -> Needs:
     return {}
 
 
-KIND = Kind(name="transfer", settings=settings, needs=needs, describe=describe, run=run)
+def _summarize(record: dict[str, Any], s: TransferSettings) -> dict[str, Any]:
+    """The record's summaries per direction and its status, from its repetitions."""
+    summarize_directions(record, transfer.DIRECTIONS if s.direction == "both" else (s.direction,))
+    reps = record["repetitions"]
+    errors = [f"{r['direction']} {r['index']}: {r['error']}" for r in reps if r["error"]]
+    return finish(record, errors)
+
+
+KIND = Kind(
+    name="transfer",
+    settings=settings,
+    needs=needs,
+    describe=describe,
+    run=run,
+    summarize=_summarize,
+)

@@ -45,6 +45,7 @@ CONTRACT_KEYS: tuple[str, ...] = (
     "lost_packets",
     "packets",
     "lost_percent",
+    "per_stream",
 )
 
 
@@ -178,6 +179,38 @@ def _direction(
     }
 
 
+def _positive(block: Mapping[str, Any], key: str) -> int | None:
+    """A TCP_INFO figure of iperf3's, None when absent or 0 (0: not the sender's, not read)."""
+    value = count(block, key)
+    return value if value else None
+
+
+def _per_stream(end: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """Each TCP stream's sender side: its rate and what bounds one stream (rate <= window /
+    RTT): ``max_snd_cwnd_bytes``, ``max_snd_wnd_bytes`` (the peer's advertised window: iperf3
+    3.10+), ``min_rtt_us``/``mean_rtt_us``/``max_rtt_us`` (None where absent). Streams the
+    client received on (-R: the server's figures are not in the client's output) are left out;
+    None when none is left."""
+    rows = []
+    for stream in end.get("streams") or []:
+        sent = stream.get("sender") if isinstance(stream, dict) else None
+        # "sender": false (3.7+): the client received on it (-R, --bidir's reverse streams)
+        if not isinstance(sent, dict) or sent.get("sender") is False:
+            continue
+        rows.append(
+            {
+                "bits_per_second": number(sent, "bits_per_second"),
+                "retransmits": count(sent, "retransmits"),
+                "max_snd_cwnd_bytes": _positive(sent, "max_snd_cwnd"),
+                "max_snd_wnd_bytes": _positive(sent, "max_snd_wnd"),
+                "min_rtt_us": _positive(sent, "min_rtt"),
+                "mean_rtt_us": _positive(sent, "mean_rtt"),
+                "max_rtt_us": _positive(sent, "max_rtt"),
+            }
+        )
+    return rows or None
+
+
 def _intervals(doc: Mapping[str, Any], bidir: bool) -> list[dict[str, Any]]:
     rows = []
     for item in doc.get("intervals") or []:
@@ -232,7 +265,8 @@ def parse(raw: str) -> dict[str, Any]:
 
     Raises Iperf3Error with iperf3's message when the output holds an ``error`` or no result.
     Keys: the CONTRACT_KEYS of run.json, plus ``protocol``, ``iperf3_version``, ``streams``,
-    ``omit_s``, ``tcp_mss_bytes``, ``intervals`` (non-omitted, the client's own per-second view:
+    ``omit_s``, ``tcp_mss_bytes``, ``per_stream`` (TCP: each stream's sender figures, see
+    _per_stream), ``intervals`` (non-omitted, the client's own per-second view:
     the sending rate unless -R), and for --bidir ``reverse_*`` (the server -> client direction).
     """
     doc = _result_document(raw)
@@ -266,6 +300,7 @@ def parse(raw: str) -> dict[str, Any]:
         if udp
         else count(start, "tcp_mss") or count(start, "tcp_mss_default"),
         "intervals": _intervals(doc, bidir),
+        "per_stream": None if udp else _per_stream(end),
     }
     if udp:
         result["retransmits"] = None

@@ -69,6 +69,8 @@ def combine(parts: list[dict[str, Any]]) -> dict[str, Any]:
     ]
     result["streams"] = len(parts)
     result["processes"] = len(parts)
+    streams = [row for p in parts for row in p.get("per_stream") or []]
+    result["per_stream"] = streams or None
     return result
 
 

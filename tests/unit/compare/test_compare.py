@@ -199,16 +199,16 @@ def test_tests_match_by_id_or_renamed_id_and_only_with_the_same_workload(
     renamed = copy.deepcopy(sample)
     renamed["tests"][0]["id"] = "lan-one-stream"  # same name, new id
     other = copy.deepcopy(sample)
-    other["tests"][0]["params"]["parallel"] = 4
+    other["tests"][0]["params"]["window_bytes"] = 65536
     other["tests"][0]["params"]["duration_s"] = 30
     by_name = compare_runs([sample, renamed])["tests"]
     assert [t["id"] for t in by_name] == ["lan-single"]
     assert by_name[0]["comparable"]
     mismatch = compare_runs([sample, other])
     assert not mismatch["tests"][0]["comparable"]
-    assert mismatch["tests"][0]["mismatches"] == ["parallel: 1 → 4"]
+    assert mismatch["tests"][0]["mismatches"] == ["window_bytes: – → 65536"]
     markdown = render(mismatch)
-    assert row(markdown, "lan-single")[4:] == ["not compared", "parallel: 1 → 4"]
+    assert row(markdown, "lan-single")[4:] == ["not compared", "window_bytes: – → 65536"]
     assert "- **lan-single**: ran with other settings: duration_s: 2 → 30." in markdown
 
 
@@ -365,7 +365,7 @@ def test_compare_exits_by_what_it_found_and_fail_on_gates_a_change(
     # nothing comparable: every test of the second run is another workload
     other = copy.deepcopy(sample)
     for test in other["tests"]:
-        test["params"]["parallel"] = 8
+        test["params"]["mss_bytes"] = 1000
     (tmp_path / "c").mkdir()
     save_run(tmp_path / "c", other)
     nothing = cli.invoke(main, ["compare", dirs[0], str(tmp_path / "c")])

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from nasplan.measure import sampler
@@ -122,10 +124,55 @@ def test_series_of_a_real_1g_iperf3_run_then_a_direct_write() -> None:
     assert written[-1] == pytest.approx(300 * 2**20, rel=0.02)
     assert max(written[:-1]) < 1e6
     assert all(0 <= busy <= 100 for busy in series["cpu_busy_percent"])
-    assert set(series) == {"t_s", "cpu_busy_percent", "mem_available_bytes", "disks", "nics"}
+    assert set(series) == {
+        "t_s",
+        "cpu_busy_percent",
+        "cpu_busiest_core_percent",
+        "mem_available_bytes",
+        "disks",
+        "nics",
+    }
 
 
 def test_a_line_cut_short_when_the_loop_was_killed_is_ignored() -> None:
     text = (FIXTURES / "netns-iperf3-1g-then-dd-dash.txt").read_text()
     cut = text + text.splitlines()[-1].replace(" E", "")[:-20] + "\n"
     assert sampler.parse(cut)["samples"] == sampler.parse(text)["samples"] == 12
+
+
+def test_one_busy_core_shows_beside_the_whole_machine() -> None:
+    # core 1 of 2 kept busy by a loop pinned to it: the machine reads about half busy
+    parsed = sampler.parse((FIXTURES / "one-core-busy-dash.txt").read_text())
+    assert parsed["cpu_cores"] == 2
+    assert parsed["cpu_busiest_core_percent_median"] == 100.0
+    assert parsed["cpu_busiest_core_percent_max"] == 100.0
+    assert 45 < parsed["cpu_busy_percent_median"] < 65
+    assert parsed["series"]["cpu_busiest_core_percent"] == [100.0] * 5
+
+
+def test_lines_without_per_core_counters_have_no_busiest_core() -> None:
+    parsed = sampler.parse((FIXTURES / "netns-iperf3-1g-then-dd-dash.txt").read_text())
+    assert parsed["cpu_cores"] is None
+    assert parsed["cpu_busiest_core_percent_median"] is None
+    assert set(parsed["series"]["cpu_busiest_core_percent"]) == {None}
+
+
+def test_the_loop_here_reads_every_core() -> None:
+    runner = LocalRunner()
+    token = f"unit-cores-{os.getpid()}"
+    pid = sampler.start(runner, token, max_s=30)
+    assert pid is not None
+    time.sleep(1.2)
+    result = sampler.stop(runner, token, pid)
+    assert result is not None
+    assert result["cpu_cores"] == os.cpu_count()
+    assert result["cpu_busiest_core_percent_max"] is not None
+
+
+def test_the_busiest_core_fits_run_json_s_resources() -> None:
+    schema = json.loads(
+        (Path(__file__).resolve().parents[3] / "nasplan/schemas/run.schema.json").read_text()
+    )
+    resources = schema["$defs"]["test"]["properties"]["resources"]
+    parsed = sampler.parse((FIXTURES / "one-core-busy-dash.txt").read_text())
+    jsonschema.validate({"nas": parsed}, {**resources, "$defs": schema["$defs"]})

@@ -66,6 +66,7 @@ def _standing(runner: Any) -> None:
     runner.allow("nasplan-sampler", reply=_answer("4242\n"))
     runner.allow('rm -f "$flag"', reply=_answer(SAMPLES))
     runner.allow("@@nasplan:removed@@", reply=_answer("@@nasplan:removed@@\n"))
+    runner.allow("@@nasplan:route:", reply=_answer(""))  # the paths phase: no route known
 
 
 def _df(command: str) -> Result:
@@ -197,7 +198,7 @@ def test_an_interrupted_run_keeps_what_it_measured_and_writes_its_report(
 
     with pytest.raises(KeyboardInterrupt):
         apply(
-            _plan(tmp_path, tests),
+            _plan(tmp_path, tests, "order: sequential\n"),
             PlainProgress(io.StringIO()),
             out=tmp_path / "run",
             connector=lambda host: hosts[host.name],
@@ -210,3 +211,199 @@ def test_an_interrupted_run_keeps_what_it_measured_and_writes_its_report(
     assert (tmp_path / "run" / "report.md").is_file()
     for runner in hosts.values():
         assert runner.texts("@@nasplan:removed@@")
+
+
+def _routes(name: str, swaps: dict[str, str]) -> str:
+    """A route script's real captured output (tests/fixtures/path), its addresses swapped."""
+    text = (FIXTURES / "path" / name).read_text(encoding="utf-8")
+    for old, new in swaps.items():
+        text = text.replace(old, new)
+    return text
+
+
+# the captured client -> router -> server namespaces, readdressed as this plan's hosts
+SWAPS = {"198.19.250.6": "198.18.251.1", "198.19.250.1": "198.18.251.2"}
+
+
+def test_routes_the_facts_did_not_bring_are_asked_once_per_host_after_the_network_phase(
+    tmp_path: Path, hosts: dict[str, Any]
+) -> None:
+    """The FakeRunners answer the facts alone (the lock on its own): the paths phase asks each
+    host once; the client's answer (a real capture through a router) becomes the test's
+    ``path.route``, run.json's ``diagnosis`` and a warning."""
+    routed = _routes("script-client-routed-and-direct.txt", SWAPS)
+
+    def client_routes(text: str) -> Result | None:
+        return None if "nasplan_section hostname" in text else Result(text, routed, "", 0)
+
+    hosts["ws"].standing.insert(0, ("@@nasplan:route:", client_routes))
+    hosts["ws"].expect("ping -n -c 5", PING_OK).expect("ping -n -c 5", PING_OK)
+    run = _run(tmp_path, _plan(tmp_path), hosts)
+    run.open_hosts()
+    run.prepare()
+    run.network()
+    run.paths()
+    asked = {
+        name: [t for t in hosts[name].texts("@@nasplan:route:") if "nasplan_section" not in t]
+        for name in ("nas", "ws")
+    }
+    assert [len(asked["nas"]), len(asked["ws"])] == [1, 1]
+    assert "-o route get 198.18.251.1" in asked["ws"][0]
+    run.tests()
+    run.conclude()
+    run.finish()
+    saved = _saved(run)
+    to = saved["tests"][0]["path"]["route"]["to"]
+    assert (to["gateway"], to["hops"], to["interface"]) == ("198.19.250.2", 1, "dgcapc0")
+    assert saved["tests"][0]["path"]["client_interface"] == "dgcapc0"
+    assert [f["cause"] for f in saved["diagnosis"] if f["cause"] == "routed-path"] == [
+        "routed-path"
+    ]
+    assert any(w.startswith("rtt: ws dgcapc0 reaches 198.18.251.1") for w in saved["warnings"])
+    assert "**routed-path** (rtt)" in (run.run_dir / "report.md").read_text()
+
+
+def test_routes_the_inventory_names_ride_in_the_facts_round_trip(
+    tmp_path: Path, fake_runner: Callable[[str], Any]
+) -> None:
+    """Both hosts' addresses are in the inventory: the facts' round trip asks the routes (the
+    client's to the NAS, the NAS's back); the paths phase asks only the routed path's trace,
+    which the facts' round trip leaves out (a slow trace must not hold the facts)."""
+    locked = "\n@@nasplan:locked@@\n/tmp/nasplan-x.lock\n"
+    traced = _routes("script-client-routed-and-direct.txt", SWAPS)
+    answers = {
+        "ws": traced.split("\n@@nasplan:trace:")[0] + "\n",
+        "nas": _routes("script-server-replies.txt", SWAPS),
+    }
+    hosts = {}
+    for name, routes in answers.items():
+        runner = fake_runner(name)
+        also = f"\n@@nasplan:also@@\n{routes}{locked}\n@@nasplan:also-exit@@\n0\n"
+        runner.expect("nasplan_section hostname", FACTS + also)
+        _standing(runner)
+        hosts[name] = runner
+    hosts["ws"].expect("ping -n -c 5", PING_OK).expect("ping -n -c 5", PING_OK)
+    hosts["ws"].allow("-M do", reply=_df)
+    run = _run(tmp_path, _plan(tmp_path), hosts)
+    run.open_hosts()
+    facts_call = hosts["ws"].texts("nasplan_section hostname")[0]
+    assert '"$nasplan_ip" -o route get 198.18.251.1' in facts_call
+    assert '"$nasplan_ip" -o route get 198.18.251.2' in hosts["nas"].texts("nasplan_section")[0]
+    assert "tracepath" not in facts_call
+    run.prepare()
+    run.network()
+
+    def client_trace(text: str) -> Result | None:
+        return None if "nasplan_section hostname" in text else Result(text, traced, "", 0)
+
+    hosts["ws"].standing.insert(0, ("@@nasplan:route:", client_trace))
+    run.paths()
+    # the NAS: nothing of its own; the workstation: one script, for the trace
+    assert hosts["nas"].texts("@@nasplan:route:") == hosts["nas"].texts("nasplan_section hostname")
+    (trace_call,) = [t for t in hosts["ws"].texts("tracepath -n") if "nasplan_section" not in t]
+    assert "-o route get 198.18.251.1" in trace_call
+    run.tests()
+    run.conclude()
+    run.finish()
+    route = _saved(run)["tests"][0]["path"]["route"]
+    assert (route["to"]["gateway"], route["back"]["gateway"]) == ("198.19.250.2", "198.19.250.5")
+    assert route["to"]["trace"] == ["198.19.250.2", "198.18.251.1"]
+
+
+def test_an_interrupted_interleaved_run_is_resumed_to_the_end_in_its_directory(
+    tmp_path: Path, hosts: dict[str, Any], fake_runner: Callable[[str], Any]
+) -> None:
+    def ctrl_c(command: str) -> Result:
+        raise KeyboardInterrupt
+
+    from nasplan.run.resume import previous_run
+
+    # round 1: rtt 1, rtt-again 1; Ctrl-C in rtt's second repetition
+    hosts["ws"].expect("ping -n -c 5", PING_OK).expect("ping -n -c 5", PING_OK)
+    hosts["ws"].expect("ping -n -c 5", reply=ctrl_c)
+    plan = _plan(tmp_path, TESTS + TESTS.replace("id: rtt,", "id: rtt-again,"))
+    with pytest.raises(KeyboardInterrupt):
+        apply(
+            plan,
+            PlainProgress(io.StringIO()),
+            out=tmp_path / "run",
+            connector=lambda host: hosts[host.name],
+            tasks=Overlap.serial(),
+        )
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["order"] == "interleaved" and isinstance(run["seed"], int)
+    assert run["sequence"] == [["rtt", 1], ["rtt-again", 1], ["rtt", 2]]
+    assert [len(t["repetitions"]) for t in run["tests"]] == [1, 1]
+    assert run["tests"][0]["error"] == "the run was stopped after 1 repetitions"
+
+    again = {"nas": _host(fake_runner("nas")), "ws": _host(fake_runner("ws"))}
+    again["ws"].allow("-M do", reply=_df)
+    again["ws"].expect("ping -n -c 5", PING_OK).expect("ping -n -c 5", PING_OK)
+    outcome = apply(
+        plan,
+        PlainProgress(io.StringIO()),
+        connector=lambda host: again[host.name],
+        tasks=Overlap.serial(),
+        previous=previous_run(tmp_path / "run", plan),
+    )
+
+    assert outcome.exit_code == EXIT_OK and outcome.run_dir == tmp_path / "run"
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["status"] == "ok" and len(run["resumed_at"]) == 1
+    assert [(t["id"], t["status"], len(t["repetitions"])) for t in run["tests"]] == [
+        ("rtt", "ok", 2),
+        ("rtt-again", "ok", 2),
+    ]
+    assert run["sequence"][3:] == [["rtt", 2], ["rtt-again", 2]]
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "rtt-again" in report
+    for runner in again.values():
+        assert runner.texts("@@nasplan:removed@@")  # its lock released
+
+
+def test_resume_refuses_another_plan_and_says_when_there_is_nothing_to_do(
+    tmp_path: Path, hosts: dict[str, Any]
+) -> None:
+    from click.testing import CliRunner
+
+    from nasplan.cli import main
+
+    hosts["ws"].expect("ping -n -c 5", PING_OK).expect("ping -n -c 5", PING_OK)
+    plan = _plan(tmp_path)
+    apply(
+        plan,
+        PlainProgress(io.StringIO()),
+        out=tmp_path / "run",
+        connector=lambda host: hosts[host.name],
+        tasks=Overlap.serial(),
+    )
+    saved = (tmp_path / "run" / "run.json").read_bytes()
+    plan_file, run_dir = str(tmp_path / "plan.yaml"), str(tmp_path / "run")
+
+    said = CliRunner().invoke(main, ["apply", plan_file, "--resume", run_dir])
+    assert (said.exit_code, said.output.strip()) == (
+        0,
+        f"nothing to do: every repetition of every test in {run_dir} ended ok",
+    )
+
+    changed = CliRunner().invoke(main, ["apply", plan_file, "--resume", run_dir, "-e", "x=1"])
+    assert changed.exit_code == 2
+    assert f"{plan_file}: the plan is not the one run ran (plan_sha256 " in changed.output
+    assert "Traceback" not in changed.output
+    (tmp_path / "inventory.yaml").write_text(
+        (tmp_path / "inventory.yaml").read_text().replace("198.18.251.2", "198.18.251.3")
+    )
+    changed = CliRunner().invoke(main, ["apply", plan_file, "--resume", run_dir])
+    assert changed.exit_code == 2 and "the inventory is not the one" in changed.output
+    assert "inventory_sha256" in changed.output
+    assert (tmp_path / "run" / "run.json").read_bytes() == saved  # nothing touched
+    for args, said in (
+        ([], "nasplan: apply needs PLAN_FILE (or --resume RUN_DIR)"),
+        (
+            ["--resume", str(tmp_path)],
+            f"nasplan: {tmp_path}: not a run directory (no run.json in it)",
+        ),
+        (["--resume", run_dir, "--check"], "nasplan: --resume goes without --check"),
+    ):
+        refused = CliRunner().invoke(main, ["apply", *args])
+        assert (refused.exit_code, refused.output.strip()) == (2, said)

@@ -1,0 +1,52 @@
+"""A plan's ``table:`` checked against its tests' matrix cells before anything connects: a
+dimension no cell has, or a baseline value the matrix never takes, is named at its position
+(the report lays the table out from run.json: report/pivot.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from nasplan.input.loader import Document
+from nasplan.input.matrix import value_text
+
+# What every record has besides its cell (report/pivot.py's DIRECTION and TEST).
+PSEUDO_DIMENSIONS = ("test", "direction")
+
+
+def table_errors(document: Document, table: Any, cells: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``FILE:LINE:COL: table.rows[0]: ...`` for each dimension of ``table`` that no test's
+    matrix cell (``cells``, one per test, empty outside a matrix), ``test`` or ``direction``
+    names, and each baseline value its dimension never takes."""
+    if not isinstance(table, Mapping):
+        return []
+    values: dict[str, list[str]] = {}
+    for cell in cells:
+        for dim, value in cell.items():
+            taken = values.setdefault(str(dim), [])
+            taken.extend([value_text(value)] if value_text(value) not in taken else [])
+    known = [*values, *PSEUDO_DIMENSIONS]
+    there = f"(there are: {', '.join(known)})"
+    errors = [
+        document.error(("table", key, index), f"no dimension {dim!r} in the plan {there}")
+        for key in ("rows", "columns")
+        for index, dim in enumerate(table.get(key) or [])
+        if dim not in known
+    ]
+    both = set(table.get("rows") or []) & set(table.get("columns") or [])
+    errors += [
+        document.error(("table", "columns"), f"{dim!r} is in rows and columns") for dim in both
+    ]
+    for dim, value in (table.get("baseline") or {}).items():
+        if dim not in known:
+            errors.append(
+                document.error(("table", "baseline", dim), f"no dimension {dim!r} {there}")
+            )
+        elif dim in values and value_text(value) not in values[dim]:
+            errors.append(
+                document.error(
+                    ("table", "baseline", dim),
+                    f"{dim} has no value {value_text(value)!r} (it has: {', '.join(values[dim])})",
+                )
+            )
+    return errors

@@ -1,0 +1,180 @@
+"""A test run a few repetitions at a time: its parts merged into one record, and what a resumed
+run keeps of a test's record.
+
+A run that interleaves its tests runs each one as parts (``PlanTest.first_repetition``,
+``repetitions``), each with its own set-up and teardown and a record of its own. ``merge``
+makes the one record a run of all those repetitions at once gives: repetitions in the order
+the kind runs them (writes first, by number), times on one clock (each part shifted by when it
+began after the first), the hosts' resource series laid end to end, and the kind's summary
+computed again over all of them (``Kind.summarize``). One part at offset 0 is its own record.
+"""
+
+from __future__ import annotations
+
+import copy
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from nasplan.analysis import summarize as summarize_values
+from nasplan.measure.kind import finish
+
+Record = dict[str, Any]
+Summarize = Callable[[Record], Record]
+# a part's record and when it began on the test's clock (seconds after the first part)
+Part = tuple[Record, float]
+# the kinds run their writes before their reads
+_DIRECTION_ORDER = ("write", "read")
+
+
+def rep_key(rep: Mapping[str, Any]) -> tuple[int, int]:
+    """Where a repetition goes in its record: by direction (writes first), then number."""
+    direction = rep.get("direction")
+    position = _DIRECTION_ORDER.index(direction) if direction in _DIRECTION_ORDER else 0
+    return position, int(rep.get("index") or 0)
+
+
+def merge(parts: Sequence[Part], summarize: Summarize | None) -> Record:
+    """One record from a test's parts (in the order they ran); see the module's docstring.
+
+    Everything but repetitions, resources and timeline is the last part's (its parameters, its
+    warnings, a latency test's path-MTU probe); errors that no repetition explains (a part that
+    could not start, a cleanup that failed) are kept, each once.
+    """
+    if len(parts) == 1 and parts[0][1] == 0:
+        return parts[0][0]
+    record = copy.deepcopy(parts[-1][0])
+    reps = [_shifted(rep, offset_s) for part, offset_s in parts for rep in part["repetitions"]]
+    record["repetitions"] = sorted(reps, key=rep_key)
+    record["params"]["repetitions"] = len({rep.get("index") for rep in reps})
+    record["path"] = next((p["path"] for p, _ in parts if p.get("path")), record.get("path"))
+    if any("resources" in part for part, _ in parts):
+        record["resources"] = merge_resources([(p.get("resources"), off) for p, off in parts])
+    if any("timeline" in part for part, _ in parts):
+        record["timeline"] = _merged_timeline(parts)
+    extras = list(dict.fromkeys(e for part, _ in parts for e in _unexplained(part, summarize)))
+    if not reps:
+        return finish(record, extras)
+    record = (summarize or _summary_of_metric)(record)
+    said = _errors(record)
+    return finish(record, said + [e for e in extras if e not in said])
+
+
+def _errors(record: Mapping[str, Any]) -> list[str]:
+    return str(record["error"]).split("; ") if record.get("error") else []
+
+
+def _unexplained(part: Record, summarize: Summarize | None) -> list[str]:
+    """The errors of a part that its repetitions do not explain."""
+    said = _errors(part)
+    if not said or not part["repetitions"]:
+        return said
+    explained = _errors((summarize or _summary_of_metric)(copy.deepcopy(part)))
+    return [error for error in said if error not in explained]
+
+
+def _summary_of_metric(record: Record) -> Record:
+    """A kind without a summarize hook: its metric's summary, status from its repetitions."""
+    metric = (record.get("summary") or {}).get("metric") or "bits_per_second"
+    reps = record["repetitions"]
+    values = [r[metric] for r in reps if r["status"] == "ok" and r.get(metric) is not None]
+    record["summary"] = summarize_values(values, metric)
+    return finish(record, [f"repetition {r['index']}: {r['error']}" for r in reps if r["error"]])
+
+
+def _shifted(rep: Mapping[str, Any], offset_s: float) -> dict[str, Any]:
+    """A repetition on the test's clock: its ``started_s`` / ``ended_s`` moved by ``offset_s``."""
+    moved = dict(rep)
+    for key in ("started_s", "ended_s"):
+        if offset_s and isinstance(moved.get(key), (int, float)):
+            moved[key] = round(moved[key] + offset_s, 3)
+    return moved
+
+
+def _merged_timeline(parts: Sequence[Part]) -> dict[str, Any] | None:
+    """Every part's throughput series on the test's clock, in the order of the repetitions."""
+    found = []
+    for part, offset_s in parts:
+        for series in (part.get("timeline") or {}).get("throughput") or []:
+            moved = dict(series)
+            moved["t_s"] = [round(t + offset_s, 2) for t in series.get("t_s") or []]
+            found.append(moved)
+    found.sort(key=lambda s: rep_key({"direction": s.get("direction"), "index": s["repetition"]}))
+    return {"throughput": found} if found else None
+
+
+def merge_resources(parts: Sequence[tuple[Mapping[str, Any] | None, float]]) -> dict[str, Any]:
+    """The hosts' resource samples of every part: counts added, extremes kept, the CPU median
+    over every point, the series laid end to end on the test's clock."""
+    hosts = list(dict.fromkeys(name for resources, _ in parts for name in resources or {}))
+    merged: dict[str, Any] = {}
+    for name in hosts:
+        samples = [(r[name], off) for r, off in parts if r and r.get(name)]
+        merged[name] = _host_resources(samples) if samples else None
+    return merged
+
+
+def _host_resources(samples: Sequence[tuple[Mapping[str, Any], float]]) -> dict[str, Any]:
+    def values(key: str) -> list[Any]:
+        return [s[key] for s, _ in samples if s.get(key) is not None]
+
+    series = _merged_series([(s["series"], off) for s, off in samples if s.get("series")])
+    busy = [v for v in (series or {}).get("cpu_busy_percent") or [] if v is not None]
+    medians = values("cpu_busy_percent_median")
+    result: dict[str, Any] = {
+        "samples": sum(values("samples")),
+        "cpu_busy_percent_median": statistics.median(busy or medians) if busy or medians else None,
+        "cpu_busy_percent_max": max(values("cpu_busy_percent_max"), default=None),
+        "mem_available_bytes_min": min(values("mem_available_bytes_min"), default=None),
+        "duration_s": sum(values("duration_s")) if values("duration_s") else None,
+    }
+    if series is not None:
+        result["series"] = series
+    return result
+
+
+def _merged_series(parts: Sequence[tuple[Mapping[str, Any], float]]) -> dict[str, Any] | None:
+    """Sampler series (``sampler.series``) end to end; a disk or NIC a part did not see moving
+    has no values (None) in that part's stretch."""
+    if not parts:
+        return None
+    merged: dict[str, Any] = {"t_s": [], "cpu_busy_percent": [], "mem_available_bytes": []}
+    merged.update(disks={}, nics={})
+    for series, offset_s in parts:
+        length = len(series.get("t_s") or [])
+        merged["t_s"] += [round(t + offset_s, 2) for t in series.get("t_s") or []]
+        for key in ("cpu_busy_percent", "mem_available_bytes"):
+            merged[key] += list(series.get(key) or [None] * length)
+        for group in ("disks", "nics"):
+            for device in {**merged[group], **(series.get(group) or {})}:
+                mine = (series.get(group) or {}).get(device) or {}
+                seen = merged[group].setdefault(device, {})
+                for counter in dict.fromkeys([*seen, *mine]):
+                    earlier = seen.get(counter) or [None] * (len(merged["t_s"]) - length)
+                    seen[counter] = earlier + list(mine.get(counter) or [None] * length)
+    return merged
+
+
+def done_indices(record: Mapping[str, Any]) -> set[int]:
+    """The repetition numbers of ``record`` that ended ok: every direction of it there and ok
+    (a transfer's write whose read never ran is not done)."""
+    directions = 2 if (record.get("params") or {}).get("direction") == "both" else 1
+    entries: dict[int, list[bool]] = {}
+    for rep in record.get("repetitions") or []:
+        entries.setdefault(int(rep["index"]), []).append(rep.get("status") == "ok")
+    return {index for index, ok in entries.items() if len(ok) >= directions and all(ok)}
+
+
+def kept_part(record: Mapping[str, Any]) -> Record | None:
+    """What a resumed run keeps of a test's record: its repetitions that ended ok, as a part
+    to merge the new ones with (None: nothing to keep)."""
+    done = done_indices(record)
+    if not done:
+        return None
+    kept = copy.deepcopy(dict(record))
+    kept["repetitions"] = [r for r in kept["repetitions"] if r["index"] in done]
+    throughput = (kept.get("timeline") or {}).get("throughput") or []
+    kept_series = [s for s in throughput if s.get("repetition") in done]
+    kept["timeline"] = {"throughput": kept_series} if kept_series else None
+    kept.update(status="ok", error=None)
+    return kept

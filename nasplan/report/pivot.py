@@ -1,0 +1,371 @@
+"""The write-up's own table: results laid out by dimensions, rows against columns.
+
+A *point* is one direction of one test record with its coordinates: the matrix cell it ran
+(``cell``: ``link=p2p10``, ``size=1GiB``), ``direction`` (write/read, forward/reverse), ``test``
+(the plan's id of the test) and, in a comparison, the run's labels (``ram=4G``). A table spec
+names the dimensions along the rows and the columns, and optionally a baseline (``link=p2p25``:
+each cell against the cell with that value and the same other values). Dimensions that vary but
+are neither rows nor columns give a table each. Pure: run.json's records in, values out.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from nasplan.analysis import ok_values
+from nasplan.directions import DIRECTED_KINDS, series_of
+from nasplan.errors import InputError
+from nasplan.report.pivot_cell import DASH, NOT_RUN, Point, cell
+
+DIRECTION = "direction"  # the pseudo-dimension of a record's directions
+TEST = "test"  # the pseudo-dimension of the plan's test ids (base_id)
+
+
+def value_text(value: Any) -> str:
+    """A dimension's value as a test id, tables and ``--table`` spell it: as written (``1GiB``,
+    ``9000``, ``true``), the matrix's own rule (input/matrix.py)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """Which dimensions make the rows and the columns; ``baseline``: dimension -> value."""
+
+    rows: tuple[str, ...]
+    columns: tuple[str, ...] = ()
+    baseline: tuple[tuple[str, str], ...] = ()
+    metric: str | None = None
+
+    @property
+    def named(self) -> tuple[str, ...]:
+        """Every dimension the spec names, rows first."""
+        return (*self.rows, *self.columns, *(k for k, _ in self.baseline))
+
+
+def parse_table_option(text: str) -> TableSpec:
+    """``rows=link,columns=method/direction,baseline=link=p2p25`` -> a TableSpec.
+
+    Several dimensions (and baseline pairs) are joined by ``/``; ``metric=KEY`` tabulates a
+    repetition key other than each test's own metric. Raises InputError on anything else.
+    """
+    fields: dict[str, str] = {}
+    for part in (p.strip() for p in text.split(",")):
+        key, sep, value = part.partition("=")
+        if not part or not sep or not value.strip():
+            raise InputError(f"--table {text!r}: expected rows=DIM[/DIM...][,columns=...]")
+        if key.strip() not in ("rows", "columns", "baseline", "metric"):
+            raise InputError(
+                f"--table {text!r}: unknown {key.strip()!r} (rows, columns, baseline, metric)"
+            )
+        fields[key.strip()] = value.strip()
+    baseline = {}
+    for pair in fields.get("baseline", "").split("/") if "baseline" in fields else []:
+        dim, sep, value = pair.partition("=")
+        if not sep or not dim.strip() or not value.strip():
+            raise InputError(f"--table {text!r}: baseline is DIM=VALUE[/DIM=VALUE...]")
+        baseline[dim.strip()] = value.strip()
+    return spec_from_plan(
+        {
+            "rows": _names(fields.get("rows", "")),
+            "columns": _names(fields.get("columns", "")),
+            "baseline": baseline,
+            **({"metric": fields["metric"]} if "metric" in fields else {}),
+        },
+        "--table",
+    )
+
+
+def _names(text: str) -> list[str]:
+    return [n.strip() for n in text.split("/") if n.strip()]
+
+
+def spec_from_plan(table: Mapping[str, Any], where: str = "table") -> TableSpec:
+    """A plan's ``table:`` (``{rows: [link], columns: [method, direction], baseline: {link:
+    p2p25}, metric: ...}``) -> a TableSpec; InputError when rows are missing or repeated."""
+    rows = tuple(str(n) for n in table.get("rows") or ())
+    columns = tuple(str(n) for n in table.get("columns") or ())
+    if not rows:
+        raise InputError(f"{where}: rows name no dimension")
+    twice = sorted({n for n in (*rows, *columns) if (*rows, *columns).count(n) > 1})
+    if twice:
+        raise InputError(f"{where}: {', '.join(twice)} named twice in rows and columns")
+    baseline = tuple((str(k), value_text(v)) for k, v in (table.get("baseline") or {}).items())
+    metric = table.get("metric")
+    return TableSpec(rows, columns, baseline, str(metric) if metric else None)
+
+
+def _directions(test: Mapping[str, Any]) -> list[str | None]:
+    """The directions a directed test without results was to run (``both``: write, read)."""
+    asked = (test.get("params") or {}).get("direction")
+    if test.get("kind") not in DIRECTED_KINDS or not asked:
+        return [None]
+    return ["write", "read"] if asked == "both" else [str(asked)]
+
+
+def points_of(
+    tests: Sequence[Mapping[str, Any]],
+    labels: Mapping[str, str] | None = None,
+    *,
+    metric: str | None = None,
+    matrix_only: bool = True,
+) -> list[Point]:
+    """The points of a run's test records: each direction of each matrix record (every record
+    with ``matrix_only=False``), coordinates in the order labels, test, cell, direction."""
+    found = []
+    for test in tests:
+        cell = test.get("cell") or {}
+        if matrix_only and not cell:
+            continue
+        base = {**(labels or {}), TEST: str(test.get("base_id") or test["id"])}
+        base.update({str(k): value_text(v) for k, v in cell.items()})
+        reps = test.get("repetitions") or []
+        series = [s for s in series_of(test) if s.direction is not None or s.values]
+        if not series or (not any(s.values for s in series) and series[0].direction is None):
+            for direction in _directions(test):
+                # a directed test that ran no direction stands in each direction's column
+                unknown = direction is None and test.get("kind") in DIRECTED_KINDS
+                where = base if unknown else {**base, DIRECTION: direction or DASH}
+                found.append(Point(where, test, direction, metric or "", ()))
+            continue
+        for s in series:
+            values = s.values
+            if metric:
+                mine = [r for r in reps if test.get("kind") not in DIRECTED_KINDS
+                        or r.get("direction") == s.direction]  # fmt: skip
+                values = ok_values(mine, metric)
+            where = {**base, DIRECTION: s.direction or DASH}
+            found.append(Point(where, test, s.direction, metric or s.metric, tuple(values)))
+    return found
+
+
+def dimensions(points: Sequence[Point]) -> dict[str, list[str]]:
+    """Dimension -> its values, both in first-seen order (``direction`` last)."""
+    found: dict[str, list[str]] = {}
+    for point in points:
+        for dim, value in point.coordinates.items():
+            values = found.setdefault(dim, [])
+            if value not in values:
+                values.append(value)
+    if DIRECTION in found:
+        found[DIRECTION] = found.pop(DIRECTION)
+    return found
+
+
+def check_spec(spec: TableSpec, dims: Mapping[str, Sequence[str]], where: str = "--table") -> None:
+    """InputError naming a dimension (or a baseline value) the points do not have, and those
+    they have."""
+    known = ", ".join(dims) or "none"
+    for dim in spec.named:
+        if dim not in dims:
+            raise InputError(f"{where}: no dimension {dim!r} in the results (there are: {known})")
+    for dim, value in spec.baseline:
+        if value not in dims[dim]:
+            raise InputError(
+                f"{where}: baseline {dim}={value}: {dim} has no such value "
+                f"(it has: {', '.join(dims[dim])})"
+            )
+
+
+def default_spec(dims: Mapping[str, Sequence[str]], first: Sequence[str]) -> TableSpec | None:
+    """Without a spec: the first of ``first`` (cell or label dimensions) as rows, the others and
+    the direction (when it varies) as columns; None without any."""
+    varying = [d for d in first if d in dims and len(dims[d]) > 1] or [
+        d for d in first if d in dims
+    ]
+    if not varying:
+        return None
+    columns = varying[1:] + ([DIRECTION] if len(dims.get(DIRECTION) or ()) > 1 else [])
+    return TableSpec((varying[0],), tuple(columns))
+
+
+def _key(point: Point, dims: Sequence[str]) -> tuple[str | None, ...]:
+    """The point's values along ``dims``; None for a direction it has none of (a failed test
+    whose direction is unknown stands in every direction's column)."""
+    return tuple(
+        None if d == DIRECTION and d not in point.coordinates else point.coordinates.get(d, DASH)
+        for d in dims
+    )
+
+
+def _matches(key: Sequence[str | None], wanted: Sequence[str]) -> bool:
+    return all(k is None or k == w for k, w in zip(key, wanted, strict=True))
+
+
+def _values(points: Sequence[Point], dim: str) -> list[str]:
+    """The values of ``dim`` among ``points`` in first-seen order; ``–`` for a point without it
+    (another test of the run that lacks the dimension)."""
+    found: list[str] = []
+    for point in points:
+        value = _key(point, (dim,))[0]
+        if value is not None and value not in found:
+            found.append(value)
+    return found
+
+
+def _combinations(points: Sequence[Point], dims: Sequence[str]) -> list[tuple[str, ...]]:
+    """The value combinations of ``dims`` some point has, in the values' first-seen order."""
+    order = {d: _values(points, d) or [DASH] for d in dims}  # DASH: only unknown directions
+    found: set[tuple[str, ...]] = set()
+    for point in points:
+        key = _key(point, dims)
+        found.update(
+            itertools.product(
+                *(
+                    (order[d] or [DASH]) if v is None else [v]
+                    for d, v in zip(dims, key, strict=True)
+                )
+            )
+        )
+    return sorted(found, key=lambda c: [order[d].index(v) for d, v in zip(dims, c, strict=True)])
+
+
+def _header(values: Sequence[str]) -> str:
+    """A column's heading, ``smb · write``; a dimension this table's tests lack left out."""
+    return " · ".join(v for v in values if v != DASH) or DASH
+
+
+def _title(fixed: Mapping[str, str]) -> str:
+    """A table's heading from its fixed dimensions: ``smb, size=1GiB`` (a test by its id);
+    ``without reverse`` for the tests that lack the dimensions the others' tables are split by."""
+    named = [v if d == TEST else f"{d}={v}" for d, v in fixed.items() if v != DASH]
+    lacking = [d for d, v in fixed.items() if v == DASH]
+    return ", ".join(named) or (f"without {', '.join(lacking)}" if lacking else "")
+
+
+def build(
+    points: Sequence[Point], spec: TableSpec, *, default: bool = False, origin: str = "--table"
+) -> dict[str, Any]:
+    """The tables of ``points`` laid out by ``spec``, JSON-ready: one per combination of the
+    varying dimensions the spec leaves out, each with a header, its rows' texts and its cells'
+    numbers. Raises InputError (check_spec) when the spec names what the points lack."""
+    dims = dimensions(points)
+    check_spec(spec, dims, origin)
+    first_row = not spec.baseline
+    if first_row:  # against the first row, as write-ups are
+        spec = replace(spec, baseline=((spec.rows[0], dims[spec.rows[0]][0]),))
+    laid = (*spec.rows, *spec.columns)
+    pages = [d for d in dims if d not in laid and len(_values(points, d)) > 1]
+    every = (*pages, *laid)
+    baseline = dict(spec.baseline)
+    keys = [(_key(p, every), p) for p in points]
+    tables: list[dict[str, Any]] = []
+    for fixed in _combinations(points, pages):
+        mine = [p for p in points if _matches(_key(p, pages), fixed)]
+        columns = _combinations(mine, spec.columns)
+        rows: list[dict[str, Any]] = []
+        for row in _combinations(mine, spec.rows):
+            cells = []
+            for column in columns:
+                where = dict(zip(every, (*fixed, *row, *column), strict=True))
+                base_where = {**where, **{d: v for d, v in baseline.items() if d in where}}
+                wanted, base_wanted = tuple(where.values()), tuple(base_where.values())
+                here = [p for k, p in keys if _matches(k, wanted)]
+                base = [p for k, p in keys if _matches(k, base_wanted)] if baseline else []
+                cells.append(cell(here, base, bool(baseline) and where == base_where))
+            rows.append({"values": list(row), "cells": cells})
+        named = [_header(c) for c in columns] if spec.columns else ["result"]
+        fixed_dims = dict(zip(pages, fixed, strict=True))
+        tables.append(
+            {
+                "title": _title(fixed_dims),
+                "fixed": fixed_dims,
+                "header": [*spec.rows, *named],
+                "rows": rows,
+            }
+        )
+    marked = any(c["verdict"] for t in tables for r in t["rows"] for c in r["cells"])
+    return {
+        "rows": list(spec.rows),
+        "columns": list(spec.columns),
+        "baseline": baseline,
+        "metric": spec.metric,
+        "default": default,
+        "title": " × ".join(p for p in (", ".join(spec.rows), ", ".join(spec.columns)) if p),
+        "tables": tables,
+        "notes": notes(spec, default, marked, first_row),
+    }
+
+
+def notes(spec: TableSpec, default: bool, marked: bool, first_row: bool = False) -> list[str]:
+    """What the table's cells say, under it: the layout, the baseline, the marks."""
+    columns = " · ".join(spec.columns) if spec.columns else "none"
+    found = [
+        f"Rows: {', '.join(spec.rows)}; columns: {columns}. Each cell: the median of the "
+        "successful repetitions"
+        + (f" of `{spec.metric}`" if spec.metric else "")
+        + " (bit rates in Mbit/s or Gbit/s, file and disk rates in MiB/s, 2^20 bytes/s)"
+        + (", ×ratio to the baseline" if spec.baseline else "")
+        + ", in brackets min–max and n, and for a transfer or iSCSI direction what limited it."
+    ]
+    if spec.baseline:
+        pairs = ", ".join(f"{d}={v}" for d, v in spec.baseline)
+        found.append(
+            f"Baseline: the cell with {pairs} and the same other values (marked `baseline`)"
+            + (
+                f"; the first {spec.rows[0]}, as none was named (`baseline=DIM=VALUE`)."
+                if first_row
+                else "."
+            )
+        )
+    if marked:
+        found.append(
+            "After a ratio: `*` the change is significant (p < 0.05: Mann–Whitney U with at "
+            "least 5 repetitions a side, else Welch's t-test on the logarithms); `n.s.` not "
+            "significant; `≈` within noise (the medians within 3 %); `n too small`: one "
+            "repetition on a side, nothing can be told."
+        )
+    found.append(
+        f"`{NOT_RUN}`: no test for this cell (excluded from the matrix, or not in that run); "
+        "`failed`, `skipped`: the test ran or was planned without a result. Never a 0."
+    )
+    if default:
+        found.append(
+            f"No table was asked for, so rows are the first dimension ({spec.rows[0]}) and "
+            f"columns the others ({columns}); choose with "
+            "`--table rows=DIM,columns=DIM/DIM,baseline=DIM=VALUE` (or a plan's `table:`)."
+        )
+    return found
+
+
+def cell_dimensions(tests: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The matrix dimensions of a run's records, in first-seen order."""
+    found: list[str] = []
+    for test in tests:
+        found.extend(str(d) for d in test.get("cell") or {} if str(d) not in found)
+    return found
+
+
+def run_table(
+    run: Mapping[str, Any], asked: TableSpec | None = None
+) -> tuple[dict[str, Any] | None, str | None]:
+    """A run's table and why the plan's ``table:`` could not be laid out (then the default).
+
+    ``asked`` (``report --table``) wins over the plan's ``table:``; without either, a run with
+    matrix records gets the default (default_spec), any other none. A run without matrix
+    records is laid out by its tests and directions. InputError: ``asked`` names a dimension
+    the run lacks.
+    """
+    tests = run.get("tests") or []
+    dims = cell_dimensions(tests)
+    planned = (run.get("plan") or {}).get("table")
+    if asked is not None:
+        return build(points_of(tests, metric=asked.metric, matrix_only=bool(dims)), asked), None
+    error = None
+    if planned:
+        origin = "the plan's table"
+        try:
+            spec = spec_from_plan(planned, origin)
+            points = points_of(tests, metric=spec.metric, matrix_only=bool(dims))
+            return build(points, spec, origin=origin), None
+        except InputError as exc:
+            error = str(exc)
+    if not dims:
+        return None, error
+    points = points_of(tests)
+    fallback = default_spec(dimensions(points), dims)
+    return (build(points, fallback, default=True) if fallback else None), error

@@ -1,0 +1,121 @@
+"""One cell of the write-up's table (report/pivot.py): a test's direction at its coordinates,
+its median, min–max and n, its ratio to the baseline cell with compare's significance mark, and
+what limited a transfer, as numbers and as the words the cell shows. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from nasplan.analysis import TRANSFER_KINDS, summarize
+from nasplan.units import format_metric
+
+DASH = "–"
+NOT_RUN = "not run"
+# The significance marks after a ratio (compare/stats.py's verdicts), words and symbols only:
+# a table must read the same in GitHub's light and dark themes and in a terminal.
+MARKS = {
+    "better": "*",
+    "worse": "*",
+    "not significant": " n.s.",
+    "within noise": " ≈",
+    "too few repetitions to tell": " n too small",
+}
+
+
+@dataclass(frozen=True)
+class Point:
+    """One direction of one test record, at its coordinates (dimension -> value text)."""
+
+    coordinates: Mapping[str, str]
+    test: Mapping[str, Any]
+    direction: str | None
+    metric: str
+    values: tuple[float, ...]
+
+
+def metric_text(value: float | None, metric: str) -> str:
+    """A value in its metric's unit: ``9.41 Gbit/s``, ``294.6 MiB/s`` (file and disk rates in
+    MiB/s, 2^20 bytes/s, as everywhere in the report), ``0.250 ms``, ``12.30 s``."""
+    if value is None:
+        return DASH
+    if "bytes_per_second" in metric:
+        return format_metric(value, "bytes_per_second")
+    if "bits_per_second" in metric or metric.endswith(("_ms", "_bytes")):
+        return format_metric(value, metric)
+    if metric.endswith("_s"):
+        return f"{value:.2f} s"
+    if metric.endswith("_percent"):
+        return f"{value:.1f} %"
+    return f"{value:.4g}"
+
+
+def _range(low: float, high: float, metric: str) -> str:
+    """``220.5–364.6`` when both share the median's unit (named once, by the median)."""
+    low_text, high_text = metric_text(low, metric), metric_text(high, metric)
+    low_number, _, low_unit = low_text.partition(" ")
+    high_number, _, high_unit = high_text.partition(" ")
+    return f"{low_number}–{high_number}" if low_unit == high_unit else f"{low_text}–{high_text}"
+
+
+def _bottleneck(point: Point) -> str | None:
+    """The run's verdict on what limited a transfer's or iSCSI run's direction."""
+    if point.test.get("kind") not in TRANSFER_KINDS or point.direction is None:
+        return None
+    found = ((point.test.get("bottleneck") or {}).get(point.direction) or {}).get("verdict")
+    return str(found) if found else None
+
+
+def _versus(point: Point, base: Point) -> dict[str, Any]:
+    """Ratio of the medians and compare's verdict of ``point`` against the baseline's values."""
+    # compare/ imports the report's filters: imported here, not at the top, so that either
+    # package can be imported first
+    from nasplan.compare.stats import higher_is_better, verdict
+
+    if not point.values or not base.values or point.metric != base.metric:
+        return {"ratio": None, "verdict": None, "rule": None, "p_value": None}
+    found = verdict(
+        list(base.values), list(point.values), higher_is_better=higher_is_better(point.metric)
+    )
+    median, base_median = summarize(point.values)["median"], summarize(base.values)["median"]
+    ratio = median / base_median if base_median else None
+    return {"ratio": ratio, "verdict": found.verdict, "rule": found.rule, "p_value": found.p_value}
+
+
+def cell(here: Sequence[Point], base: Sequence[Point], is_base: bool) -> dict[str, Any]:
+    """One cell: its numbers (median, min, max, n, values, ratio, verdict) and its text."""
+    cell: dict[str, Any] = {
+        "status": NOT_RUN, "metric": None, "n": 0, "median": None, "min": None, "max": None,
+        "values": [], "ratio": None, "verdict": None, "rule": None, "p_value": None,
+        "baseline": is_base, "bottleneck": None, "text": NOT_RUN,
+    }  # fmt: skip
+    if len(here) > 1:
+        ids = ", ".join(sorted({str(p.test["id"]) for p in here}))
+        return {**cell, "status": "ambiguous", "text": f"{len(here)} results ({ids})"}
+    if not here:
+        return cell
+    point = here[0]
+    summary = summarize(point.values, point.metric)
+    status = str(point.test.get("status") or "ok")
+    cell.update(
+        status=status, metric=point.metric, n=summary["n"], median=summary["median"],
+        min=summary["min"], max=summary["max"], values=list(point.values),
+        bottleneck=_bottleneck(point),
+    )  # fmt: skip
+    if not point.values:
+        cell["text"] = status if status != "ok" else "no result"
+        return cell
+    if len(base) == 1 and not is_base:
+        cell.update(_versus(point, base[0]))
+    text = metric_text(summary["median"], point.metric)
+    if is_base:
+        text += " baseline"
+    elif cell["ratio"] is not None:
+        text += f" ×{cell['ratio']:.2f}{MARKS.get(cell['verdict'] or '', '')}"
+    spread = _range(summary["min"], summary["max"], point.metric) + ", " if summary["n"] > 1 else ""
+    text += f" ({spread}n={summary['n']})"
+    if cell["bottleneck"]:
+        text += f" {cell['bottleneck']}"
+    cell["text"] = text + (f" ({status})" if status != "ok" else "")
+    return cell

@@ -1,0 +1,243 @@
+"""The order of a run's repetitions (``run.schedule``), the stop rule (``measure.adaptive``)
+and a test run in parts merged (``measure.merge``), on recorded series of real runs."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from nasplan.analysis import summarize
+from nasplan.input.plan import Adaptive, Order, PlanTest, Target
+from nasplan.measure import adaptive
+from nasplan.measure.kind import BoundTest
+from nasplan.measure.merge import done_indices, kept_part, merge
+from nasplan.network.model import MtuSpec, NetworkSpec
+from nasplan.progress import Place, PlainProgress
+from nasplan.run.schedule import Cell, network_groups, slices, time_left_s
+
+# bits/s of repetitions of real runs (docs/examples/ts253d-10g/run.json): a steady 1 GbE link
+# and an SMB copy over 10 GbE whose rate swings with the NAS's cache
+STEADY = [949442633, 951149515, 954878140, 953239134, 955889236]
+NOISY = [2460934138, 2925954484, 1850012520, 2471640893, 3058541235, 4095154987, 4313691097]
+
+
+def _test(test_id: str, repetitions: int = 3, rule: Adaptive | None = None) -> PlanTest:
+    target = Target("nas", None, None)
+    count = rule.max_n if rule else repetitions
+    return PlanTest(test_id, test_id, "iperf3", "nas", "ws", target, count, adaptive=rule)
+
+
+def _cell(test: PlanTest, previous: dict[str, Any] | None = None) -> Cell:
+    return Cell(BoundTest(test, {}, "", run=lambda ctx: {}), previous)
+
+
+def _record(test: PlanTest, rates: Sequence[float]) -> dict[str, Any]:
+    """A part's record as the iperf3 kind leaves it: one repetition a rate."""
+    reps = [
+        {"index": index, "status": "ok", "error": None, "raw_file": None, "bits_per_second": rate}
+        for index, rate in zip(test.indices, rates, strict=False)
+    ]
+    return {
+        "id": test.id,
+        "kind": "iperf3",
+        "name": test.id,
+        "status": "ok",
+        "error": None,
+        "params": {"repetitions": test.repetitions},
+        "path": {"theoretical_bits_per_second": None},
+        "repetitions": reps,
+        "summary": summarize([r["bits_per_second"] for r in reps], "bits_per_second"),
+        "efficiency": None,
+    }
+
+
+def _run(
+    cells: list[Cell], order: Order, seed: int = 7, rates: Callable[[str, int], float] | None = None
+) -> list[tuple[str, int]]:
+    """Every part the schedule gives, run at once: the (test id, repetition) sequence."""
+    ran = []
+    for step in slices(cells, order, seed):
+        test = step.cell.part(step.first, step.count)
+        ran += [(test.id, index) for index in test.indices]
+        values = [rates(test.id, i) if rates else 1e9 for i in test.indices]
+        step.cell.ended(_record(test, values))
+    return ran
+
+
+def test_interleaved_rounds_run_repetition_r_of_every_test_in_turn() -> None:
+    cells = [_cell(_test("a", 3)), _cell(_test("b", 2)), _cell(_test("c", 1))]
+
+    ran = _run(cells, Order("interleaved"))
+
+    assert ran == [("a", 1), ("b", 1), ("c", 1), ("a", 2), ("b", 2), ("a", 3)]
+    assert [len(cell.parts) for cell in cells] == [3, 2, 1]
+
+
+def test_sequential_runs_each_test_whole_in_one_part_as_before() -> None:
+    cells = [_cell(_test("a", 3)), _cell(_test("b", 2))]
+    parts: list[PlanTest] = []
+    for step in slices(cells, Order("sequential"), 0):
+        parts.append(step.cell.part(step.first, step.count))
+        step.cell.ended(_record(parts[-1], [1e9] * step.count))
+
+    # the very PlanTest of the plan: the kind runs it exactly as before
+    assert [p is c.test for p, c in zip(parts, cells, strict=True)] == [True, True]
+
+
+def test_shuffled_rounds_are_permutations_repeatable_from_the_seed() -> None:
+    def order(seed: int) -> list[tuple[str, int]]:
+        cells = [_cell(_test(name, 4)) for name in "abcde"]
+        return _run(cells, Order("shuffled"), seed)
+
+    first = order(12345)
+    assert first == order(12345)
+    rounds = [first[i : i + 5] for i in range(0, 20, 5)]
+    for number, one_round in enumerate(rounds, 1):
+        assert sorted(one_round) == [(name, number) for name in "abcde"]
+    assert any([t for t, _ in r] != list("abcde") for r in rounds)  # not the plan's order
+    assert first != order(54321)
+
+
+def test_the_median_interval_is_the_order_statistics_one() -> None:
+    assert adaptive.median_interval([1, 2, 3, 4, 5]) is None  # [min, max] of 5 covers 93.75 %
+    assert adaptive.median_interval(list(range(6))) == (0, 5)
+    assert adaptive.median_interval(list(range(9))) == (1, 7)  # x(2), x(8): 96.1 %
+    assert adaptive.median_interval(list(range(15))) == (3, 11)  # x(4), x(12): 96.5 %
+
+
+def test_a_steady_link_stops_at_its_sixth_repetition_a_noisy_copy_runs_to_max() -> None:
+    rule = Adaptive(min_n=3, max_n=12, ci_halfwidth=0.02)
+    series = {"steady": itertools.cycle(STEADY), "noisy": itertools.cycle(NOISY)}
+    cells = [_cell(_test("steady", rule=rule)), _cell(_test("noisy", rule=rule))]
+
+    ran = _run(cells, Order("interleaved"), rates=lambda test_id, _: next(series[test_id]))
+
+    steady, noisy = (cell.record()["adaptive"] for cell in cells)
+    assert (steady["reached"], steady["n"]) == (True, 6)
+    assert steady["ci_halfwidth"] is not None and steady["ci_halfwidth"] <= 0.02
+    assert (noisy["reached"], noisy["n"]) == (False, 12)
+    assert noisy["ci_halfwidth"] > 0.02
+    # the steady cell dropped out of the rounds after its sixth
+    assert [i for t, i in ran if t == "steady"] == [1, 2, 3, 4, 5, 6]
+    assert ran[-6:] == [("noisy", i) for i in range(7, 13)]
+    assert cells[0].record()["params"]["repetitions"] == 6
+
+
+def test_sequential_adaptive_runs_min_at_once_then_one_at_a_time() -> None:
+    rule = Adaptive(min_n=4, max_n=8, ci_halfwidth=0.02)
+    cells = [_cell(_test("steady", rule=rule))]
+    rates = itertools.cycle(STEADY)
+    counts = []
+    for step in slices(cells, Order("sequential"), 0):
+        counts.append(step.count)
+        test = step.cell.part(step.first, step.count)
+        step.cell.ended(_record(test, [next(rates) for _ in test.indices]))
+
+    assert counts == [4, 1, 1]  # 4, then the 5th (no interval yet), the 6th: clear
+
+
+def test_merged_parts_are_one_record_in_order_with_the_summary_of_all() -> None:
+    test = _test("a", 3)
+    parts = [_record(dataclasses.replace(test, first_repetition=i, repetitions=1), [r]) for i, r
+             in ((1, 9e8), (2, 8e8), (3, 7e8))]  # fmt: skip
+    parts[1]["repetitions"][0].update(status="failed", error="stalled")
+
+    merged = merge([(p, 0.0) for p in parts], None)
+
+    assert [r["index"] for r in merged["repetitions"]] == [1, 2, 3]
+    assert merged["summary"] == summarize([9e8, 7e8], "bits_per_second")
+    assert (merged["status"], merged["error"]) == ("failed", "repetition 2: stalled")
+    assert done_indices(merged) == {1, 3}
+    kept = kept_part(merged)
+    assert kept is not None and [r["index"] for r in kept["repetitions"]] == [1, 3]
+
+
+def test_a_resumed_cell_runs_only_what_failed_or_is_missing() -> None:
+    test = _test("a", 4)
+    before = _record(dataclasses.replace(test, repetitions=3), [9e8, 8e8, 7e8])
+    before["repetitions"][1].update(status="failed", error="stalled")
+    cells = [_cell(test, before), _cell(_test("b", 1), _record(_test("b", 1), [1e9]))]
+
+    ran = _run(cells, Order("interleaved"))
+
+    assert ran == [("a", 2), ("a", 4)]
+    record = cells[0].record()
+    assert [(r["index"], r["status"]) for r in record["repetitions"]] == [
+        (1, "ok"),
+        (2, "ok"),
+        (3, "ok"),
+        (4, "ok"),
+    ]
+    assert cells[1].record() is cells[1].previous  # nothing to run: kept as it was
+
+
+def test_the_time_left_counts_each_cell_from_its_own_repetitions() -> None:
+    rule = Adaptive(min_n=3, max_n=6, ci_halfwidth=0.02)
+    fixed, adaptive_cell = _cell(_test("a", 4)), _cell(_test("b", rule=rule))
+    fixed.taken, fixed.seconds = {1, 2}, [(10.0, 2)]
+    adaptive_cell.taken, adaptive_cell.seconds = {1}, [(2.0, 1)]
+
+    assert time_left_s([fixed, adaptive_cell]) == (2 * 5.0 + 2 * 2.0, 2 * 5.0 + 5 * 2.0)
+
+
+def test_the_console_says_the_cell_the_repetitions_the_last_rate_and_the_time_left() -> None:
+    out = io.StringIO()
+    progress = PlainProgress(out)
+    place = Place("lan[size=1G]", 2, 6, "3–15", "941.2 Mbit/s", (240.0, 540.0), noun="cell")
+    progress.place(place)
+    progress.test("lan[size=1G]", 4, 1, 12.0)
+    progress.test("other", 1, 3, 12.0)  # a test the place is not about: as before
+
+    assert out.getvalue().splitlines() == [
+        "test lan[size=1G]: repetition 4/3–15 (cell 2 of 6, last 941.2 Mbit/s, 4–9 min left)",
+        "test other: repetition 1/3 (~12 s in all)",
+    ]
+    assert Place("a", 1, 1, "3").text() == ""  # one test, nothing known yet: the plain line
+
+
+def _mtus(*pairs: tuple[str, int]) -> NetworkSpec:
+    return NetworkSpec(interfaces=tuple(MtuSpec(h, "eth1", "p2p", mtu) for h, mtu in pairs))
+
+
+def test_cells_are_grouped_by_network_settings_the_nearest_group_next() -> None:
+    jumbo = _mtus(("nas", 9000), ("pc", 9000))
+    mixed = _mtus(("nas", 9000), ("pc", 1500))
+    plain = _mtus(("nas", 1500), ("pc", 1500))
+    tests = [("a", jumbo), ("b", plain), ("c", mixed), ("d", jumbo), ("e", None)]
+    cells = [_cell(dataclasses.replace(_test(i), network=spec)) for i, spec in tests]
+
+    groups = network_groups(cells, NetworkSpec())
+
+    # no change first; then jumbo (two changes, as the others: the plan's order), the mixed
+    # MTUs (one setting apart from jumbo), the plain ones (one more)
+    assert [[c.test.id for c in group] for _, group in groups] == [["e"], ["a", "d"], ["c"], ["b"]]
+    assert [spec for spec, _ in groups] == [NetworkSpec(), jumbo, mixed, plain]
+    assert network_groups(cells[:1], jumbo) == [(jumbo, cells[:1])]  # one group: as before
+
+
+def test_a_transfer_in_parts_lists_its_writes_then_its_reads_as_one_run_does() -> None:
+    def part(index: int, offset_s: float) -> tuple[dict[str, Any], float]:
+        reps = [
+            {"index": index, "direction": d, "status": "ok", "error": None, "raw_file": None,
+             "bits_per_second": 8e8, "bytes_per_second": 1e8, "started_s": 0.5, "ended_s": 1.5}
+            for d in ("write", "read")
+        ]  # fmt: skip
+        record = _record(_test("smb", 1), [])
+        record.update(kind="transfer", repetitions=reps, directions={})
+        record["params"]["direction"] = "both"
+        return record, offset_s
+
+    merged = merge([part(1, 0.0), part(2, 10.0)], None)
+
+    assert [(r["direction"], r["index"], r["started_s"]) for r in merged["repetitions"]] == [
+        ("write", 1, 0.5),
+        ("write", 2, 10.5),
+        ("read", 1, 0.5),
+        ("read", 2, 10.5),
+    ]
+    assert done_indices(merged) == {1, 2}
+    merged["repetitions"].pop()  # read 2 never ran: repetition 2 is not done
+    assert done_indices(merged) == {1}
