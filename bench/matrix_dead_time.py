@@ -37,6 +37,7 @@ sys.path.insert(0, str(HERE))
 from overhead_floor import compile_package, run_floor, run_nasplan  # noqa: E402
 
 GOAL_DEAD_S = 0.15
+ONE_CELL = "cell[reverse=false,window=64K,mss=1200]"  # the cell run alone
 REVERSE = (False, True)
 WINDOWS = ("64K", "128K", "256K", "512K")
 MSS = (1200, 1400, 1448)
@@ -121,7 +122,6 @@ def measure(state: LabState, rounds: int, workdir: Path) -> dict[str, Any]:
         path = workdir / f"plan-{order}.yaml"
         path.write_text(yaml.safe_dump(plan(state, order, repetitions), sort_keys=False))
         plans[order] = path
-    one_cell = "cell[reverse=false,window=64K,mss=1200]"
     dead: dict[str, list[float]] = {"floor": [], "nasplan": [], "nasplan interleaved x2": []}
     failures: list[str] = []
     for round_index in range(rounds):
@@ -130,7 +130,7 @@ def measure(state: LabState, rounds: int, workdir: Path) -> dict[str, Any]:
         dead["floor"].append((overhead_s(floor_many) - overhead_s(floor_one)) / (n - 1))
         out = workdir / f"r{round_index}"
         many = run_nasplan(plans["sequential"], out / "many")
-        one = run_nasplan(plans["sequential"], out / "one", ["--tests", one_cell])
+        one = run_nasplan(plans["sequential"], out / "one", ["--tests", ONE_CELL])
         twice = run_nasplan(plans["interleaved"], out / "twice")
         if any("failed" in r for r in (many, one, twice)):
             failures.append(f"round {round_index + 1}: a nasplan apply failed")

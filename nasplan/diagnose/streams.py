@@ -86,7 +86,8 @@ def window_limit(test: Mapping[str, Any]) -> dict[str, Any] | None:
     "window_bits_per_second" (window / mean RTT), "link_bits_per_second", "fill_window_bytes"
     (link rate x best RTT, a stream's share), "held"}``, or None without per-stream figures or a
     TCP maximum. ``held``: at the RTT it saw the window cannot fill the link, and the stream
-    moved at least WINDOW_HELD_RATIO of what it allows at its best RTT."""
+    moved at least WINDOW_HELD_RATIO of what the window allows at that RTT (a busy machine
+    stretches every round trip, and a stream held by its window slows down with it)."""
     rep, link = _median_rep(test), (test.get("path") or {}).get("theoretical_bits_per_second")
     if rep is None or not link:
         return None
@@ -110,7 +111,7 @@ def window_limit(test: Mapping[str, Any]) -> dict[str, Any] | None:
         "link_bits_per_second": link,
         "fill_window_bytes": link * min_rtt / 1e6 / 8 / count,
         "held": seen < link * 0.95
-        and measured >= WINDOW_HELD_RATIO * best
+        and measured >= WINDOW_HELD_RATIO * seen
         and measured < BOUND_RATIO * link,
     }
 

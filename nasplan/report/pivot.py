@@ -11,6 +11,7 @@ are neither rows nor columns give a table each. Pure: run.json's records in, val
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -340,6 +341,38 @@ def cell_dimensions(tests: Sequence[Mapping[str, Any]]) -> list[str]:
     return found
 
 
+# a matrix cell's id: the plan's id, then its cell (input/matrix.py's cell_id; a value holds no
+# ``, = [ ]``)
+_CELL_ID = re.compile(r"([a-z0-9][a-z0-9_-]*)\[([^\[\]]+)\]")
+
+
+def not_reached(run: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A record for each test of the run's plan that has none in the run (a run stopped before
+    it, or one of --tests and --limit that left it out): no repetition, status ``not run``, its
+    cell read back from its id; so that the table keeps the plan's rows, columns and baseline
+    and says ``not run`` where nothing was measured."""
+    recorded = {str(test.get("id")) for test in run.get("tests") or []}
+    found = []
+    for planned in (run.get("plan") or {}).get("tests") or []:
+        test_id = str(planned.get("id"))
+        if test_id in recorded:
+            continue
+        matched = _CELL_ID.fullmatch(test_id)
+        pairs = [pair.partition("=") for pair in matched[2].split(",")] if matched else []
+        found.append(
+            {
+                "id": test_id,
+                "base_id": matched[1] if matched else test_id,
+                "cell": {dim: value for dim, _, value in pairs},
+                "kind": planned.get("kind"),
+                "params": dict(planned),
+                "status": NOT_RUN,
+                "repetitions": [],
+            }
+        )
+    return found
+
+
 def run_table(
     run: Mapping[str, Any], asked: TableSpec | None = None
 ) -> tuple[dict[str, Any] | None, str | None]:
@@ -347,10 +380,11 @@ def run_table(
 
     ``asked`` (``report --table``) wins over the plan's ``table:``; without either, a run with
     matrix records gets the default (default_spec), any other none. A run without matrix
-    records is laid out by its tests and directions. InputError: ``asked`` names a dimension
-    the run lacks.
+    records is laid out by its tests and directions. The plan's tests the run has no record of
+    stand in it as ``not run`` (not_reached). InputError: ``asked`` names a dimension the run
+    lacks.
     """
-    tests = run.get("tests") or []
+    tests = [*(run.get("tests") or []), *not_reached(run)]
     dims = cell_dimensions(tests)
     planned = (run.get("plan") or {}).get("table")
     if asked is not None:

@@ -91,9 +91,9 @@ def as_interrupts() -> Iterator[None]:
             signal.setitimer(signal.ITIMER_REAL, 0)
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-        signum, _Deferred.signum = _Deferred.signum, None
-        if signum is not None:  # arrived just before the end: not lost
-            signal.raise_signal(signum)
+        pending, _Deferred.signum = _Deferred.signum, None
+        if pending is not None:  # arrived just before the end: not lost
+            signal.raise_signal(pending)
 
 
 class _Held:

@@ -32,3 +32,32 @@ def test_the_profile_patches_what_the_run_has() -> None:
     timings = profile.Timings()
     with profile.instrumented(timings):  # every (owner, name) it wraps must exist
         pass
+
+
+def test_the_matrix_bench_plan_has_24_cells_and_names_one_of_them(tmp_path: Path) -> None:
+    """bench/matrix_dead_time.py's plan loads as nasplan reads it, expands to its 24 cells, and
+    the one cell it runs alone (``--tests``) is one of them."""
+    from types import SimpleNamespace
+
+    import yaml
+
+    from nasplan.input.plan import load_plan
+
+    bench = _load("matrix_dead_time")
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text(
+        yaml.safe_dump(
+            {
+                "vars": {"user": "root"},
+                "hosts": {"srv": {"address": "198.18.90.2"}, "cli": {"address": "198.18.90.3"}},
+            }
+        )
+    )
+    state = SimpleNamespace(inventory_path=inventory)
+    for order, repetitions in (("sequential", 1), ("interleaved", 2)):
+        path = tmp_path / f"{order}.yaml"
+        path.write_text(yaml.safe_dump(bench.plan(state, order, repetitions), sort_keys=False))
+        plan = load_plan(path)
+        assert len(plan.tests) == len(bench.cells()) == 24
+        assert plan.order.name == order
+        assert bench.ONE_CELL in {test.id for test in plan.tests}
