@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from nasplan.directions import DIRECTED_KINDS, series_of
-from nasplan.units import format_metric
+from nasplan.units import format_bits_per_second, format_metric
 
 if TYPE_CHECKING:  # rich is imported only for a terminal: plain runs skip its import time
     from rich.console import Console
@@ -67,6 +67,13 @@ class Progress(Protocol):
         total_s: float,
         direction: str | None = None,
     ) -> None: ...
+
+    def rate(self, test_id: str, bits_per_second: float, at_s: float, what: str = "") -> None:
+        """The running repetition's rate in the second that ended ``at_s`` into it, as its tool
+        said it meanwhile; ``what``: which rate (``sent``: the sender's; ``forward``: one of
+        two directions), "" for what arrived. Only a live line shows it: a log would get a line
+        a second."""
+        ...
 
     def test_done(self, test_id: str, status: str, summary: str) -> None: ...
 
@@ -134,6 +141,9 @@ class PlainProgress:
         step = step_text(repetition, place.repetitions, 0.0 if where else total_s, direction)
         self._print(f"test {test_id}: {step}" + (f" ({where})" if where else ""))
 
+    def rate(self, test_id: str, bits_per_second: float, at_s: float, what: str = "") -> None:
+        """Not printed: a line each second would bury a log's lines."""
+
     def test_done(self, test_id: str, status: str, summary: str) -> None:
         self._print(f"test {test_id}: {status} {summary}".rstrip())
 
@@ -154,6 +164,7 @@ class LiveProgress:
         self.console = console or Console(stderr=True)
         self._hosts: dict[str, str] = {}
         self._tests: dict[str, tuple[str, float, float]] = {}
+        self._rates: dict[str, str] = {}  # test -> its running repetition's rate, said
         self._place: Place | None = None
         self._lock = threading.Lock()
         self._live = Live(get_renderable=self._render, console=self.console, refresh_per_second=4)
@@ -175,6 +186,8 @@ class LiveProgress:
                     status = f"{status}  {now - started:.0f}/{total_s:.0f} s"
                 elif started:
                     status = f"{status}  {now - started:.0f} s"
+                if test_id in self._rates:
+                    status = f"{status}, {self._rates[test_id]}"
                 table.add_row(f"[bold]test[/] {escape(test_id)}", escape(status))
         return table
 
@@ -202,10 +215,18 @@ class LiveProgress:
             if place is not None and place.text():
                 step, total_s = f"{step} ({place.text()})", 0.0
             self._tests[test_id] = (step, started, total_s)
+            self._rates.pop(test_id, None)
+
+    def rate(self, test_id: str, bits_per_second: float, at_s: float, what: str = "") -> None:
+        said = f"now {format_bits_per_second(bits_per_second)}" + (f" {what}" if what else "")
+        with self._lock:
+            if test_id in self._tests:
+                self._rates[test_id] = said  # drawn at the live display's next refresh
 
     def test_done(self, test_id: str, status: str, summary: str) -> None:
         with self._lock:
             self._tests[test_id] = (f"{status} {summary}".rstrip(), 0.0, 0.0)
+            self._rates.pop(test_id, None)
 
     def message(self, text: str) -> None:
         from rich.markup import escape
@@ -238,6 +259,9 @@ class QuietProgress:
         total_s: float,
         direction: str | None = None,
     ) -> None:
+        pass
+
+    def rate(self, test_id: str, bits_per_second: float, at_s: float, what: str = "") -> None:
         pass
 
     def test_done(self, test_id: str, status: str, summary: str) -> None:
@@ -292,6 +316,9 @@ class RedactedProgress:
         direction: str | None = None,
     ) -> None:
         self.inner.test(test_id, repetition, repetitions, total_s, direction)
+
+    def rate(self, test_id: str, bits_per_second: float, at_s: float, what: str = "") -> None:
+        self.inner.rate(test_id, bits_per_second, at_s, what)
 
     def test_done(self, test_id: str, status: str, summary: str) -> None:
         self.inner.test_done(test_id, status, self._clean(summary))

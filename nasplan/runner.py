@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import IO, Protocol, runtime_checkable
 
 from nasplan.errors import NasplanError
 from nasplan.hosts.shell import POSIX, HostShell
@@ -43,13 +43,17 @@ class Launched:
     ``ended``: None while it runs on; else how it ended before them (124: timed out).
     ``close``: let go of it (its SSH channel, its pipes) once it has ended: while it runs, its
     output still has somewhere to go. ``ended_within(seconds)``: wait up to that long for it to
-    end; whether it did (None: the runner cannot tell).
+    end; whether it did (None: the runner cannot tell). ``read()``: what it printed on standard
+    output since ``output`` or the last read, without waiting ("": nothing new; None once its
+    output ended or it was let go of); None: the runner cannot read it on. It may be read from
+    another thread than the one that closes it.
     """
 
     output: str
     ended: Result | None
     close: Callable[[], None] = _let_go
     ended_within: Callable[[float], bool] | None = None
+    read: Callable[[], str | None] | None = None
 
 
 @runtime_checkable
@@ -165,6 +169,9 @@ class LocalRunner(RunnerBase):
         self._launched: list[subprocess.Popen[bytes]] = []
         self._running: set[subprocess.Popen[bytes]] = set()
         self._launched_lock = threading.Lock()
+        # a launched command's pipes are read (``Launched.read``) and closed under it: a
+        # closed pipe's descriptor may be reused at once, and must not be read then
+        self._pipes_lock = threading.Lock()
 
     def _prefix(self) -> list[str]:
         return ["ip", "netns", "exec", self.netns] if self.netns else []
@@ -206,8 +213,9 @@ class LocalRunner(RunnerBase):
         pipes = (proc.stdout, proc.stderr)
 
         def close() -> None:
-            for pipe in pipes:
-                pipe.close()
+            with self._pipes_lock:
+                for pipe in pipes:
+                    pipe.close()
             proc.poll()
 
         out = bytearray()
@@ -235,7 +243,11 @@ class LocalRunner(RunnerBase):
                 return False
             return True
 
-        return Launched(out.decode(errors="replace"), None, close, ended_within)
+        def read() -> str | None:
+            with self._pipes_lock:
+                return _read_ready(proc.stdout)
+
+        return Launched(out.decode(errors="replace"), None, close, ended_within, read)
 
     def close(self) -> None:
         """Kill what this runner started that still runs (each command's process group)."""
@@ -247,9 +259,10 @@ class LocalRunner(RunnerBase):
         for proc in launched:
             if proc.poll() is None:
                 _kill_group(proc)
-            for pipe in (proc.stdout, proc.stderr):
-                if pipe is not None:
-                    pipe.close()
+            with self._pipes_lock:
+                for pipe in (proc.stdout, proc.stderr):
+                    if pipe is not None:
+                        pipe.close()
 
     def _exec(
         self, command: list[str], shown: str, timeout_s: float | None, stdin: str | None
@@ -282,6 +295,23 @@ class LocalRunner(RunnerBase):
         return Result(
             shown, out.decode(errors="replace"), err.decode(errors="replace"), proc.returncode
         )
+
+
+def _read_ready(pipe: IO[bytes] | None) -> str | None:
+    """What ``pipe`` holds now, without waiting ("": nothing); None once it ended or closed."""
+    if pipe is None or pipe.closed:
+        return None
+    got = bytearray()
+    try:
+        while select.select([pipe], [], [], 0)[0]:
+            chunk = os.read(pipe.fileno(), 65536)
+            if not chunk:
+                pipe.close()  # its end: the next read says so
+                break
+            got += chunk
+    except (OSError, ValueError):
+        return None
+    return got.decode(errors="replace")
 
 
 # How long a killed command's output may take to end (its pipes closed by its last process).

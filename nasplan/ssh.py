@@ -357,6 +357,7 @@ def _until(
                         None,
                         channel.close,
                         lambda seconds: _exits_within(channel, seconds),
+                        lambda: _read_ready(channel),
                     )
                 continue
             if channel.recv_stderr_ready():
@@ -374,6 +375,20 @@ def _until(
             select.select([channel], [], [], 0.05)
 
     return collect
+
+
+def _read_ready(channel: paramiko.Channel) -> str | None:
+    """What came on ``channel``'s standard output since the last read, without waiting ("":
+    nothing); None once it ended or was closed. Its standard error is left where it is."""
+    got = bytearray()
+    try:
+        while channel.recv_ready():
+            got += channel.recv(_READ_CHUNK_BYTES)
+    except (paramiko.SSHException, OSError, EOFError):
+        return None
+    if not got and (channel.closed or channel.eof_received):
+        return None
+    return got.decode(errors="replace")
 
 
 def _exits_within(channel: paramiko.Channel, seconds: float) -> bool:

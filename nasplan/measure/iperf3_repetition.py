@@ -38,12 +38,14 @@ class Around:
     """What runs around one iperf3 client; here nothing (a caller overrides what it needs).
 
     In order: ``start_text`` goes into the server's start script and ``started`` reads that
-    script's output; ``before_client`` once the server listens; ``after_result`` once the
-    client's result is in; ``stop_text`` goes into the server's stop script and ``stopped`` reads
-    its output. ``defer_stop`` is offered the server's stop after a measurement: True when it
-    takes it (to run later, ``stopped`` with it), False to have it run now; after a failure it
-    runs at once. The texts are asked once per attempt and are POSIX sh: a caller gives none
-    for a Windows server (its scripts are PowerShell) nor to ``run_processes`` (not asked).
+    script's output; ``server_runs`` when the server runs on a channel whose output can be read
+    on (its interval lines while the client runs); ``before_client`` once the server listens;
+    ``after_result`` once the client's result is in; ``stop_text`` goes into the server's stop
+    script and ``stopped`` reads its output. ``defer_stop`` is offered the server's stop after a
+    measurement: True when it takes it (to run later, ``stopped`` with it), False to have it run
+    now; after a failure it runs at once. The texts are asked once per attempt and are POSIX sh:
+    a caller gives none for a Windows server (its scripts are PowerShell) nor to
+    ``run_processes`` (not asked).
     """
 
     def start_text(self) -> str:
@@ -52,6 +54,10 @@ class Around:
 
     def started(self, stdout: str) -> None:
         """The start script's output (its own section of it: ``nasplan.sections``)."""
+
+    def server_runs(self, read: Callable[[], str | None]) -> None:
+        """The launched server's output from here on: ``read()`` gives what it printed since
+        the last read ("": nothing new; None once it ended). Not called for a daemon server."""
 
     def before_client(self) -> None:
         """The server listens; the client runs next."""
@@ -130,6 +136,8 @@ def _attempt(job: _Job, token: str, around: Around) -> tuple[str, dict[str, Any]
     launched = _start_server(one, job.launches, around)
     measured = False
     try:
+        if launched.read is not None:
+            around.server_runs(launched.read)
         around.before_client()
         stdout, parsed = _run_client(job)
         measured = True

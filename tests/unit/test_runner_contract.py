@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -137,6 +138,33 @@ def test_a_local_runner_leaves_a_command_running_once_it_said_it_is_ready() -> N
     assert launched is not None and launched.ended is None and "ready" in launched.output
     assert launched.ended_within is not None and not launched.ended_within(0.05)
     launched.close()
+
+
+def test_a_local_runners_launched_command_is_read_on_as_it_prints_until_it_ends() -> None:
+    runner = LocalRunner()
+    try:
+        launched = runner.start_until(
+            "echo ready; sleep 0.2; echo one; sleep 0.2; printf 'tw'; sleep 0.2; echo o",
+            ["ready"],
+            timeout_s=5,
+        )
+        assert launched is not None and launched.read is not None
+        assert launched.read() == ""  # nothing new yet, and no wait for it
+        got, deadline = [], time.monotonic() + 5
+        while (text := launched.read()) is not None and time.monotonic() < deadline:
+            got.append(text)
+            time.sleep(0.05)
+        assert "".join(got) == "one\ntwo\n" and "tw" in got  # as it came, not at its end
+        assert launched.read() is None
+        launched.close()
+        assert launched.read() is None
+        # one let go of while it runs is not read any more
+        running = runner.start_until("echo ready; echo more; sleep 5", ["ready"], timeout_s=5)
+        assert running is not None and running.read is not None
+        running.close()
+        assert running.read() is None
+    finally:
+        runner.close()
 
 
 def test_no_product_code_probes_a_runner_for_a_capability() -> None:

@@ -26,6 +26,7 @@ from nasplan.measure.kind import (
     open_pair,
     path_params,
 )
+from nasplan.measure.live_rate import LiveRate
 from nasplan.measure.sampling import Sampling
 from nasplan.measure.tools import iperf3, iperf3_multi
 from nasplan.units import format_bits_per_second, parse_rate
@@ -229,10 +230,11 @@ class _Around(Around):
     """Around each client of a test: the previous test's teardown settled and the samplers
     started before it measures; after the last, the samplers stopped and the server's stop
     handed to the test's teardown (``last``); the server host's sampler rides in the server's
-    scripts."""
+    scripts; a launched server's rate each second to the progress (``live``)."""
 
     ctx: RunContext
     sampled: Sampling
+    live: LiveRate
     last: _Teardown | None = None
 
     def start_text(self) -> str:
@@ -241,11 +243,15 @@ class _Around(Around):
     def started(self, stdout: str) -> None:
         self.sampled.started(stdout)
 
+    def server_runs(self, read: Callable[[], str | None]) -> None:
+        self.live.follow(read)
+
     def before_client(self) -> None:
         self.ctx.settle()
         self.sampled.wait_started()
 
     def after_result(self) -> None:
+        self.live.stop()
         if self.last is not None:
             self.sampled.stop()
 
@@ -264,10 +270,11 @@ def _repetitions(job: _Job, ctx: RunContext, record: dict[str, Any], teardown: _
     test = job.test
     total_s = (job.params.duration_s + job.params.omit_s + 1) * test.repetitions
     clock = timeline.Clock()
+    live = LiveRate(ctx.tasks, ctx.progress, test.id, job.params)
     for index in test.indices:
         ctx.progress.test(test.id, index, test.repetitions, total_s)
         last = index == test.indices[-1]
-        around = _Around(ctx, teardown.sampled, teardown if last else None)
+        around = _Around(ctx, teardown.sampled, live, teardown if last else None)
         started_s = clock.now_s()
         rep = _repetition(job, ctx, index, around)
         rep.update(started_s=started_s, ended_s=clock.now_s())

@@ -167,10 +167,12 @@ def _assignments(values: Mapping[str, str | int]) -> str:
 # PORT", flushed at once with --forceflush since 3.7. nasplan reads it and starts the client:
 # no look at the LISTEN table before or after, no nap. A server that cannot listen (its port
 # taken, a bad option) ends without saying it; only then does nasplan look whether the port is
-# someone else's (``port_check_script``). `-i 0`: no interval lines of its own, so what the
-# server prints while nasplan only holds its channel stays a few lines whatever the test's
-# length. The riding text's output and the LAUNCH_SECTION line go out in one write: nothing of
-# iperf3's falls between them: nasplan waits for both markers (READY_MARKER and that line).
+# someone else's (``port_check_script``). `-i 1`: an interval line a second (and a `[SUM]` line
+# with -P), flushed at once, read while the client runs (``Launched.read``: the test's rate each
+# second on the console, ``nasplan.measure.live_rate``); what is not read waits in the channel
+# (an SSH channel's window holds hours of it). The riding text's output and the LAUNCH_SECTION
+# line go out in one write: nothing of iperf3's falls between them: nasplan waits for both
+# markers (READY_MARKER and that line).
 # The server is registered in the host's lock and its watchdog started before the script writes
 # anything, and the script ignores SIGPIPE once the server runs: should nasplan's connection be
 # gone by then (nasplan killed, sshd gone), the server is still found and stopped (the lab's
@@ -184,7 +186,7 @@ if ! command -v "$iperf3" >/dev/null 2>&1; then
   exit 1
 fi
 if [ -e "$pidfile" ] || [ -e "$logfile" ]; then rm -f "$pidfile" "$logfile"; fi
-"$iperf3" -s -1 -p "$port" -i 0 --forceflush 2>&1 &
+"$iperf3" -s -1 -p "$port" -i 1 --forceflush 2>&1 &
 server=$!
 trap '' PIPE
 echo "$server" > "$pidfile"
@@ -226,7 +228,7 @@ def server_launch_script(
         "section": LAUNCH_SECTION,
         "watch": _WATCH,
         # what the host lock's clean-up finds in its command line (it names no pidfile)
-        "server_token": f"-s -1 -p {port} -i 0 --forceflush",
+        "server_token": f"-s -1 -p {port} -i 1 --forceflush",
     }
     captured = f"also_said=$(\n{also})\n" if also else "also_said=\n"
     return _assignments(values) + _LAUNCH_START + PRELUDE + _WATCH_START + captured + _LAUNCH_END

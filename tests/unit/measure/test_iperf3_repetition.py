@@ -17,7 +17,7 @@ from nasplan.measure.iperf3_repetition import (
 )
 from nasplan.measure.tools import iperf3_multi
 from nasplan.measure.tools.iperf3 import Iperf3Error, Iperf3Params
-from nasplan.runner import Result
+from nasplan.runner import Launched, Result
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "iperf3" / "3.12"
 
@@ -262,3 +262,40 @@ def test_processes_mode_waits_for_the_caller_around_its_clients(fake_runner: Mak
     # no text rides along in several servers' scripts; their stop is never deferred
     assert around.events == ["before_client", "after_result"]
     assert not server.queue
+
+
+class Following(Noted):
+    """A Noted that reads the launched server's output as ``server_runs`` offers it."""
+
+    def __init__(self) -> None:
+        super().__init__(takes=False)
+        self.read: Callable[[], str | None] | None = None
+
+    def server_runs(self, read: Callable[[], str | None]) -> None:
+        self.events.append("server_runs")
+        self.read = read
+
+
+def test_a_launched_servers_output_is_offered_while_its_client_runs(fake_runner: Make) -> None:
+    server = scripted(fake_runner, "nas", [("kill", ok())])
+    client = scripted(fake_runner, "ws", [("-c", ok(fixture("tcp-single.json")))])
+    ready = "Server listening on 5201\n@@nasplan:iperf3-server@@\n"
+    lines = ["[  5]   0.00-1.00   sec   112 MBytes   941 Mbits/sec\n", None]
+    launched: list[str] = []
+
+    def start_until(script: str, markers: Any, *, timeout_s: float) -> Launched:
+        launched.append(script)
+        return Launched(ready, None, read=lambda: lines.pop(0))
+
+    server.start_until = start_until
+    around = Following()
+    run_repetition(
+        server, client, "iperf3", "iperf3", "198.18.0.10", Iperf3Params(duration_s=1), "t",
+        server_iperf3_version="3.12", around=around,
+    )  # fmt: skip
+    assert "-i 1 --forceflush" in launched[0]
+    assert around.events[0] == "start_text" and around.events[1].startswith("started Server")
+    assert around.events[2:5] == ["server_runs", "before_client", "after_result"]
+    assert around.read is not None
+    assert around.read() == "[  5]   0.00-1.00   sec   112 MBytes   941 Mbits/sec\n"
+    assert around.read() is None

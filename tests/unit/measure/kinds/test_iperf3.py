@@ -17,7 +17,7 @@ from nasplan.measure.kind import RunContext
 from nasplan.measure.kinds.iperf3 import version_warnings
 from nasplan.progress import PlainProgress
 from nasplan.run.overlap import Overlap
-from nasplan.runner import Result
+from nasplan.runner import Launched, Result
 
 from .conftest import SAMPLER_PID, fixture_text, riding_start, riding_stop
 
@@ -298,3 +298,71 @@ def test_the_check_line_says_protocol_bitrate_and_which_way_the_data_flows(
 ) -> None:
     ctx, _, _ = kind_context(TEST.replace(", repetitions: 1}", f", repetitions: 1{extra}}}"), TOOLS)
     assert kinds.bind(ctx.plan.tests[0]).description == line
+
+
+class Stop:
+    def __init__(self) -> None:
+        self.stopped = False
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+class Looks(Overlap):
+    """The serial run's tasks, but repeating work kept for the test to run when it says."""
+
+    def __init__(self) -> None:
+        super().__init__(False)
+        self.work: list[Callable[[], bool]] = []
+        self.handles: list[Stop] = []
+
+    def every(self, interval_s: float, work: Any, name: str, *, first_s: float) -> Any:
+        self.work.append(work)
+        self.handles.append(Stop())
+        return self.handles[-1]
+
+
+class Rates(PlainProgress):
+    def __init__(self) -> None:
+        super().__init__(io.StringIO())
+        self.rates: list[tuple[str, float, float, str]] = []
+
+    def rate(self, test_id: str, bits_per_second: float, at_s: float, what: str = "") -> None:
+        self.rates.append((test_id, bits_per_second, at_s, what))
+
+
+def test_a_launched_servers_seconds_reach_the_progress_while_the_client_runs(
+    kind_context: Callable[..., Any],
+) -> None:
+    tasks = Looks()
+    ctx, nas, ws = kind_context(TEST.replace("duration_s: 2", "duration_s: 3"), TOOLS, tasks)
+    progress = Rates()
+    ctx.progress = progress
+    said = (Path(IPERF3) / "server-text" / "tcp-single.txt").read_text()
+    pieces = [said[: len(said) // 2], said[len(said) // 2 :]]
+    ready = "Server listening on 5201\n" + riding_start() + "\n@@nasplan:iperf3-server@@\n"
+    scripts: list[str] = []
+
+    def start_until(script: str, markers: Any, *, timeout_s: float) -> Launched:
+        scripts.append(script)
+        return Launched(ready, None, read=lambda: pieces.pop(0) if pieces else None)
+
+    nas.start_until = start_until
+    nas.expect("kill", riding_stop(""))
+    client_output = (IPERF3 / "tcp-single.json").read_text()
+
+    def client(text: str) -> Result:
+        (look,) = tasks.work  # the server's output is read while the client runs
+        assert look() and look() and not look()
+        return Result(text, client_output, "", 0)
+
+    ws.expect("/usr/bin/iperf3 -J -c 198.18.251.1 -p 5201 -t 3", reply=client)
+
+    record = run_settled(ctx)
+
+    assert record["status"] == "ok" and "-i 1 --forceflush" in scripts[0]
+    assert [(t, at_s, what) for t, _, at_s, what in progress.rates] == [
+        ("p2p", 1.0, ""), ("p2p", 2.0, ""), ("p2p", 3.0, "")
+    ]  # fmt: skip
+    assert [h.stopped for h in tasks.handles] == [True]  # no look once the client's result is in
+    assert record["resources"]["nas"]["samples"] > 1  # the riding sampler read as before
