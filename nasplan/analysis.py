@@ -119,8 +119,11 @@ TIMED_KINDS = ("iperf3", "transfer", "disk", "iscsi")
 
 def short_durations(test: Mapping[str, Any], direction: str | None = None) -> list[float]:
     """``duration_s`` of each ok repetition of a timed kind shorter than MIN_TRUSTED_S (of
-    ``direction`` when given: write/read), in order; [] for other kinds."""
+    ``direction`` when given: write/read), in order; [] for other kinds, and for an iperf3
+    test that omits its first seconds (``-O``): slow start is then left out of its rate."""
     if test.get("kind") not in TIMED_KINDS:
+        return []
+    if test.get("kind") == "iperf3" and ((test.get("params") or {}).get("omit_s") or 0) >= 1:
         return []
     return [
         float(rep["duration_s"])

@@ -49,3 +49,13 @@ def test_a_short_iperf3_run_asks_for_a_longer_duration() -> None:
         "1 of 1 repetitions took under 3 s (1.00 s): TCP slow start weighs on so short a run and "
         "its rate reads low; set `duration_s` to 3 or more."
     )
+
+
+def test_a_short_iperf3_run_that_omits_slow_start_is_no_finding() -> None:
+    """``omit_s`` (-O) leaves slow start out of the rate: a 1 s measurement after it is not
+    read low, and neither the Diagnosis nor the results table flags it."""
+    test = {"id": "lan", "kind": "iperf3", "params": {"client": "pc", "omit_s": 1},
+            "repetitions": [{"status": "ok", "duration_s": 1.0}]}  # fmt: skip
+    assert short.findings({"tests": [test]}) == []
+    test["params"]["omit_s"] = 0
+    assert len(short.findings({"tests": [test]})) == 1
