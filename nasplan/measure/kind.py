@@ -273,6 +273,17 @@ def summarize_directions(record: dict[str, Any], directions: tuple[str, ...] | l
     record["efficiency"] = efficiency(record["summary"]["median"], theoretical)
 
 
+def finish_directions(
+    record: dict[str, Any], directions: tuple[str, ...] | list[str]
+) -> dict[str, Any]:
+    """A per-direction kind's finished record (transfer, iSCSI): its summaries per direction
+    (``summarize_directions``), its status and its error, from its repetitions."""
+    summarize_directions(record, directions)
+    reps = record["repetitions"]
+    errors = [f"{r['direction']} {r['index']}: {r['error']}" for r in reps if r["error"]]
+    return finish(record, errors)
+
+
 def check_ready(test: PlanTest, ctx: RunContext, needed: Needs) -> None:
     """Raise CannotStart when a host of ``test`` is not ready or lacks a tool in ``needed``."""
     for name in dict.fromkeys(test.hosts):

@@ -23,6 +23,7 @@ from nasplan.measure.kind import (
     Needs,
     RunContext,
     finish,
+    finish_directions,
     new_record,
     open_pair,
     path_params,
@@ -249,10 +250,7 @@ def _explain(exc: iscsi.IscsiError, target: iscsi.Target) -> str:
 
 def _summarize(record: dict[str, Any], s: IscsiSettings) -> dict[str, Any]:
     """The record's summaries per direction and its status, from its repetitions."""
-    summarize_directions(record, s.directions)
-    reps = record["repetitions"]
-    errors = [f"{r['direction']} {r['index']}: {r['error']}" for r in reps if r["error"]]
-    return finish(record, errors)
+    return finish_directions(record, s.directions)
 
 
 KIND = Kind(

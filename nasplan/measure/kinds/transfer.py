@@ -24,6 +24,7 @@ from nasplan.measure.kind import (
     Needs,
     RunContext,
     finish,
+    finish_directions,
     new_record,
     open_pair,
     path_params,
@@ -498,10 +499,8 @@ def needs(test: PlanTest, s: TransferSettings) -> Needs:
 
 def _summarize(record: dict[str, Any], s: TransferSettings) -> dict[str, Any]:
     """The record's summaries per direction and its status, from its repetitions."""
-    summarize_directions(record, transfer.DIRECTIONS if s.direction == "both" else (s.direction,))
-    reps = record["repetitions"]
-    errors = [f"{r['direction']} {r['index']}: {r['error']}" for r in reps if r["error"]]
-    return finish(record, errors)
+    directions = transfer.DIRECTIONS if s.direction == "both" else (s.direction,)
+    return finish_directions(record, directions)
 
 
 KIND = Kind(

@@ -22,6 +22,9 @@ _INTERVAL = re.compile(
 )
 # iperf3 writes bit rates with decimal prefixes (units.c: 1000 for bits, 1024 for bytes)
 _PREFIX = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+# a server's last interval is a sliver ("3.00-3.00   sec  63.6 KBytes   730 Mbits/sec"): the
+# last packets after its final whole second, a rate of a few milliseconds, not a second's
+_SHORTEST_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,8 @@ class LiveRates:
     """The whole test's rate each second from a server's output fed as it comes.
 
     ``parallel``: the test's streams (several: the ``[SUM]`` lines); ``bidir``: only what the
-    server receives (``RX``, the client -> server direction). Intervals of ``-O`` are left out.
+    server receives (``RX``, the client -> server direction). Intervals of ``-O`` are left out,
+    and the sliver of an interval that ends a test.
     """
 
     def __init__(self, parallel: int, *, bidir: bool = False) -> None:
@@ -78,6 +82,8 @@ class LiveRates:
         for line in lines:
             found = interval(line)
             if found is None or found.omitted or found.role != self.role:
+                continue
+            if found.end_s - found.start_s < _SHORTEST_S:
                 continue
             if (found.stream is None) != self.summed or found.end_s <= self._last_end_s:
                 continue

@@ -38,8 +38,12 @@ def test_one_stream_gives_each_second_once_near_the_whole_test() -> None:
     assert [at_s for at_s, _ in rates] == [1.0, 2.0, 3.0]
     whole = summary_bits_per_second(text)
     assert all(0.8 * whole < rate < 1.2 * whole for _, rate in rates), (rates, whole)
-    first = intervals(text)[0]
-    assert (first.stream, first.role, first.start_s, first.omitted) == (5, None, 0.0, False)
+    first, *_, sliver = intervals(text)
+    assert (first.stream, first.role, first.start_s, first.omitted) == (6, None, 0.0, False)
+    # the test's last packets after its third second: no second of their own
+    assert (sliver.start_s, sliver.end_s) == (3.0, 3.0)
+    assert interval("[  6]   3.00-3.04   sec  3.50 MBytes   734 Mbits/sec") is not None
+    assert LiveRates(1).feed("[  6]   3.00-3.04   sec  3.50 MBytes   734 Mbits/sec\n") == []
 
 
 def test_the_end_of_test_summary_is_no_interval() -> None:
@@ -54,7 +58,7 @@ def test_the_end_of_test_summary_is_no_interval() -> None:
 def test_several_streams_give_their_sum_lines() -> None:
     text = said("tcp-parallel-2")
     rates = LiveRates(2).feed(text)
-    sums = [i for i in intervals(text) if i.stream is None]
+    sums = [i for i in intervals(text) if i.stream is None and i.end_s > i.start_s]
     assert len({i.stream for i in intervals(text)} - {None}) == 2
     assert rates == [(i.end_s, i.bits_per_second) for i in sums]
     assert [at_s for at_s, _ in rates] == [1.0, 2.0, 3.0]
@@ -79,7 +83,7 @@ def test_bidir_gives_what_the_server_receives(name: str, parallel: int) -> None:
     received = [
         (i.end_s, i.bits_per_second)
         for i in intervals(text)
-        if i.role == "RX" and (i.stream is None) == (parallel > 1)
+        if i.role == "RX" and (i.stream is None) == (parallel > 1) and i.end_s > i.start_s
     ]
     assert rates == received and [at_s for at_s, _ in rates] == [1.0, 2.0, 3.0]
     whole = summary_bits_per_second(text, role="[RX-S]")
