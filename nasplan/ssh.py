@@ -155,13 +155,15 @@ class SshRunner(RunnerBase):
         if not sudo or self.is_root:
             sent = self._input_safe(script, stdin is not None)
             return self._exec(self.host_shell.exec_line(sent), script, timeout_s, stdin)
-        password = self.become_password
-        feed = stdin if password is None else become.sudo_stdin(password, stdin)
-        sent = self._input_safe(script, feed is not None)
-        command = become.sudo_command(sent, with_password=password is not None)
-        result = self._exec(command, script, timeout_s, feed)
-        user = str(self.connection.user)
-        return become.check_sudo(result, user, self.name, with_password=password is not None)
+        # the script reads /dev/null unless sudo is fed (a password, or the command's input)
+        fed = stdin is not None or self.become_password is not None
+        return become.as_root(
+            lambda command, feed: self._exec(command, script, timeout_s, feed),
+            self._input_safe(script, fed),
+            stdin,
+            self.become_password,
+            (str(self.connection.user), self.name),
+        )
 
     def try_script(self, script: str, *, timeout_s: float) -> Result | None:
         """Run shell text as the login user; None when the host did not answer, without

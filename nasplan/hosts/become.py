@@ -83,6 +83,22 @@ def check_sudo(result: Result, user: str, host: str, *, with_password: bool) -> 
     raise BecomeError(reason)
 
 
+def as_root(
+    send: Callable[[str, str | None], Result],
+    script: str,
+    stdin: str | None,
+    password: str | None,
+    who: tuple[str, str],
+) -> Result:
+    """``script`` run as root through sudo by ``send(command, feed)`` (a runner's own exec):
+    the password first on sudo's standard input (never argv), else ``sudo -n``; ``who`` is
+    (user, host) for the message when sudo itself refuses (BecomeError)."""
+    with_password = password is not None
+    feed = stdin if password is None else sudo_stdin(password, stdin)
+    result = send(sudo_command(script, with_password=with_password), feed)
+    return check_sudo(result, *who, with_password=with_password)
+
+
 def sudo_failure(stderr: str, exited: int, user: str, host: str, *, with_password: bool) -> str:
     """One line saying why sudo refused, from its exit status and (English) messages."""
     text = stderr.lower()

@@ -58,12 +58,13 @@ class LocalHostRunner(LocalRunner):
         """
         if not sudo or self.is_root:
             return super().run_script(script, timeout_s=timeout_s, stdin=stdin)
-        password = self.become_password
-        feed = stdin if password is None else become.sudo_stdin(password, stdin)
-        command = become.sudo_command(script, with_password=password is not None)
-        result = self._exec(["sh", "-c", command], script, timeout_s, feed)
-        user = getpass.getuser()
-        return become.check_sudo(result, user, self.name, with_password=password is not None)
+        return become.as_root(
+            lambda command, feed: self._exec(["sh", "-c", command], script, timeout_s, feed),
+            script,
+            stdin,
+            self.become_password,
+            (getpass.getuser(), self.name),
+        )
 
 
 def connect(host: Host, *, become_password: str | None = None) -> LocalHostRunner:

@@ -108,20 +108,22 @@ def test_one_saturated_core_is_named_with_the_average_beside_it(
 ) -> None:
     test = {"id": "lan", "kind": "iperf3", "server": "nas", "client": "pc", "duration_s": 3,
             "repetitions": 1, "bitrate": "200M", "protocol": "udp"}  # fmt: skip
-    # Other lab tests may load this machine's other core meanwhile: then the machine as a whole
-    # is busy, which is no one-core finding. Up to three runs for a quieter moment.
+    # Something else may load this machine's other core meanwhile: then the machine as a whole
+    # is busy, which is no one-core finding (checked). Up to three runs for a quieter moment;
+    # one of them must come, or the one-core finding was never shown.
     for attempt in range(3):
         run, report = run_plan(state, tmp_path / f"attempt-{attempt}", [test])
         (record,) = run["tests"]
         loads = {h: r for h, r in record["resources"].items() if r}
         assert loads and all(r["cpu_cores"] == os.cpu_count() for r in loads.values())
         assert all(r["cpu_busiest_core_percent_median"] >= 90 for r in loads.values()), loads
+        found = [f for f in run["diagnosis"] if f["cause"] == "cpu-core"]
         if all(r["cpu_busy_percent_median"] < 85 for r in loads.values()):
             break
-    found = [f for f in run["diagnosis"] if f["cause"] == "cpu-core"]
-    if any(r["cpu_busy_percent_median"] >= 90 for r in loads.values()):
-        assert found == []  # the whole machine was busy: not one core's limit
-        return
+        if any(r["cpu_busy_percent_median"] >= 90 for r in loads.values()):
+            assert found == []  # the whole machine was busy: not one core's limit
+    else:
+        pytest.fail(f"the machine stayed busy in three runs; no quiet one to name a core: {loads}")
     (one,) = found  # lab hosts share one kernel: its core is named once
     host, load = one["host"], loads[one["host"]]
     assert one["text"].startswith(
