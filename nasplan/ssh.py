@@ -2,28 +2,24 @@
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import dataclasses
 import errno
-import hashlib
 import logging
 import select
 import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TypeVar
 
 import paramiko
-from fabric import Config, Connection
+from fabric import Connection
 
 from nasplan.errors import HostError, HostLostError
-from nasplan.hosts import become, local, shell
+from nasplan.hosts import become, host_keys, local, shell, ssh_route
 from nasplan.hosts.timeouts import Timeouts, from_environ
 from nasplan.input.inventory import Host, ssh_file_errors
-from nasplan.input.localfile import private_file_problem
 from nasplan.runner import Launched, Result, Runner, RunnerBase
 
 _READ_CHUNK_BYTES = 65536
@@ -40,66 +36,6 @@ _DRAIN_INPUT = "trap 'cat >/dev/null 2>&1' EXIT\n"
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 
-def fingerprint(key: paramiko.PKey) -> str:
-    """OpenSSH-style fingerprint, e.g. ``ssh-ed25519 SHA256:Xk1...``."""
-    digest = hashlib.sha256(key.asbytes()).digest()
-    return f"{key.get_name()} SHA256:{base64.b64encode(digest).decode().rstrip('=')}"
-
-
-class UnknownHostKeyError(paramiko.SSHException):
-    """The server's key is not in known_hosts: refused, with its fingerprint for the user."""
-
-
-class _RefuseUnknownHostKey(paramiko.MissingHostKeyPolicy):
-    """Refuse hosts that are not in known_hosts (Fabric's default would accept them silently)."""
-
-    def __init__(self, known_hosts: Sequence[Path]) -> None:
-        self.known_hosts = known_hosts
-
-    def missing_host_key(
-        self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey
-    ) -> None:
-        where = ", ".join(str(p) for p in self.known_hosts) or "no known_hosts file"
-        raise UnknownHostKeyError(
-            f"host key for {hostname} is not known ({fingerprint(key)}); "
-            f"not in {where}. Verify the fingerprint on the host "
-            f"(ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub) and add it with ssh-keyscan"
-        )
-
-
-def known_hosts_files(host: Host, ssh_config: dict[str, object]) -> list[Path]:
-    """Known_hosts files checked for ``host``: the inventory's, else ssh_config's, else ~/.ssh."""
-    if host.known_hosts is not None:
-        return [host.known_hosts]
-    configured = ssh_config.get("userknownhostsfile")
-    if configured:
-        names = configured if isinstance(configured, list) else str(configured).split()
-        return [Path(str(n)).expanduser() for n in names]
-    return [Path("~/.ssh/known_hosts").expanduser()]
-
-
-def _harden(connection: Connection, host: Host) -> None:
-    files = known_hosts_files(host, dict(connection.ssh_config))
-    keys = connection.client.get_host_keys()
-    for path in files:
-        problem = private_file_problem(path, secret=False)
-        if problem:
-            raise HostError(f"{host.name}: known_hosts file {path}: {problem}")
-        if path.is_file():
-            # HostKeys.load, not SSHClient.load_host_keys: nasplan never writes known_hosts back.
-            keys.load(str(path))
-    configured_keys = connection.ssh_config.get("identityfile") or []
-    for name in configured_keys if isinstance(configured_keys, list) else [configured_keys]:
-        key_path = Path(str(name)).expanduser()
-        problem = private_file_problem(key_path, secret=True)
-        if problem:
-            raise HostError(f"{host.name}: IdentityFile {key_path} (ssh_config): {problem}")
-    connection.client.set_missing_host_key_policy(_RefuseUnknownHostKey(files))
-    gateway = connection.gateway
-    if isinstance(gateway, Connection):  # ProxyJump: the jump host is checked just as strictly
-        _harden(gateway, host)
-
-
 class SshRunner(RunnerBase):
     """Runs commands on one host over one SSH connection (a ``nasplan.runner.Runner``)."""
 
@@ -109,10 +45,13 @@ class SshRunner(RunnerBase):
         connection: Connection,
         become_password: str | None = None,
         timeouts: Timeouts | None = None,
+        jumps: Sequence[Connection] = (),
     ) -> None:
         self.name = host.name
         self.host = host
         self.connection = connection
+        # the jump hosts' connections the host's rides on, first hop first (closed with it)
+        self.jumps = tuple(jumps)
         self.is_root = host.user == "root"
         self.become_password = become_password
         self.timeouts = timeouts or Timeouts()
@@ -249,7 +188,9 @@ class SshRunner(RunnerBase):
         transport = self.connection.client.get_transport()
         if transport is None or not transport.is_active():
             # a connection that has ended is gone, not slow: lost, whoever asked
-            raise self._lose("SSH connection lost", True)
+            reason = self._jump_lost() or "SSH connection lost"
+            self._close_jumps()
+            raise self._lose(reason, True)
         channel_s = self.timeouts.channel_s
         try:
             channel = transport.open_session(timeout=channel_s)
@@ -335,9 +276,26 @@ class SshRunner(RunnerBase):
             channel.recv_exit_status(),
         )
 
+    def _jump_lost(self) -> str | None:
+        """Which jump host's connection ended, if one did (the host's ends with it)."""
+        for hop in self.jumps:
+            transport = hop.client.get_transport()
+            if transport is None or not transport.is_active():
+                return f"SSH connection lost: the jump host {ssh_route.label(hop)} closed it"
+        return None
+
+    def _close_jumps(self) -> None:
+        """Close the jump hosts' connections, last hop first."""
+        for hop in reversed(self.jumps):
+            with contextlib.suppress(Exception):  # one already gone must not stop the rest
+                hop.close()
+
     def close(self) -> None:
-        """Close the SSH connection."""
-        self.connection.close()
+        """Close the SSH connection, then the jump hosts' it rode on."""
+        try:
+            self.connection.close()
+        finally:
+            self._close_jumps()
 
 
 def _until(
@@ -458,14 +416,18 @@ def connect(
     """Open an SSH connection to ``host`` with strict host-key checking; a ``connection: local``
     host gets a ``nasplan.hosts.local`` runner instead (no SSH: it is this machine).
 
-    ``~/.ssh/config`` aliases, users, ports and ProxyJump are honoured (through Fabric).
-    ``become_password``: fed to sudo on stdin when a command needs root and the user is not root.
-    Raises HostError with a one-line reason (unknown/changed key with fingerprint, auth, network).
+    ssh_config aliases, users, ports, identity and known_hosts files are honoured, and its
+    ProxyJump or the inventory's ``proxy_jump``: each jump host is connected to in turn, every
+    hop's host key checked (``nasplan.hosts.ssh_route``), the host reached over a
+    ``direct-tcpip`` channel of the last hop. ``become_password``: fed to sudo on stdin when a
+    command needs root and the user is not root. Raises HostError with a one-line reason
+    (unknown/changed/revoked key with fingerprint, auth, network; the hop it happened at).
     """
     if host.is_local:
         return local.connect(host, become_password=become_password)
-    problems = ssh_file_errors(host)
-    if problems:  # checked when the plan was loaded too; this catches a file swapped since
+    # checked when the plan was loaded too, content and all; this catches a file swapped since
+    problems = ssh_file_errors(host, content=False)
+    if problems:
         raise HostError("; ".join(problems))
     timeouts = from_environ()
     if timeout_s is None:
@@ -481,37 +443,67 @@ def connect(
     if host.identity_file is not None:
         connect_kwargs["key_filename"] = [str(host.identity_file)]
         connect_kwargs["look_for_keys"] = False
-    connection = Connection(
-        host.address,
-        user=host.user,
-        port=host.port,
-        connect_timeout=timeout_s,
-        connect_kwargs=connect_kwargs,
-        # An inventory's ssh_config replaces ~/.ssh/config, as `ssh -F FILE` does.
-        config=Config(runtime_ssh_path=str(host.ssh_config) if host.ssh_config else None),
-    )
-    _harden(connection, host)
-    target = f"{host.name} ({connection.user}@{connection.host}:{connection.port})"
+    way = ssh_route.route(host, connect_kwargs, timeout_s)
+    opened: list[Connection] = []
+    try:
+        through = ""
+        for hop, known in zip(way.hops, way.known[:-1], strict=True):
+            _open(hop, known, f"{host.name}: jump host", through, timeout_s)
+            opened.append(hop)
+            through = f"through {ssh_route.label(hop)}"
+        target = way.target
+        _open(target, way.known[-1], host.name, through, timeout_s)
+    except BaseException:
+        for hop in reversed(opened):
+            with contextlib.suppress(Exception):
+                hop.close()
+        raise
+    user = target.user
+    runner = SshRunner(host, target, become_password, timeouts, way.hops)
+    runner.is_root = user == "root"
+    return runner
+
+
+# SSH_MSG_CHANNEL_OPEN_FAILURE reason codes (RFC 4254 5.1) -> what the user reads
+_CHANNEL_REFUSALS = {
+    1: "refuses to forward to it (sshd's AllowTcpForwarding or PermitOpen there)",
+    2: "cannot reach it (no route from there, or nothing listens)",
+}
+
+
+def _open(
+    connection: Connection,
+    known: host_keys.KnownHosts,
+    who: str,
+    through: str,
+    timeout_s: float,
+) -> None:
+    """Open ``connection`` (``through`` the hop it rides on: ``through root@gw:22``, or ""),
+    its key checked against ``known``; HostError saying why not, prefixed ``who`` (``nas``, ``nas:
+    jump host``) and, for a key or a login, the connection's ``user@host:port``."""
+    named = f"{who} ({ssh_route.label(connection)}{' ' + through if through else ''})"
+    where = f"{connection.host}:{connection.port}{' ' + through if through else ''}"
     try:
         connection.open()
     except paramiko.BadHostKeyException as exc:
+        if known.revoked(exc.key):
+            reason = host_keys.revoked_message(connection.host, exc.key, known)
+            raise HostError(f"{named}: {reason}") from None
         raise HostError(
-            f"{target}: host key CHANGED: got {fingerprint(exc.key)}, "
-            f"known_hosts has {fingerprint(exc.expected_key)}; refusing to connect"
+            f"{named}: host key CHANGED: got {host_keys.fingerprint(exc.key)}, "
+            f"known_hosts has {host_keys.fingerprint(exc.expected_key)}; refusing to connect"
         ) from None
-    except UnknownHostKeyError as exc:
-        raise HostError(f"{target}: {exc}") from None
+    except (host_keys.UnknownHostKeyError, host_keys.RevokedHostKeyError) as exc:
+        raise HostError(f"{named}: {exc}") from None
     except paramiko.AuthenticationException as exc:
-        raise HostError(f"{target}: authentication failed: {exc}") from None
+        raise HostError(f"{named}: authentication failed: {exc}") from None
+    except paramiko.ChannelException as exc:
+        reason = _CHANNEL_REFUSALS.get(exc.code, exc.text)
+        raise HostError(f"{who}: cannot connect to {where}: the jump host {reason}") from None
     except (TimeoutError, paramiko.SSHException, OSError, EOFError) as exc:
-        where = f"{connection.host}:{connection.port}"
         reason = connect_reason(exc, timeout_s)
-        raise HostError(f"{host.name}: cannot connect to {where}: {reason}") from None
+        raise HostError(f"{who}: cannot connect to {where}: {reason}") from None
     _no_delay(connection)
-    user = connection.user
-    runner = SshRunner(host, connection, become_password, timeouts)
-    runner.is_root = user == "root"
-    return runner
 
 
 # errno -> what a user reads (paramiko wraps them as "[Errno None] Unable to connect to ...")
@@ -550,4 +542,11 @@ def server_key_fingerprint(runner: Runner) -> str | None:
     if not isinstance(runner, SshRunner):
         return None
     transport = runner.connection.client.get_transport()
-    return fingerprint(transport.get_remote_server_key()) if transport is not None else None
+    return host_keys.fingerprint(transport.get_remote_server_key()) if transport else None
+
+
+def jump_route(runner: Runner) -> str | None:
+    """``through root@198.19.0.10:22`` for a host reached through jump hosts, else None."""
+    if not isinstance(runner, SshRunner) or not runner.jumps:
+        return None
+    return "through " + ",".join(ssh_route.label(hop) for hop in runner.jumps)

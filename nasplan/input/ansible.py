@@ -18,6 +18,7 @@ from typing import Any
 
 from nasplan.errors import InputError
 from nasplan.input.loader import Document, JsonPath, format_json_path, read_yaml
+from nasplan.input.proxy_jump import jump_of_ssh_args
 
 Origin = tuple[Document, JsonPath]  # where a value was set: the file and its path there
 KEY = "\0key"  # the loader's position of a mapping key rather than its value
@@ -35,6 +36,8 @@ HONOURED = {
     "ansible_private_key_file": "identity_file",
 }
 SSH_CONNECTIONS = ("ssh", "paramiko", "paramiko_ssh", "smart")
+# ssh's arguments a jump host may come in (-J HOPS, -o ProxyJump=HOPS); any other option refused
+JUMP_ARGUMENTS = ("ansible_ssh_common_args", "ansible_ssh_extra_args")
 SSH_ARGUMENTS = (
     "ansible_ssh_args",
     "ansible_ssh_common_args",
@@ -288,6 +291,12 @@ def _map_var(key: str, value: Any) -> tuple[str | None, str | None, str | None]:
         else:
             how = "log in with a key (ansible_ssh_private_key_file, or an ssh-agent)"
         return None, f"nasplan never takes a secret from an inventory file: {how}", None
+    if key in JUMP_ARGUMENTS:
+        try:
+            jump = jump_of_ssh_args(value)
+        except ValueError as exc:
+            return None, str(exc), None
+        return ("proxy_jump" if jump is not None else None), None, None
     if key in SSH_ARGUMENTS:
         refusal = (
             "nasplan cannot pass options to ssh: put their equivalent (ProxyJump, IdentityFile, "
@@ -379,6 +388,8 @@ def resolve(graph: _Graph, document: Document) -> AnsibleInventory:
                 value = merged[key]
                 if key == "ansible_connection":
                     value = connection_of(value)
+                elif key in JUMP_ARGUMENTS:
+                    value = jump_of_ssh_args(value)
                 fields[target] = value
                 field_origins[target] = origins[key]
         hosts[host] = AnsibleHost(fields, field_origins, tuple(ordered), graph.host_where[host])

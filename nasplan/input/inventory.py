@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +13,7 @@ from nasplan.errors import InputError
 from nasplan.input import ansible
 from nasplan.input.ansible import AnsibleInventory
 from nasplan.input.ansible_ini import parse_ini
+from nasplan.input.known_hosts import read_known_hosts
 from nasplan.input.loader import (
     Document,
     describe_error,
@@ -21,7 +23,15 @@ from nasplan.input.loader import (
     schema_errors,
     subschema_validator,
 )
-from nasplan.input.localfile import MAX_YAML_BYTES, private_file_problem, read_text_bounded
+from nasplan.input.localfile import (
+    MAX_KEY_FILE_BYTES,
+    MAX_YAML_BYTES,
+    private_file_problem,
+    read_bytes_bounded,
+    read_text_bounded,
+)
+from nasplan.input.ssh_config import read_ssh_config
+from nasplan.input.ssh_keys import identity_problem
 from nasplan.units import parse_rate
 
 CONNECTION_KEYS = (
@@ -31,6 +41,7 @@ CONNECTION_KEYS = (
     "identity_file",
     "known_hosts",
     "ssh_config",
+    "proxy_jump",
     "platform",
     "framing",
     "become_password_env",
@@ -77,6 +88,9 @@ class Host:
     identity_file: Path | None = None
     known_hosts: Path | None = None
     ssh_config: Path | None = None
+    # OpenSSH's ProxyJump ("admin@jump:2222,gw", "none"), as the inventory gives it; None: the
+    # ssh_config's, if any (nasplan.input.proxy_jump reads it, nasplan.ssh opens the hops)
+    proxy_jump: str | None = None
     platform_hint: str = "auto"
     framing: str = "ethernet"
     become_password_env: str | None = None
@@ -125,12 +139,14 @@ class Inventory:
     warnings: tuple[str, ...] = ()
 
 
-def ssh_file_errors(host: Host) -> list[str]:
+def ssh_file_errors(host: Host, *, content: bool = True) -> list[str]:
     """Problems of the SSH files ``host`` names (identity_file, known_hosts, ssh_config).
 
     Each must be a regular file you (or root) own, not writable by others; a private key also
     not readable by others. An identity_file must exist (a key that is not there would only
     fail the login later); a missing known_hosts or ssh_config is left to the connection.
+    ``content``: each is also read as what it must be (a private key, known_hosts lines, an
+    ssh_config), a damaged one named at its own line where it has lines.
     A local host uses none of them (they may come from vars meant for the other hosts).
     """
     if host.is_local:
@@ -141,12 +157,30 @@ def ssh_file_errors(host: Host) -> list[str]:
         ("known_hosts", host.known_hosts, False),
         ("ssh_config", host.ssh_config, False),
     ):
-        problem = (
-            private_file_problem(path, secret=secret, required=secret) if path is not None else None
-        )
+        if path is None:
+            continue
+        problem = private_file_problem(path, secret=secret, required=secret)
         if problem:
             errors.append(f"{host.origin}.{name}: {path}: {problem}")
+        elif content and path.exists():
+            errors += _content_errors(name, path)
     return errors
+
+
+def _content_errors(name: str, path: Path) -> list[str]:
+    """What is wrong inside the SSH file ``path`` (its ``name`` in the inventory)."""
+    try:
+        if name == "known_hosts":
+            read_known_hosts(path)
+        elif name == "ssh_config":
+            read_ssh_config(path, named=True)
+        else:
+            problem = identity_problem(read_bytes_bounded(path, MAX_KEY_FILE_BYTES), os.environ)
+            # located at the file itself: hosts sharing one key share its one line
+            return [f"{path}:1:1: {name}: {problem}"] if problem else []
+    except InputError as exc:
+        return exc.messages
+    return []
 
 
 def host_validator() -> Any:
@@ -263,6 +297,7 @@ def _build_host(
         identity_file=_resolve_path(base, merged.get("identity_file")),
         known_hosts=_resolve_path(base, merged.get("known_hosts")),
         ssh_config=_resolve_path(base, merged.get("ssh_config")),
+        proxy_jump=None if merged.get("proxy_jump") is None else str(merged["proxy_jump"]),
         platform_hint=str(merged.get("platform", "auto")),
         framing=framing,
         become_password_env=merged.get("become_password_env"),

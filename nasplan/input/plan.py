@@ -602,5 +602,6 @@ def load_plan(
         )
     ]
     if file_errors:
-        raise InputError(file_errors)
+        # hosts sharing one file (vars for all of them) share its lines' errors: said once
+        raise InputError(list(dict.fromkeys(file_errors)))
     return plan

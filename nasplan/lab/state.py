@@ -27,6 +27,8 @@ class HostState:
     sshd_pid: int | None = None
     # inventory key -> {name, role, rate, address?}
     interfaces: dict[str, dict[str, str]] = field(default_factory=dict)
+    # the lab host it is reached through (it has no LAN port; ``address`` is a link's), or None
+    jump: str | None = None
 
     @property
     def ip(self) -> str:

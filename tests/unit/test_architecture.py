@@ -62,6 +62,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "nasplan.run.overlap",
         "nasplan.run.signals",
+        "nasplan.input.proxy_jump",
+        "nasplan.input.known_hosts",
+        "nasplan.input.ssh_keys",
+        "nasplan.input.ssh_config",
         "nasplan.input.ansible_ini",
         "nasplan.input.ansible",
         "nasplan.input.inventory",
@@ -87,6 +91,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "nasplan.network.tools",
     ),
     (
+        "nasplan.hosts.host_keys",
+        "nasplan.hosts.ssh_route",
         "nasplan.ssh",
         "nasplan.hosts.local",
         "nasplan.platforms.*",

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from keyfiles import write_private_key
 
 from nasplan.cli import main
 from nasplan.input.localfile import MAX_YAML_BYTES
@@ -219,8 +220,7 @@ def test_ssh_files_must_be_regular_files(tmp_path: Path, key: str) -> None:
 
 
 def test_private_key_readable_by_others_is_refused(tmp_path: Path) -> None:
-    key = tmp_path / "id_test"
-    key.write_text("not really a key\n")
+    key = write_private_key(tmp_path / "id_test")
     key.chmod(0o644)
     code, out = validate(str(_with_host_file(tmp_path, "identity_file", str(key))))
     assert code == 2 and "permissions 0644 are too open for a private key" in out
@@ -235,7 +235,7 @@ def test_a_missing_identity_file_is_an_error_at_validation(tmp_path: Path) -> No
     assert f"inventory.yaml:4:5: hosts.nas.identity_file: {missing}: file not found" in out
     assert "ssh-keygen" in out
     missing.parent.mkdir()
-    missing.touch(mode=0o600)
+    write_private_key(missing)
     assert validate(str(_with_host_file(tmp_path, "identity_file", "keys/id_nas")))[0] == 0
 
 
