@@ -358,9 +358,11 @@ def inventory_reference() -> str:
         "",
         "Any other `ansible_*` variable is ignored with a warning, or refused by name (exit 2) "
         "where ignoring it would change how a host is reached or leak a secret: passwords in "
-        "the inventory, `ansible_ssh_*_args`, a connection other than SSH or local, a become "
-        "method other than sudo. A var without the `ansible_` prefix is a nasplan key or a user "
-        "var (`nasplan_ssh_config` is `ssh_config`).",
+        "the inventory, `ansible_ssh_*_args` (but for a jump host: `-J HOPS` or "
+        "`-o ProxyJump=HOPS` in `ansible_ssh_common_args` or `ansible_ssh_extra_args` is "
+        "`proxy_jump`; any other option there is refused, naming it), a connection other than "
+        "SSH or local, a become method other than sudo. A var without the `ansible_` prefix is a "
+        "nasplan key or a user var (`nasplan_ssh_config` is `ssh_config`).",
         "",
     ]
     lines += page.formats_section()

@@ -18,6 +18,7 @@ from nasplan.input.loader import (
     Document,
     describe_error,
     format_json_path,
+    located,
     parse_yaml,
     read_yaml,
     schema_errors,
@@ -163,12 +164,13 @@ def ssh_file_errors(host: Host, *, content: bool = True) -> list[str]:
         if problem:
             errors.append(f"{host.origin}.{name}: {path}: {problem}")
         elif content and path.exists():
-            errors += _content_errors(name, path)
+            errors += _content_errors(host, name, path)
     return errors
 
 
-def _content_errors(name: str, path: Path) -> list[str]:
-    """What is wrong inside the SSH file ``path`` (its ``name`` in the inventory)."""
+def _content_errors(host: Host, name: str, path: Path) -> list[str]:
+    """What is wrong inside the SSH file ``path`` (``name`` in the inventory): located at its
+    line where it has one, else where the inventory names the file."""
     try:
         if name == "known_hosts":
             read_known_hosts(path)
@@ -179,7 +181,7 @@ def _content_errors(name: str, path: Path) -> list[str]:
             # located at the file itself: hosts sharing one key share its one line
             return [f"{path}:1:1: {name}: {problem}"] if problem else []
     except InputError as exc:
-        return exc.messages
+        return [m if located(m) else f"{host.origin}.{name}: {m}" for m in exc.messages]
     return []
 
 

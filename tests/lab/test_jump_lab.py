@@ -10,6 +10,7 @@ import dataclasses
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from nasplan.errors import HostLostError
 from nasplan.input.inventory import load_inventory
 from nasplan.lab import LabState
 from nasplan.ssh import connect
@@ -200,3 +202,18 @@ def test_a_damaged_known_hosts_is_one_located_line_before_any_connection(
     proc = nasplan("apply", "--check", str(plan_for(tmp_path, inventory)))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [f"{known}:1:1: not UTF-8 text (invalid start byte)"]
+
+
+def test_a_jump_connection_that_ends_loses_the_host_and_says_where(jump_lab: LabState) -> None:
+    runner = connect(load_inventory(jump_lab.inventory_path).hosts["nas"])
+    try:
+        runner.jumps[0].client.close()  # the jump host's connection goes (gw rebooted, cut off)
+        deadline = time.monotonic() + 5
+        while runner.connection.client.get_transport().is_active():
+            assert time.monotonic() < deadline, "the NAS's connection outlived its jump"
+            time.sleep(0.05)
+        with pytest.raises(HostLostError, match=f"the jump host root@{GW}:22 closed it"):
+            runner.run(["true"])
+        assert runner.lost
+    finally:
+        runner.close()
