@@ -240,8 +240,11 @@ def _agent_holds(public_blob: bytes | None, path: Path) -> bool:
             public_blob = PublicBlob.from_file(f"{path}.pub").key_blob
         except (OSError, ValueError, paramiko.SSHException):
             return True  # nothing to compare with: the login itself will tell
+    agent = paramiko.Agent()
     try:
-        held = paramiko.Agent().get_keys()
+        held = agent.get_keys()
     except (paramiko.SSHException, OSError):
         return False
+    finally:
+        agent.close()
     return any(key.asbytes() == public_blob for key in held)
