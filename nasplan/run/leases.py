@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from nasplan.hosts import shell
 from nasplan.hosts.lock import (
     EXIT_BUSY,
     acquire_script,
@@ -18,12 +17,13 @@ from nasplan.hosts.lock import (
     release_script,
     renew_script,
 )
+from nasplan.remote import shell
 from nasplan.sections import split_sections
 
 if TYPE_CHECKING:
     from nasplan.hosts.session import HostSession
     from nasplan.progress import Progress
-    from nasplan.runner import Result
+    from nasplan.remote.runner import Result
     from nasplan.tasks import Repeating, Task, Tasks
 
 
