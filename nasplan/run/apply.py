@@ -25,17 +25,14 @@ from typing import Any
 from nasplan import __version__
 from nasplan.analysis import shared_kernels
 from nasplan.errors import RunDirError
-from nasplan.hosts.lock import acquire_script
-from nasplan.hosts.session import HostSession, close_sessions, open_sessions, prepare
+from nasplan.hosts.session import HostSession, close_sessions, prepare
 from nasplan.input.inventory import Host
-from nasplan.input.network import NetworkSpec
 from nasplan.input.plan import Plan
-from nasplan.measure import route
 from nasplan.measure.kind import RunContext
 from nasplan.measure.verdicts import annotated
 from nasplan.output import require_free_space, secrets_from_environ, sync_files
 from nasplan.progress import Progress, RedactedProgress
-from nasplan.remote.runner import Result, Runner
+from nasplan.remote.runner import Runner
 from nasplan.remote.ssh import connect
 from nasplan.remote.timeouts import Timeouts, from_environ
 from nasplan.results import new_run_dir
@@ -44,7 +41,8 @@ from nasplan.run.cell import Cell
 from nasplan.run.checkpoint import RunRecord, RunSaver, long_lived_objects_frozen
 from nasplan.run.kind_hooks import KindHooks
 from nasplan.run.measure_phase import MeasurePhase
-from nasplan.run.networks import NetworkPart, Networks, NoNetworkChanges
+from nasplan.run.networks import Networks, network_phase
+from nasplan.run.opening import open_hosts
 from nasplan.run.overlap import Overlap
 from nasplan.run.planned import (
     EXIT_OK,
@@ -54,9 +52,9 @@ from nasplan.run.planned import (
     bound_tests,
     connect_with_passwords,
     local_boot_id,
-    plan_hosts,
     tool_needs,
 )
+from nasplan.run.reach import Reach
 from nasplan.run.request import RunRequest
 from nasplan.run.resume import Previous, fingerprints
 from nasplan.run.schedule import Schedule
@@ -84,10 +82,7 @@ def apply(
     """
     if request.become_passwords and connector is connect:
         connector = connect_with_passwords(request.become_passwords)
-    run = Run(request, progress, base_dir, connector, tasks)
-    run.connector = (verbosity or Verbosity()).traced(
-        run.connector, run.progress.message, run.hooks.secrets
-    )
+    run = Run(request, progress, base_dir, connector, tasks, verbosity)
     run.record.checkpoint()
     try:
         with run.span("open_hosts"):
@@ -121,30 +116,35 @@ class Run:
         base_dir: Path | None = None,
         connector: Callable[[Host], Runner] = connect,
         tasks: Tasks | None = None,
+        verbosity: Verbosity | None = None,
         timeouts: Timeouts | None = None,
     ) -> None:
         self.plan = plan = request.plan
-        self.connector = connector
         self.tasks: Tasks = tasks if tasks is not None else Overlap.concurrent()
         self.timeouts = timeouts or from_environ()
         self.sessions: dict[str, HostSession] = {}
         self.spans: dict[str, float] = {}
         started = _utc_now()
         self.run_dir = _run_dir(request, base_dir, started)
-        previous, self.keep = request.previous, request.keep
-        kept = previous.records if previous is not None else {}
-        cells = [Cell(one, kept.get(one.test.id)) for one in bound_tests(plan)]
-        seed = _seed(plan, previous)
-        schedule = Schedule.of(cells, plan.network, plan.order, seed)
+        schedule = _schedule(request)
         known = _known_secrets(plan, request.become_passwords)
         # one list of secrets for every byte written: files (the hooks) and progress lines
         self.progress = RedactedProgress(progress, known)
         self.hooks = KindHooks(self.run_dir, self.tasks, self.sessions, self.progress, known)
         self.ctx = RunContext(plan, self.sessions, self.progress, self.tasks, self.hooks)
-        self.networks = Networks(self._network_phase, schedule.groups[0][0])
+        # -v: each command said, redacted as every byte written
+        self.connector = (verbosity or Verbosity()).traced(
+            connector, self.progress.message, self.hooks.secrets
+        )
+        self.reach = Reach(self.sessions, self.run_dir, self.progress, self.connector, self.tasks)
+        phase = network_phase(self.reach, plan, request.keep, self.timeouts)
+        self.networks = Networks(phase, schedule.groups[0][0])
         self.lock_id = f"{self.run_dir.name}-{secrets.token_hex(4)}"
-        self.keeper, self.early = self._leases(schedule.changes_network)
-        header = _header(plan, self.run_dir, started, seed, previous)
+        self.keeper, self.early = leases.hold(
+            self.sessions, self.lock_id, self.timeouts, self.tasks, self.progress,
+            until_the_end=schedule.changes_network,
+        )  # fmt: skip
+        header = _header(plan, self.run_dir, started, schedule.seed, request.previous)
         # the run's own warnings (the Diagnosis's routed paths), beside the hosts' and tests'
         self.warnings: list[str] = []
         # the tests as concluded (their verdicts): None until then, the cells' records before
@@ -170,21 +170,6 @@ class Run:
         # the run directory filled up during the run (RunDirError on its way out)
         self.dir_full = False
 
-    def _leases(self, changes: bool) -> tuple[leases.LeaseKeeper, leases.EarlyRelease | None]:
-        """The run's hold on its hosts: the lease renewals, and the early releases of hosts the
-        plan is done with (none with network changes: every host keeps its lock until its
-        settings are put back)."""
-        keeper = leases.LeaseKeeper(
-            self.sessions,
-            self.lock_id,
-            self.timeouts.lease_s,
-            self.timeouts.renew_s,
-            self.tasks,
-            self.progress,
-        )
-        early = None if changes else leases.EarlyRelease(keeper, self.lock_id, self.tasks)
-        return keeper, early
-
     @contextlib.contextmanager
     def span(self, phase: str) -> Iterator[None]:
         """Time ``phase`` (``Outcome.spans``: seconds of each phase the run went through)."""
@@ -195,44 +180,11 @@ class Run:
             self.spans[phase] = time.perf_counter() - started
 
     def open_hosts(self) -> None:
-        """Connect to every host at once: facts and the host's lock in one round trip each.
-
-        A host is known to ``finish`` as soon as its facts are in (its lock is then released
-        even when the run stops during the connections); one held by another run is unusable,
-        unless that run started at the same moment and yields to this one (``leases.Contest``).
-        """
-        contest = leases.Contest(self.lock_id, self.timeouts.lease_s)
-        lock_text = acquire_script(self.lock_id, self.timeouts.lease_s)
-        early = paths.early_probes(self.plan, [cell.bound for cell in self.measure.cells])
-
-        def also(host: Host) -> str:
-            probes = early.get(host.name)
-            return lock_text if probes is None else route.script(probes, route.FACTS) + lock_text
-
-        def lock(session: HostSession, taken: Result | None) -> None:
-            self.sessions[session.host.name] = session
-            if taken is not None and session.host.name in early:
-                self.ctx.routes[session.host.name] = route.parse(taken.stdout)
-            paths.guarded(lambda: contest.take(session, taken), self.sessions, self.progress)
-
-        opened = open_sessions(
-            plan_hosts(self.plan),
-            self.progress,
-            self.connector,
-            then=lock,
-            also=also,
-            tasks=self.tasks,
-        )
-        self.sessions.clear()
-        self.sessions.update(opened)
-        paths.guarded(lambda: contest.settle(self.sessions, self.progress), self.sessions,
-                      self.progress)  # fmt: skip
-        for name, session in sorted(self.sessions.items()):
-            if name in contest.refused:
-                self.progress.host(name, f"[in use] {session.error}")
-            for action in session.actions:
-                if action.startswith("took over the stale lock"):
-                    self.progress.host(name, action)
+        """Connect to every host at once: facts and the host's lock in one round trip each
+        (``nasplan.run.opening``); then the leases are renewed."""
+        bound = [cell.bound for cell in self.measure.cells]
+        lease_s = self.timeouts.lease_s
+        open_hosts(self.reach, self.plan, bound, self.ctx.routes, self.lock_id, lease_s)
         self.keeper.start()
 
     def prepare(self) -> None:
@@ -351,26 +303,14 @@ class Run:
         found += self.warnings + self.networks.warnings
         return list(dict.fromkeys(found))
 
-    def _network_phase(self, spec: NetworkSpec) -> NetworkPart:
-        """The network phase for ``spec`` (the plan's, or a group of cells' own)."""
-        if not spec.active:
-            return NoNetworkChanges()
-        from nasplan.run.network_phase import NetworkPhase
 
-        plan = self.plan
-        return NetworkPhase(
-            spec,
-            self.sessions,
-            self.run_dir,
-            self.progress,
-            self.connector,
-            keep=self.keep,
-            inventory_file=str(plan.inventory.path.resolve()),
-            known_hosts=str(plan.known_hosts.resolve()) if plan.known_hosts else None,
-            reconnect_grace_s=self.timeouts.reconnect_grace_s,
-            lease_s=self.timeouts.lease_s,
-            tasks=self.tasks,
-        )
+def _schedule(request: RunRequest) -> Schedule:
+    """The run's tests (each with what a resumed run kept of it) in the plan's order, by
+    network settings, with the order's seed."""
+    plan, previous = request.plan, request.previous
+    kept = previous.records if previous is not None else {}
+    cells = [Cell(one, kept.get(one.test.id)) for one in bound_tests(plan)]
+    return Schedule.of(cells, plan.network, plan.order, _seed(plan, previous))
 
 
 def _run_dir(request: RunRequest, base_dir: Path | None, started: datetime) -> Path:

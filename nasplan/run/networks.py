@@ -13,6 +13,9 @@ from typing import Any, Protocol
 
 from nasplan.errors import HostLostError
 from nasplan.input.network import NetworkSpec
+from nasplan.input.plan import Plan
+from nasplan.remote.timeouts import Timeouts
+from nasplan.run.reach import Reach
 
 
 class NetworkPart(Protocol):
@@ -55,6 +58,33 @@ class NoNetworkChanges:
 
     def to_dict(self) -> dict[str, Any]:
         return {}
+
+
+def network_phase(
+    where: Reach, plan: Plan, keep: bool, timeouts: Timeouts
+) -> Callable[[NetworkSpec], NetworkPart]:
+    """How the run makes the phase of one group's settings (``keep``: left in place)."""
+
+    def make(spec: NetworkSpec) -> NetworkPart:
+        if not spec.active:
+            return NoNetworkChanges()
+        from nasplan.run.network_phase import NetworkPhase
+
+        return NetworkPhase(
+            spec,
+            where.sessions,
+            where.run_dir,
+            where.progress,
+            where.connector,
+            keep=keep,
+            inventory_file=str(plan.inventory.path.resolve()),
+            known_hosts=str(plan.known_hosts.resolve()) if plan.known_hosts else None,
+            reconnect_grace_s=timeouts.reconnect_grace_s,
+            lease_s=timeouts.lease_s,
+            tasks=where.tasks,
+        )
+
+    return make
 
 
 class Networks:
