@@ -18,7 +18,7 @@ from nasplan.input.matrix import file_stem
 from nasplan.input.plan import Plan, PlanTest
 from nasplan.measure import methods, sampling, timeline
 from nasplan.measure.capacity import Capacity
-from nasplan.measure.estimate import Estimate, path_rate
+from nasplan.measure.estimate import Estimate, copy_rate, parts
 from nasplan.measure.kind import Kind, Needs, Record, RunContext
 from nasplan.measure.methods.base import (
     SETUP_TIMEOUT_S,
@@ -44,7 +44,11 @@ from nasplan.remote.runner import Runner
 from nasplan.units import format_size, parse_size
 
 # a repetition's own start and end besides its data: a connection, a login, the file opened
-STEP_S = 0.5
+STEP_S = 0.3
+# a part's own start and end besides its repetitions: the tool checked, the copies removed
+PART_S = 0.6
+# how fast the client makes its source file (``head -c`` from /dev/urandom)
+SOURCE_BYTES_PER_SECOND = 300 * 2**20
 
 
 def transfer_for(s: TransferSettings, test: PlanTest, server: HostSession, token: str) -> Transfer:
@@ -257,10 +261,16 @@ class FileTransfer(Kind[TransferSettings]):
         )
 
     def estimate(self, test: PlanTest, s: TransferSettings, plan: Plan) -> Estimate:
-        bits, said = path_rate(plan, test)
+        """Each part makes its source file (and puts a copy on the NAS first when it only
+        reads); each repetition copies the file each way at the path's rate."""
+        rate, said = copy_rate(plan, test)
+        size_bytes = parse_size(s.size)
+        copy_s = size_bytes / rate + STEP_S
+        seed_s = copy_s if s.direction == "read" else 0.0
+        part_s = PART_S + size_bytes / SOURCE_BYTES_PER_SECOND + seed_s
         directions = len(directions_asked(s.direction))
-        each_s = parse_size(s.size) * 8 / bits + STEP_S
-        return Estimate(each_s * directions * test.repetitions, (said,))
+        seconds = parts(plan, test) * part_s + copy_s * directions * test.repetitions
+        return Estimate(seconds, (said,))
 
     def run(self, test: PlanTest, s: TransferSettings, ctx: RunContext) -> dict[str, Any]:
         """Every repetition of one transfer test; failures are recorded, never raised."""
