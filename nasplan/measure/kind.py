@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from nasplan.analysis import MIN_TRUSTED_S, durations_under
 from nasplan.measure import series as series_of
-from nasplan.measure.capacity import Capacity
+from nasplan.measure.capacity import Capacity, judged
 from nasplan.measure.estimate import Estimate
 from nasplan.measure.series import Series
 from nasplan.quantities import BITS, Quantity
@@ -269,6 +269,11 @@ class Readout:
         """What the record shows its hosts can carry, for other tests' verdicts."""
         return []
 
+    def copy_label(self, record: Record) -> str | None:
+        """What a copy of the record moved with (``SMB``, ``iSCSI``): its directions are judged
+        against the run's capacities; None: the record is no copy between a client and the NAS."""
+        return None
+
     def annotated(
         self,
         record: Record,
@@ -276,8 +281,12 @@ class Readout:
         memory_bytes: Mapping[str, int | None],
         cpu_shared_with: Mapping[str, Sequence[str]],
     ) -> dict[str, Any]:
-        """The record with what the run's capacities say of it (none: as it is)."""
-        return dict(record)
+        """The record with what the run's capacities say of it (a copy's verdicts), else as
+        it is."""
+        label = self.copy_label(record)
+        if label is None:
+            return dict(record)
+        return judged(record, capacities, label, memory_bytes, cpu_shared_with)
 
 
 class Kind(Readout, abc.ABC, Generic[S]):

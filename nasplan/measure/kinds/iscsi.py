@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from nasplan.errors import CannotStart
 from nasplan.input.plan import Plan, PlanTest
 from nasplan.measure import sampling, timeline
-from nasplan.measure.capacity import Capacity
 from nasplan.measure.estimate import Estimate, copy_rate, parts
 from nasplan.measure.kind import Kind, Record, RunContext
 from nasplan.measure.pair import open_pair, target_label
@@ -33,7 +31,6 @@ from nasplan.measure.record import (
 )
 from nasplan.measure.series import Series, directions_asked
 from nasplan.measure.tools import iscsi
-from nasplan.measure.verdicts import transfer_verdicts
 from nasplan.quantities import BYTES
 from nasplan.remote.runner import Runner
 from nasplan.units import format_size, parse_size
@@ -287,14 +284,8 @@ class Iscsi(Kind[IscsiSettings]):
         text += f", CHAP user {p['chap_user']}" if p.get("chap_user") else ""
         return f"{text}, size {format_size(p.get('size_bytes'))}"
 
-    def annotated(
-        self,
-        record: Record,
-        capacities: Sequence[Capacity],
-        memory_bytes: Mapping[str, int | None],
-        cpu_shared_with: Mapping[str, Sequence[str]],
-    ) -> dict[str, Any]:
-        return transfer_verdicts(record, capacities, "iSCSI", memory_bytes, cpu_shared_with)
+    def copy_label(self, record: Record) -> str | None:
+        return "iSCSI"
 
 
 KIND = Iscsi()

@@ -9,7 +9,6 @@ removed in ``finally``, also after a failure.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nasplan.errors import CannotStart
@@ -17,7 +16,6 @@ from nasplan.hosts.session import HostSession
 from nasplan.input.matrix import file_stem
 from nasplan.input.plan import Plan, PlanTest
 from nasplan.measure import methods, sampling, timeline
-from nasplan.measure.capacity import Capacity
 from nasplan.measure.estimate import Estimate, copy_rate, parts
 from nasplan.measure.kind import Kind, Needs, Record, RunContext
 from nasplan.measure.methods.base import (
@@ -37,7 +35,6 @@ from nasplan.measure.record import (
 )
 from nasplan.measure.series import Series, directions_asked
 from nasplan.measure.tools import transfer, transfer_windows
-from nasplan.measure.verdicts import transfer_verdicts
 from nasplan.quantities import BYTES
 from nasplan.remote import shell
 from nasplan.remote.runner import Runner
@@ -328,16 +325,8 @@ class FileTransfer(Kind[TransferSettings]):
     def detail_text(self, record: Record) -> str:
         return f", file {format_size((record.get('params') or {}).get('size_bytes'))}"
 
-    def annotated(
-        self,
-        record: Record,
-        capacities: Sequence[Capacity],
-        memory_bytes: Mapping[str, int | None],
-        cpu_shared_with: Mapping[str, Sequence[str]],
-    ) -> dict[str, Any]:
-        method = str((record.get("params") or {}).get("method") or "transfer")
-        label = methods.label(method)
-        return transfer_verdicts(record, capacities, label, memory_bytes, cpu_shared_with)
+    def copy_label(self, record: Record) -> str | None:
+        return methods.label(str((record.get("params") or {}).get("method") or "transfer"))
 
 
 KIND = FileTransfer()
