@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 ASSUMED_PATH_BITS_PER_SECOND = 1_000_000_000
 # what a run does besides its tests: interpreter, connections and facts, tool checks, the
 # report at the end
-RUN_S = 2.0
+RUN_S = 1.5
 
 
 @dataclass(frozen=True)

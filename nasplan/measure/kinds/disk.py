@@ -30,9 +30,9 @@ from nasplan.remote import shell
 from nasplan.units import parse_size
 
 # a repetition's own start and end besides its data: fio started, its output read back
-STEP_S = 0.4
+STEP_S = 0.3
 # a part's own start and end besides its repetitions: its directory made and removed, sampling
-PART_S = 0.3
+PART_S = 0.1
 # what a disk test's estimate assumes when the plan cannot say: a single hard disk's rate
 ASSUMED_DISK_BYTES_PER_SECOND = 200 * 2**20
 _SETUP_TIMEOUT_S = 60.0

@@ -28,9 +28,9 @@ from nasplan.units import format_bits_per_second, parse_rate
 # Each test of a plan gets its own server port unless it names one: tests never share a server.
 FIRST_PORT = 5201
 # a repetition's own start and end besides its data: the one-off server started and stopped
-STEP_S = 0.4
+STEP_S = 0.05
 # a part's own start and end besides its repetitions: its samplers started and stopped
-PART_S = 0.2
+PART_S = 0.05
 # Workload parameters compared across as a dimension of their own, labelled or not: 1 vs 4 streams
 # on one path says whether one stream is limited (its window, one CPU core) or the link.
 STREAM_PARAMS = frozenset({"parallel", "parallel_mode"})

@@ -41,9 +41,9 @@ from nasplan.remote.runner import Runner
 from nasplan.units import format_size, parse_size
 
 # a repetition's own start and end besides its data: a connection, a login, the file opened
-STEP_S = 0.3
+STEP_S = 0.05
 # a part's own start and end besides its repetitions: the tool checked, the copies removed
-PART_S = 0.6
+PART_S = 0.1
 # how fast the client makes its source file (``head -c`` from /dev/urandom)
 SOURCE_BYTES_PER_SECOND = 300 * 2**20
 
