@@ -14,7 +14,7 @@ widest clear cell of the order-statistic rule this one replaced).
 ``--record FILE --rounds N`` records instead: the matrix with N fixed repetitions (interleaved),
 each cell's rates written to FILE (how tests/fixtures/series/ was made).
 
-Usage: .venv/bin/python bench/adaptive_matrix.py [--pairs 2] [--json FILE]
+Usage: .venv/bin/python bench/adaptive_matrix.py [--pairs 2] [--max 10] [--json FILE]
        .venv/bin/python bench/adaptive_matrix.py --record FILE --rounds 30
 """
 
@@ -105,17 +105,17 @@ def cell_rules(run_dir: Path) -> dict[str, dict[str, Any]]:
     return {test["id"]: test["adaptive"] for test in run["tests"] if test.get("adaptive")}
 
 
-def write_plans(state: LabState, workdir: Path) -> dict[str, Path]:
+def write_plans(state: LabState, workdir: Path, rule: dict[str, Any] = ADAPTIVE) -> dict[str, Path]:
     paths = {}
-    for name, repetitions in (("fixed", FIXED), ("adaptive", ADAPTIVE)):
+    for name, repetitions in (("fixed", FIXED), ("adaptive", rule)):
         path = workdir / f"{name}.yaml"
         path.write_text(yaml.safe_dump(plan(state, name, repetitions), sort_keys=False))
         paths[name] = path
     return paths
 
 
-def measure(state: LabState, pairs: int, workdir: Path) -> dict[str, Any]:
-    plans = write_plans(state, workdir)
+def measure(state: LabState, pairs: int, workdir: Path, rule: dict[str, Any]) -> dict[str, Any]:
+    plans = write_plans(state, workdir, rule)
     walls: dict[str, list[float]] = {"fixed": [], "adaptive": []}
     cells: dict[str, list[dict[str, Any]]] = {}
     failures: list[str] = []
@@ -136,7 +136,7 @@ def measure(state: LabState, pairs: int, workdir: Path) -> dict[str, Any]:
                     entry.update(fixed_interval(rates))
                 cells.setdefault(cell_id, []).append(entry)
         print(f"pair {pair + 1}/{pairs} done", file=sys.stderr)
-    return {"walls_s": walls, "cells": cells, "failures": failures, "rule": ADAPTIVE}
+    return {"walls_s": walls, "cells": cells, "failures": failures, "rule": rule}
 
 
 def fixed_interval(rates: list[float]) -> dict[str, Any]:
@@ -223,6 +223,7 @@ def table(results: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--pairs", type=int, default=2)
+    parser.add_argument("--max", type=int, default=ADAPTIVE["max"], help="the rule's max")
     parser.add_argument("--json", type=Path, help="also write the raw numbers here")
     parser.add_argument("--record", type=Path, help="record series to this file instead")
     parser.add_argument("--rounds", type=int, default=30, help="repetitions a cell, --record")
@@ -237,7 +238,7 @@ def main() -> None:
             if args.record:
                 record(state, args.rounds, workdir, args.record.resolve())
                 return
-            results = measure(state, args.pairs, workdir)
+            results = measure(state, args.pairs, workdir, {**ADAPTIVE, "max": args.max})
         finally:
             lab.down(lab_file, workdir / "state")
     if args.json:

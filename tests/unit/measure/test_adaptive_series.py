@@ -22,6 +22,7 @@ import pytest
 
 from nasplan.input.plan import Adaptive
 from nasplan.measure.adaptive import Decision, StopRule
+from nasplan.measure.confidence import stein_interval, t_quantile
 
 SERIES = Path(__file__).resolve().parents[2] / "fixtures" / "series"
 RULE = Adaptive(min_n=3, max_n=10, ci_halfwidth=0.02)  # bench/adaptive_matrix.py's
@@ -83,6 +84,30 @@ def test_the_stated_interval_holds_the_recorded_median_as_often_as_it_claims(
     short = {name: share for name, share in coverage.items() if share < 0.93}
     assert not short, f"95 % claimed, held less often: {short}"
     assert statistics.fmean(coverage.values()) >= 0.95
+
+
+def test_the_check_has_teeth_a_running_t_interval_fails_it() -> None:
+    """The usual rule of thumb, the 95 % t interval re-estimated after every repetition from the
+    third on, stopping once it is within ±2 %: in some series it holds the median less than 93 %
+    of the time (a spread that came out small by chance, stopped on)."""
+    quantiles = {n: t_quantile(n - 1) for n in range(3, RULE.max_n + 1)}
+
+    def running(values: Sequence[float]) -> Decision:
+        interval = stein_interval(values, len(values), quantiles[len(values)])
+        assert interval is not None and interval.relative_halfwidth is not None
+        return Decision(len(values), interval, interval.relative_halfwidth <= 0.02, None)
+
+    short = []
+    for name, series in recorded().items():
+        median = statistics.median(series)
+        held = 0
+        for order in orders(series, name):
+            count = 3
+            while not (decision := running(order[:count])).reached and count < RULE.max_n:
+                count += 1
+            held += covers(decision, median)
+        short += [name] if held / ORDERS < 0.93 else []
+    assert short
 
 
 def test_in_the_order_recorded_the_interval_holds_the_median_too() -> None:
