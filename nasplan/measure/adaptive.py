@@ -32,9 +32,9 @@ from nasplan.measure.confidence import (
     stein_interval,
     stein_needed,
     t_quantile,
+    with_range,
 )
 
-T_AND_RANGE = "t and range"
 EARLY_LOOK = 3  # the repetition of the first chance to stop (a plan's min of 3 or less)
 EARLY_RISK = 0.01  # of the 5 %: its interval is the 99 % one
 FIRST_STAGE = 4  # the repetitions whose spread sets the width after the early look
@@ -93,7 +93,7 @@ class StopRule:
         width = interval.relative_halfwidth
         reached = width is not None and width <= target
         if not reached and n >= self.adaptive.max_n:
-            interval = order_statistic_interval(values) or _with_range(interval, values)
+            interval = order_statistic_interval(values) or with_range(interval, values)
         return Decision(n, interval, reached, needed)
 
 
@@ -144,11 +144,3 @@ def _widest(decided: Sequence[tuple[Series, Decision]]) -> tuple[Series, Decisio
         return math.inf if width is None else width
 
     return max(decided, key=reach, default=None)
-
-
-def _with_range(interval: Interval, values: Sequence[float]) -> Interval:
-    """The t interval stretched to hold every value: [min, max] of n values holds the median
-    with probability 1 - 2^(1-n) whatever the distribution (93.75 % of 5), where t needs the
-    rates to scatter normally."""
-    low, high = min(interval.low, *values), max(interval.high, *values)
-    return Interval(low, high, T_AND_RANGE, interval.median)

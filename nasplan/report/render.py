@@ -533,7 +533,11 @@ def _percent(fraction: float) -> str:
     return f"{percent:.0f}" if percent >= 10 else f"{percent:.2g}"
 
 
-_STATISTICS = {"t": "Student's t (two-stage)", "order statistics": "order statistics"}
+_STATISTICS = {
+    "t": "Student's t (two-stage)",
+    "order statistics": "order statistics",
+    "t and range": "Student's t (two-stage) stretched to every value",
+}
 
 
 def _adaptive_line(test: Mapping[str, Any]) -> str | None:
