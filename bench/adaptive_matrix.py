@@ -179,13 +179,18 @@ def table(results: dict[str, Any]) -> str:
         f"8 cells, iperf3 {DURATION_S} s; fixed {FIXED} repetitions against "
         f"{json.dumps(results['rule'])}, in interleaved pairs",
         "",
-        "| run | wall s (each) | median s |",
-        "|---|---|---|",
+        "| run | wall s (each) | median s | repetitions (each) |",
+        "|---|---|---|---|",
     ]
     for name, values in walls.items():
         each = " / ".join(f"{v:.1f}" for v in values) or "none finished"
         median = f"{statistics.median(values):.1f}" if values else "-"
-        lines.append(f"| {name} | {each} | {median} |")
+        counts: dict[int, int] = {}
+        for entries in results["cells"].values():
+            for e in (e for e in entries if e["run"] == name):
+                counts[e["pair"]] = counts.get(e["pair"], 0) + e["n"]
+        reps = " / ".join(str(counts[pair]) for pair in sorted(counts)) or "-"
+        lines.append(f"| {name} | {each} | {median} | {reps} |")
     if walls["fixed"] and walls["adaptive"]:
         ratio = statistics.median(walls["adaptive"]) / statistics.median(walls["fixed"])
         verdict = "meets" if ratio <= GOAL_RATIO else "MISSES"
