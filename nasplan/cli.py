@@ -192,40 +192,6 @@ def _validate(
     return "ok"
 
 
-def _refuse_without_lab(plan_file: Path, inventory: Path | None) -> None:
-    """InputError with the ``lab up`` to run when the plan's inventory is one ``nasplan lab up``
-    writes and the lab is not up (as ``validate`` says)."""
-    from nasplan.errors import InputError
-    from nasplan.input.lab_files import generated_by_lab
-    from nasplan.input.plan import planned_inventory
-
-    planned = inventory or planned_inventory(plan_file)
-    if planned is None or planned.exists() or not generated_by_lab(planned):
-        return
-    from nasplan.lab.preview import lab_file_for
-
-    lab_file = lab_file_for(planned)
-    up = f"sudo nasplan lab up {lab_file}" if lab_file else "sudo nasplan lab up LAB.yaml"
-    raise InputError(f"{planned} is not there yet: the lab is not up (bring it up: {up})")
-
-
-def _resumed_files(
-    run_dir: Path, plan_file: Path | None, inventory: Path | None, out: Path | None, check: bool
-) -> tuple[Path, Path | None]:
-    """The plan and inventory of ``--resume RUN_DIR``: those given, else the run's own."""
-    from nasplan.errors import InputError
-    from nasplan.results import load_run
-
-    if out is not None or check:
-        raise InputError(f"--resume goes without {'--out' if out is not None else '--check'}")
-    if not (run_dir / "run.json").is_file():
-        raise InputError(f"{run_dir}: not a run directory (no run.json in it)")
-    if plan_file is not None:
-        return plan_file, inventory
-    run = load_run(run_dir)
-    return Path(run["plan_file"]), inventory or Path(run["inventory_file"])
-
-
 @main.command()
 @click.argument("plan_file", type=click.Path(path_type=Path), required=False)
 @inventory_option
@@ -314,15 +280,13 @@ def apply(
     by another run, lost during the run), 130 interrupted (Ctrl-C), 143 / 129 ended by SIGTERM /
     SIGHUP (the hosts put back and the report written first, as after Ctrl-C).
     """
-    from os import environ
-
     from nasplan.errors import InputError
-    from nasplan.input.extra_vars import extra_vars as parse_extra_vars
-    from nasplan.input.plan import load_plan
     from nasplan.progress import make_progress
     from nasplan.run import apply as apply_module
     from nasplan.run import check as check_module
-    from nasplan.run import planned
+    from nasplan.run.planned import Outcome
+    from nasplan.run.request import request
+    from nasplan.run.signals import as_interrupts
     from nasplan.verbosity import Verbosity
 
     verbosity = Verbosity.from_flags(verbose, quiet)
@@ -331,60 +295,33 @@ def apply(
     if list_tests:
         _list_tests(plan_file, inventory, extra_vars, limit, test_patterns, output_format)
         return
-    if resume is not None:
-        plan_file, inventory = _resumed_files(resume, plan_file, inventory, out, check)
-    elif plan_file is None:
-        raise InputError("apply needs PLAN_FILE (or --resume RUN_DIR)")
-    _refuse_without_lab(plan_file, inventory)
-    plan = load_plan(plan_file, inventory, parse_extra_vars(extra_vars))
-    previous = None
-    if resume is not None:
-        from nasplan.run.resume import previous_run
-
-        previous = previous_run(resume, plan)
-        if previous.nothing_to_do(plan):
-            click.echo(f"nothing to do: every repetition of every test in {resume} ended ok")
-            sys.exit(0)
-    for warning in plan.inventory.warnings if not verbosity.quiet else ():  # run.json keeps them
-        click.echo(f"warning: {warning}", err=True)
-    if limit or test_patterns:
-        from nasplan.input.subset import choose
-
-        plan, subset = choose(plan, limit, test_patterns)
-        for note in subset.notes:
-            click.echo(f"warning: {note}", err=True)
-    passwords: dict[str, str] = {}
-    if not check:
-        from nasplan.hosts import become
-
-        # what --check calls problems: refused before any connection, not after the tests
-        missing = planned.unset_variables(plan, environ, sudo_asked=ask_become_pass)
-        if missing:
-            raise InputError(missing)
-        asked = None
-        if ask_become_pass:
-            asked = become.prompt_password(lambda text: click.prompt(text, hide_input=True))
-        passwords = become.passwords_for(planned.plan_hosts(plan), environ, asked)
-    from nasplan.run.signals import as_interrupts
-
+    asked = _ask_become_pass if ask_become_pass else None
+    wanted = request(
+        plan_file,
+        inventory,
+        extra_vars,
+        resume=resume,
+        out=out,
+        limit=limit,
+        tests=test_patterns,
+        keep=keep,
+        check=check,
+        ask_password=asked,
+    )
+    if wanted.nothing_to_do:
+        click.echo(f"nothing to do: every repetition of every test in {resume} ended ok")
+        sys.exit(0)
+    for note in wanted.notes if not verbosity.quiet else ():  # run.json keeps them
+        click.echo(note, err=True)
     progress = make_progress(quiet=verbosity.quiet)
-    outcome: planned.Outcome | check_module.Checked
+    outcome: Outcome | check_module.Checked
     try:
         with as_interrupts():
             if check:
-                outcome = check_module.check(
-                    plan, progress, verbosity=verbosity, say=output_format != "json"
-                )
+                say = output_format != "json"
+                outcome = check_module.check(wanted.plan, progress, verbosity=verbosity, say=say)
             else:
-                outcome = apply_module.apply(
-                    plan,
-                    progress,
-                    out=out,
-                    keep=keep,
-                    become_passwords=passwords,
-                    verbosity=verbosity,
-                    previous=previous,
-                )
+                outcome = apply_module.apply(wanted, progress, verbosity=verbosity)
     finally:
         progress.close()
     if isinstance(outcome, check_module.Checked) and output_format == "json":
@@ -394,6 +331,13 @@ def apply(
     # the process ends here: its last garbage collection need not walk what the run built
     gc.freeze()
     sys.exit(outcome.exit_code)
+
+
+def _ask_become_pass() -> str:
+    """``-K``: the sudo password, asked once on the terminal."""
+    from nasplan.remote import become
+
+    return become.prompt_password(lambda text: click.prompt(text, hide_input=True))
 
 
 def _list_tests(
@@ -584,8 +528,8 @@ def compare(
 def restore(run_dir: Path, verbose: int, quiet: bool) -> None:
     """Put the network of RUN_DIR's hosts back as it was before that run (after --keep)."""
     from nasplan.progress import PlainProgress, QuietProgress
+    from nasplan.remote.ssh import connect
     from nasplan.run.restore import record_restore, restore_run
-    from nasplan.ssh import connect
     from nasplan.verbosity import Verbosity
 
     verbosity = Verbosity.from_flags(verbose, quiet)

@@ -70,7 +70,7 @@ class Host:
 
     name: str
     address: str
-    # "ssh", or "local": the control node itself, reached without SSH (nasplan.hosts.local)
+    # "ssh", or "local": the control node itself, reached without SSH (nasplan.remote.local)
     connection: str = "ssh"
     user: str | None = None
     port: int | None = None

@@ -16,14 +16,15 @@ from nasplan.input.inventory import Inventory, load_inventory, ssh_file_errors
 from nasplan.input.loader import (
     Document,
     JsonPath,
+    load_schema,
     parse_yaml,
     read_yaml,
     scalar_value,
     schema_errors,
 )
 from nasplan.input.matrix import dir_name, to_json_cell
+from nasplan.input.network import NetworkSpec, parse_link_target, parse_network
 from nasplan.input.table import table_errors
-from nasplan.network.model import NetworkSpec, parse_link_target, parse_network
 from nasplan.units import parse_size
 
 _SINGLE_EXPRESSION = re.compile(r"^\s*\{\{[^{}]*\}\}\s*$")
@@ -384,29 +385,26 @@ def _check_hosts(
     return errors
 
 
-# An iSCSI LUN reads and writes whole blocks; 512 bytes is the smallest block a LUN has.
-LUN_BLOCK_BYTES = 512
-
-
 def _check_blocks(document: Document, raw: Mapping[str, Any], index: int) -> list[str]:
-    """An iscsi test's sizes in whole 512-byte blocks, told at validation, not at run time."""
-    if raw.get("kind") != "iscsi":
-        return []
+    """A size its kind moves in whole blocks (the plan schema's ``x-whole-blocks-bytes``: an
+    iSCSI LUN's 512-byte blocks), told at validation, not at run time."""
+    keys = load_schema("plan")["$defs"].get(str(raw.get("kind")), {}).get("properties", {})
     errors = []
-    for key in ("size", "request_size"):
-        if key not in raw:
+    for key, spec in keys.items():
+        block = spec.get("x-whole-blocks-bytes")
+        if not block or key not in raw:
             continue
         try:
             size_bytes = parse_size(raw[key])
         except ValueError:
             continue  # the schema's pattern says what a size looks like
-        if size_bytes % LUN_BLOCK_BYTES:
-            whole = size_bytes // LUN_BLOCK_BYTES * LUN_BLOCK_BYTES
+        if size_bytes % block:
+            whole = size_bytes // block * block
             errors.append(
                 document.error(
                     ("tests", index, key),
                     f"{raw[key]} = {size_bytes} bytes is not a whole number of "
-                    f"{LUN_BLOCK_BYTES}-byte blocks, which an iSCSI LUN reads and writes: "
+                    f"{block}-byte blocks, which a {raw['kind']} test reads and writes: "
                     f"give it in MiB (MB is 10^6 bytes) or as {whole} bytes",
                 )
             )

@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nasplan.directions import Series, series_of
 from nasplan.input.plan import Adaptive
+from nasplan.measure import kinds
 from nasplan.measure.confidence import (
     CONFIDENCE,
     Interval,
@@ -34,6 +34,7 @@ from nasplan.measure.confidence import (
     t_quantile,
     with_range,
 )
+from nasplan.measure.series import Series
 
 EARLY_LOOK = 3  # the repetition of the first chance to stop (a plan's min of 3 or less)
 EARLY_RISK = 0.01  # of the 5 %: its interval is the 99 % one
@@ -104,7 +105,8 @@ def state(record: Mapping[str, Any], adaptive: Adaptive) -> dict[str, Any]:
     the widest interval is the one stated, ``n`` is the fewest ok repetitions of a direction.
     """
     rule = StopRule.of(adaptive)
-    decided = [(series, rule.decide(series.values)) for series in series_of(record)]
+    every = kinds.readout(record).series(record)
+    decided = [(series, rule.decide(series.values)) for series in every]
     widest = _widest(decided)
     interval = None if widest is None else widest[1].interval
     width = None if interval is None else interval.relative_halfwidth
