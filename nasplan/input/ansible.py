@@ -320,7 +320,6 @@ def resolve(graph: _Graph, document: Document) -> AnsibleInventory:
     graph.group("all")
     depth = _depths(graph, document)
     base = document.path.parent
-    file_vars = {name: _files_vars(base, "group_vars", name) for name in graph.groups}
     parents: dict[str, list[str]] = {name: [] for name in graph.groups}
     for name, group in graph.groups.items():
         for child in group.children:
@@ -342,6 +341,8 @@ def resolve(graph: _Graph, document: Document) -> AnsibleInventory:
         graph.add_child("all", "ungrouped")
         depth["ungrouped"] = 1
         parents["ungrouped"] = ["all"]
+    # after ungrouped, which a host listed only under ``all: hosts:`` lands in
+    file_vars = {name: _files_vars(base, "group_vars", name) for name in graph.groups}
     hosts: dict[str, AnsibleHost] = {}
     errors: dict[str, None] = {}
     ignored: dict[str, None] = {}

@@ -212,3 +212,16 @@ def test_yaml_inventory_group_vars_and_precedence(tmp_path: Path) -> None:
 def test_a_yaml_inventory_with_a_syntax_error_stays_a_yaml_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="YAML syntax error"):
         load_inventory(write(tmp_path, "all:\n  hosts: [\n", "inventory.yaml"))
+
+
+def test_hosts_directly_under_all_validate_as_in_ansibles_guide(tmp_path: Path) -> None:
+    """The first form of Ansible's inventory guide: hosts under ``all: hosts:`` (no group)."""
+    inventory = (
+        "all:\n  hosts:\n    nas: {ansible_host: 198.18.120.10}\n"
+        "    ws: {ansible_host: 198.18.120.11}\n"
+    )
+    code, out = validate(tmp_path, inventory, "inv.yaml")
+    assert (code, out.strip()) == (0, "ok")
+    loaded = load_inventory(tmp_path / "inv.yaml")
+    assert loaded.hosts["nas"].address == "198.18.120.10"
+    assert loaded.groups["ungrouped"] == ("nas", "ws")
