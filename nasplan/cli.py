@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -62,8 +63,20 @@ class NasplanGroup(click.Group):
 inventory_option = click.option(
     "-i",
     "--inventory",
+    "inventories",
+    multiple=True,
     type=click.Path(path_type=Path),
-    help="Use this inventory instead of the plan's.",
+    help="Use this inventory instead of the plan's: a file, an Ansible inventory directory or a "
+    "host list (nas,ws,); repeated, merged in order as Ansible merges several -i.",
+)
+reader_option = click.option(
+    "--inventory-reader",
+    "reader",
+    type=click.Choice(["nasplan", "ansible"]),
+    default=None,
+    help="Who reads the inventory: nasplan's own reader (the default, or the plan's "
+    "inventory_reader), or ansible: what `ansible-inventory --list` prints (vault, inventory "
+    "plugins and scripts; needs ansible-core installed).",
 )
 extra_vars_option = click.option(
     "-e",
@@ -119,10 +132,15 @@ def main() -> None:
 @main.command()
 @click.argument("plan_file", type=click.Path(path_type=Path))
 @inventory_option
+@reader_option
 @extra_vars_option
 @_format_option('{"ok": ..., "errors": [{"file", "line", "column", "path", "message"}]}')
 def validate(
-    plan_file: Path, inventory: Path | None, extra_vars: tuple[str, ...], output_format: str
+    plan_file: Path,
+    inventories: tuple[Path, ...],
+    reader: str | None,
+    extra_vars: tuple[str, ...],
+    output_format: str,
 ) -> None:
     """Validate PLAN_FILE and its inventory; print ok, or each problem as FILE:LINE:COL.
 
@@ -133,7 +151,7 @@ def validate(
 
     warnings: list[str] = []
     try:
-        said = _validate(plan_file, inventory, extra_vars, warnings)
+        said = _validate(plan_file, Inventories(inventories, reader), extra_vars, warnings)
     except InputError as exc:
         if output_format != "json":
             raise
@@ -158,12 +176,12 @@ def _unlocated(message: str) -> dict[str, Any]:
 
 
 def _validate(
-    plan_file: Path, inventory: Path | None, extra_vars: tuple[str, ...], warnings: list[str]
+    plan_file: Path, inventory: Inventories, extra_vars: tuple[str, ...], warnings: list[str]
 ) -> str:
     """Validate as ``nasplan validate`` does; what to say when valid (warnings: appended)."""
     from nasplan.input.extra_vars import extra_vars as parse_extra_vars
-    from nasplan.input.lab_files import generated_by_lab, is_lab_file
-    from nasplan.input.plan import load_plan, planned_inventory
+    from nasplan.input.lab_files import is_lab_file
+    from nasplan.input.plan import load_plan
 
     variables = parse_extra_vars(extra_vars)
     if is_lab_file(plan_file):
@@ -171,9 +189,9 @@ def _validate(
 
         load_lab(plan_file)
         return f"ok (a lab file: sudo nasplan lab up {plan_file})"
-    planned = inventory or planned_inventory(plan_file)
-    if planned is None or planned.exists() or not generated_by_lab(planned):
-        plan = load_plan(plan_file, inventory, variables)
+    planned = _lab_inventory(plan_file, inventory)
+    if planned is None:
+        plan = load_plan(plan_file, inventory.paths, variables, inventory.reader)
         warnings += plan.inventory.warnings
         return "ok"
     # The lab's code only for a plan whose inventory the lab writes.
@@ -184,7 +202,7 @@ def _validate(
     with tempfile.TemporaryDirectory(prefix="nasplan-validate-") as directory:
         previewed = Path(directory) / planned.name
         lab_file = preview.write_preview(planned, previewed)
-        load_plan(plan_file, previewed, variables)
+        load_plan(plan_file, previewed, variables, inventory.reader)
     warnings.append(
         f"{planned} is not there yet (the lab is not up): checked against the "
         f"inventory `nasplan lab up {lab_file}` writes"
@@ -192,15 +210,36 @@ def _validate(
     return "ok"
 
 
-def _refuse_without_lab(plan_file: Path, inventory: Path | None) -> None:
-    """InputError with the ``lab up`` to run when the plan's inventory is one ``nasplan lab up``
-    writes and the lab is not up (as ``validate`` says)."""
-    from nasplan.errors import InputError
+@dataclass(frozen=True)
+class Inventories:
+    """The command line's ``-i`` (none: the plan's) and ``--inventory-reader`` (None: the
+    plan's, else nasplan's)."""
+
+    paths: tuple[Path, ...] = ()
+    reader: str | None = None
+
+
+def _lab_inventory(plan_file: Path, inventory: Inventories) -> Path | None:
+    """The one inventory the plan reads when ``nasplan lab up`` writes it and the lab is not
+    up (it is not there yet); None otherwise."""
     from nasplan.input.lab_files import generated_by_lab
     from nasplan.input.plan import planned_inventory
 
-    planned = inventory or planned_inventory(plan_file)
+    if len(inventory.paths) > 1:
+        return None
+    planned = inventory.paths[0] if inventory.paths else planned_inventory(plan_file)
     if planned is None or planned.exists() or not generated_by_lab(planned):
+        return None
+    return planned
+
+
+def _refuse_without_lab(plan_file: Path, inventory: Inventories) -> None:
+    """InputError with the ``lab up`` to run when the plan's inventory is one ``nasplan lab up``
+    writes and the lab is not up (as ``validate`` says)."""
+    from nasplan.errors import InputError
+
+    planned = _lab_inventory(plan_file, inventory)
+    if planned is None:
         return
     from nasplan.lab.preview import lab_file_for
 
@@ -210,9 +249,10 @@ def _refuse_without_lab(plan_file: Path, inventory: Path | None) -> None:
 
 
 def _resumed_files(
-    run_dir: Path, plan_file: Path | None, inventory: Path | None, out: Path | None, check: bool
-) -> tuple[Path, Path | None]:
-    """The plan and inventory of ``--resume RUN_DIR``: those given, else the run's own."""
+    run_dir: Path, plan_file: Path | None, inventory: Inventories, out: Path | None, check: bool
+) -> tuple[Path, Inventories]:
+    """The plan and inventory of ``--resume RUN_DIR``: those given, else the run's own (its
+    every ``-i`` and reader)."""
     from nasplan.errors import InputError
     from nasplan.results import load_run
 
@@ -223,12 +263,17 @@ def _resumed_files(
     if plan_file is not None:
         return plan_file, inventory
     run = load_run(run_dir)
-    return Path(run["plan_file"]), inventory or Path(run["inventory_file"])
+    if inventory.paths:
+        return Path(run["plan_file"]), inventory
+    files = run.get("inventory_files") or [run["inventory_file"]]
+    reader = inventory.reader or run.get("inventory_reader")
+    return Path(run["plan_file"]), Inventories(tuple(Path(f) for f in files), reader)
 
 
 @main.command()
 @click.argument("plan_file", type=click.Path(path_type=Path), required=False)
 @inventory_option
+@reader_option
 @extra_vars_option
 @click.option(
     "--out", type=click.Path(path_type=Path), help="Run directory (default runs/<UTC time>-<plan>)."
@@ -289,7 +334,8 @@ def _resumed_files(
 )
 def apply(
     plan_file: Path,
-    inventory: Path | None,
+    inventories: tuple[Path, ...],
+    reader: str | None,
     extra_vars: tuple[str, ...],
     out: Path | None,
     resume: Path | None,
@@ -326,9 +372,12 @@ def apply(
     from nasplan.verbosity import Verbosity
 
     verbosity = Verbosity.from_flags(verbose, quiet)
+    inventory = Inventories(inventories, reader)
     if output_format == "json" and not (check or list_tests):
         raise InputError("--format json goes with --check or --list-tests (a run writes run.json)")
     if list_tests:
+        if plan_file is None:
+            raise InputError("apply --list-tests needs PLAN_FILE")
         _list_tests(plan_file, inventory, extra_vars, limit, test_patterns, output_format)
         return
     if resume is not None:
@@ -336,7 +385,7 @@ def apply(
     elif plan_file is None:
         raise InputError("apply needs PLAN_FILE (or --resume RUN_DIR)")
     _refuse_without_lab(plan_file, inventory)
-    plan = load_plan(plan_file, inventory, parse_extra_vars(extra_vars))
+    plan = load_plan(plan_file, inventory.paths, parse_extra_vars(extra_vars), inventory.reader)
     previous = None
     if resume is not None:
         from nasplan.run.resume import previous_run
@@ -398,7 +447,7 @@ def apply(
 
 def _list_tests(
     plan_file: Path,
-    inventory: Path | None,
+    inventory: Inventories,
     extra_vars: tuple[str, ...],
     limit: tuple[str, ...],
     test_patterns: tuple[str, ...],
@@ -407,15 +456,14 @@ def _list_tests(
     """``apply --list-tests``: the plan (against the inventory its lab will write when the lab
     is not up, as ``validate`` does), cut to --limit / --tests, listed with its estimate."""
     from nasplan.input.extra_vars import extra_vars as parse_extra_vars
-    from nasplan.input.lab_files import generated_by_lab
-    from nasplan.input.plan import load_plan, planned_inventory
+    from nasplan.input.plan import load_plan
     from nasplan.input.subset import choose
     from nasplan.run import listing
 
     variables = parse_extra_vars(extra_vars)
-    planned = inventory or planned_inventory(plan_file)
-    if planned is None or planned.exists() or not generated_by_lab(planned):
-        plan = load_plan(plan_file, inventory, variables)
+    planned = _lab_inventory(plan_file, inventory)
+    if planned is None:
+        plan = load_plan(plan_file, inventory.paths, variables, inventory.reader)
     else:
         import tempfile
 
@@ -424,7 +472,7 @@ def _list_tests(
         with tempfile.TemporaryDirectory(prefix="nasplan-list-") as directory:
             previewed = Path(directory) / planned.name
             preview.write_preview(planned, previewed)
-            plan = load_plan(plan_file, previewed, variables)
+            plan = load_plan(plan_file, previewed, variables, inventory.reader)
     if limit or test_patterns:
         plan, subset = choose(plan, limit, test_patterns)
         for note in subset.notes:
@@ -441,10 +489,14 @@ def _list_tests(
 @click.option(
     "-i",
     "--inventory",
+    "inventories",
     required=True,
+    multiple=True,
     type=click.Path(path_type=Path),
-    help="The inventory that names HOST (its address, user, key, known_hosts).",
+    help="The inventory that names HOST (its address, user, key, known_hosts); repeated, "
+    "merged in order as Ansible merges several -i.",
 )
+@reader_option
 @click.option(
     "--out",
     type=click.Path(path_type=Path),
@@ -455,7 +507,13 @@ def _list_tests(
     is_flag=True,
     help="Replace IPv4, IPv6 and MAC addresses by placeholders, the same one for the same address.",
 )
-def probe(host: str, inventory: Path, out: Path | None, mask_addresses: bool) -> None:
+def probe(
+    host: str,
+    inventories: tuple[Path, ...],
+    reader: str | None,
+    out: Path | None,
+    mask_addresses: bool,
+) -> None:
     """Run every read-only command nasplan relies on for HOST; write their raw outputs, redacted,
     into a directory to attach to a report (docs/probe.md). Changes nothing on HOST.
 
@@ -466,11 +524,12 @@ def probe(host: str, inventory: Path, out: Path | None, mask_addresses: bool) ->
     from nasplan.probe import run_probe
 
     written = run_probe(
-        inventory,
+        inventories,
         host,
         out or Path(f"nasplan-probe-{host}"),
         mask_addresses=mask_addresses,
         environ=environ,
+        reader=reader or "nasplan",
     )
     click.echo(f"{host}: {written.platform}; {len(written.files)} files in {written.directory}")
     click.echo("attach this directory to a report (check it first: docs/probe.md)")

@@ -84,7 +84,11 @@ def read_bytes_bounded(path: Path, max_bytes: int, what: str = "file") -> bytes:
 
 def read_text_bounded(path: Path, max_bytes: int, what: str = "file") -> str:
     """``read_bytes_bounded`` decoded as UTF-8; undecodable bytes are an InputError."""
-    data = read_bytes_bounded(path, max_bytes, what)
+    return text_of(path, read_bytes_bounded(path, max_bytes, what))
+
+
+def text_of(path: Path, data: bytes) -> str:
+    """``data`` read from ``path`` as UTF-8 text; InputError at the first undecodable byte."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -12,15 +12,16 @@ from click.testing import CliRunner
 
 from nasplan.cli import main
 from nasplan.errors import InputError
-from nasplan.input.ansible_ini import expand_range, parse_value, split_port
+from nasplan.input.ansible_ini import parse_value
+from nasplan.input.ansible_patterns import expand_range, split_port
 from nasplan.input.inventory import Inventory, load_inventory
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ansible"
 # (the inventory Ansible read, the JSON it printed)
 CASES = [
-    ("docs-basic.ini", "docs-basic.list.json"),
-    ("docs-ranges-and-vars.ini", "docs-ranges-and-vars.list.json"),
-    ("docs-groups/hosts", "docs-groups.list.json"),
+    ("guide/basic.ini", "guide/basic.list.json"),
+    ("guide/ranges-and-vars.ini", "guide/ranges-and-vars.list.json"),
+    ("guide/groups/hosts", "guide/groups.list.json"),
 ]
 CONNECTION = {"ansible_host", "ansible_port", "ansible_user", "ansible_connection"}
 
@@ -65,8 +66,8 @@ def test_ansible_inventory_list_json_reads_the_same(source: str, listing: str) -
 
 
 def test_export_json_with_group_vars_resolves_by_precedence() -> None:
-    expected = json.loads((FIXTURES / "docs-groups.list.json").read_text())
-    inventory = load_inventory(FIXTURES / "docs-groups.export.json")
+    expected = json.loads((FIXTURES / "guide/groups.list.json").read_text())
+    inventory = load_inventory(FIXTURES / "guide/groups.export.json")
     host2 = inventory.hosts["host2"]
     # southeast's escape_pods=2 over all's 1; raleigh's file and host2's own files on top
     assert host2.vars["escape_pods"] == 2
@@ -77,7 +78,7 @@ def test_export_json_with_group_vars_resolves_by_precedence() -> None:
 
 
 def test_host_vars_directory_and_group_vars_files_beside_an_ini_inventory() -> None:
-    inventory = load_inventory(FIXTURES / "docs-groups" / "hosts")
+    inventory = load_inventory(FIXTURES / "guide/groups/hosts")
     host2, host3 = inventory.hosts["host2"], inventory.hosts["host3"]
     assert host2.vars["ntp_server"] == "host2.ntp.example.org"  # host_vars/host2/ over groups
     assert host2.port == 2222 and host2.user == "deploy"  # host_vars, group_vars/all.yaml

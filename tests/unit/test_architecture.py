@@ -62,7 +62,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "nasplan.run.overlap",
         "nasplan.run.signals",
+        "nasplan.input.ansible_patterns",
+        "nasplan.input.ansible_graph",
         "nasplan.input.ansible_ini",
+        "nasplan.input.ansible_vars",
+        "nasplan.input.ansible_sources",
+        "nasplan.input.ansible_command",
         "nasplan.input.ansible",
         "nasplan.input.inventory",
         "nasplan.input.matrix",
