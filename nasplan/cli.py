@@ -65,7 +65,7 @@ inventory_option = click.option(
     "--inventory",
     "inventories",
     multiple=True,
-    type=click.Path(path_type=Path),
+    type=click.Path(path_type=Path, readable=False),
     help="Use this inventory instead of the plan's: a file, an Ansible inventory directory or a "
     "host list (nas,ws,); repeated, merged in order as Ansible merges several -i.",
 )
@@ -130,7 +130,7 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("plan_file", type=click.Path(path_type=Path))
+@click.argument("plan_file", type=click.Path(path_type=Path, readable=False))
 @inventory_option
 @reader_option
 @extra_vars_option
@@ -271,16 +271,18 @@ def _resumed_files(
 
 
 @main.command()
-@click.argument("plan_file", type=click.Path(path_type=Path), required=False)
+@click.argument("plan_file", type=click.Path(path_type=Path, readable=False), required=False)
 @inventory_option
 @reader_option
 @extra_vars_option
 @click.option(
-    "--out", type=click.Path(path_type=Path), help="Run directory (default runs/<UTC time>-<plan>)."
+    "--out",
+    type=click.Path(path_type=Path, readable=False),
+    help="Run directory (default runs/<UTC time>-<plan>).",
 )
 @click.option(
     "--resume",
-    type=click.Path(path_type=Path),
+    type=click.Path(path_type=Path, readable=False),
     metavar="RUN_DIR",
     help="Continue an interrupted or partly failed run in its directory: its ok repetitions "
     "kept, the others run again (the same plan, inventory and -e; PLAN_FILE: the run's).",
@@ -492,14 +494,14 @@ def _list_tests(
     "inventories",
     required=True,
     multiple=True,
-    type=click.Path(path_type=Path),
+    type=click.Path(path_type=Path, readable=False),
     help="The inventory that names HOST (its address, user, key, known_hosts); repeated, "
     "merged in order as Ansible merges several -i.",
 )
 @reader_option
 @click.option(
     "--out",
-    type=click.Path(path_type=Path),
+    type=click.Path(path_type=Path, readable=False),
     help="An empty or new directory for the outputs (default: nasplan-probe-HOST).",
 )
 @click.option(
@@ -536,7 +538,7 @@ def probe(
 
 
 @main.command()
-@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.argument("run_dir", type=click.Path(path_type=Path, readable=False))
 @click.option(
     "--charts",
     type=click.Choice(["png", "svg"]),
@@ -556,8 +558,10 @@ def report(run_dir: Path, charts: str | None, table: str | None) -> None:
 
 
 @main.command()
-@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path), help="Write here instead of stdout.")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path, readable=False))
+@click.option(
+    "--out", type=click.Path(path_type=Path, readable=False), help="Write here instead of stdout."
+)
 @click.option(
     "--format",
     "output_format",
@@ -637,7 +641,7 @@ def compare(
 
 
 @main.command()
-@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.argument("run_dir", type=click.Path(path_type=Path, readable=False))
 @verbose_option
 @quiet_option
 def restore(run_dir: Path, verbose: int, quiet: bool) -> None:

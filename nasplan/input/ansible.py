@@ -118,6 +118,8 @@ def resolve(read: Sources) -> AnsibleInventory:
     every refused var; the ignored ones as warnings, each named where it was set."""
     graph = read.graph
     if not graph.hosts:
+        if not read.documents:  # directories without a file
+            raise InputError(f"{read.given[0]}: the Ansible inventory lists no hosts (no file)")
         raise InputError(read.documents[0].error((), "the Ansible inventory lists no hosts"))
     hosts: dict[str, AnsibleHost] = {}
     errors: dict[str, None] = {}

@@ -121,9 +121,9 @@ def read_through_ansible(sources: Sequence[Path]) -> Sources:
                 "the whole vars file with ansible-vault instead, which Ansible decrypts)",
             )
         )
-    read = Sources(Graph((document, ())), documents=[document])
+    read = Sources(Graph((document, ())), tuple(sources), documents=[document])
     read_list(document, read.graph)
     read.graph.reconcile()
     first = sources[0]
-    read.bases[document.path] = Path(os.path.realpath(first if first.is_dir() else first.parent))
+    read.bases[document.path] = first if first.is_dir() else first.parent
     return read

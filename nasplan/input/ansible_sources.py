@@ -56,6 +56,7 @@ class Sources:
     messages about the whole), and each document's source directory (relative paths)."""
 
     graph: Graph
+    given: tuple[Path, ...] = ()
     vars_dirs: list[VarsDir] = field(default_factory=list)
     documents: list[Document] = field(default_factory=list)
     bases: dict[Path, Path] = field(default_factory=dict)
@@ -86,14 +87,14 @@ def read_sources(sources: Sequence[Path]) -> Sources:
     """Every source read in order into one graph, reconciled; InputError at the first file
     Ansible would not read or nasplan refuses (each with its FILE:LINE:COL)."""
     first = Document(Path(str(sources[0])), None)
-    read = Sources(Graph((first, ())))
+    read = Sources(Graph((first, ())), tuple(sources))
     files = 0
     for source in sources:
         kind = _kind(source)
         if kind is None and "," in str(source):
             read.documents.append(_host_list(str(source), read.graph))
             continue
-        base = Path(os.path.realpath(source if kind == "directory" else source.parent))
+        base = source if kind == "directory" else source.parent
         read.vars_dirs.append(VarsDir(base, read.bases))
         for path in _inventory_files(source) if kind == "directory" else [source]:
             files += 1

@@ -81,7 +81,7 @@ def _directory_files(directory: Path, depth: int) -> list[Path]:
         if entry.is_dir():
             if not entry.suffix:
                 found.extend(_directory_files(entry, depth + 1))
-        elif entry.is_file() and entry.suffix in VARS_EXTENSIONS:
+        elif entry.suffix in VARS_EXTENSIONS:  # a FIFO or a dangling link: refused when read
             found.append(entry)
     return found
 

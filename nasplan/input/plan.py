@@ -551,11 +551,11 @@ def _relocated(
     directory, a FIFO, unreadable), located at the plan's ``inventory:``."""
     if located(line) is not None:
         return line
-    for (value, json_path), source in zip(named, sources, strict=True):
+    for (_, json_path), source in zip(named, sources, strict=True):
         if line == f"{source}: file not found":
             return document.error(json_path, f"inventory file not found: {source}")
         if line.startswith(f"{source}"):
-            return document.error(json_path, f"inventory {value}: {line}")
+            return document.error(json_path, line)
     return line
 
 
