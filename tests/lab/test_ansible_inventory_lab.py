@@ -108,3 +108,7 @@ def test_an_ansible_inventory_validates_checks_and_runs(
     assert (run["inventory_files"], run["inventory_reader"]) == (named, reader)
     assert run["hosts"]["nas"]["address"] == state.hosts["nas"].ip
     assert run["hosts"]["nas"]["facts"]["hostname"] == "nas"
+    # --resume reads the same sources the same way again (a host left out would differ)
+    resumed = nasplan("apply", "--resume", "run", cwd=tmp_path)
+    said = "nothing to do: every repetition of every test in run ended ok"
+    assert (resumed.returncode, resumed.stdout.strip()) == (0, said), resumed.stderr
