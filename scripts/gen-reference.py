@@ -441,7 +441,9 @@ ANSIBLE_READING = [
     "plugins and scripts work. A source Ansible cannot parse fails the read "
     "(`ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED`, unless set otherwise); an inline `!vault` "
     "value, which it prints still encrypted, is refused at its line in that output; "
-    "without ansible-core installed, exit 2 says so. nasplan's own reader is the default.",
+    "without ansible-core installed, exit 2 says so. Ansible's `--list` gives each host's "
+    "vars merged, so the `all` group's vars reach a plan through each host "
+    "(`{{ hosts.nas.x }}`), not as `{{ vars.x }}`. nasplan's own reader is the default.",
     "",
 ]
 

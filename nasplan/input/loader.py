@@ -166,7 +166,8 @@ def _vault(loader: _UniqueKeyLoader, node: yaml.Node) -> Any:
         None,
         None,
         "a value encrypted with ansible-vault (!vault): nasplan does not decrypt it (in an "
-        "inventory: --inventory-reader ansible reads it through Ansible)",
+        "inventory: encrypt the whole vars file instead, and read it with --inventory-reader "
+        "ansible)",
         node.start_mark,
     )
 

@@ -75,6 +75,28 @@ def test_a_vault_encrypted_vars_file_is_read_through_ansible(
         "--inventory-reader", "nasplan", str(plan(tmp_path, extra="inventory_reader: ansible\n"))
     )
     assert code == 2 and "encrypted with ansible-vault" in out
+    # an inline !vault value (the password from the environment, as above): Ansible prints it
+    # still encrypted, so neither reader can use it
+    inline = subprocess.run(
+        [str(BIN / "ansible-vault"), "encrypt_string", "backup", "--name", "ansible_user"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    (tmp_path / "inline.yml").write_text(
+        "all:\n  hosts:\n    nas1:\n      ansible_host: 198.18.121.10\n"
+        + "".join(f"      {line}\n" for line in inline.splitlines())
+        + "    ws1: {ansible_host: 198.18.121.11}\n"
+    )
+    code, out = validate(str(plan(tmp_path, inventory="inline.yml")))
+    assert code == 2 and "inline.yml:5:21: YAML syntax error: a value encrypted with" in out
+    code, out = validate(
+        "--inventory-reader", "ansible", str(plan(tmp_path, inventory="inline.yml"))
+    )
+    assert code == 2 and len(out.strip().splitlines()) == 1, out
+    assert f"ansible-inventory -i {tmp_path / 'inline.yml'} --list:" in out
+    assert "_meta.hostvars.nas1.ansible_user: an inline !vault value" in out
+    assert "backup" not in out
 
 
 def test_an_inventory_plugin_and_a_script_are_read_through_ansible(
