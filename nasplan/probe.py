@@ -305,8 +305,7 @@ def run_probe(
     hosts = loaded.hosts
     if host_name not in hosts:
         known = ", ".join(sorted(hosts)) or "none"
-        named = ", ".join(str(p) for p in loaded.sources)
-        raise InputError(f"{named}: no host {host_name!r} (hosts: {known})")
+        raise InputError(f"{loaded.named}: no host {host_name!r} (hosts: {known})")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise InputError(f"{out}: exists and is not an empty directory; choose another --out")
     host = hosts[host_name]

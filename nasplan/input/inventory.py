@@ -126,6 +126,11 @@ class Inventory:
     sources: tuple[Path, ...] = ()
     reader: str = "nasplan"
 
+    @property
+    def named(self) -> str:
+        """The sources as messages name them: ``hosts``, ``staging + production``."""
+        return " + ".join(str(p) for p in self.sources) or str(self.path)
+
 
 def ssh_file_errors(host: Host) -> list[str]:
     """Problems of the SSH files ``host`` names (identity_file, known_hosts, ssh_config).

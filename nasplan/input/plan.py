@@ -357,7 +357,7 @@ def _parse_target(
         raise InputError(
             document.error(
                 where,
-                f"host {server!r} has no interface {iface!r} in {inventory.path} (has: {known})",
+                f"host {server!r} has no interface {iface!r} in {inventory.named} (has: {known})",
             )
         )
     return Target(server, iface, None)
@@ -375,7 +375,7 @@ def _check_hosts(
             errors.append(
                 document.error(
                     ("tests", index, role),
-                    f"unknown host {name!r} (inventory {inventory.path} has: {known})",
+                    f"unknown host {name!r} (inventory {inventory.named} has: {known})",
                 )
             )
     if not errors and "server" in raw and raw.get("server") == raw.get("client"):
