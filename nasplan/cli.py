@@ -5,14 +5,16 @@ from __future__ import annotations
 import gc
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from nasplan import __version__
 from nasplan.errors import NasplanError
+
+if TYPE_CHECKING:  # imported where a command runs: the CLI's start stays light
+    from nasplan.input.inventory import InventoryChoice
 
 EXIT_INTERRUPTED = 130
 F = TypeVar("F", bound=Callable[..., Any])
@@ -148,10 +150,11 @@ def validate(
     the inventory its lab file will give (a warning says so). Exit codes: 0 valid, 2 not.
     """
     from nasplan.errors import InputError
+    from nasplan.input.inventory import InventoryChoice
 
     warnings: list[str] = []
     try:
-        said = _validate(plan_file, Inventories(inventories, reader), extra_vars, warnings)
+        said = _validate(plan_file, InventoryChoice(inventories, reader), extra_vars, warnings)
     except InputError as exc:
         if output_format != "json":
             raise
@@ -176,12 +179,12 @@ def _unlocated(message: str) -> dict[str, Any]:
 
 
 def _validate(
-    plan_file: Path, inventory: Inventories, extra_vars: tuple[str, ...], warnings: list[str]
+    plan_file: Path, inventory: InventoryChoice, extra_vars: tuple[str, ...], warnings: list[str]
 ) -> str:
     """Validate as ``nasplan validate`` does; what to say when valid (warnings: appended)."""
     from nasplan.input.extra_vars import extra_vars as parse_extra_vars
     from nasplan.input.lab_files import is_lab_file
-    from nasplan.input.plan import load_plan
+    from nasplan.input.plan import lab_inventory, load_plan
 
     variables = parse_extra_vars(extra_vars)
     if is_lab_file(plan_file):
@@ -189,7 +192,7 @@ def _validate(
 
         load_lab(plan_file)
         return f"ok (a lab file: sudo nasplan lab up {plan_file})"
-    planned = _lab_inventory(plan_file, inventory)
+    planned = lab_inventory(plan_file, inventory)
     if planned is None:
         plan = load_plan(plan_file, inventory.paths, variables, inventory.reader)
         warnings += plan.inventory.warnings
@@ -208,66 +211,6 @@ def _validate(
         f"inventory `nasplan lab up {lab_file}` writes"
     )
     return "ok"
-
-
-@dataclass(frozen=True)
-class Inventories:
-    """The command line's ``-i`` (none: the plan's) and ``--inventory-reader`` (None: the
-    plan's, else nasplan's)."""
-
-    paths: tuple[Path, ...] = ()
-    reader: str | None = None
-
-
-def _lab_inventory(plan_file: Path, inventory: Inventories) -> Path | None:
-    """The one inventory the plan reads when ``nasplan lab up`` writes it and the lab is not
-    up (it is not there yet); None otherwise."""
-    from nasplan.input.lab_files import generated_by_lab
-    from nasplan.input.plan import planned_inventory
-
-    if len(inventory.paths) > 1:
-        return None
-    planned = inventory.paths[0] if inventory.paths else planned_inventory(plan_file)
-    if planned is None or planned.exists() or not generated_by_lab(planned):
-        return None
-    return planned
-
-
-def _refuse_without_lab(plan_file: Path, inventory: Inventories) -> None:
-    """InputError with the ``lab up`` to run when the plan's inventory is one ``nasplan lab up``
-    writes and the lab is not up (as ``validate`` says)."""
-    from nasplan.errors import InputError
-
-    planned = _lab_inventory(plan_file, inventory)
-    if planned is None:
-        return
-    from nasplan.lab.preview import lab_file_for
-
-    lab_file = lab_file_for(planned)
-    up = f"sudo nasplan lab up {lab_file}" if lab_file else "sudo nasplan lab up LAB.yaml"
-    raise InputError(f"{planned} is not there yet: the lab is not up (bring it up: {up})")
-
-
-def _resumed_files(
-    run_dir: Path, plan_file: Path | None, inventory: Inventories, out: Path | None, check: bool
-) -> tuple[Path, Inventories]:
-    """The plan and inventory of ``--resume RUN_DIR``: those given, else the run's own (its
-    every ``-i`` and reader)."""
-    from nasplan.errors import InputError
-    from nasplan.results import load_run
-
-    if out is not None or check:
-        raise InputError(f"--resume goes without {'--out' if out is not None else '--check'}")
-    if not (run_dir / "run.json").is_file():
-        raise InputError(f"{run_dir}: not a run directory (no run.json in it)")
-    if plan_file is not None:
-        return plan_file, inventory
-    run = load_run(run_dir)
-    if inventory.paths:
-        return Path(run["plan_file"]), inventory
-    files = run.get("inventory_files") or [run["inventory_file"]]
-    reader = inventory.reader or run.get("inventory_reader")
-    return Path(run["plan_file"]), Inventories(tuple(Path(f) for f in files), reader)
 
 
 @main.command()
@@ -362,19 +305,18 @@ def apply(
     by another run, lost during the run), 130 interrupted (Ctrl-C), 143 / 129 ended by SIGTERM /
     SIGHUP (the hosts put back and the report written first, as after Ctrl-C).
     """
-    from os import environ
-
     from nasplan.errors import InputError
-    from nasplan.input.extra_vars import extra_vars as parse_extra_vars
-    from nasplan.input.plan import load_plan
+    from nasplan.input.inventory import InventoryChoice
     from nasplan.progress import make_progress
     from nasplan.run import apply as apply_module
     from nasplan.run import check as check_module
-    from nasplan.run import planned
+    from nasplan.run.planned import Outcome
+    from nasplan.run.request import request
+    from nasplan.run.signals import as_interrupts
     from nasplan.verbosity import Verbosity
 
     verbosity = Verbosity.from_flags(verbose, quiet)
-    inventory = Inventories(inventories, reader)
+    inventory = InventoryChoice(inventories, reader)
     if output_format == "json" and not (check or list_tests):
         raise InputError("--format json goes with --check or --list-tests (a run writes run.json)")
     if list_tests:
@@ -382,60 +324,33 @@ def apply(
             raise InputError("apply --list-tests needs PLAN_FILE")
         _list_tests(plan_file, inventory, extra_vars, limit, test_patterns, output_format)
         return
-    if resume is not None:
-        plan_file, inventory = _resumed_files(resume, plan_file, inventory, out, check)
-    elif plan_file is None:
-        raise InputError("apply needs PLAN_FILE (or --resume RUN_DIR)")
-    _refuse_without_lab(plan_file, inventory)
-    plan = load_plan(plan_file, inventory.paths, parse_extra_vars(extra_vars), inventory.reader)
-    previous = None
-    if resume is not None:
-        from nasplan.run.resume import previous_run
-
-        previous = previous_run(resume, plan)
-        if previous.nothing_to_do(plan):
-            click.echo(f"nothing to do: every repetition of every test in {resume} ended ok")
-            sys.exit(0)
-    for warning in plan.inventory.warnings if not verbosity.quiet else ():  # run.json keeps them
-        click.echo(f"warning: {warning}", err=True)
-    if limit or test_patterns:
-        from nasplan.input.subset import choose
-
-        plan, subset = choose(plan, limit, test_patterns)
-        for note in subset.notes:
-            click.echo(f"warning: {note}", err=True)
-    passwords: dict[str, str] = {}
-    if not check:
-        from nasplan.hosts import become
-
-        # what --check calls problems: refused before any connection, not after the tests
-        missing = planned.unset_variables(plan, environ, sudo_asked=ask_become_pass)
-        if missing:
-            raise InputError(missing)
-        asked = None
-        if ask_become_pass:
-            asked = become.prompt_password(lambda text: click.prompt(text, hide_input=True))
-        passwords = become.passwords_for(planned.plan_hosts(plan), environ, asked)
-    from nasplan.run.signals import as_interrupts
-
+    asked = _ask_become_pass if ask_become_pass else None
+    wanted = request(
+        plan_file,
+        inventory,
+        extra_vars,
+        resume=resume,
+        out=out,
+        limit=limit,
+        tests=test_patterns,
+        keep=keep,
+        check=check,
+        ask_password=asked,
+    )
+    if wanted.nothing_to_do:
+        click.echo(f"nothing to do: every repetition of every test in {resume} ended ok")
+        sys.exit(0)
+    for note in wanted.notes if not verbosity.quiet else ():  # run.json keeps them
+        click.echo(note, err=True)
     progress = make_progress(quiet=verbosity.quiet)
-    outcome: planned.Outcome | check_module.Checked
+    outcome: Outcome | check_module.Checked
     try:
         with as_interrupts():
             if check:
-                outcome = check_module.check(
-                    plan, progress, verbosity=verbosity, say=output_format != "json"
-                )
+                say = output_format != "json"
+                outcome = check_module.check(wanted.plan, progress, verbosity=verbosity, say=say)
             else:
-                outcome = apply_module.apply(
-                    plan,
-                    progress,
-                    out=out,
-                    keep=keep,
-                    become_passwords=passwords,
-                    verbosity=verbosity,
-                    previous=previous,
-                )
+                outcome = apply_module.apply(wanted, progress, verbosity=verbosity)
     finally:
         progress.close()
     if isinstance(outcome, check_module.Checked) and output_format == "json":
@@ -447,9 +362,16 @@ def apply(
     sys.exit(outcome.exit_code)
 
 
+def _ask_become_pass() -> str:
+    """``-K``: the sudo password, asked once on the terminal."""
+    from nasplan.remote import become
+
+    return become.prompt_password(lambda text: click.prompt(text, hide_input=True))
+
+
 def _list_tests(
     plan_file: Path,
-    inventory: Inventories,
+    inventory: InventoryChoice,
     extra_vars: tuple[str, ...],
     limit: tuple[str, ...],
     test_patterns: tuple[str, ...],
@@ -458,12 +380,12 @@ def _list_tests(
     """``apply --list-tests``: the plan (against the inventory its lab will write when the lab
     is not up, as ``validate`` does), cut to --limit / --tests, listed with its estimate."""
     from nasplan.input.extra_vars import extra_vars as parse_extra_vars
-    from nasplan.input.plan import load_plan
+    from nasplan.input.plan import lab_inventory, load_plan
     from nasplan.input.subset import choose
     from nasplan.run import listing
 
     variables = parse_extra_vars(extra_vars)
-    planned = _lab_inventory(plan_file, inventory)
+    planned = lab_inventory(plan_file, inventory)
     if planned is None:
         plan = load_plan(plan_file, inventory.paths, variables, inventory.reader)
     else:
@@ -647,8 +569,8 @@ def compare(
 def restore(run_dir: Path, verbose: int, quiet: bool) -> None:
     """Put the network of RUN_DIR's hosts back as it was before that run (after --keep)."""
     from nasplan.progress import PlainProgress, QuietProgress
+    from nasplan.remote.ssh import connect
     from nasplan.run.restore import record_restore, restore_run
-    from nasplan.ssh import connect
     from nasplan.verbosity import Verbosity
 
     verbosity = Verbosity.from_flags(verbose, quiet)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from nasplan.errors import InputError
-from nasplan.hosts.shell import HostShell
-from nasplan.runner import Launched, Result, Runner
+from nasplan.remote.runner import Launched, Result, Runner
+from nasplan.remote.shell import HostShell
 
 if TYPE_CHECKING:
     from nasplan.input.inventory import Host

@@ -69,7 +69,7 @@ class Host:
 
     name: str
     address: str
-    # "ssh", or "local": the control node itself, reached without SSH (nasplan.hosts.local)
+    # "ssh", or "local": the control node itself, reached without SSH (nasplan.remote.local)
     connection: str = "ssh"
     user: str | None = None
     port: int | None = None
@@ -162,6 +162,15 @@ def host_validator() -> Any:
 
 
 READERS = ("nasplan", "ansible")
+
+
+@dataclass(frozen=True)
+class InventoryChoice:
+    """What the command line chose: every ``-i`` in order (none: the plan's ``inventory:``)
+    and ``--inventory-reader`` (None: the plan's ``inventory_reader``, else nasplan's)."""
+
+    paths: tuple[Path, ...] = ()
+    reader: str | None = None
 
 
 def load_inventory(sources: Path | Sequence[Path], reader: str = "nasplan") -> Inventory:

@@ -12,10 +12,18 @@ from typing import Any
 
 from nasplan.errors import InputError
 from nasplan.input import cells
-from nasplan.input.inventory import READERS, Inventory, load_inventory, ssh_file_errors
+from nasplan.input.inventory import (
+    READERS,
+    Inventory,
+    InventoryChoice,
+    load_inventory,
+    ssh_file_errors,
+)
+from nasplan.input.lab_files import generated_by_lab
 from nasplan.input.loader import (
     Document,
     JsonPath,
+    load_schema,
     located,
     parse_yaml,
     read_yaml,
@@ -23,8 +31,8 @@ from nasplan.input.loader import (
     schema_errors,
 )
 from nasplan.input.matrix import dir_name, to_json_cell
+from nasplan.input.network import NetworkSpec, parse_link_target, parse_network
 from nasplan.input.table import table_errors
-from nasplan.network.model import NetworkSpec, parse_link_target, parse_network
 from nasplan.units import parse_size
 
 _SINGLE_EXPRESSION = re.compile(r"^\s*\{\{[^{}]*\}\}\s*$")
@@ -385,29 +393,26 @@ def _check_hosts(
     return errors
 
 
-# An iSCSI LUN reads and writes whole blocks; 512 bytes is the smallest block a LUN has.
-LUN_BLOCK_BYTES = 512
-
-
 def _check_blocks(document: Document, raw: Mapping[str, Any], index: int) -> list[str]:
-    """An iscsi test's sizes in whole 512-byte blocks, told at validation, not at run time."""
-    if raw.get("kind") != "iscsi":
-        return []
+    """A size its kind moves in whole blocks (the plan schema's ``x-whole-blocks-bytes``: an
+    iSCSI LUN's 512-byte blocks), told at validation, not at run time."""
+    keys = load_schema("plan")["$defs"].get(str(raw.get("kind")), {}).get("properties", {})
     errors = []
-    for key in ("size", "request_size"):
-        if key not in raw:
+    for key, spec in keys.items():
+        block = spec.get("x-whole-blocks-bytes")
+        if not block or key not in raw:
             continue
         try:
             size_bytes = parse_size(raw[key])
         except ValueError:
             continue  # the schema's pattern says what a size looks like
-        if size_bytes % LUN_BLOCK_BYTES:
-            whole = size_bytes // LUN_BLOCK_BYTES * LUN_BLOCK_BYTES
+        if size_bytes % block:
+            whole = size_bytes // block * block
             errors.append(
                 document.error(
                     ("tests", index, key),
                     f"{raw[key]} = {size_bytes} bytes is not a whole number of "
-                    f"{LUN_BLOCK_BYTES}-byte blocks, which an iSCSI LUN reads and writes: "
+                    f"{block}-byte blocks, which a {raw['kind']} test reads and writes: "
                     f"give it in MiB (MB is 10^6 bytes) or as {whole} bytes",
                 )
             )
@@ -542,6 +547,17 @@ def planned_inventory(path: Path) -> Path | None:
         return None
     named = _named_inventories(data.get("inventory") if isinstance(data, dict) else None)
     return path.parent / named[0][0] if named and len(named) == 1 else None
+
+
+def lab_inventory(plan_file: Path, choice: InventoryChoice) -> Path | None:
+    """The one inventory the plan reads when ``nasplan lab up`` writes it and the lab is not up
+    (it is not there yet); None otherwise (several ``-i``, an inventory that is there)."""
+    if len(choice.paths) > 1:
+        return None
+    planned = choice.paths[0] if choice.paths else planned_inventory(plan_file)
+    if planned is None or planned.exists() or not generated_by_lab(planned):
+        return None
+    return planned
 
 
 def _relocated(

@@ -16,8 +16,8 @@ from typing import Any
 
 from nasplan.errors import InputError
 from nasplan.input.matrix import select, split_list
+from nasplan.input.network import NetworkSpec
 from nasplan.input.plan import Plan, PlanTest
-from nasplan.network.model import NetworkSpec
 
 SHOWN_IDS = 5  # ids named in an error or a note, then "and N more"
 

@@ -15,8 +15,8 @@ from fractions import Fraction
 from math import comb
 from typing import Any
 
-from nasplan.directions import series_of
 from nasplan.input.plan import Adaptive
+from nasplan.measure import kinds
 
 CONFIDENCE = Fraction(95, 100)
 METHOD = "order-statistic interval of the median, 95 %"
@@ -60,7 +60,7 @@ def state(record: Mapping[str, Any], adaptive: Adaptive) -> dict[str, Any]:
     """
     widths: list[float | None] = []
     counts: list[int] = []
-    for series in series_of(record):
+    for series in kinds.readout(record).series(record):
         counts.append(len(series.values))
         widths.append(relative_halfwidth(series.values))
     n = min(counts, default=0)

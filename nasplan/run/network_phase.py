@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nasplan.hosts.session import HostSession
+from nasplan.input.network import NetworkSpec, NicChange
 from nasplan.network import checks, restore, scripts, tools
 from nasplan.network.backends import NetworkBackend, SetsidTimer, for_platform
-from nasplan.network.model import NetworkSpec, NicChange, fact_errors
+from nasplan.network.checks import fact_errors
 from nasplan.network.state import NicState
 from nasplan.network.tools import parse_state_output
 from nasplan.run.overlap import Overlap
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from nasplan.facts.gather import HostFacts
     from nasplan.input.inventory import Host
     from nasplan.progress import Progress
-    from nasplan.runner import Runner
+    from nasplan.remote.runner import Runner
     from nasplan.tasks import Tasks
 
 RECONNECT_GRACE_S = 30.0

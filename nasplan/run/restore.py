@@ -16,15 +16,15 @@ from typing import Any
 from nasplan.errors import InputError
 from nasplan.hosts import lock as hostlock
 from nasplan.input.inventory import Host, Inventory, load_inventory
+from nasplan.input.network import NicChange
 from nasplan.network.backends import by_mechanism
-from nasplan.network.model import NicChange
 from nasplan.network.restore import Restored, load_snapshots, restore_host
 from nasplan.network.state import NicState
 from nasplan.network.tools import NetTools
 from nasplan.progress import Progress
+from nasplan.remote.runner import Runner
 from nasplan.report.render import write_report
 from nasplan.results import load_run, save_run
-from nasplan.runner import Runner
 from nasplan.sections import split_sections
 
 

@@ -27,11 +27,16 @@ def test_the_floor_runs_nasplans_own_facts_script() -> None:
     assert floor.facts_script(list(TOOL_NAMES)) == FACTS_SCRIPT
 
 
-def test_the_profile_patches_what_the_run_has() -> None:
+def test_the_profile_patches_what_the_run_has_and_names_its_phases() -> None:
     profile = _load("profile_apply")
     timings = profile.Timings()
     with profile.instrumented(timings):  # every (owner, name) it wraps must exist
         pass
+    from nasplan.run import apply
+
+    # the phases it names are the ones a run times (``Outcome.spans``)
+    source = Path(apply.__file__).read_text(encoding="utf-8")
+    assert all(f'run.span("{phase}")' in source for phase in profile.PHASES)
 
 
 def test_the_matrix_bench_plan_has_24_cells_and_names_one_of_them(tmp_path: Path) -> None:

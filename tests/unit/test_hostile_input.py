@@ -424,7 +424,7 @@ def test_alias_bomb_in_an_extra_var(tmp_path: Path) -> None:
 def test_identity_file_named_by_ssh_config_is_checked_before_connecting(tmp_path: Path) -> None:
     from nasplan.errors import HostError
     from nasplan.input.inventory import Host
-    from nasplan.ssh import connect
+    from nasplan.remote.ssh import connect
 
     config = tmp_path / "ssh_config"
     config.write_text("Host nas\n  HostName 198.19.80.2\n  IdentityFile /dev/zero\n")

@@ -20,11 +20,11 @@ import paramiko
 from fabric import Config, Connection
 
 from nasplan.errors import HostError, HostLostError
-from nasplan.hosts import become, local, shell
-from nasplan.hosts.timeouts import Timeouts, from_environ
 from nasplan.input.inventory import Host, ssh_file_errors
 from nasplan.input.localfile import private_file_problem
-from nasplan.runner import Launched, Result, Runner, RunnerBase
+from nasplan.remote import become, local, shell
+from nasplan.remote.runner import Launched, Result, Runner, RunnerBase
+from nasplan.remote.timeouts import Timeouts, from_environ
 
 _READ_CHUNK_BYTES = 65536
 T = TypeVar("T")
@@ -101,7 +101,7 @@ def _harden(connection: Connection, host: Host) -> None:
 
 
 class SshRunner(RunnerBase):
-    """Runs commands on one host over one SSH connection (a ``nasplan.runner.Runner``)."""
+    """Runs commands on one host over one SSH connection (a ``nasplan.remote.runner.Runner``)."""
 
     def __init__(
         self,
@@ -456,7 +456,7 @@ def connect(
     host: Host, *, timeout_s: float | None = None, become_password: str | None = None
 ) -> Runner:
     """Open an SSH connection to ``host`` with strict host-key checking; a ``connection: local``
-    host gets a ``nasplan.hosts.local`` runner instead (no SSH: it is this machine).
+    host gets a ``nasplan.remote.local`` runner instead (no SSH: it is this machine).
 
     ``~/.ssh/config`` aliases, users, ports and ProxyJump are honoured (through Fabric).
     ``become_password``: fed to sudo on stdin when a command needs root and the user is not root.

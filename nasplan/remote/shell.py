@@ -212,7 +212,7 @@ def windows(default_shell: str | None) -> HostShell:
 
 
 class _Speaks(Protocol):
-    """What ``of`` reads of a ``nasplan.runner.Runner`` (named here: runner.py imports this)."""
+    """What ``of`` reads of a ``Runner`` (named here: runner.py imports this)."""
 
     @property
     def host_shell(self) -> HostShell: ...

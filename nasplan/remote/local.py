@@ -14,14 +14,14 @@ import os
 import shlex
 from collections.abc import Sequence
 
-from nasplan.hosts import become
-from nasplan.hosts.timeouts import Timeouts, from_environ
 from nasplan.input.inventory import Host
-from nasplan.runner import LocalRunner, Result
+from nasplan.remote import become
+from nasplan.remote.runner import LocalRunner, Result
+from nasplan.remote.timeouts import Timeouts, from_environ
 
 
 class LocalHostRunner(LocalRunner):
-    """Runs an inventory's local host's commands on this machine (a ``nasplan.runner.Runner``)."""
+    """Runs an inventory's local host's commands on this machine (a ``Runner``)."""
 
     def __init__(
         self, host: Host, become_password: str | None = None, timeouts: Timeouts | None = None

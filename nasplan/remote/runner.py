@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import IO, Protocol, runtime_checkable
 
 from nasplan.errors import NasplanError
-from nasplan.hosts.shell import POSIX, HostShell
+from nasplan.remote.shell import POSIX, HostShell
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,7 @@ class RunnerBase(Runner):
 
 class LocalRunner(RunnerBase):
     """Runs commands on this machine: tests, the control node's own checks, and (through
-    ``nasplan.hosts.local``) an inventory's ``connection: local`` host.
+    ``nasplan.remote.local``) an inventory's ``connection: local`` host.
 
     Each command runs in a session of its own (a Ctrl-C at the terminal reaches nasplan, not
     what it runs: nasplan stops them itself), with /dev/null as input unless given some. A

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 
 from nasplan.errors import HostError, InputError
 from nasplan.input.inventory import Host
-from nasplan.runner import Result
+from nasplan.remote.runner import Result
 
 # Printed by the root shell first: when it is missing, sudo itself failed, not the script.
 SUDO_OK_MARKER = "@@nasplan:sudo-ok@@"

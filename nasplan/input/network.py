@@ -27,7 +27,6 @@ from nasplan.errors import InputError
 from nasplan.input.loader import Document, JsonPath
 
 if TYPE_CHECKING:
-    from nasplan.facts.gather import HostFacts
     from nasplan.input.inventory import Inventory
 
 MIN_MTU_BYTES, MAX_MTU_BYTES = 576, 9216
@@ -292,28 +291,3 @@ def parse_link_target(spec: NetworkSpec, text: str) -> tuple[LinkSpec, LinkEndSp
         ends = f"{link.a.host}, {link.b.host}"
         return f"host {match['host']!r} is not an end of link {link.name!r} ({ends})"
     return link, end
-
-
-def fact_errors(spec: NetworkSpec, facts: Mapping[str, HostFacts]) -> list[str]:
-    """Problems of the declared changes against the hosts as they are (empty: go ahead)."""
-    errors: list[str] = []
-    for host in spec.hosts:
-        host_facts = facts.get(host)
-        if host_facts is None:
-            continue
-        for change in spec.changes(host):
-            if host_facts.interface(change.nic) is None:
-                known = ", ".join(n.name for n in host_facts.interfaces)
-                errors.append(f"{host}: no interface {change.nic!r} (has: {known})")
-    for link in spec.links:
-        subnet = ipaddress.IPv4Network(link.prefix)
-        for host, host_facts in sorted(facts.items()):
-            for nic in host_facts.interfaces:
-                for cidr in nic.addresses:
-                    existing = ipaddress.ip_interface(cidr)
-                    if existing.version == 4 and existing.network.overlaps(subnet):
-                        errors.append(
-                            f"link {link.name}: {link.prefix} overlaps {cidr} already on "
-                            f"{host} {nic.name}"
-                        )
-    return errors
