@@ -336,6 +336,8 @@ def _header(
         "run_id": run_dir.name,
         "plan_file": str(plan.path),
         "inventory_file": str(plan.inventory.path),
+        "inventory_files": [str(p.resolve()) for p in plan.inventory.sources],
+        "inventory_reader": plan.inventory.reader,
         "plan": dict(plan.resolved),
         **fingerprints(plan),
         "order": plan.order.name,
