@@ -54,11 +54,12 @@ demo-down: venv
 	$(BIN)/nasplan lab down $(LAB)
 
 # nasplan's overhead against the SSH floor at 1, 2, 10 and 30 lab hosts, the dead time per cell of
-# a 24-cell matrix, then where one apply's time goes (root: it uses the lab). A few minutes; not
-# part of `make test`.
+# a 24-cell matrix, repetitions until clear against a fixed five on an 8-cell matrix, then where
+# one apply's time goes (root: it uses the lab). A few minutes; not part of `make test`.
 bench: setup
 	$(BIN)/python bench/overhead_floor.py
 	$(BIN)/python bench/matrix_dead_time.py
+	$(BIN)/python bench/adaptive_matrix.py
 	$(BIN)/python bench/profile_apply.py
 
 clean:

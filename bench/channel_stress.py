@@ -35,10 +35,11 @@ from pathlib import Path
 import paramiko
 import yaml
 
-from nasplan import lab, ssh
+from nasplan import lab
 from nasplan.errors import HostLostError
-from nasplan.hosts.timeouts import Timeouts
 from nasplan.input.inventory import Host, load_inventory
+from nasplan.remote import ssh
+from nasplan.remote.timeouts import Timeouts
 
 LAB = {
     "name": "rcst",

@@ -99,7 +99,7 @@ def efficiency(measured: float | None, theoretical: float | None) -> float | Non
 
 
 def ok_values(
-    repetitions: Sequence[dict[str, Any]], metric: str = "bits_per_second"
+    repetitions: Sequence[Mapping[str, Any]], metric: str = "bits_per_second"
 ) -> list[float]:
     """The ``metric`` of each repetition with status ok and a value, in order, for summarize()."""
     return [
@@ -114,25 +114,21 @@ def ok_values(
 # A transfer, iperf3, disk or iSCSI repetition shorter than this is not trusted: connection
 # set-up, a login and TCP slow start weigh on its rate (a copy of well under a second looks slow).
 MIN_TRUSTED_S = 3.0
-TIMED_KINDS = ("iperf3", "transfer", "disk", "iscsi")
 
 
-def short_durations(test: Mapping[str, Any], direction: str | None = None) -> list[float]:
-    """``duration_s`` of each ok repetition of a timed kind shorter than MIN_TRUSTED_S (of
-    ``direction`` when given: write/read), in order; [] for other kinds, and for an iperf3
-    test that omits its first seconds (``-O``): slow start is then left out of its rate."""
-    if test.get("kind") not in TIMED_KINDS:
-        return []
-    if test.get("kind") == "iperf3" and ((test.get("params") or {}).get("omit_s") or 0) >= 1:
-        return []
+def durations_under(
+    repetitions: Sequence[Mapping[str, Any]], direction: str | None, min_s: float
+) -> list[float]:
+    """``duration_s`` of each ok repetition shorter than ``min_s`` (of ``direction`` when given:
+    write/read), in order."""
     return [
         float(rep["duration_s"])
-        for rep in test.get("repetitions") or []
+        for rep in repetitions
         if rep.get("status") == "ok"
         and (direction is None or rep.get("direction") in (None, direction))
         and isinstance(rep.get("duration_s"), (int, float))
         # to 0.1 s: iperf3 -t 3 may time its data phase at 2.999 s
-        and round(rep["duration_s"], 1) < MIN_TRUSTED_S
+        and round(rep["duration_s"], 1) < min_s
     ]
 
 
@@ -146,9 +142,6 @@ CPU_BOUND_PERCENT = 90.0
 CACHE_RAM_FACTOR = 2
 _GIB = 2**30
 VERDICTS = ("network-bound", "disk-bound", "cpu-bound", "protocol-bound", "unknown")
-# Kinds whose records carry per-direction rates of data moved between client and NAS.
-TRANSFER_KINDS = ("transfer", "iscsi")
-METHOD_LABELS = {"smb": "SMB", "nfs": "NFS", "iscsi": "iSCSI"}
 
 
 def _bits_text(bits_per_second: float) -> str:
@@ -348,101 +341,6 @@ def shared_kernels(
         if others:
             found[host] = others
     return found
-
-
-def _median(summary: Mapping[str, Any] | None) -> float | None:
-    value = (summary or {}).get("median")
-    return float(value) if isinstance(value, (int, float)) else None
-
-
-def network_for(
-    tests: Sequence[Mapping[str, Any]],
-    server: str,
-    client: str,
-    address: str | None,
-    direction: str,
-) -> float | None:
-    """The best iperf3 median (bit/s) of client -> server at ``address`` in the transfer's
-    direction (write: the client sends; read: ``reverse``), None when the plan has none."""
-    rates = [
-        median
-        for t in tests
-        if t.get("kind") == "iperf3"
-        and (p := t.get("params") or {}).get("server") == server
-        and p.get("client") == client
-        and p.get("address") == address
-        and not p.get("bidir")
-        and bool(p.get("reverse")) == (direction == "read")
-        and (median := _median(t.get("summary"))) is not None
-    ]
-    return max(rates) if rates else None
-
-
-def disk_for(tests: Sequence[Mapping[str, Any]], host: str, direction: str) -> float | None:
-    """The best local sequential disk median (bytes/s) of ``host`` for ``direction``."""
-    rates = [
-        median
-        for t in tests
-        if t.get("kind") == "disk"
-        and (t.get("params") or {}).get("host") == host
-        and (median := _median((t.get("directions") or {}).get(direction))) is not None
-    ]
-    return max(rates) if rates else None
-
-
-def annotate_transfers(
-    tests: Sequence[dict[str, Any]],
-    memory_bytes: Mapping[str, int | None],
-    cpu_shared_with: Mapping[str, Sequence[str]] | None = None,
-) -> None:
-    """Add ``bottleneck`` (per direction) and ``cache_warning`` to every transfer and iscsi record.
-
-    Uses the run's own iperf3 and disk results of the same path and NAS, whatever their order
-    in the plan; ``memory_bytes``: host -> RAM; ``cpu_shared_with``: see attribute_bottleneck.
-    Run once after every test has run.
-    """
-    for record in tests:
-        if record.get("kind") not in TRANSFER_KINDS:
-            continue
-        params = record.get("params") or {}
-        server, client = str(params.get("server")), str(params.get("client"))
-        path = record.get("path") or {}
-        resources = record.get("resources") or {}
-        cpu = {
-            host: (sample or {}).get("cpu_busy_percent_median")
-            for host, sample in resources.items()
-        }
-        cores: dict[str, CoreLoad] = {
-            host: (sample.get("cpu_busiest_core_percent_median"), sample.get("cpu_cores"))
-            for host, sample in resources.items()
-            if sample
-        }
-        verdicts: dict[str, Any] = {}
-        for direction, summary in sorted((record.get("directions") or {}).items()):
-            rate = _median(summary)
-            if rate is None:
-                continue
-            network = network_for(tests, server, client, params.get("address"), direction)
-            source = "iperf3"
-            if network is None:
-                network, source = path.get("theoretical_bits_per_second"), "theoretical"
-            method = str(params.get("method") or "transfer")
-            verdicts[direction] = attribute_bottleneck(
-                label=f"{METHOD_LABELS.get(method, method)} {direction}",
-                direction=direction,
-                transfer_bytes_per_second=rate,
-                network_bits_per_second=network,
-                network_source=source,
-                path_speed_bits_per_second=path.get("speed_bits_per_second"),
-                disk_bytes_per_second=disk_for(tests, server, direction),
-                cpu_busy_percent=cpu,
-                cpu_shared_with=cpu_shared_with,
-                cpu_cores=cores,
-            )
-        record["bottleneck"] = verdicts or None
-        size = params.get("size_bytes")
-        if isinstance(size, int) and record.get("cache_warning") is None:
-            record["cache_warning"] = cache_influence(size, memory_bytes.get(server))
 
 
 # --- rate over time: a fall after the first seconds (a cache filling, then the disk) -----------

@@ -28,7 +28,7 @@ class InputError(NasplanError):
 
 class ShellQuoteError(InputError):
     """A value a host's shell cannot carry safely (the message names it and why): refused, never
-    passed through half-quoted (``nasplan.hosts.shell``)."""
+    passed through half-quoted (``nasplan.remote.shell``)."""
 
 
 class HostError(NasplanError):

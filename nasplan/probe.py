@@ -33,12 +33,12 @@ from nasplan import __version__
 from nasplan.errors import NasplanError, UnknownOutput
 from nasplan.facts.bsd import BSD_KERNELS
 from nasplan.facts.gather import HostFacts, gather, parse_checked
-from nasplan.hosts import shell
 from nasplan.network import tools as nettools
 from nasplan.network.truenas import query_argv
 from nasplan.output import AddressMask, Redactor, redact_secret_lines, write_text
 from nasplan.platforms import detect
-from nasplan.runner import Result, Runner, RunnerBase
+from nasplan.remote import shell
+from nasplan.remote.runner import Result, Runner, RunnerBase
 
 PROBE_FORMAT = 1
 _TIMEOUT_S = 60.0
@@ -286,24 +286,26 @@ def readme_stub(
 
 
 def run_probe(
-    inventory: Path,
+    inventory: Path | Sequence[Path],
     host_name: str,
     out: Path,
     *,
     mask_addresses: bool,
     environ: Mapping[str, str],
+    reader: str = "nasplan",
 ) -> Written:
     """``nasplan probe``: connect to ``host_name`` of ``inventory`` (strict host keys), probe it,
     write ``out``. InputError (exit 2): no such host, ``out`` not empty; HostError (3)."""
-    from nasplan import ssh
     from nasplan.errors import InputError
     from nasplan.input.inventory import load_inventory
     from nasplan.output import redactor_of, secrets_from_environ
+    from nasplan.remote import ssh
 
-    hosts = load_inventory(inventory).hosts
+    loaded = load_inventory(inventory, reader)
+    hosts = loaded.hosts
     if host_name not in hosts:
         known = ", ".join(sorted(hosts)) or "none"
-        raise InputError(f"{inventory}: no host {host_name!r} (hosts: {known})")
+        raise InputError(f"{loaded.named}: no host {host_name!r} (hosts: {known})")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise InputError(f"{out}: exists and is not an empty directory; choose another --out")
     host = hosts[host_name]

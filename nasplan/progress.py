@@ -5,12 +5,10 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
 
-from nasplan.directions import DIRECTED_KINDS, series_of
-from nasplan.units import format_bits_per_second, format_metric
+from nasplan.units import format_bits_per_second
 
 if TYPE_CHECKING:  # rich is imported only for a terminal: plain runs skip its import time
     from rich.console import Console
@@ -91,20 +89,6 @@ def step_text(
     if direction:
         text = f"{direction}, {text}"
     return f"{text} (~{total_s:.0f} s in all)" if total_s >= 1 else text
-
-
-def result_text(record: Mapping[str, Any]) -> str:
-    """A finished test's medians for the console, each direction in its quantity's unit:
-    ``write median 281.2 MiB/s, read median 374.5 MiB/s``; ``median 9.41 Gbit/s``."""
-    parts = []
-    for series in series_of(record):
-        median = series.summary.get("median")
-        if median is None:
-            continue
-        value = format_metric(median, series.metric)
-        named = len(series_of(record)) > 1 or record.get("kind") in DIRECTED_KINDS
-        parts.append(f"{series.direction} median {value}" if named else f"median {value}")
-    return ", ".join(parts)
 
 
 class PlainProgress:

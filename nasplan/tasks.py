@@ -23,6 +23,11 @@ class Task(Protocol):
         """What the work raised (None while it runs, or when it returned)."""
         ...
 
+    @property
+    def result(self) -> object:
+        """What the work returned (None while it runs, or when it raised)."""
+        ...
+
     def done(self) -> bool:
         """True once the work has returned or raised."""
         ...

@@ -70,14 +70,32 @@ def format_rate_short(bits_per_second: float) -> str:
 
 
 def format_metric(value: float, metric: str) -> str:
-    """``value`` in its metric's unit: ``*_ms`` -> ``0.250 ms``, ``*_bytes`` -> ``9000 bytes``, ...
+    """``value`` in its metric's unit: ``*_ms`` -> ``0.250 ms``, ``*_s`` -> ``1.500 s``,
+    ``*_bytes`` -> ``9000 bytes``, ...
 
     ``bytes_per_second`` is shown in MiB/s; any other metric is a rate in bits per second.
     """
     if metric.endswith("_ms"):
         return f"{value:.3f} ms"
+    if metric.endswith("_s"):
+        return f"{value:.3f} s"
     if metric == "bytes_per_second":
         return format_bytes_per_second(value)
     if metric.endswith("_bytes"):
         return f"{value:.0f} bytes"
     return format_bits_per_second(value)
+
+
+def format_size(size_bytes: int | None) -> str:
+    """A size as people ask for it: ``1 GiB``, ``64 MiB``; ``1.50 GiB (1610612736 bytes)`` when
+    not whole; ``–`` for None."""
+    if size_bytes is None:
+        return "–"
+    gib, mib = 2**30, MIB_BYTES
+    if size_bytes >= gib and size_bytes % gib == 0:
+        return f"{size_bytes // gib} GiB"
+    if size_bytes >= mib and size_bytes % mib == 0:
+        return f"{size_bytes // mib} MiB"
+    if size_bytes >= gib:
+        return f"{size_bytes / gib:.2f} GiB ({size_bytes} bytes)"
+    return f"{size_bytes / mib:.1f} MiB ({size_bytes} bytes)"

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from nasplan.errors import InputError
-from nasplan.hosts.shell import HostShell
-from nasplan.runner import Launched, Result, Runner
+from nasplan.remote.runner import Launched, Result, Runner
+from nasplan.remote.shell import HostShell
 
 if TYPE_CHECKING:
     from nasplan.input.inventory import Host
@@ -55,7 +55,9 @@ class Verbosity:
 
         def one(host: Host) -> Runner:
             runner = connector(host)
-            from nasplan.ssh import jump_route  # a runner that connected: ssh is loaded already
+            from nasplan.remote.ssh import (
+                jump_route,  # a runner that connected: ssh is loaded already
+            )
 
             route = jump_route(runner)
             if route:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nasplan.facts import storage
+from nasplan.measure import kinds
 from nasplan.units import format_bits_per_second
 
 DASH = "–"
@@ -113,10 +114,10 @@ def _host_aspects(name: str, host: Mapping[str, Any]) -> dict[str, str | None]:
 
 def _filesystem(run: Mapping[str, Any], test: Mapping[str, Any]) -> str | None:
     """``btrfs on /dev/md2 (/volume1)``: what holds a disk test's path, from its host's facts."""
-    params = test.get("params") or {}
-    host, path = params.get("host"), params.get("path")
-    if test.get("kind") != "disk" or not isinstance(path, str):
+    where = kinds.readout(test).storage_path(test)
+    if where is None:
         return None
+    host, path = where
     facts = ((run.get("hosts") or {}).get(host) or {}).get("facts") or {}
     mount = storage.filesystem_of(path, (facts.get("storage") or {}).get("mounts") or [])
     return f"{mount['fstype']} on {mount['source']} ({mount['mountpoint']})" if mount else None

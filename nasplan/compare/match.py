@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from nasplan.measure import kinds
+
 # Parameters that say where or how long a test ran, not what it asked of the path: a run on the
 # new link (other target and address) or with more repetitions still answers the same question.
 CONTEXT_PARAMS = frozenset(
@@ -28,15 +30,12 @@ CONTEXT_PARAMS = frozenset(
 # size (1 GB vs 10 GB, the page-cache experiment) is what such a comparison is about.
 SIZE_PARAMS = frozenset({"size", "size_bytes"})
 
-# Workload parameters compared as a dimension of their own, labelled or not: 1 vs 4 streams on one
-# path says whether one stream is limited (its window, one CPU core) or the link.
-STREAM_PARAMS = frozenset({"parallel", "parallel_mode"})
 
-
-def _streams_across(kind: Any, mismatches: list[str]) -> list[str]:
-    """An iperf3 test's mismatches when every one is its streams (compared across), else []."""
+def _across(test: Mapping[str, Any], mismatches: list[str]) -> list[str]:
+    """A test's mismatches when every one is a parameter its kind compares across (iperf3's
+    streams: ``Readout.across_params``), else []."""
     names = {m.partition(":")[0] for m in mismatches}
-    if kind != "iperf3" or not mismatches or not names <= STREAM_PARAMS:
+    if not mismatches or not names <= kinds.readout(test).across_params:
         return []
     return list(mismatches)
 
@@ -126,7 +125,7 @@ def match_tests(runs: Sequence[Mapping[str, Any]]) -> list[MatchedTest]:
         tests = by_key[key]
         first = next(t for t in tests if t is not None)
         mismatches = param_differences(tests, CONTEXT_PARAMS, within=False)
-        across = _streams_across(first.get("kind"), mismatches)
+        across = _across(first, mismatches)
         matched.append(
             MatchedTest(
                 key=key,

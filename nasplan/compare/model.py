@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from nasplan.analysis import TRANSFER_KINDS, short_durations
 from nasplan.compare.envdiff import environment_diff
 from nasplan.compare.match import SIZE_PARAMS, MatchedTest, match_tests
 from nasplan.compare.matrix import (
@@ -17,7 +16,10 @@ from nasplan.compare.matrix import (
     run_title,
     varying_dimensions,
 )
-from nasplan.compare.stats import (
+from nasplan.measure import kinds
+from nasplan.measure.series import Series
+from nasplan.report.pivot import TableSpec
+from nasplan.significance import (
     ALPHA,
     BETTER,
     MANN_WHITNEY_MIN_N,
@@ -27,8 +29,6 @@ from nasplan.compare.stats import (
     higher_is_better,
     verdict,
 )
-from nasplan.directions import DIRECTED_KINDS, Series, series_of
-from nasplan.report.pivot import TableSpec
 
 FORMAT = "nasplan-compare"
 # 2: one row per direction (``direction``, ``label``), too-few verdicts, ``across``; a run's
@@ -49,7 +49,7 @@ def _bottleneck(test: Mapping[str, Any], direction: str | None) -> str | None:
     """The run's own verdict on what limited a transfer or iSCSI direction (``network-bound``,
     ``disk-bound``, ``cpu-bound``, ``protocol-bound``, ``unknown``; analysis.VERDICTS); None
     for other kinds and a run that has none."""
-    if test.get("kind") not in TRANSFER_KINDS or direction is None:
+    if direction is None:
         return None
     verdict = ((test.get("bottleneck") or {}).get(direction) or {}).get("verdict")
     return str(verdict) if verdict else None
@@ -60,7 +60,7 @@ def _side(test: Mapping[str, Any] | None, series: Series | None) -> dict[str, An
     its bottleneck verdict (transfer, iSCSI)."""
     if test is None or series is None:
         return None
-    summary = series.summary
+    summary, kind = series.summary, kinds.readout(test)
     return {
         "status": test.get("status"),
         "n": summary.get("n", 0),
@@ -73,7 +73,7 @@ def _side(test: Mapping[str, Any] | None, series: Series | None) -> dict[str, An
         "bottleneck": _bottleneck(test, series.direction),
         # a copy under analysis.MIN_TRUSTED_S: its ratio is of set-up times as much as of rates
         # (iperf3 times its data phase alone: the report flags it, a ratio of it still holds)
-        "short": test.get("kind") != "iperf3" and bool(short_durations(test, series.direction)),
+        "short": kind.short_skews_ratio and bool(kind.short_durations(test, series.direction)),
     }
 
 
@@ -122,11 +122,11 @@ def _across_dimension(matched: MatchedTest, dimensions: Sequence[str]) -> Matche
 
 def _rows(matched: MatchedTest) -> list[dict[str, Any]]:
     """One row per direction of a matched test (write and read, forward and reverse)."""
-    per_run = [series_of(t) if t is not None else [] for t in matched.tests]
+    per_run = [kinds.readout(t).series(t) if t is not None else [] for t in matched.tests]
     directions: list[str | None] = []
     for found in per_run:
         directions.extend(s.direction for s in found if s.direction not in directions)
-    named = len(directions) > 1 or matched.kind in DIRECTED_KINDS
+    named = len(directions) > 1 or kinds.readout({"kind": matched.kind}).directed
     rows = []
     for direction in directions:
         series = [next((s for s in found if s.direction == direction), None) for found in per_run]

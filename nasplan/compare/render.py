@@ -8,10 +8,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nasplan.compare.stats import BETTER, NOISE, NOT_SIGNIFICANT, TOO_FEW, UNKNOWN, WORSE
+from nasplan.quantities import QUANTITIES, quantity_of
 from nasplan.report import mermaid
 from nasplan.report.headline import SHORT
-from nasplan.report.quantities import QUANTITIES, quantity_of
 from nasplan.report.render import (
     DASH,
     bytes_rate,
@@ -21,6 +20,7 @@ from nasplan.report.render import (
     render_template,
     utc,
 )
+from nasplan.significance import BETTER, NOISE, NOT_SIGNIFICANT, TOO_FEW, UNKNOWN, WORSE
 from nasplan.units import format_bits_per_second
 
 FORMATS = ("markdown", "json", "csv")

@@ -15,7 +15,7 @@ from typing import Any
 
 from nasplan.analysis import CPU_BOUND_PERCENT
 from nasplan.diagnose.common import finding
-from nasplan.measure.tools.iperf3 import single_threaded
+from nasplan.measure import kinds
 
 CAUSE = "cpu-core"
 
@@ -33,7 +33,7 @@ def _process_percent(test: Mapping[str, Any], host: str) -> float | None:
     """iperf3's own CPU figure of its process on ``host`` (median over ok repetitions)."""
     params = test.get("params") or {}
     side = {params.get("client"): "client", params.get("server"): "server"}.get(host)
-    if test.get("kind") != "iperf3" or side is None:
+    if side is None:  # (only iperf3 records its own process's CPU figure)
         return None
     reps = [r for r in test.get("repetitions") or [] if r.get("status") == "ok"]
     return _median([r.get(f"cpu_{side}_percent") for r in reps])
@@ -73,30 +73,9 @@ def load_text(host: str, load: Mapping[str, Any]) -> str:
 def _advice(
     run: Mapping[str, Any], test: Mapping[str, Any], host: str, load: Mapping[str, Any]
 ) -> str:
-    """Why one core, and what to do, for the test's kind."""
-    params = test.get("params") or {}
-    if test.get("kind") != "iperf3":
-        return "a single-threaded daemon or client (smbd serves a connection with one process)"
-    process = load["iperf3_process_percent"]
-    if process is not None and process < CPU_BOUND_PERCENT:
-        return (
-            f"not iperf3 (its process at {process:.0f} % of one core): another program or "
-            f"the NIC's interrupts on {host} held that core"
-        )
+    """Why one core, and what to do: the test's kind says (``Readout.core_advice``)."""
     version = _facts(run, host).get("iperf3_version")
-    parallel = int(params.get("parallel") or 1)
-    if parallel > 1 and single_threaded(version) and params.get("parallel_mode") != "processes":
-        return (
-            f"single-threaded iperf3 {version}: its {parallel} streams share one thread; "
-            f"use 3.16+ or `parallel` as processes (one iperf3 a stream)"
-        )
-    if parallel == 1:
-        named = f"iperf3 {version}" if version else "iperf3"
-        return (
-            f"one stream of {named} is one thread: `parallel: 2` or more spreads the streams "
-            f"over cores (one process each before 3.16)"
-        )
-    return f"{parallel} streams and still one core at its limit: interrupts, or the NIC's queue"
+    return kinds.readout(test).core_advice(test, host, {**load, "iperf3_version": version})
 
 
 def _shared(run: Mapping[str, Any], host: str) -> list[str]:

@@ -16,6 +16,7 @@ from typing import Any
 from nasplan.analysis import BOUND_RATIO
 from nasplan.diagnose import cpu
 from nasplan.diagnose.common import finding
+from nasplan.measure import kinds
 from nasplan.units import format_bits_per_second
 
 WINDOW_CAUSE = "stream-window"
@@ -164,16 +165,7 @@ def _candidates(run: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]]:
     """Ok TCP iperf3 tests with a median, grouped by path and workload but their streams."""
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for test in run.get("tests") or []:
-        params = test.get("params") or {}
-        median = (test.get("summary") or {}).get("median")
-        if (
-            test.get("kind") == "iperf3"
-            and test.get("status") == "ok"
-            and params.get("protocol", "tcp") == "tcp"
-            and not params.get("bidir")
-            and isinstance(median, (int, float))
-            and median > 0
-        ):
+        if kinds.readout(test).streams_comparable(test):
             groups.setdefault(repr(_key(test)), []).append(test)
     return groups
 
@@ -252,7 +244,7 @@ def findings(run: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Each held stream's window, then each 1-vs-N pair of one path."""
     found = []
     for test in run.get("tests") or []:
-        if test.get("kind") == "iperf3" and test.get("status") == "ok":
+        if test.get("status") == "ok":  # (iperf3 alone records per-stream figures)
             limit = window_limit(test)
             if limit is not None and limit["held"]:
                 found.append(_window_finding(test, limit))

@@ -15,8 +15,8 @@ from nasplan.errors import NasplanError, UnknownOutput
 from nasplan.facts import bsd as facts_bsd
 from nasplan.facts import storage
 from nasplan.facts import windows as facts_windows
-from nasplan.hosts import shell
-from nasplan.runner import Result, Runner
+from nasplan.remote import shell
+from nasplan.remote.runner import Result, Runner
 
 # Looked up on PATH and in vendor directories; each is a key of HostFacts.tools (None: absent).
 TOOL_NAMES = (

@@ -13,7 +13,7 @@ from importlib import resources
 from typing import Any
 
 from nasplan.errors import UnknownOutput
-from nasplan.hosts.shell import PowerShell
+from nasplan.remote.shell import PowerShell
 
 # Looked up where the inventory says, then on PATH (each without ".exe").
 TOOL_NAMES = ("iperf3", "robocopy", "diskspd", "winget", "choco")

@@ -13,8 +13,8 @@ from nasplan.facts.gather import HostFacts, gather_with, parse_iperf3_version
 from nasplan.input.inventory import Host
 from nasplan.platforms import Command, Platform, PlatformError, detect, posix_by_hint
 from nasplan.progress import Progress
-from nasplan.runner import Result, Runner
-from nasplan.ssh import connect
+from nasplan.remote.runner import Result, Runner
+from nasplan.remote.ssh import connect
 from nasplan.tasks import Tasks
 
 

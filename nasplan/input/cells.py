@@ -39,7 +39,7 @@ from nasplan.input.matrix import (
 
 if TYPE_CHECKING:
     from nasplan.input.inventory import Inventory
-    from nasplan.network.model import NetworkSpec
+    from nasplan.input.network import NetworkSpec
 
 # (value, context, document, path) -> the value rendered (plan.py's _render_value)
 Render = Callable[[Any, Mapping[str, Any], Document, JsonPath], Any]
@@ -282,7 +282,7 @@ def cell_networks(
     plan's network settings use its matrix ({} when they do not)."""
     if expansion is None or not expansion.variants:
         return {}
-    from nasplan.network.model import parse_network
+    from nasplan.input.network import parse_network
 
     parsed: dict[str, NetworkSpec] = {}
     out: dict[str, NetworkSpec] = {}

@@ -25,3 +25,12 @@ def is_lab_file(path: Path) -> bool:
     except InputError:
         return False
     return isinstance(data, dict) and "lan" in data and "hosts" in data and "tests" not in data
+
+
+def lab_file_for(inventory_path: Path) -> Path | None:
+    """The lab file beside ``.lab/`` whose name is the state directory's; None when none is."""
+    lab_dir, name = inventory_path.parent.parent.parent, inventory_path.parent.name
+    for candidate in sorted(lab_dir.glob("*.yaml")):
+        if is_lab_file(candidate) and read_yaml(candidate).data.get("name") == name:
+            return candidate
+    return None

@@ -161,6 +161,26 @@ def _refuse_tag(loader: _UniqueKeyLoader, node: yaml.Node) -> Any:
     )
 
 
+def _vault(loader: _UniqueKeyLoader, node: yaml.Node) -> Any:
+    raise yaml.constructor.ConstructorError(
+        None,
+        None,
+        "a value encrypted with ansible-vault (!vault): nasplan does not decrypt it (in an "
+        "inventory: encrypt the whole vars file instead, and read it with --inventory-reader "
+        "ansible)",
+        node.start_mark,
+    )
+
+
+def _unsafe(loader: _UniqueKeyLoader, node: yaml.Node) -> Any:
+    """Ansible's ``!unsafe 'text'``: the text as it stands (nasplan renders no inventory value)."""
+    if isinstance(node, yaml.ScalarNode):
+        return loader.construct_scalar(node)
+    raise yaml.constructor.ConstructorError(
+        None, None, "!unsafe goes on a single value", node.start_mark
+    )
+
+
 _STR_TAG = "tag:yaml.org,2002:str"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _UniqueKeyLoader.add_constructor(
@@ -169,6 +189,8 @@ _UniqueKeyLoader.add_constructor(
 )
 for _tag in _REFUSED_TAGS:
     _UniqueKeyLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse_tag)
+_UniqueKeyLoader.add_constructor("!vault", _vault)
+_UniqueKeyLoader.add_constructor("!unsafe", _unsafe)
 
 
 def _check_expansion(text: str, path: Path) -> None:
@@ -260,6 +282,18 @@ def parse_yaml(path: Path, text: str) -> Document:
     if node is not None:
         _collect_positions(node, (), positions)
     return Document(path=path, data=data, positions=positions)
+
+
+def yaml_root_is_mapping(text: str) -> bool:
+    """Whether ``text`` opens as a YAML mapping (whatever follows, errors included): only the
+    first events are read."""
+    try:
+        for event in yaml.parse(text, Loader=_UniqueKeyLoader):
+            if isinstance(event, yaml.NodeEvent):
+                return isinstance(event, yaml.MappingStartEvent)
+    except yaml.YAMLError:
+        return False
+    return False
 
 
 def scalar_value(text: str) -> Any:

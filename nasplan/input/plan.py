@@ -5,25 +5,34 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from nasplan.errors import InputError
 from nasplan.input import cells
-from nasplan.input.inventory import Inventory, load_inventory, ssh_file_errors
+from nasplan.input.inventory import (
+    READERS,
+    Inventory,
+    InventoryChoice,
+    load_inventory,
+    ssh_file_errors,
+)
+from nasplan.input.lab_files import generated_by_lab
 from nasplan.input.loader import (
     Document,
     JsonPath,
+    load_schema,
+    located,
     parse_yaml,
     read_yaml,
     scalar_value,
     schema_errors,
 )
 from nasplan.input.matrix import dir_name, to_json_cell
+from nasplan.input.network import NetworkSpec, parse_link_target, parse_network
 from nasplan.input.table import table_errors
-from nasplan.network.model import NetworkSpec, parse_link_target, parse_network
 from nasplan.units import parse_size
 
 _SINGLE_EXPRESSION = re.compile(r"^\s*\{\{[^{}]*\}\}\s*$")
@@ -356,7 +365,7 @@ def _parse_target(
         raise InputError(
             document.error(
                 where,
-                f"host {server!r} has no interface {iface!r} in {inventory.path} (has: {known})",
+                f"host {server!r} has no interface {iface!r} in {inventory.named} (has: {known})",
             )
         )
     return Target(server, iface, None)
@@ -374,7 +383,7 @@ def _check_hosts(
             errors.append(
                 document.error(
                     ("tests", index, role),
-                    f"unknown host {name!r} (inventory {inventory.path} has: {known})",
+                    f"unknown host {name!r} (inventory {inventory.named} has: {known})",
                 )
             )
     if not errors and "server" in raw and raw.get("server") == raw.get("client"):
@@ -384,29 +393,26 @@ def _check_hosts(
     return errors
 
 
-# An iSCSI LUN reads and writes whole blocks; 512 bytes is the smallest block a LUN has.
-LUN_BLOCK_BYTES = 512
-
-
 def _check_blocks(document: Document, raw: Mapping[str, Any], index: int) -> list[str]:
-    """An iscsi test's sizes in whole 512-byte blocks, told at validation, not at run time."""
-    if raw.get("kind") != "iscsi":
-        return []
+    """A size its kind moves in whole blocks (the plan schema's ``x-whole-blocks-bytes``: an
+    iSCSI LUN's 512-byte blocks), told at validation, not at run time."""
+    keys = load_schema("plan")["$defs"].get(str(raw.get("kind")), {}).get("properties", {})
     errors = []
-    for key in ("size", "request_size"):
-        if key not in raw:
+    for key, spec in keys.items():
+        block = spec.get("x-whole-blocks-bytes")
+        if not block or key not in raw:
             continue
         try:
             size_bytes = parse_size(raw[key])
         except ValueError:
             continue  # the schema's pattern says what a size looks like
-        if size_bytes % LUN_BLOCK_BYTES:
-            whole = size_bytes // LUN_BLOCK_BYTES * LUN_BLOCK_BYTES
+        if size_bytes % block:
+            whole = size_bytes // block * block
             errors.append(
                 document.error(
                     ("tests", index, key),
                     f"{raw[key]} = {size_bytes} bytes is not a whole number of "
-                    f"{LUN_BLOCK_BYTES}-byte blocks, which an iSCSI LUN reads and writes: "
+                    f"{block}-byte blocks, which a {raw['kind']} test reads and writes: "
                     f"give it in MiB (MB is 10^6 bytes) or as {whole} bytes",
                 )
             )
@@ -522,44 +528,88 @@ def _build_tests(
     return tuple(tests)
 
 
+def _named_inventories(value: Any) -> list[tuple[str, JsonPath]] | None:
+    """The inventories a plan's ``inventory:`` names, each with its JSON path; None when it
+    names none the way the schema allows."""
+    if isinstance(value, str) and value:
+        return [(value, ("inventory",))]
+    if isinstance(value, list) and value and all(isinstance(v, str) and v for v in value):
+        return [(v, ("inventory", i)) for i, v in enumerate(value)]
+    return None
+
+
 def planned_inventory(path: Path) -> Path | None:
-    """The inventory file a plan names (relative to the plan), without loading either; None
-    when the plan is unreadable or names none (load_plan then says why)."""
+    """The one inventory a plan names (relative to the plan), without loading either; None
+    when the plan is unreadable, names none or several (load_plan then says why)."""
     try:
         data = read_yaml(path).data
     except InputError:
         return None
-    value = data.get("inventory") if isinstance(data, dict) else None
-    return path.parent / value if isinstance(value, str) and value else None
+    named = _named_inventories(data.get("inventory") if isinstance(data, dict) else None)
+    return path.parent / named[0][0] if named and len(named) == 1 else None
+
+
+def lab_inventory(plan_file: Path, choice: InventoryChoice) -> Path | None:
+    """The one inventory the plan reads when ``nasplan lab up`` writes it and the lab is not up
+    (it is not there yet); None otherwise (several ``-i``, an inventory that is there)."""
+    if len(choice.paths) > 1:
+        return None
+    planned = choice.paths[0] if choice.paths else planned_inventory(plan_file)
+    if planned is None or planned.exists() or not generated_by_lab(planned):
+        return None
+    return planned
+
+
+def _relocated(
+    document: Document, named: list[tuple[str, JsonPath]], sources: Sequence[Path], line: str
+) -> str:
+    """A problem of an inventory the plan names that has no line of its own (not found, a
+    directory, a FIFO, unreadable), located at the plan's ``inventory:``."""
+    if located(line) is not None:
+        return line
+    for (_, json_path), source in zip(named, sources, strict=True):
+        if line == f"{source}: file not found":
+            return document.error(json_path, f"inventory file not found: {source}")
+        if line.startswith(f"{source}"):
+            return document.error(json_path, line)
+    return line
 
 
 def load_plan(
     path: Path,
-    inventory_override: Path | None = None,
+    inventory_override: Path | Sequence[Path] | None = None,
     extra_vars: Mapping[str, Any] | None = None,
+    inventory_reader: str | None = None,
 ) -> Plan:
-    """Load and validate a plan and its inventory; raise InputError listing every problem."""
+    """Load and validate a plan and its inventory; raise InputError listing every problem.
+
+    ``inventory_override``: the ``-i`` given (one or several, merged in order), else the plan's
+    ``inventory:``; ``inventory_reader``: ``--inventory-reader``, else the plan's, else nasplan.
+    """
     document = read_yaml(path)
     if not isinstance(document.data, dict):
         raise InputError(
             document.error((), "a plan must be a mapping with name, inventory and tests")
         )
-    inventory_value = document.data.get("inventory")
-    if inventory_override is not None:
-        inventory_path = inventory_override
-    elif isinstance(inventory_value, str) and inventory_value:
-        inventory_path = path.parent / inventory_value
+    named = _named_inventories(document.data.get("inventory"))
+    if isinstance(inventory_override, Path):
+        inventory_override = (inventory_override,)
+    reader = inventory_reader or document.data.get("inventory_reader") or "nasplan"
+    if inventory_override:
+        sources = tuple(inventory_override)
+    elif named is not None:
+        sources = tuple(path.parent / value for value, _ in named)
     else:
         errors = schema_errors(document, "plan")
         raise InputError(errors or [document.error(("inventory",), "inventory is required")])
+    if reader not in READERS:
+        raise InputError(schema_errors(document, "plan") or f"inventory reader {reader!r}")
     try:
-        inventory = load_inventory(inventory_path)
+        inventory = load_inventory(sources, reader)
     except InputError as exc:
-        if inventory_override is None and exc.messages[0].endswith(": file not found"):
-            raise InputError(
-                document.error(("inventory",), f"inventory file not found: {inventory_path}")
-            ) from None
-        raise exc from None
+        if inventory_override or named is None:
+            raise exc from None
+        raise InputError([_relocated(document, named, sources, m) for m in exc.messages]) from None
     resolved, expansion = _resolve(document, inventory, extra_vars)
     resolved = {k: v if k == "vars" else _whole_numbers(v) for k, v in resolved.items()}
     if expansion is not None:

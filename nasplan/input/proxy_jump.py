@@ -1,9 +1,9 @@
 """OpenSSH's ProxyJump: ``[user@]host[:port]`` hops, comma-separated, and the ssh options an
 Ansible inventory may carry it in (``-J HOPS``, ``-o ProxyJump=HOPS``).
 
-Pure text, no connection: ``nasplan.ssh`` opens the hops. ``parse_hops("admin@jump:2222,nas-gw")``
--> ``(Hop("admin", "jump", 2222), Hop(None, "nas-gw", None))``; ``none`` is no jump, as in
-ssh_config.
+Pure text, no connection: ``nasplan.remote.ssh`` opens the hops.
+``parse_hops("admin@jump:2222,nas-gw")`` -> ``(Hop("admin", "jump", 2222), Hop(None, "nas-gw",
+None))``; ``none`` is no jump, as in ssh_config.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ from typing import Any
 
 from nasplan.errors import InputError
 from nasplan.input.matrix import select, split_list
+from nasplan.input.network import NetworkSpec
 from nasplan.input.plan import Plan, PlanTest
-from nasplan.network.model import NetworkSpec
 
 SHOWN_IDS = 5  # ids named in an error or a note, then "and N more"
 
@@ -64,7 +64,7 @@ def limit_hosts(plan: Plan, patterns: Sequence[str]) -> set[str]:
         if not found:
             known = ", ".join(sorted(inventory.hosts))
             raise InputError(
-                f"--limit {pattern}: no host or group of {inventory.path} matches it "
+                f"--limit {pattern}: no host or group of {inventory.named} matches it "
                 f"(hosts: {known})"
             )
         (left_out if negative else chosen).update(found)

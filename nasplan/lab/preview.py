@@ -11,21 +11,11 @@ from typing import Any
 import yaml
 
 from nasplan.errors import InputError
-from nasplan.input.lab_files import is_lab_file
-from nasplan.input.loader import read_yaml
+from nasplan.input.lab_files import lab_file_for
 from nasplan.lab import iscsi, nfs, services
 from nasplan.lab.inventory_out import jump_spec
 from nasplan.lab.model import LAN_INTERFACE, Lab, load_lab
 from nasplan.lab.personalities.synology import ADMIN_USER, PASSWORD_ENV
-
-
-def lab_file_for(inventory_path: Path) -> Path | None:
-    """The lab file beside ``.lab/`` whose name is the state directory's; None when none is."""
-    lab_dir, name = inventory_path.parent.parent.parent, inventory_path.parent.name
-    for candidate in sorted(lab_dir.glob("*.yaml")):
-        if is_lab_file(candidate) and read_yaml(candidate).data.get("name") == name:
-            return candidate
-    return None
 
 
 def _host_vars(lab: Lab, state_dir: Path, name: str) -> dict[str, Any]:

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, NoReturn, TypeVar
 
-from nasplan.hosts import shell
 from nasplan.measure.tools import iperf3, iperf3_multi, iperf3_server, iperf3_server_windows
 from nasplan.measure.tools.iperf3 import Iperf3Error, Iperf3Params, excerpt
 from nasplan.measure.tools.iperf3_server import PORT_IN_USE_EXIT, SERVER_READY_TIMEOUT_S
-from nasplan.runner import Launched, Result, Runner
+from nasplan.remote import shell
+from nasplan.remote.runner import Launched, Result, Runner
 
 # "server is busy" is transient (someone else's test); retry after these pauses, in seconds.
 BUSY_BACKOFF_S: tuple[float, ...] = (0.5, 1.0, 2.0)

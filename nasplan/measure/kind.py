@@ -1,29 +1,25 @@
-"""The one contract of a test kind: Kind, RunContext, the record's life, open_pair(), raw files.
+"""The one contract of a test kind: everything nasplan knows of ``kind: NAME`` in one object.
 
-A kind turns one plan test into one run.json test record: ``new_record`` when it begins
-(status failed until it succeeds), ``skipped`` when it never ran, ``finish`` when it ends.
-Its hosts are checked (and a client -> server pair opened) by ``check_ready`` / ``open_pair``,
-which raise CannotStart; raw tool outputs are written only through ``RunContext.save_raw``,
-which always masks the run's secrets.
+``Kind`` is the plan side (typed settings, the tools it needs, its line for ``apply --check``,
+its estimate, how it runs) on top of ``Readout``, the record side: how its run.json record
+reads to the console, the results table and the headline, charts, the Diagnosis and
+``compare``. The rest of nasplan asks a kind (``nasplan.measure.kinds``) and never branches on
+its name; a record of a kind this nasplan does not know reads through ``Readout``'s defaults.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import abc
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
-from nasplan.analysis import efficiency, summarize
-from nasplan.errors import CannotStart, HostLostError
-from nasplan.facts.gather import NicFacts
-from nasplan.measure.netpath import (
-    describe_path,
-    first_ipv4,
-    links_on_the_way,
-    nic_holding,
-    nic_towards,
-    path_end,
-)
+from nasplan.analysis import MIN_TRUSTED_S, durations_under
+from nasplan.measure import series as series_of
+from nasplan.measure.capacity import Capacity, judged
+from nasplan.measure.estimate import Estimate
+from nasplan.measure.series import Series
+from nasplan.quantities import BITS, Quantity
 from nasplan.units import format_metric
 
 if TYPE_CHECKING:
@@ -34,6 +30,8 @@ if TYPE_CHECKING:
 
 S = TypeVar("S")
 Needs = dict[str, tuple[str, ...]]
+Record = Mapping[str, Any]
+DASH = "–"
 
 
 class RunHooks(Protocol):
@@ -48,20 +46,18 @@ class RunHooks(Protocol):
         """Mask ``secret`` in everything the run writes from now on."""
         ...
 
-    def checkpoint(self, record: dict[str, Any], *, last: bool = False) -> None:
-        """Keep ``record`` (the running test, its finished repetitions) safe; ``last``: its last
-        repetition, which the run saves with the finished record anyway."""
+    def checkpoint(self, record: Mapping[str, Any], *, last: bool = False) -> None:
+        """The test so far (its finished repetitions): the run keeps a copy of it, and saves
+        run.json unless ``last`` (its last repetition, saved with the finished record)."""
         ...
 
-    def defer(
-        self, work: Callable[[], object], done: Callable[[BaseException | None], None]
-    ) -> None:
-        """A finished test's clean-up on its hosts (``work``), then ``done(error)`` in the run's
-        own thread; ``work`` may overlap the next test's start, never its measurement."""
+    def defer(self, work: Callable[[], Mapping[str, Any]]) -> None:
+        """A finished test's clean-up on its hosts, run beside the next test's start (never its
+        measurement); what ``work`` returns completes the test's record (its ``resources``)."""
         ...
 
     def settle(self) -> None:
-        """Wait for a deferred clean-up and complete its record (before a measurement)."""
+        """Wait for a deferred clean-up (before a measurement)."""
         ...
 
 
@@ -69,14 +65,13 @@ class RunHooks(Protocol):
 class RunContext:
     """Passed explicitly to every test kind: the plan, its hosts, the console, the run's
     ``tasks`` (background work: ``nasplan.tasks``) and ``hooks`` (files, checkpoints, deferred
-    clean-up). ``warnings`` are the run's, prefixed with the test's id by the kind."""
+    clean-up). A kind's warnings go into its record (``record["warnings"]``)."""
 
     plan: Plan
     sessions: Mapping[str, HostSession]
     progress: Progress
     tasks: Tasks
     hooks: RunHooks
-    warnings: list[str] = field(default_factory=list)
     # host -> address -> how that host routes to it (nasplan.measure.route.parse), asked in
     # the facts' round trip and after the network phase (apply); empty when nothing was asked
     routes: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
@@ -89,271 +84,301 @@ class RunContext:
         """Mask ``secret`` (a password read from the environment) from now on."""
         self.hooks.mask(secret)
 
-    def checkpoint(self, record: dict[str, Any], *, last: bool = False) -> None:
-        """Keep ``record`` safe now (``RunHooks.checkpoint``)."""
+    def checkpoint(self, record: Mapping[str, Any], *, last: bool = False) -> None:
+        """The test so far, kept by the run (``RunHooks.checkpoint``)."""
         self.hooks.checkpoint(record, last=last)
 
-    def defer(
-        self, work: Callable[[], object], done: Callable[[BaseException | None], None]
-    ) -> None:
+    def defer(self, work: Callable[[], Mapping[str, Any]]) -> None:
         """Clean-up after the measurement (``RunHooks.defer``)."""
-        self.hooks.defer(work, done)
+        self.hooks.defer(work)
 
     def settle(self) -> None:
         """Wait for the previous clean-up (``RunHooks.settle``)."""
         self.hooks.settle()
 
 
-@dataclass(frozen=True)
-class Kind(Generic[S]):
-    """A plan kind (``kind: iperf3``): its typed settings, parsed once, and what it does.
+class Readout:
+    """How a kind's run.json record reads, from the record alone (old runs included).
 
-    ``settings(test)``: the plan test's own keys -> a frozen value with every default stated once;
-    ``needs``: host name -> tools that host must have (installed by its platform);
-    ``describe``: one line for ``apply --check``; ``run``: the run.json test record (never raises).
-    ``settles_itself``: ``run`` calls ``RunContext.settle`` just before it measures (the previous
-    test's teardown overlaps its start); apply settles before the other kinds' tests begin.
-    ``summarize(record, s)``: the record's summary, efficiency, status and error (and what else
-    the kind derives from its repetitions) computed again, when a run merges the parts of a test
-    it ran a few repetitions at a time (``nasplan.measure.merge``); None: the summary over the
-    repetitions' metric, status from their errors.
+    The defaults fit a kind with one series (its summary's metric, no direction); a kind says
+    what differs. ``name`` is the kind's plan name; a record of an unknown kind (a run.json of a
+    later nasplan) reads as ``Readout(its name)``.
     """
 
-    name: str
-    settings: Callable[[PlanTest], S]
-    needs: Callable[[PlanTest, S], Needs]
-    describe: Callable[[PlanTest, S], str]
-    run: Callable[[PlanTest, S, RunContext], dict[str, Any]]
-    settles_itself: bool = False
-    summarize: Callable[[dict[str, Any], S], dict[str, Any]] | None = None
+    name: str = ""
+    # what the run measured, in the report's opening sentence ("file transfers")
+    phrase: str = ""
+    # the headline's groups of its results in the order they are told ("File transfers")
+    groups: tuple[str, ...] = ()
+    # a lower value is the better one (round-trip times)
+    lower_is_better: bool = False
+    # the per-repetition value it reports in the results table, the console and the pivot
+    metric: str = "bits_per_second"
+    # the quantity its per-second timeline is drawn in (bit/s; byte rates in MiB/s)
+    timeline_quantity: Quantity = BITS
+    # its repetitions each carry a direction (``write``/``read``), its record ``directions``
+    directed: bool = False
+    # its rate crossed the network path: the path's TCP maximum is its limit
+    path_rate: bool = False
+    # what a repetition under analysis.MIN_TRUSTED_S mostly measures besides its data (None:
+    # a kind whose repetitions are not timed that way, e.g. pings)
+    short_start: str | None = None
+    # a short repetition's time includes its set-up, so a ratio of two short ones compares
+    # set-ups as much as rates (False: the tool times its data phase alone)
+    short_skews_ratio: bool = True
+    # workload parameters ``compare`` compares across as a dimension of their own
+    across_params: frozenset[str] = frozenset()
+    # the report section that details its tests (``report/templates/_SECTION.md.j2``)
+    section: str = ""
+    # said once in its section when a test of the kind is there
+    section_note: str = ""
+
+    def __init__(self, name: str | None = None) -> None:
+        if name is not None:
+            self.name = name
+
+    # --- series and what they are ---------------------------------------------------------
+
+    def series(self, record: Record) -> list[Series]:
+        """Each direction of the record as a Series, in the order the test ran them."""
+        if self.directed:
+            return series_of.directed(record, network=self.path_rate)
+        return [series_of.single(record)]
+
+    def named(self, record: Record, found: Sequence[Series]) -> bool:
+        """Whether its rows are named by their direction (``smb (write)``)."""
+        return self.directed or len(found) > 1
+
+    def group(self, record: Record) -> str:
+        """The headline group of the record: ``File transfers``; its name when it has none."""
+        return self.groups[0] if self.groups else self.name
+
+    def phrase_of(self, record: Record) -> str:
+        """What the record measured, for the report's opening sentence."""
+        return self.phrase or self.name
+
+    def measured(self, record: Record, series: Series | None) -> str:
+        """The results table's *Measured* cell: ``SMB write``, ``iperf3 TCP, 1 stream``."""
+        return self.name
+
+    def flow(self, record: Record, direction: str | None) -> str:
+        """Where the data went, in its direction: ``ws → nas.lan (198.18.0.10)``; a reverse
+        iperf3 test or a read ``nas.lan (198.18.0.10) → ws``."""
+        params, path = record.get("params") or {}, record.get("path") or {}
+        client, target = params.get("client"), target_text(params, path)
+        if not client:
+            return target
+        if direction in ("reverse", "read"):
+            return f"{target} → {client}"
+        return f"{client} → {target}"
+
+    def also(self, record: Record, series: Series) -> str:
+        """What else a reader wants beside the median, in the kind's own terms."""
+        verdict = ((record.get("bottleneck") or {}).get(series.direction) or {}).get("verdict")
+        return str(verdict) if verdict else DASH
+
+    def tells_also(self, record: Record) -> bool:
+        """Whether the headline names its ``also`` beside the best and the worst."""
+        return False
+
+    def ok_repetitions(self, record: Record, direction: str | None) -> list[Mapping[str, Any]]:
+        """The ok repetitions of ``direction`` (every ok one for a kind without directions)."""
+        reps = [r for r in record.get("repetitions") or [] if r.get("status") == "ok"]
+        if self.directed:
+            reps = [r for r in reps if r.get("direction") == direction]
+        return reps
+
+    def directions_asked(self, record: Record) -> list[str | None]:
+        """The directions a test was to run (a record with no results: its columns)."""
+        asked = (record.get("params") or {}).get("direction")
+        if not self.directed or not asked:
+            return [None]
+        return list(series_of.directions_asked(str(asked)))
+
+    # --- the console ----------------------------------------------------------------------
+
+    def repetition_text(self, rep: Mapping[str, Any]) -> str | None:
+        """A repetition's value in the kind's unit (the console's ``last``), None without one."""
+        value = rep.get(self.metric)
+        if rep.get("status") != "ok" or not isinstance(value, (int, float)):
+            return None
+        return format_metric(value, self.metric)
+
+    def result_text(self, record: Record) -> str:
+        """A finished test's medians for the console, each direction in its unit:
+        ``write median 281.2 MiB/s, read median 374.5 MiB/s``; ``median 9.41 Gbit/s``."""
+        found = self.series(record)
+        parts = []
+        for one in found:
+            median = one.summary.get("median")
+            if median is None:
+                continue
+            value = format_metric(median, one.metric)
+            named = self.named(record, found) and one.direction
+            parts.append(f"{one.direction} median {value}" if named else f"median {value}")
+        return ", ".join(parts)
+
+    # --- short repetitions ----------------------------------------------------------------
+
+    def short_durations(self, record: Record, direction: str | None = None) -> list[float]:
+        """``duration_s`` of each ok repetition under MIN_TRUSTED_S (of ``direction`` when
+        given), in order; [] for a kind whose repetitions are not timed that way."""
+        if self.short_start is None:
+            return []
+        return durations_under(record.get("repetitions") or [], direction, MIN_TRUSTED_S)
+
+    def short_advice(self, record: Record, direction: str | None) -> str:
+        """What to change so a repetition takes MIN_TRUSTED_S or more."""
+        summary = (record.get("directions") or {}).get(direction or "") or record.get("summary")
+        median = (summary or {}).get("median")
+        if isinstance(median, (int, float)) and median > 0:
+            needed = size_to_ask(median * MIN_TRUSTED_S)
+            return f"use a `size` of at least {needed} ({MIN_TRUSTED_S:g} s at its median rate)"
+        return f"use a `size` that takes {MIN_TRUSTED_S:g} s or more"
+
+    # --- charts ---------------------------------------------------------------------------
+
+    def timeline_limit(self, record: Record) -> float | None:
+        """The flat line its timeline chart draws (its path's TCP maximum), None for none."""
+        if not self.path_rate:
+            return None
+        value = (record.get("path") or {}).get("theoretical_bits_per_second")
+        return float(value) if isinstance(value, (int, float)) else None
+
+    # --- the report's sections, compare and the Diagnosis -----------------------------------
+
+    def detail_text(self, record: Record) -> str:
+        """What its section's first line adds after the path (iSCSI: the LUN, the requests)."""
+        return ""
+
+    def storage_path(self, record: Record) -> tuple[str, str] | None:
+        """``(host, path)`` of the storage it measured on a host of its own, else None."""
+        return None
+
+    def core_advice(self, record: Record, host: str, load: Mapping[str, Any]) -> str:
+        """Why one core of ``host`` was at its limit during the test, for the Diagnosis."""
+        return "a single-threaded daemon or client (smbd serves a connection with one process)"
+
+    def streams_comparable(self, record: Record) -> bool:
+        """Whether 1-vs-N-streams runs of the record's path compare (per-stream diagnosis)."""
+        return False
+
+    # --- what limited a transfer (nasplan.measure.verdicts) ---------------------------------
+
+    def capacities(self, record: Record) -> list[Capacity]:
+        """What the record shows its hosts can carry, for other tests' verdicts."""
+        return []
+
+    def copy_label(self, record: Record) -> str | None:
+        """What a copy of the record moved with (``SMB``, ``iSCSI``): its directions are judged
+        against the run's capacities; None: the record is no copy between a client and the NAS."""
+        return None
+
+    def annotated(
+        self,
+        record: Record,
+        capacities: Sequence[Capacity],
+        memory_bytes: Mapping[str, int | None],
+        cpu_shared_with: Mapping[str, Sequence[str]],
+    ) -> dict[str, Any]:
+        """The record with what the run's capacities say of it (a copy's verdicts), else as
+        it is."""
+        label = self.copy_label(record)
+        if label is None:
+            return dict(record)
+        return judged(record, capacities, label, memory_bytes, cpu_shared_with)
+
+
+class Kind(Readout, abc.ABC, Generic[S]):
+    """A plan kind (``kind: iperf3``): its typed settings, parsed once, and what it does; with
+    ``Readout``, how its records read.
+
+    ``settings(test)``: the plan test's own keys -> a frozen value with every default stated
+    once; ``needs``: host name -> tools that host must have (installed by its platform);
+    ``describe``: one line for ``apply --check``; ``estimate``: how long the test takes (and
+    what that assumed); ``run``: the run.json test record (never raises). ``settles_itself``:
+    ``run`` calls ``RunContext.settle`` just before it measures (the previous test's teardown
+    overlaps its start); apply settles before the other kinds' tests begin. ``summarize``: the
+    record's summary, efficiency, status and error (and what else the kind derives from its
+    repetitions) computed again, when a run merges the parts of a test it ran a few repetitions
+    at a time (``nasplan.measure.merge``).
+    """
+
+    settles_itself: ClassVar[bool] = False
+
+    @abc.abstractmethod
+    def settings(self, test: PlanTest) -> S:
+        """The plan test's keys as the kind's typed settings."""
+
+    def needs(self, test: PlanTest, s: S) -> Needs:
+        """Host -> the tools its platform must provide (none: every system has them)."""
+        return {}
+
+    @abc.abstractmethod
+    def describe(self, test: PlanTest, s: S) -> str:
+        """One line for ``apply --check``."""
+
+    @abc.abstractmethod
+    def estimate(self, test: PlanTest, s: S, plan: Plan) -> Estimate:
+        """How long the whole test takes (every repetition), and what that assumed."""
+
+    @abc.abstractmethod
+    def run(self, test: PlanTest, s: S, ctx: RunContext) -> dict[str, Any]:
+        """Every repetition of ``test`` (from ``first_repetition``): its run.json record."""
+
+    @abc.abstractmethod
+    def summarize(self, record: dict[str, Any], s: S) -> dict[str, Any]:
+        """``record`` with its summary, status and error computed again from its
+        repetitions."""
 
     def bind(self, test: PlanTest) -> BoundTest:
         """This kind with ``test``'s settings parsed: what apply and ``--check`` call."""
         settings = self.settings(test)
-        summarize = self.summarize
         return BoundTest(
             test=test,
+            kind=self,
             needs=self.needs(test, settings),
             description=self.describe(test, settings),
-            run=lambda ctx: self.run(test, settings, ctx),
-            settles_itself=self.settles_itself,
             run_part=lambda part, ctx: self.run(part, settings, ctx),
-            summarize=(lambda record: summarize(record, settings)) if summarize else None,
+            summarize=lambda record: self.summarize(record, settings),
+            estimate=lambda plan: self.estimate(test, settings, plan),
+            settles_itself=self.settles_itself,
         )
 
 
 @dataclass(frozen=True)
 class BoundTest:
-    """One plan test with its kind's settings parsed: its needs, its line, how to run it."""
+    """One plan test with its kind's settings parsed: its needs, its line, how to run it (the
+    whole test, or a part of it: ``part`` a copy of ``test`` with another ``first_repetition``
+    and ``repetitions``), its summary again over merged parts, its estimate."""
 
     test: PlanTest
+    kind: Readout
     needs: Needs
     description: str
-    run: Callable[[RunContext], dict[str, Any]]
+    run_part: Callable[[PlanTest, RunContext], dict[str, Any]]
+    summarize: Callable[[dict[str, Any]], dict[str, Any]]
+    estimate: Callable[[Plan], Estimate]
     settles_itself: bool = False
-    # ``run`` of a part of the test: the same settings, ``part`` a copy of ``test`` with other
-    # ``first_repetition`` and ``repetitions`` (None: the test runs whole only)
-    run_part: Callable[[PlanTest, RunContext], dict[str, Any]] | None = None
-    summarize: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+
+    def run(self, ctx: RunContext) -> dict[str, Any]:
+        """The whole test's record."""
+        return self.run_part(self.test, ctx)
 
 
-def no_tools(test: PlanTest, settings: object) -> Needs:
-    """``needs`` of a kind whose tools every system has (ping): nothing to install."""
-    return {}
+def target_text(params: Mapping[str, Any], path: Mapping[str, Any]) -> str:
+    """``nas.lan (198.18.0.10)``: the target a record's client sent to, with its address."""
+    target, address = params.get("target"), params.get("address")
+    if not target or target == "?":
+        nic, server = path.get("server_interface"), params.get("server")
+        target = f"{server} {nic}" if server and nic else server
+    text = str(target or address or DASH)
+    return f"{text} ({address})" if address and address != target else text
 
 
-def target_address(test: PlanTest, plan: Plan, server: HostSession) -> str:
-    """The address the client sends to: the target interface's, else the server's address."""
-    target = test.target
-    if target.address:
-        return target.address
-    if target.interface:
-        iface = plan.inventory.hosts[test.server].interfaces[target.interface]
-        if iface.address:
-            return iface.address
-        nic = server.facts.interface(iface.name) if server.facts else None
-        for cidr in nic.addresses if nic else ():
-            if ":" not in cidr:
-                return cidr.split("/")[0]
-        raise CannotStart(
-            f"interface {target.label()} ({iface.name}) has no IPv4 address in the inventory "
-            "or on the host"
-        )
-    return server.host.address
-
-
-def target_label(test: PlanTest) -> str:
-    """``nas.p2p``, ``link:p2p@nas``, an address, or the server's name when the plan gives none."""
-    target = test.target
-    return target.label() if target.interface or target.address else test.server
-
-
-def path_params(test: PlanTest, target: str | None = None) -> dict[str, Any]:
-    """The params every client -> server kind records; ``address`` is filled in once known."""
-    return {
-        "server": test.server,
-        "client": test.client,
-        "target": target or test.target.label(),
-        "address": None,
-        "repetitions": test.repetitions,
-    }
-
-
-def new_record(test: PlanTest, params: dict[str, Any], metric: str) -> dict[str, Any]:
-    """A test record that has not run yet (status failed until it succeeds)."""
-    record: dict[str, Any] = {
-        "id": test.id,
-        "kind": test.kind,
-        "name": test.name,
-        "status": "failed",
-        "error": None,
-        "params": params,
-        "path": None,
-        "repetitions": [],
-        "summary": summarize([], metric),
-        "efficiency": None,
-    }
-    if test.cell:  # a matrix cell: the plan's test id and the cell's values
-        record.update(base_id=test.base_id or test.id, cell=dict(test.cell))
-    return record
-
-
-def skipped(test: PlanTest, reason: str) -> dict[str, Any]:
-    """The record of a test that did not run at all (e.g. the network setup failed)."""
-    record = new_record(
-        test,
-        {"server": test.server, "client": test.client, "target": test.target.label()},
-        "bits_per_second",
-    )
-    record.update(status="skipped", error=reason)
-    return record
-
-
-def finish(record: dict[str, Any], errors: list[str]) -> dict[str, Any]:
-    """``record`` with its status and error set from what went wrong (``[]``: ok)."""
-    record["status"] = "failed" if errors else "ok"
-    record["error"] = "; ".join(errors) or None
-    return record
-
-
-def fail_for_lost_host(
-    record: dict[str, Any], exc: HostLostError, sessions: Mapping[str, HostSession]
-) -> dict[str, Any]:
-    """``record`` failed by a host that stopped answering (the host marked lost: its later tests
-    fail with why), its summary over the repetitions it finished."""
-    session = sessions.get(exc.host)
-    if session is not None:
-        session.mark_lost(str(exc))
-    record["status"] = "failed"
-    said = record.get("error")
-    record["error"] = (
-        said if said and str(exc) in said else "; ".join(e for e in (said, str(exc)) if e)
-    )
-    metric = (record.get("summary") or {}).get("metric") or "bits_per_second"
-    values = [
-        r[metric]
-        for r in record.get("repetitions", [])
-        if r.get("status") == "ok" and isinstance(r.get(metric), (int, float))
-    ]
-    record["summary"] = summarize(values, metric)
-    return record
-
-
-def summarize_directions(record: dict[str, Any], directions: tuple[str, ...] | list[str]) -> None:
-    """Per-direction byte rates into ``record["directions"]``; the first direction's bit rate is
-    the record's ``summary`` and, against the path's TCP maximum, its ``efficiency``."""
-    reps = record["repetitions"]
-    ok = [r for r in reps if r["status"] == "ok"]
-    for direction in directions:
-        rates = [r["bytes_per_second"] for r in ok if r["direction"] == direction]
-        record["directions"][direction] = summarize(rates, "bytes_per_second")
-    bits = [r["bits_per_second"] for r in ok if r["direction"] == directions[0]]
-    record["summary"] = summarize(bits, "bits_per_second")
-    theoretical = (record["path"] or {}).get("theoretical_bits_per_second")
-    record["efficiency"] = efficiency(record["summary"]["median"], theoretical)
-
-
-def finish_directions(
-    record: dict[str, Any], directions: tuple[str, ...] | list[str]
-) -> dict[str, Any]:
-    """A per-direction kind's finished record (transfer, iSCSI): its summaries per direction
-    (``summarize_directions``), its status and its error, from its repetitions."""
-    summarize_directions(record, directions)
-    reps = record["repetitions"]
-    errors = [f"{r['direction']} {r['index']}: {r['error']}" for r in reps if r["error"]]
-    return finish(record, errors)
-
-
-def check_ready(test: PlanTest, ctx: RunContext, needed: Needs) -> None:
-    """Raise CannotStart when a host of ``test`` is not ready or lacks a tool in ``needed``."""
-    for name in dict.fromkeys(test.hosts):
-        session = ctx.sessions[name]
-        if not session.ready:
-            raise CannotStart(session.error or f"{name} is not ready")
-        for tool in needed.get(name, ()):
-            if tool not in session.tools:
-                raise CannotStart(
-                    session.tool_errors.get(tool) or f"{name}: {tool} is not available"
-                )
-
-
-def host_tool(session: HostSession, tool: str) -> str:
-    """Full path of ``tool`` on the session's host (prepared, else found by facts); CannotStart."""
-    path = session.tools.get(tool) or (session.facts.tool(tool) if session.facts else None)
-    if not path:
-        raise CannotStart(f"{tool} is not installed on {session.host.name}")
-    return path
-
-
-@dataclass(frozen=True)
-class Pair:
-    """A client -> server test's two ready hosts, the address sent to, and run.json ``path``."""
-
-    server: HostSession
-    client: HostSession
-    address: str
-    path: dict[str, Any]
-
-
-def open_pair(test: PlanTest, ctx: RunContext, needed: Needs) -> Pair:
-    """Check both hosts, find the target address and the path between them; CannotStart if not."""
-    check_ready(test, ctx, needed)
-    server, client = ctx.sessions[test.server], ctx.sessions[test.client]
-    assert server.facts is not None and client.facts is not None
-    assert server.runner is not None and client.runner is not None
-    address = target_address(test, ctx.plan, server)
-    return Pair(server, client, address, pair_path(test, ctx, address))
-
-
-def pair_path(test: PlanTest, ctx: RunContext, address: str) -> dict[str, Any]:
-    """run.json ``path`` of a client -> server test: each end's NIC (the client's as its
-    kernel routes to ``address``, when the run asked it: ``RunContext.routes``), the links
-    on the way, and ``route``: the route there and the server's route back."""
-    server, client = ctx.sessions[test.server], ctx.sessions[test.client]
-    assert server.facts is not None and client.facts is not None
-    sent = ctx.routes.get(client.host.name, {}).get(address)
-    client_nic = nic_towards(client.facts, address)
-    if sent and sent.get("interface"):
-        dev = str(sent["interface"])
-        client_nic = client.facts.interface(dev) or NicFacts(name=dev)
-    source = (sent or {}).get("source") or first_ipv4(client_nic.addresses if client_nic else ())
-    reply = ctx.routes.get(server.host.name, {}).get(source) if source else None
-    links = links_on_the_way(ctx.plan.inventory, (sent or {}).get("gateway"), address)
-    path = describe_path(
-        path_end(server.host, nic_holding(server.facts, address)),
-        path_end(client.host, client_nic),
-        links,
-    )
-    if sent is not None:
-        path["route"] = {
-            "to": {"address": address, **sent},
-            "back": None if reply is None else {"address": source, **reply},
-            "links": links,
-        }
-    return path
-
-
-def summary_text(summary: dict[str, Any]) -> str:
-    """A test summary's median for the progress line, in the unit its metric names."""
-    median, metric = summary.get("median"), summary.get("metric", "bits_per_second")
-    return "" if median is None else f"median {format_metric(median, metric)}"
+def size_to_ask(size_bytes: float) -> str:
+    """A size to ask for, rounded up to a power of two: ``64 MiB``, ``2 GiB``."""
+    mib = 1
+    while mib * 2**20 < size_bytes:
+        mib *= 2
+    return f"{mib // 1024} GiB" if mib >= 1024 else f"{mib} MiB"

@@ -16,30 +16,26 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from nasplan.analysis import summarize as summarize_values
-from nasplan.measure.kind import finish
+from nasplan.measure.record import finish
+from nasplan.measure.series import direction_position
 
 Record = dict[str, Any]
 Summarize = Callable[[Record], Record]
 # a part's record and when it began on the test's clock (seconds after the first part)
 Part = tuple[Record, float]
-# the kinds run their writes before their reads
-_DIRECTION_ORDER = ("write", "read")
 
 
 def rep_key(rep: Mapping[str, Any]) -> tuple[int, int]:
     """Where a repetition goes in its record: by direction (writes first), then number."""
-    direction = rep.get("direction")
-    position = _DIRECTION_ORDER.index(direction) if direction in _DIRECTION_ORDER else 0
-    return position, int(rep.get("index") or 0)
+    return direction_position(rep.get("direction")), int(rep.get("index") or 0)
 
 
-def merge(parts: Sequence[Part], summarize: Summarize | None) -> Record:
+def merge(parts: Sequence[Part], summarize: Summarize) -> Record:
     """One record from a test's parts (in the order they ran); see the module's docstring.
 
-    Everything but repetitions, resources and timeline is the last part's (its parameters, its
-    warnings, a latency test's path-MTU probe); errors that no repetition explains (a part that
-    could not start, a cleanup that failed) are kept, each once.
+    Everything but repetitions, resources, timeline and warnings (each once) is the last
+    part's (its parameters, a latency test's path-MTU probe); errors that no repetition
+    explains (a part that could not start, a cleanup that failed) are kept, each once.
     """
     if len(parts) == 1 and parts[0][1] == 0:
         return parts[0][0]
@@ -52,10 +48,14 @@ def merge(parts: Sequence[Part], summarize: Summarize | None) -> Record:
         record["resources"] = merge_resources([(p.get("resources"), off) for p, off in parts])
     if any("timeline" in part for part, _ in parts):
         record["timeline"] = _merged_timeline(parts)
+    if any(part.get("warnings") for part, _ in parts):
+        record["warnings"] = list(
+            dict.fromkeys(w for p, _ in parts for w in p.get("warnings") or [])
+        )
     extras = list(dict.fromkeys(e for part, _ in parts for e in _unexplained(part, summarize)))
     if not reps:
         return finish(record, extras)
-    record = (summarize or _summary_of_metric)(record)
+    record = summarize(record)
     said = _errors(record)
     return finish(record, said + [e for e in extras if e not in said])
 
@@ -64,22 +64,13 @@ def _errors(record: Mapping[str, Any]) -> list[str]:
     return str(record["error"]).split("; ") if record.get("error") else []
 
 
-def _unexplained(part: Record, summarize: Summarize | None) -> list[str]:
+def _unexplained(part: Record, summarize: Summarize) -> list[str]:
     """The errors of a part that its repetitions do not explain."""
     said = _errors(part)
     if not said or not part["repetitions"]:
         return said
-    explained = _errors((summarize or _summary_of_metric)(copy.deepcopy(part)))
+    explained = _errors(summarize(copy.deepcopy(part)))
     return [error for error in said if error not in explained]
-
-
-def _summary_of_metric(record: Record) -> Record:
-    """A kind without a summarize hook: its metric's summary, status from its repetitions."""
-    metric = (record.get("summary") or {}).get("metric") or "bits_per_second"
-    reps = record["repetitions"]
-    values = [r[metric] for r in reps if r["status"] == "ok" and r.get(metric) is not None]
-    record["summary"] = summarize_values(values, metric)
-    return finish(record, [f"repetition {r['index']}: {r['error']}" for r in reps if r["error"]])
 
 
 def _shifted(rep: Mapping[str, Any], offset_s: float) -> dict[str, Any]:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from nasplan.facts.gather import HostFacts
     from nasplan.input.inventory import Inventory
     from nasplan.input.plan import PlanTest
-    from nasplan.runner import Runner
+    from nasplan.remote.runner import Runner
 
 # The network phase's modules (nasplan.network.*) are not imported here: a plan that changes no
 # network setting does not load them (tests/unit/test_start_up_imports.py); only BSD's and

@@ -19,9 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nasplan.hosts import shell
 from nasplan.hosts.lock import PRELUDE
-from nasplan.runner import Runner
+from nasplan.remote import shell
+from nasplan.remote.runner import Runner
 
 SAMPLE_INTERVAL_S = 0.5
 MAX_SAMPLING_S = 3600

@@ -16,10 +16,10 @@ import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from nasplan.hosts import shell
 from nasplan.measure import sampler
 from nasplan.measure.sampler import MAX_SAMPLING_S, SECTION
-from nasplan.runner import Runner
+from nasplan.remote import shell
+from nasplan.remote.runner import Runner
 from nasplan.sections import split_sections
 
 if TYPE_CHECKING:

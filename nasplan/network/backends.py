@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from nasplan.input.network import NicChange
 from nasplan.network import scripts, tools
-from nasplan.network.model import NicChange
 from nasplan.network.state import NicState
 from nasplan.network.tools import NetTools
 from nasplan.network.truenas import TrueNasCommit

@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 
 from nasplan.errors import UnknownOutput
 from nasplan.facts.bsd import HEADER, inet_cidr, media_speed_mbps
+from nasplan.input.network import NicChange
 from nasplan.network.ifconfig import link_argvs
-from nasplan.network.model import NicChange
 from nasplan.network.state import Link, NicState, Route, assemble
 
 # netstat's flags: G gateway, H host, L link-layer (ARP/NDP) entry, W cloned (macOS).

@@ -17,8 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from nasplan.facts.gather import HostFacts
+from nasplan.input.network import LinkEndSpec, LinkSpec, MtuSpec, NetworkSpec
 from nasplan.network import bsd, ifconfig
-from nasplan.network.model import LinkEndSpec, LinkSpec, MtuSpec
 from nasplan.network.state import NicState
 from nasplan.network.tools import BSD_IFCONFIG, IFCONFIG, NetTools, state_script
 from nasplan.sections import split_sections
@@ -171,7 +172,10 @@ def _check(kind: str, host: str, probe: Probe, ok: bool, detail: str) -> dict[st
 
 
 def evaluate(
-    host: str, host_probes: Sequence[Probe], output: str, states: dict[str, dict[str, NicState]]
+    host: str,
+    host_probes: Sequence[Probe],
+    output: str,
+    states: Mapping[str, Mapping[str, NicState]],
 ) -> list[dict[str, Any]]:
     """Check records of one host's verify output; ``states`` are every host's NICs after apply."""
     sections = split_sections(output)
@@ -234,3 +238,28 @@ def link_warnings(
             f"({link.a.host} {speeds[0]}, {link.b.host} {speeds[1]} bit/s)"
         )
     return warnings
+
+
+def fact_errors(spec: NetworkSpec, facts: Mapping[str, HostFacts]) -> list[str]:
+    """Problems of the declared changes against the hosts as they are (empty: go ahead)."""
+    errors: list[str] = []
+    for host in spec.hosts:
+        host_facts = facts.get(host)
+        if host_facts is None:
+            continue
+        for change in spec.changes(host):
+            if host_facts.interface(change.nic) is None:
+                known = ", ".join(n.name for n in host_facts.interfaces)
+                errors.append(f"{host}: no interface {change.nic!r} (has: {known})")
+    for link in spec.links:
+        subnet = ipaddress.IPv4Network(link.prefix)
+        for host, host_facts in sorted(facts.items()):
+            for nic in host_facts.interfaces:
+                for cidr in nic.addresses:
+                    existing = ipaddress.ip_interface(cidr)
+                    if existing.version == 4 and existing.network.overlaps(subnet):
+                        errors.append(
+                            f"link {link.name}: {link.prefix} overlaps {cidr} already on "
+                            f"{host} {nic.name}"
+                        )
+    return errors

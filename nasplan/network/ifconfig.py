@@ -15,7 +15,7 @@ import struct
 from collections.abc import Mapping, Sequence
 
 from nasplan.errors import UnknownOutput
-from nasplan.network.model import NicChange
+from nasplan.input.network import NicChange
 from nasplan.network.state import Link, NicState, Route, assemble
 
 _MTU = re.compile(r"\bMTU[: ](\d+)", re.IGNORECASE)

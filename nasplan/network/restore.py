@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 from nasplan.errors import InputError
 from nasplan.input.localfile import MAX_RUN_JSON_BYTES, read_json_bounded
+from nasplan.input.network import NicChange
 from nasplan.network.backends import NetworkBackend, SetsidTimer
-from nasplan.network.model import NicChange
 from nasplan.network.state import NicState, all_differences
 from nasplan.network.tools import NetTools, parse_state_output
 from nasplan.output import redactor_of, write_text
 from nasplan.sections import split_sections
 
 if TYPE_CHECKING:
-    from nasplan.runner import Runner
+    from nasplan.remote.runner import Runner
 
 SNAPSHOT_FILE = "network/snapshots.json"
 SNAPSHOT_VERSION = 1

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from nasplan.errors import UnknownOutput
 from nasplan.facts.bsd import BSD_KERNELS
+from nasplan.input.network import NicChange
 from nasplan.network import bsd, ifconfig, iptext
-from nasplan.network.model import NicChange
 from nasplan.network.state import NicState, parse_state
 from nasplan.sections import split_sections
 

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nasplan.hosts.lock import PRELUDE
+from nasplan.input.network import NicChange
 from nasplan.network import scripts
-from nasplan.network.model import NicChange
 from nasplan.network.state import NicConfig, NicState
 from nasplan.network.tools import NetTools, parse_state_output, state_script
 from nasplan.platforms.base import TRUENAS_INTERFACE_COMMIT

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from nasplan.hosts.shell import PowerShell, ShellQuoteError
 from nasplan.platforms.base import MANUAL, Command, PlatformBase, PlatformError
+from nasplan.remote.shell import PowerShell, ShellQuoteError
 
 if TYPE_CHECKING:
     from nasplan.facts.gather import HostFacts

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nasplan.directions import series_of
 from nasplan.errors import InputError
-from nasplan.report.quantities import BITS, BYTES, QUANTITIES, quantity_of
+from nasplan.measure import kinds
+from nasplan.quantities import BITS, BYTES, QUANTITIES, quantity_of
 
 CHART_FORMATS = ("png", "svg")
 CHARTS_DIR = "charts"
@@ -141,7 +141,8 @@ def run_charts(run: Mapping[str, Any]) -> list[Chart]:
     a test that failed has its group with the mark ``failed`` and no bar."""
     charts: dict[str, Chart] = {}
     for test in run.get("tests", []):
-        found = series_of(test)
+        kind = kinds.readout(test)
+        found = kind.series(test)
         for series in found:
             quantity = quantity_of(series.metric)
             median = series.summary.get("median")
@@ -151,7 +152,7 @@ def run_charts(run: Mapping[str, Any]) -> list[Chart]:
                 quantity,
                 Chart(quantity, f"{run['plan']['name']}: median {QUANTITIES[quantity].title}"),
             )
-            named = len(found) > 1 or test.get("kind") in ("transfer", "disk")
+            named = kind.named(test, found)
             chart.groups.append(f"{test['id']} ({series.direction})" if named else test["id"])
             if not chart.series:
                 chart.series.append("median")

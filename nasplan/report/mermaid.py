@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nasplan.report.quantities import BITS, QUANTITIES
+from nasplan.quantities import BITS, QUANTITIES
 
 FENCE = "```"
 # Words mermaid's flowchart grammar reserves; a node id must not be one of them.

@@ -17,8 +17,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from nasplan.analysis import ok_values
-from nasplan.directions import DIRECTED_KINDS, series_of
 from nasplan.errors import InputError
+from nasplan.measure import kinds
 from nasplan.report.pivot_cell import DASH, NOT_RUN, Point, cell
 
 DIRECTION = "direction"  # the pseudo-dimension of a record's directions
@@ -100,14 +100,6 @@ def spec_from_plan(table: Mapping[str, Any], where: str = "table") -> TableSpec:
     return TableSpec(rows, columns, baseline, str(metric) if metric else None)
 
 
-def _directions(test: Mapping[str, Any]) -> list[str | None]:
-    """The directions a directed test without results was to run (``both``: write, read)."""
-    asked = (test.get("params") or {}).get("direction")
-    if test.get("kind") not in DIRECTED_KINDS or not asked:
-        return [None]
-    return ["write", "read"] if asked == "both" else [str(asked)]
-
-
 def points_of(
     tests: Sequence[Mapping[str, Any]],
     labels: Mapping[str, str] | None = None,
@@ -124,21 +116,19 @@ def points_of(
             continue
         base = {**(labels or {}), TEST: str(test.get("base_id") or test["id"])}
         base.update({str(k): value_text(v) for k, v in cell.items()})
-        reps = test.get("repetitions") or []
-        series = [s for s in series_of(test) if s.direction is not None or s.values]
+        kind = kinds.readout(test)
+        series = [s for s in kind.series(test) if s.direction is not None or s.values]
         if not series or (not any(s.values for s in series) and series[0].direction is None):
-            for direction in _directions(test):
+            for direction in kind.directions_asked(test):
                 # a directed test that ran no direction stands in each direction's column
-                unknown = direction is None and test.get("kind") in DIRECTED_KINDS
+                unknown = direction is None and kind.directed
                 where = base if unknown else {**base, DIRECTION: direction or DASH}
                 found.append(Point(where, test, direction, metric or "", ()))
             continue
         for s in series:
             values = s.values
             if metric:
-                mine = [r for r in reps if test.get("kind") not in DIRECTED_KINDS
-                        or r.get("direction") == s.direction]  # fmt: skip
-                values = ok_values(mine, metric)
+                values = ok_values(kind.ok_repetitions(test, s.direction), metric)
             where = {**base, DIRECTION: s.direction or DASH}
             found.append(Point(where, test, s.direction, metric or s.metric, tuple(values)))
     return found

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nasplan.analysis import TRANSFER_KINDS, summarize
+from nasplan.analysis import summarize
 from nasplan.units import format_metric
 
 DASH = "–"
@@ -61,7 +61,7 @@ def _range(low: float, high: float, metric: str) -> str:
 
 def _bottleneck(point: Point) -> str | None:
     """The run's verdict on what limited a transfer's or iSCSI run's direction."""
-    if point.test.get("kind") not in TRANSFER_KINDS or point.direction is None:
+    if point.direction is None:
         return None
     found = ((point.test.get("bottleneck") or {}).get(point.direction) or {}).get("verdict")
     return str(found) if found else None
@@ -71,7 +71,7 @@ def _versus(point: Point, base: Point) -> dict[str, Any]:
     """Ratio of the medians and compare's verdict of ``point`` against the baseline's values."""
     # compare/ imports the report's filters: imported here, not at the top, so that either
     # package can be imported first
-    from nasplan.compare.stats import higher_is_better, verdict
+    from nasplan.significance import higher_is_better, verdict
 
     if not point.values or not base.values or point.metric != base.metric:
         return {"ratio": None, "verdict": None, "rule": None, "p_value": None}

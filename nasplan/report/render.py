@@ -15,12 +15,12 @@ import jinja2
 
 from nasplan.analysis import FRAME_OVERHEAD_BYTES, TCP_IPV4_HEADER_BYTES
 from nasplan.diagnose import diagnose
-from nasplan.directions import series_of
 from nasplan.facts import storage
+from nasplan.measure import kinds
 from nasplan.output import redactor_of, secrets_from_environ, write_text
+from nasplan.quantities import BITS, BYTES
 from nasplan.report import headline, mermaid, pivot, timeline
 from nasplan.report.in_force import network_rows, run_in_force
-from nasplan.report.quantities import BITS, BYTES
 from nasplan.results import REPORT_FILE, load_run
 from nasplan.units import format_bits_per_second, format_bytes_per_second, format_metric
 
@@ -299,12 +299,13 @@ def _test(test: Mapping[str, Any]) -> dict[str, Any]:
     summary = test.get("summary") or {}
     reps = test.get("repetitions", [])
     ok_reps = [r for r in reps if r.get("status") == "ok"]
+    found = kinds.readout(test).series(test)
     retransmits = [r["retransmits"] for r in ok_reps if r.get("retransmits") is not None]
     return {
         "id": test["id"],
         "name": test.get("name") or test["id"],
         "heading": heading(test),
-        "udp": headline.is_udp(test),
+        "udp": str(params.get("protocol") or "tcp").lower() == "udp",
         "results": headline.rows(test),
         "kind": test["kind"],
         "status": test["status"],
@@ -326,9 +327,7 @@ def _test(test: Mapping[str, Any]) -> dict[str, Any]:
             {**r, "raw_link": quote(r["raw_file"]) if r.get("raw_file") else None} for r in reps
         ],
         "failed_repetitions": [r for r in reps if r.get("status") != "ok"],
-        "reverse": next(
-            (s.summary for s in series_of(test) if s.metric == "reverse_bits_per_second"), None
-        ),
+        "reverse": next((s.summary for s in found if s.metric == "reverse_bits_per_second"), None),
     }
 
 
@@ -408,10 +407,12 @@ def _charts(run: Mapping[str, Any]) -> list[str]:
     bits: list[tuple[str, float | None, float | None]] = []
     byte_rates: list[tuple[str, float | None]] = []
     for test in run["tests"]:
-        for series in series_of(test):
+        kind = kinds.readout(test)
+        found = kind.series(test)
+        for series in found:
             if series.summary.get("median") is None:
                 continue
-            named = test["kind"] != "iperf3" or len(series_of(test)) > 1
+            named = kind.named(test, found)
             name = f"{test['id']} {series.direction}" if named and series.direction else test["id"]
             if series.metric.endswith("bits_per_second"):
                 bits.append((name, series.summary["median"], series.theoretical_bits_per_second))
@@ -436,6 +437,27 @@ def _charts(run: Mapping[str, Any]) -> list[str]:
     return [c for c in charts if c]
 
 
+def _sections(tests: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    """Section name -> the tests its kind details there (``Readout.section``), in run order."""
+    found: dict[str, list[Mapping[str, Any]]] = {}
+    for test in tests:
+        section = kinds.readout(test).section
+        if section:
+            found.setdefault(section, []).append(test)
+    return found
+
+
+def _section_notes(tests: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """Section name -> what its kinds say once there (each note once, in run order)."""
+    found: dict[str, list[str]] = {}
+    for test in tests:
+        kind = kinds.readout(test)
+        notes = found.setdefault(kind.section, [])
+        if kind.section_note and kind.section_note not in notes:
+            notes.append(kind.section_note)
+    return found
+
+
 def build_view(
     run: Mapping[str, Any], chart_files: Sequence[str] = (), table: pivot.TableSpec | None = None
 ) -> dict[str, Any]:
@@ -448,13 +470,12 @@ def build_view(
     # Every kind has its rows in the results table (headline.rows), in its own units; the
     # details are iperf3's; transfers, disk and latency have sections of their own
     # (_transfers.md.j2, _analysis.md.j2).
-    tests = [_test(test) for test in run["tests"] if test["kind"] == "iperf3"]
     everything = run["tests"]
+    sections = _sections(everything)
+    tests = [_test(test) for test in sections.get("iperf3", [])]
     results = [row for test in everything for row in headline.rows(test)]
     with_path = [
-        _test(test)
-        for test in everything
-        if test.get("path") and test["kind"] in ("iperf3", "transfer", "iscsi")
+        _test(test) for test in everything if test.get("path") and kinds.readout(test).path_rate
     ]
     thresholds = sorted(
         {
@@ -477,7 +498,9 @@ def build_view(
         "inventory_file": _shown_file(run.get("inventory_file")),
         "duration": _duration(run["started_at"], run.get("finished_at")),
         "status_meaning": STATUS_MEANING.get(run["status"], run["status"]),
-        "kinds": sorted({t["kind"] for t in everything}),
+        "sections": sections,
+        "section_notes": _section_notes(everything),
+        "details": {t["id"]: kinds.readout(t).detail_text(t) for t in everything},
         "kinds_text": join_and(headline.kinds_text(everything)) or "nothing",
         "results": results,
         "headline": headline.headline(everything)
@@ -527,20 +550,50 @@ def _order_text(run: Mapping[str, Any]) -> str | None:
     return f"{_ORDERS.get(str(order), str(order))}{seed}{again}"
 
 
+def _percent(fraction: float) -> str:
+    """``0.0015`` -> ``0.15``, ``0.013`` -> ``1.3``, ``0.27`` -> ``27``: two digits, at most."""
+    percent = fraction * 100
+    return f"{percent:.0f}" if percent >= 10 else f"{percent:.2g}"
+
+
+_STATISTICS = {
+    "t": "Student's t (two-stage)",
+    "order statistics": "order statistics",
+    "t and range": "Student's t (two-stage) stretched to every value",
+}
+
+
 def _adaptive_line(test: Mapping[str, Any]) -> str | None:
-    """``lan: 6 repetitions (3–15): the median's 95 % interval ±1.3 %, within ±2 %: clear``."""
+    """``lan: 3 repetitions (3–15): Student's t (two-stage), 953.1–955.9 Mbit/s, ±0.15 % of
+    the median, within ±2 %: clear``: where a test that repeats until its answer is clear
+    stopped, and which statistic gave its interval."""
     rule = test.get("adaptive")
     if not rule:
         return None
     wanted = f"±{rule['until']['ci_halfwidth'] * 100:g} %"
     width = rule.get("ci_halfwidth")
-    if width is None:
-        found = "too few ok repetitions for the median's 95 % interval (6 at least): unclear"
-    elif rule["reached"]:
-        found = f"the median's 95 % interval ±{width * 100:.1f} %, within {wanted}: clear"
-    else:
-        found = f"the median's 95 % interval ±{width * 100:.1f} %, not within {wanted}: unclear"
-    return f"**{test['id']}**: {rule['n']} repetitions ({rule['min']}–{rule['max']}): {found}"
+    head = f"**{test['id']}**: {rule['n']} repetitions ({rule['min']}–{rule['max']}): "
+    if "statistic" not in rule:  # a run before the two-stage rule: order statistics alone
+        if width is None:
+            found = "too few ok repetitions for the median's 95 % interval (6 at least): unclear"
+        else:
+            within = "within" if rule["reached"] else "not within"
+            clear = "clear" if rule["reached"] else "unclear"
+            found = f"the median's 95 % interval ±{width * 100:.1f} %, {within} {wanted}: {clear}"
+        return head + found
+    interval = rule.get("interval")
+    if width is None or interval is None:
+        least = max(int(rule["min"]), 3)
+        return head + f"too few ok repetitions for the interval ({least} at least): unclear"
+    ends = headline.value_range(interval["low"], interval["high"], interval["metric"])
+    direction = f" ({interval['direction']})" if interval.get("direction") else ""
+    said = f"{_STATISTICS.get(rule['statistic'], rule['statistic'])}, {ends}{direction}, "
+    said += f"±{_percent(width)} % of the median, "
+    if rule["reached"]:
+        return head + said + f"within {wanted}: clear"
+    needed = rule.get("needed")
+    asked = f" (its first repetitions asked for {needed})" if needed else ""
+    return head + said + f"not within {wanted}{asked}: unclear"
 
 
 @cache

@@ -11,6 +11,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nasplan.measure import kinds
+from nasplan.measure.kind import Readout
+from nasplan.quantities import BYTES
 from nasplan.report import mermaid
 
 CHART_PREFIX = "charts/timeline-"
@@ -33,20 +36,12 @@ def chart_file(test_id: str, chart_format: str) -> str:
     return _stem(test_id) + chart_format
 
 
-def unit_for(kind: str, bits_per_second: Sequence[float | None]) -> tuple[str, float]:
-    """The unit a test's rates are shown in, with its size in bit/s: iperf3 in bit/s; file
-    transfers, iSCSI and disks in MiB/s (2^20 bytes/s), as their tables (the TCP maximum too)."""
-    if kind in ("disk", "transfer", "iscsi"):
+def unit_for(kind: Readout, bits_per_second: Sequence[float | None]) -> tuple[str, float]:
+    """The unit a test's rates are shown in, with its size in bit/s: a bit rate in bit/s; a
+    byte rate (file transfers, iSCSI, disks) in MiB/s, as their tables (the TCP maximum too)."""
+    if kind.timeline_quantity is BYTES:
         return "MiB/s", 8.0 * 2**20
     return mermaid.rate_unit(bits_per_second)
-
-
-def tcp_maximum(test: Mapping[str, Any]) -> float | None:
-    """The line a network test's chart draws (its path's TCP maximum); None for disk tests."""
-    if test.get("kind") == "disk":
-        return None
-    value = (test.get("path") or {}).get("theoretical_bits_per_second")
-    return float(value) if isinstance(value, (int, float)) else None
 
 
 def per_second(throughput: Sequence[Mapping[str, Any]]) -> list[float | None]:
@@ -82,8 +77,8 @@ def mermaid_chart(test: Mapping[str, Any]) -> str | None:
     grid = per_second(throughput)
     if not any(v is not None for v in grid):
         return None
-    kind = str(test.get("kind"))
-    maximum = tcp_maximum(test)
+    kind = kinds.readout(test)
+    maximum = kind.timeline_limit(test)
     unit, factor = unit_for(kind, [*grid, maximum])
     step = max(1, math.ceil(len(grid) / MAX_CHART_POINTS))
     values = [None if v is None else v / factor for v in _buckets(grid, step)]
@@ -153,15 +148,15 @@ def resource_charts(test: Mapping[str, Any]) -> list[str]:
     return [c for c in charts if c]
 
 
-def _rate_text(kind: str, bits_per_second: float) -> str:
-    if kind == "disk":
+def _rate_text(kind: Readout, bits_per_second: float) -> str:
+    if not kind.path_rate:
         return f"{bits_per_second / 8 / 2**20:.1f} MiB/s"
     return f"{bits_per_second / 8 / 10**6:.1f} MB/s ({bits_per_second / 8 / 2**20:.1f} MiB/s)"
 
 
 def fall_texts(test: Mapping[str, Any]) -> list[str]:
     """One sentence per repetition of a test whose rate fell after its first seconds."""
-    kind = str(test.get("kind"))
+    kind = kinds.readout(test)
     texts = []
     for s in (test.get("timeline") or {}).get("throughput") or []:
         fall = s.get("fall")

@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from nasplan.measure import kinds
 from nasplan.report.charts import CHARTS_DIR, pyplot
-from nasplan.report.timeline import chart_file, tcp_maximum, unit_for
+from nasplan.report.timeline import chart_file, unit_for
 
 _DIRECTION_COLOURS = {"write": "#c06020", "read": "#2070b0", "reverse": "#7040a0"}
 _HOST_COLOURS = ("#505050", "#30a050", "#a03060", "#8080c0")
@@ -23,10 +24,9 @@ def _legend(axes: Any) -> None:
 def _draw_rate(axes: Any, test: Mapping[str, Any]) -> None:
     """The rate of each repetition, the TCP maximum, and a dotted line where a rate fell."""
     throughput = test["timeline"]["throughput"]
-    maximum = tcp_maximum(test)
-    unit, factor = unit_for(
-        str(test.get("kind")), [v for s in throughput for v in s["bits_per_second"]]
-    )
+    kind = kinds.readout(test)
+    maximum = kind.timeline_limit(test)
+    unit, factor = unit_for(kind, [v for s in throughput for v in s["bits_per_second"]])
     labelled: set[str] = set()
     for s in throughput:
         label = f"{s.get('direction') or 'rate'} ({unit})"

@@ -13,6 +13,8 @@ from nasplan.input.inventory import Host
 from nasplan.input.plan import Plan
 from nasplan.measure.kind import BoundTest
 from nasplan.progress import Progress
+from nasplan.remote.runner import Runner
+from nasplan.remote.ssh import connect
 from nasplan.run import listing
 from nasplan.run.overlap import Overlap
 from nasplan.run.planned import (
@@ -24,8 +26,6 @@ from nasplan.run.planned import (
     tool_needs,
     unset_variables,
 )
-from nasplan.runner import Runner
-from nasplan.ssh import connect
 from nasplan.tasks import Tasks
 from nasplan.verbosity import Verbosity
 
@@ -138,7 +138,7 @@ def _changes(plan: Plan, sessions: Mapping[str, HostSession]) -> list[dict[str, 
     """Each declared network change, against the host's current state."""
     if not plan.network.hosts:
         return []
-    from nasplan.run.network_phase import describe_changes  # a plan that changes the network
+    from nasplan.run.host_network import describe_changes  # a plan that changes the network
 
     changes: list[dict[str, str]] = []
     for name in plan.network.hosts:

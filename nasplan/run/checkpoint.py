@@ -119,40 +119,43 @@ class HostsPart:
 
 
 class RunRecord:
-    """One run's run.json as it grows: the fixed header, the finished tests, the running one,
-    the hosts, the warnings of every source (``warnings()``) and the network part
-    (``network()``: None for a plan without network changes); ``checkpoint`` saves it."""
+    """One run's run.json as it grows, from its parts: the fixed header (``run``: what the run
+    sets as it goes, its status and end), the tests (``tests()``), the hosts, the warnings of
+    every source (``warnings()``) and the network part (``network()``: None for a plan
+    without network changes); ``checkpoint`` saves it."""
 
     def __init__(
         self,
         run: dict[str, Any],
         sessions: Mapping[str, HostSession],
         secrets: Callable[[], list[str]],
-        warnings: Callable[[], list[str]],
+        tests: Callable[[], list[dict[str, Any]]],
+        warnings: Callable[[list[dict[str, Any]]], list[str]],
         network: Callable[[], dict[str, Any] | None],
         saver: RunSaver,
     ) -> None:
         self.run = run
         self._hosts = HostsPart(sessions)
         self._secrets = secrets
+        self._tests = tests
         self._warnings = warnings
         self._network = network
         self.saver = saver
 
-    def snapshot(self, running: dict[str, Any] | None = None) -> dict[str, Any]:
-        """run.json now, with ``running`` (the test under way) after the finished tests."""
+    def snapshot(self) -> dict[str, Any]:
+        """run.json now."""
         current = dict(self.run)
-        current["tests"] = self.run["tests"] + ([running] if running is not None else [])
+        current["tests"] = tests = self._tests()
         current["hosts"] = self._hosts.now()
-        current["warnings"] = self._warnings()
+        current["warnings"] = self._warnings(tests)
         network = self._network()
         if network is not None:
             current["network"] = network
         return current
 
-    def checkpoint(self, running: dict[str, Any] | None = None) -> None:
+    def checkpoint(self) -> None:
         """Save run.json now (atomic; on disk by the run's end)."""
-        self.saver.save(self.snapshot(running), self._secrets(), durable=False)
+        self.saver.save(self.snapshot(), self._secrets(), durable=False)
 
 
 @contextlib.contextmanager

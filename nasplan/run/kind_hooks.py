@@ -1,10 +1,12 @@
-"""What a run lends a test kind (``nasplan.measure.kind.RunHooks``): raw files, secrets,
-checkpoints of the running test, and a finished test's clean-up beside the next test's start.
+"""What a run lends a test kind (``nasplan.measure.kind.RunHooks``): raw files, secrets, the
+running test's checkpoints, and a finished test's clean-up beside the next test's start.
 
-A test's teardown (its server's stop, its samplers' stop) is handed to the run's ``Tasks``: it
-runs while the next test starts and is settled (waited for, then its record completed in the
-run's own thread) before that test measures, so nothing of one test runs on the hosts while
-another measures. With ``Overlap.serial()`` it runs when settled: the same order, one thread.
+Whatever a kind hands over is a value for the run: a checkpoint's record is copied into the log
+of the test's cell (``nasplan.run.cell``), and a teardown's work returns what completes its
+part (``TornDown``), appended to that cell's log once the run settles it. A teardown runs while
+the next test starts and is settled (waited for) before that test measures, so nothing of one
+test runs on the hosts while another measures. With ``Overlap.serial()`` it runs when it is
+deferred: the same order, one thread.
 """
 
 from __future__ import annotations
@@ -14,33 +16,43 @@ from pathlib import Path
 from typing import Any
 
 from nasplan import results
+from nasplan.errors import HostLostError
 from nasplan.hosts.session import HostSession
 from nasplan.input.plan import Plan
 from nasplan.measure.kind import RunContext
 from nasplan.progress import Progress
+from nasplan.run.cell import Cell
 from nasplan.tasks import Task, Tasks
 
 
 class KindHooks:
-    """``RunHooks`` of one run: ``run_dir`` for raw outputs, ``secrets`` masked in every file,
-    ``on_checkpoint`` called with the running test's record after each repetition."""
+    """``RunHooks`` of one run: ``run_dir`` for raw outputs, ``secrets`` masked in every file;
+    ``sessions`` and ``progress``: a host lost in a teardown is marked lost and its test said
+    failed.
+
+    ``cell``: the test whose part runs now (set by the run around each part); what it hands
+    over goes into that cell's log. ``on_checkpoint``: run after a checkpoint (the run saves
+    run.json).
+    """
 
     def __init__(
         self,
         run_dir: Path,
         tasks: Tasks,
+        sessions: Mapping[str, HostSession],
+        progress: Progress,
         secrets: list[str] | None = None,
-        on_checkpoint: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self.run_dir = run_dir
         self.tasks = tasks
+        self.sessions = sessions
+        self.progress = progress
         self.secrets: list[str] = secrets if secrets is not None else []
-        self.on_checkpoint = on_checkpoint
-        # the running test's record, as last checkpointed (a lost host fails it with this)
-        self.running: dict[str, Any] | None = None
+        self.cell: Cell | None = None
+        self.on_checkpoint: Callable[[], None] | None = None
         # raw outputs written during the run, put on disk at its end (``output.sync_files``)
         self.unsynced: list[Path] = []
-        self._pending: tuple[Task, Callable[[BaseException | None], None]] | None = None
+        self._pending: tuple[Task, Cell | None, int] | None = None
 
     def save_raw(self, relative_path: str, text: str) -> str:
         written = results.save_raw(self.run_dir, relative_path, text, self.secrets, durable=False)
@@ -50,23 +62,35 @@ class KindHooks:
     def mask(self, secret: str) -> None:
         self.secrets.append(secret)
 
-    def checkpoint(self, record: dict[str, Any], *, last: bool = False) -> None:
-        self.running = record
+    def checkpoint(self, record: Mapping[str, Any], *, last: bool = False) -> None:
+        if self.cell is not None:
+            self.cell.returned(record)
         if self.on_checkpoint is not None and not last:
-            self.on_checkpoint(record)
+            self.on_checkpoint()
 
-    def defer(
-        self, work: Callable[[], object], done: Callable[[BaseException | None], None]
-    ) -> None:
+    def defer(self, work: Callable[[], Mapping[str, Any]]) -> None:
         self.settle()
-        self._pending = (self.tasks.start(work, "teardown"), done)
+        number = self.cell.number if self.cell is not None else 0
+        self._pending = (self.tasks.start(work, "teardown"), self.cell, number)
 
     def settle(self) -> None:
         pending, self._pending = self._pending, None
-        if pending is not None:
-            task, done = pending
-            task.wait()
-            done(task.error)
+        if pending is None:
+            return
+        task, cell, number = pending
+        task.wait()
+        error = task.error
+        if error is not None and not isinstance(error, HostLostError):
+            raise error
+        completes = task.result if isinstance(task.result, Mapping) else {}
+        if cell is not None:
+            cell.torn_down(number, completes, str(error) if error is not None else None)
+        if isinstance(error, HostLostError):
+            session = self.sessions.get(error.host)
+            if session is not None:
+                session.mark_lost(str(error))
+            if cell is not None:
+                self.progress.test_done(cell.test.id, "failed", f"after its measurement: {error}")
 
     def teardown_running(self) -> Task | None:
         """The deferred teardown still on its hosts, if any (what a release waits for)."""
@@ -82,4 +106,5 @@ def run_context(
     secrets: list[str] | None = None,
 ) -> RunContext:
     """A ``RunContext`` with this run's ``KindHooks`` (also what unit tests of a kind use)."""
-    return RunContext(plan, sessions, progress, tasks, KindHooks(run_dir, tasks, secrets))
+    hooks = KindHooks(run_dir, tasks, sessions, progress, secrets)
+    return RunContext(plan, sessions, progress, tasks, hooks)

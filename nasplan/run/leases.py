@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from nasplan.hosts import shell
 from nasplan.hosts.lock import (
     EXIT_BUSY,
     acquire_script,
@@ -18,12 +17,14 @@ from nasplan.hosts.lock import (
     release_script,
     renew_script,
 )
+from nasplan.remote import shell
 from nasplan.sections import split_sections
 
 if TYPE_CHECKING:
     from nasplan.hosts.session import HostSession
     from nasplan.progress import Progress
-    from nasplan.runner import Result
+    from nasplan.remote.runner import Result
+    from nasplan.remote.timeouts import Timeouts
     from nasplan.tasks import Repeating, Task, Tasks
 
 
@@ -300,3 +301,19 @@ class EarlyRelease:
         """Wait for every release (each ends within its command's timeout)."""
         for task in self._releases:
             task.wait()
+
+
+def hold(
+    sessions: Mapping[str, HostSession],
+    lock_id: str,
+    timeouts: Timeouts,
+    tasks: Tasks,
+    progress: Progress,
+    *,
+    until_the_end: bool,
+) -> tuple[LeaseKeeper, EarlyRelease | None]:
+    """A run's hold on its hosts: the lease renewals, and the early releases of hosts the plan
+    is done with (none ``until_the_end``: with network changes, every host keeps its lock until
+    its settings are put back)."""
+    keeper = LeaseKeeper(sessions, lock_id, timeouts.lease_s, timeouts.renew_s, tasks, progress)
+    return keeper, None if until_the_end else EarlyRelease(keeper, lock_id, tasks)

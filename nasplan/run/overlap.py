@@ -25,13 +25,14 @@ class _Thread:
     def __init__(self, work: Callable[[], object], name: str) -> None:
         self._work = work
         self._error: BaseException | None = None
+        self._result: object = None
         self._finished = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"nasplan-{name}", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         try:
-            self._work()
+            self._result = self._work()
         except BaseException as exc:  # handed to whoever waits (Task.error)
             self._error = exc
         finally:
@@ -40,6 +41,10 @@ class _Thread:
     @property
     def error(self) -> BaseException | None:
         return self._error
+
+    @property
+    def result(self) -> object:
+        return self._result
 
     def done(self) -> bool:
         return self._finished.is_set()
@@ -53,14 +58,19 @@ class _Ran:
 
     def __init__(self, work: Callable[[], object]) -> None:
         self._error: BaseException | None = None
+        self._result: object = None
         try:
-            work()
+            self._result = work()
         except BaseException as exc:  # handed to whoever waits, as a thread's would be
             self._error = exc
 
     @property
     def error(self) -> BaseException | None:
         return self._error
+
+    @property
+    def result(self) -> object:
+        return self._result
 
     def done(self) -> bool:
         return True

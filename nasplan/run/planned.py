@@ -5,25 +5,27 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from nasplan.input.inventory import Host
 from nasplan.input.plan import Plan
 from nasplan.measure import kinds
 from nasplan.measure.kind import BoundTest
-from nasplan.runner import Runner
-from nasplan.ssh import connect
+from nasplan.remote.runner import Runner
+from nasplan.remote.ssh import connect
 
 EXIT_OK, EXIT_TEST_FAILED, EXIT_INPUT, EXIT_UNREACHABLE = 0, 1, 2, 3
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """What apply did: the run directory (None for --check) and the exit code."""
+    """What apply did: the run directory (None for --check), the exit code, and the seconds
+    each phase of the run took (``open_hosts``, ``prepare``, ..., ``finish``)."""
 
     run_dir: Path | None
     exit_code: int
+    spans: Mapping[str, float] = field(default_factory=dict)
 
 
 def plan_hosts(plan: Plan) -> dict[str, Host]:

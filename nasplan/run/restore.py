@@ -11,20 +11,29 @@ import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from nasplan.errors import InputError
 from nasplan.hosts import lock as hostlock
-from nasplan.input.inventory import Host, load_inventory
+from nasplan.input.inventory import Host, Inventory, load_inventory
+from nasplan.input.network import NicChange
 from nasplan.network.backends import by_mechanism
-from nasplan.network.model import NicChange
 from nasplan.network.restore import Restored, load_snapshots, restore_host
 from nasplan.network.state import NicState
 from nasplan.network.tools import NetTools
 from nasplan.progress import Progress
+from nasplan.remote.runner import Runner
 from nasplan.report.render import write_report
 from nasplan.results import load_run, save_run
-from nasplan.runner import Runner
 from nasplan.sections import split_sections
+
+
+def _inventory_of(run_dir: Path, snapshots: dict[str, Any]) -> Inventory:
+    """The run's inventory as it was read: every ``-i`` and the reader run.json names, else the
+    one file of the snapshot."""
+    run = load_run(run_dir)
+    files = run.get("inventory_files") or [snapshots["inventory_file"]]
+    return load_inventory(tuple(Path(f) for f in files), run.get("inventory_reader", "nasplan"))
 
 
 def restore_run(
@@ -40,7 +49,7 @@ def restore_run(
     if not (run_dir / "run.json").exists():
         raise InputError(f"{run_dir}: not a run directory (no run.json in it)")
     data = load_snapshots(run_dir)
-    inventory = load_inventory(Path(data["inventory_file"]))
+    inventory = _inventory_of(run_dir, data)
     outcomes: dict[str, Restored] = {}
     for name, saved in data["hosts"].items():
         host = inventory.hosts.get(name)

@@ -17,7 +17,7 @@ import yaml
 
 from nasplan.input.inventory import load_inventory
 from nasplan.input.loader import load_schema
-from nasplan.ssh import connect
+from nasplan.remote.ssh import connect
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAN = ROOT / "plans/examples/nas-upgrade.yaml"

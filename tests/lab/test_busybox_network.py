@@ -20,10 +20,11 @@ from nasplan.hosts.session import close_sessions, open_sessions
 from nasplan.input.plan import load_plan
 from nasplan.lab import LabState
 from nasplan.progress import PlainProgress
+from nasplan.remote.ssh import connect
 from nasplan.run.apply import apply
 from nasplan.run.network_phase import NetworkPhase
 from nasplan.run.overlap import Overlap
-from nasplan.ssh import connect
+from nasplan.run.request import RunRequest
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 6
@@ -126,9 +127,8 @@ def test_jumbo_p2p_through_busybox_nas_shells_restores_every_nic_exactly(
         before = nic_states(bb_lab)
         assert before["qnap"]["nics"]["eth1"][1] is False
         outcome = apply(
-            load_plan(write_plan(bb_lab, tmp_path)),
+            RunRequest(load_plan(write_plan(bb_lab, tmp_path)), out=tmp_path / "run"),
             PlainProgress(io.StringIO()),
-            out=tmp_path / "run",
         )
         run = json.loads((tmp_path / "run/run.json").read_text())
         assert outcome.exit_code == 0, run["network"]["error"] or [t["error"] for t in run["tests"]]

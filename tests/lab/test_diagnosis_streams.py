@@ -21,6 +21,7 @@ from nasplan.progress import make_progress
 from nasplan.results import load_run
 from nasplan.run.apply import apply
 from nasplan.run.planned import EXIT_OK
+from nasplan.run.request import RunRequest
 
 from .conftest import LabContext
 
@@ -49,7 +50,7 @@ def run_plan(state: LabState, work: Path, tests: list[dict[str, Any]]) -> tuple[
     plan_path = work / "plan.yaml"
     plan_path.write_text(yaml.safe_dump(plan, sort_keys=False))
     console = io.StringIO()
-    result = apply(load_plan(plan_path), make_progress(console), out=work / "run")
+    result = apply(RunRequest(load_plan(plan_path), out=work / "run"), make_progress(console))
     assert result.exit_code == EXIT_OK, console.getvalue()
     return load_run(work / "run"), (work / "run" / "report.md").read_text()
 

@@ -24,7 +24,7 @@ from nasplan.measure.tools.iperf3 import (
     temp_paths,
 )
 from nasplan.measure.tools.iperf3_server import READY_MARKER, server_launch_script
-from nasplan.runner import Launched, LocalRunner, Result
+from nasplan.remote.runner import Launched, LocalRunner, Result
 
 
 def installed_iperf3_version() -> str:

@@ -21,6 +21,7 @@ from nasplan.progress import make_progress
 from nasplan.results import load_run
 from nasplan.run.apply import apply
 from nasplan.run.planned import EXIT_TEST_FAILED
+from nasplan.run.request import RunRequest
 
 MIB = 2**20
 
@@ -121,7 +122,9 @@ def test_iscsi_write_and_read_beside_iperf3_and_fio_with_chap_kept_secret(
     plan_path.write_text(yaml.safe_dump(plan))
 
     with watch_argv(secret) as seen:
-        outcome = apply(load_plan(plan_path), make_progress(io.StringIO()), out=tmp_path / "run")
+        outcome = apply(
+            RunRequest(load_plan(plan_path), out=tmp_path / "run"), make_progress(io.StringIO())
+        )
     assert seen == []  # the secret was in no process's argv while the run went on
 
     run = load_run(tmp_path / "run")

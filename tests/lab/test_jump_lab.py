@@ -21,7 +21,7 @@ import yaml
 from nasplan.errors import HostLostError
 from nasplan.input.inventory import load_inventory
 from nasplan.lab import LabState
-from nasplan.ssh import connect
+from nasplan.remote.ssh import connect
 
 ROOT = Path(__file__).resolve().parents[2]
 LAN = "198.19.136"

@@ -20,10 +20,11 @@ from nasplan.input.plan import load_plan
 from nasplan.lab import LabState
 from nasplan.measure import live_rate
 from nasplan.progress import PlainProgress
+from nasplan.remote.ssh import connect
 from nasplan.results import load_run
 from nasplan.run.apply import apply
 from nasplan.run.planned import EXIT_OK
-from nasplan.ssh import connect
+from nasplan.run.request import RunRequest
 
 LAB = {
     "name": "lrate-lab",
@@ -102,7 +103,7 @@ def run_plan(lab: LabState, tmp_path: Path, name: str) -> tuple[Rates, dict[str,
     plan_path = tmp_path / f"{name}.yaml"
     plan_path.write_text(yaml.safe_dump(plan))
     progress = Rates()
-    outcome = apply(load_plan(plan_path), progress, out=tmp_path / name)
+    outcome = apply(RunRequest(load_plan(plan_path), out=tmp_path / name), progress)
     assert outcome.exit_code == EXIT_OK, progress.log.getvalue()
     return progress, load_run(tmp_path / name)
 

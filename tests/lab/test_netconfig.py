@@ -22,10 +22,11 @@ from nasplan.hosts.session import close_sessions, open_sessions
 from nasplan.input.plan import load_plan
 from nasplan.lab import LabState
 from nasplan.progress import PlainProgress
+from nasplan.remote.ssh import connect
 from nasplan.run.apply import apply
 from nasplan.run.network_phase import NetworkPhase
 from nasplan.run.overlap import Overlap
-from nasplan.ssh import connect
+from nasplan.run.request import RunRequest
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 6
@@ -91,7 +92,7 @@ def all_states(state: LabState) -> dict[str, Any]:
 def test_jumbo_p2p_applies_measures_and_restores(net_lab: LabState, tmp_path: Path) -> None:
     before = all_states(net_lab)
     plan = load_plan(write_plan(net_lab, tmp_path))
-    outcome = apply(plan, PlainProgress(io.StringIO()), out=tmp_path / "run")
+    outcome = apply(RunRequest(plan, out=tmp_path / "run"), PlainProgress(io.StringIO()))
     run = json.loads((tmp_path / "run/run.json").read_text())
     assert outcome.exit_code == 0, run["network"]["error"] or run["tests"][0]["error"]
     assert run["tests"][0]["params"]["address"] == "198.18.33.1"
@@ -175,7 +176,7 @@ def test_smaller_peer_mtu_fails_the_df_ping_naming_both_ends(
         link_mtu=None,
         interfaces=[{"host": "nas", "interface": "p2p", "mtu": 9000}],
     )
-    outcome = apply(load_plan(path), PlainProgress(io.StringIO()), out=tmp_path / "run")
+    outcome = apply(RunRequest(load_plan(path), out=tmp_path / "run"), PlainProgress(io.StringIO()))
     run = json.loads((tmp_path / "run/run.json").read_text())
     assert outcome.exit_code == 1
     assert run["tests"][0]["status"] == "skipped"

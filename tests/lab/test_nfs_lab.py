@@ -16,6 +16,7 @@ from nasplan.progress import make_progress
 from nasplan.results import load_run
 from nasplan.run.apply import apply
 from nasplan.run.planned import EXIT_OK
+from nasplan.run.request import RunRequest
 
 LAB = {
     "name": "nfs-lab",
@@ -52,7 +53,9 @@ def test_nfs_write_and_read_for_real(
     plan_path = tmp_path / "plan.yaml"
     plan_path.write_text(yaml.safe_dump(plan))
     before = host_tmp_files(state, "nasplan-xfer.*")
-    outcome = apply(load_plan(plan_path), make_progress(io.StringIO()), out=tmp_path / "run")
+    outcome = apply(
+        RunRequest(load_plan(plan_path), out=tmp_path / "run"), make_progress(io.StringIO())
+    )
     run = load_run(tmp_path / "run")
     (test,) = run["tests"]
     assert outcome.exit_code == EXIT_OK, test["error"]

@@ -22,6 +22,7 @@ from nasplan.report import mermaid
 from nasplan.results import load_run
 from nasplan.run.apply import apply
 from nasplan.run.planned import EXIT_OK
+from nasplan.run.request import RunRequest
 
 from .conftest import LabContext
 
@@ -91,10 +92,8 @@ def outcome(
         patch.setenv(PASSWORD_ENV, password)  # what `apply --check` looks for
         console = io.StringIO()
         result = apply(
-            load_plan(plan_path),
+            RunRequest(load_plan(plan_path), out=work / "run", become_passwords={"nas": password}),
             make_progress(console),
-            out=work / "run",
-            become_passwords={"nas": password},
         )
     assert result.exit_code == EXIT_OK, console.getvalue()
     yield work / "run", console.getvalue()

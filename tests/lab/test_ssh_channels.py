@@ -1,5 +1,5 @@
-"""Commands on one SSH connection (nasplan.ssh) against a real sshd: nothing nasplan sends for a
-command may reach the host after that command's channel is closed, whatever the threads' timing.
+"""Commands on one SSH connection (nasplan.remote.ssh) against a real sshd: nothing nasplan sends
+for a command may reach the host after that command's channel is closed, whatever the timing.
 
 paramiko answers the host's CLOSE from its own thread; a command's thread that is descheduled
 between building its EOF and sending it (a loaded machine) used to send the EOF after that
@@ -21,7 +21,7 @@ from paramiko.common import cMSG_CHANNEL_EOF, cMSG_CHANNEL_REQUEST
 
 from nasplan.input.inventory import load_inventory
 from nasplan.lab import LabState
-from nasplan.ssh import SshRunner, connect
+from nasplan.remote.ssh import SshRunner, connect
 
 LAB = {
     "name": "rcch",

@@ -21,6 +21,7 @@ from nasplan.progress import make_progress
 from nasplan.results import load_run
 from nasplan.run.apply import apply
 from nasplan.run.planned import EXIT_OK
+from nasplan.run.request import RunRequest
 from nasplan.units import format_bytes_per_second
 
 LAB = {
@@ -99,7 +100,7 @@ def test_a_matrix_run_s_report_has_its_table_cell_by_cell(
     plan_path = tmp_path / "plan.yaml"
     plan_path.write_text(yaml.safe_dump(plan, sort_keys=False))
     out = tmp_path / "run"
-    outcome = apply(load_plan(plan_path), make_progress(io.StringIO()), out=out)
+    outcome = apply(RunRequest(load_plan(plan_path), out=out), make_progress(io.StringIO()))
     assert outcome.exit_code == EXIT_OK
     run = load_run(out)
     records = {(t["cell"]["link"], t["cell"]["size"]): t for t in run["tests"]}
@@ -143,7 +144,7 @@ def test_a_matrix_run_s_report_has_its_table_cell_by_cell(
 
     # the same plan once more, and the two runs in one table: a run label beside the cells
     again = tmp_path / "again"
-    outcome = apply(load_plan(plan_path), make_progress(io.StringIO()), out=again)
+    outcome = apply(RunRequest(load_plan(plan_path), out=again), make_progress(io.StringIO()))
     assert outcome.exit_code == EXIT_OK
     second = {(t["cell"]["link"], t["cell"]["size"]): t for t in load_run(again)["tests"]}
     args = ["compare", str(out), str(again), "--label", "try=1", "--label", "try=2"]

@@ -18,6 +18,7 @@ from nasplan.report.render import write_report
 from nasplan.results import load_run
 from nasplan.run.apply import apply
 from nasplan.run.planned import EXIT_OK
+from nasplan.run.request import RunRequest
 
 LAB = {
     "name": "tl-lab",
@@ -55,7 +56,7 @@ def test_timelines_of_a_real_run(
     plan_path = tmp_path / "plan.yaml"
     plan_path.write_text(yaml.safe_dump(plan))
     run_dir = tmp_path / "run"
-    outcome = apply(load_plan(plan_path), make_progress(io.StringIO()), out=run_dir)
+    outcome = apply(RunRequest(load_plan(plan_path), out=run_dir), make_progress(io.StringIO()))
     assert outcome.exit_code == EXIT_OK
     run = load_run(run_dir)  # validates against schemas/run.schema.json
     tests = {t["id"]: t for t in run["tests"]}

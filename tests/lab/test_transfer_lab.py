@@ -18,6 +18,7 @@ from nasplan.progress import make_progress
 from nasplan.results import load_run
 from nasplan.run.apply import apply
 from nasplan.run.planned import EXIT_OK
+from nasplan.run.request import RunRequest
 
 LAB = {
     "name": "xfer-lab",
@@ -79,7 +80,9 @@ def test_transfers_for_real(
     plan_path.write_text(yaml.safe_dump(plan))
     before = host_tmp_files(state, "nasplan-xfer.*")
     with watch_argv(password) as leaked:
-        outcome = apply(load_plan(plan_path), make_progress(io.StringIO()), out=tmp_path / "run")
+        outcome = apply(
+            RunRequest(load_plan(plan_path), out=tmp_path / "run"), make_progress(io.StringIO())
+        )
     assert leaked == []
     assert outcome.exit_code == EXIT_OK
     run = load_run(tmp_path / "run")
@@ -150,7 +153,9 @@ def test_transfer_failure_still_cleans_up_and_names_the_cause(
     plan_path = tmp_path / "plan.yaml"
     plan_path.write_text(yaml.safe_dump(plan))
     before = host_tmp_files(state, "nasplan-xfer.*")
-    outcome = apply(load_plan(plan_path), make_progress(io.StringIO()), out=tmp_path / "run")
+    outcome = apply(
+        RunRequest(load_plan(plan_path), out=tmp_path / "run"), make_progress(io.StringIO())
+    )
     assert outcome.exit_code != EXIT_OK
     (test,) = load_run(tmp_path / "run")["tests"]
     assert test["status"] == "failed" and "NT_STATUS_LOGON_FAILURE" in test["error"]

@@ -23,10 +23,11 @@ from nasplan.hosts.session import close_sessions, open_sessions
 from nasplan.input.plan import load_plan
 from nasplan.lab import LabState
 from nasplan.progress import PlainProgress
+from nasplan.remote.ssh import connect
 from nasplan.run.apply import apply
 from nasplan.run.network_phase import NetworkPhase
 from nasplan.run.overlap import Overlap
-from nasplan.ssh import connect
+from nasplan.run.request import RunRequest
 
 TIMEOUT_S = 5
 LAB = {
@@ -100,8 +101,10 @@ def test_truenas_change_uses_interface_commit_and_is_restored(
 ) -> None:
     before = all_states(tnas_lab)
     assert before["nas"]["waiting"] == "null" and before["nas"]["pending"] == "False"
-    outcome = apply(load_plan(write_plan(tnas_lab, tmp_path)), PlainProgress(io.StringIO()),
-                    out=tmp_path / "run")  # fmt: skip
+    outcome = apply(
+        RunRequest(load_plan(write_plan(tnas_lab, tmp_path)), out=tmp_path / "run"),
+        PlainProgress(io.StringIO()),
+    )
     run = json.loads((tmp_path / "run/run.json").read_text())
     assert outcome.exit_code == 0, run["network"]["error"] or run["tests"][0]["error"]
     hosts = run["network"]["hosts"]
@@ -160,8 +163,13 @@ def test_kept_truenas_change_is_undone_by_nasplan_restore(
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "nasplan"]
     plan = write_plan(tnas_lab, tmp_path)
-    kept = subprocess.run([*cmd, "apply", str(plan), "--keep", "--out", str(out)],
-                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    kept = subprocess.run(
+        [*cmd, "apply", str(plan), "--keep", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert kept.returncode == 0, kept.stderr
     during = host_state(tnas_lab, "nas")
     assert during["nics"]["eth1"][0] == 9000 and "198.18.42.1" in during["nics"]["eth1"][2]
@@ -169,8 +177,9 @@ def test_kept_truenas_change_is_undone_by_nasplan_restore(
     nas = testinfra.get_host("ssh://nas", ssh_config=str(tnas_lab.ssh_config_path))
     log = "/var/lib/nasplan-lab-midclt/calls.log"
     nas.check_output(f"rm -f {log}")
-    restored = subprocess.run([*cmd, "restore", str(out)],
-                              capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    restored = subprocess.run(
+        [*cmd, "restore", str(out)], capture_output=True, text=True, timeout=120, check=False
+    )
     assert restored.returncode == 0, restored.stderr
     # nasplan restore used the middleware, as the snapshot file said
     restore_calls = nas.check_output(f"cat {log}").split()
@@ -217,8 +226,14 @@ def test_truenas_change_is_put_back_by_the_host_when_nasplan_is_killed(
     while network() != wanted:
         assert time.monotonic() < deadline, network()
         time.sleep(0.5)
-    restored = subprocess.run([*cmd, "restore", str(tmp_path / "run")], capture_output=True,
-                              text=True, timeout=120, check=False, env=env)  # fmt: skip
+    restored = subprocess.run(
+        [*cmd, "restore", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
+    )
     assert restored.returncode == 0, restored.stderr
     run = json.loads((tmp_path / "run/run.json").read_text())
     assert run["network"]["hosts"]["nas"]["status"] == "reverted-by-host"
@@ -279,15 +294,24 @@ def test_truenas_never_writes_a_dhcp_address_as_static_and_restores_the_aliases_
 ) -> None:
     nas = dhcp_nic
     configured = eth1_configuration(nas)
-    assert configured == {"aliases": [alias_of(CONFIGURED)], "ipv4_dhcp": True,
-                          "ipv6_auto": False, "mtu": None}  # fmt: skip
+    assert configured == {
+        "aliases": [alias_of(CONFIGURED)],
+        "ipv4_dhcp": True,
+        "ipv6_auto": False,
+        "mtu": None,
+    }
     before = all_states(tnas_lab)
     assert lease_is_dynamic(nas)
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "nasplan"]
     plan = write_plan(tnas_lab, tmp_path)
-    kept = subprocess.run([*cmd, "apply", str(plan), "--keep", "--out", str(out)],
-                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    kept = subprocess.run(
+        [*cmd, "apply", str(plan), "--keep", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     try:
         assert kept.returncode == 0, kept.stderr
         # the configured alias and nasplan's address: the lease stays the DHCP client's
@@ -298,11 +322,16 @@ def test_truenas_never_writes_a_dhcp_address_as_static_and_restores_the_aliases_
         snapshot = json.loads((out / "network/snapshots.json").read_text())
         eth1 = snapshot["hosts"]["nas"]["before"]["eth1"]
         assert LEASE in eth1["addresses"]
-        assert eth1["configured"] == {"aliases": [CONFIGURED], "ipv4_dhcp": True,
-                                      "ipv6_auto": False, "mtu_bytes": None}  # fmt: skip
+        assert eth1["configured"] == {
+            "aliases": [CONFIGURED],
+            "ipv4_dhcp": True,
+            "ipv6_auto": False,
+            "mtu_bytes": None,
+        }
     finally:  # a failed check leaves no kept change behind for the next test
-        restored = subprocess.run([*cmd, "restore", str(out)], capture_output=True, text=True,
-                                  timeout=120, check=False)  # fmt: skip
+        restored = subprocess.run(
+            [*cmd, "restore", str(out)], capture_output=True, text=True, timeout=120, check=False
+        )
     assert restored.returncode == 0, restored.stderr
     assert eth1_configuration(nas) == configured
     assert lease_is_dynamic(nas)
@@ -315,8 +344,10 @@ def test_a_truenas_run_puts_the_configuration_back_and_leaves_the_lease_alone(
     nas = dhcp_nic
     configured = eth1_configuration(nas)
     before = all_states(tnas_lab)
-    outcome = apply(load_plan(write_plan(tnas_lab, tmp_path)), PlainProgress(io.StringIO()),
-                    out=tmp_path / "run")  # fmt: skip
+    outcome = apply(
+        RunRequest(load_plan(write_plan(tnas_lab, tmp_path)), out=tmp_path / "run"),
+        PlainProgress(io.StringIO()),
+    )
     run = json.loads((tmp_path / "run/run.json").read_text())
     assert outcome.exit_code == 0, run["network"]["error"] or run["tests"][0]["error"]
     applied = run["network"]["hosts"]["nas"]["applied"]["eth1"]["addresses"]

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from nasplan.hosts import shell
-from nasplan.runner import Result, RunnerBase
+from nasplan.remote import shell
+from nasplan.remote.runner import Result, RunnerBase
 
 Reply = Result | Callable[[str], Result | None]
 
@@ -35,7 +35,7 @@ class Call:
 
 @dataclass
 class FakeRunner(RunnerBase):
-    """A ``nasplan.runner.Runner`` that answers only the commands a test told it to expect.
+    """A ``nasplan.remote.runner.Runner`` that answers only the commands a test told it to expect.
 
     ``RunnerBase``'s defaults for the rest: it never loses its host, a lease renewal
     (``try_script``) is a command like any other, and it cannot leave a command running

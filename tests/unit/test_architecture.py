@@ -33,95 +33,31 @@ def test_every_module_is_in_the_architecture_doc() -> None:
     assert not gone, f"docs/architecture.md names modules that do not exist: {gone}"
 
 
-# Lower first. A module imports only modules of its own layer or of layers below it, so that
-# data flows one way: nothing in measure/ or network/ reaches up into a use case or a document.
-# A name is one module exactly (a package's name: its __init__ alone); ``NAME.*`` is a whole
-# room, the package and every module under it. Every module is named, or lies in a room.
-LAYERS: tuple[tuple[str, ...], ...] = (
-    (  # the contracts and what every room reads: stdlib (and yaml, jinja2) only below them
-        "nasplan",
-        "nasplan.errors",
-        "nasplan.units",
-        "nasplan.tasks",
-        "nasplan.sections",
-        "nasplan.hosts.shell",
-        "nasplan.runner",
-        "nasplan.input.localfile",
-        "nasplan.input.schema_memo",
-        "nasplan.input.loader",
-        "nasplan.input.templating",
-        "nasplan.facts.bsd",
-        "nasplan.facts.storage",
-        # packages whose __init__ holds a docstring at most
-        "nasplan.facts",
-        "nasplan.hosts",
-        "nasplan.input",
-        "nasplan.network",
-        "nasplan.run",
-    ),
-    (
-        "nasplan.run.overlap",
-        "nasplan.run.signals",
-        "nasplan.input.proxy_jump",
-        "nasplan.input.known_hosts",
-        "nasplan.input.ssh_keys",
-        "nasplan.input.ssh_config",
-        "nasplan.input.ansible_ini",
-        "nasplan.input.ansible",
-        "nasplan.input.inventory",
-        "nasplan.input.matrix",
-        "nasplan.input.cells",
-        "nasplan.input.table",
-        "nasplan.input.plan",
-        "nasplan.input.subset",
-        "nasplan.input.extra_vars",
-        "nasplan.input.lab_files",
-        "nasplan.analysis",
-        "nasplan.directions",
-        "nasplan.output",
-        "nasplan.facts.gather",
-        "nasplan.facts.windows",
-        "nasplan.hosts.become",
-        "nasplan.hosts.timeouts",
-        "nasplan.network.model",
-        "nasplan.network.state",
-        "nasplan.network.iptext",
-        "nasplan.network.ifconfig",
-        "nasplan.network.bsd",
-        "nasplan.network.tools",
-    ),
-    (
-        "nasplan.hosts.host_keys",
-        "nasplan.hosts.ssh_route",
-        "nasplan.ssh",
-        "nasplan.hosts.local",
-        "nasplan.platforms.*",
-        "nasplan.results",
-        "nasplan.progress",
-        "nasplan.verbosity",
-        "nasplan.network.scripts",
-        "nasplan.network.truenas",
-        "nasplan.network.backends",
-        "nasplan.network.checks",
-        "nasplan.network.restore",
-        "nasplan.hosts.lock",
-    ),
-    ("nasplan.hosts.session", "nasplan.run.leases"),
-    ("nasplan.run.network_phase", "nasplan.measure.*"),
-    ("nasplan.report.*", "nasplan.compare.*", "nasplan.diagnose.*"),
-    (
-        "nasplan.run.apply",
-        "nasplan.run.restore",
-        "nasplan.run.check",
-        "nasplan.run.listing",
-        "nasplan.run.checkpoint",
-        "nasplan.run.kind_hooks",
-        "nasplan.run.planned",
-        "nasplan.run.schedule",
-        "nasplan.run.resume",
-        "nasplan.probe",
-    ),
-    ("nasplan.cli", "nasplan.__main__", "nasplan.lab.*"),
+# Folders are floors, lowest first: each room (a folder of the package, or a module at its top)
+# stands on one floor, and a module imports only modules of its own room or of rooms on lower
+# floors, so that data flows one way: nothing in measure/ or network/ reaches up into a use case
+# or a document. Rooms on one floor do not import each other. Every room is named here.
+FLOORS: tuple[tuple[str, ...], ...] = (
+    # the contracts and what every room reads: stdlib (and yaml, jinja2) only below them
+    ("nasplan", "errors", "units", "quantities", "tasks", "sections", "significance"),
+    # files written, statistics of repetitions; plans and inventories read and checked
+    ("output", "analysis", "input"),
+    # talking to hosts (runners, quoting, sudo); the run directory; the console; the lab
+    ("remote", "results", "progress", "lab"),
+    ("facts", "verbosity"),
+    ("platforms",),
+    # sessions and their locks
+    ("hosts",),
+    # network changes: snapshot, arm, apply, verify, restore
+    ("network",),
+    # the kinds of tests and their tools; `nasplan probe`
+    ("measure", "probe"),
+    ("diagnose",),
+    ("report",),
+    # the use cases: a run's time, comparisons of runs
+    ("compare", "run"),
+    ("cli",),
+    ("__main__",),
 )
 
 
@@ -152,53 +88,52 @@ def imports() -> dict[str, set[str]]:
     return graph
 
 
-def layer_of(module: str) -> int | None:
-    """The layer that names ``module``, or the room it lies in (the longest); None: no layer."""
-    best: tuple[int, int | None] = (-1, None)
-    for index, names in enumerate(LAYERS):
-        for name in names:
-            if name == module:
-                return index
-            room = name.removesuffix(".*")
-            if name.endswith(".*") and (module == room or module.startswith(room + ".")):
-                best = max(best, (len(room), index), key=lambda b: b[0])
-    return best[1]
+def room_of(module: str) -> str:
+    """``nasplan.measure.kinds.iperf3`` -> ``measure``; ``nasplan.cli`` -> ``cli``;
+    ``nasplan`` (the package's face) -> ``nasplan``."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return parts[0]
+    return parts[1]
 
 
-def layer(module: str) -> int:
-    found = layer_of(module)
-    assert found is not None, f"{module} is in no layer of LAYERS: add it"
+def floor_of(room: str) -> int | None:
+    """The floor that names ``room``; None: no floor."""
+    return next((index for index, rooms in enumerate(FLOORS) if room in rooms), None)
+
+
+def floor(module: str) -> int:
+    found = floor_of(room_of(module))
+    assert found is not None, f"{module}'s room {room_of(module)} is on no floor of FLOORS"
     return found
 
 
-def test_every_module_is_in_a_layer() -> None:
-    unplaced = sorted(m for m in module_names() if layer_of(m) is None)
-    assert not unplaced, f"name these modules' layer in LAYERS: {unplaced}"
+def test_every_room_is_on_a_floor() -> None:
+    unplaced = sorted({room_of(m) for m in module_names()} - {r for f in FLOORS for r in f})
+    assert not unplaced, f"name these rooms' floor in FLOORS: {unplaced}"
 
 
-def test_every_name_in_the_layers_is_a_module_or_a_package() -> None:
-    modules = module_names()
-    named = [name for names in LAYERS for name in names]
-    assert len(named) == len(set(named)), "a name stands in two layers"
-    gone = [name for name in named if name.removesuffix(".*") not in modules]
-    assert not gone, f"LAYERS names modules that do not exist: {gone}"
+def test_every_room_on_the_floors_exists() -> None:
+    named = [room for rooms in FLOORS for room in rooms]
+    assert len(named) == len(set(named)), "a room stands on two floors"
+    gone = sorted(set(named) - {room_of(m) for m in module_names()})
+    assert not gone, f"FLOORS names rooms that do not exist: {gone}"
 
 
-def test_a_bare_package_name_is_its_init_alone() -> None:
-    assert layer_of("nasplan") == 0 and layer_of("nasplan.run") == 0
-    assert layer_of("nasplan.run.apply") != layer_of("nasplan.run")
-    assert layer_of("nasplan.not_a_module") is None
-    assert layer_of("nasplan.measure.kinds.iperf3") == layer_of("nasplan.measure")
+def test_a_folder_is_one_room_on_one_floor() -> None:
+    assert room_of("nasplan.measure.kinds.iperf3") == room_of("nasplan.measure") == "measure"
+    assert floor("nasplan.remote.ssh") == floor("nasplan.remote.shell")
+    assert floor("nasplan.input.plan") < floor("nasplan.remote.ssh") < floor("nasplan.run.apply")
 
 
-def test_no_module_imports_a_layer_above_its_own() -> None:
-    upward = sorted(
+def test_no_module_imports_a_room_above_its_own_or_beside_it() -> None:
+    wrong = sorted(
         f"{module} -> {target}"
         for module, targets in imports().items()
         for target in targets
-        if layer(target) > layer(module)
+        if room_of(target) != room_of(module) and floor(target) >= floor(module)
     )
-    assert not upward, f"upward imports: {upward}"
+    assert not wrong, f"imports up a floor, or across one: {wrong}"
 
 
 def test_the_import_graph_has_no_cycle() -> None:
@@ -235,7 +170,7 @@ def test_no_product_code_looks_like_a_test_to_pytest() -> None:
     assert not looks_like_tests and not test_classes, looks_like_tests + test_classes
 
 
-THREAD_ROOMS = ("nasplan/run/overlap.py", "nasplan/ssh.py", "nasplan/lab/")
+THREAD_ROOMS = ("nasplan/run/overlap.py", "nasplan/remote/ssh.py", "nasplan/lab/")
 
 
 def test_threads_are_started_only_in_the_rooms_that_own_them() -> None:
@@ -271,3 +206,66 @@ def test_no_function_of_run_or_measure_is_longer_than_60_lines() -> None:
         and (node.end_lineno or node.lineno) - node.lineno + 1 > MAX_FUNCTION_LINES
     ]
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}"
+
+
+def _kind_and_method_names() -> dict[str, set[str]]:
+    """Each kind's and each transfer method's plan name -> the files allowed to say it."""
+    from nasplan.measure import kinds, methods
+
+    allowed = {
+        name: {f"nasplan/measure/kinds/{module}.py"} for name, module in kinds.MODULES.items()
+    }
+    for name in methods.METHODS:
+        allowed.setdefault(name, set()).add(f"nasplan/measure/methods/{name}.py")
+    return allowed
+
+
+def _strings(node: ast.AST) -> list[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return [s for item in node.elts for s in _strings(item)]
+    return []
+
+
+REGISTRIES = ("nasplan/measure/kinds/__init__.py", "nasplan/measure/methods/__init__.py")
+
+
+def test_no_code_branches_on_a_kind_s_or_a_method_s_name_outside_its_own_module() -> None:
+    """A kind describes itself (``nasplan.measure.kind.Readout``) and so does a transfer method:
+    a comparison of a kind or method against a name, or a table keyed by their names, outside
+    their own module is knowledge of the kind living elsewhere. The lab (whose services share
+    some names) is not a kind's user."""
+    from nasplan.measure import kinds, methods
+
+    allowed = _kind_and_method_names()
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(ROOT).as_posix()
+        if relative.startswith("nasplan/lab/"):
+            continue
+        source = path.read_text(encoding="utf-8")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Compare):
+                sides = [node.left, *node.comparators]
+                names = {s for side in sides for s in _strings(side)} & allowed.keys()
+                other = " ".join(
+                    ast.get_source_segment(source, side) or ""
+                    for side in sides
+                    if not _strings(side)
+                )
+                if names and ("kind" in other or "method" in other):
+                    found += [
+                        f"{relative}:{node.lineno} {n}" for n in names if relative not in allowed[n]
+                    ]
+            elif isinstance(node, ast.Dict) and relative not in REGISTRIES:
+                keys = {s for key in node.keys if key is not None for s in _strings(key)}
+                for names in (kinds.MODULES.keys(), methods.METHODS.keys()):
+                    if len(keys & names) >= 2:
+                        found.append(f"{relative}:{node.lineno} {sorted(keys & names)}")
+    for path in sorted((PACKAGE / "report" / "templates").glob("*.j2")):
+        text = path.read_text(encoding="utf-8")
+        for number, line in enumerate(text.splitlines(), 1):
+            if re.search(r"\bkind\b\s*(==|!=|\bin\b)|\"kind\",\s*\"(equalto|in)\"", line):
+                found.append(f"{path.relative_to(ROOT).as_posix()}:{number}")
+    assert not found, f"branches on a kind's or a method's name outside its module: {found}"

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from nasplan.errors import InputError
-from nasplan.hosts import become
 from nasplan.input.inventory import Host
-from nasplan.runner import Result
+from nasplan.remote import become
+from nasplan.remote.runner import Result
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from nasplan.analysis import annotate_transfers, attribute_bottleneck, cache_influence
+from nasplan.analysis import attribute_bottleneck, cache_influence
+from nasplan.measure.verdicts import annotated
 
 MIB = 2**20
 GIB = 2**30
@@ -133,8 +134,7 @@ def test_annotate_transfers_uses_the_plans_own_network_and_disk_results() -> Non
             "directions": {"write": _summary(134 * MIB), "read": _summary(2000 * MIB)},
         },
     ]
-    annotate_transfers(tests, {"nas": 4 * GIB})
-    record = tests[0]
+    record = annotated(tests, {"nas": 4 * GIB})[0]
     assert record["bottleneck"]["write"]["verdict"] == "disk-bound"
     assert record["bottleneck"]["write"]["evidence"]["network_bits_per_second"] == 9.4e9
     # no reverse iperf3 test: the read is compared with the path's TCP maximum
@@ -194,7 +194,7 @@ def test_annotate_transfers_reads_each_host_s_busiest_core_from_its_resources() 
             "pc": None,
         },
     }  # fmt: skip
-    annotate_transfers([smb], {"nas": 64 * GIB})
+    (smb,) = annotated([smb], {"nas": 64 * GIB})
     read = smb["bottleneck"]["read"]
     assert read["verdict"] == "cpu-bound"
     assert read["text"] == (

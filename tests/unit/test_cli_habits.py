@@ -28,8 +28,8 @@ from nasplan.input.loader import located
 from nasplan.input.plan import load_plan
 from nasplan.output import REDACTED
 from nasplan.progress import PlainProgress, QuietProgress
+from nasplan.remote.runner import Result, RunnerBase
 from nasplan.run.check import check
-from nasplan.runner import Result, RunnerBase
 from nasplan.verbosity import COMMANDS, TIMINGS, Trace, TracedRunner, Verbosity
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -279,7 +279,7 @@ def test_restore_of_a_directory_that_does_not_exist_says_so(tmp_path: Path) -> N
 
 
 def test_connect_to_a_closed_port_says_connection_refused_in_one_line(tmp_path: Path) -> None:
-    from nasplan.ssh import connect
+    from nasplan.remote.ssh import connect
 
     write_plan(tmp_path)
     port = closed_port()
@@ -297,7 +297,7 @@ def test_connect_reasons_in_a_users_terms() -> None:
 
     import paramiko
 
-    from nasplan.ssh import connect_reason
+    from nasplan.remote.ssh import connect_reason
 
     wrapped = paramiko.ssh_exception.NoValidConnectionsError(
         {("198.18.2.109", 22): ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")}

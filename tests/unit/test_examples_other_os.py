@@ -46,9 +46,9 @@ def test_an_unknown_tool_in_the_inventory_is_a_located_error(tmp_path: Path) -> 
 def test_the_mac_to_truenas_core_jumbo_example_changes_both_ends_their_own_way() -> None:
     from os_facts import freebsd_facts, macos_facts
 
+    from nasplan.input.network import NicChange
     from nasplan.input.plan import load_plan
     from nasplan.network.backends import for_platform
-    from nasplan.network.model import NicChange
     from nasplan.network.state import NicState
     from nasplan.platforms import detect
 

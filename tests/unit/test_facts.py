@@ -25,7 +25,7 @@ from nasplan.facts.gather import (
     split_also,
 )
 from nasplan.hosts.lock import EXIT_BUSY, acquire_script, parse_holder
-from nasplan.runner import LocalRunner, Result
+from nasplan.remote.runner import LocalRunner, Result
 from nasplan.sections import split_sections
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "facts"

@@ -11,8 +11,8 @@ from os_facts import real, windows_output
 
 from nasplan.facts.gather import gather, parse_facts
 from nasplan.facts.windows import facts_script, parse_format_list
-from nasplan.hosts import shell
 from nasplan.platforms import detect
+from nasplan.remote import shell
 
 
 def test_format_list_records_are_split_on_blank_lines() -> None:

@@ -13,8 +13,8 @@ import pytest
 from nasplan.analysis import stall_reason
 from nasplan.errors import InputError, RunDirError
 from nasplan.hosts import lock as hostlock
-from nasplan.hosts.timeouts import from_environ
 from nasplan.output import redactor_of, require_free_space, write_text
+from nasplan.remote.timeouts import from_environ
 
 
 def rows(rates: list[float], width_s: float = 1.0) -> list[dict[str, float]]:

@@ -25,8 +25,8 @@ from nasplan.input.inventory import Host, load_inventory
 from nasplan.input.loader import load_schema
 from nasplan.input.plan import load_plan
 from nasplan.progress import PlainProgress
+from nasplan.remote.runner import Result, RunnerBase
 from nasplan.run import check as check_module
-from nasplan.runner import Result, RunnerBase
 
 FACTS = Path(__file__).parent.parent / "fixtures" / "facts" / "debian12-root.txt"
 SEED = 20261201

@@ -107,12 +107,26 @@ def test_directory_as_plan(tmp_path: Path) -> None:
     assert "is a directory" in out
 
 
-@pytest.mark.parametrize("target", ["/dev/zero", "."])
-def test_inventory_that_is_not_a_regular_file(tmp_path: Path, target: str) -> None:
-    path = write(tmp_path, PLAN.replace("inventory.yaml", target))
+def test_inventory_that_is_not_a_regular_file(tmp_path: Path) -> None:
+    path = write(tmp_path, PLAN.replace("inventory.yaml", "/dev/zero"))
     code, out = validate(str(path))
     assert code == 2
-    assert ("is a device" if target == "/dev/zero" else "is a directory") in out
+    assert "/dev/zero: is a device" in out
+
+
+def test_list_tests_without_a_plan_is_exit_2() -> None:
+    result = CliRunner().invoke(main, ["apply", "--list-tests"])
+    assert (result.exit_code, result.output) == (2, "nasplan: apply --list-tests needs PLAN_FILE\n")
+
+
+def test_a_directory_as_inventory_is_read_as_ansible_reads_one(tmp_path: Path) -> None:
+    """A directory is an Ansible inventory directory: each file an inventory; a nasplan
+    inventory among them is refused where it stands (it is read alone)."""
+    path = write(tmp_path, PLAN.replace("inventory.yaml", "."))
+    code, out = validate(str(path))
+    assert code == 2
+    assert "inventory.yaml:" in out
+    assert "a nasplan inventory (top-level hosts:) is read alone" in out
 
 
 def test_plan_over_the_size_limit_is_refused_without_parsing(tmp_path: Path) -> None:
@@ -410,7 +424,7 @@ def test_alias_bomb_in_an_extra_var(tmp_path: Path) -> None:
 def test_identity_file_named_by_ssh_config_is_checked_before_connecting(tmp_path: Path) -> None:
     from nasplan.errors import HostError
     from nasplan.input.inventory import Host
-    from nasplan.ssh import connect
+    from nasplan.remote.ssh import connect
 
     config = tmp_path / "ssh_config"
     config.write_text("Host nas\n  HostName 198.19.80.2\n  IdentityFile /dev/zero\n")

@@ -16,7 +16,7 @@ from nasplan.hosts.session import HostSession, prepare
 from nasplan.input.inventory import Host
 from nasplan.input.plan import load_plan
 from nasplan.measure import kinds
-from nasplan.measure.kind import check_ready
+from nasplan.measure.pair import check_ready
 from nasplan.platforms.generic import GenericLinux
 from nasplan.progress import PlainProgress
 from nasplan.run.kind_hooks import run_context

@@ -1,5 +1,5 @@
 """known_hosts read strictly (nasplan.input.known_hosts) and matched as OpenSSH matches it
-(nasplan.hosts.host_keys): the keys paramiko is given for a name, and the ones it never is."""
+(nasplan.remote.host_keys): the keys paramiko is given for a name, and the ones it never is."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from nasplan.errors import HostError, InputError
-from nasplan.hosts import host_keys
 from nasplan.input.known_hosts import parse_known_hosts
+from nasplan.remote import host_keys
 
 
 def new_key() -> str:

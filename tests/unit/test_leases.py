@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from nasplan.hosts import shell
 from nasplan.hosts.lock import acquire_script
 from nasplan.hosts.session import HostSession
 from nasplan.input.inventory import Host
 from nasplan.progress import PlainProgress
+from nasplan.remote import shell
+from nasplan.remote.runner import LocalRunner, Result, RunnerBase
 from nasplan.run.leases import Contest, EarlyRelease, LeaseKeeper, acquire
 from nasplan.run.overlap import Overlap
-from nasplan.runner import LocalRunner, Result, RunnerBase
 
 
 def test_a_windows_host_is_not_locked_and_the_run_says_so(

@@ -15,11 +15,11 @@ from click.testing import CliRunner
 from nasplan.analysis import shared_kernels
 from nasplan.cli import main
 from nasplan.errors import InputError
-from nasplan.hosts.become import BecomeError
-from nasplan.hosts.local import LocalHostRunner
 from nasplan.input.inventory import Host, load_inventory, ssh_file_errors
-from nasplan.runner import LocalRunner
-from nasplan.ssh import connect, server_key_fingerprint
+from nasplan.remote.become import BecomeError
+from nasplan.remote.local import LocalHostRunner
+from nasplan.remote.runner import LocalRunner
+from nasplan.remote.ssh import connect, server_key_fingerprint
 from nasplan.verbosity import COMMANDS, Verbosity
 
 PC = Host(name="pc", address="pc", connection="local")

@@ -426,7 +426,7 @@ def test_network_settings_need_a_plan_matrix_and_valid_values(tmp_path: Path) ->
 def test_a_cells_record_carries_its_base_id_and_cell_and_passes_the_run_schema(
     tmp_path: Path,
 ) -> None:
-    from nasplan.measure.kind import new_record
+    from nasplan.measure.record import new_record
 
     plan = load(tmp_path, PLAN)
     record = new_record(plan.tests[2], {}, "bits_per_second")

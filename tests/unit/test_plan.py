@@ -115,7 +115,7 @@ def test_duplicate_test_ids(tmp_path: Path) -> None:
 def test_default_ports_are_distinct(tmp_path: Path) -> None:
     second = BASE.split("tests:\n")[1].replace("id: lan", "id: lan2")
     plan = load_plan(make(tmp_path, BASE + second))
-    ports = [iperf3_kind.settings(test).port for test in plan.tests]
+    ports = [iperf3_kind.KIND.settings(test).port for test in plan.tests]
     assert ports == [5201, 5202]
 
 
@@ -139,7 +139,7 @@ tests:
         load_plan(path)
     assert info.value.messages == [
         f"{path}:12:11: tests[0].size: 100MB = 100000000 bytes is not a whole number of 512-byte "
-        "blocks, which an iSCSI LUN reads and writes: give it in MiB (MB is 10^6 bytes) or as "
+        "blocks, which a iscsi test reads and writes: give it in MiB (MB is 10^6 bytes) or as "
         "99999744 bytes"
     ]
     (test,) = load_plan(make(tmp_path, iscsi.replace("SIZE", "96MiB"))).tests

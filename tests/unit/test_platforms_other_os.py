@@ -126,7 +126,7 @@ def test_inventory_tools_on_a_posix_host_win_and_their_iperf3_version_is_read() 
     import shutil
 
     from nasplan.hosts.session import with_inventory_tools
-    from nasplan.runner import LocalRunner
+    from nasplan.remote.runner import LocalRunner
 
     real_iperf3 = shutil.which("iperf3")
     assert real_iperf3 is not None

@@ -23,7 +23,6 @@ import tree_sitter
 import tree_sitter_powershell
 
 from nasplan.facts import windows as facts_windows
-from nasplan.hosts import shell
 from nasplan.measure.tools import (
     disk_windows,
     diskspd,
@@ -32,9 +31,10 @@ from nasplan.measure.tools import (
     transfer_windows,
 )
 from nasplan.platforms.windows import refusal_commands
+from nasplan.remote import shell
 
 PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_powershell.language()))
-# PowerShell's tokenizer takes all of these as a single quote (nasplan.hosts.shell).
+# PowerShell's tokenizer takes all of these as a single quote (nasplan.remote.shell).
 QUOTE_CLASS = "'\u2018\u2019\u201a\u201b"
 
 # Hostile values: each one alone in a script must come back as exactly one literal.
@@ -84,7 +84,7 @@ KNOWN_GAPS = [
 ]
 # Not an ERROR, so no Gap entry, but checked below by hand: the grammar ends a verbatim string
 # at an ASCII ' only, PowerShell at any of QUOTE_CLASS. Every such character inside a literal
-# must therefore come in pairs (what nasplan.hosts.shell.PowerShell.quote makes).
+# must therefore come in pairs (what nasplan.remote.shell.PowerShell.quote makes).
 
 
 def errors(tree: tree_sitter.Tree) -> Iterator[tree_sitter.Node]:

@@ -1,5 +1,5 @@
 """ProxyJump as OpenSSH writes it, from nasplan's own key, an Ansible inventory's ssh arguments and
-an ssh_config; the hops nasplan.hosts.ssh_route opens, first hop first."""
+an ssh_config; the hops nasplan.remote.ssh_route opens, first hop first."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from keyfiles import write_private_key
 
 from nasplan.cli import main
 from nasplan.errors import HostError
-from nasplan.hosts import ssh_route
 from nasplan.input.inventory import Host, load_inventory
 from nasplan.input.proxy_jump import PATTERN, Hop, jump_of_ssh_args, parse_hops
+from nasplan.remote import ssh_route
 
 SCHEMA = Path(__file__).resolve().parents[2] / "nasplan" / "schemas" / "inventory.schema.json"
 

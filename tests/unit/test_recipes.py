@@ -94,8 +94,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from nasplan.analysis import summarize
-from nasplan.input.plan import PlanTest
-from nasplan.measure.kind import Kind, RunContext, finish, new_record, no_tools
+from nasplan.input.plan import Plan, PlanTest
+from nasplan.measure.estimate import Estimate
+from nasplan.measure.kind import Kind, Record, RunContext
+from nasplan.measure.record import finish, new_record
+from nasplan.measure.series import Series
 
 METRIC = "slept_s"
 
@@ -107,27 +110,43 @@ class SleepSettings:
     seconds: float = 0.01
 
 
-def settings(test: PlanTest) -> SleepSettings:
-    return SleepSettings(float(test.settings.get("seconds", SleepSettings.seconds)))
+class Sleep(Kind[SleepSettings]):
+    """``kind: sleep``: how long a pause took, lower is better."""
+
+    name = "sleep"
+    phrase = "pauses"
+    groups = ("Sleep",)
+    lower_is_better = True
+    metric = METRIC
+
+    def settings(self, test: PlanTest) -> SleepSettings:
+        return SleepSettings(float(test.settings.get("seconds", SleepSettings.seconds)))
+
+    def describe(self, test: PlanTest, s: SleepSettings) -> str:
+        return f"sleep {s.seconds:g} s, {test.repetitions} times"
+
+    def estimate(self, test: PlanTest, s: SleepSettings, plan: Plan) -> Estimate:
+        return Estimate(s.seconds * test.repetitions, ("a sleep takes what it asks",))
+
+    def run(self, test: PlanTest, s: SleepSettings, ctx: RunContext) -> dict[str, Any]:
+        record = new_record(test, {"repetitions": test.repetitions}, METRIC)
+        for index in test.indices:
+            started = time.monotonic()
+            time.sleep(s.seconds)
+            slept_s = time.monotonic() - started
+            rep = {"index": index, "status": "ok", "error": None, "raw_file": None}
+            record["repetitions"].append({**rep, METRIC: slept_s})
+        return self.summarize(record, s)
+
+    def summarize(self, record: dict[str, Any], s: SleepSettings) -> dict[str, Any]:
+        record["summary"] = summarize([r[METRIC] for r in record["repetitions"]], METRIC)
+        return finish(record, [])
+
+    def measured(self, record: Record, series: Series | None) -> str:
+        return "a pause on the host"
 
 
-def describe(test: PlanTest, s: SleepSettings) -> str:
-    return f"sleep {s.seconds:g} s, {test.repetitions} times"
-
-
-def run(test: PlanTest, s: SleepSettings, ctx: RunContext) -> dict[str, Any]:
-    record = new_record(test, {"repetitions": test.repetitions}, METRIC)
-    for index in range(1, test.repetitions + 1):
-        started = time.monotonic()
-        time.sleep(s.seconds)
-        slept_s = time.monotonic() - started
-        rep = {"index": index, "status": "ok", "error": None, "raw_file": None, METRIC: slept_s}
-        record["repetitions"].append(rep)
-    record["summary"] = summarize([r[METRIC] for r in record["repetitions"]], METRIC)
-    return finish(record, [])
-
-
-KIND = Kind(name="sleep", settings=settings, needs=no_tools, describe=describe, run=run)
+KIND = Sleep()
 '''
 
 
@@ -207,6 +226,11 @@ def test_the_add_a_kind_recipe_touches_the_files_it_lists_and_gives_a_working_ki
         from nasplan.measure.kinds import bind
 
         assert Path(nasplan.__file__).parent == Path("nasplan").resolve(), nasplan.__file__
+        from nasplan.measure.kinds import readout
+        from nasplan.report import headline
+        from nasplan.run import listing
+
+        assert Path(nasplan.__file__).parent == Path("nasplan").resolve(), nasplan.__file__
         plan = load_plan(Path("plan.yaml"))
         bound = bind(plan.tests[0])
         record = bound.run(None)  # a sleep needs nothing of its run
@@ -215,9 +239,25 @@ def test_the_add_a_kind_recipe_touches_the_files_it_lists_and_gives_a_working_ki
         jsonschema.validate({**record, "path": None}, test_schema)
         print(bound.test.kind, bound.description, bound.needs, record["status"])
         print(len(record["repetitions"]), record["summary"]["metric"], record["summary"]["n"])
+        # what it says of itself: the estimate, the console, the results table, the headline
+        print(listing.summary(plan))
+        kind = readout(record)
+        print(kind.result_text(record).split()[0], kind.repetition_text(record["repetitions"][0]))
+        (row,) = headline.rows(record)
+        print(row["group"], "|", row["measured"], "|", row["median_text"], "|", row["flow"])
+        print(headline.headline([record, {**record, "id": "other"}])[0])
         """,
     )
-    assert said.splitlines() == ["sleep sleep 0.001 s, 2 times {} ok", "2 slept_s 2"]
+    lines = said.splitlines()
+    assert lines[:3] == [
+        "sleep sleep 0.001 s, 2 times {} ok",
+        "2 slept_s 2",
+        "1 test; about 2 s (an estimate: a sleep takes what it asks; about 1.5 s to connect, check "
+        "tools and report; installing tools not counted)",
+    ]
+    assert re.fullmatch(r"median 0\.00[0-9] s", lines[3]), lines[3]
+    assert re.fullmatch(r"Sleep \| a pause on the host \| 0\.00[0-9] s \| –", lines[4])
+    assert lines[5].startswith("Sleep: lowest 0.00"), lines[5]
 
 
 def test_the_add_a_platform_recipe_touches_the_files_it_lists_and_the_inventory_takes_it(

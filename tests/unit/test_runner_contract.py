@@ -1,5 +1,5 @@
-"""The runner contract (nasplan/runner.py): one protocol every runner and every test double meets,
-with RunnerBase's defaults for what a small runner does not do."""
+"""The runner contract (nasplan/remote/runner.py): one protocol every runner and every test double
+meets, with RunnerBase's defaults for what a small runner does not do."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ import pytest
 
 from nasplan.errors import NasplanError
 from nasplan.facts.gather import gather_with
-from nasplan.hosts import shell
-from nasplan.hosts.local import LocalHostRunner
 from nasplan.hosts.session import HostSession, close_sessions, mark_lost_hosts
 from nasplan.input.inventory import Host
-from nasplan.runner import LocalRunner, Result, Runner, RunnerBase
-from nasplan.ssh import SshRunner
+from nasplan.remote import shell
+from nasplan.remote.local import LocalHostRunner
+from nasplan.remote.runner import LocalRunner, Result, Runner, RunnerBase
+from nasplan.remote.ssh import SshRunner
 
 TESTS = Path(__file__).resolve().parents[1]
 FIXTURES = TESTS / "fixtures"
@@ -54,7 +54,7 @@ def test_every_runner_double_meets_the_whole_runner_protocol(
     relative: str, name: str, make: Callable[[type[Any]], Any]
 ) -> None:
     cls = getattr(_load(relative), name)
-    assert issubclass(cls, RunnerBase), f"{name}: subclass nasplan.runner.RunnerBase"
+    assert issubclass(cls, RunnerBase), f"{name}: subclass nasplan.remote.runner.RunnerBase"
     runner = make(cls)
     assert isinstance(runner, Runner)
     assert runner.lost is None and runner.host_shell == shell.POSIX
@@ -175,4 +175,4 @@ def test_no_product_code_probes_a_runner_for_a_capability() -> None:
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
         if ("getattr(" in line and "runner" in line) or "isinstance(server, Launcher)" in line
     ]
-    assert not probes, f"capabilities belong in nasplan.runner.Runner: {probes}"
+    assert not probes, f"capabilities belong in nasplan.remote.runner.Runner: {probes}"

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from nasplan.hosts import shell
+from nasplan.remote import shell
 
 HOSTILE = [
     "plain",

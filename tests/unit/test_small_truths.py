@@ -18,16 +18,17 @@ from nasplan.cli import main
 from nasplan.facts.gather import parse_facts
 from nasplan.hosts.session import HostSession, planned_installs
 from nasplan.input.inventory import Host
+from nasplan.input.network import MtuSpec
 from nasplan.input.plan import load_plan
+from nasplan.measure import kinds
 from nasplan.measure.tools import transfer
 from nasplan.network.checks import mtu_probes
-from nasplan.network.model import MtuSpec
 from nasplan.network.state import NicState
 from nasplan.platforms.qnap import Qnap
-from nasplan.progress import PlainProgress, result_text, step_text
+from nasplan.progress import PlainProgress, step_text
+from nasplan.remote.runner import Result, RunnerBase
 from nasplan.run.check import check
 from nasplan.run.planned import EXIT_INPUT, unset_variables
-from nasplan.runner import Result, RunnerBase
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -198,10 +199,18 @@ def test_progress_counts_the_plan_s_repetitions_per_direction() -> None:
             "read": {"metric": "bytes_per_second", "median": 374.5 * 2**20, "n": 5},
         },
     }
-    assert result_text(record) == "write median 281.2 MiB/s, read median 374.5 MiB/s"
+    assert kinds.readout(record).result_text(record) == (
+        "write median 281.2 MiB/s, read median 374.5 MiB/s"
+    )
     iperf3 = {"kind": "iperf3", "params": {}, "summary": {"metric": "bits_per_second",
               "median": 9.41e9}}  # fmt: skip
-    assert result_text(iperf3) == "median 9.41 Gbit/s"
+    assert kinds.readout(iperf3).result_text(iperf3) == "median 9.41 Gbit/s"
+    # the last repetition on the console: in the unit of the kind's results, not bit/s
+    rep = {"status": "ok", "bytes_per_second": 281.25 * 2**20, "bits_per_second": 2.36e9}
+    assert kinds.readout(record).repetition_text(rep) == "281.2 MiB/s"
+    assert kinds.readout(iperf3).repetition_text({"status": "ok", "bits_per_second": 9.41e9}) == (
+        "9.41 Gbit/s"
+    )
 
 
 def test_a_cpu_bound_verdict_says_when_the_cpu_figure_is_the_whole_machine_s() -> None:
@@ -231,8 +240,8 @@ def test_a_cpu_bound_verdict_says_when_the_cpu_figure_is_the_whole_machine_s() -
 def test_check_does_not_list_an_mtu_the_nic_already_has_as_a_change() -> None:
     from types import SimpleNamespace
 
-    from nasplan.network.model import NicChange
-    from nasplan.run.network_phase import describe_changes
+    from nasplan.input.network import NicChange
+    from nasplan.run.host_network import describe_changes
 
     fields = {f: None for f in NicChange.__dataclass_fields__}
     same = NicChange(**{**fields, "nic": "eth0", "mtu_bytes": 1500, "add_addresses": ()})

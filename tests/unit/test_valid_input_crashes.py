@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 
 from nasplan.input.plan import load_plan
-from nasplan.measure.kind import skipped
+from nasplan.measure import methods
 from nasplan.measure.kinds.transfer import Transfer, _cleanup, check_commands
+from nasplan.measure.record import skipped
 from nasplan.measure.tools import fio, transfer
+from nasplan.remote.runner import LocalRunner
 from nasplan.report import render_report
 from nasplan.results import load_run
-from nasplan.runner import LocalRunner
 
 SAMPLE_RUN = Path(__file__).parent.parent / "fixtures" / "runs" / "sample"
 INVENTORY = """\
@@ -34,7 +35,7 @@ tests:
 
 def _smb(share: str, remote_dir: str | None = None) -> Transfer:
     return Transfer(
-        "smb",
+        methods.method("smb"),
         ("write", "read"),
         1024,
         "nasplan-x.bin",

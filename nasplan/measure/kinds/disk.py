@@ -14,16 +14,27 @@ from typing import Any
 
 from nasplan.analysis import cache_influence, summarize
 from nasplan.errors import CannotStart
-from nasplan.hosts import shell
 from nasplan.hosts.lock import PRELUDE
 from nasplan.hosts.session import HostSession
-from nasplan.input.plan import PlanTest
+from nasplan.input.plan import Plan, PlanTest
 from nasplan.measure import sampling, timeline
-from nasplan.measure.kind import Kind, Needs, RunContext, check_ready, finish, new_record
+from nasplan.measure.capacity import DISK, Capacity
+from nasplan.measure.estimate import Estimate, parts
+from nasplan.measure.kind import Kind, Needs, Record, RunContext
+from nasplan.measure.pair import check_ready
+from nasplan.measure.record import finish, new_record, warn
+from nasplan.measure.series import DIRECTIONS, Series, directions_asked
 from nasplan.measure.tools import disk_windows, fio
+from nasplan.quantities import BYTES
+from nasplan.remote import shell
 from nasplan.units import parse_size
 
-DIRECTIONS = ("write", "read")
+# a repetition's own start and end besides its data: fio started, its output read back
+STEP_S = 0.3
+# a part's own start and end besides its repetitions: its directory made and removed, sampling
+PART_S = 0.1
+# what a disk test's estimate assumes when the plan cannot say: a single hard disk's rate
+ASSUMED_DISK_BYTES_PER_SECOND = 200 * 2**20
 _SETUP_TIMEOUT_S = 60.0
 _WORKDIR_PREFIX = "nasplan-fio-"
 _FIO_FILE = "fio.bin"
@@ -60,73 +71,7 @@ class DiskSettings:
 
     @property
     def directions(self) -> tuple[str, ...]:
-        return DIRECTIONS if self.direction == "both" else (self.direction,)
-
-
-def settings(test: PlanTest) -> DiskSettings:
-    """Plan settings (``host``, ``path`` required) -> a DiskSettings with the defaults above."""
-    s = test.settings
-    keys = ("direction", "size", "direct", "fallback_buffered", "duration_s")
-    given = {k: s[k] for k in keys if k in s}
-    return DiskSettings(host=str(s["host"]), path=str(s["path"]), **given)
-
-
-def run(test: PlanTest, s: DiskSettings, ctx: RunContext) -> dict[str, Any]:
-    """Run every repetition of one disk test; failures are recorded, never raised."""
-    size_bytes = s.size_bytes
-    params = {
-        "host": s.host,
-        "path": s.path,
-        "direction": s.direction,
-        "size_bytes": size_bytes,
-        "block_bytes": fio.DEFAULT_BLOCK_BYTES,
-        "direct": bool(s.direct),
-        "repetitions": test.repetitions,
-    }
-    record = new_record(test, params, "bytes_per_second")
-    record.update(directions={}, cache_warning=None)
-    session = ctx.sessions[s.host]
-    try:
-        check_ready(test, ctx, needs(test, s))
-    except CannotStart as exc:
-        record["error"] = str(exc)
-        return record
-    assert session.runner is not None
-    fio_path = session.tools["fio"]
-    if shell.of(session.runner).is_windows:
-        return _run_windows(test, s, ctx, session, fio_path, record)
-    token = secrets.token_hex(4)
-    path = s.path
-    try:
-        fio.check_filename(f"{path.rstrip('/')}/{_WORKDIR_PREFIX}{token}/{_FIO_FILE}")
-    except ValueError as exc:
-        record["error"] = f"path {path!r}: {exc}"
-        return record
-    # The sampler starts while the test directory is made and stops while it is removed; the
-    # first fio waits for it, so it sees every measurement whole.
-    with sampling.overlapped(ctx.sessions, [session.host.name], token, ctx.tasks) as sampled:
-        try:
-            workdir = _make_workdir(session, path, token)
-        except CannotStart as exc:
-            record["error"] = str(exc)
-            return record
-        errors: list[str] = []
-        throughput: list[dict[str, Any] | None] | None = None
-        try:
-            filename = fio.check_filename(f"{workdir}/{_FIO_FILE}")
-            sampled.wait_started()
-            job = _Fio(test, s, ctx, session, fio_path, filename, record)
-            throughput = _repetitions(job, errors)
-        except ValueError as exc:  # the directory resolved to a path fio would misread
-            errors.append(f"path {path!r} resolves to {workdir!r}: {exc}")
-        finally:
-            sampled.stop()
-            _remove_workdir(session, workdir, ctx, test)
-    if throughput is not None:  # measured (the directory's path was one fio reads as given)
-        record["resources"] = sampled.resources
-        record["timeline"] = timeline.timeline(throughput)
-    _summarize(record, session, size_bytes)
-    return finish(record, errors)
+        return directions_asked(self.direction)
 
 
 def _make_workdir(session: HostSession, path: str, token: str) -> str:
@@ -146,12 +91,12 @@ def _make_workdir(session: HostSession, path: str, token: str) -> str:
     return workdir
 
 
-def _remove_workdir(session: HostSession, workdir: str, ctx: RunContext, test: PlanTest) -> None:
-    """Remove the test directory; a warning of the run when it cannot."""
+def _remove_workdir(session: HostSession, workdir: str, record: dict[str, Any]) -> None:
+    """Remove the test directory; a warning of the test when it cannot."""
     assert session.runner is not None
     removed = session.runner.run(["rm", "-rf", "--", workdir], timeout_s=_SETUP_TIMEOUT_S)
     if not removed.ok:
-        ctx.warnings.append(f"{test.id}: could not remove {workdir}: {removed.stderr.strip()}")
+        warn(record, f"could not remove {workdir}: {removed.stderr.strip()}")
 
 
 def _run_windows(
@@ -176,7 +121,8 @@ def _run_windows(
         lambda name, raw: ctx.save_raw(f"raw/{test.dir_name}/{name}.txt", raw),
     )
     record["repetitions"] = reps
-    ctx.warnings += [f"{test.id}: {w}" for w in warnings]
+    for text in warnings:
+        warn(record, text)
     _summarize(record, session, s.size_bytes)
     return finish(record, errors if reps else [*errors, "no repetition ran"])
 
@@ -244,9 +190,10 @@ def _measured(job: _Fio, direction: str, index: int) -> dict[str, Any]:
     rep, refused = _one(job, fio_job, name)
     if refused and job.s.fallback_buffered:
         params["direct"] = False
-        job.ctx.warnings.append(
-            f"{job.test.id}: {job.session.host.name} refused direct I/O (O_DIRECT) on "
-            f"{params['path']}; measured with buffered I/O instead (cache-influenced)"
+        warn(
+            job.record,
+            f"{job.session.host.name} refused direct I/O (O_DIRECT) on "
+            f"{params['path']}; measured with buffered I/O instead (cache-influenced)",
         )
         fio_job = fio.FioParams(rw=direction, size_bytes=params["size_bytes"], direct=False)
         rep, _ = _one(job, fio_job, name)
@@ -308,15 +255,6 @@ def _summarize(record: dict[str, Any], session: HostSession, size_bytes: int) ->
     record["cache_warning"] = cache_influence(size_bytes, memory_bytes, record["params"]["direct"])
 
 
-def _summarize_merged(record: dict[str, Any], s: DiskSettings) -> dict[str, Any]:
-    """A record merged from parts of the test: summaries and status from its repetitions (its
-    cache warning is its last part's)."""
-    _direction_summaries(record)
-    reps = record["repetitions"]
-    errors = [f"{r['direction']} {r['index']}: {r['error']}" for r in reps if r["error"]]
-    return finish(record, errors)
-
-
 def _direction_summaries(record: dict[str, Any]) -> None:
     """Each direction's summary; the first one's is the record's."""
     reps = record["repetitions"]
@@ -333,25 +271,131 @@ def _direction_summaries(record: dict[str, Any]) -> None:
         record["summary"] = first
 
 
-def describe(test: PlanTest, s: DiskSettings) -> str:
-    """One line for ``apply --check``."""
-    return (
-        f"fio sequential {s.direction} on {s.host}:{s.path}, "
-        f"{s.size} in 1 MiB blocks, "
-        f"{'direct' if s.direct else 'buffered'} I/O, x {test.repetitions_text}"
-    )
+class Disk(Kind[DiskSettings]):
+    """``kind: disk``: fio's sequential write and read on the NAS itself, in MiB/s."""
+
+    name = "disk"
+    phrase = "disk rate with fio"
+    groups = ("Disk",)
+    metric = "bytes_per_second"
+    timeline_quantity = BYTES
+    directed = True
+    short_start = "start-up (opening the file, the first requests)"
+    section = "disk"
+
+    def settings(self, test: PlanTest) -> DiskSettings:
+        """``host`` and ``path`` required; the defaults of DiskSettings."""
+        s = test.settings
+        keys = ("direction", "size", "direct", "fallback_buffered", "duration_s")
+        given = {k: s[k] for k in keys if k in s}
+        return DiskSettings(host=str(s["host"]), path=str(s["path"]), **given)
+
+    def needs(self, test: PlanTest, s: DiskSettings) -> Needs:
+        """fio on the host whose disk is measured."""
+        return {host: ("fio",) for host in test.hosts}
+
+    def describe(self, test: PlanTest, s: DiskSettings) -> str:
+        return (
+            f"fio sequential {s.direction} on {s.host}:{s.path}, "
+            f"{s.size} in 1 MiB blocks, "
+            f"{'direct' if s.direct else 'buffered'} I/O, x {test.repetitions_text}"
+        )
+
+    def estimate(self, test: PlanTest, s: DiskSettings, plan: Plan) -> Estimate:
+        each = len(s.directions) * test.repetitions
+        setup_s = parts(plan, test) * PART_S
+        if s.path.find(":\\") == 1:  # diskspd on Windows runs duration_s
+            return Estimate(setup_s + (s.duration_s + STEP_S) * each)
+        rate = ASSUMED_DISK_BYTES_PER_SECOND
+        seconds = setup_s + (s.size_bytes / rate + STEP_S) * each
+        return Estimate(seconds, ("disks at 200 MiB/s",))
+
+    def run(self, test: PlanTest, s: DiskSettings, ctx: RunContext) -> dict[str, Any]:
+        """Every repetition of one disk test; failures are recorded, never raised."""
+        size_bytes = s.size_bytes
+        params = {
+            "host": s.host,
+            "path": s.path,
+            "direction": s.direction,
+            "size_bytes": size_bytes,
+            "block_bytes": fio.DEFAULT_BLOCK_BYTES,
+            "direct": bool(s.direct),
+            "repetitions": test.repetitions,
+        }
+        record = new_record(test, params, "bytes_per_second")
+        record.update(directions={}, cache_warning=None)
+        session = ctx.sessions[s.host]
+        try:
+            check_ready(test, ctx, self.needs(test, s))
+        except CannotStart as exc:
+            record["error"] = str(exc)
+            return record
+        assert session.runner is not None
+        fio_path = session.tools["fio"]
+        if shell.of(session.runner).is_windows:
+            return _run_windows(test, s, ctx, session, fio_path, record)
+        token = secrets.token_hex(4)
+        path = s.path
+        try:
+            fio.check_filename(f"{path.rstrip('/')}/{_WORKDIR_PREFIX}{token}/{_FIO_FILE}")
+        except ValueError as exc:
+            record["error"] = f"path {path!r}: {exc}"
+            return record
+        # The sampler starts while the test directory is made and stops while it is removed; the
+        # first fio waits for it, so it sees every measurement whole.
+        with sampling.overlapped(ctx.sessions, [session.host.name], token, ctx.tasks) as sampled:
+            try:
+                workdir = _make_workdir(session, path, token)
+            except CannotStart as exc:
+                record["error"] = str(exc)
+                return record
+            errors: list[str] = []
+            throughput: list[dict[str, Any] | None] | None = None
+            try:
+                filename = fio.check_filename(f"{workdir}/{_FIO_FILE}")
+                sampled.wait_started()
+                job = _Fio(test, s, ctx, session, fio_path, filename, record)
+                throughput = _repetitions(job, errors)
+            except ValueError as exc:  # the directory resolved to a path fio would misread
+                errors.append(f"path {path!r} resolves to {workdir!r}: {exc}")
+            finally:
+                sampled.stop()
+                _remove_workdir(session, workdir, record)
+        if throughput is not None:  # measured (the directory's path was one fio reads as given)
+            record["resources"] = sampled.resources
+            record["timeline"] = timeline.timeline(throughput)
+        _summarize(record, session, size_bytes)
+        return finish(record, errors)
+
+    def summarize(self, record: dict[str, Any], s: DiskSettings) -> dict[str, Any]:
+        """Summaries and status from its repetitions (a merged record's cache warning is its
+        last part's)."""
+        _direction_summaries(record)
+        reps = record["repetitions"]
+        errors = [f"{r['direction']} {r['index']}: {r['error']}" for r in reps if r["error"]]
+        return finish(record, errors)
+
+    def flow(self, record: Record, direction: str | None) -> str:
+        params = record.get("params") or {}
+        return f"{params.get('host', '–')} {params.get('path', '')}".strip()
+
+    def measured(self, record: Record, series: Series | None) -> str:
+        direct = (record.get("params") or {}).get("direct")
+        direction = series.direction if series else None
+        return f"fio {direction} ({'direct' if direct else 'buffered'})"
+
+    def storage_path(self, record: Record) -> tuple[str, str] | None:
+        params = record.get("params") or {}
+        host, path = params.get("host"), params.get("path")
+        return (str(host), path) if isinstance(path, str) else None
+
+    def capacities(self, record: Record) -> list[Capacity]:
+        host = str((record.get("params") or {}).get("host"))
+        return [
+            Capacity(DISK, host, direction, float(median))
+            for direction, summary in (record.get("directions") or {}).items()
+            if isinstance(median := (summary or {}).get("median"), (int, float))
+        ]
 
 
-def needs(test: PlanTest, s: DiskSettings) -> Needs:
-    """fio on the host whose disk is measured."""
-    return {host: ("fio",) for host in test.hosts}
-
-
-KIND = Kind(
-    name="disk",
-    settings=settings,
-    needs=needs,
-    describe=describe,
-    run=run,
-    summarize=_summarize_merged,
-)
+KIND = Disk()

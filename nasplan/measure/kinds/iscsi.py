@@ -16,25 +16,29 @@ from dataclasses import dataclass
 from typing import Any
 
 from nasplan.errors import CannotStart
-from nasplan.input.plan import PlanTest
+from nasplan.input.plan import Plan, PlanTest
 from nasplan.measure import sampling, timeline
-from nasplan.measure.kind import (
-    Kind,
-    Needs,
-    RunContext,
+from nasplan.measure.estimate import Estimate, copy_rate, parts
+from nasplan.measure.kind import Kind, Record, RunContext
+from nasplan.measure.pair import open_pair, target_label
+from nasplan.measure.record import (
     finish,
     finish_directions,
     new_record,
-    open_pair,
     path_params,
     summarize_directions,
-    target_label,
+    warn,
 )
+from nasplan.measure.series import Series, directions_asked
 from nasplan.measure.tools import iscsi
-from nasplan.runner import Runner
-from nasplan.units import parse_size
+from nasplan.quantities import BYTES
+from nasplan.remote.runner import Runner
+from nasplan.units import format_size, parse_size
 
-DIRECTIONS = ("write", "read")
+# a repetition's own start and end besides its data: the initiator started, its login
+STEP_S = 0.5
+# a part's own start and end besides its repetitions: the initiator copied to the client, loaded
+PART_S = 0.5
 SETUP_TIMEOUT_S = 60.0
 # Slowest rate a repetition may take before it is killed: 0.5 MB/s (10^6 bytes/s).
 SLOWEST_BYTES_PER_SECOND = 500_000
@@ -63,7 +67,7 @@ class IscsiSettings:
 
     @property
     def directions(self) -> tuple[str, ...]:
-        return DIRECTIONS if self.direction == "both" else (self.direction,)
+        return directions_asked(self.direction)
 
     @property
     def size_bytes(self) -> int:
@@ -76,85 +80,6 @@ class IscsiSettings:
     @property
     def timeout_s(self) -> float:
         return SETUP_TIMEOUT_S + self.size_bytes / SLOWEST_BYTES_PER_SECOND
-
-
-def settings(test: PlanTest) -> IscsiSettings:
-    """Plan settings (``iqn`` and ``lun`` required) -> IscsiSettings with the defaults above."""
-    s = test.settings
-    keys = ("scratch", "direction", "size", "request_size", "queue_depth", "port", "chap_user",
-            "chap_secret_env")  # fmt: skip
-    return IscsiSettings(iqn=str(s["iqn"]), lun=int(s["lun"]), **{k: s[k] for k in keys if k in s})
-
-
-def needs(test: PlanTest, s: IscsiSettings) -> Needs:
-    """Nothing nasplan installs: the client's python3 and libiscsi are checked when it runs."""
-    return {}
-
-
-def describe(test: PlanTest, s: IscsiSettings) -> str:
-    """One line for ``apply --check``."""
-    return (
-        f"iscsi {test.client} -> {target_label(test)} {s.iqn} LUN {s.lun}"
-        f"{' (scratch)' if s.scratch else ''}, {s.direction}, {s.size} x {test.repetitions_text}"
-    )
-
-
-def run(test: PlanTest, s: IscsiSettings, ctx: RunContext) -> dict[str, Any]:
-    """Run every repetition of one iSCSI test; failures are recorded, never raised."""
-    params: dict[str, Any] = {
-        **path_params(test, target_label(test)),
-        "method": "iscsi",
-        "iqn": s.iqn,
-        "lun": s.lun,
-        "port": s.port,
-        "scratch": s.scratch,
-        "direction": s.direction,
-        "size_bytes": s.size_bytes,
-        "request_bytes": s.request_bytes,
-        "queue_depth": s.queue_depth,
-        "chap_user": s.chap_user,
-        "chap_secret_env": s.chap_secret_env,
-    }
-    record = new_record(test, params, "bits_per_second")
-    record["directions"] = {}
-    if "write" in s.directions and not s.scratch:
-        record["error"] = (
-            f"refusing to write to {s.iqn} LUN {s.lun}: it is not marked scratch: true "
-            "(a write destroys what the LUN holds)"
-        )
-        return record
-    try:
-        pair = open_pair(test, ctx, needs(test, s))
-        secret = _secret(s, ctx)
-    except CannotStart as exc:
-        record["error"] = str(exc)
-        return record
-    record["params"]["address"] = pair.address
-    record["path"] = pair.path
-    target = iscsi.Target(pair.address, s.iqn, s.lun, s.port, s.chap_user)
-    client = pair.client
-    assert client.runner is not None
-    directory, error = _install(client.runner, client.host.name)
-    if directory is None:
-        record["error"] = error
-        return record
-    errors: list[str] = []
-    token = secrets.token_hex(4)
-    try:
-        with sampling.sampling(ctx.sessions, test.hosts, token, ctx.tasks) as resources:
-            clock = timeline.Clock()
-            _repetitions(
-                test, s, ctx, client.runner, directory, target, secret, record, errors, clock
-            )
-        record["resources"] = resources
-        # per second: the client's NIC towards the portal, as for a file transfer
-        record["timeline"] = timeline.timeline(timeline.transfer_series(record, resources))
-    finally:
-        removed = client.runner.run(iscsi.cleanup_argv(directory), timeout_s=SETUP_TIMEOUT_S)
-        if not removed.ok:
-            ctx.warnings.append(f"{test.id}: cleanup: rm -rf {directory}: {removed.stderr}")
-    summarize_directions(record, s.directions)
-    return finish(record, errors)
 
 
 def _secret(s: IscsiSettings, ctx: RunContext) -> str | None:
@@ -248,16 +173,119 @@ def _explain(exc: iscsi.IscsiError, target: iscsi.Target) -> str:
     return f"iSCSI login to {target.url} failed: {exc}" + (f" ({hints[0]})" if hints else "")
 
 
-def _summarize(record: dict[str, Any], s: IscsiSettings) -> dict[str, Any]:
-    """The record's summaries per direction and its status, from its repetitions."""
-    return finish_directions(record, s.directions)
+class Iscsi(Kind[IscsiSettings]):
+    """``kind: iscsi``: block writes and reads over the network, judged like file copies."""
+
+    name = "iscsi"
+    phrase = "iSCSI block transfers"
+    groups = ("iSCSI",)
+    metric = "bytes_per_second"
+    timeline_quantity = BYTES
+    directed = True
+    path_rate = True
+    short_start = "start-up (the first requests, TCP slow start)"
+    section = "transfers"
+    section_note = (
+        "iSCSI (block storage): the client's user-space initiator (libiscsi) writes or reads "
+        "the size from LBA 0 of the LUN, several requests in flight; the time starts after the "
+        "login and a write's ends when the target has confirmed SYNCHRONIZE CACHE."
+    )
+
+    def settings(self, test: PlanTest) -> IscsiSettings:
+        """``iqn`` and ``lun`` required; the defaults of IscsiSettings."""
+        s = test.settings
+        keys = ("scratch", "direction", "size", "request_size", "queue_depth", "port",
+                "chap_user", "chap_secret_env")  # fmt: skip
+        given = {k: s[k] for k in keys if k in s}
+        return IscsiSettings(iqn=str(s["iqn"]), lun=int(s["lun"]), **given)
+
+    def describe(self, test: PlanTest, s: IscsiSettings) -> str:
+        scratch = " (scratch)" if s.scratch else ""
+        return (
+            f"iscsi {test.client} -> {target_label(test)} {s.iqn} LUN {s.lun}{scratch}, "
+            f"{s.direction}, {s.size} x {test.repetitions_text}"
+        )
+
+    def estimate(self, test: PlanTest, s: IscsiSettings, plan: Plan) -> Estimate:
+        rate, said = copy_rate(plan, test)
+        each_s = s.size_bytes / rate + STEP_S
+        seconds = parts(plan, test) * PART_S + each_s * len(s.directions) * test.repetitions
+        return Estimate(seconds, (said,))
+
+    def run(self, test: PlanTest, s: IscsiSettings, ctx: RunContext) -> dict[str, Any]:
+        """Every repetition of one iSCSI test; failures are recorded, never raised."""
+        params: dict[str, Any] = {
+            **path_params(test, target_label(test)),
+            "method": "iscsi",
+            "iqn": s.iqn,
+            "lun": s.lun,
+            "port": s.port,
+            "scratch": s.scratch,
+            "direction": s.direction,
+            "size_bytes": s.size_bytes,
+            "request_bytes": s.request_bytes,
+            "queue_depth": s.queue_depth,
+            "chap_user": s.chap_user,
+            "chap_secret_env": s.chap_secret_env,
+        }
+        record = new_record(test, params, "bits_per_second")
+        record["directions"] = {}
+        if "write" in s.directions and not s.scratch:
+            record["error"] = (
+                f"refusing to write to {s.iqn} LUN {s.lun}: it is not marked scratch: true "
+                "(a write destroys what the LUN holds)"
+            )
+            return record
+        try:
+            pair = open_pair(test, ctx, self.needs(test, s))
+            secret = _secret(s, ctx)
+        except CannotStart as exc:
+            record["error"] = str(exc)
+            return record
+        record["params"]["address"] = pair.address
+        record["path"] = pair.path
+        target = iscsi.Target(pair.address, s.iqn, s.lun, s.port, s.chap_user)
+        client = pair.client
+        assert client.runner is not None
+        directory, error = _install(client.runner, client.host.name)
+        if directory is None:
+            record["error"] = error
+            return record
+        errors: list[str] = []
+        token = secrets.token_hex(4)
+        try:
+            with sampling.sampling(ctx.sessions, test.hosts, token, ctx.tasks) as resources:
+                clock = timeline.Clock()
+                _repetitions(
+                    test, s, ctx, client.runner, directory, target, secret, record, errors, clock
+                )
+            record["resources"] = resources
+            # per second: the client's NIC towards the portal, as for a file transfer
+            record["timeline"] = timeline.timeline(timeline.transfer_series(record, resources))
+        finally:
+            removed = client.runner.run(iscsi.cleanup_argv(directory), timeout_s=SETUP_TIMEOUT_S)
+            if not removed.ok:
+                warn(record, f"cleanup: rm -rf {directory}: {removed.stderr}")
+        summarize_directions(record, s.directions)
+        return finish(record, errors)
+
+    def summarize(self, record: dict[str, Any], s: IscsiSettings) -> dict[str, Any]:
+        """Summaries per direction and the status, from its repetitions."""
+        return finish_directions(record, s.directions)
+
+    def measured(self, record: Record, series: Series | None) -> str:
+        return f"iSCSI {series.direction if series else ''}".strip()
+
+    def detail_text(self, record: Record) -> str:
+        p = record.get("params") or {}
+        text = f", {p.get('iqn')} LUN {p.get('lun')}{' (scratch)' if p.get('scratch') else ''}"
+        text += f", {format_size(p.get('request_bytes'))} requests"
+        text += f", {p.get('queue_depth')} in flight"
+        text += f", CHAP user {p['chap_user']}" if p.get("chap_user") else ""
+        return f"{text}, size {format_size(p.get('size_bytes'))}"
+
+    def copy_label(self, record: Record) -> str | None:
+        return "iSCSI"
 
 
-KIND = Kind(
-    name="iscsi",
-    settings=settings,
-    needs=needs,
-    describe=describe,
-    run=run,
-    summarize=_summarize,
-)
+KIND = Iscsi()

@@ -14,23 +14,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from nasplan.analysis import summarize
-from nasplan.errors import CannotStart
-from nasplan.input.plan import PlanTest
-from nasplan.measure.kind import (
-    Kind,
-    RunContext,
-    finish,
-    host_tool,
-    new_record,
-    no_tools,
-    open_pair,
-    path_params,
-    target_label,
-)
+from nasplan.input.plan import Plan, PlanTest
+from nasplan.measure.estimate import Estimate
+from nasplan.measure.kind import DASH, Kind, Record, RunContext
+from nasplan.measure.pair import open_client_tool, target_label
+from nasplan.measure.record import finish, new_record, path_params
+from nasplan.measure.series import Series
 from nasplan.measure.tools import ping
-from nasplan.runner import Runner
+from nasplan.remote.runner import Runner
 
 METRIC = "path_mtu_bytes"
+# a repetition's own start and end besides its pings: one command on the client per size
+STEP_S = 0.3
 
 
 @dataclass(frozen=True)
@@ -41,19 +36,6 @@ class SweepSettings:
     count: int = 2
     interval_s: float = 0.2
     expect_mtu_bytes: int | None = None
-
-
-def settings(test: PlanTest) -> SweepSettings:
-    """Plan settings -> a SweepSettings; sizes sorted, each once."""
-    s, default = test.settings, SweepSettings()
-    sizes = s.get("sizes_bytes", default.sizes_bytes)
-    expect = s.get("expect_mtu_bytes")
-    return SweepSettings(
-        sizes_bytes=tuple(sorted({int(size) for size in sizes})),
-        count=int(s.get("count", default.count)),
-        interval_s=float(s.get("interval_s", default.interval_s)),
-        expect_mtu_bytes=None if expect is None else int(expect),
-    )
 
 
 def _probe(
@@ -108,59 +90,76 @@ def _repetition(
     return rep
 
 
-def run(test: PlanTest, s: SweepSettings, ctx: RunContext) -> dict[str, Any]:
-    """Sweep every repetition; a failure is recorded, never raised."""
-    params = {
-        **path_params(test, target_label(test)),
-        "sizes_bytes": list(s.sizes_bytes),
-        "count": s.count,
-        "interval_s": s.interval_s,
-        "expect_mtu_bytes": s.expect_mtu_bytes,
-    }
-    record = new_record(test, params, METRIC)
-    try:
-        pair = open_pair(test, ctx, no_tools(test, s))
-        ping_path = host_tool(pair.client, "ping")
-    except CannotStart as exc:
-        record["error"] = str(exc)
-        return record
-    assert pair.client.runner is not None
-    record["params"]["address"] = pair.address
-    record["path"] = pair.path
-    for index in test.indices:
-        ctx.progress.test(test.id, index, test.repetitions, 0.0)
-        rep = _repetition(test, s, ctx, pair.client.runner, ping_path, pair.address, index)
-        record["repetitions"].append(rep)
-        ctx.checkpoint(record)
-    return _summarize(record, s)
+class PingSweep(Kind[SweepSettings]):
+    """``kind: ping-sweep``: the largest packet the path carries unfragmented."""
+
+    name = "ping-sweep"
+    phrase = "the path MTU with a DF ping sweep"
+    groups = ("Path MTU",)
+    metric = METRIC
+
+    def settings(self, test: PlanTest) -> SweepSettings:
+        """Sizes sorted, each once; the defaults of SweepSettings."""
+        s, default = test.settings, SweepSettings()
+        sizes = s.get("sizes_bytes", default.sizes_bytes)
+        expect = s.get("expect_mtu_bytes")
+        return SweepSettings(
+            sizes_bytes=tuple(sorted({int(size) for size in sizes})),
+            count=int(s.get("count", default.count)),
+            interval_s=float(s.get("interval_s", default.interval_s)),
+            expect_mtu_bytes=None if expect is None else int(expect),
+        )
+
+    def describe(self, test: PlanTest, s: SweepSettings) -> str:
+        sizes = ", ".join(str(size) for size in s.sizes_bytes)
+        return (
+            f"DF ping sweep {test.client} -> {target_label(test)} at {sizes} bytes, "
+            f"{s.count} pings each x {test.repetitions_text}"
+        )
+
+    def estimate(self, test: PlanTest, s: SweepSettings, plan: Plan) -> Estimate:
+        per_size_s = s.count * s.interval_s + STEP_S
+        return Estimate(per_size_s * len(s.sizes_bytes) * test.repetitions)
+
+    def run(self, test: PlanTest, s: SweepSettings, ctx: RunContext) -> dict[str, Any]:
+        """Sweep every repetition; a failure is recorded, never raised."""
+        params = {
+            **path_params(test, target_label(test)),
+            "sizes_bytes": list(s.sizes_bytes),
+            "count": s.count,
+            "interval_s": s.interval_s,
+            "expect_mtu_bytes": s.expect_mtu_bytes,
+        }
+        record = new_record(test, params, METRIC)
+        opened = open_client_tool(test, ctx, record, "ping")
+        if opened is None:
+            return record
+        pair, ping_path = opened
+        assert pair.client.runner is not None
+        for index in test.indices:
+            ctx.progress.test(test.id, index, test.repetitions, 0.0)
+            rep = _repetition(test, s, ctx, pair.client.runner, ping_path, pair.address, index)
+            record["repetitions"].append(rep)
+            ctx.checkpoint(record)
+        return self.summarize(record, s)
+
+    def summarize(self, record: dict[str, Any], s: SweepSettings) -> dict[str, Any]:
+        """The median path MTU; failed when it is not the one expected."""
+        reps = record["repetitions"]
+        errors = [f"repetition {r['index']}: {r['error']}" for r in reps if r["error"]]
+        found = [r[METRIC] for r in reps if r["status"] == "ok"]
+        record["summary"] = summarize(found, METRIC)
+        median = record["summary"]["median"]
+        if s.expect_mtu_bytes is not None and median is not None and median != s.expect_mtu_bytes:
+            errors.append(f"path MTU {median:.0f} bytes, expected {s.expect_mtu_bytes}")
+        return finish(record, errors)
+
+    def measured(self, record: Record, series: Series | None) -> str:
+        return "path MTU (DF ping sweep)"
+
+    def also(self, record: Record, series: Series) -> str:
+        expected = (record.get("params") or {}).get("expect_mtu_bytes")
+        return f"expected {expected} bytes" if expected else DASH
 
 
-def _summarize(record: dict[str, Any], s: SweepSettings) -> dict[str, Any]:
-    """The finished record: the median path MTU, and failed when it is not the one expected."""
-    reps = record["repetitions"]
-    errors = [f"repetition {r['index']}: {r['error']}" for r in reps if r["error"]]
-    found = [r[METRIC] for r in reps if r["status"] == "ok"]
-    record["summary"] = summarize(found, METRIC)
-    median = record["summary"]["median"]
-    if s.expect_mtu_bytes is not None and median is not None and median != s.expect_mtu_bytes:
-        errors.append(f"path MTU {median:.0f} bytes, expected {s.expect_mtu_bytes}")
-    return finish(record, errors)
-
-
-def describe(test: PlanTest, s: SweepSettings) -> str:
-    """One line for ``apply --check``."""
-    sizes = ", ".join(str(size) for size in s.sizes_bytes)
-    return (
-        f"DF ping sweep {test.client} -> {target_label(test)} at {sizes} bytes, "
-        f"{s.count} pings each x {test.repetitions_text}"
-    )
-
-
-KIND = Kind(
-    name="ping-sweep",
-    settings=settings,
-    needs=no_tools,
-    describe=describe,
-    run=run,
-    summarize=_summarize,
-)
+KIND = PingSweep()

@@ -10,9 +10,9 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from nasplan.hosts.shell import PowerShell
 from nasplan.measure.tools import diskspd
-from nasplan.runner import Runner
+from nasplan.remote.runner import Runner
+from nasplan.remote.shell import PowerShell
 
 _SETUP_TIMEOUT_S = 60.0
 _TIMEOUT_MARGIN_S = 60.0

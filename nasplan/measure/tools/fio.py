@@ -8,7 +8,7 @@ from typing import Any
 
 from nasplan.errors import NasplanError
 from nasplan.measure.tools.jsondoc import find_object, number
-from nasplan.runner import Runner
+from nasplan.remote.runner import Runner
 from nasplan.units import MIB_BYTES
 
 DEFAULT_BLOCK_BYTES = MIB_BYTES

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from nasplan.hosts.shell import Cmd, PowerShell
 from nasplan.measure.tools.iperf3_server import PORT_IN_USE_EXIT, SERVER_READY_TIMEOUT_S
+from nasplan.remote.shell import Cmd, PowerShell
 
 _START = """\
 $ErrorActionPreference = 'Stop'

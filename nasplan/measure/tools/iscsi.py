@@ -15,7 +15,7 @@ from importlib import resources
 from typing import Any
 
 from nasplan.errors import ToolError
-from nasplan.runner import Result, Runner
+from nasplan.remote.runner import Result, Runner
 
 SCRIPT_NAME = "iscsi_rw.py"
 SCRIPT = resources.files("nasplan.measure.tools").joinpath(SCRIPT_NAME).read_text()

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nasplan.errors import NasplanError
-from nasplan.runner import Runner
+from nasplan.remote.runner import Runner
 
 # IPv4 (20) + ICMP (8) headers: a DF ping of MTU - 28 payload bytes fills one MTU-sized packet.
 ICMP_IPV4_HEADER_BYTES = 28

@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from nasplan.errors import NasplanError
 from nasplan.hosts.lock import PRELUDE
 
-METHODS = ("smb", "rsync", "copy", "nfs")
-DIRECTIONS = ("write", "read")
 ELAPSED_MARK = "NASPLAN_ELAPSED_NS="
 EXIT_MARK = "NASPLAN_EXIT="
 SOURCE_NAME = "source.bin"

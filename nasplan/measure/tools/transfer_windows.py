@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 
-from nasplan.hosts.shell import PowerShell
 from nasplan.measure.tools.transfer import ELAPSED_MARK, EXIT_MARK, SOURCE_NAME
-from nasplan.runner import Runner
+from nasplan.remote.runner import Runner
+from nasplan.remote.shell import PowerShell
 
 _UNC_UNSAFE = re.compile(r'[\\/:*?"<>|\x00-\x1f]')
 # FILE_FLAG_NO_BUFFERING: read from the server, not from what the client cached while writing.

@@ -19,10 +19,10 @@ from nasplan.analysis import efficiency, summarize
 from nasplan.cli import main
 from nasplan.compare import compare_runs, render
 from nasplan.compare.matrix import build_matrix, parse_label
-from nasplan.compare.stats import mann_whitney_u, verdict
 from nasplan.errors import InputError
 from nasplan.report import mermaid
 from nasplan.results import load_run, save_run
+from nasplan.significance import mann_whitney_u, verdict
 
 SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "runs" / "sample"
 

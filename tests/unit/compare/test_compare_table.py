@@ -17,9 +17,9 @@ from nasplan.analysis import summarize
 from nasplan.cli import main
 from nasplan.compare import compare_runs, render
 from nasplan.compare.model import exit_code
-from nasplan.compare.stats import verdict
 from nasplan.report import pivot
 from nasplan.results import load_run, save_run
+from nasplan.significance import verdict
 from nasplan.units import format_bits_per_second, format_bytes_per_second
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nasplan.runner import Result
+from nasplan.remote.runner import Result
 
 PING = Path(__file__).resolve().parents[2] / "fixtures" / "ping"
 Reply = Callable[[str], Result]

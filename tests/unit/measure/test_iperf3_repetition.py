@@ -17,7 +17,7 @@ from nasplan.measure.iperf3_repetition import (
 )
 from nasplan.measure.tools import iperf3_multi
 from nasplan.measure.tools.iperf3 import Iperf3Error, Iperf3Params
-from nasplan.runner import Launched, Result
+from nasplan.remote.runner import Launched, Result
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "iperf3" / "3.12"
 

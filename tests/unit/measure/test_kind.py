@@ -1,11 +1,11 @@
-"""The kind contract: raw files always masked, the record's life, the progress line."""
+"""The kind contract: raw files always masked, the record's life."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from nasplan.measure.kind import finish, summary_text
+from nasplan.measure.record import finish
 from nasplan.run.kind_hooks import run_context
 from nasplan.run.overlap import Overlap
 
@@ -25,12 +25,3 @@ def test_finish_sets_status_and_error_from_what_went_wrong() -> None:
         "status": "failed",
         "error": "rep 1: a; rep 2: b",
     }
-
-
-def test_summary_text_names_the_metrics_unit() -> None:
-    assert summary_text({"median": 941.5e6, "metric": "bits_per_second"}) == "median 941.5 Mbit/s"
-    assert (
-        summary_text({"median": 131 * 2**20, "metric": "bytes_per_second"}) == "median 131.0 MiB/s"
-    )
-    assert summary_text({"median": 0.25, "metric": "rtt_avg_ms"}) == "median 0.250 ms"
-    assert summary_text({"median": None}) == ""

@@ -11,7 +11,7 @@ import pytest
 from nasplan.facts.gather import HostFacts
 from nasplan.input.plan import load_plan
 from nasplan.measure import route
-from nasplan.runner import Result
+from nasplan.remote.runner import Result
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -12,7 +12,7 @@ import pytest
 
 from nasplan.measure import sampler
 from nasplan.measure.tools import iperf3_server
-from nasplan.runner import LocalRunner
+from nasplan.remote.runner import LocalRunner
 from nasplan.sections import split_sections
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "sampler"

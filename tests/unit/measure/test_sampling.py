@@ -9,8 +9,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from nasplan.measure.sampling import Sampling
+from nasplan.remote.runner import Result
 from nasplan.run.overlap import Overlap
-from nasplan.runner import Result
 
 SAMPLES = (
     Path(__file__).resolve().parents[2] / "fixtures" / "sampler" / "idle-dash.txt"

@@ -11,7 +11,7 @@ import pytest
 from nasplan.analysis import rate_fall
 from nasplan.measure import timeline
 from nasplan.measure.tools import fio, iperf3
-from nasplan.runner import LocalRunner, Result
+from nasplan.remote.runner import LocalRunner, Result
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 BW_LOGS = FIXTURES / "fio" / "bwlog"

@@ -12,17 +12,17 @@ import pytest
 from os_facts import freebsd_facts, macos_facts
 
 from nasplan.hosts.session import HostSession
+from nasplan.input.network import NicChange
 from nasplan.input.plan import load_plan
 from nasplan.network import bsd, checks, scripts, tools
 from nasplan.network.backends import DetachedTimer, by_mechanism, for_platform
-from nasplan.network.model import NicChange
 from nasplan.network.state import NicState, Route
 from nasplan.network.tools import BSD_IFCONFIG, NetTools
 from nasplan.network.truenas import TrueNasCommit
 from nasplan.platforms import detect
 from nasplan.progress import PlainProgress
+from nasplan.remote.runner import Result, RunnerBase
 from nasplan.run.network_phase import NetworkPhase
-from nasplan.runner import Result, RunnerBase
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 BSD_TOOLS = NetTools(BSD_IFCONFIG, "ip", "/sbin/ifconfig", "/sbin/route", "/usr/bin/netstat")

@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from nasplan.errors import InputError
+from nasplan.input.network import NicChange
 from nasplan.input.plan import load_plan
 from nasplan.network import checks, scripts, tools
-from nasplan.network.model import NicChange
 from nasplan.network.state import differences, parse_state
 from nasplan.network.tools import parse_state_output
 

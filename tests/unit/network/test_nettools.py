@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from nasplan.facts.gather import parse_facts
+from nasplan.input.network import NicChange
 from nasplan.network import checks, ifconfig, iptext, scripts, tools
 from nasplan.network.backends import by_mechanism
-from nasplan.network.model import NicChange
 from nasplan.network.state import NicState, Route, parse_state
 from nasplan.network.tools import IFCONFIG, IP_JSON, IP_TEXT, NetTools
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from nasplan.facts.gather import HostFacts, parse_facts
+from nasplan.input.network import NicChange
 from nasplan.network import restore
 from nasplan.network.backends import SetsidTimer, by_mechanism, for_platform
-from nasplan.network.model import NicChange
 from nasplan.network.state import NicConfig, NicState
 from nasplan.network.truenas import (
     TrueNasCommit,

@@ -12,8 +12,7 @@ import pytest
 
 from nasplan.analysis import summarize, theoretical_udp_bits_per_second
 from nasplan.compare import compare_runs
-from nasplan.directions import series_of
-from nasplan.progress import result_text
+from nasplan.measure import kinds
 from nasplan.report import mermaid, render_report
 from nasplan.report.headline import headline, rows
 from nasplan.results import load_run
@@ -111,13 +110,15 @@ def test_udp_shows_what_arrived_loss_and_jitter_against_the_udp_maximum() -> Non
 
 def test_iscsi_goes_through_the_per_direction_path_everywhere() -> None:
     test = iscsi_test([110e6, 112e6, 111e6], [100e6, 101e6, 99e6])
-    found = series_of(test)
+    found = kinds.readout(test).series(test)
     assert [(s.direction, s.metric, len(s.values)) for s in found] == [
         ("write", "bytes_per_second", 3),
         ("read", "bytes_per_second", 3),
     ]
     # the console: each direction in MiB/s, not one number in bit/s
-    assert result_text(test) == "write median 105.9 MiB/s, read median 95.4 MiB/s"
+    assert kinds.readout(test).result_text(test) == (
+        "write median 105.9 MiB/s, read median 95.4 MiB/s"
+    )
     run = load_run(RUNS / "sample")
     run["tests"] = [test]
     report = render_report(run)

@@ -16,10 +16,10 @@ import pytest
 from click.testing import CliRunner
 
 from nasplan.cli import main
-from nasplan.compare.stats import verdict
 from nasplan.errors import InputError
 from nasplan.report import pivot, render_report
 from nasplan.results import load_run, save_run
+from nasplan.significance import verdict
 from nasplan.units import format_bits_per_second, format_bytes_per_second
 
 ROOT = Path(__file__).resolve().parents[3]

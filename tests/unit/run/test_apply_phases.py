@@ -19,10 +19,11 @@ from nasplan.errors import HostLostError, NasplanError
 from nasplan.input.inventory import Host
 from nasplan.input.plan import Plan, load_plan
 from nasplan.progress import PlainProgress
-from nasplan.run.apply import Run, RunPlace, apply
+from nasplan.remote.runner import Result
+from nasplan.run.apply import Run, apply
 from nasplan.run.overlap import Overlap
 from nasplan.run.planned import EXIT_OK, EXIT_UNREACHABLE
-from nasplan.runner import Result
+from nasplan.run.request import RunRequest
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 FACTS = (FIXTURES / "facts" / "debian12-netns-veth.txt").read_text(encoding="utf-8")
@@ -89,7 +90,7 @@ def _run(tmp_path: Path, plan: Plan, hosts: dict[str, Any]) -> Run:
         return hosts[host.name]
 
     progress = PlainProgress(io.StringIO())
-    return Run(plan, progress, RunPlace(tmp_path / "run"), connector, tasks=Overlap.serial())
+    return Run(RunRequest(plan, out=tmp_path / "run"), progress, None, connector, Overlap.serial())
 
 
 def _saved(run: Run) -> dict[str, Any]:
@@ -140,9 +141,8 @@ def test_a_host_lost_during_a_test_fails_it_and_the_run_keeps_going(
     tests = TESTS + TESTS.replace("id: rtt,", "id: rtt-again,")
 
     outcome = apply(
-        _plan(tmp_path, tests),
+        RunRequest(_plan(tmp_path, tests), out=tmp_path / "run"),
         PlainProgress(io.StringIO()),
-        out=tmp_path / "run",
         connector=lambda host: hosts[host.name],
         tasks=Overlap.serial(),
     )
@@ -171,9 +171,8 @@ def test_a_failed_network_phase_skips_every_test_and_still_releases_the_hosts(
         return ws
 
     outcome = apply(
-        _plan(tmp_path, network=network),
+        RunRequest(_plan(tmp_path, network=network), out=tmp_path / "run"),
         PlainProgress(io.StringIO()),
-        out=tmp_path / "run",
         connector=unreachable,
         tasks=Overlap.serial(),
     )
@@ -198,9 +197,8 @@ def test_an_interrupted_run_keeps_what_it_measured_and_writes_its_report(
 
     with pytest.raises(KeyboardInterrupt):
         apply(
-            _plan(tmp_path, tests, "order: sequential\n"),
+            RunRequest(_plan(tmp_path, tests, "order: sequential\n"), out=tmp_path / "run"),
             PlainProgress(io.StringIO()),
-            out=tmp_path / "run",
             connector=lambda host: hosts[host.name],
             tasks=Overlap.serial(),
         )
@@ -324,9 +322,8 @@ def test_an_interrupted_interleaved_run_is_resumed_to_the_end_in_its_directory(
     plan = _plan(tmp_path, TESTS + TESTS.replace("id: rtt,", "id: rtt-again,"))
     with pytest.raises(KeyboardInterrupt):
         apply(
-            plan,
+            RunRequest(plan, out=tmp_path / "run"),
             PlainProgress(io.StringIO()),
-            out=tmp_path / "run",
             connector=lambda host: hosts[host.name],
             tasks=Overlap.serial(),
         )
@@ -340,11 +337,10 @@ def test_an_interrupted_interleaved_run_is_resumed_to_the_end_in_its_directory(
     again["ws"].allow("-M do", reply=_df)
     again["ws"].expect("ping -n -c 5", PING_OK).expect("ping -n -c 5", PING_OK)
     outcome = apply(
-        plan,
+        RunRequest(plan, previous=previous_run(tmp_path / "run", plan)),
         PlainProgress(io.StringIO()),
         connector=lambda host: again[host.name],
         tasks=Overlap.serial(),
-        previous=previous_run(tmp_path / "run", plan),
     )
 
     assert outcome.exit_code == EXIT_OK and outcome.run_dir == tmp_path / "run"
@@ -371,9 +367,8 @@ def test_resume_refuses_another_plan_and_says_when_there_is_nothing_to_do(
     hosts["ws"].expect("ping -n -c 5", PING_OK).expect("ping -n -c 5", PING_OK)
     plan = _plan(tmp_path)
     apply(
-        plan,
+        RunRequest(plan, out=tmp_path / "run"),
         PlainProgress(io.StringIO()),
-        out=tmp_path / "run",
         connector=lambda host: hosts[host.name],
         tasks=Overlap.serial(),
     )

@@ -6,15 +6,15 @@ from __future__ import annotations
 import dataclasses
 import io
 import itertools
+import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from nasplan.analysis import summarize
+from nasplan.input.network import MtuSpec, NetworkSpec
 from nasplan.input.plan import Adaptive, Order, PlanTest, Target
-from nasplan.measure import adaptive
-from nasplan.measure.kind import BoundTest
+from nasplan.measure import kinds
 from nasplan.measure.merge import done_indices, kept_part, merge
-from nasplan.network.model import MtuSpec, NetworkSpec
 from nasplan.progress import Place, PlainProgress
 from nasplan.run.schedule import Cell, network_groups, slices, time_left_s
 
@@ -31,14 +31,15 @@ def _test(test_id: str, repetitions: int = 3, rule: Adaptive | None = None) -> P
 
 
 def _cell(test: PlanTest, previous: dict[str, Any] | None = None) -> Cell:
-    return Cell(BoundTest(test, {}, "", run=lambda ctx: {}), previous)
+    return Cell(kinds.bind(test), previous)
 
 
 def _record(test: PlanTest, rates: Sequence[float]) -> dict[str, Any]:
     """A part's record as the iperf3 kind leaves it: one repetition a rate."""
     reps = [
         {"index": index, "status": "ok", "error": None, "raw_file": None, "bits_per_second": rate}
-        for index, rate in zip(test.indices, rates, strict=False)
+        | {"started_s": 3.0 * n, "ended_s": 3.0 * n + 2.0}
+        for n, (index, rate) in enumerate(zip(test.indices, rates, strict=False))
     ]
     return {
         "id": test.id,
@@ -63,7 +64,7 @@ def _run(
         test = step.cell.part(step.first, step.count)
         ran += [(test.id, index) for index in test.indices]
         values = [rates(test.id, i) if rates else 1e9 for i in test.indices]
-        step.cell.ended(_record(test, values))
+        step.cell.returned(_record(test, values), ended=True)
     return ran
 
 
@@ -81,7 +82,7 @@ def test_sequential_runs_each_test_whole_in_one_part_as_before() -> None:
     parts: list[PlanTest] = []
     for step in slices(cells, Order("sequential"), 0):
         parts.append(step.cell.part(step.first, step.count))
-        step.cell.ended(_record(parts[-1], [1e9] * step.count))
+        step.cell.returned(_record(parts[-1], [1e9] * step.count), ended=True)
 
     # the very PlanTest of the plan: the kind runs it exactly as before
     assert [p is c.test for p, c in zip(parts, cells, strict=True)] == [True, True]
@@ -101,14 +102,7 @@ def test_shuffled_rounds_are_permutations_repeatable_from_the_seed() -> None:
     assert first != order(54321)
 
 
-def test_the_median_interval_is_the_order_statistics_one() -> None:
-    assert adaptive.median_interval([1, 2, 3, 4, 5]) is None  # [min, max] of 5 covers 93.75 %
-    assert adaptive.median_interval(list(range(6))) == (0, 5)
-    assert adaptive.median_interval(list(range(9))) == (1, 7)  # x(2), x(8): 96.1 %
-    assert adaptive.median_interval(list(range(15))) == (3, 11)  # x(4), x(12): 96.5 %
-
-
-def test_a_steady_link_stops_at_its_sixth_repetition_a_noisy_copy_runs_to_max() -> None:
+def test_a_steady_link_stops_at_its_third_repetition_a_noisy_copy_runs_to_max() -> None:
     rule = Adaptive(min_n=3, max_n=12, ci_halfwidth=0.02)
     series = {"steady": itertools.cycle(STEADY), "noisy": itertools.cycle(NOISY)}
     cells = [_cell(_test("steady", rule=rule)), _cell(_test("noisy", rule=rule))]
@@ -116,27 +110,30 @@ def test_a_steady_link_stops_at_its_sixth_repetition_a_noisy_copy_runs_to_max() 
     ran = _run(cells, Order("interleaved"), rates=lambda test_id, _: next(series[test_id]))
 
     steady, noisy = (cell.record()["adaptive"] for cell in cells)
-    assert (steady["reached"], steady["n"]) == (True, 6)
+    assert (steady["reached"], steady["n"], steady["statistic"]) == (True, 3, "t")
     assert steady["ci_halfwidth"] is not None and steady["ci_halfwidth"] <= 0.02
-    assert (noisy["reached"], noisy["n"]) == (False, 12)
-    assert noisy["ci_halfwidth"] > 0.02
-    # the steady cell dropped out of the rounds after its sixth
-    assert [i for t, i in ran if t == "steady"] == [1, 2, 3, 4, 5, 6]
-    assert ran[-6:] == [("noisy", i) for i in range(7, 13)]
-    assert cells[0].record()["params"]["repetitions"] == 6
+    low, high = steady["interval"]["low"], steady["interval"]["high"]
+    assert low < statistics.median(STEADY[:3]) < high
+    assert steady["interval"]["metric"] == "bits_per_second"
+    assert (noisy["reached"], noisy["n"], noisy["statistic"]) == (False, 12, "order statistics")
+    assert noisy["ci_halfwidth"] > 0.02 and noisy["needed"] > 12
+    # the steady cell dropped out of the rounds after its third
+    assert [i for t, i in ran if t == "steady"] == [1, 2, 3]
+    assert ran[-9:] == [("noisy", i) for i in range(4, 13)]
+    assert cells[0].record()["params"]["repetitions"] == 3
 
 
 def test_sequential_adaptive_runs_min_at_once_then_one_at_a_time() -> None:
-    rule = Adaptive(min_n=4, max_n=8, ci_halfwidth=0.02)
+    rule = Adaptive(min_n=4, max_n=8, ci_halfwidth=0.0035)
     cells = [_cell(_test("steady", rule=rule))]
     rates = itertools.cycle(STEADY)
     counts = []
     for step in slices(cells, Order("sequential"), 0):
         counts.append(step.count)
         test = step.cell.part(step.first, step.count)
-        step.cell.ended(_record(test, [next(rates) for _ in test.indices]))
+        step.cell.returned(_record(test, [next(rates) for _ in test.indices]), ended=True)
 
-    assert counts == [4, 1, 1]  # 4, then the 5th (no interval yet), the 6th: clear
+    assert counts == [4, 1, 1]  # 4, then the 5th (±0.39 %), the 6th (±0.34 %): clear
 
 
 def test_merged_parts_are_one_record_in_order_with_the_summary_of_all() -> None:
@@ -145,7 +142,7 @@ def test_merged_parts_are_one_record_in_order_with_the_summary_of_all() -> None:
              in ((1, 9e8), (2, 8e8), (3, 7e8))]  # fmt: skip
     parts[1]["repetitions"][0].update(status="failed", error="stalled")
 
-    merged = merge([(p, 0.0) for p in parts], None)
+    merged = merge([(p, 0.0) for p in parts], kinds.bind(test).summarize)
 
     assert [r["index"] for r in merged["repetitions"]] == [1, 2, 3]
     assert merged["summary"] == summarize([9e8, 7e8], "bits_per_second")
@@ -230,7 +227,8 @@ def test_a_transfer_in_parts_lists_its_writes_then_its_reads_as_one_run_does() -
         record["params"]["direction"] = "both"
         return record, offset_s
 
-    merged = merge([part(1, 0.0), part(2, 10.0)], None)
+    transfer = kinds.kind("transfer").bind(_test("smb", 2))
+    merged = merge([part(1, 0.0), part(2, 10.0)], transfer.summarize)
 
     assert [(r["direction"], r["index"], r["started_s"]) for r in merged["repetitions"]] == [
         ("write", 1, 0.5),

@@ -12,13 +12,15 @@ import pytest
 
 from nasplan.facts.gather import NicFacts, parse_facts
 from nasplan.hosts.session import HostSession
-from nasplan.input.plan import load_plan
+from nasplan.input.plan import PlanTest, load_plan
+from nasplan.measure import kinds
 from nasplan.measure.kind import RunContext
 from nasplan.platforms.generic import GenericLinux
 from nasplan.progress import PlainProgress
-from nasplan.run.kind_hooks import run_context
+from nasplan.remote.runner import Result
+from nasplan.run.cell import Cell
+from nasplan.run.kind_hooks import KindHooks, run_context
 from nasplan.run.overlap import Overlap
-from nasplan.runner import Result
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
 SAMPLER_PID = "4242"
@@ -94,3 +96,14 @@ def kind_context(
         return ctx, nas, ws
 
     return make
+
+
+def run_cell(ctx: RunContext, test: PlanTest) -> Cell:
+    """``test`` run whole as apply runs it: its record handed to a cell of its own (a deferred
+    teardown completes it there once settled: ``cell.record()`` after ``ctx.settle()``)."""
+    cell = Cell(kinds.bind(test))
+    part = cell.part(1, test.repetitions)
+    assert isinstance(ctx.hooks, KindHooks)
+    ctx.hooks.cell = cell
+    cell.returned(cell.bound.run_part(part, ctx), ended=True)
+    return cell

@@ -7,9 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nasplan.hosts import shell
 from nasplan.measure import kinds
-from nasplan.runner import Result
+from nasplan.remote import shell
+from nasplan.remote.runner import Result
 
 FIO = Path(__file__).resolve().parents[3] / "fixtures" / "fio"
 DISKSPD = Path(__file__).resolve().parents[3] / "fixtures" / "diskspd"
@@ -86,7 +86,7 @@ def test_refused_direct_io_is_measured_buffered_and_said(
     assert record["status"] == "ok"
     assert record["params"]["direct"] is False
     assert record["repetitions"][0]["direct"] is False
-    assert any("refused direct I/O" in w for w in ctx.warnings)
+    assert any("refused direct I/O" in w for w in record["warnings"])
     # buffered, its rate fell once the page cache was full (a real fio log)
     (series,) = record["timeline"]["throughput"]
     assert series["fall"] is not None and series["fall"]["after_s"] == 4.0

@@ -13,13 +13,14 @@ import pytest
 
 from nasplan.errors import HostLostError
 from nasplan.measure import kinds
+from nasplan.measure.iperf3_runs import version_warnings
 from nasplan.measure.kind import RunContext
-from nasplan.measure.kinds.iperf3 import version_warnings
 from nasplan.progress import PlainProgress
+from nasplan.remote.runner import Launched, Result
+from nasplan.run.cell import Cell
 from nasplan.run.overlap import Overlap
-from nasplan.runner import Launched, Result
 
-from .conftest import SAMPLER_PID, fixture_text, riding_start, riding_stop
+from .conftest import SAMPLER_PID, fixture_text, riding_start, riding_stop, run_cell
 
 IPERF3 = Path(__file__).resolve().parents[3] / "fixtures" / "iperf3" / "3.12"
 TEST = "  - {id: p2p, kind: iperf3, server: nas, client: ws, duration_s: 2, repetitions: 1}\n"
@@ -29,10 +30,10 @@ TOOLS = {"iperf3": "/usr/bin/iperf3"}
 def run_settled(ctx: RunContext) -> dict[str, Any]:
     """The plan's first test run as apply runs it: its teardown settled after it (what fills
     its ``resources``)."""
-    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
-    assert record["resources"] is None  # the teardown is the run's until it settles
+    cell = run_cell(ctx, ctx.plan.tests[0])
+    assert cell.record()["resources"] is None  # the teardown is the run's until it settles
     ctx.settle()
-    return record
+    return cell.record()
 
 
 def test_one_repetition_is_recorded_with_its_path_raw_file_and_resources(
@@ -181,13 +182,16 @@ def test_a_checkpoint_is_saved_after_each_repetition_but_the_last(
         nas.expect("kill", (IPERF3 / "tcp-single-server-log.json").read_text())
         ws.expect("/usr/bin/iperf3 -J -c", (IPERF3 / "tcp-single.json").read_text())
     saved: list[int] = []
-    ctx.hooks.on_checkpoint = lambda record: saved.append(len(record["repetitions"]))
+    ctx.hooks.on_checkpoint = lambda: saved.append(len(cell.parts[-1].record["repetitions"]))
+    cell = Cell(kinds.bind(ctx.plan.tests[0]))
+    ctx.hooks.cell = cell
 
-    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+    record = cell.bound.run_part(cell.part(1, 3), ctx)
 
     assert record["status"] == "ok"
     assert saved == [1, 2]
-    assert ctx.hooks.running is record  # what a lost host's failure keeps
+    # the last repetition is kept as well (what a host lost right then keeps), unsaved
+    assert len(cell.parts[-1].record["repetitions"]) == 3 and not cell.parts[-1].ended
 
 
 TWO_TESTS = TEST + TEST.replace("id: p2p,", "id: p2p-again,")
@@ -245,9 +249,9 @@ def test_a_tests_teardown_runs_while_the_next_test_starts_and_ends_before_it_mea
 
     ctx, _, _ = _two_tests_on_one_pair(kind_context, events, first_stop)
 
-    first = kinds.bind(ctx.plan.tests[0]).run(ctx)
-    second = kinds.bind(ctx.plan.tests[1]).run(ctx)
+    cells = [run_cell(ctx, ctx.plan.tests[0]), run_cell(ctx, ctx.plan.tests[1])]
     ctx.settle()
+    first, second = (cell.record() for cell in cells)
 
     assert first["status"] == second["status"] == "ok"
     # the first test's server stop overlapped the second's start, and was over before the
@@ -268,12 +272,13 @@ def test_a_host_lost_in_a_tests_teardown_fails_that_test_and_says_so(
 
     events: list[str] = []
     ctx, _, _ = _two_tests_on_one_pair(kind_context, events, first_stop)
-    ctx.progress = PlainProgress(shown := io.StringIO())
+    ctx.progress = ctx.hooks.progress = PlainProgress(shown := io.StringIO())
 
-    first = kinds.bind(ctx.plan.tests[0]).run(ctx)
-    assert first["status"] == "ok"  # measured: what comes after is not known yet
+    cell = run_cell(ctx, ctx.plan.tests[0])
+    assert cell.record()["status"] == "ok"  # measured: what comes after is not known yet
     ctx.settle()
 
+    first = cell.record()
     assert first["status"] == "failed"
     assert first["error"] == "nas: SSH connection lost: connection reset by peer"
     assert first["summary"]["n"] == 1  # the measurement is kept

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from nasplan.measure.kind import pair_path
+from nasplan.measure.pair import pair_path
 
 TEST = "  - {id: p2p, kind: iperf3, server: nas, client: ws, duration_s: 2, repetitions: 1}\n"
 

@@ -13,6 +13,9 @@ import pytest
 
 from nasplan.measure import kinds, timeline
 from nasplan.measure.merge import merge
+from nasplan.run.cell import Cell, TornDown
+
+from .conftest import run_cell
 
 
 @pytest.fixture()
@@ -22,6 +25,14 @@ def frozen_clock(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 IPERF3 = Path(__file__).resolve().parents[3] / "fixtures" / "iperf3" / "3.12"
+
+
+def _torn(cell: Cell, number: int) -> dict[str, Any]:
+    """What part ``number``'s teardown returned (its ``resources``)."""
+    found = [e.completes for e in cell.log if isinstance(e, TornDown) and e.number == number]
+    return dict(found[-1]) if found else {}
+
+
 TEST = "  - {id: p2p, kind: iperf3, server: nas, client: ws, duration_s: 2, repetitions: 3}\n"
 
 
@@ -39,14 +50,15 @@ def test_a_test_run_as_three_parts_merges_to_the_record_of_one_run(
     bound = kinds.bind(ctx.plan.tests[0])
     _expect_repetitions(nas, ws, 6)
 
-    whole = bound.run(ctx)
+    whole_cell = run_cell(ctx, bound.test)
     ctx.settle()
-    assert bound.run_part is not None and bound.summarize is not None
-    parts = []
+    whole = whole_cell.record()
+    cell = Cell(bound)
+    ctx.hooks.cell = cell
     for first in (1, 2, 3):
-        part = dataclasses.replace(bound.test, first_repetition=first, repetitions=1)
-        parts.append(bound.run_part(part, ctx))
+        cell.returned(bound.run_part(cell.part(first, 1), ctx), ended=True)
         ctx.settle()
+    parts = [cell_part.record | _torn(cell, cell_part.number) for cell_part in cell.parts]
     merged = merge([(p, 0.0) for p in parts], bound.summarize)
 
     # the samplers ran once a part: their samples add up, the rest is the one run's
@@ -73,7 +85,6 @@ def test_a_sweep_in_parts_merges_to_the_record_of_one_run_its_verdict_included(
     ctx, _, ws = kind_context(SWEEP, {"ping": "/usr/bin/ping"})
     ws.allow("-M do", reply=df_path(1500))
     bound = kinds.bind(ctx.plan.tests[0])
-    assert bound.run_part is not None
 
     whole = bound.run(ctx)
     parts = [

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from nasplan.measure import kinds
-from nasplan.runner import Result
+from nasplan.remote.runner import Result
 
 PING = Path(__file__).resolve().parents[3] / "fixtures" / "ping"
 TEST = (

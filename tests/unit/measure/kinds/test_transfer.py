@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from nasplan.hosts import shell
 from nasplan.measure import kinds
+from nasplan.remote import shell
 
 TRANSFER = Path(__file__).resolve().parents[3] / "fixtures" / "transfer"
 TEST = (

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from nasplan.hosts import shell
 from nasplan.measure.tools import disk_windows
+from nasplan.remote import shell
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "diskspd"
 

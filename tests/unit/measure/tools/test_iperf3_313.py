@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from nasplan.measure.kinds.iperf3 import version_warnings
+from nasplan.measure.iperf3_runs import version_warnings
 from nasplan.measure.tools.iperf3 import (
     Iperf3Error,
     Iperf3Params,

@@ -1,7 +1,7 @@
 """iperf3 as a server on Windows: the PowerShell start/stop scripts and their dispatch.
 
 No Windows host exists here: the scripts are checked for what they hand to PowerShell and to
-Win32_Process.Create (quoting through nasplan.hosts.shell), and a recording runner shows that a
+Win32_Process.Create (quoting through nasplan.remote.shell), and a recording runner shows that a
 Windows server gets them while a POSIX one keeps the sh scripts.
 """
 
@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from nasplan.hosts import shell
 from nasplan.measure.iperf3_repetition import run_repetition
 from nasplan.measure.tools import iperf3_server_windows as win
 from nasplan.measure.tools.iperf3 import Iperf3Params
+from nasplan.remote import shell
 
 FIXTURE = Path(__file__).resolve().parents[3] / "fixtures" / "iperf3" / "3.1.3"
 

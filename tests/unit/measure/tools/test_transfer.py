@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from nasplan.analysis import annotate_transfers
 from nasplan.errors import InputError
 from nasplan.input.plan import load_plan
 from nasplan.measure.tools import transfer
+from nasplan.measure.verdicts import annotated
+from nasplan.remote.runner import LocalRunner
 from nasplan.report import render_report
 from nasplan.results import load_run, run_errors
-from nasplan.runner import LocalRunner
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "transfer"
 SAMPLE_RUN = Path(__file__).resolve().parents[3] / "fixtures" / "runs" / "sample"
@@ -176,7 +176,7 @@ def test_dd_write_flushes_inside_the_timed_command() -> None:
     assert "iflag=nocache" in transfer.drop_file_cache_argv("/mnt/nas/b")
 
 
-# --- a transfer record, annotated by nasplan.analysis.annotate_transfers after the run ------
+# --- a transfer record, annotated by nasplan.measure.verdicts.annotated after the run ------
 
 TCP_MAX_1G_TC = 956_406_869.2  # bit/s: 1G shaped by tc, MTU 1500
 ADDRESS = "198.18.38.10"
@@ -211,7 +211,7 @@ def iperf3_record(bits_per_second: float, *, reverse: bool) -> dict[str, Any]:
 
 def test_a_transfer_near_the_tcp_maximum_is_network_bound_per_direction() -> None:
     rec = record(115e6, 60e6)
-    annotate_transfers([rec], {})
+    (rec,) = annotated([rec], {})
     write, read = rec["bottleneck"]["write"], rec["bottleneck"]["read"]
     assert write["verdict"] == "network-bound" and write["text"].startswith("SMB write")
     assert read["verdict"] != "network-bound"
@@ -224,7 +224,7 @@ def test_the_runs_own_iperf3_of_the_same_path_is_the_network_reference() -> None
     # though only 79 % of the TCP maximum.
     rec = record(95e6, 95e6)
     tests = [iperf3_record(800e6, reverse=False), rec, iperf3_record(800e6, reverse=True)]
-    annotate_transfers(tests, {})
+    rec = annotated(tests, {})[1]
     for direction in ("write", "read"):
         verdict = rec["bottleneck"][direction]
         assert verdict["verdict"] == "network-bound", verdict["text"]
@@ -235,13 +235,13 @@ def test_the_runs_own_iperf3_of_the_same_path_is_the_network_reference() -> None
 def test_a_direction_without_result_gets_no_verdict() -> None:
     rec = record(115e6, None)
     rec["directions"]["read"] = {"median": None}
-    annotate_transfers([rec], {})
+    (rec,) = annotated([rec], {})
     assert list(rec["bottleneck"]) == ["write"]
 
 
 def test_cache_warning_only_when_the_file_fits_the_nas_cache() -> None:
     small, large = record(1e8, None), record(1e8, None, size_bytes=64 * 2**30)
-    annotate_transfers([small, large], {"nas": 8 * 2**30, "ws": 2**40})
+    small, large = annotated([small, large], {"nas": 8 * 2**30, "ws": 2**40})
     assert small["cache_warning"] is not None and "1024 MiB" in small["cache_warning"]["text"]
     assert large["cache_warning"] is None
 

@@ -102,9 +102,9 @@ def test_export_from_inventory_vars_makes_nfs_cp_commands(
         tmp_path,
         "export: '{{ hosts.nas.nfs.export }}', server_path: '{{ hosts.nas.nfs.server_path }}'",
     )
-    assert transfer_kind.needs(test, transfer_kind.settings(test)) == {"ws": ("nfs-cp",)}
+    assert transfer_kind.KIND.needs(test, transfer_kind.KIND.settings(test)) == {"ws": ("nfs-cp",)}
     server = HostSession(Host("nas", "198.18.39.10"))
-    xfer = transfer_kind.transfer_for(transfer_kind.settings(test), test, server, "abcd")
+    xfer = transfer_kind.transfer_for(transfer_kind.KIND.settings(test), test, server, "abcd")
     assert (xfer.export, xfer.server_path) == ("/data", "/srv/nfs/export")
     runner = fake_runner("ws").expect("nfs-cp", NFS_CP_OK).expect("nfs-cp", NFS_CP_OK)
     for direction in ("write", "read"):
@@ -120,9 +120,9 @@ def test_export_from_inventory_vars_makes_nfs_cp_commands(
 
 def test_nfs_with_a_mounted_path_still_copies_with_dd(tmp_path: Path) -> None:
     test = load_test(tmp_path, "mounted_path: /mnt/nas")
-    assert transfer_kind.needs(test, transfer_kind.settings(test)) == {}
+    assert transfer_kind.KIND.needs(test, transfer_kind.KIND.settings(test)) == {}
     xfer = transfer_kind.transfer_for(
-        transfer_kind.settings(test), test, HostSession(Host("nas", "198.18.39.10")), "abcd"
+        transfer_kind.KIND.settings(test), test, HostSession(Host("nas", "198.18.39.10")), "abcd"
     )
     assert xfer.export is None and xfer.mounted_path == "/mnt/nas"
 

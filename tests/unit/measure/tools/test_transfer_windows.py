@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
-from nasplan.hosts import shell
 from nasplan.hosts.session import HostSession
 from nasplan.input.inventory import Host
+from nasplan.measure import methods
 from nasplan.measure.kinds import transfer as transfer_test
 from nasplan.measure.tools import transfer_windows
+from nasplan.remote import shell
 
 
 def test_unc_path_joins_share_directory_and_name() -> None:
@@ -58,7 +59,7 @@ def windows(fake_runner: Callable[[str], Any]) -> Callable[[], Any]:
 
 def _xfer() -> transfer_test.Transfer:
     return transfer_test.Transfer(
-        method="smb",
+        method=methods.method("smb"),
         directions=("write",),
         size_bytes=250_000_000,
         remote_name="nasplan-t-1.bin",
@@ -105,7 +106,9 @@ def test_a_windows_client_is_told_plainly_that_only_smb_is_measured(
 ) -> None:
     session = HostSession(Host(name="win11", address="198.19.16.20"))
     session.runner = windows()  # it must not be asked anything
-    xfer = transfer_test.Transfer("rsync", ("write",), 1_000_000, "x.bin", remote_dir="/data")
+    xfer = transfer_test.Transfer(
+        methods.method("rsync"), ("write",), 1_000_000, "x.bin", remote_dir="/data"
+    )
     local_dir, error = transfer_test.prepare_client(xfer, session, None)  # type: ignore[arg-type]
     assert local_dir is None
     assert error is not None and "over SMB only" in error and "not rsync" in error

@@ -1,0 +1,98 @@
+"""What a run measured its hosts can carry (``Capacity``): the network between two hosts, a
+host's disk; a copy between a client and the NAS judged against them (``judged``: what limited
+each direction, and whether the NAS's cache may have served it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from nasplan.analysis import CoreLoad, attribute_bottleneck, cache_influence
+
+NETWORK, DISK = "network", "disk"
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """What the run measured one part of a path can carry, in one direction (``write``: towards
+    the NAS): the network from ``client`` to ``host`` at ``address`` (bit/s), or ``host``'s
+    own disk (bytes/s; ``client`` and ``address`` None)."""
+
+    what: str
+    host: str
+    direction: str
+    value: float
+    client: str | None = None
+    address: str | None = None
+
+
+def best(
+    capacities: Sequence[Capacity],
+    what: str,
+    host: str,
+    direction: str,
+    client: str | None = None,
+    address: str | None = None,
+) -> float | None:
+    """The highest capacity the run measured for that part of the path, None when none."""
+    found = [
+        c.value
+        for c in capacities
+        if (c.what, c.host, c.direction) == (what, host, direction)
+        and (what == DISK or (c.client, c.address) == (client, address))
+    ]
+    return max(found) if found else None
+
+
+def judged(
+    record: Mapping[str, Any],
+    capacities: Sequence[Capacity],
+    label: str,
+    memory_bytes: Mapping[str, int | None],
+    cpu_shared_with: Mapping[str, Sequence[str]],
+) -> dict[str, Any]:
+    """A copy between a client and the NAS (a file, a block range) with ``bottleneck`` (per
+    direction: network-, disk-, cpu-, protocol-bound) and ``cache_warning`` set; ``label``:
+    what it moved with (``SMB``, ``iSCSI``)."""
+    params = record.get("params") or {}
+    server, client = str(params.get("server")), str(params.get("client"))
+    path = record.get("path") or {}
+    resources = record.get("resources") or {}
+    cpu = {
+        host: (sample or {}).get("cpu_busy_percent_median") for host, sample in resources.items()
+    }
+    cores: dict[str, CoreLoad] = {
+        host: (sample.get("cpu_busiest_core_percent_median"), sample.get("cpu_cores"))
+        for host, sample in resources.items()
+        if sample
+    }
+    verdicts: dict[str, Any] = {}
+    for direction, summary in sorted((record.get("directions") or {}).items()):
+        rate = (summary or {}).get("median")
+        if not isinstance(rate, (int, float)):
+            continue
+        address = params.get("address")
+        network = best(capacities, NETWORK, server, direction, client, address)
+        source = "iperf3"
+        if network is None:
+            network, source = path.get("theoretical_bits_per_second"), "theoretical"
+        verdicts[direction] = attribute_bottleneck(
+            label=f"{label} {direction}",
+            direction=direction,
+            transfer_bytes_per_second=float(rate),
+            network_bits_per_second=network,
+            network_source=source,
+            path_speed_bits_per_second=path.get("speed_bits_per_second"),
+            disk_bytes_per_second=best(capacities, DISK, server, direction),
+            cpu_busy_percent=cpu,
+            cpu_shared_with=cpu_shared_with,
+            cpu_cores=cores,
+        )
+    out = dict(record)
+    out["bottleneck"] = verdicts or None
+    size = params.get("size_bytes")
+    if isinstance(size, int) and record.get("cache_warning") is None:
+        out["cache_warning"] = cache_influence(size, memory_bytes.get(server))
+    return out

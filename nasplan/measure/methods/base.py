@@ -1,0 +1,156 @@
+"""One way of copying a file between a client and the NAS: the ``method`` of a transfer test.
+
+``TransferMethod`` is the contract each method (``smb.py``, ``nfs.py``, ``rsync.py``,
+``copy.py``) fills in: the tools it needs, its settings made concrete for one run, the timed
+command of a repetition, the parser of that command's output, and how the NAS's copy is
+removed. The transfer kind (``nasplan.measure.kinds.transfer``) asks its method and never
+branches on a method's name.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from nasplan.errors import CannotStart
+from nasplan.measure.tools import transfer
+from nasplan.remote.runner import Runner
+
+if TYPE_CHECKING:
+    from nasplan.hosts.session import HostSession
+    from nasplan.input.plan import PlanTest
+    from nasplan.measure.kind import Needs
+
+# Reads go to /dev/null where the tool allows it, so the client's own disk is not measured;
+# rsync needs a real file and writes into the client's temp dir.
+DISCARD = "/dev/null"
+SETUP_TIMEOUT_S = 60.0
+# Slowest rate a repetition may take before it is killed: 0.5 MB/s (10^6 bytes/s).
+SLOWEST_BYTES_PER_SECOND = 500_000
+Command = tuple[list[str], list[list[str]]]
+Parsed = dict[str, float | int | None]
+
+
+@dataclass(frozen=True)
+class TransferSettings:
+    """A transfer test's settings as the plan gives them, each default stated here once."""
+
+    method: str = "smb"
+    direction: str = "both"
+    size: str | int = "1GiB"
+    share: str | None = None
+    user: str | None = None
+    password_env: str | None = None
+    path: str | None = None
+    mounted_path: str | None = None
+    export: str | None = None
+    nfs_version: int | None = None
+    server_path: str | None = None
+    ssh_user: str | None = None
+    ssh_port: int | None = None
+    ssh_identity: str | None = None
+    ssh_known_hosts: str | None = None
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One test's settings made concrete for one run: its method, directions, size, where the
+    NAS's copy goes."""
+
+    method: TransferMethod
+    directions: tuple[str, ...]
+    size_bytes: int
+    remote_name: str
+    # the repetitions' numbers (nfs-cp writes a file of its own for each)
+    indices: range = range(1, 2)
+    share: str | None = None
+    smb_user: str | None = None
+    password_env: str | None = None
+    remote_dir: str | None = None
+    mounted_path: str | None = None
+    export: str | None = None
+    nfs_version: int | None = None
+    server_path: str | None = None
+    ssh: transfer.SshOptions = dataclasses.field(default_factory=transfer.SshOptions)
+
+    @property
+    def timeout_s(self) -> float:
+        return 60.0 + self.size_bytes / SLOWEST_BYTES_PER_SECOND
+
+    def command(self, direction: str, local_dir: str, address: str) -> Command:
+        """(timed argv, untimed argv run just before) of one repetition (``TransferMethod``)."""
+        return self.method.command(self, direction, local_dir, address)
+
+
+class TransferMethod(abc.ABC):
+    """A ``method:`` of a transfer test; ``name`` is the plan's, ``label`` how people say it."""
+
+    name: str = ""
+    label: str = ""
+    # a Windows client copies this way (its built-in SMB client); no other method there
+    windows: bool = False
+
+    def needs(self, test: PlanTest, s: TransferSettings) -> Needs:
+        """Host -> the tools its platform must provide for this method."""
+        return {}
+
+    @abc.abstractmethod
+    def concrete(self, s: TransferSettings, base: Transfer, server: HostSession) -> Transfer:
+        """``base`` with what this method needs of the settings; CannotStart naming a gap."""
+
+    @abc.abstractmethod
+    def tool(self, xfer: Transfer) -> str:
+        """The client's command this method runs (checked before the source file is made)."""
+
+    @abc.abstractmethod
+    def command(self, xfer: Transfer, direction: str, local_dir: str, address: str) -> Command:
+        """(timed argv, untimed argv run just before) of one repetition; ValueError for a
+        value the tool's syntax cannot carry."""
+
+    @abc.abstractmethod
+    def parse(self, xfer: Transfer, output: str) -> Parsed:
+        """The tool's output -> ``{"tool_bytes_per_second", "bytes"}``; TransferParseError."""
+
+    @abc.abstractmethod
+    def remove_copy(
+        self, xfer: Transfer, client: Runner, server: Runner, local_dir: str, address: str
+    ) -> list[str]:
+        """Remove what the test put on the NAS; what could not be removed."""
+
+    def write_target(self, xfer: Transfer, index: int) -> Transfer:
+        """The Transfer of write ``index`` (0: the untimed seed of the reads)."""
+        return xfer
+
+    def credentials(self, xfer: Transfer) -> tuple[str | None, str | None]:
+        """``(secret, why not)``: the password the client's tool needs (None: none)."""
+        return None, None
+
+    def auth_stdin(self, xfer: Transfer, secret: str) -> str | None:
+        """What the client's set-up script keeps in its private directory for the tool."""
+        return None
+
+
+def join(directory: str | None, name: str) -> str:
+    """``directory/name``, or ``name`` without a directory."""
+    return f"{directory.rstrip('/')}/{name}" if directory else name
+
+
+def remove_on_nas(server: Runner, paths: list[str]) -> list[str]:
+    """``rm -f`` the NAS's copies as the login user, then as root when that is refused (files an
+    NFS server wrote belong to root or its anonymous user, not to a DSM admin); [] when gone,
+    else one problem naming every path."""
+    argv = ["rm", "-f", "--", *paths]
+    result = server.run(argv, timeout_s=SETUP_TIMEOUT_S)
+    if not result.ok:
+        result = server.run(argv, timeout_s=SETUP_TIMEOUT_S, sudo=True)
+    if result.ok:
+        return []
+    cause = result.stderr.strip().splitlines()[-1:] or [f"exit {result.exited}"]
+    return [f"files left on the NAS: {' '.join(paths)} (rm, also with sudo: {cause[0]})"]
+
+
+def needs_setting(method: str, what: str) -> CannotStart:
+    """The error of a transfer whose method misses a setting."""
+    return CannotStart(f"method {method} needs {what}")

@@ -1,0 +1,64 @@
+"""``method: copy``: dd to and from a path where the client mounts the NAS (NFS, SMB, any)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from nasplan.errors import CannotStart
+from nasplan.measure.methods.base import (
+    DISCARD,
+    SETUP_TIMEOUT_S,
+    Command,
+    Parsed,
+    Transfer,
+    TransferMethod,
+    TransferSettings,
+    join,
+)
+from nasplan.measure.tools import transfer
+from nasplan.remote.runner import Runner
+
+if TYPE_CHECKING:
+    from nasplan.hosts.session import HostSession
+
+
+class Copy(TransferMethod):
+    """dd through the client's own mount of the NAS (``mounted_path``)."""
+
+    name = "copy"
+    label = "copy"
+    # what the plan gives instead of a mounted path, when the method has another way
+    instead = ""
+
+    def concrete(self, s: TransferSettings, base: Transfer, server: HostSession) -> Transfer:
+        if not s.mounted_path:
+            raise CannotStart(
+                f"method {self.name} needs {self.instead}mounted_path (where the client "
+                "mounts the NAS)"
+            )
+        return dataclasses.replace(base, mounted_path=s.mounted_path)
+
+    def tool(self, xfer: Transfer) -> str:
+        return "dd"
+
+    def command(self, xfer: Transfer, direction: str, local_dir: str, address: str) -> Command:
+        mounted = join(xfer.mounted_path, xfer.remote_name)
+        if direction == "write":
+            return transfer.dd_write_argv(f"{local_dir}/{transfer.SOURCE_NAME}", mounted), []
+        # The client's page cache still holds what it just wrote through the mount.
+        before = [
+            transfer.remove_argv(f"{local_dir}/{transfer.READ_NAME}"),
+            transfer.drop_file_cache_argv(mounted),
+        ]
+        return transfer.dd_read_argv(mounted, DISCARD), before
+
+    def parse(self, xfer: Transfer, output: str) -> Parsed:
+        return transfer.parse_dd(output)
+
+    def remove_copy(
+        self, xfer: Transfer, client: Runner, server: Runner, local_dir: str, address: str
+    ) -> list[str]:
+        path = join(xfer.mounted_path, xfer.remote_name)
+        result = client.run(transfer.remove_argv(path), timeout_s=SETUP_TIMEOUT_S)
+        return [] if result.ok else [f"rm {path}: {result.stderr.strip()}"]

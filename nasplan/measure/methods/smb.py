@@ -1,0 +1,95 @@
+"""``method: smb``: smbclient puts the file on a share and gets it back (a Windows client: its
+own SMB client, ``tools/transfer_windows.py``); the password from the environment, on stdin."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import TYPE_CHECKING
+
+from nasplan.measure.methods.base import (
+    DISCARD,
+    SETUP_TIMEOUT_S,
+    Command,
+    Parsed,
+    Transfer,
+    TransferMethod,
+    TransferSettings,
+    needs_setting,
+)
+from nasplan.measure.tools import transfer
+from nasplan.remote.runner import Runner
+
+if TYPE_CHECKING:
+    from nasplan.hosts.session import HostSession
+    from nasplan.input.plan import PlanTest
+    from nasplan.measure.kind import Needs
+
+
+class Smb(TransferMethod):
+    """SMB to a share of the NAS."""
+
+    name = "smb"
+    label = "SMB"
+    windows = True
+
+    def needs(self, test: PlanTest, s: TransferSettings) -> Needs:
+        return {test.client: ("smbclient",)}
+
+    def concrete(self, s: TransferSettings, base: Transfer, server: HostSession) -> Transfer:
+        if not s.share or not s.password_env:
+            raise needs_setting(self.name, "share" if not s.share else "password_env")
+        return dataclasses.replace(
+            base,
+            share=s.share,
+            password_env=s.password_env,
+            smb_user=str(s.user or server.host.user or "guest"),
+            remote_dir=s.path,
+        )
+
+    def tool(self, xfer: Transfer) -> str:
+        return "smbclient"
+
+    def command(self, xfer: Transfer, direction: str, local_dir: str, address: str) -> Command:
+        assert xfer.share is not None
+        source = f"{local_dir}/{transfer.SOURCE_NAME}"
+        before = [transfer.remove_argv(f"{local_dir}/{transfer.READ_NAME}")]
+        if direction == "write":
+            command, before = transfer.smb_put(source, xfer.remote_name), []
+        else:
+            command = transfer.smb_get(xfer.remote_name, DISCARD)
+        auth = f"{local_dir}/{transfer.AUTH_NAME}"
+        argv = transfer.smbclient_argv(
+            address, xfer.share, auth, command, directory=xfer.remote_dir
+        )
+        return argv, before
+
+    def parse(self, xfer: Transfer, output: str) -> Parsed:
+        return transfer.parse_smbclient(output)
+
+    def remove_copy(
+        self, xfer: Transfer, client: Runner, server: Runner, local_dir: str, address: str
+    ) -> list[str]:
+        assert xfer.share is not None
+        argv = transfer.smbclient_argv(
+            address,
+            xfer.share,
+            f"{local_dir}/{transfer.AUTH_NAME}",
+            transfer.smb_del(xfer.remote_name),
+            directory=xfer.remote_dir,
+        )
+        result = client.run(argv, timeout_s=SETUP_TIMEOUT_S)
+        gone = "NT_STATUS_OBJECT_NAME_NOT_FOUND" in result.stdout + result.stderr
+        if not result.ok and not gone:
+            return [f"smbclient del {xfer.remote_name}: {result.stdout.strip()}"]
+        return []
+
+    def credentials(self, xfer: Transfer) -> tuple[str | None, str | None]:
+        password = os.environ.get(xfer.password_env or "")
+        if not password:
+            return None, f"environment variable {xfer.password_env} (SMB password) is not set"
+        return password, None
+
+    def auth_stdin(self, xfer: Transfer, secret: str) -> str | None:
+        assert xfer.smb_user is not None
+        return transfer.smb_auth_file(xfer.smb_user, secret)

@@ -1,0 +1,117 @@
+"""A test's run.json record through its life: begun (``new_record``: failed until it succeeds),
+never run (``skipped``), ended (``finish``), failed by a host lost on the way
+(``fail_for_lost_host``); the summaries of a kind whose repetitions each have a direction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from nasplan.analysis import efficiency, summarize
+
+if TYPE_CHECKING:
+    from nasplan.input.plan import PlanTest
+
+
+def path_params(test: PlanTest, target: str | None = None) -> dict[str, Any]:
+    """The params every client -> server kind records; ``address`` is filled in once known."""
+    return {
+        "server": test.server,
+        "client": test.client,
+        "target": target or test.target.label(),
+        "address": None,
+        "repetitions": test.repetitions,
+    }
+
+
+def new_record(test: PlanTest, params: dict[str, Any], metric: str) -> dict[str, Any]:
+    """A test record that has not run yet (status failed until it succeeds)."""
+    record: dict[str, Any] = {
+        "id": test.id,
+        "kind": test.kind,
+        "name": test.name,
+        "status": "failed",
+        "error": None,
+        "params": params,
+        "path": None,
+        "repetitions": [],
+        "summary": summarize([], metric),
+        "efficiency": None,
+    }
+    if test.cell:  # a matrix cell: the plan's test id and the cell's values
+        record.update(base_id=test.base_id or test.id, cell=dict(test.cell))
+    return record
+
+
+def skipped(test: PlanTest, reason: str) -> dict[str, Any]:
+    """The record of a test that did not run at all (e.g. the network setup failed)."""
+    record = new_record(
+        test,
+        {"server": test.server, "client": test.client, "target": test.target.label()},
+        "bits_per_second",
+    )
+    record.update(status="skipped", error=reason)
+    return record
+
+
+def finish(record: dict[str, Any], errors: list[str]) -> dict[str, Any]:
+    """``record`` with its status and error set from what went wrong (``[]``: ok)."""
+    record["status"] = "failed" if errors else "ok"
+    record["error"] = "; ".join(errors) or None
+    return record
+
+
+def lost_host_record(record: Mapping[str, Any], why: str) -> dict[str, Any]:
+    """A new ``record`` failed by a host that stopped answering (``why``), its summary over
+    the repetitions it finished."""
+    said = record.get("error")
+    error = said if said and why in said else "; ".join(e for e in (said, why) if e)
+    metric = (record.get("summary") or {}).get("metric") or "bits_per_second"
+    values = [
+        r[metric]
+        for r in record.get("repetitions", [])
+        if r.get("status") == "ok" and isinstance(r.get(metric), (int, float))
+    ]
+    return {**record, "status": "failed", "error": error, "summary": summarize(values, metric)}
+
+
+def stopped_record(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A new ``record`` of a test the run stopped before it wanted no more: failed, saying so
+    (an error of its own stays), with the repetitions it finished."""
+    done = sum(1 for rep in record.get("repetitions") or [] if rep.get("status") == "ok")
+    said = f"the run was stopped after {done} repetitions"
+    return {**record, "status": "failed", "error": record.get("error") or said}
+
+
+def summarize_directions(record: dict[str, Any], directions: tuple[str, ...] | list[str]) -> None:
+    """Per-direction byte rates into ``record["directions"]``; the first direction's bit rate is
+    the record's ``summary`` and, against the path's TCP maximum, its ``efficiency``."""
+    reps = record["repetitions"]
+    ok = [r for r in reps if r["status"] == "ok"]
+    for direction in directions:
+        rates = [r["bytes_per_second"] for r in ok if r["direction"] == direction]
+        record["directions"][direction] = summarize(rates, "bytes_per_second")
+    bits = [r["bits_per_second"] for r in ok if r["direction"] == directions[0]]
+    record["summary"] = summarize(bits, "bits_per_second")
+    theoretical = (record["path"] or {}).get("theoretical_bits_per_second")
+    record["efficiency"] = efficiency(record["summary"]["median"], theoretical)
+
+
+def finish_directions(
+    record: dict[str, Any], directions: tuple[str, ...] | list[str]
+) -> dict[str, Any]:
+    """A per-direction kind's finished record (transfer, iSCSI): its summaries per direction
+    (``summarize_directions``), its status and its error, from its repetitions."""
+    summarize_directions(record, directions)
+    reps = record["repetitions"]
+    errors = [f"{r['direction']} {r['index']}: {r['error']}" for r in reps if r["error"]]
+    return finish(record, errors)
+
+
+def warn(record: dict[str, Any], text: str) -> None:
+    """Note what may skew the test's numbers or what it left behind (``record["warnings"]``,
+    said in run.json's warnings with the test's id)."""
+    said = record.setdefault("warnings", [])
+    if text not in said:
+        said.append(text)

@@ -1,0 +1,96 @@
+"""A test's results as series: one per direction it measured, each compared on its own.
+
+A kind says which series its record has (``Readout.series``); the two shapes every kind uses are
+here: ``directed`` (a ``directions`` summary per direction: write and read) and ``single`` (the
+record's summary). Nothing here knows a kind by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from nasplan.analysis import efficiency, ok_values, summarize
+
+# the order a directed kind runs its directions in, and its repetitions are kept in
+DIRECTIONS = ("write", "read")
+TCP_MAXIMUM = "TCP maximum"
+
+
+@dataclass(frozen=True)
+class Series:
+    """One direction of one test: the repetition values of ``metric`` and their summary.
+
+    ``direction`` is ``write``/``read`` (a directed kind), ``forward``/``reverse`` (iperf3: the
+    client sends / the server sends), or None for a kind without one (latency).
+    ``theoretical_bits_per_second`` is the path's maximum for what the series carries:
+    ``limit_name`` says which (``TCP maximum``; ``UDP maximum`` for UDP iperf3).
+    """
+
+    direction: str | None
+    metric: str
+    values: list[float]
+    summary: dict[str, Any]
+    efficiency: float | None
+    theoretical_bits_per_second: float | None
+    limit_name: str = TCP_MAXIMUM
+
+    @property
+    def over_maximum(self) -> bool:
+        """A median above the path's maximum: the path or the speed nasplan assumed is wrong."""
+        return self.efficiency is not None and self.efficiency > 1.0
+
+
+def directions_asked(direction: str | None) -> tuple[str, ...]:
+    """A plan's ``direction`` (``both``, ``write``, ``read``) as the directions it runs."""
+    return DIRECTIONS if direction in (None, "both") else (str(direction),)
+
+
+def direction_position(direction: str | None) -> int:
+    """Where a direction's repetitions stand in a record: writes first."""
+    return DIRECTIONS.index(direction) if direction in DIRECTIONS else 0
+
+
+def by_direction(record: Mapping[str, Any], direction: str | None, metric: str) -> list[float]:
+    """The ok values of ``metric`` of ``direction``'s repetitions (None: every repetition)."""
+    reps = record.get("repetitions") or []
+    if direction is not None:
+        reps = [r for r in reps if r.get("direction") == direction]
+    return ok_values(reps, metric)
+
+
+def directed(record: Mapping[str, Any], *, network: bool) -> list[Series]:
+    """Each direction of a directed record (``directions``: write, read) as a Series, in the
+    order they ran; ``network``: its byte rate crossed the path, so it has the path's maximum.
+
+    Example: a ``direction: both`` SMB transfer gives ``[Series("write", "bytes_per_second",
+    ...), Series("read", ...)]``.
+    """
+    theoretical = (record.get("path") or {}).get("theoretical_bits_per_second")
+    found = []
+    for direction, summary in (record.get("directions") or {}).items():
+        metric = str((summary or {}).get("metric") or "bytes_per_second")
+        median = (summary or {}).get("median")
+        bits = median * 8 if network and median is not None else None
+        found.append(
+            Series(
+                direction,
+                metric,
+                by_direction(record, direction, metric),
+                dict(summary or summarize([], metric)),
+                efficiency(bits, theoretical) if network else None,
+                theoretical if network else None,
+            )
+        )
+    return found
+
+
+def single(record: Mapping[str, Any], direction: str | None = None) -> Series:
+    """The record's summary as its one Series (its metric, its efficiency, its path's TCP
+    maximum)."""
+    summary = dict(record.get("summary") or {})
+    metric = str(summary.get("metric") or "bits_per_second")
+    theoretical = (record.get("path") or {}).get("theoretical_bits_per_second")
+    values = ok_values(record.get("repetitions") or [], metric)
+    return Series(direction, metric, values, summary, record.get("efficiency"), theoretical)

@@ -1,0 +1,72 @@
+"""A ``connection: local`` host: the control node itself, its commands run here with no SSH.
+
+The workstation in front of the user is often one end of the tests (iperf3's client). As a
+local host it needs no sshd to itself: facts, tools, tests and network changes run through
+``LocalRunner`` (each command in a session of its own, killed with its process group when it
+outlives its timeout, what ``start_until`` left running killed at ``close``), as root through
+sudo when nasplan does not run as root: the password on sudo's standard input, never in argv.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import shlex
+from collections.abc import Sequence
+
+from nasplan.input.inventory import Host
+from nasplan.remote import become
+from nasplan.remote.runner import LocalRunner, Result
+from nasplan.remote.timeouts import Timeouts, from_environ
+
+
+class LocalHostRunner(LocalRunner):
+    """Runs an inventory's local host's commands on this machine (a ``Runner``)."""
+
+    def __init__(
+        self, host: Host, become_password: str | None = None, timeouts: Timeouts | None = None
+    ) -> None:
+        super().__init__(host.name)
+        self.host = host
+        self.become_password = become_password
+        self.is_root = os.geteuid() == 0
+        self.default_timeout_s = (timeouts or Timeouts()).command_s
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout_s: float | None = None,
+        stdin: str | None = None,
+        sudo: bool = False,
+    ) -> Result:
+        """Run ``argv`` (quoted for sh) and return its Result."""
+        return self.run_script(shlex.join(argv), timeout_s=timeout_s, stdin=stdin, sudo=sudo)
+
+    def run_script(
+        self,
+        script: str,
+        *,
+        timeout_s: float | None = None,
+        stdin: str | None = None,
+        sudo: bool = False,
+    ) -> Result:
+        """Run POSIX sh here; ``sudo``: as root (through sudo when nasplan is not root).
+
+        With a become password sudo reads it from stdin (never argv); without, ``sudo -n``.
+        Raises become.BecomeError when sudo itself refuses (wrong password, not allowed).
+        """
+        if not sudo or self.is_root:
+            return super().run_script(script, timeout_s=timeout_s, stdin=stdin)
+        return become.as_root(
+            lambda command, feed: self._exec(["sh", "-c", command], script, timeout_s, feed),
+            script,
+            stdin,
+            self.become_password,
+            (getpass.getuser(), self.name),
+        )
+
+
+def connect(host: Host, *, become_password: str | None = None) -> LocalHostRunner:
+    """The runner of a ``connection: local`` host: nothing to open, nothing to check."""
+    return LocalHostRunner(host, become_password, from_environ())

@@ -1,0 +1,220 @@
+"""One test of a run (``Cell``): what a resumed run kept of it, and the log of what its parts
+returned, from which its run.json record is built whenever it is asked for.
+
+A run runs a test in parts (``nasplan.run.schedule``); each part is one call of its kind. What a
+part hands over goes into the cell's log, which only grows: the part as far as it got after each
+repetition and as it ended (``Returned``), what its deferred teardown returned
+(``TornDown``), a host lost under it. Nothing in the log is changed once it is there; the
+record is the pure merge of the log (``nasplan.measure.merge``), built anew each time.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from nasplan.input.plan import PlanTest
+from nasplan.measure.kind import BoundTest
+from nasplan.measure.merge import Part, done_indices, kept_part, merge
+from nasplan.measure.record import lost_host_record, stopped_record
+
+Record = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Returned:
+    """Part ``number`` of the test as its kind returned it: after a repetition (``ended``
+    False: the part goes on) or at its end; ``offset_s``: where it began on the test's clock."""
+
+    number: int
+    record: Mapping[str, Any]
+    offset_s: float
+    ended: bool
+
+
+@dataclass(frozen=True)
+class TornDown:
+    """What part ``number``'s deferred teardown returned (its record's ``resources``), and the
+    host it found lost (None: none)."""
+
+    number: int
+    completes: Mapping[str, Any]
+    lost: str | None = None
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """The run stopped (Ctrl-C, a full disk) before the test wanted no more; part ``number``
+    was its last."""
+
+    number: int
+
+
+Entry = Returned | TornDown | Stopped
+
+
+@dataclass
+class Cell:
+    """One test of the run: its bound test, what a resumed run kept of it (``previous``: its
+    record then), the log of its parts, and whether it wants no more (``closed``)."""
+
+    bound: BoundTest
+    previous: dict[str, Any] | None = None
+    log: list[Entry] = field(default_factory=list)
+    closed: bool = False
+    # repetition numbers run (or kept) in this run, ok or not: none is run twice
+    taken: set[int] = field(default_factory=set)
+    # wall time of each part and its repetitions (for the time left)
+    seconds: list[tuple[float, int]] = field(default_factory=list)
+    _began: float | None = None
+    _count: int = 0
+    _first: float | None = None
+    _number: int = -1
+
+    def __post_init__(self) -> None:
+        if self.previous is not None:
+            self.taken = done_indices(self.previous)
+
+    @property
+    def test(self) -> PlanTest:
+        return self.bound.test
+
+    @property
+    def started(self) -> bool:
+        """Whether run.json has a record of this test (a part ran or was kept)."""
+        return bool(self.log) or self.previous is not None
+
+    @property
+    def running(self) -> bool:
+        """A part of it runs now."""
+        return self._began is not None
+
+    @property
+    def parts(self) -> list[Returned]:
+        """Each part's last word (as it ended, or as far as it got), in the order they ran."""
+        last: dict[int, Returned] = {}
+        for entry in self.log:
+            if isinstance(entry, Returned):
+                last[entry.number] = entry
+        return list(last.values())
+
+    def stopped(self) -> bool:
+        """No more repetitions: closed, every one run, or the answer clear (never while a part
+        of it runs)."""
+        if self.running:
+            return False
+        if self.closed or len(self.taken) >= self.test.repetitions:
+            return True
+        rule = self.test.adaptive
+        if rule is None or len(self.taken) < rule.min_n or not self.started:
+            return False
+        return bool(self.record()["adaptive"]["reached"])
+
+    def next_part(self, most: int | None = None) -> tuple[int, int] | None:
+        """The next repetitions to run: ``(first, count)``, consecutive numbers, ``most`` at
+        most; None when the cell wants no more."""
+        if self.stopped():
+            return None
+        wanted = [i for i in range(1, self.test.repetitions + 1) if i not in self.taken]
+        rule = self.test.adaptive
+        if rule is not None:  # up to min at once, then one at a time
+            wanted = wanted[: max(rule.min_n - len(self.taken), 1)]
+        first = last = wanted[0]
+        for index in wanted[1 : most or len(wanted)]:
+            if index != last + 1:
+                break
+            last = index
+        return first, last - first + 1
+
+    def part(self, first: int, count: int) -> PlanTest:
+        """The PlanTest of one part, noted as begun now."""
+        self.taken.update(range(first, first + count))
+        self._began, self._count = time.monotonic(), count
+        self._number += 1
+        if self._first is None:
+            self._first = self._began
+        whole = first == 1 and count == self.test.repetitions and self.test.adaptive is None
+        return self.test if whole else dataclasses.replace(self.test, first_repetition=first,
+                                                           repetitions=count)  # fmt: skip
+
+    def returned(self, record: Mapping[str, Any], *, ended: bool = False) -> None:
+        """The running part's record as its kind handed it over (a copy is kept: the kind may
+        go on with its own); ``ended``: the part is over (a part that ran no repetition at all,
+        because it could not start, closes the cell)."""
+        if not self.running:
+            return
+        kept = copy.deepcopy(dict(record))
+        self.log.append(Returned(self._number, kept, self._offset_s(), ended))
+        if not ended:
+            return
+        assert self._began is not None
+        self.seconds.append((time.monotonic() - self._began, max(len(kept["repetitions"]), 1)))
+        self._began = None
+        if not kept["repetitions"] or kept.get("status") == "skipped":
+            self.closed = True
+
+    def torn_down(self, number: int, completes: Mapping[str, Any], lost: str | None) -> None:
+        """What part ``number``'s deferred teardown returned."""
+        self.log.append(TornDown(number, completes, lost))
+
+    def stop(self) -> None:
+        """The run stopped before this test wanted no more (its running part, if any, keeps
+        what it handed over last)."""
+        self.log.append(Stopped(self._number))
+
+    @property
+    def number(self) -> int:
+        """The running part's number (the last one's once it ended)."""
+        return self._number
+
+    def timing(self) -> tuple[list[tuple[float, int]], int]:
+        """The seconds of its parts and their repetitions (the running part's so far), and the
+        repetitions the running part has still to run."""
+        parts = self.parts
+        if self._began is None or not parts:
+            return self.seconds, 0
+        done = len({rep["index"] for rep in parts[-1].record["repetitions"]})
+        running = [(time.monotonic() - self._began, done)] if done else []
+        return self.seconds + running, max(self._count - done, 0)
+
+    def _offset_s(self) -> float:
+        """Where the running part began on the test's clock: after what a resumed run kept."""
+        kept_end = 0.0
+        kept = kept_part(self.previous) if self.previous is not None else None
+        if kept is not None:
+            ends = [r.get("ended_s") or 0.0 for r in kept["repetitions"]]
+            kept_end = float(max(ends, default=0.0)) + 1.0
+        assert self._began is not None and self._first is not None
+        return round(kept_end + self._began - self._first, 3)
+
+    def record(self) -> Record:
+        """The test's run.json record: what was kept and its parts, merged."""
+        parts = [(_completed(entry, self.log), entry.offset_s) for entry in self.parts]
+        if not parts and self.previous is not None:
+            record = self.previous
+        else:
+            kept = kept_part(self.previous) if self.previous is not None else None
+            first: list[Part] = [(kept, 0.0)] if kept is not None else []
+            record = merge([*first, *parts], self.bound.summarize)
+        if any(isinstance(entry, Stopped) for entry in self.log):
+            record = stopped_record(record)
+        if self.test.adaptive is not None:  # (its statistics: only for a plan that asks)
+            from nasplan.measure import adaptive
+
+            record = {**record, "adaptive": adaptive.state(record, self.test.adaptive)}
+        return record
+
+
+def _completed(part: Returned, log: list[Entry]) -> Record:
+    """A part's record with what its teardown returned (a host it found lost fails it)."""
+    record = dict(part.record)
+    for entry in log:
+        if isinstance(entry, TornDown) and entry.number == part.number:
+            record.update(entry.completes)
+            if entry.lost is not None:
+                record = lost_host_record(record, entry.lost)
+    return record
