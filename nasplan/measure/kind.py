@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from nasplan.analysis import MIN_TRUSTED_S, durations_under
-from nasplan.measure import series as series_of
+from nasplan.measure import series as shapes
 from nasplan.measure.capacity import Capacity, judged
 from nasplan.measure.estimate import Estimate
 from nasplan.measure.series import Series
@@ -142,8 +142,8 @@ class Readout:
     def series(self, record: Record) -> list[Series]:
         """Each direction of the record as a Series, in the order the test ran them."""
         if self.directed:
-            return series_of.directed(record, network=self.path_rate)
-        return [series_of.single(record)]
+            return shapes.directed(record, network=self.path_rate)
+        return [shapes.single(record)]
 
     def named(self, record: Record, found: Sequence[Series]) -> bool:
         """Whether its rows are named by their direction (``smb (write)``)."""
@@ -193,7 +193,7 @@ class Readout:
         asked = (record.get("params") or {}).get("direction")
         if not self.directed or not asked:
             return [None]
-        return list(series_of.directions_asked(str(asked)))
+        return list(shapes.directions_asked(str(asked)))
 
     # --- the console ----------------------------------------------------------------------
 
