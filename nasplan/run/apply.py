@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import importlib
 import os
 import secrets
@@ -49,6 +50,7 @@ from nasplan.results import new_run_dir
 from nasplan.run import leases
 from nasplan.run.checkpoint import RunRecord, RunSaver, long_lived_objects_frozen
 from nasplan.run.kind_hooks import KindHooks
+from nasplan.run.lapses import LapseGuard
 from nasplan.run.overlap import Overlap
 from nasplan.run.planned import (
     EXIT_OK,
@@ -199,6 +201,11 @@ class Run:
         # the run directory filled up during the run (RunDirError on its way out)
         self.dir_full = self.concluded = False
 
+    @functools.cached_property
+    def lapses(self) -> LapseGuard:
+        """No measurement across a lapse of a host's lease (``nasplan.run.lapses``)."""
+        return LapseGuard(self.keeper)
+
     def open_hosts(self) -> None:
         """Connect to every host at once: facts and the host's lock in one round trip each.
 
@@ -324,7 +331,7 @@ class Run:
     def _part(self, step: Slice, released: set[str]) -> None:
         """One part of a test, its record saved; its test said done when it wants no more."""
         cell = step.cell
-        record = self._run_slice(step)
+        record = self.lapses.after(self._run_slice(step), cell.test.hosts)
         cell.ended(record)
         if record["status"] == "skipped":  # it never ran: not in the order of what ran
             del self.record.run["sequence"][-step.count :]
@@ -373,14 +380,19 @@ class Run:
         return self._run_test(cell.bound, test)
 
     def _checkpoint_part(self, record: dict[str, Any] | None) -> None:
-        """run.json now: the running part's ``record`` (None: as it is) in its test's."""
+        """run.json now: the running part's ``record`` (None: as it is) in its test's; a
+        lease of its hosts that ran out meanwhile stops it (``LapseGuard``)."""
+        lapse = None
         if self.cell is not None and record is not None:
+            lapse = self.lapses.check(record, self.cell.test.hosts)
             self.cell.add(record)
         for cell in (self.cell, self.last_cell):
             if cell is not None:
                 cell.touch()
         self.record.run["tests"] = self._records()
         self.record.checkpoint()
+        if lapse is not None:
+            raise lapse
         if record is not None:  # the next repetition's line: this one's rate, the time left
             self._say_where(None)
 

@@ -110,6 +110,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "nasplan.run.listing",
         "nasplan.run.checkpoint",
         "nasplan.run.kind_hooks",
+        "nasplan.run.lapses",
         "nasplan.run.planned",
         "nasplan.run.schedule",
         "nasplan.run.resume",
