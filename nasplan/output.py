@@ -148,6 +148,33 @@ def write_text(
     return path
 
 
+def hold_space(path: Path, size_bytes: int) -> bool:
+    """Hold ``size_bytes`` of ``path``'s disk in that file (random bytes: a compressing
+    filesystem would hold nothing for zeros), so that a file the run must write at its end
+    still fits once the disk filled up (``let_go`` frees it). False when the disk cannot give
+    that much now (what it held before stays held)."""
+    chunk = 1 << 16
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    except OSError:
+        return False
+    try:
+        held = os.fstat(fd).st_size
+        os.lseek(fd, held, os.SEEK_SET)
+        while held < size_bytes:
+            held += os.write(fd, os.urandom(min(chunk, size_bytes - held)))
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def let_go(path: Path) -> None:
+    """Free the space ``hold_space`` held in ``path``."""
+    path.unlink(missing_ok=True)
+
+
 def sync_files(paths: Iterable[Path], root: Path) -> None:
     """Put files written under ``root`` with ``durable=False`` on disk, and the directories
     naming them up to ``root`` (a raw output's test directory was new too).

@@ -539,8 +539,12 @@ class Run:
             write_report(self.run_dir, secrets=self.hooks.secrets, check=False)
             sync_files(synced, self.run_dir)
         except RunDirError as exc:
+            saver = self.record.saver
+            if saver.saved is not run:  # not even into the space held for it: say what is lost
+                lacks = saver.lacking(run)
+                self.progress.message(f"nasplan: {saver.path} keeps its last save, lacking {lacks}")
             if not self.dir_full:  # else said by whoever catches the run's own RunDirError
-                self.progress.message(f"nasplan: {exc}; run.json keeps what was saved before")
+                self.progress.message(f"nasplan: {exc}")
 
     def _warnings(self) -> list[str]:
         """Every warning of the run so far: the inventory's, the hosts', the tests', the

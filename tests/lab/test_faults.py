@@ -371,8 +371,12 @@ def test_run_directory_full(lab: LabState, tmp_path: Path, tiny_dir: Path) -> No
     assert "network: restored" in err
     run = json.loads((tiny_dir / "run/run.json").read_text())
     assert run["tests"][0]["repetitions"][0]["status"] == "ok"
-    # the last save, over run.json's own blocks, says how the hosts were put back
+    # the last save, into the space held for it, says how the hosts were put back and when the
+    # run ended; nothing of that space is left held
     assert {h["status"] for h in run["network"]["hosts"].values()} == {"restored"}, run["network"]
+    assert run["finished_at"] and run["status"] == "interrupted", run["status"]
+    assert run["tests"][0]["status"] == "failed"
+    assert "lacking" not in err and not (tiny_dir / "run/.run.json.reserve").exists()
     assert states(lab) == before_state
     assert settle(lab, before_files) == set()
 
