@@ -503,6 +503,7 @@ class Run:
             final = self.record.snapshot()
             if final != written:  # a release removed something the run left there: say so
                 self._write(final, synced=[])
+            self.record.saver.close()
 
     def _cut_short(self) -> None:
         """The tests under way when the run was stopped (Ctrl-C, a full disk), each with the
@@ -547,9 +548,9 @@ class Run:
                 self.progress.message(f"nasplan: {exc}")
 
     def _warnings(self) -> list[str]:
-        """Every warning of the run so far: the inventory's, the hosts', the tests', the
-        network's."""
-        found = [*self.plan.inventory.warnings]
+        """Every warning of the run so far: a resumed run's from before, the inventory's, the
+        hosts', the tests', the network's."""
+        found = [*self.record.run["warnings"], *self.plan.inventory.warnings]
         found += [w for s in self.sessions.values() for w in s.warnings] + self.ctx.warnings
         found += self.network_phase.warnings if self.network_phase.active else []
         return list(dict.fromkeys(found))  # a test run in parts warns in each part
@@ -652,7 +653,8 @@ def _header(
         "status": "interrupted",
         "hosts": {},
         "tests": [],
-        "warnings": [],
+        # a resumed run's warnings from before it was interrupted (``Run._warnings`` adds on)
+        "warnings": list(before.get("warnings") or []),
     }
     if previous is not None:
         header["resumed_at"] = [*before.get("resumed_at", []), _iso(started)]

@@ -18,7 +18,7 @@ from typing import Any
 from nasplan.errors import RunDirError
 from nasplan.hosts.session import HostSession, RecordedHost
 from nasplan.output import Redactor, hold_space, let_go, redactor_of, write_text
-from nasplan.results import RUN_FILE, pretty
+from nasplan.results import RUN_FILE, HeldRunDir, pretty
 
 # where a run holds disk space for its last save of run.json (``RunSaver.save``), and how much
 # at least
@@ -55,6 +55,8 @@ class RunSaver:
         self._reserved_bytes = 0
         # what the last save that reached the disk held (``lacking``)
         self.saved: dict[str, Any] | None = None
+        # the run directory's own lock, taken before the first save (``close`` lets it go)
+        self._held: HeldRunDir | None = None
         self._secrets: tuple[str, ...] = ()
         # compact JSON of a part -> its text in run.json (cleaned, indent 2, at the top level)
         self._texts: dict[str, str] = {}
@@ -74,7 +76,10 @@ class RunSaver:
         1 MiB at least): a disk that fills up during the run stops it, and its last save, which
         says how the hosts were put back and when the run ended, is then written into the
         space let go of. Raises RunDirError when even that does not fit (``lacking`` says
-        what run.json then misses)."""
+        what run.json then misses). The first save takes the run directory's own lock
+        (RunDirBusy when another nasplan holds it: nothing written)."""
+        if self._held is None:  # nothing is written into a directory another nasplan holds
+            self._held = HeldRunDir(self.path.parent)
         masked = tuple(s for s in secrets if s)
         if masked != self._secrets:  # a secret learned during the run: every text again
             self._secrets, self._texts, self._frozen_texts = masked, {}, {}
@@ -97,6 +102,12 @@ class RunSaver:
         let_go(self.reserve)
         self.saved = run
         return path
+
+    def close(self) -> None:
+        """Let go of the run directory's lock (the run's files are written)."""
+        if self._held is not None:
+            self._held.release()
+            self._held = None
 
     def lacking(self, run: dict[str, Any]) -> str:
         """What run.json on disk lacks of ``run`` (the save that did not fit), in a user's

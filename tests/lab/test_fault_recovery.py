@@ -6,6 +6,7 @@ Short leases (environment) keep each case to seconds."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -185,3 +186,88 @@ def test_an_outage_of_the_nas_ssh_path(
         # the NAS stopped what the run started there by itself; its lock waits for the next run
         assert {x for x in settle(lab, before_files) if not is_file(x)} == set()
     assert states(lab) == before_state
+
+
+def kill_during(proc: subprocess.Popen[str], text: str, after_s: float = 1.0) -> str:
+    """SIGKILL ``proc`` ``after_s`` after its progress said ``text``; what it had said."""
+    seen = wait_for(proc, text)
+    time.sleep(after_s)
+    proc.kill()
+    _, err = proc.communicate(timeout=30)
+    return seen + err
+
+
+def multi_dirs(state: LabState, host: str) -> set[str]:
+    """The outputs' directories of parallel iperf3 clients on ``host`` (in its own /tmp)."""
+    return {p.name for p in state.host_path(host, "/tmp").glob("nasplan-iperf3-multi.*")}
+
+
+def test_what_a_killed_parallel_run_left_is_removed_by_the_next_run_its_resume_and_restore(
+    lab: LabState, tmp_path: Path
+) -> None:
+    """``parallel: 2`` with iperf3 3.12 runs one client process per stream, their outputs in a
+    directory of their own on the client: a killed run leaves it (and its lock) behind; the next
+    run takes the lock over and removes both, so do ``--resume`` and ``nasplan restore``; the
+    resumed run keeps the warnings its run had before it was killed."""
+    before_state, before_files = states(lab), leftovers(lab)
+    plan = write_plan(lab, tmp_path, "par", [iperf3_test("par", 2, 2, parallel=2)])
+    runs = {name: tmp_path / name for name in ("killed", "next", "last")}
+
+    kill_during(nasplan("apply", str(plan), "--out", str(runs["killed"])), "repetition 1/2")
+    left = multi_dirs(lab, "f4ws")
+    assert left, "the killed run left no client outputs' directory: the case is not there"
+    # the next run takes the dead run's lock over and removes what it lists, then is killed too
+    seen = kill_during(nasplan("apply", str(plan), "--out", str(runs["next"])), "repetition 1/2")
+    assert "host f4ws: took over the stale lock of run killed" in seen, seen
+    assert "nasplan-iperf3-multi." in seen and not left & multi_dirs(lab, "f4ws")
+    left = multi_dirs(lab, "f4ws")
+    assert left
+    # its --resume removes what it left, and keeps what it had warned of
+    warned = run_json(runs["next"])["warnings"]
+    assert any("took over the stale lock of run killed" in w for w in warned), warned
+    resumed = nasplan("apply", "--resume", str(runs["next"]))
+    err = finish(resumed)
+    assert resumed.returncode == 0, err
+    assert "took over the stale lock of run next" in err and not left & multi_dirs(lab, "f4ws")
+    run = run_json(runs["next"])
+    assert set(warned) <= set(run["warnings"]), run["warnings"]
+    assert any("took over the stale lock of run next" in w for w in run["warnings"])
+    assert [r["status"] for r in run["tests"][0]["repetitions"]] == ["ok", "ok"]
+    # nasplan restore after a killed run: what it left removed at once (its process is gone)
+    kill_during(nasplan("apply", str(plan), "--out", str(runs["last"])), "repetition 1/2")
+    assert multi_dirs(lab, "f4ws")
+    restore = nasplan("restore", str(runs["last"]))
+    err = finish(restore)
+    assert restore.returncode == 0, err
+    assert "host f4ws: removed the killed run's lock and " in err and "iperf3-multi" in err, err
+    assert "host f4nas: removed the killed run's lock" in err, err
+    assert leftovers(lab) - before_files == set()
+    assert states(lab) == before_state
+
+
+def test_two_resumes_of_one_run_at_once_one_runs_the_other_writes_nothing(
+    lab: LabState, tmp_path: Path
+) -> None:
+    """The refused one is refused before it writes anything into the run directory (the run
+    directory's own lock), not after it connected and recorded the hosts as in use."""
+    before_files = leftovers(lab)
+    run_dir = tmp_path / "run"
+    plan = write_plan(lab, tmp_path, "twice", [iperf3_test("twice", 1, 3)])
+    kill_during(nasplan("apply", str(plan), "--out", str(run_dir)), "repetition 2/3", 0.2)
+    seen: list[dict[str, Any]] = []
+    first, second = (nasplan("apply", "--resume", str(run_dir)) for _ in range(2))
+    while first.poll() is None or second.poll() is None:  # every run.json anyone could read
+        with contextlib.suppress(ValueError, OSError):
+            seen.append(run_json(run_dir))
+        time.sleep(0.05)
+    errs = {proc.returncode: finish(proc) for proc in (first, second)}
+    assert sorted(errs) == [0, 3], errs
+    refused = errs[3]
+    assert "in use by another nasplan process" in refused and "nothing written" in refused
+    assert "connecting" not in refused and "Traceback" not in refused, refused
+    assert all(r["status"] != "unreachable" for r in seen), {r["status"] for r in seen}
+    assert not any(r["hosts"].get("f4nas", {}).get("error") for r in seen)
+    run = run_json(run_dir)
+    assert run["status"] == "ok" and len(run["resumed_at"]) == 1
+    assert [r["status"] for r in run["tests"][0]["repetitions"]] == ["ok", "ok", "ok"]
+    assert settle(lab, before_files) == set()
