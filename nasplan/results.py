@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import fcntl
 import json
 import math
-import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from nasplan.errors import InputError, RunDirBusy
+from nasplan.errors import InputError
 from nasplan.input.loader import Document, JsonPath, is_valid, parse_yaml, schema_errors
 from nasplan.input.localfile import MAX_RUN_JSON_BYTES, parse_json, read_text_bounded
 from nasplan.output import REDACTED as REDACTED
@@ -70,33 +68,6 @@ def new_run_dir(base: Path, plan_name: str, started_at: datetime, out: Path | No
                 run_dir = runs / f"{name}-{suffix}"
     (run_dir / RAW_DIR).mkdir(exist_ok=True)
     return run_dir
-
-
-class HeldRunDir:
-    """This process's hold on a run directory: an exclusive lock on the directory itself (no file
-    is written for it), so that one nasplan at a time writes into it; let go of by ``release``
-    or when the process ends, however it ends.
-
-    Raises RunDirBusy when another process holds it (a run, its ``--resume``, a ``restore``).
-    """
-
-    def __init__(self, run_dir: Path) -> None:
-        fd = os.open(run_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise RunDirBusy(
-                f"{run_dir}: in use by another nasplan process (a run, its --resume or a restore "
-                "of it); nothing written into it: run again once that one has ended"
-            ) from None
-        self._fd: int | None = fd
-
-    def release(self) -> None:
-        """Let go of the run directory (another process may write into it from now on)."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:

@@ -17,8 +17,8 @@ from typing import Any
 
 from nasplan.errors import RunDirError
 from nasplan.hosts.session import HostSession, RecordedHost
-from nasplan.output import Redactor, hold_space, let_go, redactor_of, write_text
-from nasplan.results import RUN_FILE, HeldRunDir, pretty
+from nasplan.output import HeldRunDir, Redactor, hold_space, let_go, redactor_of, write_text
+from nasplan.results import RUN_FILE, pretty
 
 # where a run holds disk space for its last save of run.json (``RunSaver.save``), and how much
 # at least

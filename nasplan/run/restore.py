@@ -20,9 +20,10 @@ from nasplan.network.model import NicChange
 from nasplan.network.restore import SNAPSHOT_FILE, Restored, load_snapshots, restore_host
 from nasplan.network.state import NicState
 from nasplan.network.tools import NetTools
+from nasplan.output import HeldRunDir
 from nasplan.progress import Progress
 from nasplan.report.render import write_report
-from nasplan.results import HeldRunDir, load_run, save_run
+from nasplan.results import load_run, save_run
 from nasplan.runner import Runner
 from nasplan.sections import split_sections
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from nasplan.errors import InputError, NasplanError, RunDirBusy
+from nasplan.output import HeldRunDir
 from nasplan.results import (
     SCHEMA_VERSION,
-    HeldRunDir,
     load_run,
     new_run_dir,
     redact,
