@@ -262,7 +262,7 @@ class LeaseKeeper:
         name = session.host.name
         if name in self._dropped or session.lost:
             return False
-        why = self._why.get(name) or "the host did not answer"
+        why = self._why.get(name) or _NOT_RUN  # no renewal failed: none was tried in time
         self._lapses[name] = reason = _ran_out(name, now - self._renewed_at.get(name, now), why)
         session.mark_lost(reason)
         self.progress.host(name, f"[lost] {reason}")
@@ -282,7 +282,7 @@ class LeaseKeeper:
                 continue
             unrenewed_s = now - self._renewed_at.get(name, now)
             if unrenewed_s >= self.lease_s:
-                return _ran_out(name, unrenewed_s, "nasplan itself did not run meanwhile")
+                return _ran_out(name, unrenewed_s, self._why.get(name) or _NOT_RUN)
         return None
 
     def drop(self, session: HostSession) -> None:
@@ -294,6 +294,10 @@ class LeaseKeeper:
         """Stop renewing (a renewal under way finishes)."""
         for renewing in self._renewing:
             renewing.stop()
+
+
+# why a lease ran out that no failed renewal explains
+_NOT_RUN = "nasplan itself did not run to renew it: stopped, or starved of CPU"
 
 
 def _ran_out(name: str, unrenewed_s: float, why: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -20,7 +21,8 @@ import pytest
 import yaml
 from lab_helpers import is_file, leftovers, nic_state
 
-from nasplan.lab import LabState
+from nasplan.lab import LabState, sshd
+from nasplan.lab.netns import namespace_pids
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = {
@@ -270,4 +272,172 @@ def test_two_resumes_of_one_run_at_once_one_runs_the_other_writes_nothing(
     run = run_json(run_dir)
     assert run["status"] == "ok" and len(run["resumed_at"]) == 1
     assert [r["status"] for r in run["tests"][0]["repetitions"]] == ["ok", "ok", "ok"]
+    assert settle(lab, before_files) == set()
+
+
+# --- the NAS reboots mid-run ------------------------------------------------------------------
+
+
+def boot_configuration(state: LabState, host: str) -> list[dict[str, Any]]:
+    """The host's interfaces as ``ip -j addr`` shows them now (what its boot brings back)."""
+    namespace = state.hosts[host].namespace
+    shown = subprocess.run(
+        ["ip", "-n", namespace, "-j", "addr", "show"], capture_output=True, text=True, check=True
+    )
+    nics: list[dict[str, Any]] = json.loads(shown.stdout)
+    return nics
+
+
+def reboot(state: LabState, host: str, boot: list[dict[str, Any]], down_s: float) -> None:
+    """The lab's version of a reboot: every process of the host killed (sshd, what nasplan
+    started, and with its mount namespace its private /tmp), its interfaces back to ``boot``,
+    then, ``down_s`` later, its sshd started again with the same host key."""
+    running = state.hosts[host]
+    for pid in namespace_pids(running.namespace):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while namespace_pids(running.namespace):
+        assert time.monotonic() < deadline, "the host's processes did not die"
+        time.sleep(0.05)
+    ip = ["ip", "-n", running.namespace]
+    for nic in boot:
+        if nic["ifname"] == "lo":
+            continue
+        subprocess.run(
+            [*ip, "link", "set", "dev", nic["ifname"], "mtu", str(nic["mtu"])], check=True
+        )
+        subprocess.run([*ip, "addr", "flush", "dev", nic["ifname"]], check=True)
+        for address in nic.get("addr_info", []):
+            if address["family"] == "inet":
+                where = f"{address['local']}/{address['prefixlen']}"
+                subprocess.run([*ip, "addr", "add", where, "dev", nic["ifname"]], check=True)
+    time.sleep(down_s)
+    host_dir = state.host_dir(host)
+    running.sshd_pid = sshd.start(
+        running.namespace, host_dir / "start-sshd.sh", host_dir / "sshd.log"
+    )
+    state.save()
+    sshd.wait_ready(running.ip, running.sshd_pid, host_dir / "sshd.log")
+
+
+def test_the_nas_rebooting_mid_run_is_named_what_was_measured_kept_and_nothing_left_to_undo(
+    lab: LabState, tmp_path: Path
+) -> None:
+    before_state, before_files = states(lab), leftovers(lab)
+    boot = boot_configuration(lab, "f4nas")
+    tests = [iperf3_test("reboot", 2, 3, target="link:p2p@f4nas")]
+    plan = write_plan(lab, tmp_path, "reboot", tests, **JUMBO)
+    # the run's own restore at its end waits long enough for the NAS to be back
+    proc = nasplan(
+        "apply", str(plan), "--out", str(tmp_path / "run"), NASPLAN_RECONNECT_GRACE_S="8"
+    )
+    seen = wait_for(proc, "repetition 2/3")
+    time.sleep(0.5)
+    reboot(lab, "f4nas", boot, down_s=1)
+    err = finish(proc, seen)
+    assert proc.returncode == 3, err
+    assert "Traceback" not in err
+    assert "test reboot: failed f4nas: SSH connection lost" in err, err
+    run = run_json(tmp_path / "run")
+    nas, test = run["hosts"]["f4nas"], run["tests"][0]
+    assert nas["lost"] is True and "SSH connection lost" in nas["error"]
+    assert test["repetitions"][0]["status"] == "ok"  # measured before the reboot: kept
+    assert test["status"] == "failed" and test["summary"]["n"] == 1
+    assert run["finished_at"] and run["status"] == "unreachable"
+    network = run["network"]["hosts"]
+    # the NAS found as it booted: as before the run; the workstation put back
+    assert {h["status"] for h in network.values()} == {"restored"}, network
+    assert states(lab) == before_state
+    restore = nasplan("restore", str(tmp_path / "run"))
+    said = finish(restore)
+    assert restore.returncode == 0, said
+    assert "removed" not in said and "failed" not in said, said
+    assert "host f4nas: nothing left of this run" in said, said
+    assert states(lab) == before_state
+    assert settle(lab, before_files) == set()
+
+
+# --- nasplan itself stopped for longer than a lease --------------------------------------------
+
+
+def test_nasplan_stopped_longer_than_a_lease_the_hosts_revert_and_nothing_across_the_gap_counts(
+    lab: LabState, tmp_path: Path
+) -> None:
+    before_state, before_files = states(lab), leftovers(lab)
+    tests = [iperf3_test("gap", 2, 4, target="link:p2p@f4nas")]
+    plan = write_plan(lab, tmp_path, "gap", tests, **JUMBO)
+    proc = nasplan("apply", str(plan), "--out", str(tmp_path / "run"))  # a lease of 4 s
+    seen = wait_for(proc, "repetition 2/4")
+    time.sleep(0.5)
+    changed = nic_state(lab, "f4nas")
+    assert changed != before_state["f4nas"]  # the MTU change is in force
+    proc.send_signal(signal.SIGSTOP)
+    try:
+        # the hosts put themselves back by their own watchdogs, nasplan frozen meanwhile, and
+        # stop what the run started there
+        deadline = time.monotonic() + 20
+        while {n: nic_state(lab, n)["nics"] for n in lab.hosts} != {
+            n: s["nics"] for n, s in before_state.items()
+        } or {x for x in leftovers(lab) - before_files if not is_file(x)}:
+            assert time.monotonic() < deadline, "the hosts did not revert by themselves"
+            time.sleep(0.5)
+    finally:
+        proc.send_signal(signal.SIGCONT)
+    err = finish(proc, seen)
+    assert proc.returncode == 3, err
+    assert "Traceback" not in err
+    run = run_json(tmp_path / "run")
+    reps = run["tests"][0]["repetitions"]
+    assert reps[0]["status"] == "ok"
+    # no measurement across the gap, none after it
+    assert [r["status"] for r in reps[1:]] == ["failed"] * (len(reps) - 1), reps
+    assert "its lease ran out" in (reps[1]["error"] or ""), reps[1]
+    assert run["tests"][0]["summary"]["n"] == 1
+    for name in ("f4nas", "f4ws"):
+        host = run["hosts"][name]
+        assert host["lost"] is True and "its lease ran out" in host["error"], host
+    assert f"host f4nas: [lost] {run['hosts']['f4nas']['error']}" in err
+    network = run["network"]["hosts"]
+    assert {h["status"] for h in network.values()} <= {"reverted-by-host", "restored"}, network
+    assert states(lab) == before_state
+    assert settle(lab, before_files) == set()
+
+
+# --- packet loss on the SSH path through a whole matrix ----------------------------------------
+
+
+def test_five_percent_loss_on_the_nas_ssh_path_through_a_matrix_slows_it_and_loses_nothing(
+    lab: LabState, tmp_path: Path
+) -> None:
+    """5 % of the packets arriving on the NAS's LAN (its SSH path) dropped, by an nftables
+    ``numgen random`` rule in its namespace; the tests measure over the cable."""
+    before_state, before_files = states(lab), leftovers(lab)
+    namespace = lab.hosts["f4nas"].namespace
+    nft = ["ip", "netns", "exec", namespace, "nft"]
+    rules = (
+        "table inet f4loss {\n chain input {\n  type filter hook input priority 0;\n"
+        '  iifname "eth0" numgen random mod 100 < 5 counter drop\n }\n}\n'
+    )
+    subprocess.run([*nft, "-f", "-"], input=rules, text=True, check=True)
+    try:
+        matrix = {"parallel": [1, 2], "reverse": [False, True]}
+        tests = [iperf3_test("lossy", 1, 2, target="link:p2p@f4nas", matrix=matrix)]
+        plan = write_plan(lab, tmp_path, "lossy", tests, **JUMBO)
+        proc = nasplan("apply", str(plan), "--out", str(tmp_path / "run"))
+        err = finish(proc)
+        dropped = subprocess.run([*nft, "list", "table", "inet", "f4loss"], capture_output=True,
+                                 text=True, check=True).stdout  # fmt: skip
+    finally:
+        subprocess.run([*nft, "delete", "table", "inet", "f4loss"], check=True)
+    assert proc.returncode == 0, err
+    assert "[lost]" not in err and "Traceback" not in err, err
+    assert " 0 packets" not in dropped, dropped  # the rule did drop packets meanwhile
+    run = run_json(tmp_path / "run")
+    assert len(run["tests"]) == 4
+    for test in run["tests"]:
+        assert test["status"] == "ok", (test["id"], test["error"])
+        assert [r["status"] for r in test["repetitions"]] == ["ok", "ok"]
+    assert all(not h["lost"] and h["reachable"] for h in run["hosts"].values())
+    assert states(lab) == before_state
     assert settle(lab, before_files) == set()
