@@ -127,6 +127,9 @@ class SshRunner(RunnerBase):
         # them; closed with the runner
         self._silent: list[Connection] = []
         self._replacing = threading.Lock()
+        self._closed = False
+        # why the last try at a new connection in place of a silent one failed
+        self._reconnect_error: str | None = None
 
     def use_shell(self, host_shell: shell.HostShell) -> None:
         """Speak ``host_shell`` from now on (set once the facts show a Windows host)."""
@@ -331,7 +334,8 @@ class SshRunner(RunnerBase):
 
     def _silence(self, asked: float) -> str:
         silent_s = time.monotonic() - max(asked, self._heard_at)
-        return f"host stopped answering: no answer for {silent_s:.0f} s"
+        tried = f" (a new connection: {self._reconnect_error})" if self._reconnect_error else ""
+        return f"host stopped answering: no answer for {silent_s:.0f} s{tried}"
 
     def _open(
         self, asked: float, deadline: float, mark_lost: bool
@@ -377,7 +381,7 @@ class SshRunner(RunnerBase):
         if not self._replacing.acquire(timeout=max(0.0, until - time.monotonic())):
             return
         try:
-            while self._current() is silent and not self.lost:
+            while self._current() is silent and not self.lost and not self._closed:
                 left_s = until - time.monotonic()
                 if left_s <= 0:
                     return
@@ -387,10 +391,14 @@ class SshRunner(RunnerBase):
                         timeout_s=min(self.timeouts.connect_s, left_s),
                         become_password=self.become_password,
                     )
-                except HostError:
+                except HostError as exc:
+                    self._reconnect_error = str(exc).removeprefix(f"{self.name}: ")
                     time.sleep(min(_RECONNECT_PAUSE_S, max(0.0, until - time.monotonic())))
                     continue
                 assert isinstance(fresh, SshRunner)
+                if self._closed:  # the run let go of the host meanwhile
+                    fresh.close()
+                    return
                 self._silent.append(self.connection)
                 self.connection = fresh.connection
                 self._heard_at = time.monotonic()
@@ -424,6 +432,7 @@ class SshRunner(RunnerBase):
 
     def close(self) -> None:
         """Close the SSH connection (and those it replaced)."""
+        self._closed = True
         for connection in [*self._silent, self.connection]:
             with contextlib.suppress(Exception):  # a silent one may fail to close cleanly
                 connection.close()
