@@ -7,10 +7,11 @@ STAMP := $(VENV)/.installed
 LAB ?= plans/examples/lab.yaml
 PLAN ?= plans/examples/nas-upgrade.yaml
 # What the demo lab needs, then what the whole test suite's labs add (Samba, NFS, fio, busybox;
-# chromium and npm: the Mermaid render test, scripts/ensure-mermaid.sh; npm only when no npm is
-# there: NodeSource's nodejs carries its own and conflicts with Debian's).
+# nftables: packet loss on a lab host's link, where the kernel has no netem; chromium and npm:
+# the Mermaid render test, scripts/ensure-mermaid.sh; npm only when no npm is there:
+# NodeSource's nodejs carries its own and conflicts with Debian's).
 APT_PACKAGES := iperf3 openssh-server openssh-client iproute2 ethtool iputils-ping procps util-linux sudo openssl
-TEST_APT_PACKAGES := $(APT_PACKAGES) iputils-tracepath samba smbclient rsync fio busybox libnfs-utils nfs-ganesha nfs-ganesha-vfs tgt libiscsi-bin chromium \
+TEST_APT_PACKAGES := $(APT_PACKAGES) iputils-tracepath samba smbclient rsync fio busybox libnfs-utils nfs-ganesha nfs-ganesha-vfs tgt libiscsi-bin chromium nftables \
   $(if $(shell command -v npm),,npm)
 
 .PHONY: setup test-setup system-deps test-system-deps venv lint test unit demo demo-down bench clean

@@ -567,14 +567,14 @@ def compare(
 @verbose_option
 @quiet_option
 def restore(run_dir: Path, verbose: int, quiet: bool) -> None:
-    """Put the network of RUN_DIR's hosts back as it was before that run (after --keep)."""
+    """Put the network of RUN_DIR's hosts back as it was before that run (after --keep, or a
+    killed run), and remove what a killed run left on its hosts."""
     from nasplan.progress import PlainProgress, QuietProgress
     from nasplan.remote.ssh import connect
-    from nasplan.run.restore import record_restore, restore_run
+    from nasplan.run.restore import restore as restore_run
     from nasplan.verbosity import Verbosity
 
     verbosity = Verbosity.from_flags(verbose, quiet)
     progress = QuietProgress() if verbosity.quiet else PlainProgress()
     outcomes = restore_run(run_dir, progress, verbosity.traced(connect, progress.message))
-    record_restore(run_dir, outcomes)
     sys.exit(0 if all(o.status != "failed" for o in outcomes.values()) else 1)

@@ -356,7 +356,40 @@ def describe_error(error: jsonschema.ValidationError) -> tuple[JsonPath, str, bo
         from jsonschema.exceptions import best_match
 
         return describe_error(best_match(error.context))
-    return json_path, str(error.message), False
+    message = str(error.message)
+    if len(message) <= _MAX_MESSAGE_CHARS:
+        return json_path, message, False
+    # jsonschema's own message repeats the whole value: 1,500 entries are not one line
+    if error.validator in _SIZE_RULES and isinstance(error.instance, (list, dict, str)):
+        noun, word = _SIZE_RULES[error.validator]
+        given = f"{len(error.instance)} {noun}"
+        return json_path, f"{given}: {word} {error.validator_value} allowed", False
+    message = message.replace(repr(error.instance), _short_repr(error.instance))
+    if len(message) > _MAX_MESSAGE_CHARS:
+        message = message[:_MAX_MESSAGE_CHARS] + "…"
+    return json_path, message, False
+
+
+# the schema rules on a value's size -> (what is counted, the bound's word)
+_SIZE_RULES = {
+    "maxItems": ("entries", "at most"),
+    "minItems": ("entries", "at least"),
+    "maxProperties": ("keys", "at most"),
+    "minProperties": ("keys", "at least"),
+    "maxLength": ("characters", "at most"),
+}
+# a message longer than this shows the value it is about shortened
+_MAX_MESSAGE_CHARS = 300
+
+
+def _short_repr(value: Any) -> str:
+    """A long value as a message shows it: its start and its size."""
+    text = repr(value)
+    if isinstance(value, (list, dict, str)) and len(text) > 60:
+        return (
+            f"{text[:50]}… ({len(value)} {'characters' if isinstance(value, str) else 'entries'})"
+        )
+    return text
 
 
 @cache

@@ -28,6 +28,8 @@ T = TypeVar("T")
 # (nasplan sends it no EOF); with input, its shell reads the rest of it before it ends.
 _NO_INPUT = "exec </dev/null\n"
 _DRAIN_INPUT = "trap 'cat >/dev/null 2>&1' EXIT\n"
+# between two tries at a new connection in place of a silent one that failed at once (refused)
+_RECONNECT_PAUSE_S = 0.5
 
 # paramiko logs a connection that fails in its own thread (a host whose sshd froze: "Error
 # reading SSH protocol banner") as a traceback at ERROR, which Python's last-resort handler
@@ -58,6 +60,15 @@ class SshRunner(RunnerBase):
         # Set once the host stopped answering: later commands fail at once, not after a timeout.
         self.lost: str | None = None
         self.host_shell: shell.HostShell = shell.POSIX
+        # when the host last answered (time.monotonic): a channel opened, a command's result
+        self._heard_at = time.monotonic()
+        # connections that went silent and were replaced (and the jump connections they rode
+        # on): their commands may still end on them; closed with the runner
+        self._silent: list[Connection] = []
+        self._replacing = threading.Lock()
+        self._closed = False
+        # why the last try at a new connection in place of a silent one failed
+        self._reconnect_error: str | None = None
 
     def use_shell(self, host_shell: shell.HostShell) -> None:
         """Speak ``host_shell`` from now on (set once the facts show a Windows host)."""
@@ -105,8 +116,9 @@ class SshRunner(RunnerBase):
         )
 
     def try_script(self, script: str, *, timeout_s: float) -> Result | None:
-        """Run shell text as the login user; None when the host did not answer, without
-        marking it lost (a lease renewal during a short link outage must not end the run)."""
+        """Run shell text as the login user; None when the host did not answer within
+        ``timeout_s``, without marking it lost (a lease renewal during a short link outage
+        must not end the run). A silent connection is replaced by a new one meanwhile."""
         if self.lost:
             return None
         try:
@@ -183,31 +195,20 @@ class SshRunner(RunnerBase):
     ) -> T:
         """``command`` on a new channel, what ``collect`` makes of it; the channel is closed
         after, unless ``keep`` says what was collected still runs on it."""
-        if self.lost:
-            raise HostLostError(self.name, self.lost)
-        transport = self.connection.client.get_transport()
-        if transport is None or not transport.is_active():
-            # a connection that has ended is gone, not slow: lost, whoever asked
-            reason = self._jump_lost() or "SSH connection lost"
-            self._close_jumps()
-            raise self._lose(reason, True)
+        asked = time.monotonic()
+        deadline = asked + timeout_s
+        transport, channel = self._open(asked, deadline, mark_lost)
+        if channel is None:
+            return timed_out(Result(command, "", f"timed out after {timeout_s} s", 124))
         channel_s = self.timeouts.channel_s
-        try:
-            channel = transport.open_session(timeout=channel_s)
-        except (paramiko.SSHException, OSError, EOFError) as exc:
-            reason = str(exc) or type(exc).__name__
-            if "Timeout" in reason:
-                raise self._lose(
-                    f"host stopped answering: no SSH channel within {channel_s:g} s", mark_lost
-                ) from None
-            raise self._lose(f"SSH connection lost: {reason}", mark_lost) from None
         # paramiko waits for the answer to the exec request without a limit. Every channel_s
         # without it, the watchdog asks whether the connection still answers (a new channel
         # within channel_s): a host that does is slow, not gone (a loaded machine), and the wait
         # goes on, up to the command's own timeout (then only this channel is closed). One that
-        # does not is lost: closing the transport ends every wait on it. The transport is never
-        # closed for one slow answer: other threads' commands share it.
-        deadline = time.monotonic() + timeout_s
+        # does not is silent: replaced by a new connection (``_replace``) while the wait goes
+        # on; a host that answers on none for a whole lease is lost: closing the transport ends
+        # every wait on it. A transport is never closed for one slow answer: other threads'
+        # commands share it.
         answered = threading.Event()
         outcome: list[str] = []
 
@@ -217,7 +218,11 @@ class SshRunner(RunnerBase):
                     outcome.append("timed out")
                     channel.close()
                     return
-                if not _answers(transport, channel_s) and not answered.is_set():
+                if _answers(transport, channel_s) or answered.is_set():
+                    self._heard_at = time.monotonic()
+                    continue
+                self._replace(transport, self._patience_end(asked))
+                if self._current() is transport and time.monotonic() >= self._patience_end(asked):
                     outcome.append("lost")
                     transport.close()
                     return
@@ -237,19 +242,110 @@ class SshRunner(RunnerBase):
                 # No EOF without input: the script reads /dev/null (see _input_safe).
                 channel.shutdown_write()
             collected = collect(channel)
+            self._heard_at = time.monotonic()
             kept = keep(collected)
             return collected
         except (paramiko.SSHException, OSError, EOFError) as exc:
             if outcome == ["timed out"]:
                 return timed_out(Result(command, "", f"timed out after {timeout_s} s", 124))
             reason = str(exc) or type(exc).__name__
+            if transport is not self._current():
+                # its connection went silent and was replaced: the host answers on the new one,
+                # what this command did there is not known
+                said = f"SSH connection lost while it ran ({reason}); its outcome is unknown"
+                return timed_out(Result(command, "", said, 255))
             if outcome == ["lost"]:
-                reason = f"host stopped answering: no SSH channel within {channel_s:g} s"
-                raise self._lose(reason, mark_lost) from None
+                raise self._lose(self._silence(asked), mark_lost) from None
             raise self._lose(f"SSH connection lost: {reason}", mark_lost) from None
         finally:
             if not kept:
                 channel.close()
+
+    def _current(self) -> paramiko.Transport | None:
+        """The transport of the connection new commands go on."""
+        transport: paramiko.Transport | None = self.connection.client.get_transport()
+        return transport
+
+    def _patience_end(self, asked: float) -> float:
+        """When a host silent since ``asked`` counts as lost: a lease after the later of that
+        and its last answer (what the run started there has stopped by itself by then)."""
+        return max(asked, self._heard_at) + self.timeouts.lease_s
+
+    def _silence(self, asked: float) -> str:
+        silent_s = time.monotonic() - max(asked, self._heard_at)
+        tried = f" (a new connection: {self._reconnect_error})" if self._reconnect_error else ""
+        return f"host stopped answering: no answer for {silent_s:.0f} s{tried}"
+
+    def _open(
+        self, asked: float, deadline: float, mark_lost: bool
+    ) -> tuple[paramiko.Transport, paramiko.Channel | None]:
+        """A new channel on the current connection and that connection; no channel (None)
+        when ``deadline`` passed first. A connection that gives none within channel_s is
+        silent and replaced by a new one (``_replace``); the host is lost (HostLostError)
+        once none answered for a whole lease, or at once when its connection ended."""
+        channel_s = self.timeouts.channel_s
+        while True:
+            if self.lost:
+                raise HostLostError(self.name, self.lost)
+            transport = self._current()
+            if transport is None or not transport.is_active():
+                # a connection that has ended is gone, not slow: lost, whoever asked
+                reason = self._jump_lost() or "SSH connection lost"
+                self._close_jumps()
+                raise self._lose(reason, True)
+            now = time.monotonic()
+            until = min(deadline, self._patience_end(asked))
+            try:
+                channel = transport.open_session(timeout=max(0.1, min(channel_s, until - now)))
+            except (paramiko.SSHException, OSError, EOFError) as exc:
+                reason = str(exc) or type(exc).__name__
+                if "Timeout" not in reason:
+                    raise self._lose(f"SSH connection lost: {reason}", mark_lost) from None
+                self._replace(transport, until)
+                if time.monotonic() < until:
+                    continue
+                if time.monotonic() < deadline:
+                    raise self._lose(self._silence(asked), mark_lost) from None
+                return transport, None
+            self._heard_at = time.monotonic()
+            return transport, channel
+
+    def _replace(self, silent: paramiko.Transport, until: float) -> None:
+        """Put a new connection in place of ``silent`` (no channel within channel_s), trying
+        until ``until``; nothing when another thread did already.
+
+        After an outage of the path, TCP retransmits on a connection only after a backoff that
+        doubles with each try: the connection stays silent for about as long again as the
+        outage lasted, while a new one answers as soon as the path is back. Commands running
+        on the silent connection end there (it is closed with the runner).
+        """
+        if not self._replacing.acquire(timeout=max(0.0, until - time.monotonic())):
+            return
+        try:
+            while self._current() is silent and not self.lost and not self._closed:
+                left_s = until - time.monotonic()
+                if left_s <= 0:
+                    return
+                try:
+                    fresh = connect(
+                        self.host,
+                        timeout_s=min(self.timeouts.connect_s, left_s),
+                        become_password=self.become_password,
+                    )
+                except HostError as exc:
+                    self._reconnect_error = str(exc).removeprefix(f"{self.name}: ")
+                    time.sleep(min(_RECONNECT_PAUSE_S, max(0.0, until - time.monotonic())))
+                    continue
+                assert isinstance(fresh, SshRunner)
+                if self._closed:  # the run let go of the host meanwhile
+                    fresh.close()
+                    return
+                # the new connection rides on jump connections of its own
+                self._silent += [self.connection, *reversed(self.jumps)]
+                self.connection, self.jumps = fresh.connection, fresh.jumps
+                self._heard_at = time.monotonic()
+        finally:
+            self._replacing.release()
 
     @staticmethod
     def _collect(channel: paramiko.Channel, shown: str, timeout_s: float | None) -> Result:
@@ -291,9 +387,12 @@ class SshRunner(RunnerBase):
                 hop.close()
 
     def close(self) -> None:
-        """Close the SSH connection, then the jump hosts' it rode on."""
+        """Close the SSH connection (and those it replaced), then the jump hosts' it rode on."""
+        self._closed = True
         try:
-            self.connection.close()
+            for connection in [*self._silent, self.connection]:
+                with contextlib.suppress(Exception):  # a silent one may fail to close cleanly
+                    connection.close()
         finally:
             self._close_jumps()
 
