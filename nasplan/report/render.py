@@ -21,7 +21,7 @@ from nasplan.output import redactor_of, secrets_from_environ, write_text
 from nasplan.quantities import BITS, BYTES
 from nasplan.report import headline, mermaid, pivot, timeline
 from nasplan.report.in_force import network_rows, run_in_force
-from nasplan.results import REPORT_FILE, load_run
+from nasplan.results import REPORT_FILE, counts_text, load_run
 from nasplan.units import format_bits_per_second, format_bytes_per_second, format_metric
 
 DASH = "–"
@@ -484,8 +484,6 @@ def build_view(
             if t["summary"].get("wide_spread_threshold") is not None
         }
     )
-    statuses = [t["status"] for t in everything]
-    counts = [f"{statuses.count(s)} {s}" for s in ("ok", "failed", "skipped") if s in statuses]
     names = [h["name"] for h in hosts]
     laid_out, table_error = pivot.run_table(run, table)
     return {
@@ -513,8 +511,7 @@ def build_view(
         "unreachable": [h for h in hosts if not h["reachable"]],
         "tests": tests,
         "between_hosts": f" between {join_and(names)}" if names else "",
-        "tests_text": f"{len(everything)} test{'' if len(everything) == 1 else 's'}"
-        + (f" ({', '.join(counts)})" if counts else ""),
+        "tests_text": counts_text(run),
         "failed": [_failure(t) for t in everything if t["status"] != "ok"],
         "framings": _framings(with_path),
         "spread_thresholds": thresholds,

@@ -58,7 +58,7 @@ from nasplan.run.reach import Reach
 from nasplan.run.request import RunRequest
 from nasplan.run.resume import Previous, fingerprints
 from nasplan.run.schedule import Schedule
-from nasplan.run.signals import held_back
+from nasplan.run.signals import Stopped, held_back
 from nasplan.tasks import Tasks
 from nasplan.verbosity import Verbosity
 
@@ -83,6 +83,14 @@ def apply(
     if request.become_passwords and connector is connect:
         connector = connect_with_passwords(request.become_passwords)
     run = Run(request, progress, base_dir, connector, tasks, verbosity)
+    try:
+        return _phases(run)
+    except KeyboardInterrupt as exc:  # after finish: the report says what ran and what did not
+        raise Stopped(exc, run.run_dir) from None
+
+
+def _phases(run: Run) -> Outcome:
+    """The run's phases in order, and ``finish`` always."""
     run.record.checkpoint()
     try:
         with run.span("open_hosts"):

@@ -68,9 +68,10 @@ class MeasurePhase:
         return [cell.record() for cell in self.cells if cell.started]
 
     def stop(self) -> None:
-        """The run stops here (Ctrl-C, a full disk): every test under way is said stopped."""
+        """The run stops here (Ctrl-C, a full disk): every test under way is said interrupted,
+        the one in flight too (before its first repetition ended: with none)."""
         for cell in self.cells:
-            if cell.started and not cell.stopped():
+            if (cell.started or cell.running) and not cell.stopped():
                 cell.stop()
 
     def _part(self, step: Slice) -> None:

@@ -205,8 +205,14 @@ def test_an_interrupted_run_keeps_what_it_measured_and_writes_its_report(
 
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run["status"] == "interrupted" and run["finished_at"] is not None
-    assert [t["id"] for t in run["tests"]] == ["rtt"]  # the finished test is kept
-    assert (tmp_path / "run" / "report.md").is_file()
+    # the finished test is kept; the one in flight is interrupted (not failed, not left out)
+    assert [(t["id"], t["status"], len(t["repetitions"])) for t in run["tests"]] == [
+        ("rtt", "ok", 2),
+        ("rtt-again", "interrupted", 0),
+    ]
+    assert run["tests"][1]["error"] == "interrupted: the run was stopped after 0 of 2 repetitions"
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "2 tests (1 ok, 1 interrupted)" in report
     for runner in hosts.values():
         assert runner.texts("@@nasplan:removed@@")
 
@@ -331,7 +337,10 @@ def test_an_interrupted_interleaved_run_is_resumed_to_the_end_in_its_directory(
     assert run["order"] == "interleaved" and isinstance(run["seed"], int)
     assert run["sequence"] == [["rtt", 1], ["rtt-again", 1], ["rtt", 2]]
     assert [len(t["repetitions"]) for t in run["tests"]] == [1, 1]
-    assert run["tests"][0]["error"] == "the run was stopped after 1 repetitions"
+    # the test in flight and the one waiting for its round: both interrupted, not failed
+    assert [(t["status"], t["error"]) for t in run["tests"]] == [
+        ("interrupted", "interrupted: the run was stopped after 1 of 2 repetitions")
+    ] * 2
 
     again = {"nas": _host(fake_runner("nas")), "ws": _host(fake_runner("ws"))}
     again["ws"].allow("-M do", reply=_df)
