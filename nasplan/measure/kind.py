@@ -14,11 +14,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
-from nasplan.analysis import MIN_TRUSTED_S, durations_under
+from nasplan.analysis import MIN_TRUSTED_S, durations_under, size_text, size_to_use
 from nasplan.measure import series as series_of
 from nasplan.measure.capacity import Capacity
 from nasplan.measure.estimate import Estimate
-from nasplan.measure.series import Series
+from nasplan.measure.series import TCP_MAXIMUM, Series
 from nasplan.quantities import BITS, Quantity
 from nasplan.units import format_metric
 
@@ -95,6 +95,16 @@ class RunContext:
     def settle(self) -> None:
         """Wait for the previous clean-up (``RunHooks.settle``)."""
         self.hooks.settle()
+
+
+@dataclass(frozen=True)
+class Caveat:
+    """What a record's own numbers say a reader must be warned of (a UDP test's loss): a mark
+    for its results row and the console (``⚠ loss 66.2 %``), and the sentence run.json's and the
+    report's warnings give, with the numbers it judged."""
+
+    mark: str
+    text: str
 
 
 class Readout:
@@ -228,22 +238,36 @@ class Readout:
         return durations_under(record.get("repetitions") or [], direction, MIN_TRUSTED_S)
 
     def short_advice(self, record: Record, direction: str | None) -> str:
-        """What to change so a repetition takes MIN_TRUSTED_S or more."""
+        """What to change so a repetition takes MIN_TRUSTED_S or more: a ``size`` of at least
+        MIN_TRUSTED_S at its median rate, or the size its cache warning asks for when more (the
+        same size both say)."""
         summary = (record.get("directions") or {}).get(direction or "") or record.get("summary")
         median = (summary or {}).get("median")
+        cached = (record.get("cache_warning") or {}).get("suggested_bytes") or 0
         if isinstance(median, (int, float)) and median > 0:
-            needed = size_to_ask(median * MIN_TRUSTED_S)
-            return f"use a `size` of at least {needed} ({MIN_TRUSTED_S:g} s at its median rate)"
+            needed = size_to_use(max(median * MIN_TRUSTED_S, cached))
+            why = f"{MIN_TRUSTED_S:g} s at its median rate"
+            if cached >= median * MIN_TRUSTED_S:
+                why = f"twice the RAM that caches it, as its cache warning says; over {why}"
+            return f"use a `size` of at least {size_text(needed)} ({why})"
         return f"use a `size` that takes {MIN_TRUSTED_S:g} s or more"
 
     # --- charts ---------------------------------------------------------------------------
 
-    def timeline_limit(self, record: Record) -> float | None:
-        """The flat line its timeline chart draws (its path's TCP maximum), None for none."""
+    def timeline_limit(self, record: Record) -> tuple[float, str] | None:
+        """The flat line its timeline chart draws and its name (its path's TCP maximum), None
+        for none."""
         if not self.path_rate:
             return None
         value = (record.get("path") or {}).get("theoretical_bits_per_second")
-        return float(value) if isinstance(value, (int, float)) else None
+        return (float(value), TCP_MAXIMUM) if isinstance(value, (int, float)) else None
+
+    # --- warnings -------------------------------------------------------------------------
+
+    def caveats(self, record: Record) -> list[Caveat]:
+        """What the record's own numbers say a reader must be warned of, judged from the record
+        alone (run.json's warnings, the results row, the console): none by default."""
+        return []
 
     # --- the report's sections, compare and the Diagnosis -----------------------------------
 
@@ -365,11 +389,3 @@ def target_text(params: Mapping[str, Any], path: Mapping[str, Any]) -> str:
         target = f"{server} {nic}" if server and nic else server
     text = str(target or address or DASH)
     return f"{text} ({address})" if address and address != target else text
-
-
-def size_to_ask(size_bytes: float) -> str:
-    """A size to ask for, rounded up to a power of two: ``64 MiB``, ``2 GiB``."""
-    mib = 1
-    while mib * 2**20 < size_bytes:
-        mib *= 2
-    return f"{mib // 1024} GiB" if mib >= 1024 else f"{mib} MiB"

@@ -1,4 +1,5 @@
-"""Mermaid blocks GitHub and GitLab render: ``xychart-beta`` bar charts, a topology ``flowchart``.
+"""Mermaid blocks GitHub and GitLab render: ``xychart-beta`` bar charts (per second too, where
+a step without a measurement is a gap), a topology ``flowchart``.
 
 Also a validator for exactly the subset emitted here (tests use it; no mermaid CLI needed).
 """
@@ -133,33 +134,41 @@ def legend(limit: str | None = None) -> str:
     return f" ({DATA_NAMES[0]}: median; {LIMIT_NAME}, behind: {limit})"
 
 
-def line_chart(
+def steps_chart(
     title: str,
     x_label: str,
-    lines: Sequence[Sequence[float | None]],
+    bars: Sequence[Sequence[float | None]],
     unit: str,
     top: float,
     colours: Sequence[str] = (),
     *,
+    lines: Sequence[Sequence[float]] = (),
     x_start: int = 0,
 ) -> str | None:
-    """An ``xychart-beta`` of lines over a numeric x-axis ``x_start --> x_start + len - 1`` (one
-    point per step; a missing point is drawn as 0); values already in ``unit``. None when
-    nothing to draw. ``colours``: one per line (default: the data colours in order).
+    """An ``xychart-beta`` over a numeric x-axis ``x_start --> x_start + len - 1``, one point
+    per step: ``bars`` first (a value a bar; None, a step where nothing was measured, no bar:
+    mermaid's lines have no gaps, a missing bar is one), then ``lines`` (whole series, such as
+    a flat limit); values already in ``unit``. Several bar series stand at the same place: the
+    first drawn behind the next. None when nothing to draw. ``colours``: one per series, bars
+    then lines (default: the data colours in order).
     """
-    drawn = [[float(v or 0.0) for v in line] for line in lines if line]
-    if not drawn or not any(any(line) for line in drawn):
+    shown = [list(series) for series in bars if series]
+    if not shown or not any(v for series in shown for v in series):
         return None
-    length = max(len(line) for line in drawn)
-    drawn = [line + [0.0] * (length - len(line)) for line in drawn]
+    length = max(len(series) for series in [*shown, *lines])
+    drawn = [[float(v or 0.0) for v in s] + [0.0] * (length - len(s)) for s in shown]
+    flat = [[float(v) for v in s] + [0.0] * (length - len(s)) for s in lines]
+    highest = max(v for series in [*drawn, *flat] for v in series)
     body = [
         "xychart-beta",
         f'title "{_category(title)}"',
         f'x-axis "{_category(x_label)}" {x_start} --> {x_start + max(length - 1, 1)}',
-        f'y-axis "{unit}" 0 --> {_number(axis_max(max(max(line) for line in drawn), top))}',
+        f'y-axis "{unit}" 0 --> {_number(axis_max(highest, top))}',
     ]
-    body += ["line [" + ", ".join(_number(v) for v in line) + "]" for line in drawn]
-    return block(body, list(colours) or list(DATA_COLOURS[: len(drawn)]))
+    body += ["bar [" + ", ".join(_number(v) for v in series) + "]" for series in drawn]
+    body += ["line [" + ", ".join(_number(v) for v in series) + "]" for series in flat]
+    count = len(drawn) + len(flat)
+    return block(body, list(colours) or list(DATA_COLOURS[:count]))
 
 
 def axis_max(highest: float, at_least: float = 0.0) -> float:

@@ -28,6 +28,7 @@ from nasplan.errors import RunDirError
 from nasplan.hosts.session import HostSession, close_sessions, prepare
 from nasplan.input.inventory import Host
 from nasplan.input.plan import Plan
+from nasplan.measure import kinds
 from nasplan.measure.kind import RunContext
 from nasplan.measure.verdicts import annotated
 from nasplan.output import require_free_space, secrets_from_environ, sync_files
@@ -308,6 +309,8 @@ class Run:
         found = [*self.plan.inventory.warnings]
         found += [w for s in self.sessions.values() for w in s.warnings]
         found += [f"{t['id']}: {w}" for t in tests for w in t.get("warnings") or []]
+        # what a test's own numbers say (a UDP test's loss), judged by its kind
+        found += [f"{t['id']}: {c.text}" for t in tests for c in kinds.readout(t).caveats(t)]
         found += self.warnings + self.networks.warnings
         return list(dict.fromkeys(found))
 

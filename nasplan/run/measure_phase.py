@@ -92,7 +92,8 @@ class MeasurePhase:
         if not cell.stopped():
             return
         done = cell.record()
-        shown = cell.bound.kind.result_text(done)
+        kind = cell.bound.kind
+        shown = " ".join([kind.result_text(done), *(c.mark for c in kind.caveats(done))])
         self.ctx.progress.test_done(cell.test.id, done["status"], done["error"] or shown)
         if self.early is not None:
             self._release_done()

@@ -12,7 +12,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from nasplan.analysis import cache_influence, summarize
+from nasplan.analysis import MIN_TRUSTED_S, cache_influence, summarize
 from nasplan.errors import CannotStart
 from nasplan.hosts.lock import PRELUDE
 from nasplan.hosts.session import HostSession
@@ -250,7 +250,13 @@ def _one(job: _Fio, fio_job: fio.FioParams, name: str) -> tuple[dict[str, Any], 
 def _summarize(record: dict[str, Any], session: HostSession, size_bytes: int) -> None:
     _direction_summaries(record)
     memory_bytes = session.facts.memory_bytes if session.facts else None
-    record["cache_warning"] = cache_influence(size_bytes, memory_bytes, record["params"]["direct"])
+    medians = [s.get("median") or 0.0 for s in (record.get("directions") or {}).values() if s]
+    record["cache_warning"] = cache_influence(
+        size_bytes,
+        memory_bytes,
+        record["params"]["direct"],
+        at_least_bytes=max(medians, default=0.0) * MIN_TRUSTED_S,  # the Diagnosis's size too
+    )
 
 
 def _direction_summaries(record: dict[str, Any]) -> None:
