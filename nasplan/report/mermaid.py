@@ -23,8 +23,8 @@ _NUMBER = r"-?\d+(?:\.\d+)?"
 # One palette serves GitHub's light and dark themes, so each colour is a mid-tone with at least
 # 3:1 contrast (WCAG's for graphics) against both the light theme's white and the dark theme's
 # #333 chart background; tests/unit/report/test_mermaid_render.py checks it in a browser.
-DATA_COLOURS = ("#3b82f6", "#ea580c", "#a855f7")
-DATA_NAMES = ("blue", "orange", "purple")
+DATA_COLOURS = ("#3b82f6", "#ea580c", "#a855f7", "#0d9488", "#65a30d")
+DATA_NAMES = ("blue", "orange", "purple", "teal", "green")
 LIMIT_COLOUR, LIMIT_NAME = "#888888", "grey"
 _HEX = r"#[0-9a-f]{6}"
 _INIT = re.compile(
@@ -125,6 +125,37 @@ def quantity_chart(
     body.append("bar [" + ", ".join(_number(v) for v in bars) + "]")
     colours = [LIMIT_COLOUR, DATA_COLOURS[0]] if behind else [DATA_COLOURS[0]]
     return block(body, colours)
+
+
+def series_chart(
+    title: str,
+    quantity: str,
+    categories: Sequence[str],
+    series: Sequence[Sequence[float | None]],
+    *,
+    horizontal: bool = False,
+) -> str | None:
+    """An ``xychart-beta`` of one quantity with a bar series each (one per run of a
+    comparison), each in its own colour (DATA_COLOURS in order, again from the first after the
+    last): a series' None is no bar, so a category that belongs to one series shows its colour
+    alone. None when there is nothing to draw."""
+    if not categories or all(v is None for one in series for v in one):
+        return None
+    unit, factor = QUANTITIES[quantity].unit([v for one in series for v in one])
+    bars = [[(v or 0.0) / factor for v in one] for one in series]
+    body = [
+        "xychart-beta horizontal" if horizontal else "xychart-beta",
+        f'title "{_category(title)}"',
+        "x-axis [" + ", ".join(f'"{_category(c)}"' for c in categories) + "]",
+        f'y-axis "{unit}" 0 --> {_number(_axis_max(max(v for one in bars for v in one)))}',
+    ]
+    body += ["bar [" + ", ".join(_number(v) for v in one) + "]" for one in bars]
+    return block(body, [DATA_COLOURS[i % len(DATA_COLOURS)] for i in range(len(bars))])
+
+
+def colour_name(index: int) -> str:
+    """The name of series ``index``'s colour in series_chart: ``blue``, ``orange``, ..."""
+    return DATA_NAMES[index % len(DATA_NAMES)]
 
 
 def legend(limit: str | None = None) -> str:
