@@ -89,7 +89,8 @@ class MeasurePhase:
         for name in mark_lost_hosts(self.sessions):
             self.ctx.progress.host(name, f"[lost] {self.sessions[name].error}")
         self.save()
-        if not cell.stopped():
+        if not cell.stopped():  # an interleaved run's next round comes back to it
+            self.ctx.progress.waiting(cell.test.id, _how_far(cell))
             return
         done = cell.record()
         kind = cell.bound.kind
@@ -159,6 +160,16 @@ class MeasurePhase:
                 left_s=time_left_s(self.cells),
             )
         )
+
+
+def _how_far(cell: Cell) -> str:
+    """``1 of 3 repetitions done, last 281.2 MiB/s``: a waiting test's line, in its kind's
+    unit."""
+    done = len(cell.taken)
+    last = _last_rate(cell)
+    return f"{done} of {cell.test.repetitions_text} repetitions done" + (
+        f", last {last}" if last else ""
+    )
 
 
 def _last_rate(cell: Cell) -> str | None:

@@ -24,6 +24,7 @@ from nasplan.run.apply import Run, apply
 from nasplan.run.overlap import Overlap
 from nasplan.run.planned import EXIT_OK, EXIT_UNREACHABLE
 from nasplan.run.request import RunRequest
+from nasplan.run.signals import Stopped
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 FACTS = (FIXTURES / "facts" / "debian12-netns-veth.txt").read_text(encoding="utf-8")
@@ -325,14 +326,29 @@ def test_an_interrupted_interleaved_run_is_resumed_to_the_end_in_its_directory(
     # round 1: rtt 1, rtt-again 1; Ctrl-C in rtt's second repetition
     hosts["ws"].expect("ping -n -c 5", PING_OK).expect("ping -n -c 5", PING_OK)
     hosts["ws"].expect("ping -n -c 5", reply=ctrl_c)
+
+    class Waits(PlainProgress):
+        said: list[tuple[str, str]] = []  # noqa: RUF012 - this test's own
+
+        def waiting(self, test_id: str, summary: str) -> None:
+            self.said.append((test_id, summary))
+
     plan = _plan(tmp_path, TESTS + TESTS.replace("id: rtt,", "id: rtt-again,"))
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt) as stopped:
         apply(
             RunRequest(plan, out=tmp_path / "run"),
-            PlainProgress(io.StringIO()),
+            Waits(io.StringIO()),
             connector=lambda host: hosts[host.name],
             tasks=Overlap.serial(),
         )
+    # the console was told which tests wait for their next round, in their kind's unit
+    assert [(test_id, summary.split(", last ")[0]) for test_id, summary in Waits.said] == [
+        ("rtt", "1 of 2 repetitions done"),
+        ("rtt-again", "1 of 2 repetitions done"),
+    ]
+    assert all(summary.endswith(" ms") for _, summary in Waits.said)
+    # where the stopped run is, for the command line's report line and --resume command
+    assert isinstance(stopped.value, Stopped) and stopped.value.run_dir == tmp_path / "run"
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run["order"] == "interleaved" and isinstance(run["seed"], int)
     assert run["sequence"] == [["rtt", 1], ["rtt-again", 1], ["rtt", 2]]
