@@ -109,7 +109,17 @@ def test_a_test_waiting_for_its_next_round_has_no_clock_and_no_rate() -> None:
     progress.rate("smb", 900e6, 2.0)  # a late rate of the part that ended: not shown
     progress.close()
     last = buffer.getvalue().rsplit("test smb", 1)[1].splitlines()[0]
-    assert last.split() == "waiting: 1 of 3 repetitions done, last 281.2 MiB/s".split(), last
+    assert last.split() == [
+        "waiting:",
+        "1",
+        "of",
+        "3",
+        "repetitions",
+        "done,",
+        "last",
+        "281.2",
+        "MiB/s",
+    ], last
 
     buffer = io.StringIO()
     progress = live(buffer)

@@ -13,8 +13,8 @@ import pytest
 
 from nasplan.errors import InputError, NasplanError
 from nasplan.results import (
-    counts_text,
     SCHEMA_VERSION,
+    counts_text,
     load_run,
     new_run_dir,
     redact,
