@@ -1,10 +1,11 @@
 """The one contract of a test kind: everything nasplan knows of ``kind: NAME`` in one object.
 
-``Kind`` is the plan side (typed settings, the tools it needs, its line for ``apply --check``,
-its estimate, how it runs) on top of ``Readout``, the record side: how its run.json record
-reads to the console, the results table and the headline, charts, the Diagnosis and
-``compare``. The rest of nasplan asks a kind (``nasplan.measure.kinds``) and never branches on
-its name; a record of a kind this nasplan does not know reads through ``Readout``'s defaults.
+``Kind`` is the plan side (typed settings, the tools it needs, its line for ``apply --check``
+and what ``--check`` reads on its hosts, its estimate, how it runs) on top of ``Readout``, the
+record side: how its run.json record reads to the console, the results table and the headline,
+charts, the Diagnosis and ``compare``, and what its numbers warn of. The rest of nasplan asks a
+kind (``nasplan.measure.kinds``) and never branches on its name; a record of a kind this
+nasplan does not know reads through ``Readout``'s defaults.
 """
 
 from __future__ import annotations
@@ -105,6 +106,24 @@ class Caveat:
 
     mark: str
     text: str
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What ``apply --check`` reads on a host before a run, so that it fails where the run
+    would: ``script`` (POSIX sh, as the login user) never writes anything; exit 0: found,
+    exit PROBE_CANNOT_TELL: it could not look (a tool not installed yet), any other: ``missing``
+    is the problem (the script's last line of output added). ``stdin``: a secret the look needs
+    (an SMB password), never in its argv."""
+
+    host: str
+    what: str  # what it looks for: ``path /volume1/test (writable)``
+    script: str
+    missing: str  # ``no writable directory /volume1/test on nas``
+    stdin: str | None = None
+
+
+PROBE_CANNOT_TELL = 3
 
 
 class Readout:
@@ -310,13 +329,13 @@ class Kind(Readout, abc.ABC, Generic[S]):
 
     ``settings(test)``: the plan test's own keys -> a frozen value with every default stated
     once; ``needs``: host name -> tools that host must have (installed by its platform);
-    ``describe``: one line for ``apply --check``; ``estimate``: how long the test takes (and
-    what that assumed); ``run``: the run.json test record (never raises). ``settles_itself``:
-    ``run`` calls ``RunContext.settle`` just before it measures (the previous test's teardown
-    overlaps its start); apply settles before the other kinds' tests begin. ``summarize``: the
-    record's summary, efficiency, status and error (and what else the kind derives from its
-    repetitions) computed again, when a run merges the parts of a test it ran a few repetitions
-    at a time (``nasplan.measure.merge``).
+    ``describe``: one line for ``apply --check``; ``probes``: what ``--check`` reads on its
+    hosts; ``estimate``: how long the test takes (and what that assumed); ``run``: the run.json
+    test record (never raises). ``settles_itself``: ``run`` calls ``RunContext.settle`` just
+    before it measures (the previous test's teardown overlaps its start); apply settles before
+    the other kinds' tests begin. ``summarize``: the record's summary, efficiency, status and
+    error (and what else the kind derives from its repetitions) computed again, when a run
+    merges the parts of a test it ran a few repetitions at a time (``nasplan.measure.merge``).
     """
 
     settles_itself: ClassVar[bool] = False
@@ -336,6 +355,13 @@ class Kind(Readout, abc.ABC, Generic[S]):
     @abc.abstractmethod
     def estimate(self, test: PlanTest, s: S, plan: Plan) -> Estimate:
         """How long the whole test takes (every repetition), and what that assumed."""
+
+    def probes(
+        self, test: PlanTest, s: S, plan: Plan, sessions: Mapping[str, HostSession]
+    ) -> list[Probe]:
+        """What ``--check`` reads on the test's hosts (a directory, a share, an export), each
+        host connected in ``sessions``: none by default."""
+        return []
 
     @abc.abstractmethod
     def run(self, test: PlanTest, s: S, ctx: RunContext) -> dict[str, Any]:
@@ -357,6 +383,7 @@ class Kind(Readout, abc.ABC, Generic[S]):
             run_part=lambda part, ctx: self.run(part, settings, ctx),
             summarize=lambda record: self.summarize(record, settings),
             estimate=lambda plan: self.estimate(test, settings, plan),
+            probes=lambda plan, sessions: self.probes(test, settings, plan, sessions),
             settles_itself=self.settles_itself,
         )
 
@@ -374,6 +401,7 @@ class BoundTest:
     run_part: Callable[[PlanTest, RunContext], dict[str, Any]]
     summarize: Callable[[dict[str, Any]], dict[str, Any]]
     estimate: Callable[[Plan], Estimate]
+    probes: Callable[[Plan, Mapping[str, HostSession]], list[Probe]] = lambda plan, sessions: []
     settles_itself: bool = False
 
     def run(self, ctx: RunContext) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import secrets
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,10 +18,10 @@ from nasplan.errors import CannotStart
 from nasplan.hosts.lock import PRELUDE
 from nasplan.hosts.session import HostSession
 from nasplan.input.plan import Plan, PlanTest
-from nasplan.measure import sampling, timeline
+from nasplan.measure import probes, sampling, timeline
 from nasplan.measure.capacity import DISK, Capacity
 from nasplan.measure.estimate import Estimate
-from nasplan.measure.kind import Kind, Needs, Record, RunContext
+from nasplan.measure.kind import Kind, Needs, Probe, Record, RunContext
 from nasplan.measure.pair import check_ready
 from nasplan.measure.record import finish, new_record, warn
 from nasplan.measure.series import DIRECTIONS, Series, directions_asked
@@ -297,6 +298,14 @@ class Disk(Kind[DiskSettings]):
     def needs(self, test: PlanTest, s: DiskSettings) -> Needs:
         """fio on the host whose disk is measured."""
         return {host: ("fio",) for host in test.hosts}
+
+    def probes(
+        self, test: PlanTest, s: DiskSettings, plan: Plan, sessions: Mapping[str, HostSession]
+    ) -> list[Probe]:
+        """The directory fio writes into (a Windows path: diskspd's, not looked at here)."""
+        if s.path.find(":\\") == 1:
+            return []
+        return [probes.writable_directory(s.host, s.path, "the disk test's path")]
 
     def describe(self, test: PlanTest, s: DiskSettings) -> str:
         return (
