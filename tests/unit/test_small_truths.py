@@ -316,7 +316,7 @@ tests:
     ((script, stdin),) = [s for s in runners["ws"].scripts if "smbclient" in s[0]]
     assert "s3cret" not in script and stdin == "username = u\npassword = s3cret\n"
     assert (
-        f"problem: SMB share //198.18.0.10/data from ws: tree connect failed: NT_STATUS_BAD_NETWORK_NAME"
+        "problem: SMB share //198.18.0.10/data from ws: tree connect failed: NT_STATUS_BAD_NETWORK_NAME"
         in said
     )
     assert [one["found"] for one in outcome.looked] == ["yes", "no", "no", "no"]
