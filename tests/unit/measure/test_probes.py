@@ -69,7 +69,9 @@ def test_a_listing_that_fails_says_its_tool_s_last_line(tmp_path: Path) -> None:
     # the same script with a tool that fails as nfs-ls does: its last line is the reason
     tool = tmp_path / "nfs-ls"
     tool.write_text(
-        "#!/bin/sh\necho 'nfs_mount: RPC error'\necho\necho 'Failed to mount nfs share : mount/mnt call failed with \"NFS3ERR_NOENT\"' >&2\nexit 10\n"
+        "#!/bin/sh\necho 'nfs_mount: RPC error'\necho\n"
+        "echo 'Failed to mount nfs share : mount/mnt call failed with \"NFS3ERR_NOENT\"' >&2\n"
+        "exit 10\n"
     )
     tool.chmod(0o755)
     env = {"PATH": f"{tmp_path}:/usr/bin:/bin"}
