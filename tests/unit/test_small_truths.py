@@ -305,8 +305,8 @@ tests:
     said = stream.getvalue()
     # each distinct look once (the matrix's two cells share theirs), for the tests that need it
     assert (
-        f"nas: the disk test's path {there} (a writable directory): there (for disk[size=1MiB], disk[size=2MiB])"
-        in said
+        f"nas: the disk test's path {there} (a writable directory): there "
+        "(for disk[size=1MiB], disk[size=2MiB])" in said
     )
     gone = tmp_path / "volume2"
     assert f"problem: the disk test's path on nas: {gone} does not exist" in said
@@ -316,8 +316,8 @@ tests:
     ((script, stdin),) = [s for s in runners["ws"].scripts if "smbclient" in s[0]]
     assert "s3cret" not in script and stdin == "username = u\npassword = s3cret\n"
     assert (
-        "problem: SMB share //198.18.0.10/data from ws: tree connect failed: NT_STATUS_BAD_NETWORK_NAME"
-        in said
+        "problem: SMB share //198.18.0.10/data from ws: tree connect failed: "
+        "NT_STATUS_BAD_NETWORK_NAME" in said
     )
     assert [one["found"] for one in outcome.looked] == ["yes", "no", "no", "no"]
     assert sorted(tmp_path.rglob("*")) == before  # nothing written
