@@ -136,6 +136,8 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
         rate = f" at {format_bits_per_second(bitrate)}" if bitrate else ""
         if s.protocol == "udp" and bitrate is None:
             rate = " at iperf3's default 1 Mbit/s (set `bitrate`)"
+        elif s.protocol == "udp" and bitrate == 0:
+            rate = " as fast as it can"
         return f"{flow}{rate}{streams}, {test.repetitions_text} x {s.duration_s} s"
 
     def estimate(self, test: PlanTest, s: iperf3.Iperf3Params, plan: Plan) -> Estimate:
@@ -218,6 +220,8 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
             text += " a stream" if streams != 1 else ""
         elif udp and params.get("udp_bitrate_bits_per_second") is None:
             text += " at iperf3's default 1 Mbit/s a stream"
+        elif udp:
+            text += " as fast as it can (bitrate 0)"
         if params.get("bidir") and series is not None:
             text += f", --bidir {series.direction}"
         return text
