@@ -117,6 +117,24 @@ def main() -> None:
 
 
 @main.command()
+@click.argument("directory", type=click.Path(path_type=Path), default=".")
+@click.option("--force", is_flag=True, help="Overwrite the files when they are there.")
+def init(directory: Path, force: bool) -> None:
+    """Write a starter inventory.yaml, plan.yaml and lab.yaml into DIRECTORY (default: here):
+    your NAS and PC, iperf3 each way, an SMB copy each way, the NAS's disk, and a simulated lab
+    to try the plan on first.
+
+    Exit codes: 0 written, 2 a file is there already (nothing written; --force overwrites).
+    """
+    from nasplan import starter
+
+    for path in starter.write(directory, force=force):
+        click.echo(f"wrote {path}")
+    for line in starter.next_steps(directory):
+        click.echo(line)
+
+
+@main.command()
 @click.argument("plan_file", type=click.Path(path_type=Path))
 @inventory_option
 @extra_vars_option
