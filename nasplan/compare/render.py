@@ -215,12 +215,13 @@ def _charts(comparison: Mapping[str, Any]) -> list[dict[str, Any]]:
     found = []
     for quantity, (categories, series) in groups.items():
         drawn = [i for i, values in enumerate(series) if any(v is not None for v in values)]
-        said = "; ".join(f"{mermaid.colour_name(n)}: {names[i]}" for n, i in enumerate(drawn))
+        said = "; ".join(f"{mermaid.colour_name(i)}: {names[i]}" for i in drawn)
         block = mermaid.series_chart(
             f"Median {QUANTITIES[quantity].title} per test and run ({said})",
             quantity,
             categories,
             [series[i] for i in drawn],
+            drawn,  # a run keeps its colour in every chart
             horizontal=True,
         )
         if block:

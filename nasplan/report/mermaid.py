@@ -132,13 +132,14 @@ def series_chart(
     quantity: str,
     categories: Sequence[str],
     series: Sequence[Sequence[float | None]],
+    colours: Sequence[int],
     *,
     horizontal: bool = False,
 ) -> str | None:
     """An ``xychart-beta`` of one quantity with a bar series each (one per run of a
-    comparison), each in its own colour (DATA_COLOURS in order, again from the first after the
-    last): a series' None is no bar, so a category that belongs to one series shows its colour
-    alone. None when there is nothing to draw."""
+    comparison), series i in colour ``colours[i]`` (an index into DATA_COLOURS, again from the
+    first after the last: ``colour_name``): a series' None is no bar, so a category that belongs
+    to one series shows its colour alone. None when there is nothing to draw."""
     if not categories or all(v is None for one in series for v in one):
         return None
     unit, factor = QUANTITIES[quantity].unit([v for one in series for v in one])
@@ -150,7 +151,7 @@ def series_chart(
         f'y-axis "{unit}" 0 --> {_number(_axis_max(max(v for one in bars for v in one)))}',
     ]
     body += ["bar [" + ", ".join(_number(v) for v in one) + "]" for one in bars]
-    return block(body, [DATA_COLOURS[i % len(DATA_COLOURS)] for i in range(len(bars))])
+    return block(body, [DATA_COLOURS[i % len(DATA_COLOURS)] for i in colours])
 
 
 def colour_name(index: int) -> str:

@@ -12,6 +12,7 @@ from importlib import resources
 from pathlib import Path
 
 from nasplan.errors import InputError
+from nasplan.output import redactor_of, write_text
 
 FILES = ("inventory.yaml", "plan.yaml", "lab.yaml")
 LAB_NAME = "starter-lab"
@@ -33,7 +34,7 @@ def write(directory: Path, *, force: bool = False) -> list[Path]:
     source = resources.files("nasplan").joinpath("starter")
     for name, target in zip(FILES, targets, strict=True):
         target.unlink(missing_ok=True)  # a symlink is replaced, never written through
-        target.write_text(source.joinpath(name).read_text(encoding="utf-8"), encoding="utf-8")
+        write_text(target, source.joinpath(name).read_text(encoding="utf-8"), redactor_of(()))
     return targets
 
 

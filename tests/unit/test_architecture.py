@@ -40,11 +40,11 @@ def test_every_module_is_in_the_architecture_doc() -> None:
 FLOORS: tuple[tuple[str, ...], ...] = (
     # the contracts and what every room reads: stdlib (and yaml, jinja2) only below them
     ("nasplan", "errors", "units", "quantities", "tasks", "sections", "significance"),
-    # files written, statistics of repetitions; plans and inventories read and checked; the
+    # files written, statistics of repetitions; plans and inventories read and checked
+    ("output", "analysis", "input"),
+    # talking to hosts (runners, quoting, sudo); the run directory; the console; the lab; the
     # starter files `nasplan init` writes
-    ("output", "analysis", "input", "starter"),
-    # talking to hosts (runners, quoting, sudo); the run directory; the console; the lab
-    ("remote", "results", "progress", "lab"),
+    ("remote", "results", "progress", "lab", "starter"),
     ("facts", "verbosity"),
     ("platforms",),
     # sessions and their locks

@@ -140,4 +140,4 @@ def test_a_pip_user_starts_from_nasplan_init(
     assert run([nasplan, "validate", "first/lab.yaml"], tmp_path, env).startswith("ok")
     lab_inventory = "first/.lab/starter-lab/inventory.yaml"
     out = run([nasplan, "validate", "first/plan.yaml", "-i", lab_inventory], tmp_path, env)
-    assert out.splitlines()[-1] == "ok"
+    assert "ok" in out.splitlines()  # with a warning: the lab is not up, its preview is used
