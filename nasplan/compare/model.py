@@ -69,6 +69,7 @@ def _side(test: Mapping[str, Any] | None, series: Series | None) -> dict[str, An
         "max": summary.get("max"),
         "efficiency": series.efficiency,
         "theoretical_bits_per_second": series.theoretical_bits_per_second,
+        "limit_name": series.limit_name,
         "values": series.values,
         "bottleneck": _bottleneck(test, series.direction),
         # a copy under analysis.MIN_TRUSTED_S: its ratio is of set-up times as much as of rates
