@@ -1,12 +1,13 @@
 """Optional PNG/SVG charts drawn with matplotlib (``nasplan report|compare --charts png|svg``).
 
 One figure per quantity (throughput in bit/s; file transfer and disk rates in MiB/s), so no axis
-mixes units. Bars are grouped by test (and direction), one series per run with a legend; the
-TCP maximum (a UDP test's rate asked) is a short marker over its own test's bars, named in the
-legend; each bar's whiskers span its repetitions' minimum to maximum (a wide spread shows as long ones); a test that failed or was skipped keeps
-its place with the word in it instead of a bar. Labels are horizontal on the category
-axis, so a chart still reads at 12 or more bars. matplotlib is not a dependency: without it the
-user gets a clear message, and the Mermaid charts in the Markdown are still there.
+mixes units. Bars are grouped by test (and direction), one series per run with a legend; the TCP
+maximum (a UDP test's rate asked) is a short marker over its own test's bars, named in the
+legend; each bar's whiskers span its repetitions' minimum to maximum (a wide spread shows as
+long ones); a test that failed or was skipped keeps its place with the word in it instead of a
+bar. Labels are horizontal on the category axis, so a chart still reads at 12 or more bars.
+matplotlib is not a dependency: without it the user gets a clear message, and the Mermaid charts
+in the Markdown are still there.
 """
 
 from __future__ import annotations
