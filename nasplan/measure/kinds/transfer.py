@@ -9,6 +9,7 @@ removed in ``finally``, also after a failure.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from typing import Any
 
 from nasplan.errors import CannotStart
@@ -17,14 +18,14 @@ from nasplan.input.matrix import file_stem
 from nasplan.input.plan import Plan, PlanTest
 from nasplan.measure import methods, sampling, timeline
 from nasplan.measure.estimate import Estimate, copy_rate, parts
-from nasplan.measure.kind import Kind, Needs, Record, RunContext
+from nasplan.measure.kind import Kind, Needs, Probe, Record, RunContext
 from nasplan.measure.methods.base import (
     SETUP_TIMEOUT_S,
     SLOWEST_BYTES_PER_SECOND,
     Transfer,
     TransferSettings,
 )
-from nasplan.measure.pair import open_pair, target_label
+from nasplan.measure.pair import open_pair, target_address, target_label
 from nasplan.measure.record import (
     finish,
     finish_directions,
@@ -268,6 +269,21 @@ class FileTransfer(Kind[TransferSettings]):
         directions = len(directions_asked(s.direction))
         seconds = parts(plan, test) * part_s + copy_s * directions * test.repetitions
         return Estimate(seconds, (said,))
+
+    def probes(
+        self,
+        test: PlanTest,
+        s: TransferSettings,
+        plan: Plan,
+        sessions: Mapping[str, HostSession],
+    ) -> list[Probe]:
+        """What its method reads (the share, the export, the NAS's or the mount's directory);
+        CannotStart (or ValueError) for what the run could not start with."""
+        server = sessions.get(test.server)
+        if server is None or server.facts is None:
+            return []
+        xfer = transfer_for(s, test, server, "check")
+        return xfer.method.probes(xfer, test, target_address(test, plan, server))
 
     def run(self, test: PlanTest, s: TransferSettings, ctx: RunContext) -> dict[str, Any]:
         """Every repetition of one transfer test; failures are recorded, never raised."""

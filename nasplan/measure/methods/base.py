@@ -21,7 +21,7 @@ from nasplan.remote.runner import Runner
 if TYPE_CHECKING:
     from nasplan.hosts.session import HostSession
     from nasplan.input.plan import PlanTest
-    from nasplan.measure.kind import Needs
+    from nasplan.measure.kind import Needs, Probe
 
 # Reads go to /dev/null where the tool allows it, so the client's own disk is not measured;
 # rsync needs a real file and writes into the client's temp dir.
@@ -122,6 +122,11 @@ class TransferMethod(abc.ABC):
     def write_target(self, xfer: Transfer, index: int) -> Transfer:
         """The Transfer of write ``index`` (0: the untimed seed of the reads)."""
         return xfer
+
+    def probes(self, xfer: Transfer, test: PlanTest, address: str) -> list[Probe]:
+        """What ``apply --check`` reads for this method (``nasplan.measure.probes``): none by
+        default."""
+        return []
 
     def credentials(self, xfer: Transfer) -> tuple[str | None, str | None]:
         """``(secret, why not)``: the password the client's tool needs (None: none)."""

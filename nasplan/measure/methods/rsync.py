@@ -6,6 +6,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from nasplan.errors import CannotStart
+from nasplan.measure import probes
 from nasplan.measure.methods.base import (
     Command,
     Parsed,
@@ -21,7 +22,7 @@ from nasplan.remote.runner import Runner
 if TYPE_CHECKING:
     from nasplan.hosts.session import HostSession
     from nasplan.input.plan import PlanTest
-    from nasplan.measure.kind import Needs
+    from nasplan.measure.kind import Needs, Probe
 
 
 class Rsync(TransferMethod):
@@ -56,6 +57,11 @@ class Rsync(TransferMethod):
 
     def parse(self, xfer: Transfer, output: str) -> Parsed:
         return transfer.parse_rsync(output)
+
+    def probes(self, xfer: Transfer, test: PlanTest, address: str) -> list[Probe]:
+        """The NAS's directory rsync writes into."""
+        assert xfer.remote_dir is not None
+        return [probes.writable_directory(test.server, xfer.remote_dir, "the rsync directory")]
 
     def remove_copy(
         self, xfer: Transfer, client: Runner, server: Runner, local_dir: str, address: str
