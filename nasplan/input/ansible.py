@@ -342,6 +342,7 @@ def resolve(graph: _Graph, document: Document) -> AnsibleInventory:
         graph.add_child("all", "ungrouped")
         depth["ungrouped"] = 1
         parents["ungrouped"] = ["all"]
+        file_vars["ungrouped"] = _files_vars(base, "group_vars", "ungrouped")
     hosts: dict[str, AnsibleHost] = {}
     errors: dict[str, None] = {}
     ignored: dict[str, None] = {}

@@ -154,6 +154,18 @@ def reshape(link: str, rate: str, lab_file: Path | None, state_dir: Path | None)
     click.echo(f"link {changed.name} shaped to {changed.rate}")
 
 
+@lab.command()
+@click.argument("host")
+@click.argument("size")
+@lab_file_argument
+@state_dir_option
+def memory(host: str, size: str, lab_file: Path | None, state_dir: Path | None) -> None:
+    """Give HOST of the running lab a memory limit of SIZE (256MiB, 1GiB): the NAS's cache."""
+    _, resolved = lifecycle.resolve_state_dir(_lab_file(lab_file, state_dir), state_dir)
+    limit = lifecycle.set_memory(resolved, host, size)
+    click.echo(f"host {host}: memory limited to {limit}")
+
+
 def main() -> None:
     """Run the lab group alone, with nasplan errors as one-line messages and exit codes."""
     try:

@@ -14,6 +14,7 @@ from typing import Any
 from nasplan.analysis import CoreLoad, attribute_bottleneck, cache_influence
 from nasplan.measure import kinds
 from nasplan.measure.capacity import DISK, NETWORK, Capacity, best
+from nasplan.measure.series import COLD_READ, data_direction
 
 
 def annotated(
@@ -53,27 +54,31 @@ def transfer_verdicts(
         for host, sample in resources.items()
         if sample
     }
+    volume = params.get("volume")
+    disk_name = f"volume {volume}'s" if volume else "the NAS's local"
     verdicts: dict[str, Any] = {}
     for direction, summary in sorted((record.get("directions") or {}).items()):
         rate = (summary or {}).get("median")
         if not isinstance(rate, (int, float)):
             continue
-        address = params.get("address")
-        network = best(capacities, NETWORK, server, direction, client, address)
+        address, way = params.get("address"), data_direction(direction)
+        network = best(capacities, NETWORK, server, way, client, address)
         source = "iperf3"
         if network is None:
             network, source = path.get("theoretical_bits_per_second"), "theoretical"
         verdicts[direction] = attribute_bottleneck(
             label=f"{label} {direction}",
-            direction=direction,
+            direction=way,
             transfer_bytes_per_second=float(rate),
             network_bits_per_second=network,
             network_source=source,
             path_speed_bits_per_second=path.get("speed_bits_per_second"),
-            disk_bytes_per_second=best(capacities, DISK, server, direction),
+            disk_bytes_per_second=best(capacities, DISK, server, way, volume=volume),
             cpu_busy_percent=cpu,
             cpu_shared_with=cpu_shared_with,
             cpu_cores=cores,
+            disk_name=disk_name,
+            cache_dropped=direction == COLD_READ,
         )
     out = dict(record)
     out["bottleneck"] = verdicts or None
