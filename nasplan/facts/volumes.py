@@ -259,3 +259,19 @@ def summary(found: Mapping[str, Any]) -> str:
     if found.get("size_bytes") is not None:
         text += f", {_size(found.get('free_bytes'))} free of {_size(found['size_bytes'])}"
     return text
+
+
+def aspects(host: Mapping[str, Any]) -> dict[str, str]:
+    """run.json ``hosts.<name>``'s volumes and memory limit as lines for the report's storage and
+    compare's environment diff: ``volume hdd`` -> ``/share/HDD: ext4 on md1 raid1 of sda, sdb,
+    1.2 TiB free of 3.6 TiB``, ``memory limit`` -> ``96 MiB (of 23.5 GiB RAM)``."""
+    found: dict[str, str] = {}
+    limit = (host.get("facts") or {}).get("memory_limit_bytes")
+    ram = (host.get("facts") or {}).get("memory_bytes")
+    if isinstance(limit, int):
+        found["memory limit"] = f"{_size(limit)}" + (f" (of {_size(ram)} RAM)" if ram else "")
+    for name, volume in sorted((host.get("volumes") or {}).items()):
+        said = (volume.get("found") or {}).get("summary") or "not found on the host"
+        words = f" ({volume['description']})" if volume.get("description") else ""
+        found[f"volume {name}"] = f"{volume.get('path')}: {said}{words}"
+    return found

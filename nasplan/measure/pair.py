@@ -91,6 +91,14 @@ def open_pair(test: PlanTest, ctx: RunContext, needed: Needs) -> Pair:
     return Pair(server, client, address, pair_path(test, ctx, address))
 
 
+def nas_path(server: HostSession, address: str) -> dict[str, Any]:
+    """run.json ``path`` of several clients at once: the NAS's own end of it (the NIC holding
+    ``address``), whose TCP maximum is the limit of the whole."""
+    assert server.facts is not None
+    end = path_end(server.host, nic_holding(server.facts, address))
+    return describe_path(end, end)
+
+
 def pair_path(test: PlanTest, ctx: RunContext, address: str) -> dict[str, Any]:
     """run.json ``path`` of a client -> server test: each end's NIC (the client's as its
     kernel routes to ``address``, when the run asked it: ``RunContext.routes``), the links

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nasplan.analysis import CoreLoad, attribute_bottleneck, cache_influence
-from nasplan.measure import kinds
+from nasplan.measure import kinds, together
 from nasplan.measure.capacity import DISK, NETWORK, Capacity, best
 from nasplan.measure.series import COLD_READ, data_direction
 
@@ -86,3 +86,37 @@ def transfer_verdicts(
     if isinstance(size, int) and record.get("cache_warning") is None:
         out["cache_warning"] = cache_influence(size, memory_bytes.get(server))
     return out
+
+
+def together_verdict(
+    record: Mapping[str, Any], capacities: Sequence[Capacity], label: str
+) -> dict[str, Any]:
+    """Clients at once (``clients:``): what limited the whole, per direction
+    (``nasplan.measure.together.verdict``): the NAS's link (its own end's TCP maximum, the
+    record's ``path``), each client's own link (``paths``), the volume's disks, the NAS's CPU."""
+    params = record.get("params") or {}
+    server, volume = str(params.get("server")), params.get("volume")
+    path, paths = record.get("path") or {}, record.get("paths") or {}
+    cpu = ((record.get("resources") or {}).get(server) or {}).get("cpu_busy_percent_median")
+    found: dict[str, Any] = {}
+    for direction, summary in (record.get("directions") or {}).items():
+        median = (summary or {}).get("median")
+        shares = ((record.get("together") or {}).get(direction) or {}).get("clients") or {}
+        if not isinstance(median, (int, float)) or not shares:
+            continue
+        scale = 8 if "bytes" in str((summary or {}).get("metric") or "bytes") else 1
+        way = data_direction(direction)
+        found[direction] = together.verdict(
+            what=f"{label} {direction}",
+            aggregate_bits_per_second=float(median) * scale,
+            nas_link_bits_per_second=path.get("theoretical_bits_per_second"),
+            nas_link_name=str(path.get("server_interface") or "link"),
+            clients={
+                name: (rate * scale, (paths.get(name) or {}).get("theoretical_bits_per_second"))
+                for name, rate in shares.items()
+            },
+            disk_bytes_per_second=best(capacities, DISK, server, way, volume=volume),
+            disk_name=f"volume {volume}'s disks" if volume else "the NAS's disks",
+            nas_cpu_percent=cpu if isinstance(cpu, (int, float)) else None,
+        )
+    return found

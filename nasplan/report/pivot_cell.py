@@ -83,12 +83,19 @@ def _versus(point: Point, base: Point) -> dict[str, Any]:
     return {"ratio": ratio, "verdict": found.verdict, "rule": found.rule, "p_value": found.p_value}
 
 
-def cell(here: Sequence[Point], base: Sequence[Point], is_base: bool) -> dict[str, Any]:
-    """One cell: its numbers (median, min, max, n, values, ratio, verdict) and its text."""
+def cell(
+    here: Sequence[Point],
+    base: Sequence[Point],
+    is_base: bool,
+    against: Sequence[tuple[str, Sequence[Point], bool]] = (),
+) -> dict[str, Any]:
+    """One cell: its numbers (median, min, max, n, values, ratio, verdict) and its text;
+    ``against``: further baselines (label, their points, whether this cell is that one), each a
+    ratio of its own in ``against`` and the text (``×2.08 of link=p2p25``)."""
     cell: dict[str, Any] = {
         "status": NOT_RUN, "metric": None, "n": 0, "median": None, "min": None, "max": None,
         "values": [], "ratio": None, "verdict": None, "rule": None, "p_value": None,
-        "baseline": is_base, "bottleneck": None, "text": NOT_RUN,
+        "baseline": is_base, "bottleneck": None, "text": NOT_RUN, "against": [],
     }  # fmt: skip
     if len(here) > 1:
         ids = ", ".join(sorted({str(p.test["id"]) for p in here}))
@@ -113,6 +120,17 @@ def cell(here: Sequence[Point], base: Sequence[Point], is_base: bool) -> dict[st
         text += " baseline"
     elif cell["ratio"] is not None:
         text += f" ×{cell['ratio']:.2f}{MARKS.get(cell['verdict'] or '', '')}"
+    found = [
+        (label, _versus(point, one[0]))
+        for label, one, itself in against
+        if len(one) == 1 and not itself
+    ]
+    cell["against"] = [{"label": label, **versus} for label, versus in found]
+    text += "".join(
+        f" ×{v['ratio']:.2f}{MARKS.get(v['verdict'] or '', '')} of {label}"
+        for label, v in found
+        if v["ratio"] is not None
+    )
     spread = _range(summary["min"], summary["max"], point.metric) + ", " if summary["n"] > 1 else ""
     text += f" ({spread}n={summary['n']})"
     if cell["bottleneck"]:

@@ -15,7 +15,7 @@ import jinja2
 
 from nasplan.analysis import FRAME_OVERHEAD_BYTES, TCP_IPV4_HEADER_BYTES
 from nasplan.diagnose import diagnose
-from nasplan.facts import storage
+from nasplan.facts import storage, volumes
 from nasplan.measure import kinds
 from nasplan.output import redactor_of, secrets_from_environ, write_text
 from nasplan.quantities import BITS, BYTES
@@ -266,7 +266,7 @@ def _host(name: str, host: Mapping[str, Any], used: Set[str] = frozenset()) -> d
         "memory_bytes": facts.get("memory_bytes"),
         "iperf3_version": facts.get("iperf3_version"),
         "nics": _nics(host, used),
-        "storage": storage.aspects(facts.get("storage") or {}),
+        "storage": {**storage.aspects(facts.get("storage") or {}), **volumes.aspects(host)},
         "actions": list(host.get("actions", [])),
     }
 

@@ -251,7 +251,8 @@ def _one(job: _Fio, fio_job: fio.FioParams, name: str) -> tuple[dict[str, Any], 
 
 def _summarize(record: dict[str, Any], session: HostSession, size_bytes: int) -> None:
     _direction_summaries(record)
-    memory_bytes = session.facts.memory_bytes if session.facts else None
+    # the RAM its page cache may fill: a cgroup's limit below the RAM counts (facts)
+    memory_bytes = session.facts.cache_bytes if session.facts else None
     record["cache_warning"] = cache_influence(size_bytes, memory_bytes, record["params"]["direct"])
 
 
