@@ -233,7 +233,8 @@ def _btrfs_of(device: str | None, storage: Mapping[str, Any]) -> Mapping[str, An
     return next((b for b in storage.get("btrfs") or [] if device in b.get("devices", [])), None)
 
 
-def _size(size_bytes: Any) -> str:
+def size_text(size_bytes: Any) -> str:
+    """``1.2 TiB``, ``96.0 MiB``; ``?`` for an unknown size."""
     if not isinstance(size_bytes, int):
         return "?"
     for power, unit in ((4, "TiB"), (3, "GiB"), (2, "MiB")):
@@ -257,8 +258,13 @@ def summary(found: Mapping[str, Any]) -> str:
         parts[0] += f" {found['raid']}"
     text = " ".join(parts)
     if found.get("size_bytes") is not None:
-        text += f", {_size(found.get('free_bytes'))} free of {_size(found['size_bytes'])}"
+        text += f", {size_text(found.get('free_bytes'))} free of {size_text(found['size_bytes'])}"
     return text
+
+
+def describe_all(paths: Mapping[str, str], storage: Mapping[str, Any]) -> dict[str, str]:
+    """Volume name -> ``PATH: SUMMARY`` for each of a host's volumes (``--check``'s lines)."""
+    return {name: f"{path}: {describe(path, storage)['summary']}" for name, path in paths.items()}
 
 
 def aspects(host: Mapping[str, Any]) -> dict[str, str]:
@@ -269,7 +275,8 @@ def aspects(host: Mapping[str, Any]) -> dict[str, str]:
     limit = (host.get("facts") or {}).get("memory_limit_bytes")
     ram = (host.get("facts") or {}).get("memory_bytes")
     if isinstance(limit, int):
-        found["memory limit"] = f"{_size(limit)}" + (f" (of {_size(ram)} RAM)" if ram else "")
+        of = f" (of {size_text(ram)} RAM)" if ram else ""
+        found["memory limit"] = f"{size_text(limit)}{of}"
     for name, volume in sorted((host.get("volumes") or {}).items()):
         said = (volume.get("found") or {}).get("summary") or "not found on the host"
         words = f" ({volume['description']})" if volume.get("description") else ""

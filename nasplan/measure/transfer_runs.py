@@ -190,18 +190,19 @@ def prepare_client(
     local_dir = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
     if not result.ok or not local_dir.startswith("/"):
         return None, f"cannot create the source file on {client.host.name}: {result.stderr.strip()}"
-    return local_dir, _install_helper(xfer, client.runner, local_dir)
+    return local_dir, _write_files(xfer, client.runner, local_dir)
 
 
-def _install_helper(xfer: Transfer, client: Runner, local_dir: str) -> str | None:
-    """The method's helper script into the temp dir; why not, None when there or none needed."""
-    helper = xfer.method.helper(xfer)
-    if helper is None:
-        return None
-    name, text = helper
-    path = f"{local_dir}/{name}"
-    made = client.run(["sh", "-c", 'cat > "$1"', "sh", path], stdin=text, timeout_s=SETUP_TIMEOUT_S)
-    return None if made.ok else f"cannot write {path}: {made.stderr.strip()}"
+def _write_files(xfer: Transfer, client: Runner, local_dir: str) -> str | None:
+    """The files the method's tool needs into the temp dir (a helper script, a known_hosts);
+    why one could not be written, None when all were (or none is needed)."""
+    for name, text in xfer.method.client_files(xfer):
+        path = f"{local_dir}/{name}"
+        argv = ["sh", "-c", 'cat > "$1"', "sh", path]
+        made = client.run(argv, stdin=text, timeout_s=SETUP_TIMEOUT_S)
+        if not made.ok:
+            return f"cannot write {path}: {made.stderr.strip()}"
+    return None
 
 
 def cleanup(

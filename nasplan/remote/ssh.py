@@ -51,14 +51,26 @@ class UnknownHostKeyError(paramiko.SSHException):
 
 
 class _RefuseUnknownHostKey(paramiko.MissingHostKeyPolicy):
-    """Refuse hosts that are not in known_hosts (Fabric's default would accept them silently)."""
+    """Refuse hosts that are not in known_hosts (Fabric's default would accept them silently),
+    unless known_hosts holds this very key for another address the inventory gives the same
+    host (``aliases``: its name, its interfaces' addresses): a cable's address is then trusted
+    with the host's verified key, for this connection only (nothing is written)."""
 
-    def __init__(self, known_hosts: Sequence[Path]) -> None:
+    def __init__(self, known_hosts: Sequence[Path], aliases: Sequence[str] = ()) -> None:
         self.known_hosts = known_hosts
+        self.aliases = aliases
 
     def missing_host_key(
         self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey
     ) -> None:
+        keys = client.get_host_keys()
+        port = hostname.rpartition("]:")[2] if hostname.startswith("[") else None
+        for alias in self.aliases:
+            name = f"[{alias}]:{port}" if port else alias
+            known = keys.lookup(name)
+            if known is not None and known.get(key.get_name()) == key:
+                keys.add(hostname, key.get_name(), key)
+                return
         where = ", ".join(str(p) for p in self.known_hosts) or "no known_hosts file"
         raise UnknownHostKeyError(
             f"host key for {hostname} is not known ({fingerprint(key)}); "
@@ -78,6 +90,14 @@ def known_hosts_files(host: Host, ssh_config: dict[str, object]) -> list[Path]:
     return [Path("~/.ssh/known_hosts").expanduser()]
 
 
+def host_aliases(host: Host) -> list[str]:
+    """Other names the inventory gives ``host``: its name, its address, its interfaces'
+    addresses (a known_hosts line under any of them vouches for its key)."""
+    found = [host.name, host.address]
+    found += [i.address for i in host.interfaces.values() if i.address]
+    return list(dict.fromkeys(found))
+
+
 def _harden(connection: Connection, host: Host) -> None:
     files = known_hosts_files(host, dict(connection.ssh_config))
     keys = connection.client.get_host_keys()
@@ -94,7 +114,8 @@ def _harden(connection: Connection, host: Host) -> None:
         problem = private_file_problem(key_path, secret=True)
         if problem:
             raise HostError(f"{host.name}: IdentityFile {key_path} (ssh_config): {problem}")
-    connection.client.set_missing_host_key_policy(_RefuseUnknownHostKey(files))
+    policy = _RefuseUnknownHostKey(files, host_aliases(host))
+    connection.client.set_missing_host_key_policy(policy)
     gateway = connection.gateway
     if isinstance(gateway, Connection):  # ProxyJump: the jump host is checked just as strictly
         _harden(gateway, host)
@@ -338,6 +359,14 @@ class SshRunner(RunnerBase):
     def close(self) -> None:
         """Close the SSH connection."""
         self.connection.close()
+
+    def host_key(self) -> str | None:
+        """The key the host showed on this connection (checked when it opened)."""
+        transport = self.connection.client.get_transport()
+        if transport is None:
+            return None
+        key = transport.get_remote_server_key()
+        return f"{key.get_name()} {key.get_base64()}"
 
 
 def _until(

@@ -25,7 +25,7 @@ from nasplan.measure.capacity import Capacity
 from nasplan.measure.estimate import Estimate, path_rate
 from nasplan.measure.kind import DASH, Kind, Needs, Record, RunContext
 from nasplan.measure.methods.base import Transfer, TransferSettings
-from nasplan.measure.pair import nas_path, open_pair, target_label
+from nasplan.measure.pair import nas_path, open_pair, server_names, target_label
 from nasplan.measure.record import finish, finish_directions, new_record, path_params, warn
 from nasplan.measure.series import Series
 from nasplan.measure.tools import transfer_sets
@@ -63,7 +63,9 @@ def transfer_for(
     if s.groups and not way.many_files:
         raise CannotStart(f"method {s.method} copies one file at a time: no files: set")
     base = Transfer(way, s.directions, s.size_bytes, name, test.indices, groups=s.groups)
-    return way.concrete(s, base, server)
+    made = way.concrete(s, base, server)
+    # where the copies land as the NAS sees them (a cold read drops its cache there)
+    return made if made.server_path else dataclasses.replace(made, server_path=s.server_path)
 
 
 def _side(test: PlanTest, s: TransferSettings, ctx: RunContext, token: str, client: str) -> Side:
@@ -71,6 +73,9 @@ def _side(test: PlanTest, s: TransferSettings, ctx: RunContext, token: str, clie
     pair = open_pair(dataclasses.replace(test, client=client), ctx, FileTransfer().needs(test, s))
     several = client if len(test.clients) > 1 else ""
     xfer = transfer_for(s, test, pair.server, token, several)
+    assert pair.server.runner is not None
+    names = server_names(test, ctx, pair.address)
+    xfer = dataclasses.replace(xfer, nas_key=pair.server.runner.host_key(), nas_names=names)
     if not shell.of(pair.client.runner).is_windows:
         check_commands(xfer, pair.address)
     elif xfer.method.windows:  # Windows copies to a UNC path: no smbclient syntax

@@ -114,6 +114,11 @@ class Transfer:
     ssh: transfer.SshOptions = dataclasses.field(default_factory=transfer.SshOptions)
     # a set of many files: (count, bytes each) groups; () for one file
     groups: tuple[tuple[int, int], ...] = ()
+    # the NAS's host key nasplan's own connection verified (``ssh-ed25519 AAAA...``), and the
+    # addresses the plan and inventory give the NAS: a tool that checks host keys (rsync's ssh)
+    # gets a known_hosts of them when the plan names none
+    nas_key: str | None = None
+    nas_names: tuple[str, ...] = ()
 
     @property
     def files(self) -> int:
@@ -179,9 +184,10 @@ class TransferMethod(abc.ABC):
         plan does not say (``server_path``, a volume)."""
         return join(xfer.server_path, xfer.remote_name) if xfer.server_path else None
 
-    def helper(self, xfer: Transfer) -> tuple[str, str] | None:
-        """(name, text) of a script the client runs for this copy, kept in its temp dir."""
-        return None
+    def client_files(self, xfer: Transfer) -> list[tuple[str, str]]:
+        """(name, text) of each file the client's tool needs for this copy (a script, a
+        known_hosts), written into its temp dir before the first copy."""
+        return []
 
     def credentials(self, xfer: Transfer) -> tuple[str | None, str | None]:
         """``(secret, why not)``: the password the client's tool needs (None: none)."""

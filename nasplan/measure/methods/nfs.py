@@ -51,11 +51,11 @@ class Nfs(Copy):
             return "python3"
         return "nfs-cp" if xfer.export is not None else super().tool(xfer)
 
-    def helper(self, xfer: Transfer) -> tuple[str, str] | None:
+    def client_files(self, xfer: Transfer) -> list[tuple[str, str]]:
         """nfs_files.py for a set to an export (one mount for every file)."""
         if xfer.export is None or not xfer.groups:
-            return None
-        return transfer_sets.HELPER_NAME, transfer_sets.helper_text()
+            return []
+        return [(transfer_sets.HELPER_NAME, transfer_sets.helper_text())]
 
     def command(self, xfer: Transfer, direction: str, local_dir: str, address: str) -> Command:
         if xfer.export is None:

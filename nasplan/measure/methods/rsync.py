@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     from nasplan.measure.kind import Needs
 
 
+# the known_hosts nasplan writes in the client's temp dir for rsync's ssh
+KNOWN_HOSTS_NAME = "known_hosts"
+
+
 class Rsync(TransferMethod):
     """rsync of one file, always sent whole and uncompressed."""
 
@@ -48,7 +52,20 @@ class Rsync(TransferMethod):
     def tool(self, xfer: Transfer) -> str:
         return "rsync"
 
+    def client_files(self, xfer: Transfer) -> list[tuple[str, str]]:
+        """A known_hosts of the NAS's verified key under each of its addresses (the cable's
+        too), when the plan names no ``ssh_known_hosts``: checked as strictly, made by hand by
+        no one."""
+        if xfer.ssh.known_hosts or not xfer.nas_key:
+            return []
+        port = xfer.ssh.port
+        names = [f"[{n}]:{port}" if port and port != 22 else n for n in xfer.nas_names]
+        return [(KNOWN_HOSTS_NAME, "".join(f"{n} {xfer.nas_key}\n" for n in names))]
+
     def command(self, xfer: Transfer, direction: str, local_dir: str, address: str) -> Command:
+        if not xfer.ssh.known_hosts and xfer.nas_key:
+            ssh = dataclasses.replace(xfer.ssh, known_hosts=f"{local_dir}/{KNOWN_HOSTS_NAME}")
+            xfer = dataclasses.replace(xfer, ssh=ssh)
         remote = transfer.rsync_remote(xfer.ssh, address, join(xfer.remote_dir, xfer.remote_name))
         if xfer.groups:
             return self._set_command(xfer, direction, local_dir, address, remote)
