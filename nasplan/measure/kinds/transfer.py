@@ -46,7 +46,7 @@ from nasplan.units import format_size
 # a repetition's own start and end besides its data: a connection, a login, the file opened
 STEP_S = 0.5
 # what a file of a set costs besides its bytes: a create or an open, a close
-PER_FILE_S = 0.005
+PER_FILE_S = 0.002
 # a cold read's extra step: the NAS drops its cache
 DROP_S = 0.5
 
@@ -131,10 +131,11 @@ class FileTransfer(Kind[TransferSettings]):
     def estimate(self, test: PlanTest, s: TransferSettings, plan: Plan) -> Estimate:
         bits, said = path_rate(plan, test)
         clients = len(test.clients)  # at once, sharing the NAS's link
-        each_s = s.size_bytes * 8 * clients / bits + STEP_S
-        if s.groups:
+        copy_s = s.size_bytes * 8 * clients / bits + STEP_S
+        each_s = copy_s
+        if s.groups:  # each file's own cost, and the same bytes as one file beside the set
             each_s += transfer_sets.file_count(s.groups) * PER_FILE_S
-            each_s *= 2 if s.one_file else 1
+            each_s += copy_s if s.one_file else 0
         cold = sum(DROP_S for d in s.directions if d == "cold-read")
         return Estimate((each_s * len(s.directions) + cold) * test.repetitions, (said,))
 
@@ -244,6 +245,8 @@ class FileTransfer(Kind[TransferSettings]):
         reps = self.ok_repetitions(record, series.direction)
         parts += [_files_text(reps)] if any("files_per_second" in r for r in reps) else []
         found = ((record.get("together") or {}).get(series.direction or "")) or {}
+        whole = ((record.get("together_verdict") or {}).get(series.direction or "")) or {}
+        parts += [f"together: {whole['verdict']}"] if whole.get("verdict") else []
         parts += [together.fairness_text(found, "bytes_per_second")] if found else []
         parts += [_cache_text(record, series.direction)]
         return "; ".join(p for p in parts if p and p != DASH) or DASH
@@ -273,8 +276,15 @@ def _set_text(groups: Sequence[tuple[int, int]]) -> str:
     """``1000 files of 1 MiB``; a mixed set ``10 x 64 MiB + 1000 x 64 KiB``."""
     if len(groups) == 1:
         count, size = groups[0]
-        return f"{count} files of {format_size(size)}"
-    return " + ".join(f"{count} x {format_size(size)}" for count, size in groups)
+        return f"{count} files of {_file_size(size)}"
+    return " + ".join(f"{count} x {_file_size(size)}" for count, size in groups)
+
+
+def _file_size(size_bytes: int) -> str:
+    """A file's size as a set names it: ``64 KiB``, ``4 MiB``, ``1500 bytes``."""
+    if size_bytes >= 2**20:
+        return format_size(size_bytes)
+    return f"{size_bytes // 1024} KiB" if size_bytes % 1024 == 0 else f"{size_bytes} bytes"
 
 
 def _files_text(reps: Sequence[Mapping[str, Any]]) -> str:
