@@ -224,7 +224,7 @@ while IFS=: read -r nasplan_k nasplan_c nasplan_p; do
     *) continue ;;
   esac
   nasplan_get "$nasplan_f" && [ -n "$nasplan_v" ] && printf '%s=%s\n' "$nasplan_f" "$nasplan_v"
-done < /proc/self/cgroup 2>/dev/null
+done 2>/dev/null < /proc/self/cgroup
 # The line below is replaced by what the caller runs in the same round trip on a POSIX host
 # (apply: the host lock), in a subshell, after a marker line, with its exit status; it does not
 # run in a Windows POSIX layer, which nasplan drives through PowerShell.

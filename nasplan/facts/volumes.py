@@ -148,6 +148,9 @@ def describe(path: str, storage: Mapping[str, Any]) -> dict[str, Any]:
     mount = filesystem_of(path, storage.get("mounts") or [])
     df = storage.get("df") or {}
     space = df.get(mount["mountpoint"]) if mount else _df_of(path, df)
+    if mount is None and space and _zfs_pool(str(space["source"]).split("/")[0], storage):
+        # FreeBSD (TrueNAS CORE) has no /proc/mounts: df names the dataset, zpool its pool
+        mount = {"mountpoint": space["mountpoint"], "source": space["source"], "fstype": "zfs"}
     found: dict[str, Any] = {
         "mountpoint": mount["mountpoint"] if mount else (space or {}).get("mountpoint"),
         "filesystem": mount["fstype"] if mount else None,

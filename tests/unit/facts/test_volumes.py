@@ -91,3 +91,17 @@ def test_an_unlimited_group_is_no_memory_limit() -> None:
     ]
     assert parse_memory_limit(lines, 8 * 2**30) is None
     assert parse_memory_limit(["/sys/fs/cgroup/a/memory.max=1073741824"], 8 * 2**30) == 2**30
+
+
+def test_a_truenas_core_dataset_known_only_from_df_and_zpool() -> None:
+    # FreeBSD has no /proc/mounts: df's Filesystem column names the dataset
+    text = (FIXTURES / "storage" / "zpool-status-freebsd-mirror-faulted.txt").read_text()
+    pools = parse_zpool_status(text)
+    name = pools[0]["name"]
+    df = parse_df(
+        "Filesystem 1024-blocks Used Avail Capacity Mounted on\n"
+        f"{name}/media 1000 400 600 40% /mnt/{name}/media\n"
+    )
+    found = describe(f"/mnt/{name}/media/films", {"zfs_pools": pools, "df": df})
+    assert (found["filesystem"], found["raid"]) == ("zfs", "mirror")
+    assert found["free_bytes"] == 600 * 1024
