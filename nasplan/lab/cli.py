@@ -92,6 +92,10 @@ def status(lab_file: Path | None, state_dir: Path | None, output_format: str) ->
             f"  host {host.host.name:<10} {host.host.address:<18} netns {ns}  "
             f"sshd PID {host.host.sshd_pid} {alive}"
         )
+        for name, volume in host.host.volumes.items():
+            click.echo(f"    volume {name} at {volume['path']}: {volume['description']}")
+        if host.host.cgroup:
+            click.echo(f"    memory limited by {host.host.cgroup}")
     for link in found.links:
         shaped = ", ".join(
             format_bits_per_second(bps) if bps is not None else "?"
@@ -119,6 +123,8 @@ def status_dict(found: lifecycle.LabStatus | None) -> dict[str, Any]:
                 "namespace_exists": one.namespace_exists,
                 "sshd_pid": one.host.sshd_pid,
                 "sshd_running": one.sshd_alive,
+                "volumes": dict(one.host.volumes),
+                "cgroup": one.host.cgroup,
                 "state": state if one.namespace_exists else "namespace missing",
             }
         )

@@ -179,6 +179,7 @@ class FileTransfer(Kind[TransferSettings]):
         first = sides[0]
         params = record["params"]
         params.update(address=first.address, size_bytes=first.xfer.size_bytes, method=s.method)
+        params.update(direction=s.direction, read_cache=s.read_cache)
         if s.groups:
             params["files_count"] = first.xfer.files
         record["path"] = first.path
