@@ -7,10 +7,11 @@ STAMP := $(VENV)/.installed
 LAB ?= plans/examples/lab.yaml
 PLAN ?= plans/examples/nas-upgrade.yaml
 # What the demo lab needs, then what the whole test suite's labs add (Samba, NFS, fio, busybox;
-# chromium and npm: the Mermaid render test, scripts/ensure-mermaid.sh; npm only when no npm is
-# there: NodeSource's nodejs carries its own and conflicts with Debian's).
+# nftables: packet loss on a lab host's link, where the kernel has no netem; chromium and npm:
+# the Mermaid render test, scripts/ensure-mermaid.sh; npm only when no npm is there:
+# NodeSource's nodejs carries its own and conflicts with Debian's).
 APT_PACKAGES := iperf3 openssh-server openssh-client iproute2 ethtool iputils-ping procps util-linux sudo openssl
-TEST_APT_PACKAGES := $(APT_PACKAGES) iputils-tracepath samba smbclient rsync fio busybox libnfs-utils nfs-ganesha nfs-ganesha-vfs tgt libiscsi-bin chromium \
+TEST_APT_PACKAGES := $(APT_PACKAGES) iputils-tracepath samba smbclient rsync fio busybox libnfs-utils nfs-ganesha nfs-ganesha-vfs tgt libiscsi-bin chromium nftables \
   nbdkit libnbd-bin fuse3 btrfs-progs xfsprogs \
   $(if $(shell command -v npm),,npm)
 
@@ -55,11 +56,12 @@ demo-down: venv
 	$(BIN)/nasplan lab down $(LAB)
 
 # nasplan's overhead against the SSH floor at 1, 2, 10 and 30 lab hosts, the dead time per cell of
-# a 24-cell matrix, then where one apply's time goes (root: it uses the lab). A few minutes; not
-# part of `make test`.
+# a 24-cell matrix, repetitions until clear against a fixed five on an 8-cell matrix, then where
+# one apply's time goes (root: it uses the lab). A few minutes; not part of `make test`.
 bench: setup
 	$(BIN)/python bench/overhead_floor.py
 	$(BIN)/python bench/matrix_dead_time.py
+	$(BIN)/python bench/adaptive_matrix.py
 	$(BIN)/python bench/profile_apply.py
 
 clean:

@@ -57,9 +57,14 @@ KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
 PHASES = {
     "open_hosts": "connect + facts + lock, all hosts",
     "prepare": "tool checks",
+    "network": "network changes",
+    "paths": "routes asked",
     "tests": "tests",
+    "conclude": "conclusion (last teardown settled, verdicts, diagnosis)",
     "finish": "teardown, run.json + report at the end",
 }
+# the run's tail: from the last client's result to the report written
+TAIL = ("conclude", "finish")
 
 
 class Quiet(PlainProgress):
@@ -193,6 +198,9 @@ def main() -> None:
             apply(RunRequest(loaded, out=workdir / "warm-up"), Quiet())
             for index in range(args.repeat):
                 timings = Timings()
+                started = time.perf_counter()
+                load_plan(plan_path)  # (validated before: the memo spares jsonschema)
+                timings.add("start-up: plan and inventory loaded", time.perf_counter() - started)
                 with instrumented(timings):
                     started = time.perf_counter()
                     outcome = apply(RunRequest(loaded, out=workdir / f"run-{index}"), Quiet())
@@ -200,6 +208,8 @@ def main() -> None:
                 # the run's phases, as it timed them (``Outcome.spans``)
                 for phase, seconds in outcome.spans.items():
                     timings.add(f"wall: {PHASES.get(phase, phase)}", seconds)
+                tail = sum(outcome.spans.get(phase, 0.0) for phase in TAIL)
+                timings.add("tail: the last test's end to the report written", tail)
                 for phase, spans in timings.spans.items():
                     per_run[phase].append(sum(spans))
         finally:

@@ -6,12 +6,15 @@ import gc
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from nasplan import __version__
 from nasplan.errors import NasplanError
+
+if TYPE_CHECKING:  # imported where a command runs: the CLI's start stays light
+    from nasplan.input.inventory import InventoryChoice
 
 EXIT_INTERRUPTED = 130
 F = TypeVar("F", bound=Callable[..., Any])
@@ -62,8 +65,20 @@ class NasplanGroup(click.Group):
 inventory_option = click.option(
     "-i",
     "--inventory",
-    type=click.Path(path_type=Path),
-    help="Use this inventory instead of the plan's.",
+    "inventories",
+    multiple=True,
+    type=click.Path(path_type=Path, readable=False),
+    help="Use this inventory instead of the plan's: a file, an Ansible inventory directory or a "
+    "host list (nas,ws,); repeated, merged in order as Ansible merges several -i.",
+)
+reader_option = click.option(
+    "--inventory-reader",
+    "reader",
+    type=click.Choice(["nasplan", "ansible"]),
+    default=None,
+    help="Who reads the inventory: nasplan's own reader (the default, or the plan's "
+    "inventory_reader), or ansible: what `ansible-inventory --list` prints (vault, inventory "
+    "plugins and scripts; needs ansible-core installed).",
 )
 extra_vars_option = click.option(
     "-e",
@@ -117,12 +132,17 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("plan_file", type=click.Path(path_type=Path))
+@click.argument("plan_file", type=click.Path(path_type=Path, readable=False))
 @inventory_option
+@reader_option
 @extra_vars_option
 @_format_option('{"ok": ..., "errors": [{"file", "line", "column", "path", "message"}]}')
 def validate(
-    plan_file: Path, inventory: Path | None, extra_vars: tuple[str, ...], output_format: str
+    plan_file: Path,
+    inventories: tuple[Path, ...],
+    reader: str | None,
+    extra_vars: tuple[str, ...],
+    output_format: str,
 ) -> None:
     """Validate PLAN_FILE and its inventory; print ok, or each problem as FILE:LINE:COL.
 
@@ -130,10 +150,11 @@ def validate(
     the inventory its lab file will give (a warning says so). Exit codes: 0 valid, 2 not.
     """
     from nasplan.errors import InputError
+    from nasplan.input.inventory import InventoryChoice
 
     warnings: list[str] = []
     try:
-        said = _validate(plan_file, inventory, extra_vars, warnings)
+        said = _validate(plan_file, InventoryChoice(inventories, reader), extra_vars, warnings)
     except InputError as exc:
         if output_format != "json":
             raise
@@ -158,12 +179,12 @@ def _unlocated(message: str) -> dict[str, Any]:
 
 
 def _validate(
-    plan_file: Path, inventory: Path | None, extra_vars: tuple[str, ...], warnings: list[str]
+    plan_file: Path, inventory: InventoryChoice, extra_vars: tuple[str, ...], warnings: list[str]
 ) -> str:
     """Validate as ``nasplan validate`` does; what to say when valid (warnings: appended)."""
     from nasplan.input.extra_vars import extra_vars as parse_extra_vars
-    from nasplan.input.lab_files import generated_by_lab, is_lab_file
-    from nasplan.input.plan import load_plan, planned_inventory
+    from nasplan.input.lab_files import is_lab_file
+    from nasplan.input.plan import lab_inventory, load_plan
 
     variables = parse_extra_vars(extra_vars)
     if is_lab_file(plan_file):
@@ -171,9 +192,9 @@ def _validate(
 
         load_lab(plan_file)
         return f"ok (a lab file: sudo nasplan lab up {plan_file})"
-    planned = inventory or planned_inventory(plan_file)
-    if planned is None or planned.exists() or not generated_by_lab(planned):
-        plan = load_plan(plan_file, inventory, variables)
+    planned = lab_inventory(plan_file, inventory)
+    if planned is None:
+        plan = load_plan(plan_file, inventory.paths, variables, inventory.reader)
         warnings += plan.inventory.warnings
         return "ok"
     # The lab's code only for a plan whose inventory the lab writes.
@@ -184,7 +205,7 @@ def _validate(
     with tempfile.TemporaryDirectory(prefix="nasplan-validate-") as directory:
         previewed = Path(directory) / planned.name
         lab_file = preview.write_preview(planned, previewed)
-        load_plan(plan_file, previewed, variables)
+        load_plan(plan_file, previewed, variables, inventory.reader)
     warnings.append(
         f"{planned} is not there yet (the lab is not up): checked against the "
         f"inventory `nasplan lab up {lab_file}` writes"
@@ -193,15 +214,18 @@ def _validate(
 
 
 @main.command()
-@click.argument("plan_file", type=click.Path(path_type=Path), required=False)
+@click.argument("plan_file", type=click.Path(path_type=Path, readable=False), required=False)
 @inventory_option
+@reader_option
 @extra_vars_option
 @click.option(
-    "--out", type=click.Path(path_type=Path), help="Run directory (default runs/<UTC time>-<plan>)."
+    "--out",
+    type=click.Path(path_type=Path, readable=False),
+    help="Run directory (default runs/<UTC time>-<plan>).",
 )
 @click.option(
     "--resume",
-    type=click.Path(path_type=Path),
+    type=click.Path(path_type=Path, readable=False),
     metavar="RUN_DIR",
     help="Continue an interrupted or partly failed run in its directory: its ok repetitions "
     "kept, the others run again (the same plan, inventory and -e; PLAN_FILE: the run's).",
@@ -255,7 +279,8 @@ def _validate(
 )
 def apply(
     plan_file: Path,
-    inventory: Path | None,
+    inventories: tuple[Path, ...],
+    reader: str | None,
     extra_vars: tuple[str, ...],
     out: Path | None,
     resume: Path | None,
@@ -281,6 +306,7 @@ def apply(
     SIGHUP (the hosts put back and the report written first, as after Ctrl-C).
     """
     from nasplan.errors import InputError
+    from nasplan.input.inventory import InventoryChoice
     from nasplan.progress import make_progress
     from nasplan.run import apply as apply_module
     from nasplan.run import check as check_module
@@ -290,9 +316,12 @@ def apply(
     from nasplan.verbosity import Verbosity
 
     verbosity = Verbosity.from_flags(verbose, quiet)
+    inventory = InventoryChoice(inventories, reader)
     if output_format == "json" and not (check or list_tests):
         raise InputError("--format json goes with --check or --list-tests (a run writes run.json)")
     if list_tests:
+        if plan_file is None:
+            raise InputError("apply --list-tests needs PLAN_FILE")
         _list_tests(plan_file, inventory, extra_vars, limit, test_patterns, output_format)
         return
     asked = _ask_become_pass if ask_become_pass else None
@@ -342,7 +371,7 @@ def _ask_become_pass() -> str:
 
 def _list_tests(
     plan_file: Path,
-    inventory: Path | None,
+    inventory: InventoryChoice,
     extra_vars: tuple[str, ...],
     limit: tuple[str, ...],
     test_patterns: tuple[str, ...],
@@ -351,15 +380,14 @@ def _list_tests(
     """``apply --list-tests``: the plan (against the inventory its lab will write when the lab
     is not up, as ``validate`` does), cut to --limit / --tests, listed with its estimate."""
     from nasplan.input.extra_vars import extra_vars as parse_extra_vars
-    from nasplan.input.lab_files import generated_by_lab
-    from nasplan.input.plan import load_plan, planned_inventory
+    from nasplan.input.plan import lab_inventory, load_plan
     from nasplan.input.subset import choose
     from nasplan.run import listing
 
     variables = parse_extra_vars(extra_vars)
-    planned = inventory or planned_inventory(plan_file)
-    if planned is None or planned.exists() or not generated_by_lab(planned):
-        plan = load_plan(plan_file, inventory, variables)
+    planned = lab_inventory(plan_file, inventory)
+    if planned is None:
+        plan = load_plan(plan_file, inventory.paths, variables, inventory.reader)
     else:
         import tempfile
 
@@ -368,7 +396,7 @@ def _list_tests(
         with tempfile.TemporaryDirectory(prefix="nasplan-list-") as directory:
             previewed = Path(directory) / planned.name
             preview.write_preview(planned, previewed)
-            plan = load_plan(plan_file, previewed, variables)
+            plan = load_plan(plan_file, previewed, variables, inventory.reader)
     if limit or test_patterns:
         plan, subset = choose(plan, limit, test_patterns)
         for note in subset.notes:
@@ -385,13 +413,17 @@ def _list_tests(
 @click.option(
     "-i",
     "--inventory",
+    "inventories",
     required=True,
-    type=click.Path(path_type=Path),
-    help="The inventory that names HOST (its address, user, key, known_hosts).",
+    multiple=True,
+    type=click.Path(path_type=Path, readable=False),
+    help="The inventory that names HOST (its address, user, key, known_hosts); repeated, "
+    "merged in order as Ansible merges several -i.",
 )
+@reader_option
 @click.option(
     "--out",
-    type=click.Path(path_type=Path),
+    type=click.Path(path_type=Path, readable=False),
     help="An empty or new directory for the outputs (default: nasplan-probe-HOST).",
 )
 @click.option(
@@ -399,7 +431,13 @@ def _list_tests(
     is_flag=True,
     help="Replace IPv4, IPv6 and MAC addresses by placeholders, the same one for the same address.",
 )
-def probe(host: str, inventory: Path, out: Path | None, mask_addresses: bool) -> None:
+def probe(
+    host: str,
+    inventories: tuple[Path, ...],
+    reader: str | None,
+    out: Path | None,
+    mask_addresses: bool,
+) -> None:
     """Run every read-only command nasplan relies on for HOST; write their raw outputs, redacted,
     into a directory to attach to a report (docs/probe.md). Changes nothing on HOST.
 
@@ -410,18 +448,19 @@ def probe(host: str, inventory: Path, out: Path | None, mask_addresses: bool) ->
     from nasplan.probe import run_probe
 
     written = run_probe(
-        inventory,
+        inventories,
         host,
         out or Path(f"nasplan-probe-{host}"),
         mask_addresses=mask_addresses,
         environ=environ,
+        reader=reader or "nasplan",
     )
     click.echo(f"{host}: {written.platform}; {len(written.files)} files in {written.directory}")
     click.echo("attach this directory to a report (check it first: docs/probe.md)")
 
 
 @main.command()
-@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.argument("run_dir", type=click.Path(path_type=Path, readable=False))
 @click.option(
     "--charts",
     type=click.Choice(["png", "svg"]),
@@ -441,8 +480,10 @@ def report(run_dir: Path, charts: str | None, table: str | None) -> None:
 
 
 @main.command()
-@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path), help="Write here instead of stdout.")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path, readable=False))
+@click.option(
+    "--out", type=click.Path(path_type=Path, readable=False), help="Write here instead of stdout."
+)
 @click.option(
     "--format",
     "output_format",
@@ -522,18 +563,18 @@ def compare(
 
 
 @main.command()
-@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.argument("run_dir", type=click.Path(path_type=Path, readable=False))
 @verbose_option
 @quiet_option
 def restore(run_dir: Path, verbose: int, quiet: bool) -> None:
-    """Put the network of RUN_DIR's hosts back as it was before that run (after --keep)."""
+    """Put the network of RUN_DIR's hosts back as it was before that run (after --keep, or a
+    killed run), and remove what a killed run left on its hosts."""
     from nasplan.progress import PlainProgress, QuietProgress
     from nasplan.remote.ssh import connect
-    from nasplan.run.restore import record_restore, restore_run
+    from nasplan.run.restore import restore as restore_run
     from nasplan.verbosity import Verbosity
 
     verbosity = Verbosity.from_flags(verbose, quiet)
     progress = QuietProgress() if verbosity.quiet else PlainProgress()
     outcomes = restore_run(run_dir, progress, verbosity.traced(connect, progress.message))
-    record_restore(run_dir, outcomes)
     sys.exit(0 if all(o.status != "failed" for o in outcomes.values()) else 1)

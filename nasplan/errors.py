@@ -57,6 +57,13 @@ class RunDirError(NasplanError):
     exit_code = 1
 
 
+class RunDirBusy(NasplanError):
+    """Another nasplan process (a run, its ``--resume``, a ``restore``) holds the run directory:
+    exit code 3, nothing written into it."""
+
+    exit_code = 3
+
+
 class CannotStart(NasplanError):
     """A test cannot start (a host not ready, a tool missing, no address to send to).
 

@@ -7,6 +7,7 @@ A unit test checks that no other module of nasplan (the lab apart) opens a file 
 from __future__ import annotations
 
 import errno
+import fcntl
 import ipaddress
 import os
 import re
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nasplan.errors import RunDirError
+from nasplan.errors import RunDirBusy, RunDirError
 
 REDACTED = "********"
 # Secrets shorter than this are not masked: "1" or "ab" would shred every number and word.
@@ -148,6 +149,33 @@ def write_text(
     return path
 
 
+def hold_space(path: Path, size_bytes: int) -> bool:
+    """Hold ``size_bytes`` of ``path``'s disk in that file (random bytes: a compressing
+    filesystem would hold nothing for zeros), so that a file the run must write at its end
+    still fits once the disk filled up (``let_go`` frees it). False when the disk cannot give
+    that much now (what it held before stays held)."""
+    chunk = 1 << 16
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    except OSError:
+        return False
+    try:
+        held = os.fstat(fd).st_size
+        os.lseek(fd, held, os.SEEK_SET)
+        while held < size_bytes:
+            held += os.write(fd, os.urandom(min(chunk, size_bytes - held)))
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def let_go(path: Path) -> None:
+    """Free the space ``hold_space`` held in ``path``."""
+    path.unlink(missing_ok=True)
+
+
 def sync_files(paths: Iterable[Path], root: Path) -> None:
     """Put files written under ``root`` with ``durable=False`` on disk, and the directories
     naming them up to ``root`` (a raw output's test directory was new too).
@@ -170,6 +198,33 @@ def sync_files(paths: Iterable[Path], root: Path) -> None:
                 os.close(fd)
         except OSError as exc:
             raise RunDirError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+class HeldRunDir:
+    """This process's hold on a run directory: an exclusive lock on the directory itself (no file
+    is written for it), so that one nasplan at a time writes into it; let go of by ``release``
+    or when the process ends, however it ends.
+
+    Raises RunDirBusy when another process holds it (a run, its ``--resume``, a ``restore``).
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        fd = os.open(run_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise RunDirBusy(
+                f"{run_dir}: in use by another nasplan process (a run, its --resume or a restore "
+                "of it); nothing written into it: run again once that one has ended"
+            ) from None
+        self._fd: int | None = fd
+
+    def release(self) -> None:
+        """Let go of the run directory (another process may write into it from now on)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def free_bytes(directory: Path) -> int:

@@ -286,12 +286,13 @@ def readme_stub(
 
 
 def run_probe(
-    inventory: Path,
+    inventory: Path | Sequence[Path],
     host_name: str,
     out: Path,
     *,
     mask_addresses: bool,
     environ: Mapping[str, str],
+    reader: str = "nasplan",
 ) -> Written:
     """``nasplan probe``: connect to ``host_name`` of ``inventory`` (strict host keys), probe it,
     write ``out``. InputError (exit 2): no such host, ``out`` not empty; HostError (3)."""
@@ -300,10 +301,11 @@ def run_probe(
     from nasplan.output import redactor_of, secrets_from_environ
     from nasplan.remote import ssh
 
-    hosts = load_inventory(inventory).hosts
+    loaded = load_inventory(inventory, reader)
+    hosts = loaded.hosts
     if host_name not in hosts:
         known = ", ".join(sorted(hosts)) or "none"
-        raise InputError(f"{inventory}: no host {host_name!r} (hosts: {known})")
+        raise InputError(f"{loaded.named}: no host {host_name!r} (hosts: {known})")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise InputError(f"{out}: exists and is not an empty directory; choose another --out")
     host = hosts[host_name]

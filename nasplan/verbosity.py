@@ -54,7 +54,15 @@ class Verbosity:
             return connector
 
         def one(host: Host) -> Runner:
-            return TracedRunner(connector(host), Trace(host.name, self.level, say, secrets))
+            runner = connector(host)
+            from nasplan.remote.ssh import (
+                jump_route,  # a runner that connected: ssh is loaded already
+            )
+
+            route = jump_route(runner)
+            if route:
+                say(f"{host.name}: connected {route}")
+            return TracedRunner(runner, Trace(host.name, self.level, say, secrets))
 
         return one
 

@@ -300,7 +300,8 @@ def inventory_reference() -> str:
         "",
         _sentence(schema["description"]),
         "Vars follow Ansible's precedence: a host's own keys over its `vars`, over its groups' "
-        "`vars`, over the top-level `vars`. Relative paths are relative to the inventory file. "
+        "`vars`, over the top-level `vars`. Relative paths are relative to the inventory file "
+        "(an Ansible inventory's: to its source's directory). "
         "Unknown keys are errors (exit 2, `FILE:LINE:COL: json.path: problem`).",
         "",
         "How to fill one in for a real NAS (SSH, keys, sudo, interface names): "
@@ -358,13 +359,95 @@ def inventory_reference() -> str:
         "",
         "Any other `ansible_*` variable is ignored with a warning, or refused by name (exit 2) "
         "where ignoring it would change how a host is reached or leak a secret: passwords in "
-        "the inventory, `ansible_ssh_*_args`, a connection other than SSH or local, a become "
-        "method other than sudo. A var without the `ansible_` prefix is a nasplan key or a user "
-        "var (`nasplan_ssh_config` is `ssh_config`).",
+        "the inventory, `ansible_ssh_*_args` (but for a jump host: `-J HOPS` or "
+        "`-o ProxyJump=HOPS` in `ansible_ssh_common_args` or `ansible_ssh_extra_args` is "
+        "`proxy_jump`; any other option there is refused, naming it), a connection other than "
+        "SSH or local, a become method other than sudo. A var without the `ansible_` prefix is a "
+        "nasplan key or a user var (`nasplan_ssh_config` is `ssh_config`).",
         "",
+        *ANSIBLE_READING,
     ]
     lines += page.formats_section()
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+# How an Ansible inventory is read: what ansible-core does, where nasplan's reader stops.
+ANSIBLE_READING = [
+    "### How an Ansible inventory is read",
+    "",
+    "nasplan's own reader follows ansible-core's inventory code; "
+    "`tests/unit/test_ansible_differential.py` runs the real `ansible-inventory --list` on a "
+    "corpus from Ansible's guide, its plugins' examples and its own tests "
+    "(`tests/fixtures/ansible/`) and checks that nasplan gives the same hosts, groups and vars, "
+    "or refuses the input in one line saying why. Last run against ansible-core 2.19.14.",
+    "",
+    "**Sources.** `-i` names a file, an inventory directory, or a host list (`-i 'nas,ws:2222,'`, "
+    "a path that does not exist and holds a comma). `-i` may be repeated, and a plan's "
+    "`inventory:` may be a list: the sources are read in their order into one inventory, a "
+    "later source's value over an earlier one's (`-i staging -i production`: production's "
+    "`[all:vars]` win). A directory is read as Ansible reads one: its entries in sorted order, "
+    "subdirectories the same way, leaving out hidden names, `group_vars`, `host_vars`, "
+    "`vars_plugins` and names ending in `~`, `.orig`, `.cfg`, `.retry`, `.bak`, `.swp`, `.md`, "
+    "`.txt`, `.rst`, `.rpm`, `.pyc`, `.pyo` (`.ini` and `.yml` files are read).",
+    "",
+    "**Each file**, tried as Ansible's inventory plugins try it: an executable starting with "
+    "`#!` is an inventory script, a YAML mapping with `plugin:` an inventory plugin's "
+    "configuration, a `.toml` file a TOML inventory (nasplan's reader runs and reads none of "
+    "the three: `--inventory-reader ansible` does); a file with no extension or `.yml`, "
+    "`.yaml`, `.json` whose YAML is a mapping is a YAML inventory (or `ansible-inventory "
+    "--list` JSON, which nasplan also reads); anything else is INI. A nasplan inventory "
+    "(top-level `hosts:` or `groups:`) is read alone, never merged with other sources.",
+    "",
+    "**YAML**: groups at the top level, each with `hosts`, `children`, `vars` (`hosts:` or "
+    "`children:` may name a single one as a string); a host only under `all: hosts:` is in "
+    "`ungrouped`. **INI**: `[group]`, `[group:vars]`, `[group:children]`; hosts before any "
+    "section are in `ungrouped`; a group named in `:vars` or `:children` must be declared in "
+    "the file (or by an earlier source). **Host patterns**, in both and in host lists: "
+    "`nas:2222` (a port, set only where the host first appears), `[2001:db8::1]:22`, ranges "
+    "`nas[01:03]`, `db-[a:f]`, `www[01:50:2]`.",
+    "",
+    "**Types.** INI values, on host lines and in `:vars` sections alike, are Python literals "
+    'where they are one, else text: `1` is 1, `True` is true, `"quoted"` is `quoted`, but '
+    "`yes`, `true`, `no` stay text. YAML values are YAML 1.1: `yes`, `on`, `true` are true, "
+    "`017` is 15, `\"1\"` is text; `!unsafe 'text'` is the text.",
+    "",
+    "**group_vars/ and host_vars/** beside each source (in an inventory directory, or beside "
+    "an inventory file): for a group or host NAME the first of `NAME`, `NAME.yml`, "
+    "`NAME.yaml`, `NAME.json` that exists; a directory is read whole (files with no extension "
+    "or one of those three, sorted, subdirectories without an extension too, hidden and `~` "
+    "names left out). An empty file sets nothing. `group_vars/` beside the current directory "
+    "(Ansible's playbook directory) is not read.",
+    "",
+    "**Precedence**, lowest first (ansible-core's defaults): the `all` group's vars in the "
+    "inventory files; the host's other groups' vars there, parents before children, then by "
+    "`ansible_group_priority` (set in an inventory file, not in `group_vars/`), then by name; "
+    "`group_vars/all` beside each source, sources in order; `group_vars/GROUP` beside each "
+    "source, sources in order, groups as before; the host's own vars in the inventory files; "
+    "`host_vars/HOST` beside each source. A later value replaces a whole var, dictionaries "
+    "included (`hash_behaviour: replace`). A relative path in a var "
+    "(`ansible_ssh_private_key_file`) is relative to the directory of the source it was set "
+    "in (through `--inventory-reader ansible`: of the first source), where Ansible hands it "
+    "to ssh as it stands, relative to the current directory.",
+    "",
+    "**Where nasplan refuses what Ansible lets pass** (exit 2, the file, line and reason): a "
+    "source Ansible cannot parse (Ansible warns and goes on without its hosts); an inventory "
+    "with no host; a duplicate key or a key that is not a string; a group key other than "
+    "`hosts`, `children`, `vars` (Ansible warns and skips it); a vault-encrypted file or "
+    "`!vault` value, a script, a plugin configuration, TOML (`--inventory-reader ansible`); a "
+    "FIFO, device or dangling link where a vars file is looked for.",
+    "",
+    "**`--inventory-reader ansible`** (or `inventory_reader: ansible` in the plan) runs "
+    "`ansible-inventory -i ... --list` here, from the current directory and with the "
+    "environment and `ansible.cfg` Ansible would use there, and reads what it prints: vault "
+    "(the password as Ansible finds it, e.g. `ANSIBLE_VAULT_PASSWORD_FILE`), inventory "
+    "plugins and scripts work. A source Ansible cannot parse fails the read "
+    "(`ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED`, unless set otherwise); an inline `!vault` "
+    "value, which it prints still encrypted, is refused at its line in that output; "
+    "without ansible-core installed, exit 2 says so. Ansible's `--list` gives each host's "
+    "vars merged, so the `all` group's vars reach a plan through each host "
+    "(`{{ hosts.nas.x }}`), not as `{{ vars.x }}`. nasplan's own reader is the default.",
+    "",
+]
 
 
 def page_of(schema: Schema) -> Page:

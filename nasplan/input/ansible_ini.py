@@ -1,16 +1,18 @@
-"""Ansible's INI inventory -> a Document in the shape of ``ansible-inventory --list``.
+"""Ansible's INI inventory, read into the inventory graph by ansible-core's ``ini`` plugin rules.
 
-Read by the rules of ansible-core's ``ini`` inventory plugin: ``[group]`` sections of host lines,
-``[group:vars]`` of ``key=value`` lines, ``[group:children]`` of group names; hosts before any
-section are ``ungrouped``; ``#`` and ``;`` start a comment line. A host line is split as a shell
-would (quotes keep spaces) and may carry ``key=value`` vars, ``host:port`` and ranges
-(``www[01:50].example.com``, ``db-[a:f]``, ``[1:9:2]``), expanded here. A value is read as a
-Python literal where it is one (``22`` a number, ``"a b"`` a string, ``[1, 2]`` a list) and as
-its text otherwise, in host lines and in ``:vars`` sections alike: ansible-core does so in both,
-although Ansible's guide says ``:vars`` values are strings.
+``[group]`` sections of host lines, ``[group:vars]`` of ``key=value`` lines,
+``[group:children]`` of group names; hosts before any section are ``ungrouped``; ``#`` and ``;``
+start a comment line. A host line is split as a shell would (quotes keep spaces, ``#`` starts a
+comment) and may carry ``key=value`` vars, ``host:port`` and ranges
+(nasplan.input.ansible_patterns). A value is read as a Python literal where it is one (``22`` a
+number, ``"a b"`` a string, ``True`` a boolean, ``[1, 2]`` a list) and as its text otherwise
+(``yes``, ``true``, ``a b``), in host lines and in ``:vars`` sections alike: ansible-core does so
+in both, although Ansible's guide says ``:vars`` values are strings.
 
-The Document's data is ``{"_meta": {"hostvars": {host: vars}}, group: {"hosts": [...],
-"children": [...], "vars": {...}}}``, its positions the line and column each value came from.
+A group named in ``[g:vars]`` or ``[g:children]`` must be declared somewhere in the file (or by
+an earlier source) by ``[g]`` or ``[g:children]``. Positions: a host's var at
+``_meta.hostvars.HOST.KEY``, a group's at ``GROUP.vars.KEY``, as ``ansible-inventory --list``
+would place them.
 """
 
 from __future__ import annotations
@@ -18,19 +20,18 @@ from __future__ import annotations
 import ast
 import re
 import shlex
-import string
 import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from nasplan.errors import InputError
+from nasplan.input.ansible_graph import KEY, Graph, Origin
+from nasplan.input.ansible_patterns import expand_pattern
 from nasplan.input.loader import Document, JsonPath
 
 _SECTION = re.compile(r"^\[([^:\]\s]+)(?::(\w+))?\]\s*(?:#.*)?$")
 _GROUP_NAME = re.compile(r"^([^:\]\s]+)\s*(?:#.*)?$")
-_HOST_PORT = re.compile(r"^(.+):(\d+)$")
-_BRACKETED_IPV6 = re.compile(r"^\[([0-9a-fA-F:.]+)\](?::(\d+))?$")
-MAX_RANGE_HOSTS = 10_000  # what one host line may expand to
 
 
 def parse_value(text: str) -> Any:
@@ -59,154 +60,119 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def expand_range(pattern: str) -> list[str]:
-    """``www[01:03].lan`` -> ``www01.lan www02.lan www03.lan`` (Ansible's host ranges).
+@dataclass
+class _Pending:
+    """A group named before it is declared: by ``[g:vars]`` or as a child of ``parents``."""
 
-    Raises ValueError with what is wrong (bounds, unequal widths, over MAX_RANGE_HOSTS hosts).
-    """
-    pending, out = [pattern], []
-    while pending:
-        name = pending.pop(0)
-        if "[" not in name:
-            out.append(name)
-            continue
-        head, _, rest = name.partition("[")
-        bounds_text, closed, tail = rest.partition("]")
-        if not closed:
-            raise ValueError(f"host range not closed with ']': {pattern}")
-        bounds = bounds_text.split(":")
-        if len(bounds) not in (2, 3):
-            raise ValueError(f"host range must be begin:end or begin:end:step: [{bounds_text}]")
-        begin, end = bounds[0] or "0", bounds[1]
-        if not end:
-            raise ValueError(f"host range must specify end value: [{bounds_text}]")
-        try:
-            step = int(bounds[2]) if len(bounds) == 3 else 1
-            width = len(begin) if begin[0] == "0" and len(begin) > 1 else 0
-            if width and width != len(end):
-                raise ValueError("host range must specify equal-length begin and end formats")
-            if begin in string.ascii_letters and end in string.ascii_letters:
-                first, last = string.ascii_letters.index(begin), string.ascii_letters.index(end)
-                if first > last:
-                    raise ValueError("host range must have begin <= end")
-                parts = list(string.ascii_letters[first : last + 1 : step])
-            else:
-                numbers = range(int(begin), int(end) + 1, step)
-                if len(numbers) > MAX_RANGE_HOSTS:
-                    raise ValueError(f"more than {MAX_RANGE_HOSTS} hosts")
-                parts = [str(n).zfill(width) for n in numbers]
-        except ValueError as exc:
-            raise ValueError(f"host range [{bounds_text}] in {pattern}: {exc}") from None
-        pending = [f"{head}{part}{tail}" for part in parts] + pending
-        if len(out) + len(pending) > MAX_RANGE_HOSTS:
-            raise ValueError(f"host range {pattern} expands to more than {MAX_RANGE_HOSTS} hosts")
-    return out
-
-
-def split_port(pattern: str) -> tuple[str, int | None]:
-    """``nas:2222`` -> (``nas``, 2222); ``[fe80::1]:22`` -> (``fe80::1``, 22); IPv6 has no port."""
-    bracketed = _BRACKETED_IPV6.match(pattern)
-    if bracketed:
-        return bracketed.group(1), int(bracketed.group(2)) if bracketed.group(2) else None
-    outside = re.sub(r"\[[^\]]*\]", "", pattern)  # a range's colons are not a port's
-    match = _HOST_PORT.match(pattern)
-    if match and outside.count(":") == 1:
-        return match.group(1), int(match.group(2))
-    return pattern, None
+    line: int
+    state: str
+    parents: list[str] = field(default_factory=list)
 
 
 class _Reader:
-    """One INI file read line by line into --list form with positions."""
+    """One INI file read line by line into the graph, with the position of each value."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.data: dict[str, Any] = {"_meta": {"hostvars": {}}}
-        self.positions: dict[JsonPath, tuple[int, int]] = {}
-        self.defined: set[str] = {"all", "ungrouped"}  # Ansible's implicit groups
-        self.pending: dict[str, tuple[str, int]] = {}  # group -> (what named it, line)
+    def __init__(self, document: Document, graph: Graph) -> None:
+        self.document = document
+        self.graph = graph
+        self.pending: dict[str, _Pending] = {}
 
     def fail(self, line: int, col: int, message: str) -> InputError:
-        return InputError(f"{self.path}:{line}:{col}: {message}")
+        return InputError(f"{self.document.path}:{line}:{col}: {message}")
 
-    def group(self, name: str, line: int) -> dict[str, Any]:
-        if name not in self.data:
-            self.data[name] = {"hosts": [], "children": [], "vars": {}}
-            self.positions[(name,)] = (line, 1)
-        group: dict[str, Any] = self.data[name]
-        return group
+    def at(self, path: JsonPath, line: int, col: int, *, first: bool = False) -> Origin:
+        """The origin of ``path``, its position recorded (``first``: only where first seen)."""
+        if not first or path not in self.document.positions:
+            self.document.positions[path] = (line, col)
+        return self.document, path
 
     def section(self, name: str, kind: str, line: int) -> None:
         if kind not in ("hosts", "children", "vars"):
             raise self.fail(line, 1, f"section [{name}:{kind}] has unknown type: {kind}")
-        if name not in self.defined:
-            if kind == "vars":
-                self.pending.setdefault(name, (f"[{name}:vars] names undefined group", line))
-            self.defined.add(name)
-            self.group(name, line)
-        if kind != "vars" and name in self.pending:
-            del self.pending[name]
+        if name not in self.graph.groups:
+            if kind == "vars" and name not in self.pending:
+                self.pending[name] = _Pending(line, "vars")
+            self.graph.add_group(name, self.at((name, KEY), line, 1, first=True))
+        waiting = self.pending.get(name)
+        if waiting is not None and kind != "vars":
+            self._declared(name)
+
+    def _declared(self, name: str) -> None:
+        """A pending group declared: into the parents that named it as a child."""
+        waiting = self.pending.pop(name)
+        if waiting.state != "children":
+            return
+        for parent in waiting.parents:
+            self.graph.add_child(parent, name, self.at((parent, "children", name), waiting.line, 1))
+            if parent in self.pending and self.pending[parent].state == "children":
+                self._declared(parent)
 
     def host_line(self, group: str, text: str, line: int, col: int) -> None:
         try:
             tokens = shlex.split(text, comments=True)
         except ValueError as exc:
             raise self.fail(line, col, f"cannot split the host line: {exc}") from None
+        if not tokens:
+            return
         pattern = tokens[0]
-        name_pattern, port = split_port(pattern)
-        if pattern.endswith(":") and port is None:
-            raise self.fail(line, col, f"host {pattern!r} ends in ':' (reserved for a port)")
         try:
-            names = expand_range(name_pattern)
+            names, port = expand_pattern(pattern)
         except ValueError as exc:
             raise self.fail(line, col, str(exc)) from None
-        if "---" in names:
+        if pattern.strip().endswith(":") and port is None:
+            raise self.fail(line, col, f"host {pattern!r} ends in ':' (reserved for a port)")
+        if "---" in (name.strip() for name in names):
             raise self.fail(line, col, "a host named '---': is this a YAML file with an error?")
-        host_vars: dict[str, tuple[Any, int]] = {}
-        if port is not None:
-            host_vars["ansible_port"] = (port, col)
+        host_vars: list[tuple[str, Any, int]] = []
         for token in tokens[1:]:
             key, equals, value = token.partition("=")
-            at = max(text.find(f"{key}=" if equals else token), 0) + col
+            found = max(text.find(f"{key}=" if equals else token), 0) + col
             if not equals or not key:
-                raise self.fail(line, at, f"expected key=value host variable, got: {token}")
-            host_vars[key] = (parse_value(value), at)
-        members: list[str] = self.group(group, line)["hosts"]
-        hostvars = self.data["_meta"]["hostvars"]
+                raise self.fail(line, found, f"expected key=value host variable, got: {token}")
+            host_vars.append((key, parse_value(value), found))
         for name in names:
-            if name not in members:
-                self.positions[(group, "hosts", len(members))] = (line, col)
-                members.append(name)
-            if name not in hostvars:
-                hostvars[name] = {}
-                self.positions[("_meta", "hostvars", name)] = (line, col)
-            for key, (value, at) in host_vars.items():
-                hostvars[name][key] = value
-                self.positions[("_meta", "hostvars", name, key)] = (line, at)
+            where = self.at(("_meta", "hostvars", name), line, col, first=True)
+            self.graph.add_host(name, group, port, where)
+            for key, value, found in host_vars:
+                where = self.at(("_meta", "hostvars", name, key), line, found)
+                self.graph.set_var(name, key, value, where, host=True)
 
     def var_line(self, group: str, text: str, line: int, col: int) -> None:
         key, equals, value = text.partition("=")
         if not equals:
             raise self.fail(line, col, f"expected key=value, got: {text}")
         key = key.strip()
-        self.group(group, line)["vars"][key] = parse_value(value.strip())
-        self.positions[(group, "vars", key)] = (line, col)
+        where = self.at((group, "vars", key), line, col)
+        self.graph.set_var(group, key, parse_value(value.strip()), where, host=False)
 
     def child_line(self, group: str, text: str, line: int, col: int) -> None:
         match = _GROUP_NAME.match(text)
         if not match:
             raise self.fail(line, col, f"expected a group name, got: {text}")
         child = match.group(1)
-        children: list[str] = self.group(group, line)["children"]
-        if child not in self.defined:
-            self.pending.setdefault(child, (f"[{group}:children] includes undefined group", line))
-        if child not in children:
-            self.positions[(group, "children", len(children))] = (line, col)
-            children.append(child)
+        if child in self.graph.groups:
+            self.graph.add_child(group, child, self.at((group, "children", child), line, col))
+        elif child in self.pending:
+            self.pending[child].parents.append(group)
+        else:
+            self.pending[child] = _Pending(line, "children", [group])
+
+    def undeclared(self) -> InputError | None:
+        """The first group named and never declared, as Ansible reports it."""
+        for name, waiting in self.pending.items():
+            if waiting.state == "vars":
+                return self.fail(waiting.line, 1, f"[{name}:vars] names undefined group {name!r}")
+            parent = waiting.parents[-1]
+            message = f"[{parent}:children] includes undefined group {name!r}"
+            return self.fail(waiting.line, 1, message)
+        return None
 
 
-def parse_ini(path: Path, text: str) -> Document:
-    """Parse INI inventory text; a line Ansible would refuse is a FILE:LINE:COL InputError."""
-    reader = _Reader(path)
+def read_ini(path: Path, text: str, graph: Graph) -> Document:
+    """Read INI inventory text into ``graph``; a line Ansible would refuse is a FILE:LINE:COL
+    InputError. The Document returned holds the positions of what was read."""
+    document = Document(path=path, data=None, positions={})
+    reader = _Reader(document, graph)
     group, kind = "ungrouped", "hosts"
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
@@ -226,6 +192,7 @@ def parse_ini(path: Path, text: str) -> Document:
             reader.var_line(group, line, number, col)
         else:
             reader.child_line(group, line, number, col)
-    for name, (what, number) in sorted(reader.pending.items(), key=lambda item: item[1][1]):
-        raise reader.fail(number, 1, f"{what} {name!r}")
-    return Document(path=path, data=reader.data, positions=reader.positions)
+    problem = reader.undeclared()
+    if problem is not None:
+        raise problem
+    return document

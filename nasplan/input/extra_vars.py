@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from nasplan.errors import InputError
-from nasplan.input.loader import Document, parse_yaml, read_yaml
+from nasplan.input.loader import Document, located, parse_yaml, read_yaml
 from nasplan.input.plan import parse_extra_var
 
 
@@ -32,7 +32,14 @@ def one_extra_var(text: str) -> dict[str, Any]:
         name = text[1:]
         if not name:
             raise InputError("-e @: expected a file name after @ (-e @vars.yml)")
-        return _mapping(read_yaml(Path(name)), f"-e {text}")
+        try:
+            document = read_yaml(Path(name))
+        except InputError as exc:
+            # a problem of the file itself (not found, a directory, a FIFO) names the argument
+            raise InputError(
+                [line if located(line) else f"-e {text}: {line}" for line in exc.messages]
+            ) from None
+        return _mapping(document, f"-e {text}")
     if text.lstrip().startswith(("{", "[")):
         return _mapping(parse_yaml(Path("-e"), text), "-e")
     if "=" not in text:

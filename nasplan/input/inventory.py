@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,17 +12,20 @@ from typing import Any
 from nasplan.errors import InputError
 from nasplan.input import ansible
 from nasplan.input.ansible import AnsibleInventory
-from nasplan.input.ansible_ini import parse_ini
+from nasplan.input.ansible_graph import KEY, at
+from nasplan.input.ansible_sources import Sources, read_sources
+from nasplan.input.known_hosts import read_known_hosts
 from nasplan.input.loader import (
     Document,
     describe_error,
     format_json_path,
-    parse_yaml,
-    read_yaml,
+    located,
     schema_errors,
     subschema_validator,
 )
-from nasplan.input.localfile import MAX_YAML_BYTES, private_file_problem, read_text_bounded
+from nasplan.input.localfile import MAX_KEY_FILE_BYTES, private_file_problem, read_bytes_bounded
+from nasplan.input.ssh_config import read_ssh_config
+from nasplan.input.ssh_keys import identity_problem
 from nasplan.units import parse_rate
 
 CONNECTION_KEYS = (
@@ -31,6 +35,7 @@ CONNECTION_KEYS = (
     "identity_file",
     "known_hosts",
     "ssh_config",
+    "proxy_jump",
     "platform",
     "framing",
     "become_password_env",
@@ -103,6 +108,9 @@ class Host:
     identity_file: Path | None = None
     known_hosts: Path | None = None
     ssh_config: Path | None = None
+    # OpenSSH's ProxyJump ("admin@jump:2222,gw", "none"), as the inventory gives it; None: the
+    # ssh_config's, if any (nasplan.input.proxy_jump reads it, nasplan.remote.ssh opens the hops)
+    proxy_jump: str | None = None
     platform_hint: str = "auto"
     framing: str = "ethernet"
     become_password_env: str | None = None
@@ -157,14 +165,24 @@ class Inventory:
     vars: Mapping[str, Any]
     # FILE:LINE:COL: path: what was ignored (an Ansible var nasplan does not use), for the user
     warnings: tuple[str, ...] = ()
+    # every -i in its order (``path`` is the first); how they were read (nasplan or ansible)
+    sources: tuple[Path, ...] = ()
+    reader: str = "nasplan"
+
+    @property
+    def named(self) -> str:
+        """The sources as messages name them: ``hosts``, ``staging + production``."""
+        return " + ".join(str(p) for p in self.sources) or str(self.path)
 
 
-def ssh_file_errors(host: Host) -> list[str]:
+def ssh_file_errors(host: Host, *, content: bool = True) -> list[str]:
     """Problems of the SSH files ``host`` names (identity_file, known_hosts, ssh_config).
 
     Each must be a regular file you (or root) own, not writable by others; a private key also
     not readable by others. An identity_file must exist (a key that is not there would only
     fail the login later); a missing known_hosts or ssh_config is left to the connection.
+    ``content``: each is also read as what it must be (a private key, known_hosts lines, an
+    ssh_config), a damaged one named at its own line where it has lines.
     A local host uses none of them (they may come from vars meant for the other hosts).
     """
     if host.is_local:
@@ -175,12 +193,31 @@ def ssh_file_errors(host: Host) -> list[str]:
         ("known_hosts", host.known_hosts, False),
         ("ssh_config", host.ssh_config, False),
     ):
-        problem = (
-            private_file_problem(path, secret=secret, required=secret) if path is not None else None
-        )
+        if path is None:
+            continue
+        problem = private_file_problem(path, secret=secret, required=secret)
         if problem:
             errors.append(f"{host.origin}.{name}: {path}: {problem}")
+        elif content and path.exists():
+            errors += _content_errors(host, name, path)
     return errors
+
+
+def _content_errors(host: Host, name: str, path: Path) -> list[str]:
+    """What is wrong inside the SSH file ``path`` (``name`` in the inventory): located at its
+    line where it has one, else where the inventory names the file."""
+    try:
+        if name == "known_hosts":
+            read_known_hosts(path)
+        elif name == "ssh_config":
+            read_ssh_config(path, named=True)
+        else:
+            problem = identity_problem(read_bytes_bounded(path, MAX_KEY_FILE_BYTES), os.environ)
+            # located at the file itself: hosts sharing one key share its one line
+            return [f"{path}:1:1: {name}: {problem}"] if problem else []
+    except InputError as exc:
+        return [m if located(m) else f"{host.origin}.{name}: {m}" for m in exc.messages]
+    return []
 
 
 def host_validator() -> Any:
@@ -188,39 +225,43 @@ def host_validator() -> Any:
     return subschema_validator("inventory", "host")
 
 
-def load_inventory(path: Path) -> Inventory:
-    """Read a native, Ansible YAML, Ansible INI or ``ansible-inventory --list`` JSON inventory;
-    raise InputError with FILE:LINE:COL lines.
+READERS = ("nasplan", "ansible")
 
-    A file named ``*.yaml``, ``*.yml`` or ``*.json`` is YAML (JSON is YAML); any other file is
-    YAML when it reads as a YAML mapping, else INI, as Ansible's own inventory plugins decide.
+
+@dataclass(frozen=True)
+class InventoryChoice:
+    """What the command line chose: every ``-i`` in order (none: the plan's ``inventory:``)
+    and ``--inventory-reader`` (None: the plan's ``inventory_reader``, else nasplan's)."""
+
+    paths: tuple[Path, ...] = ()
+    reader: str | None = None
+
+
+def load_inventory(sources: Path | Sequence[Path], reader: str = "nasplan") -> Inventory:
+    """Read an inventory; raise InputError with FILE:LINE:COL lines.
+
+    ``sources``: one path (a native nasplan inventory, or an Ansible one), or several ``-i``
+    merged in Ansible's order (nasplan.input.ansible_sources: files, directories, host lists).
+    ``reader``: ``nasplan`` (its own reader), or ``ansible``: what ``ansible-inventory --list``
+    prints for the same sources (nasplan.input.ansible_command).
     """
-    if path.suffix.lower() in (".yaml", ".yml", ".json"):
-        document = read_yaml(path)
+    paths = (sources,) if isinstance(sources, Path) else tuple(sources)
+    if not paths:
+        raise InputError("no inventory given")
+    if reader not in READERS:
+        raise InputError(f"inventory reader {reader!r}: expected one of {', '.join(READERS)}")
+    if reader == "ansible":
+        from nasplan.input import ansible_command
+
+        read = ansible_command.read_through_ansible(paths)
     else:
-        text = read_text_bounded(path, MAX_YAML_BYTES, "inventory file")
-        try:
-            document = parse_yaml(path, text)
-        except InputError:
-            document = Document(path, None)
-        if not isinstance(document.data, dict):
-            ini = parse_ini(path, text)
-            return _from_ansible(ini, ansible.resolve(ansible.graph_from_list(ini), ini))
-    data = document.data
-    if not isinstance(data, dict):
-        raise InputError(document.error((), "an inventory must be a mapping with 'hosts'"))
-    if ansible.is_list_form(data):
-        graph = ansible.graph_from_list(document)
-        return _from_ansible(document, ansible.resolve(graph, document))
-    if "hosts" in data or "groups" in data:
-        errors = schema_errors(document, "inventory")
-        if errors:
-            raise InputError(errors)
-        return _from_native(document)
-    errors = schema_errors(document, "inventory-ansible")
-    if errors:
-        raise InputError(errors)
-    return _from_ansible(document, ansible.resolve(ansible.graph_from_yaml(document), document))
+        read = read_sources(paths)
+        if read.native is not None:
+            errors = schema_errors(read.native, "inventory")
+            if errors:
+                raise InputError(errors)
+            return _from_native(read.native)
+    return _from_ansible(paths, reader, read, ansible.resolve(read))
 
 
 def _resolve_path(base: Path, value: Any) -> Path | None:
@@ -290,10 +331,12 @@ def _build_host(
     raw_interfaces: Any,
     groups: tuple[str, ...],
     where: tuple[Any, ...],
-    where_document: Document | None = None,
+    *,
+    bases: Mapping[str, Path] | None = None,
 ) -> Host:
-    """A Host from merged vars; ``where`` (in ``where_document``, else ``document``) is where
-    the host is defined, relative paths are relative to ``document``'s file."""
+    """A Host from merged vars; ``where`` (in ``document``) is where the host is defined;
+    a relative path is relative to ``bases[field]`` (an Ansible source's directory), else to
+    ``document``'s file."""
     base = document.path.parent
     framing = str(merged.get("framing", "ethernet"))
     if raw_interfaces is not None and not isinstance(raw_interfaces, dict):
@@ -306,6 +349,10 @@ def _build_host(
             port = int(port)
         except ValueError:
             raise InputError(document.error((*where, "port"), f"not a port: {port!r}")) from None
+
+    def local(key: str) -> Path | None:
+        return _resolve_path((bases or {}).get(key, base), merged.get(key))
+
     user_vars = {k: v for k, v in merged.items() if k not in CONNECTION_KEYS and k != "address"}
     return Host(
         name=name,
@@ -313,9 +360,10 @@ def _build_host(
         connection=str(merged.get("connection", "ssh")),
         user=merged.get("user"),
         port=port,
-        identity_file=_resolve_path(base, merged.get("identity_file")),
-        known_hosts=_resolve_path(base, merged.get("known_hosts")),
-        ssh_config=_resolve_path(base, merged.get("ssh_config")),
+        identity_file=local("identity_file"),
+        known_hosts=local("known_hosts"),
+        ssh_config=local("ssh_config"),
+        proxy_jump=None if merged.get("proxy_jump") is None else str(merged["proxy_jump"]),
         platform_hint=str(merged.get("platform", "auto")),
         framing=framing,
         become_password_env=merged.get("become_password_env"),
@@ -324,7 +372,7 @@ def _build_host(
         volumes=volumes,
         groups=groups,
         vars=user_vars,
-        origin=f"{(where_document or document).where(where)}: {format_json_path(where)}",
+        origin=f"{document.where(where)}: {format_json_path(where)}",
     )
 
 
@@ -365,6 +413,7 @@ def _from_native(document: Document) -> Inventory:
         hosts=hosts,
         groups={g: tuple(m) for g, m in groups.items()},
         vars=all_vars,
+        sources=(document.path,),
     )
 
 
@@ -401,7 +450,9 @@ def _one_local_host(hosts: Mapping[str, Host], where: Mapping[str, str]) -> None
         )
 
 
-def _from_ansible(document: Document, parsed: AnsibleInventory) -> Inventory:
+def _from_ansible(
+    paths: tuple[Path, ...], reader: str, read: Sources, parsed: AnsibleInventory
+) -> Inventory:
     """Hosts of an Ansible inventory, their connection vars and interfaces checked as the
     native form's ``host``; each error points where the offending var was set."""
     hosts: dict[str, Host] = {}
@@ -426,29 +477,32 @@ def _from_ansible(document: Document, parsed: AnsibleInventory) -> Inventory:
             key = str(json_path[0]) if json_path else None
             origin_document, origin_path = origins.get(key, found.where) if key else found.where
             where = (*origin_path, *json_path[1:])
-            host_errors.append(f"{ansible.at((origin_document, where))}: {message}")
+            host_errors.append(f"{at((origin_document, where))}: {message}")
         if host_errors:
             errors.extend(host_errors)
             continue
         interfaces = merged.pop("interfaces", None)
         where_document, where_path = found.where
-        where_path = where_path[:-1] if where_path and where_path[-1] == ansible.KEY else where_path
+        where_path = where_path[:-1] if where_path and where_path[-1] == KEY else where_path
+        bases = {k: read.base_of(origin[0]) for k, origin in origins.items()}
         hosts[name] = _build_host(
-            document, name, merged, interfaces, found.groups, where_path, where_document
+            where_document, name, merged, interfaces, found.groups, where_path, bases=bases
         )
     if errors:
         raise InputError(sorted(set(errors)))
     _one_local_host(
         hosts,
         {
-            name: ansible.at(found.origins.get("connection", found.where))
+            name: at(found.origins.get("connection", found.where))
             for name, found in parsed.hosts.items()
         },
     )
     return Inventory(
-        path=document.path,
+        path=paths[0],
         hosts=hosts,
         groups=parsed.groups,
         vars=parsed.vars,
         warnings=parsed.warnings,
+        sources=paths,
+        reader=reader,
     )

@@ -161,6 +161,26 @@ def _refuse_tag(loader: _UniqueKeyLoader, node: yaml.Node) -> Any:
     )
 
 
+def _vault(loader: _UniqueKeyLoader, node: yaml.Node) -> Any:
+    raise yaml.constructor.ConstructorError(
+        None,
+        None,
+        "a value encrypted with ansible-vault (!vault): nasplan does not decrypt it (in an "
+        "inventory: encrypt the whole vars file instead, and read it with --inventory-reader "
+        "ansible)",
+        node.start_mark,
+    )
+
+
+def _unsafe(loader: _UniqueKeyLoader, node: yaml.Node) -> Any:
+    """Ansible's ``!unsafe 'text'``: the text as it stands (nasplan renders no inventory value)."""
+    if isinstance(node, yaml.ScalarNode):
+        return loader.construct_scalar(node)
+    raise yaml.constructor.ConstructorError(
+        None, None, "!unsafe goes on a single value", node.start_mark
+    )
+
+
 _STR_TAG = "tag:yaml.org,2002:str"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _UniqueKeyLoader.add_constructor(
@@ -169,6 +189,8 @@ _UniqueKeyLoader.add_constructor(
 )
 for _tag in _REFUSED_TAGS:
     _UniqueKeyLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse_tag)
+_UniqueKeyLoader.add_constructor("!vault", _vault)
+_UniqueKeyLoader.add_constructor("!unsafe", _unsafe)
 
 
 def _check_expansion(text: str, path: Path) -> None:
@@ -262,6 +284,18 @@ def parse_yaml(path: Path, text: str) -> Document:
     return Document(path=path, data=data, positions=positions)
 
 
+def yaml_root_is_mapping(text: str) -> bool:
+    """Whether ``text`` opens as a YAML mapping (whatever follows, errors included): only the
+    first events are read."""
+    try:
+        for event in yaml.parse(text, Loader=_UniqueKeyLoader):
+            if isinstance(event, yaml.NodeEvent):
+                return isinstance(event, yaml.MappingStartEvent)
+    except yaml.YAMLError:
+        return False
+    return False
+
+
 def scalar_value(text: str) -> Any:
     """The number, boolean or null ``text`` spells in YAML (``"5"`` -> 5, ``"true"`` -> True,
     ``"~"`` -> None), else ``text`` itself. Only a single scalar is ever built: a text that is a
@@ -322,7 +356,40 @@ def describe_error(error: jsonschema.ValidationError) -> tuple[JsonPath, str, bo
         from jsonschema.exceptions import best_match
 
         return describe_error(best_match(error.context))
-    return json_path, str(error.message), False
+    message = str(error.message)
+    if len(message) <= _MAX_MESSAGE_CHARS:
+        return json_path, message, False
+    # jsonschema's own message repeats the whole value: 1,500 entries are not one line
+    if error.validator in _SIZE_RULES and isinstance(error.instance, (list, dict, str)):
+        noun, word = _SIZE_RULES[error.validator]
+        given = f"{len(error.instance)} {noun}"
+        return json_path, f"{given}: {word} {error.validator_value} allowed", False
+    message = message.replace(repr(error.instance), _short_repr(error.instance))
+    if len(message) > _MAX_MESSAGE_CHARS:
+        message = message[:_MAX_MESSAGE_CHARS] + "…"
+    return json_path, message, False
+
+
+# the schema rules on a value's size -> (what is counted, the bound's word)
+_SIZE_RULES = {
+    "maxItems": ("entries", "at most"),
+    "minItems": ("entries", "at least"),
+    "maxProperties": ("keys", "at most"),
+    "minProperties": ("keys", "at least"),
+    "maxLength": ("characters", "at most"),
+}
+# a message longer than this shows the value it is about shortened
+_MAX_MESSAGE_CHARS = 300
+
+
+def _short_repr(value: Any) -> str:
+    """A long value as a message shows it: its start and its size."""
+    text = repr(value)
+    if isinstance(value, (list, dict, str)) and len(text) > 60:
+        return (
+            f"{text[:50]}… ({len(value)} {'characters' if isinstance(value, str) else 'entries'})"
+        )
+    return text
 
 
 @cache

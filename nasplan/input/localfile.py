@@ -28,6 +28,11 @@ _READ_CHUNK_BYTES = 65536
 _READ_ONLY_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 
+def _a(what: str) -> str:
+    """``a YAML file``, ``an inventory file``."""
+    return f"{'an' if what[:1].lower() in 'aeio' else 'a'} {what}"
+
+
 def _kind(mode: int) -> str:
     if stat.S_ISDIR(mode):
         return "a directory"
@@ -51,17 +56,17 @@ def read_bytes_bounded(path: Path, max_bytes: int, what: str = "file") -> bytes:
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
     except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, expected a {what}") from None
+        raise InputError(f"{path}: is a directory, expected {_a(what)}") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise InputError(f"{path}: is {_kind(info.st_mode)}, expected a {what}")
+            raise InputError(f"{path}: is {_kind(info.st_mode)}, expected {_a(what)}")
         if info.st_size > max_bytes:
             raise InputError(
                 f"{path}: {info.st_size} bytes is larger than the {max_bytes} bytes "
-                f"({max_bytes / MIB:g} MiB) nasplan reads as a {what}"
+                f"({max_bytes / MIB:g} MiB) nasplan reads as {_a(what)}"
             )
         chunks: list[bytes] = []
         total = 0
@@ -72,7 +77,7 @@ def read_bytes_bounded(path: Path, max_bytes: int, what: str = "file") -> bytes:
             total += len(chunk)
             if total > max_bytes:
                 raise InputError(
-                    f"{path}: grew past the {max_bytes} bytes nasplan reads as a {what}"
+                    f"{path}: grew past the {max_bytes} bytes nasplan reads as {_a(what)}"
                 )
             chunks.append(chunk)
         return b"".join(chunks)
@@ -84,7 +89,11 @@ def read_bytes_bounded(path: Path, max_bytes: int, what: str = "file") -> bytes:
 
 def read_text_bounded(path: Path, max_bytes: int, what: str = "file") -> str:
     """``read_bytes_bounded`` decoded as UTF-8; undecodable bytes are an InputError."""
-    data = read_bytes_bounded(path, max_bytes, what)
+    return text_of(path, read_bytes_bounded(path, max_bytes, what))
+
+
+def text_of(path: Path, data: bytes) -> str:
+    """``data`` read from ``path`` as UTF-8 text; InputError at the first undecodable byte."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

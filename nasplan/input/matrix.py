@@ -188,6 +188,16 @@ def check_matrix(document: Document, raw: Any, where: JsonPath) -> Matrix:
         )
     if errors:
         raise InputError(errors)
+    if matrix.exclude and not combinations(matrix):
+        # no cell left would run the test without its matrix: not what was written
+        raise InputError(
+            document.error(
+                (*where, "exclude"),
+                "exclude leaves no cell of the matrix: "
+                + ("none of the plan's tests" if where == ("matrix",) else "nothing of the test")
+                + " would run; remove an exclude entry, or the test",
+            )
+        )
     return matrix
 
 

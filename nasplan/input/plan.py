@@ -5,18 +5,26 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from nasplan.errors import InputError
 from nasplan.input import cells, volumes
-from nasplan.input.inventory import Inventory, load_inventory, ssh_file_errors
+from nasplan.input.inventory import (
+    READERS,
+    Inventory,
+    InventoryChoice,
+    load_inventory,
+    ssh_file_errors,
+)
+from nasplan.input.lab_files import generated_by_lab
 from nasplan.input.loader import (
     Document,
     JsonPath,
     load_schema,
+    located,
     parse_yaml,
     read_yaml,
     scalar_value,
@@ -364,7 +372,7 @@ def _parse_target(
         raise InputError(
             document.error(
                 where,
-                f"host {server!r} has no interface {iface!r} in {inventory.path} (has: {known})",
+                f"host {server!r} has no interface {iface!r} in {inventory.named} (has: {known})",
             )
         )
     return Target(server, iface, None)
@@ -384,7 +392,7 @@ def _check_hosts(
     for where, name in [*roles, *clients]:
         if name not in inventory.hosts:
             known = ", ".join(sorted(inventory.hosts))
-            message = f"unknown host {name!r} (inventory {inventory.path} has: {known})"
+            message = f"unknown host {name!r} (inventory {inventory.named} has: {known})"
             errors.append(document.error(where, message))
     clients.insert(0, (("tests", index, "client"), raw.get("client")))
     same = [where for where, name in clients if "server" in raw and name == raw.get("server")]
@@ -531,44 +539,88 @@ def _build_tests(
     return tuple(tests)
 
 
+def _named_inventories(value: Any) -> list[tuple[str, JsonPath]] | None:
+    """The inventories a plan's ``inventory:`` names, each with its JSON path; None when it
+    names none the way the schema allows."""
+    if isinstance(value, str) and value:
+        return [(value, ("inventory",))]
+    if isinstance(value, list) and value and all(isinstance(v, str) and v for v in value):
+        return [(v, ("inventory", i)) for i, v in enumerate(value)]
+    return None
+
+
 def planned_inventory(path: Path) -> Path | None:
-    """The inventory file a plan names (relative to the plan), without loading either; None
-    when the plan is unreadable or names none (load_plan then says why)."""
+    """The one inventory a plan names (relative to the plan), without loading either; None
+    when the plan is unreadable, names none or several (load_plan then says why)."""
     try:
         data = read_yaml(path).data
     except InputError:
         return None
-    value = data.get("inventory") if isinstance(data, dict) else None
-    return path.parent / value if isinstance(value, str) and value else None
+    named = _named_inventories(data.get("inventory") if isinstance(data, dict) else None)
+    return path.parent / named[0][0] if named and len(named) == 1 else None
+
+
+def lab_inventory(plan_file: Path, choice: InventoryChoice) -> Path | None:
+    """The one inventory the plan reads when ``nasplan lab up`` writes it and the lab is not up
+    (it is not there yet); None otherwise (several ``-i``, an inventory that is there)."""
+    if len(choice.paths) > 1:
+        return None
+    planned = choice.paths[0] if choice.paths else planned_inventory(plan_file)
+    if planned is None or planned.exists() or not generated_by_lab(planned):
+        return None
+    return planned
+
+
+def _relocated(
+    document: Document, named: list[tuple[str, JsonPath]], sources: Sequence[Path], line: str
+) -> str:
+    """A problem of an inventory the plan names that has no line of its own (not found, a
+    directory, a FIFO, unreadable), located at the plan's ``inventory:``."""
+    if located(line) is not None:
+        return line
+    for (_, json_path), source in zip(named, sources, strict=True):
+        if line == f"{source}: file not found":
+            return document.error(json_path, f"inventory file not found: {source}")
+        if line.startswith(f"{source}"):
+            return document.error(json_path, line)
+    return line
 
 
 def load_plan(
     path: Path,
-    inventory_override: Path | None = None,
+    inventory_override: Path | Sequence[Path] | None = None,
     extra_vars: Mapping[str, Any] | None = None,
+    inventory_reader: str | None = None,
 ) -> Plan:
-    """Load and validate a plan and its inventory; raise InputError listing every problem."""
+    """Load and validate a plan and its inventory; raise InputError listing every problem.
+
+    ``inventory_override``: the ``-i`` given (one or several, merged in order), else the plan's
+    ``inventory:``; ``inventory_reader``: ``--inventory-reader``, else the plan's, else nasplan.
+    """
     document = read_yaml(path)
     if not isinstance(document.data, dict):
         raise InputError(
             document.error((), "a plan must be a mapping with name, inventory and tests")
         )
-    inventory_value = document.data.get("inventory")
-    if inventory_override is not None:
-        inventory_path = inventory_override
-    elif isinstance(inventory_value, str) and inventory_value:
-        inventory_path = path.parent / inventory_value
+    named = _named_inventories(document.data.get("inventory"))
+    if isinstance(inventory_override, Path):
+        inventory_override = (inventory_override,)
+    reader = inventory_reader or document.data.get("inventory_reader") or "nasplan"
+    if inventory_override:
+        sources = tuple(inventory_override)
+    elif named is not None:
+        sources = tuple(path.parent / value for value, _ in named)
     else:
         errors = schema_errors(document, "plan")
         raise InputError(errors or [document.error(("inventory",), "inventory is required")])
+    if reader not in READERS:
+        raise InputError(schema_errors(document, "plan") or f"inventory reader {reader!r}")
     try:
-        inventory = load_inventory(inventory_path)
+        inventory = load_inventory(sources, reader)
     except InputError as exc:
-        if inventory_override is None and exc.messages[0].endswith(": file not found"):
-            raise InputError(
-                document.error(("inventory",), f"inventory file not found: {inventory_path}")
-            ) from None
-        raise exc from None
+        if inventory_override or named is None:
+            raise exc from None
+        raise InputError([_relocated(document, named, sources, m) for m in exc.messages]) from None
     resolved, expansion = _resolve(document, inventory, extra_vars)
     resolved = {k: v if k == "vars" else _whole_numbers(v) for k, v in resolved.items()}
     if expansion is not None:
@@ -611,5 +663,6 @@ def load_plan(
         )
     ]
     if file_errors:
-        raise InputError(file_errors)
+        # hosts sharing one file (vars for all of them) share its lines' errors: said once
+        raise InputError(list(dict.fromkeys(file_errors)))
     return plan

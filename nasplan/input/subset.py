@@ -64,7 +64,7 @@ def limit_hosts(plan: Plan, patterns: Sequence[str]) -> set[str]:
         if not found:
             known = ", ".join(sorted(inventory.hosts))
             raise InputError(
-                f"--limit {pattern}: no host or group of {inventory.path} matches it "
+                f"--limit {pattern}: no host or group of {inventory.named} matches it "
                 f"(hosts: {known})"
             )
         (left_out if negative else chosen).update(found)

@@ -55,7 +55,7 @@ def resolve(
     where = ("tests", index, "volume")
     if volume is None:
         known = ", ".join(sorted(host.volumes)) or "none"
-        message = f"host {host.name!r} has no volume {named!r} in {inventory.path} (has: {known})"
+        message = f"host {host.name!r} has no volume {named!r} in {inventory.named} (has: {known})"
         return dict(raw), [document.error(where, message)]
     out = dict(raw)
     for key, attribute in fills.items():

@@ -80,6 +80,9 @@ def build(lab: Lab, state: LabState) -> None:
     lan = LinkState("lan", lab.lan_rate, lab.lan_mtu_bytes, [])
     state.links["lan"] = lan
     for host in lab.hosts:
+        if host.jump is not None:
+            _add_hidden_host(state, host)
+            continue
         root_side = names.lan_root_side(host.index)
         state.namespaces.append(host.namespace)
         state.root_links.append(root_side)
@@ -113,6 +116,22 @@ def build(lab: Lab, state: LabState) -> None:
     write_files(state)
     state.complete = True
     state.save()
+
+
+def _add_hidden_host(state: LabState, host: LabHost) -> None:
+    """A host with no LAN port: only its links (made next) reach it, through its jump host,
+    which does not forward (the namespace default): ssh through the jump host is the one way."""
+    state.namespaces.append(host.namespace)
+    state.hosts[host.name] = HostState(
+        name=host.name,
+        namespace=host.namespace,
+        address=host.address,
+        personality=host.personality,
+        lan_root_side="",
+        jump=host.jump,
+    )
+    state.save()
+    netns.add_namespace(host.namespace)
 
 
 def _build_link(lab: Lab, state: LabState, index: int, link: Link) -> None:
@@ -192,7 +211,11 @@ def _start_hosts(lab: Lab, state: LabState) -> None:
         state.save()
     for name, running in state.hosts.items():
         assert running.sshd_pid is not None
-        sshd.wait_ready(running.ip, running.sshd_pid, state.host_dir(name) / "sshd.log")
+        log = state.host_dir(name) / "sshd.log"
+        if running.jump is None:
+            sshd.wait_ready(running.ip, running.sshd_pid, log)
+        else:  # nothing reaches it from here: asked inside its own namespace
+            sshd.wait_listening_inside(running.namespace, running.sshd_pid, log)
     for host in lab.hosts:
         mounted = _mount_volumes(state, host)
         if host.services:
@@ -262,6 +285,11 @@ def problems(state: LabState) -> list[str]:
             found.append(f"{host.name}: namespace {host.namespace} is missing")
         if host.sshd_pid is None or not netns.pid_alive(host.sshd_pid):
             found.append(f"{host.name}: sshd (PID {host.sshd_pid}) is not running")
+            continue
+        if host.jump is not None:
+            if not sshd.listening_inside(host.namespace):
+                found.append(f"{host.name}: sshd does not listen on port 22 in its namespace")
+            found += services.problems(host.name, state.host_dir(host.name))
             continue
         try:
             with socket.create_connection((host.ip, sshd.SSH_PORT), timeout=2.0):

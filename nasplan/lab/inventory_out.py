@@ -31,6 +31,8 @@ def inventory_data(state: LabState) -> dict[str, Any]:
             "platform": host.personality,
             "interfaces": interfaces,
         }
+        if host.jump is not None:
+            hosts[host.name]["proxy_jump"] = jump_spec(state.hosts[host.jump].ip)
         # Host-level keys (user, become_password_env) a personality asks for, e.g. DSM's admin.
         hosts[host.name].update(personalities.inventory_vars(state.host_dir(host.name)))
         if host.volumes:
@@ -48,6 +50,11 @@ def inventory_data(state: LabState) -> dict[str, Any]:
         "groups": groups,
         "hosts": hosts,
     }
+
+
+def jump_spec(jump_address: str) -> str:
+    """The proxy_jump of a lab host behind another: root on the jump host's LAN address."""
+    return f"root@{jump_address}:22"
 
 
 def render_inventory(state: LabState) -> str:
@@ -76,6 +83,7 @@ def render_ssh_config(state: LabState) -> str:
                     f'  UserKnownHostsFile "{state.known_hosts_path}"',
                     "  GlobalKnownHostsFile /dev/null",
                     "  StrictHostKeyChecking yes",
+                    *([f"  ProxyJump {host.jump}"] if host.jump else []),
                     "",
                 ]
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import ipaddress
 import json
@@ -86,6 +87,15 @@ class LabHost:
     volumes: tuple[LabVolume, ...] = ()
     # a memory limit for its sshd and daemons (bytes; None: none)
     memory_bytes: int | None = None
+    # reached only through this lab host: no LAN address; sshd answers on ``link_address``, its
+    # address (with prefix) on a link it shares with the jump host
+    jump: str | None = None
+    link_address: str | None = None
+
+    @property
+    def address(self) -> str:
+        """Where its sshd is reached, with prefix: the LAN's, or through ``jump`` its link's."""
+        return self.link_address if self.jump and self.link_address else self.lan_address
 
 
 @dataclass(frozen=True)
@@ -200,6 +210,7 @@ def build_lab(document: Document) -> Lab:
                         routes=_routes(document, host_name, spec or {}, errors),
                         volumes=_volumes(document, host_name, spec or {}, errors),
                         memory_bytes=_size(document, ("hosts", host_name, "memory"), spec, errors),
+                        jump=(spec or {}).get("jump"),
                     )
                 )
 
@@ -213,6 +224,7 @@ def build_lab(document: Document) -> Lab:
         if raw["name"] in seen_links:
             errors.append(document.error(("links", index, "name"), "duplicate link name"))
         seen_links.add(raw["name"])
+    hosts = [_with_link_address(document, host, hosts, links, errors) for host in hosts]
     if errors:
         raise InputError(errors)
     return Lab(
@@ -270,6 +282,36 @@ def _volumes(
                 )
             )
     return tuple(found)
+
+
+def _with_link_address(
+    document: Document,
+    host: LabHost,
+    hosts: list[LabHost],
+    links: list[Link | None],
+    errors: list[str],
+) -> LabHost:
+    """A host behind a jump host with its address on the first link they share; an error when
+    the jump host is not a LAN host of the lab or no such link gives the host an address."""
+    if host.jump is None:
+        return host
+    where = ("hosts", host.name, "jump")
+    jump = next((h for h in hosts if h.name == host.jump), None)
+    if jump is None or jump.jump is not None or jump.name == host.name:
+        known = ", ".join(h.name for h in hosts if h.jump is None and h.name != host.name)
+        errors.append(
+            document.error(where, f"{host.jump!r} is not a lab host on the LAN (those: {known})")
+        )
+        return host
+    for link in links:
+        if link is None:
+            continue
+        ends = {link.a.host: link.a, link.b.host: link.b}
+        if host.name in ends and jump.name in ends and ends[host.name].address:
+            return dataclasses.replace(host, link_address=ends[host.name].address)
+    message = f"no link joins {host.name} (with an address at its end) to its jump host {jump.name}"
+    errors.append(document.error(where, message))
+    return host
 
 
 def _routes(

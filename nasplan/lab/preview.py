@@ -3,6 +3,8 @@ so ``nasplan validate`` checks a plan against a lab that is not up yet."""
 
 from __future__ import annotations
 
+import base64
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,7 @@ import yaml
 from nasplan.errors import InputError
 from nasplan.input.lab_files import lab_file_for
 from nasplan.lab import iscsi, nfs, services, volumes
+from nasplan.lab.inventory_out import jump_spec
 from nasplan.lab.model import LAN_INTERFACE, Lab, load_lab
 from nasplan.lab.personalities.synology import ADMIN_USER, PASSWORD_ENV
 
@@ -50,14 +53,14 @@ def preview_inventory(lab_file: Path, state_dir: Path) -> dict[str, Any]:
     groups: dict[str, dict[str, list[str]]] = {}
     for host in lab.hosts:
         groups.setdefault(host.personality, {"hosts": []})["hosts"].append(host.name)
-        interfaces: dict[str, Any] = {
-            "lan": {
+        interfaces: dict[str, Any] = {}
+        if host.jump is None:
+            interfaces["lan"] = {
                 "name": LAN_INTERFACE,
                 "role": "lan",
                 "speed": lab.lan_rate,
                 "address": host.lan_address,
             }
-        }
         for link in lab.links:
             for end in (link.a, link.b):
                 if end.host == host.name:
@@ -66,11 +69,13 @@ def preview_inventory(lab_file: Path, state_dir: Path) -> dict[str, Any]:
                         entry["address"] = end.address
                     interfaces[link.name] = entry
         hosts[host.name] = {
-            "address": host.lan_address.split("/")[0],
+            "address": host.address.split("/")[0],
             "platform": host.personality,
             "interfaces": interfaces,
-            **_host_vars(lab, state_dir, host.name),
         }
+        if host.jump is not None:
+            hosts[host.name]["proxy_jump"] = jump_spec(lab.host(host.jump).address.split("/")[0])
+        hosts[host.name].update(_host_vars(lab, state_dir, host.name))
     return {
         "vars": {"user": "root", "identity_file": "id_ed25519", "known_hosts": "known_hosts",
                  "framing": "tc"},
@@ -90,7 +95,27 @@ def write_preview(inventory_path: Path, out: Path) -> Path:
         )
     data = preview_inventory(lab_file, inventory_path.parent.resolve())
     out.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    # `lab up` makes the client key the inventory names; an empty stand-in (0600) beside the
-    # preview lets the check that an identity_file exists pass before the lab is up.
-    (out.parent / data["vars"]["identity_file"]).touch(mode=0o600)
+    # `lab up` makes the client key the inventory names; a stand-in (0600) beside the preview
+    # lets the checks of an identity_file (there, a private key's shape) pass before the lab is up.
+    stand_in = out.parent / data["vars"]["identity_file"]
+    stand_in.touch(mode=0o600)
+    stand_in.write_text(_stand_in_key(), encoding="ascii")
     return lab_file
+
+
+def _stand_in_key() -> str:
+    """A private key file in OpenSSH's format around an all-zero ed25519 key: the shape of the
+    one `lab up` makes, for validation only (it never logs in anywhere)."""
+
+    def string(data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + data
+
+    public = string(b"ssh-ed25519") + string(bytes(32))
+    private = struct.pack(">II", 0, 0) + public + string(bytes(64)) + string(b"stand-in")
+    private += bytes(range(1, 1 + (-len(private)) % 8))  # padded to the cipher's block (8)
+    blob = b"openssh-key-v1\0" + string(b"none") * 2 + string(b"") + struct.pack(">I", 1)
+    body = base64.b64encode(blob + string(public) + string(private)).decode()
+    lines = [body[start : start + 70] for start in range(0, len(body), 70)]
+    return "\n".join(
+        ["-----BEGIN OPENSSH PRIVATE KEY-----", *lines, "-----END OPENSSH PRIVATE KEY-----", ""]
+    )

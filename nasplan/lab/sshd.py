@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import shlex
 import subprocess
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -165,3 +166,23 @@ def start(namespace: str, wrapper: Path, log_path: Path, cgroup: Path | None = N
 def wait_ready(address: str, pid: int, log_path: Path, timeout_s: float = 10.0) -> None:
     """Poll ``address``:22 until sshd accepts a TCP connection; LabError if it dies or times out."""
     daemon.wait_listening("sshd", address, SSH_PORT, pid, log_path, timeout_s)
+
+
+def listening_inside(namespace: str) -> bool:
+    """Whether something listens on TCP port 22 in ``namespace`` (``ss`` run there)."""
+    out = netns.run(["ss", "-Hltn", f"sport = :{SSH_PORT}"], netns=namespace, check=False)
+    return bool(out.strip())
+
+
+def wait_listening_inside(
+    namespace: str, pid: int, log_path: Path, timeout_s: float = 10.0
+) -> None:
+    """Poll until sshd listens in ``namespace`` (a host the control node cannot reach, behind
+    a jump host); LabError if it dies or the time runs out."""
+    deadline = time.monotonic() + timeout_s
+    while not listening_inside(namespace):
+        if not netns.pid_alive(pid):
+            raise LabError(f"sshd in {namespace} exited: {daemon.log_tail(log_path)}")
+        if time.monotonic() > deadline:
+            raise LabError(f"sshd in {namespace} not listening on {SSH_PORT} after {timeout_s:g} s")
+        time.sleep(0.05)

@@ -31,6 +31,8 @@ class HostState:
     volumes: dict[str, dict[str, str]] = field(default_factory=dict)
     # its memory limit's cgroup directory (``nasplan.lab.cgroups``), None: no limit
     cgroup: str | None = None
+    # the lab host it is reached through (it has no LAN port; ``address`` is a link's), or None
+    jump: str | None = None
 
     @property
     def ip(self) -> str:

@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 
 # when the inventory gives no speed for the interface a test targets
 ASSUMED_PATH_BITS_PER_SECOND = 1_000_000_000
+# what a run does besides its tests: interpreter, connections and facts, tool checks, the
+# report at the end
+RUN_S = 1.5
 
 
 @dataclass(frozen=True)
@@ -66,10 +69,35 @@ def path_bits_per_second(plan: Plan, test: PlanTest) -> int | None:
     return min(speeds) if speeds else None
 
 
+def parts(plan: Plan, test: PlanTest) -> int:
+    """How many parts a run splits ``test`` into, each with its own set-up and teardown: one a
+    repetition when the plan interleaves its tests (or repeats it until its answer is clear),
+    else one."""
+    if plan.order.interleaved:
+        return test.repetitions
+    rule = test.adaptive
+    return 1 if rule is None else 1 + test.repetitions - rule.min_n
+
+
 def path_rate(plan: Plan, test: PlanTest) -> tuple[int, str]:
-    """The rate a test's bytes are assumed to cross its path at, and the assumption said."""
+    """The path's nominal rate in bit/s (the inventory's speed), and what was assumed."""
     bits = path_bits_per_second(plan, test)
     if bits is None:
         bits = ASSUMED_PATH_BITS_PER_SECOND
         return bits, f"paths of unknown speed at {format_bits_per_second(bits)}"
-    return bits, "transfers at the path's nominal rate"
+    return bits, "copies at the path's nominal rate"
+
+
+# TCP's share of a link's line rate at MTU 1500 (what a copy can get of it at best)
+TCP_SHARE = 0.94
+# a NAS's file or block service rarely moves more than this (its disks, its CPU, one smbd): the
+# estimate's ceiling on a path faster than that
+ASSUMED_COPY_BYTES_PER_SECOND = 400 * 2**20
+
+
+def copy_rate(plan: Plan, test: PlanTest) -> tuple[float, str]:
+    """The rate in bytes/s a copy over the test's path is assumed to move at, and the
+    assumption said: the path's TCP share, at most ASSUMED_COPY_BYTES_PER_SECOND."""
+    bits, said = path_rate(plan, test)
+    rate = min(bits * TCP_SHARE / 8, ASSUMED_COPY_BYTES_PER_SECOND)
+    return rate, f"{said}, at most {ASSUMED_COPY_BYTES_PER_SECOND // 2**20} MiB/s"

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from nasplan.analysis import MIN_TRUSTED_S, durations_under
-from nasplan.measure import series as series_of
-from nasplan.measure.capacity import Capacity
+from nasplan.measure import series as shapes
+from nasplan.measure.capacity import Capacity, judged
 from nasplan.measure.estimate import Estimate
 from nasplan.measure.series import Series
 from nasplan.quantities import BITS, Quantity
@@ -142,8 +142,8 @@ class Readout:
     def series(self, record: Record) -> list[Series]:
         """Each direction of the record as a Series, in the order the test ran them."""
         if self.directed:
-            return series_of.directed(record, network=self.path_rate)
-        return [series_of.single(record)]
+            return shapes.directed(record, network=self.path_rate)
+        return [shapes.single(record)]
 
     def named(self, record: Record, found: Sequence[Series]) -> bool:
         """Whether its rows are named by their direction (``smb (write)``)."""
@@ -171,7 +171,7 @@ class Readout:
         target = target_text(params, path)
         if not client:
             return target
-        if direction == "reverse" or series_of.data_direction(str(direction)) == "read":
+        if direction == "reverse" or shapes.data_direction(str(direction)) == "read":
             return f"{target} → {client}"
         return f"{client} → {target}"
 
@@ -196,7 +196,7 @@ class Readout:
         asked = (record.get("params") or {}).get("direction")
         if not self.directed or not asked:
             return [None]
-        return list(series_of.directions_asked(str(asked)))
+        return list(shapes.directions_asked(str(asked)))
 
     # --- the console ----------------------------------------------------------------------
 
@@ -272,6 +272,11 @@ class Readout:
         """What the record shows its hosts can carry, for other tests' verdicts."""
         return []
 
+    def copy_label(self, record: Record) -> str | None:
+        """What a copy of the record moved with (``SMB``, ``iSCSI``): its directions are judged
+        against the run's capacities; None: the record is no copy between a client and the NAS."""
+        return None
+
     def annotated(
         self,
         record: Record,
@@ -279,8 +284,12 @@ class Readout:
         memory_bytes: Mapping[str, int | None],
         cpu_shared_with: Mapping[str, Sequence[str]],
     ) -> dict[str, Any]:
-        """The record with what the run's capacities say of it (none: as it is)."""
-        return dict(record)
+        """The record with what the run's capacities say of it (a copy's verdicts), else as
+        it is."""
+        label = self.copy_label(record)
+        if label is None:
+            return dict(record)
+        return judged(record, capacities, label, memory_bytes, cpu_shared_with)
 
 
 class Kind(Readout, abc.ABC, Generic[S]):

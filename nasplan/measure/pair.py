@@ -135,3 +135,20 @@ def pair_path(test: PlanTest, ctx: RunContext, address: str) -> dict[str, Any]:
             "links": links,
         }
     return path
+
+
+def open_client_tool(
+    test: PlanTest, ctx: RunContext, record: dict[str, Any], tool: str
+) -> tuple[Pair, str] | None:
+    """The test's pair opened into ``record`` (its address and path), and ``tool``'s path on
+    the client (every system has it: nothing installed); None, with why in ``record``, when
+    the test cannot start."""
+    try:
+        pair = open_pair(test, ctx, {})
+        path = host_tool(pair.client, tool)
+    except CannotStart as exc:
+        record["error"] = str(exc)
+        return None
+    record["params"]["address"] = pair.address
+    record["path"] = pair.path
+    return pair, path

@@ -1,6 +1,7 @@
 """A test's run.json record through its life: begun (``new_record``: failed until it succeeds),
 never run (``skipped``), ended (``finish``), failed by a host lost on the way
-(``fail_for_lost_host``); the summaries of a kind whose repetitions each have a direction.
+(``lost_host_record``), stopped by the run (``stopped_record``); the summaries of a kind whose
+repetitions each have a direction; its warnings (``warn``).
 """
 
 from __future__ import annotations

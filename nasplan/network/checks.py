@@ -172,7 +172,10 @@ def _check(kind: str, host: str, probe: Probe, ok: bool, detail: str) -> dict[st
 
 
 def evaluate(
-    host: str, host_probes: Sequence[Probe], output: str, states: dict[str, dict[str, NicState]]
+    host: str,
+    host_probes: Sequence[Probe],
+    output: str,
+    states: Mapping[str, Mapping[str, NicState]],
 ) -> list[dict[str, Any]]:
     """Check records of one host's verify output; ``states`` are every host's NICs after apply."""
     sections = split_sections(output)

@@ -105,8 +105,9 @@ class Runner(Protocol):
     ) -> Result: ...
 
     def try_script(self, script: str, *, timeout_s: float) -> Result | None:
-        """``script`` as the login user; None when the host did not answer, without marking it
-        lost (a lease renewal during a short link outage must not end the run)."""
+        """``script`` as the login user; None when the host did not answer within ``timeout_s``,
+        without marking it lost (a lease renewal during a short link outage must not end the
+        run)."""
         ...
 
     def start_until(

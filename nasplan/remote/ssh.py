@@ -2,27 +2,23 @@
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import dataclasses
 import errno
-import hashlib
 import logging
 import select
 import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TypeVar
 
 import paramiko
-from fabric import Config, Connection
+from fabric import Connection
 
 from nasplan.errors import HostError, HostLostError
 from nasplan.input.inventory import Host, ssh_file_errors
-from nasplan.input.localfile import private_file_problem
-from nasplan.remote import become, local, shell
+from nasplan.remote import become, host_keys, local, shell, ssh_route
 from nasplan.remote.runner import Launched, Result, Runner, RunnerBase
 from nasplan.remote.timeouts import Timeouts, from_environ
 
@@ -32,93 +28,14 @@ T = TypeVar("T")
 # (nasplan sends it no EOF); with input, its shell reads the rest of it before it ends.
 _NO_INPUT = "exec </dev/null\n"
 _DRAIN_INPUT = "trap 'cat >/dev/null 2>&1' EXIT\n"
+# between two tries at a new connection in place of a silent one that failed at once (refused)
+_RECONNECT_PAUSE_S = 0.5
 
 # paramiko logs a connection that fails in its own thread (a host whose sshd froze: "Error
 # reading SSH protocol banner") as a traceback at ERROR, which Python's last-resort handler
 # prints on the terminal. nasplan says what failed itself, in one line: paramiko's log goes
 # only where the user's own logging set-up sends it.
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
-
-
-def fingerprint(key: paramiko.PKey) -> str:
-    """OpenSSH-style fingerprint, e.g. ``ssh-ed25519 SHA256:Xk1...``."""
-    digest = hashlib.sha256(key.asbytes()).digest()
-    return f"{key.get_name()} SHA256:{base64.b64encode(digest).decode().rstrip('=')}"
-
-
-class UnknownHostKeyError(paramiko.SSHException):
-    """The server's key is not in known_hosts: refused, with its fingerprint for the user."""
-
-
-class _RefuseUnknownHostKey(paramiko.MissingHostKeyPolicy):
-    """Refuse hosts that are not in known_hosts (Fabric's default would accept them silently),
-    unless known_hosts holds this very key for another address the inventory gives the same
-    host (``aliases``: its name, its interfaces' addresses): a cable's address is then trusted
-    with the host's verified key, for this connection only (nothing is written)."""
-
-    def __init__(self, known_hosts: Sequence[Path], aliases: Sequence[str] = ()) -> None:
-        self.known_hosts = known_hosts
-        self.aliases = aliases
-
-    def missing_host_key(
-        self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey
-    ) -> None:
-        keys = client.get_host_keys()
-        port = hostname.rpartition("]:")[2] if hostname.startswith("[") else None
-        for alias in self.aliases:
-            name = f"[{alias}]:{port}" if port else alias
-            known = keys.lookup(name)
-            if known is not None and known.get(key.get_name()) == key:
-                keys.add(hostname, key.get_name(), key)
-                return
-        where = ", ".join(str(p) for p in self.known_hosts) or "no known_hosts file"
-        raise UnknownHostKeyError(
-            f"host key for {hostname} is not known ({fingerprint(key)}); "
-            f"not in {where}. Verify the fingerprint on the host "
-            f"(ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub) and add it with ssh-keyscan"
-        )
-
-
-def known_hosts_files(host: Host, ssh_config: dict[str, object]) -> list[Path]:
-    """Known_hosts files checked for ``host``: the inventory's, else ssh_config's, else ~/.ssh."""
-    if host.known_hosts is not None:
-        return [host.known_hosts]
-    configured = ssh_config.get("userknownhostsfile")
-    if configured:
-        names = configured if isinstance(configured, list) else str(configured).split()
-        return [Path(str(n)).expanduser() for n in names]
-    return [Path("~/.ssh/known_hosts").expanduser()]
-
-
-def host_aliases(host: Host) -> list[str]:
-    """Other names the inventory gives ``host``: its name, its address, its interfaces'
-    addresses (a known_hosts line under any of them vouches for its key)."""
-    found = [host.name, host.address]
-    found += [i.address for i in host.interfaces.values() if i.address]
-    return list(dict.fromkeys(found))
-
-
-def _harden(connection: Connection, host: Host) -> None:
-    files = known_hosts_files(host, dict(connection.ssh_config))
-    keys = connection.client.get_host_keys()
-    for path in files:
-        problem = private_file_problem(path, secret=False)
-        if problem:
-            raise HostError(f"{host.name}: known_hosts file {path}: {problem}")
-        if path.is_file():
-            # HostKeys.load, not SSHClient.load_host_keys: nasplan never writes known_hosts back.
-            keys.load(str(path))
-    configured_keys = connection.ssh_config.get("identityfile") or []
-    for name in configured_keys if isinstance(configured_keys, list) else [configured_keys]:
-        key_path = Path(str(name)).expanduser()
-        problem = private_file_problem(key_path, secret=True)
-        if problem:
-            raise HostError(f"{host.name}: IdentityFile {key_path} (ssh_config): {problem}")
-    policy = _RefuseUnknownHostKey(files, host_aliases(host))
-    connection.client.set_missing_host_key_policy(policy)
-    gateway = connection.gateway
-    if isinstance(gateway, Connection):  # ProxyJump: the jump host is checked just as strictly
-        _harden(gateway, host)
 
 
 class SshRunner(RunnerBase):
@@ -130,16 +47,28 @@ class SshRunner(RunnerBase):
         connection: Connection,
         become_password: str | None = None,
         timeouts: Timeouts | None = None,
+        jumps: Sequence[Connection] = (),
     ) -> None:
         self.name = host.name
         self.host = host
         self.connection = connection
+        # the jump hosts' connections the host's rides on, first hop first (closed with it)
+        self.jumps = tuple(jumps)
         self.is_root = host.user == "root"
         self.become_password = become_password
         self.timeouts = timeouts or Timeouts()
         # Set once the host stopped answering: later commands fail at once, not after a timeout.
         self.lost: str | None = None
         self.host_shell: shell.HostShell = shell.POSIX
+        # when the host last answered (time.monotonic): a channel opened, a command's result
+        self._heard_at = time.monotonic()
+        # connections that went silent and were replaced (and the jump connections they rode
+        # on): their commands may still end on them; closed with the runner
+        self._silent: list[Connection] = []
+        self._replacing = threading.Lock()
+        self._closed = False
+        # why the last try at a new connection in place of a silent one failed
+        self._reconnect_error: str | None = None
 
     def use_shell(self, host_shell: shell.HostShell) -> None:
         """Speak ``host_shell`` from now on (set once the facts show a Windows host)."""
@@ -187,8 +116,9 @@ class SshRunner(RunnerBase):
         )
 
     def try_script(self, script: str, *, timeout_s: float) -> Result | None:
-        """Run shell text as the login user; None when the host did not answer, without
-        marking it lost (a lease renewal during a short link outage must not end the run)."""
+        """Run shell text as the login user; None when the host did not answer within
+        ``timeout_s``, without marking it lost (a lease renewal during a short link outage
+        must not end the run). A silent connection is replaced by a new one meanwhile."""
         if self.lost:
             return None
         try:
@@ -265,29 +195,20 @@ class SshRunner(RunnerBase):
     ) -> T:
         """``command`` on a new channel, what ``collect`` makes of it; the channel is closed
         after, unless ``keep`` says what was collected still runs on it."""
-        if self.lost:
-            raise HostLostError(self.name, self.lost)
-        transport = self.connection.client.get_transport()
-        if transport is None or not transport.is_active():
-            # a connection that has ended is gone, not slow: lost, whoever asked
-            raise self._lose("SSH connection lost", True)
+        asked = time.monotonic()
+        deadline = asked + timeout_s
+        transport, channel = self._open(asked, deadline, mark_lost)
+        if channel is None:
+            return timed_out(Result(command, "", f"timed out after {timeout_s} s", 124))
         channel_s = self.timeouts.channel_s
-        try:
-            channel = transport.open_session(timeout=channel_s)
-        except (paramiko.SSHException, OSError, EOFError) as exc:
-            reason = str(exc) or type(exc).__name__
-            if "Timeout" in reason:
-                raise self._lose(
-                    f"host stopped answering: no SSH channel within {channel_s:g} s", mark_lost
-                ) from None
-            raise self._lose(f"SSH connection lost: {reason}", mark_lost) from None
         # paramiko waits for the answer to the exec request without a limit. Every channel_s
         # without it, the watchdog asks whether the connection still answers (a new channel
         # within channel_s): a host that does is slow, not gone (a loaded machine), and the wait
         # goes on, up to the command's own timeout (then only this channel is closed). One that
-        # does not is lost: closing the transport ends every wait on it. The transport is never
-        # closed for one slow answer: other threads' commands share it.
-        deadline = time.monotonic() + timeout_s
+        # does not is silent: replaced by a new connection (``_replace``) while the wait goes
+        # on; a host that answers on none for a whole lease is lost: closing the transport ends
+        # every wait on it. A transport is never closed for one slow answer: other threads'
+        # commands share it.
         answered = threading.Event()
         outcome: list[str] = []
 
@@ -297,7 +218,11 @@ class SshRunner(RunnerBase):
                     outcome.append("timed out")
                     channel.close()
                     return
-                if not _answers(transport, channel_s) and not answered.is_set():
+                if _answers(transport, channel_s) or answered.is_set():
+                    self._heard_at = time.monotonic()
+                    continue
+                self._replace(transport, self._patience_end(asked))
+                if self._current() is transport and time.monotonic() >= self._patience_end(asked):
                     outcome.append("lost")
                     transport.close()
                     return
@@ -317,19 +242,110 @@ class SshRunner(RunnerBase):
                 # No EOF without input: the script reads /dev/null (see _input_safe).
                 channel.shutdown_write()
             collected = collect(channel)
+            self._heard_at = time.monotonic()
             kept = keep(collected)
             return collected
         except (paramiko.SSHException, OSError, EOFError) as exc:
             if outcome == ["timed out"]:
                 return timed_out(Result(command, "", f"timed out after {timeout_s} s", 124))
             reason = str(exc) or type(exc).__name__
+            if transport is not self._current():
+                # its connection went silent and was replaced: the host answers on the new one,
+                # what this command did there is not known
+                said = f"SSH connection lost while it ran ({reason}); its outcome is unknown"
+                return timed_out(Result(command, "", said, 255))
             if outcome == ["lost"]:
-                reason = f"host stopped answering: no SSH channel within {channel_s:g} s"
-                raise self._lose(reason, mark_lost) from None
+                raise self._lose(self._silence(asked), mark_lost) from None
             raise self._lose(f"SSH connection lost: {reason}", mark_lost) from None
         finally:
             if not kept:
                 channel.close()
+
+    def _current(self) -> paramiko.Transport | None:
+        """The transport of the connection new commands go on."""
+        transport: paramiko.Transport | None = self.connection.client.get_transport()
+        return transport
+
+    def _patience_end(self, asked: float) -> float:
+        """When a host silent since ``asked`` counts as lost: a lease after the later of that
+        and its last answer (what the run started there has stopped by itself by then)."""
+        return max(asked, self._heard_at) + self.timeouts.lease_s
+
+    def _silence(self, asked: float) -> str:
+        silent_s = time.monotonic() - max(asked, self._heard_at)
+        tried = f" (a new connection: {self._reconnect_error})" if self._reconnect_error else ""
+        return f"host stopped answering: no answer for {silent_s:.0f} s{tried}"
+
+    def _open(
+        self, asked: float, deadline: float, mark_lost: bool
+    ) -> tuple[paramiko.Transport, paramiko.Channel | None]:
+        """A new channel on the current connection and that connection; no channel (None)
+        when ``deadline`` passed first. A connection that gives none within channel_s is
+        silent and replaced by a new one (``_replace``); the host is lost (HostLostError)
+        once none answered for a whole lease, or at once when its connection ended."""
+        channel_s = self.timeouts.channel_s
+        while True:
+            if self.lost:
+                raise HostLostError(self.name, self.lost)
+            transport = self._current()
+            if transport is None or not transport.is_active():
+                # a connection that has ended is gone, not slow: lost, whoever asked
+                reason = self._jump_lost() or "SSH connection lost"
+                self._close_jumps()
+                raise self._lose(reason, True)
+            now = time.monotonic()
+            until = min(deadline, self._patience_end(asked))
+            try:
+                channel = transport.open_session(timeout=max(0.1, min(channel_s, until - now)))
+            except (paramiko.SSHException, OSError, EOFError) as exc:
+                reason = str(exc) or type(exc).__name__
+                if "Timeout" not in reason:
+                    raise self._lose(f"SSH connection lost: {reason}", mark_lost) from None
+                self._replace(transport, until)
+                if time.monotonic() < until:
+                    continue
+                if time.monotonic() < deadline:
+                    raise self._lose(self._silence(asked), mark_lost) from None
+                return transport, None
+            self._heard_at = time.monotonic()
+            return transport, channel
+
+    def _replace(self, silent: paramiko.Transport, until: float) -> None:
+        """Put a new connection in place of ``silent`` (no channel within channel_s), trying
+        until ``until``; nothing when another thread did already.
+
+        After an outage of the path, TCP retransmits on a connection only after a backoff that
+        doubles with each try: the connection stays silent for about as long again as the
+        outage lasted, while a new one answers as soon as the path is back. Commands running
+        on the silent connection end there (it is closed with the runner).
+        """
+        if not self._replacing.acquire(timeout=max(0.0, until - time.monotonic())):
+            return
+        try:
+            while self._current() is silent and not self.lost and not self._closed:
+                left_s = until - time.monotonic()
+                if left_s <= 0:
+                    return
+                try:
+                    fresh = connect(
+                        self.host,
+                        timeout_s=min(self.timeouts.connect_s, left_s),
+                        become_password=self.become_password,
+                    )
+                except HostError as exc:
+                    self._reconnect_error = str(exc).removeprefix(f"{self.name}: ")
+                    time.sleep(min(_RECONNECT_PAUSE_S, max(0.0, until - time.monotonic())))
+                    continue
+                assert isinstance(fresh, SshRunner)
+                if self._closed:  # the run let go of the host meanwhile
+                    fresh.close()
+                    return
+                # the new connection rides on jump connections of its own
+                self._silent += [self.connection, *reversed(self.jumps)]
+                self.connection, self.jumps = fresh.connection, fresh.jumps
+                self._heard_at = time.monotonic()
+        finally:
+            self._replacing.release()
 
     @staticmethod
     def _collect(channel: paramiko.Channel, shown: str, timeout_s: float | None) -> Result:
@@ -356,9 +372,29 @@ class SshRunner(RunnerBase):
             channel.recv_exit_status(),
         )
 
+    def _jump_lost(self) -> str | None:
+        """Which jump host's connection ended, if one did (the host's ends with it)."""
+        for hop in self.jumps:
+            transport = hop.client.get_transport()
+            if transport is None or not transport.is_active():
+                return f"SSH connection lost: the jump host {ssh_route.label(hop)} closed it"
+        return None
+
+    def _close_jumps(self) -> None:
+        """Close the jump hosts' connections, last hop first."""
+        for hop in reversed(self.jumps):
+            with contextlib.suppress(Exception):  # one already gone must not stop the rest
+                hop.close()
+
     def close(self) -> None:
-        """Close the SSH connection."""
-        self.connection.close()
+        """Close the SSH connection (and those it replaced), then the jump hosts' it rode on."""
+        self._closed = True
+        try:
+            for connection in [*self._silent, self.connection]:
+                with contextlib.suppress(Exception):  # a silent one may fail to close cleanly
+                    connection.close()
+        finally:
+            self._close_jumps()
 
     def host_key(self) -> str | None:
         """The key the host showed on this connection (checked when it opened)."""
@@ -487,14 +523,18 @@ def connect(
     """Open an SSH connection to ``host`` with strict host-key checking; a ``connection: local``
     host gets a ``nasplan.remote.local`` runner instead (no SSH: it is this machine).
 
-    ``~/.ssh/config`` aliases, users, ports and ProxyJump are honoured (through Fabric).
-    ``become_password``: fed to sudo on stdin when a command needs root and the user is not root.
-    Raises HostError with a one-line reason (unknown/changed key with fingerprint, auth, network).
+    ssh_config aliases, users, ports, identity and known_hosts files are honoured, and its
+    ProxyJump or the inventory's ``proxy_jump``: each jump host is connected to in turn, every
+    hop's host key checked (``nasplan.remote.ssh_route``), the host reached over a
+    ``direct-tcpip`` channel of the last hop. ``become_password``: fed to sudo on stdin when a
+    command needs root and the user is not root. Raises HostError with a one-line reason
+    (unknown/changed/revoked key with fingerprint, auth, network; the hop it happened at).
     """
     if host.is_local:
         return local.connect(host, become_password=become_password)
-    problems = ssh_file_errors(host)
-    if problems:  # checked when the plan was loaded too; this catches a file swapped since
+    # checked when the plan was loaded too, content and all; this catches a file swapped since
+    problems = ssh_file_errors(host, content=False)
+    if problems:
         raise HostError("; ".join(problems))
     timeouts = from_environ()
     if timeout_s is None:
@@ -510,37 +550,67 @@ def connect(
     if host.identity_file is not None:
         connect_kwargs["key_filename"] = [str(host.identity_file)]
         connect_kwargs["look_for_keys"] = False
-    connection = Connection(
-        host.address,
-        user=host.user,
-        port=host.port,
-        connect_timeout=timeout_s,
-        connect_kwargs=connect_kwargs,
-        # An inventory's ssh_config replaces ~/.ssh/config, as `ssh -F FILE` does.
-        config=Config(runtime_ssh_path=str(host.ssh_config) if host.ssh_config else None),
-    )
-    _harden(connection, host)
-    target = f"{host.name} ({connection.user}@{connection.host}:{connection.port})"
+    way = ssh_route.route(host, connect_kwargs, timeout_s)
+    opened: list[Connection] = []
+    try:
+        through = ""
+        for hop, known in zip(way.hops, way.known[:-1], strict=True):
+            _open(hop, known, f"{host.name}: jump host", through, timeout_s)
+            opened.append(hop)
+            through = f"through {ssh_route.label(hop)}"
+        target = way.target
+        _open(target, way.known[-1], host.name, through, timeout_s)
+    except BaseException:
+        for hop in reversed(opened):
+            with contextlib.suppress(Exception):
+                hop.close()
+        raise
+    user = target.user
+    runner = SshRunner(host, target, become_password, timeouts, way.hops)
+    runner.is_root = user == "root"
+    return runner
+
+
+# SSH_MSG_CHANNEL_OPEN_FAILURE reason codes (RFC 4254 5.1) -> what the user reads
+_CHANNEL_REFUSALS = {
+    1: "refuses to forward to it (sshd's AllowTcpForwarding or PermitOpen there)",
+    2: "cannot reach it (no route from there, or nothing listens)",
+}
+
+
+def _open(
+    connection: Connection,
+    known: host_keys.KnownHosts,
+    who: str,
+    through: str,
+    timeout_s: float,
+) -> None:
+    """Open ``connection`` (``through`` the hop it rides on: ``through root@gw:22``, or ""),
+    its key checked against ``known``; HostError saying why not, prefixed ``who`` (``nas``, ``nas:
+    jump host``) and, for a key or a login, the connection's ``user@host:port``."""
+    named = f"{who} ({ssh_route.label(connection)}{' ' + through if through else ''})"
+    where = f"{connection.host}:{connection.port}{' ' + through if through else ''}"
     try:
         connection.open()
     except paramiko.BadHostKeyException as exc:
+        if known.revoked(exc.key):
+            reason = host_keys.revoked_message(connection.host, exc.key, known)
+            raise HostError(f"{named}: {reason}") from None
         raise HostError(
-            f"{target}: host key CHANGED: got {fingerprint(exc.key)}, "
-            f"known_hosts has {fingerprint(exc.expected_key)}; refusing to connect"
+            f"{named}: host key CHANGED: got {host_keys.fingerprint(exc.key)}, "
+            f"known_hosts has {host_keys.fingerprint(exc.expected_key)}; refusing to connect"
         ) from None
-    except UnknownHostKeyError as exc:
-        raise HostError(f"{target}: {exc}") from None
+    except (host_keys.UnknownHostKeyError, host_keys.RevokedHostKeyError) as exc:
+        raise HostError(f"{named}: {exc}") from None
     except paramiko.AuthenticationException as exc:
-        raise HostError(f"{target}: authentication failed: {exc}") from None
+        raise HostError(f"{named}: authentication failed: {exc}") from None
+    except paramiko.ChannelException as exc:
+        reason = _CHANNEL_REFUSALS.get(exc.code, exc.text)
+        raise HostError(f"{who}: cannot connect to {where}: the jump host {reason}") from None
     except (TimeoutError, paramiko.SSHException, OSError, EOFError) as exc:
-        where = f"{connection.host}:{connection.port}"
         reason = connect_reason(exc, timeout_s)
-        raise HostError(f"{host.name}: cannot connect to {where}: {reason}") from None
+        raise HostError(f"{who}: cannot connect to {where}: {reason}") from None
     _no_delay(connection)
-    user = connection.user
-    runner = SshRunner(host, connection, become_password, timeouts)
-    runner.is_root = user == "root"
-    return runner
 
 
 # errno -> what a user reads (paramiko wraps them as "[Errno None] Unable to connect to ...")
@@ -579,4 +649,11 @@ def server_key_fingerprint(runner: Runner) -> str | None:
     if not isinstance(runner, SshRunner):
         return None
     transport = runner.connection.client.get_transport()
-    return fingerprint(transport.get_remote_server_key()) if transport is not None else None
+    return host_keys.fingerprint(transport.get_remote_server_key()) if transport else None
+
+
+def jump_route(runner: Runner) -> str | None:
+    """``through root@198.19.0.10:22`` for a host reached through jump hosts, else None."""
+    if not isinstance(runner, SshRunner) or not runner.jumps:
+        return None
+    return "through " + ",".join(ssh_route.label(hop) for hop in runner.jumps)

@@ -40,6 +40,7 @@ from nasplan.run import leases, paths
 from nasplan.run.cell import Cell
 from nasplan.run.checkpoint import RunRecord, RunSaver, long_lived_objects_frozen
 from nasplan.run.kind_hooks import KindHooks
+from nasplan.run.lapses import LapseGuard
 from nasplan.run.measure_phase import MeasurePhase
 from nasplan.run.networks import Networks, network_phase
 from nasplan.run.opening import open_hosts
@@ -157,6 +158,7 @@ class Run:
             lambda: self.record.checkpoint(),
             header["sequence"],
             self.early,
+            LapseGuard(self.keeper),
         )
         self.record = RunRecord(
             header,
@@ -167,8 +169,7 @@ class Run:
             network=self.networks.part,
             saver=RunSaver(self.run_dir, frozen=("hosts",)),
         )
-        # the run directory filled up during the run (RunDirError on its way out)
-        self.dir_full = False
+        self.dir_full = False  # the run directory filled up (RunDirError on its way out)
 
     @contextlib.contextmanager
     def span(self, phase: str) -> Iterator[None]:
@@ -273,6 +274,7 @@ class Run:
             final = self.record.snapshot()
             if final != written:  # a release removed something the run left there: say so
                 self._write(final, synced=[])
+            self.record.saver.close()
 
     def _release_all(self) -> None:
         """Release this run's lock on every host still locked (what it left there goes with
@@ -291,13 +293,17 @@ class Run:
             write_report(self.run_dir, secrets=self.hooks.secrets, check=False)
             sync_files(synced, self.run_dir)
         except RunDirError as exc:
+            saver = self.record.saver
+            if saver.saved is not run:  # not even into the space held for it: say what is lost
+                lacks = saver.lacking(run)
+                self.progress.message(f"nasplan: {saver.path} keeps its last save, lacking {lacks}")
             if not self.dir_full:  # else said by whoever catches the run's own RunDirError
-                self.progress.message(f"nasplan: {exc}; run.json keeps what was saved before")
+                self.progress.message(f"nasplan: {exc}")
 
     def _warnings(self, tests: list[dict[str, Any]]) -> list[str]:
-        """Every warning of the run so far: the inventory's, the hosts', the tests' (each with
-        its id), the run's own, the network's."""
-        found = [*self.plan.inventory.warnings]
+        """Every warning of the run so far: a resumed run's from before, the inventory's, the
+        hosts', the tests' (each with its id), the run's own, the network's."""
+        found = [*self.record.run["warnings"], *self.plan.inventory.warnings]
         found += [w for s in self.sessions.values() for w in s.warnings]
         found += [f"{t['id']}: {w}" for t in tests for w in t.get("warnings") or []]
         found += self.warnings + self.networks.warnings
@@ -336,6 +342,8 @@ def _header(
         "run_id": run_dir.name,
         "plan_file": str(plan.path),
         "inventory_file": str(plan.inventory.path),
+        "inventory_files": [str(p.resolve()) for p in plan.inventory.sources],
+        "inventory_reader": plan.inventory.reader,
         "plan": dict(plan.resolved),
         **fingerprints(plan),
         "order": plan.order.name,
@@ -346,7 +354,8 @@ def _header(
         "status": "interrupted",
         "hosts": {},
         "tests": [],
-        "warnings": [],
+        # a resumed run's warnings from before it was interrupted (``Run._warnings`` adds on)
+        "warnings": list(before.get("warnings") or []),
     }
     if previous is not None:
         header["resumed_at"] = [*before.get("resumed_at", []), _iso(started)]

@@ -47,6 +47,16 @@ class TornDown:
 
 
 @dataclass(frozen=True)
+class Lapsed:
+    """A lease of the test's hosts ran out while part ``number`` ran: its repetitions from the
+    ``since``-th on (what reached the run after the lapse) are no measurement."""
+
+    number: int
+    since: int
+    reason: str
+
+
+@dataclass(frozen=True)
 class Stopped:
     """The run stopped (Ctrl-C, a full disk) before the test wanted no more; part ``number``
     was its last."""
@@ -54,7 +64,7 @@ class Stopped:
     number: int
 
 
-Entry = Returned | TornDown | Stopped
+Entry = Returned | TornDown | Lapsed | Stopped
 
 
 @dataclass
@@ -161,6 +171,11 @@ class Cell:
         """What part ``number``'s deferred teardown returned."""
         self.log.append(TornDown(number, completes, lost))
 
+    def lapsed(self, since: int, reason: str) -> None:
+        """A lease of its hosts ran out: the running (or last) part's repetitions from the
+        ``since``-th on are no measurement."""
+        self.log.append(Lapsed(self._number, since, reason))
+
     def stop(self) -> None:
         """The run stopped before this test wanted no more (its running part, if any, keeps
         what it handed over last)."""
@@ -210,11 +225,20 @@ class Cell:
 
 
 def _completed(part: Returned, log: list[Entry]) -> Record:
-    """A part's record with what its teardown returned (a host it found lost fails it)."""
+    """A part's record with what its teardown returned (a host it found lost fails it), and
+    its repetitions after a lapse of a host's lease failed."""
     record = dict(part.record)
     for entry in log:
         if isinstance(entry, TornDown) and entry.number == part.number:
             record.update(entry.completes)
             if entry.lost is not None:
                 record = lost_host_record(record, entry.lost)
+        elif isinstance(entry, Lapsed) and entry.number == part.number:
+            reps = list(record.get("repetitions") or [])
+            reps[entry.since :] = [
+                {**rep, "status": "failed", "error": entry.reason} if rep.get("status") == "ok"
+                else rep
+                for rep in reps[entry.since :]
+            ]  # fmt: skip
+            record = lost_host_record({**record, "repetitions": reps}, entry.reason)
     return record

@@ -153,7 +153,7 @@ def _changes(plan: Plan, sessions: Mapping[str, HostSession]) -> list[dict[str, 
     """Each declared network change, against the host's current state."""
     if not plan.network.hosts:
         return []
-    from nasplan.run.network_phase import describe_changes  # a plan that changes the network
+    from nasplan.run.host_network import describe_changes  # a plan that changes the network
 
     changes: list[dict[str, str]] = []
     for name in plan.network.hosts:

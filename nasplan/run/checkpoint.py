@@ -15,9 +15,15 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from nasplan.errors import RunDirError
 from nasplan.hosts.session import HostSession, RecordedHost
-from nasplan.output import Redactor, redactor_of, write_text
+from nasplan.output import HeldRunDir, Redactor, hold_space, let_go, redactor_of, write_text
 from nasplan.results import RUN_FILE, pretty
+
+# where a run holds disk space for its last save of run.json (``RunSaver.save``), and how much
+# at least
+RESERVE_FILE = ".run.json.reserve"
+RESERVE_MIN_BYTES = 1 << 20
 
 
 def _nested(text: str) -> str:
@@ -44,6 +50,13 @@ class RunSaver:
 
     def __init__(self, run_dir: Path, *, frozen: Iterable[str] = ()) -> None:
         self.path = run_dir / RUN_FILE
+        # disk space held for the run's last save (see ``save``), and how much
+        self.reserve = run_dir / RESERVE_FILE
+        self._reserved_bytes = 0
+        # what the last save that reached the disk held (``lacking``)
+        self.saved: dict[str, Any] | None = None
+        # the run directory's own lock, taken before the first save (``close`` lets it go)
+        self._held: HeldRunDir | None = None
         self._secrets: tuple[str, ...] = ()
         # compact JSON of a part -> its text in run.json (cleaned, indent 2, at the top level)
         self._texts: dict[str, str] = {}
@@ -56,13 +69,65 @@ class RunSaver:
         self, run: dict[str, Any], secrets: Iterable[str] = (), *, durable: bool = True
     ) -> Path:
         """Write ``run`` to run.json atomically (secrets masked, as ``save_run``); its path.
-        ``durable``: as for ``write_text`` (a checkpoint during the run is not)."""
+        ``durable``: as for ``write_text``; a durable save is the run's last (a checkpoint
+        during the run is not).
+
+        Each checkpoint holds disk space in a file of its own beside run.json (twice its size,
+        1 MiB at least): a disk that fills up during the run stops it, and its last save, which
+        says how the hosts were put back and when the run ended, is then written into the
+        space let go of. Raises RunDirError when even that does not fit (``lacking`` says
+        what run.json then misses). The first save takes the run directory's own lock
+        (RunDirBusy when another nasplan holds it: nothing written)."""
+        if self._held is None:  # nothing is written into a directory another nasplan holds
+            self._held = HeldRunDir(self.path.parent)
         masked = tuple(s for s in secrets if s)
         if masked != self._secrets:  # a secret learned during the run: every text again
             self._secrets, self._texts, self._frozen_texts = masked, {}, {}
         redactor = redactor_of(masked)
         text = self.text_of(run, redactor)
-        return write_text(self.path, text, redactor, durable=durable, in_place_when_full=True)
+        if not durable:
+            wanted = max(RESERVE_MIN_BYTES, 2 * len(text))
+            if wanted > self._reserved_bytes and hold_space(self.reserve, wanted):
+                self._reserved_bytes = wanted
+            path = write_text(self.path, text, redactor, durable=False)
+            self.saved = run
+            return path
+        try:
+            path = write_text(self.path, text, redactor, in_place_when_full=True)
+        except RunDirError:
+            if not self.reserve.exists():
+                raise
+            let_go(self.reserve)  # the space held for this very save
+            path = write_text(self.path, text, redactor, in_place_when_full=True)
+        let_go(self.reserve)
+        self.saved = run
+        return path
+
+    def close(self) -> None:
+        """Let go of the run directory's lock (the run's files are written)."""
+        if self._held is not None:
+            self._held.release()
+            self._held = None
+
+    def lacking(self, run: dict[str, Any]) -> str:
+        """What run.json on disk lacks of ``run`` (the save that did not fit), in a user's
+        words: ``finished_at, status failed (it says interrupted), ...``."""
+        saved = self.saved
+        if saved is None:
+            return "everything: it was never written"
+        missing = []
+        for key in ("finished_at", "status"):
+            if run.get(key) != saved.get(key):
+                missing.append(f"{key} {run.get(key)} (it says {saved.get(key)})")
+        now, then = _network_states(run), _network_states(saved)
+        if now != then:
+            said = ", ".join(f"{host} {state}" for host, state in now.items())
+            before = ", ".join(sorted(set(then.values()))) or "nothing"
+            missing.append(f"the network put back: {said} (it says {before})")
+        reps, reps_then = _repetitions(run), _repetitions(saved)
+        if reps != reps_then:
+            missing.append(f"{reps - reps_then} repetitions of the {reps} the run ended with")
+        return "; ".join(missing) or "nothing"
 
     def text_of(self, run: dict[str, Any], redactor: Redactor) -> str:
         """``dump_run(run)``, from the texts of unchanged parts where it can."""
@@ -94,6 +159,15 @@ class RunSaver:
             fields.append(f"{key}: {_nested(body)}")
         self._texts = kept
         return _joined("{", fields, "}") + "\n"
+
+
+def _network_states(run: dict[str, Any]) -> dict[str, str]:
+    hosts = (run.get("network") or {}).get("hosts") or {}
+    return {name: str(host.get("status")) for name, host in sorted(hosts.items())}
+
+
+def _repetitions(run: dict[str, Any]) -> int:
+    return sum(len(test.get("repetitions") or []) for test in run.get("tests") or [])
 
 
 class HostsPart:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -198,6 +198,8 @@ class LeaseKeeper:
         # last one that failed did
         self._renewed_at: dict[str, float] = {}
         self._why: dict[str, str] = {}
+        # host -> why its lease ran out
+        self._lapses: dict[str, str] = {}
 
     def start(self) -> None:
         """Start renewing each locked host's lease (every ``renew_s``)."""
@@ -216,10 +218,11 @@ class LeaseKeeper:
 
     def _renew(self, session: HostSession) -> bool:
         """One renewal of ``session``'s lease; False once renewing it is over (released, lost,
-        taken by another run, or lapsed). A renewal that fails is tried again at the next
-        interval. A host that answers again after no renewal got through for a whole lease has
-        had its lease run out (its watchdogs stopped what the run started there): it is marked
-        lost, saying so. One that does not answer is named lost by the run's own commands."""
+        taken by another run, or lapsed). A renewal waits for its answer up to the lease's end
+        (the runner puts a new connection in place of a silent one meanwhile); one that fails
+        earlier is tried again at the next interval. Once no renewal got through for a whole
+        lease, the host's watchdogs have stopped what the run started there: it is marked
+        lost, saying so, whether it answers again or not."""
         name, runner = session.host.name, session.runner
         if name in self._dropped or runner is None or session.lost:
             return False
@@ -228,9 +231,12 @@ class LeaseKeeper:
             self.progress.host(name, f"[lost] {runner.lost}")
             return False
         started = time.monotonic()
+        left_s = self._renewed_at.get(name, started) + self.lease_s - started
+        if left_s <= 0:
+            return self._lapsed(session, started)
         try:
             result = runner.try_script(
-                renew_script(self.run_id, self.lease_s), timeout_s=self.renew_s + 10
+                renew_script(self.run_id, self.lease_s), timeout_s=max(left_s, self.renew_s)
             )
         except Exception as exc:  # any failure of one renewal: the next may get through
             result, self._why[name] = None, str(exc) or type(exc).__name__
@@ -238,20 +244,47 @@ class LeaseKeeper:
         if answer not in ("renewed", "lost"):
             if result is not None:  # the script failed there (a full /tmp, ...): try again
                 self._why[name] = (result.stderr or f"exit {result.exited}").strip()
+            elif name not in self._why:
+                self._why[name] = "no answer"
+            if time.monotonic() - self._renewed_at.get(name, started) >= self.lease_s:
+                return self._lapsed(session, time.monotonic())
             return True
         if answer == "lost" and name not in self._dropped:
             session.warnings.append(f"{name}: another run took this host's lock during the run")
             return False
-        unrenewed_s = started - self._renewed_at.get(name, started)
-        if answer == "renewed" and unrenewed_s < self.lease_s:
+        if answer == "renewed" and started - self._renewed_at.get(name, started) < self.lease_s:
             self._renewed_at[name] = started
+            self._why.pop(name, None)
             return True
-        why = self._why.get(name) or "the host did not answer"
-        session.mark_lost(
-            f"{name}: its lease ran out: not renewed for {unrenewed_s:.0f} s ({why}); the host "
-            "stopped what this run had started there"
-        )
+        return self._lapsed(session, started)
+
+    def _lapsed(self, session: HostSession, now: float) -> bool:
+        """``session``'s lease ran out (no renewal got through for a whole lease): lost."""
+        name = session.host.name
+        if name in self._dropped or session.lost:
+            return False
+        why = self._why.get(name) or _NOT_RUN  # no renewal failed: none was tried in time
+        self._lapses[name] = reason = _ran_out(name, now - self._renewed_at.get(name, now), why)
+        session.mark_lost(reason)
+        self.progress.host(name, f"[lost] {reason}")
         return False
+
+    def lapsed(self, names: Iterable[str]) -> str | None:
+        """Why one of these hosts' leases has run out by now (no renewal got through for a
+        whole lease, on this machine's clock: the host is stopping what the run started
+        there, or has), None while every one holds. Known at once after a gap in nasplan
+        itself (stopped, starved for CPU), before a renewal has run to say so."""
+        now = time.monotonic()
+        for name in sorted(names):
+            if name in self._lapses:
+                return self._lapses[name]
+            session = self.sessions.get(name)
+            if session is None or session.lost or name in self._dropped:
+                continue
+            unrenewed_s = now - self._renewed_at.get(name, now)
+            if unrenewed_s >= self.lease_s:
+                return _ran_out(name, unrenewed_s, self._why.get(name) or _NOT_RUN)
+        return None
 
     def drop(self, session: HostSession) -> None:
         """Stop renewing ``session``'s lease: it is being released (a renewal already under
@@ -262,6 +295,17 @@ class LeaseKeeper:
         """Stop renewing (a renewal under way finishes)."""
         for renewing in self._renewing:
             renewing.stop()
+
+
+# why a lease ran out that no failed renewal explains
+_NOT_RUN = "nasplan itself did not run to renew it: stopped, or starved of CPU"
+
+
+def _ran_out(name: str, unrenewed_s: float, why: str) -> str:
+    return (
+        f"{name}: its lease ran out: not renewed for {unrenewed_s:.0f} s ({why}); the host "
+        "stopped what this run had started there"
+    )
 
 
 class EarlyRelease:

@@ -12,7 +12,7 @@ from typing import Any
 
 from nasplan.input.plan import Plan, PlanTest
 from nasplan.measure import kinds
-from nasplan.measure.estimate import Estimate
+from nasplan.measure.estimate import RUN_S, Estimate
 
 
 def seconds_of(plan: Plan, test: PlanTest) -> float:
@@ -30,7 +30,8 @@ def estimate(plan: Plan) -> Estimate:
     total = Estimate(0.0)
     for test in plan.tests:
         total += estimate_of(plan, test)
-    return total + Estimate(0.0, ("connecting and installing not counted",))
+    start = Estimate(RUN_S, (f"about {RUN_S:g} s to connect, check tools and report",))
+    return total + start + Estimate(0.0, ("installing tools not counted",))
 
 
 def _cells(plan: Plan) -> int:

@@ -21,6 +21,7 @@ from nasplan.progress import Place
 from nasplan.run import leases
 from nasplan.run.cell import Cell
 from nasplan.run.kind_hooks import KindHooks
+from nasplan.run.lapses import LapseGuard
 from nasplan.run.networks import Networks
 from nasplan.run.schedule import Schedule, Slice, slices, time_left_s
 
@@ -29,7 +30,7 @@ class MeasurePhase:
     """The tests of one run as ``schedule`` says; ``networks``: each group's settings in turn;
     ``sequence``: run.json's ``[test id, repetition]`` list, appended to as parts begin;
     ``save``: run.json now; ``early``: releases hosts the plan is done with (None: at the end,
-    as with network changes)."""
+    as with network changes); ``lapses``: no measurement across a lapse of a host's lease."""
 
     def __init__(
         self,
@@ -40,10 +41,12 @@ class MeasurePhase:
         save: Callable[[], None],
         sequence: list[list[Any]],
         early: leases.EarlyRelease | None,
+        lapses: LapseGuard,
     ) -> None:
         self.ctx, self.hooks, self.schedule, self.networks = ctx, hooks, schedule, networks
         self.cells = schedule.cells
         self.save, self.sequence, self.early = save, sequence, early
+        self.lapses = lapses
         self.cell: Cell | None = None  # the cell whose part runs now, or ran last
         self.released: set[str] = set()
         hooks.on_checkpoint = self._checkpoint
@@ -85,6 +88,8 @@ class MeasurePhase:
         cell.returned(record, ended=True)
         if record["status"] == "skipped":  # it never ran: not in the order of what ran
             del self.sequence[-step.count :]
+        else:
+            self.lapses.check(cell)
         for name in mark_lost_hosts(self.sessions):
             self.ctx.progress.host(name, f"[lost] {self.sessions[name].error}")
         self.save()
@@ -114,8 +119,13 @@ class MeasurePhase:
             return lost_host_record(ran or skipped(test, str(exc)), str(exc))
 
     def _checkpoint(self) -> None:
-        """After a repetition: run.json saved, the console told where the run stands."""
+        """After a repetition: run.json saved, the console told where the run stands; a lease
+        of the test's hosts that ran out meanwhile stops it (``LapseGuard``)."""
+        assert self.cell is not None
+        lapse = self.lapses.check(self.cell)
         self.save()
+        if lapse is not None:
+            raise lapse
         self._say_where(None)
 
     def _mark_lost(self, exc: HostLostError) -> None:

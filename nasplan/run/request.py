@@ -16,7 +16,8 @@ from pathlib import Path
 
 from nasplan.errors import InputError
 from nasplan.input.extra_vars import extra_vars as parse_extra_vars
-from nasplan.input.plan import Plan, load_plan, planned_inventory
+from nasplan.input.inventory import InventoryChoice
+from nasplan.input.plan import Plan, lab_inventory, load_plan
 from nasplan.run.planned import plan_hosts, unset_variables
 from nasplan.run.resume import Previous
 
@@ -42,7 +43,7 @@ class RunRequest:
 
 def request(
     plan_file: Path | None,
-    inventory: Path | None = None,
+    inventory: InventoryChoice | Path | None = None,
     extra_vars: Sequence[str] = (),
     *,
     resume: Path | None = None,
@@ -56,13 +57,16 @@ def request(
 ) -> RunRequest:
     """The request of ``apply PLAN_FILE`` with these options; InputError (exit 2, nothing
     touched) for anything the run would refuse. ``ask_password``: ``-K``, asked once (not for
-    ``--check``, which runs nothing as root)."""
+    ``--check``, which runs nothing as root). ``inventory``: every ``-i`` and the reader (one
+    path: that inventory; None: the plan's)."""
+    if not isinstance(inventory, InventoryChoice):
+        inventory = InventoryChoice((inventory,) if inventory is not None else ())
     if resume is not None:
         plan_file, inventory = _resumed_files(resume, plan_file, inventory, out, check)
     elif plan_file is None:
         raise InputError("apply needs PLAN_FILE (or --resume RUN_DIR)")
     _refuse_without_lab(plan_file, inventory)
-    plan = load_plan(plan_file, inventory, parse_extra_vars(extra_vars))
+    plan = load_plan(plan_file, inventory.paths, parse_extra_vars(extra_vars), inventory.reader)
     previous = None
     if resume is not None:
         from nasplan.run.resume import previous_run
@@ -88,9 +92,10 @@ def request(
 
 
 def _resumed_files(
-    run_dir: Path, plan_file: Path | None, inventory: Path | None, out: Path | None, check: bool
-) -> tuple[Path, Path | None]:
-    """The plan and inventory of ``--resume RUN_DIR``: those given, else the run's own."""
+    run_dir: Path, plan_file: Path | None, inventory: InventoryChoice, out: Path | None, check: bool
+) -> tuple[Path, InventoryChoice]:
+    """The plan and inventory of ``--resume RUN_DIR``: those given, else the run's own (its
+    every ``-i`` and reader)."""
     from nasplan.results import load_run
 
     if out is not None or check:
@@ -100,16 +105,20 @@ def _resumed_files(
     if plan_file is not None:
         return plan_file, inventory
     run = load_run(run_dir)
-    return Path(run["plan_file"]), inventory or Path(run["inventory_file"])
+    if inventory.paths:
+        return Path(run["plan_file"]), inventory
+    files = run.get("inventory_files") or [run["inventory_file"]]
+    reader = inventory.reader or run.get("inventory_reader")
+    return Path(run["plan_file"]), InventoryChoice(tuple(Path(f) for f in files), reader)
 
 
-def _refuse_without_lab(plan_file: Path, inventory: Path | None) -> None:
+def _refuse_without_lab(plan_file: Path, inventory: InventoryChoice) -> None:
     """InputError with the ``lab up`` to run when the plan's inventory is one ``nasplan lab up``
     writes and the lab is not up (as ``validate`` says)."""
-    from nasplan.input.lab_files import generated_by_lab, lab_file_for
+    from nasplan.input.lab_files import lab_file_for
 
-    planned = inventory or planned_inventory(plan_file)
-    if planned is None or planned.exists() or not generated_by_lab(planned):
+    planned = lab_inventory(plan_file, inventory)
+    if planned is None:
         return
     lab_file = lab_file_for(planned)
     up = f"sudo nasplan lab up {lab_file}" if lab_file else "sudo nasplan lab up LAB.yaml"

@@ -11,15 +11,17 @@ import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
-from nasplan.errors import InputError
+from nasplan.errors import InputError, NasplanError
 from nasplan.hosts import lock as hostlock
-from nasplan.input.inventory import Host, load_inventory
+from nasplan.input.inventory import Host, Inventory, load_inventory
 from nasplan.input.network import NicChange
 from nasplan.network.backends import by_mechanism
-from nasplan.network.restore import Restored, load_snapshots, restore_host
+from nasplan.network.restore import SNAPSHOT_FILE, Restored, load_snapshots, restore_host
 from nasplan.network.state import NicState
 from nasplan.network.tools import NetTools
+from nasplan.output import HeldRunDir
 from nasplan.progress import Progress
 from nasplan.remote.runner import Runner
 from nasplan.report.render import write_report
@@ -27,22 +29,53 @@ from nasplan.results import load_run, save_run
 from nasplan.sections import split_sections
 
 
-def restore_run(
+def _inventory_of(run: dict[str, Any], snapshots: dict[str, Any]) -> Inventory:
+    """The run's inventory as it was read: every ``-i`` and the reader run.json names, else the
+    one file of the snapshot (or of run.json)."""
+    one = snapshots.get("inventory_file") or run["inventory_file"]
+    files = run.get("inventory_files") or [one]
+    return load_inventory(tuple(Path(f) for f in files), run.get("inventory_reader", "nasplan"))
+
+
+def restore(
     run_dir: Path, progress: Progress, connector: Callable[[Host], Runner]
 ) -> dict[str, Restored]:
-    """Put every host of the run's snapshot back and verify it: host -> how it came back.
+    """``nasplan restore RUN_DIR``, the run directory held meanwhile (RunDirBusy while a run or
+    its ``--resume`` writes into it): ``restore_run``, then ``record_restore``."""
+    _check_run_dir(run_dir)
+    held = HeldRunDir(run_dir)
+    try:
+        outcomes = restore_run(run_dir, progress, connector)
+        record_restore(run_dir, outcomes)
+    finally:
+        held.release()
+    return outcomes
 
-    InputError when ``run_dir`` is not a run directory, or its run changed no network settings.
-    """
+
+def _check_run_dir(run_dir: Path) -> None:
     if not run_dir.is_dir():
         what = "not a directory" if run_dir.exists() else "no such directory"
         raise InputError(f"{run_dir}: {what} (expected a run directory: runs/<time>-<plan>)")
     if not (run_dir / "run.json").exists():
         raise InputError(f"{run_dir}: not a run directory (no run.json in it)")
-    data = load_snapshots(run_dir)
-    inventory = load_inventory(Path(data["inventory_file"]))
+
+
+def restore_run(
+    run_dir: Path, progress: Progress, connector: Callable[[Host], Runner]
+) -> dict[str, Restored]:
+    """Put every host of the run's snapshot back and verify it: host -> how it came back; and
+    on every host the run reached, remove what it left there if it was killed (its lock, what
+    the lock lists), saying so, or that nothing was left.
+
+    InputError when ``run_dir`` is not a run directory.
+    """
+    _check_run_dir(run_dir)
+    run = load_run(run_dir)
+    snapshot = run_dir / SNAPSHOT_FILE
+    data = load_snapshots(run_dir) if snapshot.exists() or snapshot.is_symlink() else {}
+    inventory = _inventory_of(run, data)
     outcomes: dict[str, Restored] = {}
-    for name, saved in data["hosts"].items():
+    for name, saved in (data.get("hosts") or {}).items():
         host = inventory.hosts.get(name)
         if host is None:
             outcomes[name] = Restored("failed", error=f"{name} is not in {inventory.path}")
@@ -73,7 +106,28 @@ def restore_run(
         outcome.runner = None
         progress.host(name, outcome.status + (f": {outcome.error}" if outcome.error else ""))
         outcomes[name] = outcome
+    reached = [n for n, h in sorted((run.get("hosts") or {}).items()) if (h or {}).get("facts")]
+    for name in reached:
+        if name not in outcomes and name in inventory.hosts:
+            _leftovers_only(inventory.hosts[name], connector, run_dir.name, progress)
     return outcomes
+
+
+def _leftovers_only(
+    host: Host, connector: Callable[[Host], Runner], run_name: str, progress: Progress
+) -> None:
+    """What a killed run left on ``host`` (no network setting of its own to put back)."""
+    try:
+        runner = connector(host)
+    except NasplanError as exc:
+        progress.host(host.name, f"not reached ({exc}): what the run left there, if anything, "
+                      "is removed by the next run on it")  # fmt: skip
+        return
+    try:
+        _remove_stale_lock(runner, run_name, host.name, progress)
+    finally:
+        with contextlib.suppress(Exception):
+            runner.close()
 
 
 def _remove_stale_lock(runner: Runner, run_name: str, name: str, progress: Progress) -> None:
@@ -92,6 +146,8 @@ def _remove_stale_lock(runner: Runner, run_name: str, name: str, progress: Progr
     if removed is not None:
         listed = ", ".join(line for line in removed.splitlines() if line.strip())
         progress.host(name, "removed the killed run's lock" + (f" and {listed}" if listed else ""))
+    elif not ours:
+        progress.host(name, "nothing left of this run")
 
 
 def record_restore(run_dir: Path, outcomes: Mapping[str, Restored]) -> None:

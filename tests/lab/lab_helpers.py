@@ -31,6 +31,39 @@ def nic_state(state: LabState, name: str) -> dict[str, Any]:
     }
 
 
+# Over SSH on a lab host: the command lines of nasplan's processes in the host's own network
+# namespace (the lab's hosts share the machine's PID space; each has its own /tmp).
+_OWN_PROCESSES = r"""
+self=$(readlink /proc/self/ns/net)
+for p in /proc/[0-9]*; do
+  [ "$(readlink "$p/ns/net" 2>/dev/null)" = "$self" ] || continue
+  line=$(tr '\000' ' ' < "$p/cmdline" 2>/dev/null)
+  # nasplan's scripts name it; an iperf3 in a lab host is nasplan's too, whatever its arguments
+  case $line in *nasplan*|iperf3\ *|*/iperf3\ *) echo "$line" ;; esac
+done
+"""
+
+
+def leftovers(state: LabState) -> set[str]:
+    """nasplan's processes on each lab host (``host: command line``) and its /tmp files
+    (``host:/tmp/nasplan-...``), over SSH."""
+    found: set[str] = set()
+    for name in state.hosts:
+        host = testinfra.get_host(f"ssh://{name}", ssh_config=str(state.ssh_config_path))
+        processes = host.check_output(_OWN_PROCESSES)
+        # (the checking script itself names nasplan too: it is the one reading ns/net)
+        found |= {f"{name}: {line}" for line in processes.splitlines() if "readlink" not in line}
+        # a lab host's /tmp is its own: whatever nasplan left there, named or made by mktemp
+        files = host.check_output("ls -d /tmp/nasplan-* 2>/dev/null || true").split()
+        found |= {f"{name}:{f}" for f in files}
+    return found
+
+
+def is_file(entry: str) -> bool:
+    """Whether a ``leftovers`` entry is a file (``host:/tmp/...``), not a process."""
+    return entry.split(":", 1)[1].startswith("/tmp/")
+
+
 def host_tmp_files(state: LabState, pattern: str) -> set[str]:
     """``host:name`` of each file matching ``pattern`` in each lab host's own /tmp."""
     return {

@@ -215,9 +215,8 @@ def test_ssh_config_alias_and_proxyjump_are_honoured(example_lab: Any, tmp_path:
     host = load_inventory(inventory).hosts["nas"]
     runner = connect(host)
     try:
-        gateway = runner.connection.gateway
-        assert gateway is not None and gateway.host == example_lab.hosts["ws"].ip
-        assert gateway.client.get_transport().is_active()  # the NAS session rides through ws
+        assert [jump.host for jump in runner.jumps] == [example_lab.hosts["ws"].ip]
+        assert runner.jumps[0].client.get_transport().is_active()  # the NAS rides through ws
         assert runner.run(["hostname"]).stdout.strip() == "nas"
     finally:
         runner.close()

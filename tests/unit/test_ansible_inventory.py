@@ -12,15 +12,16 @@ from click.testing import CliRunner
 
 from nasplan.cli import main
 from nasplan.errors import InputError
-from nasplan.input.ansible_ini import expand_range, parse_value, split_port
+from nasplan.input.ansible_ini import parse_value
+from nasplan.input.ansible_patterns import expand_range, split_port
 from nasplan.input.inventory import Inventory, load_inventory
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ansible"
 # (the inventory Ansible read, the JSON it printed)
 CASES = [
-    ("docs-basic.ini", "docs-basic.list.json"),
-    ("docs-ranges-and-vars.ini", "docs-ranges-and-vars.list.json"),
-    ("docs-groups/hosts", "docs-groups.list.json"),
+    ("guide/basic.ini", "guide/basic.list.json"),
+    ("guide/ranges-and-vars.ini", "guide/ranges-and-vars.list.json"),
+    ("guide/groups/hosts", "guide/groups.list.json"),
 ]
 CONNECTION = {"ansible_host", "ansible_port", "ansible_user", "ansible_connection"}
 
@@ -65,8 +66,8 @@ def test_ansible_inventory_list_json_reads_the_same(source: str, listing: str) -
 
 
 def test_export_json_with_group_vars_resolves_by_precedence() -> None:
-    expected = json.loads((FIXTURES / "docs-groups.list.json").read_text())
-    inventory = load_inventory(FIXTURES / "docs-groups.export.json")
+    expected = json.loads((FIXTURES / "guide/groups.list.json").read_text())
+    inventory = load_inventory(FIXTURES / "guide/groups.export.json")
     host2 = inventory.hosts["host2"]
     # southeast's escape_pods=2 over all's 1; raleigh's file and host2's own files on top
     assert host2.vars["escape_pods"] == 2
@@ -77,7 +78,7 @@ def test_export_json_with_group_vars_resolves_by_precedence() -> None:
 
 
 def test_host_vars_directory_and_group_vars_files_beside_an_ini_inventory() -> None:
-    inventory = load_inventory(FIXTURES / "docs-groups" / "hosts")
+    inventory = load_inventory(FIXTURES / "guide/groups/hosts")
     host2, host3 = inventory.hosts["host2"], inventory.hosts["host3"]
     assert host2.vars["ntp_server"] == "host2.ntp.example.org"  # host_vars/host2/ over groups
     assert host2.port == 2222 and host2.user == "deploy"  # host_vars, group_vars/all.yaml
@@ -148,8 +149,19 @@ def validate(tmp_path: Path, inventory: str, name: str = "hosts") -> tuple[int, 
         ("ansible_ssh_pass=s3cret", ":2:21: ", "log in with a key"),
         ("ansible_connection=docker", ":2:21: ", "'docker' is not supported"),
         ("ansible_connection=winrm", ":2:21: ", "'winrm' is not supported"),
-        ("ansible_ssh_common_args='-o ProxyJump=x'", ":2:21: ", "nasplan_ssh_config"),
-        ("ansible_ssh_extra_args=-v", ":2:21: ", "nasplan cannot pass options to ssh"),
+        (
+            "ansible_ssh_common_args='-o StrictHostKeyChecking=no -o ProxyJump=x'",
+            ":2:21: ",
+            "not '-o StrictHostKeyChecking=no': put it in an ssh_config",
+        ),
+        (
+            "ansible_ssh_common_args='-o ProxyCommand=\"ssh -W %h:%p j\"'",
+            ":2:21: ",
+            "use -o ProxyJump=[user@]jump[:port]",
+        ),
+        ("ansible_ssh_common_args='-o ProxyJump=-oProxyCommand=id'", ":2:21: ", "not a ProxyJump"),
+        ("ansible_ssh_extra_args=-v", ":2:21: ", "takes only a jump host from ssh's arguments"),
+        ("ansible_ssh_args='-o ProxyJump=x'", ":2:21: ", "nasplan cannot pass options to ssh"),
         ("ansible_become_method=su", ":2:21: ", "sudo only"),
         ('ansible_host="a;b"', ":2:21: _meta.hostvars.nas.ansible_host", "is not valid"),
         ("ansible_host=-oProxyCommand=id", ":2:21: ", "is not valid: expected"),
@@ -212,3 +224,16 @@ def test_yaml_inventory_group_vars_and_precedence(tmp_path: Path) -> None:
 def test_a_yaml_inventory_with_a_syntax_error_stays_a_yaml_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="YAML syntax error"):
         load_inventory(write(tmp_path, "all:\n  hosts: [\n", "inventory.yaml"))
+
+
+def test_hosts_directly_under_all_validate_as_in_ansibles_guide(tmp_path: Path) -> None:
+    """The first form of Ansible's inventory guide: hosts under ``all: hosts:`` (no group)."""
+    inventory = (
+        "all:\n  hosts:\n    nas: {ansible_host: 198.18.120.10}\n"
+        "    ws: {ansible_host: 198.18.120.11}\n"
+    )
+    code, out = validate(tmp_path, inventory, "inv.yaml")
+    assert (code, out.strip()) == (0, "ok")
+    loaded = load_inventory(tmp_path / "inv.yaml")
+    assert loaded.hosts["nas"].address == "198.18.120.10"
+    assert loaded.groups["ungrouped"] == ("nas", "ws")

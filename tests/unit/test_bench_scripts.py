@@ -66,3 +66,79 @@ def test_the_matrix_bench_plan_has_24_cells_and_names_one_of_them(tmp_path: Path
         assert len(plan.tests) == len(bench.cells()) == 24
         assert plan.order.name == order
         assert bench.ONE_CELL in {test.id for test in plan.tests}
+
+
+def test_the_adaptive_bench_runs_the_8_cell_matrix_fixed_and_until_clear(tmp_path: Path) -> None:
+    """bench/adaptive_matrix.py's two plans load as nasplan reads them: the same 8 cells (1G LAN
+    and 10G cable x 1/2 streams x both directions), five repetitions against the rule; and its
+    table reads a result with the rule's statistics in it."""
+    from types import SimpleNamespace
+
+    import yaml
+
+    from nasplan.input.plan import load_plan
+
+    bench = _load("adaptive_matrix")
+    ends = {
+        "srv": ("198.18.67.10/24", "198.18.68.1/30"),
+        "cli": ("198.18.67.11/24", "198.18.68.2/30"),
+    }
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text(
+        yaml.safe_dump(
+            {
+                "vars": {"user": "root"},
+                "hosts": {
+                    name: {
+                        "address": lan.split("/")[0],
+                        "interfaces": {
+                            "lan": {"name": "eth0", "speed": "1G", "address": lan},
+                            "cable": {"name": "eth1", "speed": "10G", "address": cable},
+                        },
+                    }
+                    for name, (lan, cable) in ends.items()
+                },
+            }
+        )
+    )
+    state = SimpleNamespace(inventory_path=inventory)
+    plans = bench.write_plans(state, tmp_path)
+    fixed, adaptive = (load_plan(plans[name]) for name in ("fixed", "adaptive"))
+    assert [t.id for t in fixed.tests] == [t.id for t in adaptive.tests]
+    assert len(fixed.tests) == 8 and fixed.order.name == adaptive.order.name == "interleaved"
+    assert {t.repetitions for t in fixed.tests} == {5} and fixed.tests[0].adaptive is None
+    rule = adaptive.tests[0].adaptive
+    assert rule is not None and (rule.min_n, rule.ci_halfwidth) == (3, 0.02)
+    targets = {
+        (t.target.label(), t.settings["parallel"], t.settings["reverse"]) for t in fixed.tests
+    }
+    assert len(targets) == 8 and {label for label, _, _ in targets} == {"srv.lan", "srv.cable"}
+
+    cell = fixed.tests[0].id
+    said = bench.table(
+        {
+            "walls_s": {"fixed": [90.0, 92.0], "adaptive": [70.0, 72.0]},
+            "rule": bench.ADAPTIVE,
+            "failures": [],
+            "cells": {
+                cell: [
+                    {
+                        "run": "fixed",
+                        "pair": 1,
+                        "n": 5,
+                        **bench.fixed_interval([950e6, 951e6, 949e6, 952e6, 950e6]),
+                    },
+                    {
+                        "run": "adaptive",
+                        "pair": 1,
+                        "n": 3,
+                        "reached": True,
+                        "statistic": "t",
+                        "ci_halfwidth": 0.0051,
+                    },
+                ]
+            },
+        }
+    )
+    assert "adaptive / fixed: 0.78 (meets the <= 0.8 goal)" in said
+    assert f"| {cell} | 3, clear, t, ±0.51 % | t, ±0.19 % |" in said

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from keyfiles import write_private_key
 
 from nasplan.cli import main
 from nasplan.errors import HostError, InputError
@@ -71,8 +72,7 @@ def closed_port() -> int:
 def write_plan(tmp_path: Path, plan: str = PLAN) -> Path:
     (tmp_path / "inventory.yaml").write_text(INVENTORY.replace("PORT", str(closed_port())))
     (tmp_path / "known_hosts").write_text("")
-    (tmp_path / "key").write_text("")
-    (tmp_path / "key").chmod(0o600)
+    write_private_key(tmp_path / "key")
     (tmp_path / "plan.yaml").write_text(plan)
     return tmp_path / "plan.yaml"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from keyfiles import write_private_key
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -13,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def home_with_a_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The example inventories log in with ~/.ssh/id_ed25519, which validation wants to exist."""
     (tmp_path / ".ssh").mkdir(mode=0o700)
-    (tmp_path / ".ssh" / "id_ed25519").touch(mode=0o600)
+    write_private_key(tmp_path / ".ssh" / "id_ed25519")
     monkeypatch.setenv("HOME", str(tmp_path))
 
 

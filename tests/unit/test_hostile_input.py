@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from keyfiles import write_private_key
 
 from nasplan.cli import main
 from nasplan.input.localfile import MAX_YAML_BYTES
@@ -106,12 +107,26 @@ def test_directory_as_plan(tmp_path: Path) -> None:
     assert "is a directory" in out
 
 
-@pytest.mark.parametrize("target", ["/dev/zero", "."])
-def test_inventory_that_is_not_a_regular_file(tmp_path: Path, target: str) -> None:
-    path = write(tmp_path, PLAN.replace("inventory.yaml", target))
+def test_inventory_that_is_not_a_regular_file(tmp_path: Path) -> None:
+    path = write(tmp_path, PLAN.replace("inventory.yaml", "/dev/zero"))
     code, out = validate(str(path))
     assert code == 2
-    assert ("is a device" if target == "/dev/zero" else "is a directory") in out
+    assert "/dev/zero: is a device" in out
+
+
+def test_list_tests_without_a_plan_is_exit_2() -> None:
+    result = CliRunner().invoke(main, ["apply", "--list-tests"])
+    assert (result.exit_code, result.output) == (2, "nasplan: apply --list-tests needs PLAN_FILE\n")
+
+
+def test_a_directory_as_inventory_is_read_as_ansible_reads_one(tmp_path: Path) -> None:
+    """A directory is an Ansible inventory directory: each file an inventory; a nasplan
+    inventory among them is refused where it stands (it is read alone)."""
+    path = write(tmp_path, PLAN.replace("inventory.yaml", "."))
+    code, out = validate(str(path))
+    assert code == 2
+    assert "inventory.yaml:" in out
+    assert "a nasplan inventory (top-level hosts:) is read alone" in out
 
 
 def test_plan_over_the_size_limit_is_refused_without_parsing(tmp_path: Path) -> None:
@@ -219,8 +234,7 @@ def test_ssh_files_must_be_regular_files(tmp_path: Path, key: str) -> None:
 
 
 def test_private_key_readable_by_others_is_refused(tmp_path: Path) -> None:
-    key = tmp_path / "id_test"
-    key.write_text("not really a key\n")
+    key = write_private_key(tmp_path / "id_test")
     key.chmod(0o644)
     code, out = validate(str(_with_host_file(tmp_path, "identity_file", str(key))))
     assert code == 2 and "permissions 0644 are too open for a private key" in out
@@ -235,7 +249,7 @@ def test_a_missing_identity_file_is_an_error_at_validation(tmp_path: Path) -> No
     assert f"inventory.yaml:4:5: hosts.nas.identity_file: {missing}: file not found" in out
     assert "ssh-keygen" in out
     missing.parent.mkdir()
-    missing.touch(mode=0o600)
+    write_private_key(missing)
     assert validate(str(_with_host_file(tmp_path, "identity_file", "keys/id_nas")))[0] == 0
 
 

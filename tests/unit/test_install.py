@@ -16,6 +16,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from keyfiles import write_private_key
 
 from nasplan import __version__
 
@@ -77,7 +78,7 @@ def user_env(tmp: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env["HOME"] = str(tmp)
     (tmp / ".ssh").mkdir(mode=0o700, exist_ok=True)
-    (tmp / ".ssh" / "id_ed25519").touch(mode=0o600)
+    write_private_key(tmp / ".ssh" / "id_ed25519")
     env.pop("XDG_CACHE_HOME", None)
     return env
 

@@ -228,24 +228,45 @@ def test_renewals_that_fail_for_less_than_a_lease_are_retried_and_the_lease_kept
     assert not session.lost and session.error is None
 
 
-def test_a_host_that_answers_again_after_its_lease_ran_out_is_marked_lost_saying_why() -> None:
+def test_a_host_silent_for_a_whole_lease_is_lost_at_its_end_saying_why_and_never_renewed() -> None:
+    """An outage longer than the lease: the host's watchdogs have stopped the run's work, so the
+    host is lost when the lease runs out (not only once it answers again), on the console."""
     host = _Outage("nas")
     session, keeper = _kept(host, lease_s=0.5, renew_s=0.1)
     keeper.start()
+    time.sleep(0.15)
     host.down = True
-    time.sleep(0.8)  # longer than the lease: the host's watchdogs have stopped the run's work
-    assert not session.lost  # a host that does not answer is named by the run's own commands
+    time.sleep(0.35)
+    assert not session.lost  # less than a lease: renewals still tried
+    time.sleep(0.45)
+    assert session.lost  # a lease without a renewal: lost, although the host never answered
     host.down = False
-    time.sleep(0.3)
-    keeper.stop()
     renewed = len(host.times)
     time.sleep(0.3)
+    keeper.stop()
 
-    assert session.lost
     assert session.error is not None
     assert "its lease ran out: not renewed for" in session.error
     assert "No route to host" in session.error
     assert len(host.times) == renewed  # no renewal after it lapsed
+    assert keeper.lapsed(["nas"]) == session.error
+
+
+def test_a_gap_in_nasplan_itself_longer_than_a_lease_is_a_lapse_before_any_renewal_ran() -> None:
+    """nasplan stopped (SIGSTOP) or starved: on its way again, the leases it could not renew
+    have run out, known at once from its own clock."""
+    host = _Outage("nas")
+    _, keeper = _kept(host, lease_s=0.3, renew_s=10)  # the first renewal comes much later
+    keeper.start()
+    assert keeper.lapsed(["nas"]) is None
+    time.sleep(0.35)
+
+    reason = keeper.lapsed(["nas", "elsewhere"])
+    keeper.stop()
+
+    assert reason is not None and reason.startswith("nas: its lease ran out: not renewed for ")
+    assert "nasplan itself did not run to renew it" in reason
+    assert host.times == []
 
 
 def _busy(holder: str, lease_until: str = "999999") -> str:

@@ -85,9 +85,11 @@ def test_list_tests_prints_every_cell_with_kind_hosts_repetitions_and_an_estimat
     assert [line.split()[0] for line in lines[1:-1]] == ALL_IDS
     assert lines[1].split()[1:] == ["iperf3", "pc,", "nas", "2", "reps"]
     assert lines[5].split()[1:] == ["transfer", "pc,", "nas", "1", "rep"]
-    # iperf3: (2 + 1 + 0.4) s x 2 reps x 4 cells = 27.2 s; 1 GiB at 10 Gbit/s + 0.5 s; pings
-    assert lines[-1].startswith("6 tests (4 matrix cells); about 31 s (an estimate: ")
-    assert "transfers at the path's nominal rate" in lines[-1]
+    # iperf3: 4 cells x (2 parts x 0.05 s + (2 + 1 + 0.05) s x 2 reps) = 24.8 s; rsync: the
+    # 1 GiB source at 300 MiB/s and its copy at 400 MiB/s (a 10G path's share is more) + 0.15 s
+    # = 6.1 s; pings: 10 x 0.2 s + 0.3 s; the run's own 1.5 s: 34.7 s
+    assert lines[-1].startswith("6 tests (4 matrix cells); about 35 s (an estimate: ")
+    assert "copies at the path's nominal rate, at most 400 MiB/s" in lines[-1]
 
 
 def test_list_tests_as_json(tmp_path: Path) -> None:
@@ -102,7 +104,7 @@ def test_list_tests_as_json(tmp_path: Path) -> None:
         "kind": "iperf3",
         "hosts": ["mac", "nas"],
         "repetitions": 2,
-        "estimate_s": 6.8,  # (2 s + 1 s omitted + 0.4 s) x 2
+        "estimate_s": 6.2,  # 2 parts x 0.05 s + (2 s + 1 s omitted + 0.05 s) x 2
     }
     assert listed["subset"] is None and listed["estimate"]["seconds"] > 30
 
@@ -199,13 +201,16 @@ def test_check_says_the_count_and_the_estimate_of_a_subset(tmp_path: Path) -> No
         "tcp[client=mac,parallel=2]",
     ]
     assert checked.summary == (
-        "2 tests (2 matrix cells), of 6 in the plan; about 14 s (an estimate: connecting and "
-        "installing not counted)"
+        "2 tests (2 matrix cells), of 6 in the plan; about 14 s (an estimate: about 1.5 s to "
+        "connect, check tools and report; installing tools not counted)"
     )
     assert checked.summary in checked.lines()
     assert checked.to_dict()["estimate"] == {
-        "seconds": 13.6,
-        "assumptions": ["connecting and installing not counted"],
+        "seconds": 13.9,
+        "assumptions": [
+            "about 1.5 s to connect, check tools and report",
+            "installing tools not counted",
+        ],
         "tests": 2,
     }
     assert duration_text(7300) == "2 h 1 min" and duration_text(75) == "1 min 15 s"

@@ -466,3 +466,56 @@ def test_validate_as_json_takes_a_cells_error_apart(tmp_path: Path) -> None:
     (error,) = json.loads(result.stdout)["errors"]
     assert (error["line"], error["column"], error["path"]) == (15, 20, "tests[0].size")
     assert error["message"].startswith("smb[link=p2p25,size=10Gx,direction=write]: '10Gx' is not")
+
+
+def test_an_exclude_that_leaves_no_cell_is_an_error_not_the_test_without_its_matrix(
+    tmp_path: Path,
+) -> None:
+    excluded = "      exclude:\n        - {link: p2p25}\n        - {link: p2p10}\n"
+    text = PLAN.replace("      direction: [write]\n", "      direction: [write]\n" + excluded)
+    assert errors(tmp_path, text) == [
+        "plan.yaml:18:9: tests[0].matrix.exclude: exclude leaves no cell of the matrix: nothing "
+        "of the test would run; remove an exclude entry, or the test"
+    ]
+    # the plan's matrix alike
+    plan_level = PLAN.replace(
+        "tests:\n",
+        "matrix:\n  link: [p2p25, p2p10]\n  exclude: [{link: p2p25}, {link: p2p10}]\ntests:\n",
+    ).replace("      link: [p2p25, p2p10]\n", "")
+    assert errors(tmp_path, plan_level) == [
+        "plan.yaml:5:12: matrix.exclude: exclude leaves no cell of the matrix: none of the "
+        "plan's tests would run; remove an exclude entry, or the test"
+    ]
+    # one exclude entry fewer leaves cells: they run
+    kept = load(tmp_path, text.replace("        - {link: p2p10}\n", ""))
+    assert [t.cell["link"] for t in kept.tests if t.cell] == ["p2p10", "p2p10"]
+
+
+def test_a_list_over_its_limit_is_one_short_line_not_the_list_again(tmp_path: Path) -> None:
+    entries = "".join(f"        - {{link: p2p10, n: {n}}}\n" for n in range(1500))
+    text = PLAN.replace("      direction: [write]\n", f"      include:\n{entries}")
+    lines = errors(tmp_path, text)
+    assert lines == ["plan.yaml:17:9: tests[0].matrix.include: 1500 entries: at most 1000 allowed"]
+
+
+def test_jinja_in_matrix_values_is_rendered_over_vars_and_the_cell_shows_what_it_gave(
+    tmp_path: Path,
+) -> None:
+    """Matrix values are plan values: their Jinja (over hosts, groups and vars; not matrix) is
+    rendered before the matrix is expanded, and the cell's id shows the value it gave."""
+    text = PLAN.replace("tests:\n", "vars: {big: 10GiB, streams: 4}\ntests:\n").replace(
+        "size: [1GiB, 10GiB]", "size: [1GiB, '{{ vars.big }}']"
+    )
+    par = (
+        "  - {id: par, kind: iperf3, server: nas, client: pc,\n"
+        "     matrix: {parallel: ['{{ vars.streams }}', '{{ 7*7 }}']}}\n"
+    )
+    text = text.replace("  - {id: lat,", par + "  - {id: lat,")
+    plan = load(tmp_path, text)
+    ids = [t.id for t in plan.tests]
+    assert "smb[link=p2p25,size=10GiB,direction=write]" in ids
+    assert [t.settings["parallel"] for t in plan.tests if t.base_id == "par"] == [4, 49]
+    assert "par[parallel=49]" in ids
+    # a value that names the matrix itself has nothing to be rendered over yet
+    bad = PLAN.replace("size: [1GiB, 10GiB]", "size: ['{{ matrix.link }}']")
+    assert "'matrix' is undefined" in errors(tmp_path, bad)[0]

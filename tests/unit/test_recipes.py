@@ -252,8 +252,8 @@ def test_the_add_a_kind_recipe_touches_the_files_it_lists_and_gives_a_working_ki
     assert lines[:3] == [
         "sleep sleep 0.001 s, 2 times {} ok",
         "2 slept_s 2",
-        "1 test; about 0 s (an estimate: a sleep takes what it asks; connecting and installing "
-        "not counted)",
+        "1 test; about 2 s (an estimate: a sleep takes what it asks; about 1.5 s to connect, check "
+        "tools and report; installing tools not counted)",
     ]
     assert re.fullmatch(r"median 0\.00[0-9] s", lines[3]), lines[3]
     assert re.fullmatch(r"Sleep \| a pause on the host \| 0\.00[0-9] s \| –", lines[4])

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from nasplan.errors import InputError, NasplanError
+from nasplan.errors import InputError, NasplanError, RunDirBusy
+from nasplan.output import HeldRunDir
 from nasplan.results import (
     SCHEMA_VERSION,
     load_run,
@@ -223,3 +224,16 @@ def test_save_run_keeps_the_data_when_values_are_not_json(tmp_path: Path) -> Non
     assert saved["plan_file"] == "plans/nas.yaml"
     (problem,) = run_errors(saved)
     assert re.fullmatch(r"run\.json:\d+:\d+: warnings\[1\]: None is not of type 'string'", problem)
+
+
+def test_a_run_directory_is_held_by_one_nasplan_at_a_time(tmp_path: Path) -> None:
+    """A second hold (another process, or another run in this one) is refused, exit 3, and
+    leaves nothing in the directory; once let go of, it can be held again."""
+    held = HeldRunDir(tmp_path)
+    with pytest.raises(RunDirBusy) as refused:
+        HeldRunDir(tmp_path)
+    assert refused.value.exit_code == 3
+    assert "in use by another nasplan process" in str(refused.value)
+    assert list(tmp_path.iterdir()) == []  # the directory itself is locked: no file for it
+    held.release()
+    HeldRunDir(tmp_path).release()

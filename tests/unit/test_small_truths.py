@@ -241,7 +241,7 @@ def test_check_does_not_list_an_mtu_the_nic_already_has_as_a_change() -> None:
     from types import SimpleNamespace
 
     from nasplan.input.network import NicChange
-    from nasplan.run.network_phase import describe_changes
+    from nasplan.run.host_network import describe_changes
 
     fields = {f: None for f in NicChange.__dataclass_fields__}
     same = NicChange(**{**fields, "nic": "eth0", "mtu_bytes": 1500, "add_addresses": ()})

@@ -19,7 +19,7 @@ from nasplan.hosts.session import HostSession
 from nasplan.input.plan import Plan, PlanTest
 from nasplan.measure import sampling, timeline
 from nasplan.measure.capacity import DISK, Capacity
-from nasplan.measure.estimate import Estimate
+from nasplan.measure.estimate import Estimate, parts
 from nasplan.measure.kind import Kind, Needs, Record, RunContext
 from nasplan.measure.pair import check_ready
 from nasplan.measure.record import finish, new_record, warn
@@ -30,7 +30,9 @@ from nasplan.remote import shell
 from nasplan.units import parse_size
 
 # a repetition's own start and end besides its data: fio started, its output read back
-STEP_S = 0.5
+STEP_S = 0.3
+# a part's own start and end besides its repetitions: its directory made and removed, sampling
+PART_S = 0.1
 # what a disk test's estimate assumes when the plan cannot say: a single hard disk's rate
 ASSUMED_DISK_BYTES_PER_SECOND = 200 * 2**20
 _SETUP_TIMEOUT_S = 60.0
@@ -305,10 +307,12 @@ class Disk(Kind[DiskSettings]):
 
     def estimate(self, test: PlanTest, s: DiskSettings, plan: Plan) -> Estimate:
         each = len(s.directions) * test.repetitions
+        setup_s = parts(plan, test) * PART_S
         if s.path.find(":\\") == 1:  # diskspd on Windows runs duration_s
-            return Estimate((s.duration_s + STEP_S) * each)
+            return Estimate(setup_s + (s.duration_s + STEP_S) * each)
         rate = ASSUMED_DISK_BYTES_PER_SECOND
-        return Estimate((s.size_bytes / rate + STEP_S) * each, ("disks at 200 MiB/s",))
+        seconds = setup_s + (s.size_bytes / rate + STEP_S) * each
+        return Estimate(seconds, ("disks at 200 MiB/s",))
 
     def run(self, test: PlanTest, s: DiskSettings, ctx: RunContext) -> dict[str, Any]:
         """Every repetition of one disk test; failures are recorded, never raised."""

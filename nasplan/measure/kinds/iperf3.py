@@ -18,7 +18,7 @@ from nasplan.errors import CannotStart
 from nasplan.input.plan import Plan, PlanTest
 from nasplan.measure import iperf3_runs, iperf3_together, timeline, together
 from nasplan.measure.capacity import NETWORK, Capacity
-from nasplan.measure.estimate import Estimate
+from nasplan.measure.estimate import Estimate, parts
 from nasplan.measure.kind import DASH, Kind, Needs, Record, RunContext
 from nasplan.measure.record import finish, new_record, path_params
 from nasplan.measure.series import Series, by_direction, single
@@ -28,7 +28,9 @@ from nasplan.units import format_bits_per_second, parse_rate
 # Each test of a plan gets its own server port unless it names one: tests never share a server.
 FIRST_PORT = 5201
 # a repetition's own start and end besides its data: the one-off server started and stopped
-STEP_S = 0.4
+STEP_S = 0.05
+# a part's own start and end besides its repetitions: its samplers started and stopped
+PART_S = 0.05
 # Workload parameters compared across as a dimension of their own, labelled or not: 1 vs 4 streams
 # on one path says whether one stream is limited (its window, one CPU core) or the link.
 STREAM_PARAMS = frozenset({"parallel", "parallel_mode"})
@@ -163,7 +165,8 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
         return f"{flow}{rate}{streams}, {test.repetitions_text} x {s.duration_s} s"
 
     def estimate(self, test: PlanTest, s: iperf3.Iperf3Params, plan: Plan) -> Estimate:
-        return Estimate((s.duration_s + s.omit_s + STEP_S) * test.repetitions)
+        each_s = s.duration_s + s.omit_s + STEP_S
+        return Estimate(parts(plan, test) * PART_S + each_s * test.repetitions)
 
     def run(self, test: PlanTest, params: iperf3.Iperf3Params, ctx: RunContext) -> dict[str, Any]:
         """Every repetition of one iperf3 test; failures are recorded, never raised."""

@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from nasplan.errors import CannotStart
 from nasplan.input.plan import Plan, PlanTest
 from nasplan.measure import sampling, timeline
-from nasplan.measure.capacity import Capacity
-from nasplan.measure.estimate import Estimate, path_rate
+from nasplan.measure.estimate import Estimate, copy_rate, parts
 from nasplan.measure.kind import Kind, Record, RunContext
 from nasplan.measure.pair import open_pair, target_label
 from nasplan.measure.record import (
@@ -33,13 +31,14 @@ from nasplan.measure.record import (
 )
 from nasplan.measure.series import Series, directions_asked
 from nasplan.measure.tools import iscsi
-from nasplan.measure.verdicts import transfer_verdicts
 from nasplan.quantities import BYTES
 from nasplan.remote.runner import Runner
 from nasplan.units import format_size, parse_size
 
 # a repetition's own start and end besides its data: the initiator started, its login
 STEP_S = 0.5
+# a part's own start and end besides its repetitions: the initiator copied to the client, loaded
+PART_S = 0.5
 SETUP_TIMEOUT_S = 60.0
 # Slowest rate a repetition may take before it is killed: 0.5 MB/s (10^6 bytes/s).
 SLOWEST_BYTES_PER_SECOND = 500_000
@@ -208,9 +207,10 @@ class Iscsi(Kind[IscsiSettings]):
         )
 
     def estimate(self, test: PlanTest, s: IscsiSettings, plan: Plan) -> Estimate:
-        bits, said = path_rate(plan, test)
-        each_s = s.size_bytes * 8 / bits + STEP_S
-        return Estimate(each_s * len(s.directions) * test.repetitions, (said,))
+        rate, said = copy_rate(plan, test)
+        each_s = s.size_bytes / rate + STEP_S
+        seconds = parts(plan, test) * PART_S + each_s * len(s.directions) * test.repetitions
+        return Estimate(seconds, (said,))
 
     def run(self, test: PlanTest, s: IscsiSettings, ctx: RunContext) -> dict[str, Any]:
         """Every repetition of one iSCSI test; failures are recorded, never raised."""
@@ -284,14 +284,8 @@ class Iscsi(Kind[IscsiSettings]):
         text += f", CHAP user {p['chap_user']}" if p.get("chap_user") else ""
         return f"{text}, size {format_size(p.get('size_bytes'))}"
 
-    def annotated(
-        self,
-        record: Record,
-        capacities: Sequence[Capacity],
-        memory_bytes: Mapping[str, int | None],
-        cpu_shared_with: Mapping[str, Sequence[str]],
-    ) -> dict[str, Any]:
-        return transfer_verdicts(record, capacities, "iSCSI", memory_bytes, cpu_shared_with)
+    def copy_label(self, record: Record) -> str | None:
+        return "iSCSI"
 
 
 KIND = Iscsi()

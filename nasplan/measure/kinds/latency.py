@@ -7,12 +7,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from nasplan.analysis import summarize
-from nasplan.errors import CannotStart
 from nasplan.input.plan import Plan, PlanTest
 from nasplan.measure import sampling
 from nasplan.measure.estimate import Estimate
 from nasplan.measure.kind import DASH, Kind, Record, RunContext, target_text
-from nasplan.measure.pair import host_tool, open_pair
+from nasplan.measure.pair import open_client_tool
 from nasplan.measure.record import finish, new_record, path_params, warn
 from nasplan.measure.series import Series
 from nasplan.measure.tools import ping
@@ -107,15 +106,11 @@ class Latency(Kind[LatencySettings]):
             METRIC,
         )
         record["mtu_probe"] = None
-        try:
-            pair = open_pair(test, ctx, {})
-            ping_path = host_tool(pair.client, "ping")
-        except CannotStart as exc:
-            record["error"] = str(exc)
+        opened = open_client_tool(test, ctx, record, "ping")
+        if opened is None:
             return record
+        pair, ping_path = opened
         assert pair.client.runner is not None
-        record["params"]["address"] = pair.address
-        record["path"] = pair.path
         pinger = _Pinger(pair.client.runner, ping_path, pair.address, params)
         total_s = test.repetitions * params.count * (params.interval_s or 1.0)
         token = secrets.token_hex(4)

@@ -14,11 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from nasplan.analysis import summarize
-from nasplan.errors import CannotStart
 from nasplan.input.plan import Plan, PlanTest
 from nasplan.measure.estimate import Estimate
 from nasplan.measure.kind import DASH, Kind, Record, RunContext
-from nasplan.measure.pair import host_tool, open_pair, target_label
+from nasplan.measure.pair import open_client_tool, target_label
 from nasplan.measure.record import finish, new_record, path_params
 from nasplan.measure.series import Series
 from nasplan.measure.tools import ping
@@ -132,15 +131,11 @@ class PingSweep(Kind[SweepSettings]):
             "expect_mtu_bytes": s.expect_mtu_bytes,
         }
         record = new_record(test, params, METRIC)
-        try:
-            pair = open_pair(test, ctx, {})
-            ping_path = host_tool(pair.client, "ping")
-        except CannotStart as exc:
-            record["error"] = str(exc)
+        opened = open_client_tool(test, ctx, record, "ping")
+        if opened is None:
             return record
+        pair, ping_path = opened
         assert pair.client.runner is not None
-        record["params"]["address"] = pair.address
-        record["path"] = pair.path
         for index in test.indices:
             ctx.progress.test(test.id, index, test.repetitions, 0.0)
             rep = _repetition(test, s, ctx, pair.client.runner, ping_path, pair.address, index)

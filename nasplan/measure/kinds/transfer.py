@@ -21,13 +21,13 @@ from nasplan.hosts.session import HostSession
 from nasplan.input.matrix import file_stem
 from nasplan.input.plan import Plan, PlanTest
 from nasplan.measure import methods, sampling, timeline, together
-from nasplan.measure.capacity import Capacity
-from nasplan.measure.estimate import Estimate, path_rate
+from nasplan.measure.capacity import Capacity, judged_together
+from nasplan.measure.estimate import Estimate, copy_rate, parts
 from nasplan.measure.kind import DASH, Kind, Needs, Record, RunContext
 from nasplan.measure.methods.base import Transfer, TransferSettings
 from nasplan.measure.pair import nas_path, open_pair, server_names, target_label
 from nasplan.measure.record import finish, finish_directions, new_record, path_params, warn
-from nasplan.measure.series import Series
+from nasplan.measure.series import COLD_READ, Series
 from nasplan.measure.tools import transfer_sets
 from nasplan.measure.transfer_runs import (
     Job,
@@ -38,13 +38,16 @@ from nasplan.measure.transfer_runs import (
     run_directions,
     windows_paths,
 )
-from nasplan.measure.verdicts import together_verdict, transfer_verdicts
 from nasplan.quantities import BYTES
 from nasplan.remote import shell
 from nasplan.units import format_size
 
 # a repetition's own start and end besides its data: a connection, a login, the file opened
-STEP_S = 0.5
+STEP_S = 0.05
+# a part's own start and end besides its repetitions: the tool checked, the copies removed
+PART_S = 0.1
+# how fast the client makes its source file (``head -c`` from /dev/urandom)
+SOURCE_BYTES_PER_SECOND = 300 * 2**20
 # what a file of a set costs besides its bytes: a create or an open, a close
 PER_FILE_S = 0.002
 # a cold read's extra step: the NAS drops its cache
@@ -129,15 +132,23 @@ class FileTransfer(Kind[TransferSettings]):
         )
 
     def estimate(self, test: PlanTest, s: TransferSettings, plan: Plan) -> Estimate:
-        bits, said = path_rate(plan, test)
+        """Each part makes its source (and puts a copy on the NAS first when it only reads);
+        each repetition copies it each way at the path's rate, shared by the clients at once,
+        a set's files each with a cost of their own and one file of the same bytes beside it,
+        a cold read after the NAS dropped its cache."""
+        rate, said = copy_rate(plan, test)
         clients = len(test.clients)  # at once, sharing the NAS's link
-        copy_s = s.size_bytes * 8 * clients / bits + STEP_S
+        copy_s = s.size_bytes * clients / rate + STEP_S
         each_s = copy_s
-        if s.groups:  # each file's own cost, and the same bytes as one file beside the set
+        if s.groups:
             each_s += transfer_sets.file_count(s.groups) * PER_FILE_S
             each_s += copy_s if s.one_file else 0
-        cold = sum(DROP_S for d in s.directions if d == "cold-read")
-        return Estimate((each_s * len(s.directions) + cold) * test.repetitions, (said,))
+        seed_s = each_s if s.direction == "read" else 0.0
+        source_bytes = s.size_bytes * (2 if s.groups and s.one_file else 1)
+        part_s = PART_S + source_bytes / SOURCE_BYTES_PER_SECOND + seed_s
+        cold_s = DROP_S * s.directions.count(COLD_READ) * test.repetitions
+        copies_s = each_s * len(s.directions) * test.repetitions
+        return Estimate(parts(plan, test) * part_s + copies_s + cold_s, (said,))
 
     def run(self, test: PlanTest, s: TransferSettings, ctx: RunContext) -> dict[str, Any]:
         """Every repetition of one transfer test; failures are recorded, never raised."""
@@ -258,6 +269,9 @@ class FileTransfer(Kind[TransferSettings]):
             return f", {_set_text(TransferSettings(files=params['files']).groups)}"
         return f", file {format_size(params.get('size_bytes'))}"
 
+    def copy_label(self, record: Record) -> str | None:
+        return methods.label(str((record.get("params") or {}).get("method") or "transfer"))
+
     def annotated(
         self,
         record: Record,
@@ -265,11 +279,11 @@ class FileTransfer(Kind[TransferSettings]):
         memory_bytes: Mapping[str, int | None],
         cpu_shared_with: Mapping[str, Sequence[str]],
     ) -> dict[str, Any]:
-        method = str((record.get("params") or {}).get("method") or "transfer")
-        label = methods.label(method)
-        out = transfer_verdicts(record, capacities, label, memory_bytes, cpu_shared_with)
-        if (record.get("params") or {}).get("clients"):
-            out["together_verdict"] = together_verdict(record, capacities, label)
+        """Each direction judged (``Readout.annotated``); several clients at once: the whole."""
+        out = super().annotated(record, capacities, memory_bytes, cpu_shared_with)
+        label = self.copy_label(record)
+        if (record.get("params") or {}).get("clients") and label:
+            out["together_verdict"] = judged_together(record, capacities, label)
         return out
 
 

@@ -153,14 +153,17 @@ def parse(raw: str) -> dict[str, Any]:
     if error:
         errors = [line for line in lines if line.startswith("fio:")]
         message = "; ".join(errors) or f"fio job failed with error {error}"
-        refused = direct_refused or (direct and error == _EINVAL)
+        # EINVAL is O_DIRECT refused only when the I/O itself failed, not the job's set-up
+        # (fio names where: "func=io_u error" against e.g. "func=total_file_size")
+        in_setup = any("func=" in line and "func=io_u" not in line for line in errors)
+        refused = direct_refused or (direct and error == _EINVAL and not in_setup)
         raise FioError(message, raw, direct_io_unsupported=refused)
     side = job.get("write" if rw.endswith("write") else "read") or {}
     runtime_ms = number(side, "runtime")
     io_bytes = side.get("io_bytes")
     return {
         "rw": "write" if rw.endswith("write") else "read",
-        "bytes_per_second": number(side, "bw_bytes"),
+        "bytes_per_second": _bytes_per_second(side),
         "bytes": int(io_bytes) if isinstance(io_bytes, int) else None,
         "duration_s": runtime_ms / 1000 if runtime_ms is not None else None,
         "iops": number(side, "iops"),
@@ -168,6 +171,19 @@ def parse(raw: str) -> dict[str, Any]:
         "fio_version": str(doc.get("fio version") or "").removeprefix("fio-") or None,
         "notes": [line for line in lines if not line.startswith("fio:")],
     }
+
+
+def _bytes_per_second(side: dict[str, Any]) -> float | None:
+    """The job's rate in bytes/s: ``bw_bytes`` (fio 3.2+); fio 3.0 and 3.1 give only ``bw`` in
+    whole KiB/s, so the rate is made as 3.2 makes ``bw_bytes``: io_bytes * 1000 / runtime_ms."""
+    found = number(side, "bw_bytes")
+    if found is not None:
+        return found
+    io_bytes, runtime_ms = number(side, "io_bytes"), number(side, "runtime")
+    if io_bytes is not None and runtime_ms:
+        return float(int(io_bytes * 1000 // runtime_ms))
+    kib = number(side, "bw")
+    return kib * 1024 if kib is not None else None
 
 
 def run_job(

@@ -158,7 +158,34 @@ def excerpt(text: str, limit: int = 200) -> str:
 
 def _find_document(raw: str) -> dict[str, Any] | None:
     """The iperf3 result object in ``raw``, skipping any text (or debug JSON) printed before it."""
-    return find_object(raw, lambda obj: isinstance(obj.get("start"), dict))
+    return find_object(
+        raw, lambda obj: isinstance(obj.get("start"), dict), object_pairs_hook=_bidir_names
+    )
+
+
+# The sums iperf3 3.7 to 3.10 wrote twice with --bidir (esnet/iperf#952, #1196)
+_REPEATED_SUMS = ("sum", "sum_sent", "sum_received")
+
+
+def _bidir_names(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object of iperf3's, its repeated sums named as iperf3 3.11+ names them.
+
+    With --bidir, iperf3 3.7 to 3.10 printed the reverse direction's sums (server -> client)
+    under the same keys as the forward ones: a JSON reader keeps the last, the reverse, as if it
+    were the forward direction. 3.11 named them ``*_bidir_reverse``; so does this, taking the
+    block that says ``"sender": false`` (the reverse) when a sum key comes twice.
+    """
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in _REPEATED_SUMS and key in found:
+            earlier = found[key]
+            reverse_is_later = not (isinstance(value, dict) and value.get("sender") is True)
+            forward, reverse = (earlier, value) if reverse_is_later else (value, earlier)
+            found[key] = forward
+            found[f"{key}_bidir_reverse"] = reverse
+        else:
+            found[key] = value
+    return found
 
 
 def _version(start: Mapping[str, Any]) -> str | None:
@@ -223,7 +250,7 @@ def _intervals(doc: Mapping[str, Any], bidir: bool) -> list[dict[str, Any]]:
             "bits_per_second": number(total, "bits_per_second"),
             "retransmits": count(total, "retransmits"),
         }
-        if bidir:  # names of iperf3 >= 3.11; 3.7-3.10 used others (RELNOTES, #952)
+        if bidir:  # names of iperf3 >= 3.11 (3.7-3.10's repeated keys renamed: _bidir_names)
             row["reverse_bits_per_second"] = number(
                 item.get("sum_bidir_reverse"), "bits_per_second"
             )

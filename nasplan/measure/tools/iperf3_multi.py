@@ -12,6 +12,7 @@ import re
 import shlex
 from typing import Any
 
+from nasplan.hosts.lock import PRELUDE
 from nasplan.measure.tools import iperf3, iperf3_server
 
 MARKER = "=== nasplan-iperf3-port "
@@ -24,10 +25,17 @@ def needs_processes(parallel: int, *versions: str | None) -> bool:
 
 
 def client_script(argvs: list[list[str]], ports: list[int]) -> str:
-    """POSIX sh: start every client in the background, wait, print each output after a marker."""
+    """POSIX sh: start every client in the background, wait, print each output after a marker.
+
+    The outputs' directory and each client are registered in the host's lock: should the run
+    die before the script removes the directory (its channel gone, the script ends at its next
+    write), the next run, its ``--resume`` or ``nasplan restore`` removes it and stops them."""
     lines = ["dir=$(mktemp -d /tmp/nasplan-iperf3-multi.XXXXXX) || exit 1"]
+    lines += [PRELUDE, 'nasplan_register - "$dir" "$dir"']
     for argv, port in zip(argvs, ports, strict=True):
         lines.append(f'{shlex.join(argv)} > "$dir/{port}.json" 2>&1 &')
+        # the lock's clean-up stops a PID only while its command line holds these arguments
+        lines.append(f"nasplan_register $! {shlex.quote(' '.join(argv[1:]))}")
     lines.append("wait")
     for port in ports:
         lines.append(f'echo "{MARKER}{port} ==="; cat "$dir/{port}.json"; echo')

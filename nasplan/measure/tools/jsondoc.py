@@ -12,14 +12,19 @@ _LINE_BRACE = re.compile(r"^\{", re.MULTILINE)
 
 
 def find_object(
-    raw: str, is_result: Callable[[dict[str, Any]], bool], *, at_line_start: bool = False
+    raw: str,
+    is_result: Callable[[dict[str, Any]], bool],
+    *,
+    at_line_start: bool = False,
+    object_pairs_hook: Callable[[list[tuple[str, Any]]], dict[str, Any]] | None = None,
 ) -> dict[str, Any] | None:
     """The first JSON object in ``raw`` that ``is_result`` accepts, skipping text before it.
 
     ``at_line_start``: only objects whose ``{`` begins a line (faster on long text output).
-    Returns None when there is none.
+    ``object_pairs_hook``: builds each object from its (key, value) pairs, repeated keys
+    included (a tool whose JSON repeats a key). Returns None when there is none.
     """
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(object_pairs_hook=object_pairs_hook)
     for match in (_LINE_BRACE if at_line_start else _ANY_BRACE).finditer(raw):
         try:
             obj, _ = decoder.raw_decode(raw, match.start())

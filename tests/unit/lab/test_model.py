@@ -13,6 +13,7 @@ from nasplan.input.inventory import load_inventory
 from nasplan.lab import inventory_out, shaping, sshd
 from nasplan.lab.model import Names, load_lab
 from nasplan.lab.personalities import Plain
+from nasplan.lab.preview import preview_inventory
 from nasplan.lab.state import HostState, LabState, LinkState
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -242,3 +243,52 @@ def test_busybox_net_tools_remove_iproute2_and_link_busybox_first_on_path(tmp_pa
         "/usr/local/bin/ip" in line for line in vendor.net_tools_inside("busybox-ifconfig")
     )
     assert vendor.net_tools_inside("iproute2") == []
+
+
+HIDDEN = """\
+name: t
+lan: {prefix: 198.18.20.0/24, rate: 1G}
+hosts:
+  gw: {}
+  nas: {jump: gw}
+links:
+  - name: back
+    rate: 1G
+    a: {host: gw, interface: eth1, address: 198.18.21.1/30}
+    b: {host: nas, interface: eth1, address: 198.18.21.2/30}
+"""
+
+
+def test_a_host_behind_a_jump_host_is_reached_at_its_link_address(tmp_path: Path) -> None:
+    lab = load_lab(write(tmp_path, HIDDEN))
+    assert (lab.host("nas").jump, lab.host("nas").address) == ("gw", "198.18.21.2/30")
+    assert (lab.host("gw").jump, lab.host("gw").address) == (None, "198.18.20.10/24")
+    previewed = preview_inventory(write(tmp_path, HIDDEN), tmp_path / ".lab" / "t")
+    nas = previewed["hosts"]["nas"]
+    assert (nas["address"], nas["proxy_jump"]) == ("198.18.21.2", "root@198.18.20.10:22")
+    assert list(nas["interfaces"]) == ["back"]  # no LAN port
+    assert load_inventory(write_inventory(tmp_path, previewed)).hosts["nas"].proxy_jump == (
+        "root@198.18.20.10:22"
+    )
+
+
+def write_inventory(tmp_path: Path, data: dict[str, object]) -> Path:
+    path = tmp_path / "inventory.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (("nas: {jump: gw}", "nas: {jump: ghost}"), "'ghost' is not a lab host on the LAN"),
+        (("nas: {jump: gw}", "nas: {jump: nas}"), "'nas' is not a lab host on the LAN"),
+        (("gw: {}", "gw: {jump: nas}"), "'nas' is not a lab host on the LAN"),
+        (("eth1, address: 198.18.21.2/30", "eth1"), "no link joins nas (with an address"),
+    ],
+)
+def test_a_jump_host_must_be_a_lan_host_linked_to_it(
+    tmp_path: Path, change: tuple[str, str], said: str
+) -> None:
+    errors = errors_of(tmp_path, HIDDEN.replace(*change))
+    assert any(said in e and ".jump: " in e for e in errors), errors

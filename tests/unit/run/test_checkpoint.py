@@ -9,8 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from test_results import sample_run
 
+from nasplan.errors import RunDirError
 from nasplan.facts.gather import parse_facts
 from nasplan.hosts.session import HostSession
 from nasplan.input.inventory import Host
@@ -90,3 +92,57 @@ def test_hosts_part_is_rebuilt_exactly_when_a_host_changes_in_what_run_json_show
         assert now is not before and now["ws"] == sessions["ws"].to_dict()
         assert part.now() is now
         before = now
+
+
+def _full_while(held: Path) -> Callable[..., Path]:
+    """``write_text`` on a disk that is full while ``held`` (the run's reserve) exists."""
+    from nasplan import output
+
+    def write(path: Path, *args: Any, **kwargs: Any) -> Path:
+        if held.exists():
+            raise RunDirError(f"{path}: cannot write: the disk is full")
+        return output.write_text(path, *args, **kwargs)
+
+    return write
+
+
+def test_the_runs_last_save_goes_into_the_space_its_checkpoints_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = {**sample_run(), "status": "interrupted", "finished_at": None}
+    saver = RunSaver(tmp_path)
+    saver.save(run, durable=False)
+    reserve = tmp_path / ".run.json.reserve"
+    assert reserve.stat().st_size >= 1 << 20  # held from the first checkpoint on
+
+    monkeypatch.setattr("nasplan.run.checkpoint.write_text", _full_while(reserve))
+    final = {**run, "status": "failed", "finished_at": "2026-12-01T10:00:00Z"}
+    saver.save(final)
+
+    assert load_run(tmp_path)["finished_at"] == "2026-12-01T10:00:00Z"
+    assert not reserve.exists()  # let go of, not left in the run directory
+
+
+def test_a_last_save_that_does_not_fit_says_what_run_json_lacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = {**sample_run(), "status": "interrupted", "finished_at": None}
+    run["network"] = {"hosts": {"nas": {"status": "changed"}, "ws": {"status": "changed"}}}
+    saver = RunSaver(tmp_path)
+    saver.save(run, durable=False)
+    monkeypatch.setattr(
+        "nasplan.run.checkpoint.write_text",
+        _full_while(tmp_path),  # full, whatever is let go
+    )
+    final = copy.deepcopy(run)
+    final.update(status="failed", finished_at="2026-12-01T10:00:00Z")
+    final["network"]["hosts"] = {"nas": {"status": "restored"}, "ws": {"status": "restored"}}
+
+    with pytest.raises(RunDirError):
+        saver.save(final)
+
+    assert saver.lacking(final) == (
+        "finished_at 2026-12-01T10:00:00Z (it says None); status failed (it says interrupted); "
+        "the network put back: nas restored, ws restored (it says changed)"
+    )
+    assert load_run(tmp_path, check=False)["status"] == "interrupted"

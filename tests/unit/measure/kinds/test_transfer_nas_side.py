@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from nasplan.measure import kinds
+from nasplan.measure import estimate, kinds
 from nasplan.measure.kinds import transfer as transfer_kind
 from nasplan.measure.series import COLD_READ
 from nasplan.platforms.truenas import TrueNas
@@ -194,8 +194,17 @@ def test_the_estimate_counts_each_client_each_file_and_the_one_file_beside(
         clients=("ws2",),
     )
     seconds = [kinds.bind(t).estimate(ctx.plan).seconds for t in ctx.plan.tests]
-    # 125 MB at the assumed 1 Gbit/s is 1 s, plus 0.5 s of start a repetition
-    assert seconds[0] == pytest.approx(2 * 1.5)
-    assert seconds[1] == pytest.approx(2 * 2.5)  # two clients share the link
+    rate, _ = estimate.copy_rate(ctx.plan, ctx.plan.tests[0])
+    copy_s = 125e6 / rate  # one copy of the 125 MB at the path's assumed rate
+    part_s = transfer_kind.PART_S + 125e6 / transfer_kind.SOURCE_BYTES_PER_SECOND
+    step_s = transfer_kind.STEP_S
+    n = estimate.parts(ctx.plan, ctx.plan.tests[0])  # each part makes its source
+    assert seconds[0] == pytest.approx(n * part_s + 2 * (copy_s + step_s))
+    assert seconds[1] == pytest.approx(n * part_s + 2 * (2 * copy_s + step_s))  # two share
     # the set's files each cost PER_FILE_S, and one file of the same bytes is copied beside it
-    assert seconds[2] == pytest.approx(2 * (1.5 + 1000 * transfer_kind.PER_FILE_S + 1.5))
+    # (whose source is made too)
+    one_s = copy_s + step_s
+    set_s = one_s + 1000 * transfer_kind.PER_FILE_S + one_s
+    assert seconds[2] == pytest.approx(
+        n * (part_s + 125e6 / transfer_kind.SOURCE_BYTES_PER_SECOND) + 2 * set_s
+    )

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from nasplan.measure.tools import iperf3_multi
 from nasplan.measure.tools.iperf3 import parse, repetition_fields
@@ -58,3 +63,34 @@ def test_one_process_per_stream_keeps_every_process_s_stream() -> None:
     one = parsed("3.12/tcp-window-8k.json")
     combined = iperf3_multi.combine([one, one])
     assert combined["per_stream"] == one["per_stream"] * 2
+
+
+def test_the_parallel_clients_and_their_outputs_directory_are_registered_in_the_host_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a killed run's parallel clients leave is listed where the next run looks for it."""
+    node = f"multireg-{os.getpid()}"
+    stub = tmp_path / "uname"  # the lock is /tmp/nasplan-$(uname -n).lock: one of this test's own
+    stub.write_text(f'#!/bin/sh\n[ "$1" = -n ] && echo {node} || exec /bin/uname "$@"\n')
+    stub.chmod(0o755)
+    fake = tmp_path / "iperf3"
+    fake.write_text("#!/bin/sh\necho '{}'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    lock_dir = Path(f"/tmp/nasplan-{node}.lock")
+    lock_dir.mkdir()
+    try:
+        argvs = [[str(fake), "-J", "-c", "198.19.240.1", "-p", str(p)] for p in (5201, 5202)]
+        done = subprocess.run(
+            ["sh", "-c", iperf3_multi.client_script(argvs, [5201, 5202])],
+            capture_output=True, text=True, check=True, timeout=30,
+        )  # fmt: skip
+        (directory,) = (lock_dir / "files").read_text().split()
+        assert directory.startswith("/tmp/nasplan-iperf3-multi.")
+        assert not Path(directory).exists()  # the script itself removed it, having ended well
+        pids = [line.split(" ", 1) for line in (lock_dir / "pids").read_text().splitlines()]
+        tokens = [token for pid, token in pids if pid != "-"]  # "-": the directory, no process
+        assert tokens == ["-J -c 198.19.240.1 -p 5201", "-J -c 198.19.240.1 -p 5202"]
+        assert done.stdout.count(iperf3_multi.MARKER) == 2
+    finally:
+        shutil.rmtree(lock_dir, ignore_errors=True)
