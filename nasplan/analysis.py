@@ -312,14 +312,39 @@ def _protocol_bound_text(disk_measured: bool, cpu_measured: bool) -> str:
     return text + ")"
 
 
+def size_to_use(size_bytes: float) -> int:
+    """A size to ask a test for, in bytes, at least ``size_bytes``: a power of two MiB under
+    1 GiB (``64 MiB``), whole GiB from there (``48 GiB``)."""
+    if size_bytes > _GIB:
+        return int(-(-size_bytes // _GIB) * _GIB)
+    mib = 1
+    while mib * MIB_BYTES < size_bytes:
+        mib *= 2
+    return mib * MIB_BYTES
+
+
+def size_text(size_bytes: int) -> str:
+    """``64 MiB``, ``48 GiB``: a size_to_use as a plan writes it."""
+    if size_bytes >= _GIB:
+        return f"{size_bytes / _GIB:g} GiB"
+    return f"{size_bytes / MIB_BYTES:g} MiB"
+
+
 def cache_influence(
-    file_bytes: int, ram_bytes: int | None, direct_io: bool | None = None
+    file_bytes: int,
+    ram_bytes: int | None,
+    direct_io: bool | None = None,
+    *,
+    at_least_bytes: float = 0.0,
 ) -> dict[str, Any] | None:
     """A cache warning when a file can sit in the page cache of the host that holds it, else None.
 
     ``direct_io``: True/False for a disk test (False = buffered I/O), None for a transfer.
+    ``at_least_bytes``: what a repetition needs to last MIN_TRUSTED_S at its rate, so that the
+    size this warning asks for is the one the Diagnosis asks for too (one answer).
     Returns ``{"reasons": ["small_file", "buffered_io"], "file_bytes", "ram_bytes",
-    "suggested_bytes", "text"}``; ``suggested_bytes`` is twice the RAM, rounded up to a GiB.
+    "suggested_bytes", "text"}``; ``suggested_bytes``: size_to_use of twice the RAM (or of
+    ``at_least_bytes``, when more).
     """
     reasons = []
     if ram_bytes and file_bytes < CACHE_RAM_FACTOR * ram_bytes:
@@ -328,12 +353,14 @@ def cache_influence(
         reasons.append("buffered_io")
     if not reasons:
         return None
-    suggested = -(-CACHE_RAM_FACTOR * ram_bytes // _GIB) * _GIB if ram_bytes else None
+    needed = max(CACHE_RAM_FACTOR * ram_bytes, at_least_bytes) if ram_bytes else None
+    suggested = size_to_use(needed) if needed else None
     texts = []
     if "small_file" in reasons and ram_bytes and suggested:
+        also = f" ({MIN_TRUSTED_S:g} s at its rate too)" if at_least_bytes > 2 * ram_bytes else ""
         texts.append(
             f"the file ({file_bytes / MIB_BYTES:.0f} MiB) is smaller than twice the host's RAM "
-            f"({ram_bytes / _GIB:.1f} GiB): use at least {suggested // _GIB} GiB"
+            f"({ram_bytes / _GIB:.1f} GiB): use at least {size_text(suggested)}{also}"
         )
     if "buffered_io" in reasons:
         texts.append("buffered I/O (direct=0): the page cache is measured along with the disk")

@@ -132,6 +132,24 @@ def main() -> None:
 
 
 @main.command()
+@click.argument("directory", type=click.Path(path_type=Path), default=".")
+@click.option("--force", is_flag=True, help="Overwrite the files when they are there.")
+def init(directory: Path, force: bool) -> None:
+    """Write a starter inventory.yaml, plan.yaml and lab.yaml into DIRECTORY (default: here):
+    your NAS and PC, iperf3 each way, an SMB copy each way, the NAS's disk, and a simulated lab
+    to try the plan on first.
+
+    Exit codes: 0 written, 2 a file is there already (nothing written; --force overwrites).
+    """
+    from nasplan import starter
+
+    for path in starter.write(directory, force=force):
+        click.echo(f"wrote {path}")
+    for line in starter.next_steps(directory):
+        click.echo(line)
+
+
+@main.command()
 @click.argument("plan_file", type=click.Path(path_type=Path, readable=False))
 @inventory_option
 @reader_option
@@ -312,7 +330,7 @@ def apply(
     from nasplan.run import check as check_module
     from nasplan.run.planned import Outcome
     from nasplan.run.request import request
-    from nasplan.run.signals import as_interrupts
+    from nasplan.run.signals import Stopped, as_interrupts
     from nasplan.verbosity import Verbosity
 
     verbosity = Verbosity.from_flags(verbose, quiet)
@@ -344,6 +362,7 @@ def apply(
         click.echo(note, err=True)
     progress = make_progress(quiet=verbosity.quiet)
     outcome: Outcome | check_module.Checked
+    stopped: Stopped | None = None
     try:
         with as_interrupts():
             if check:
@@ -351,8 +370,13 @@ def apply(
                 outcome = check_module.check(wanted.plan, progress, verbosity=verbosity, say=say)
             else:
                 outcome = apply_module.apply(wanted, progress, verbosity=verbosity)
+    except Stopped as exc:
+        stopped = exc
     finally:
         progress.close()
+    if stopped is not None:  # its report and how to finish it, then exit as the signal says
+        _say_stopped(stopped.run_dir, extra_vars, limit, test_patterns, keep, ask_become_pass)
+        raise stopped.cause from None
     if isinstance(outcome, check_module.Checked) and output_format == "json":
         _json(outcome.to_dict())
     if outcome.run_dir is not None:
@@ -360,6 +384,33 @@ def apply(
     # the process ends here: its last garbage collection need not walk what the run built
     gc.freeze()
     sys.exit(outcome.exit_code)
+
+
+def _say_stopped(
+    run_dir: Path,
+    extra_vars: tuple[str, ...],
+    limit: tuple[str, ...],
+    test_patterns: tuple[str, ...],
+    keep: bool,
+    ask_become_pass: bool,
+) -> None:
+    """A stopped run: its report, what it counted, and the command that finishes it."""
+    from nasplan.results import counts_text, load_run
+    from nasplan.run.resume import resume_command
+
+    report = run_dir / "report.md"
+    counted = ""
+    if (run_dir / "run.json").is_file():
+        try:
+            counted = f" ({counts_text(load_run(run_dir, check=False))})"
+        except NasplanError:  # a run.json cut short: the report path still helps
+            counted = ""
+    if report.is_file():
+        click.echo(f"report: {report}{counted}")
+    command = resume_command(
+        run_dir, extra_vars, limit, test_patterns, keep=keep, ask_become_pass=ask_become_pass
+    )
+    click.echo(f"to finish this run, keeping what it measured: {command}", err=True)
 
 
 def _ask_become_pass() -> str:

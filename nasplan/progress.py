@@ -1,4 +1,5 @@
-"""Progress of an apply: a live line per host and per running test, or plain lines off a TTY."""
+"""Progress of an apply: a live line per host and per test (running, with its clock and rate;
+waiting for its next round, dimmed, with how far it got; done), or plain lines off a TTY."""
 
 from __future__ import annotations
 
@@ -73,6 +74,11 @@ class Progress(Protocol):
         a second."""
         ...
 
+    def waiting(self, test_id: str, summary: str) -> None:
+        """A part of the test ended and it waits for its next one (an interleaved run's next
+        round): ``summary`` says how far it got; nothing of it runs meanwhile."""
+        ...
+
     def test_done(self, test_id: str, status: str, summary: str) -> None: ...
 
     def message(self, text: str) -> None: ...
@@ -128,6 +134,9 @@ class PlainProgress:
     def rate(self, test_id: str, bits_per_second: float, at_s: float, what: str = "") -> None:
         """Not printed: a line each second would bury a log's lines."""
 
+    def waiting(self, test_id: str, summary: str) -> None:
+        """Not printed: a log's next line for the test says its next repetition began."""
+
     def test_done(self, test_id: str, status: str, summary: str) -> None:
         self._print(f"test {test_id}: {status} {summary}".rstrip())
 
@@ -149,6 +158,7 @@ class LiveProgress:
         self._hosts: dict[str, str] = {}
         self._tests: dict[str, tuple[str, float, float]] = {}
         self._rates: dict[str, str] = {}  # test -> its running repetition's rate, said
+        self._waiting: set[str] = set()  # tests between two parts (an interleaved run)
         self._place: Place | None = None
         self._lock = threading.Lock()
         self._live = Live(get_renderable=self._render, console=self.console, refresh_per_second=4)
@@ -166,6 +176,9 @@ class LiveProgress:
             for name, status in self._hosts.items():
                 table.add_row(f"[bold]host[/] {escape(name)}", escape(status))
             for test_id, (status, started, total_s) in self._tests.items():
+                if test_id in self._waiting:  # nothing of it runs: no clock, no rate
+                    table.add_row(f"[dim]test {escape(test_id)}[/]", escape(status))
+                    continue
                 if started and total_s >= 1:
                     status = f"{status}  {now - started:.0f}/{total_s:.0f} s"
                 elif started:
@@ -192,6 +205,9 @@ class LiveProgress:
         direction: str | None = None,
     ) -> None:
         with self._lock:
+            if test_id in self._waiting:  # its next part begins: its clock starts again
+                self._waiting.discard(test_id)
+                self._tests.pop(test_id, None)
             started = self._tests.get(test_id, ("", 0.0, 0.0))[1] or time.monotonic()
             place = self._place if self._place and self._place.test == test_id else None
             shown = place.repetitions if place else repetitions
@@ -204,13 +220,20 @@ class LiveProgress:
     def rate(self, test_id: str, bits_per_second: float, at_s: float, what: str = "") -> None:
         said = f"now {format_bits_per_second(bits_per_second)}" + (f" {what}" if what else "")
         with self._lock:
-            if test_id in self._tests:
+            if test_id in self._tests and test_id not in self._waiting:
                 self._rates[test_id] = said  # drawn at the live display's next refresh
+
+    def waiting(self, test_id: str, summary: str) -> None:
+        with self._lock:
+            self._tests[test_id] = (f"waiting: {summary}", 0.0, 0.0)
+            self._rates.pop(test_id, None)
+            self._waiting.add(test_id)
 
     def test_done(self, test_id: str, status: str, summary: str) -> None:
         with self._lock:
             self._tests[test_id] = (f"{status} {summary}".rstrip(), 0.0, 0.0)
             self._rates.pop(test_id, None)
+            self._waiting.discard(test_id)
 
     def message(self, text: str) -> None:
         from rich.markup import escape
@@ -246,6 +269,9 @@ class QuietProgress:
         pass
 
     def rate(self, test_id: str, bits_per_second: float, at_s: float, what: str = "") -> None:
+        pass
+
+    def waiting(self, test_id: str, summary: str) -> None:
         pass
 
     def test_done(self, test_id: str, status: str, summary: str) -> None:
@@ -303,6 +329,9 @@ class RedactedProgress:
 
     def rate(self, test_id: str, bits_per_second: float, at_s: float, what: str = "") -> None:
         self.inner.rate(test_id, bits_per_second, at_s, what)
+
+    def waiting(self, test_id: str, summary: str) -> None:
+        self.inner.waiting(test_id, self._clean(summary))
 
     def test_done(self, test_id: str, status: str, summary: str) -> None:
         self.inner.test_done(test_id, status, self._clean(summary))

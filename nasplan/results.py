@@ -220,3 +220,27 @@ def load_run(run_dir_or_file: Path, *, check: bool = True) -> dict[str, Any]:
         raise InputError(errors)
     result: dict[str, Any] = run
     return result
+
+
+# the order a run's tests are counted in: what ran, what was cut short, what never began
+COUNTED = ("ok", "failed", "interrupted", "skipped", "not run")
+
+
+def test_counts(run: Mapping[str, Any]) -> dict[str, int]:
+    """How many of the tests the run was to run (the plan's, or ``--limit``/``--tests``'s
+    part of it) ended each way, in COUNTED's order, those with none left out:
+    ``{"ok": 1, "interrupted": 1, "not run": 3}``."""
+    statuses = [str(test.get("status")) for test in run.get("tests") or []]
+    subset = run.get("subset") or {}
+    planned = subset.get("selected") or len((run.get("plan") or {}).get("tests") or [])
+    found = {status: statuses.count(status) for status in dict.fromkeys([*COUNTED, *statuses])}
+    found["not run"] = max(planned - len(statuses), 0)
+    return {status: n for status, n in found.items() if n}
+
+
+def counts_text(run: Mapping[str, Any]) -> str:
+    """``5 tests (1 ok, 1 interrupted, 3 not run)``."""
+    counts = test_counts(run)
+    total = sum(counts.values())
+    said = ", ".join(f"{n} {status}" for status, n in counts.items())
+    return f"{total} test{'' if total == 1 else 's'}" + (f" ({said})" if said else "")

@@ -7,7 +7,12 @@ from decimal import Decimal
 
 MIB_BYTES = 2**20  # a mebibyte; a megabyte (MB) is 10**6 bytes
 
-_RATE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)(?:bit/s|bps|b)?\s*$")
+# A rate in bit/s as plans, inventories and labs write it: a number, a decimal (SI) suffix, and
+# optionally the unit: 500M, 2.5G, 500Mbps, 500Mbit/s. The schemas' ``rate`` is this pattern
+# (tests/unit/test_units.py keeps them one grammar).
+RATE_PATTERN = r"^([0-9]+(?:\.[0-9]+)?) ?([kKmMgGtT]?)(?:bit/s|bps|b)?$"
+RATE_EXAMPLE = "a rate, e.g. 500M (500 Mbit/s; 2.5G, 500Mbps, 500Mbit/s too)"
+_RATE_RE = re.compile(RATE_PATTERN)
 _RATE_FACTORS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)(i?)[bB]?\s*$")
@@ -22,9 +27,9 @@ def parse_rate(text: str | int | float) -> int:
         raise ValueError(f"not a rate: {text!r}")
     if isinstance(text, (int, float)):
         return int(text)
-    match = _RATE_RE.match(text)
+    match = _RATE_RE.match(text.strip())
     if not match:
-        raise ValueError(f"not a rate: {text!r} (expected e.g. 1G, 2.5G, 100M)")
+        raise ValueError(f"not a rate: {text!r} (expected {RATE_EXAMPLE})")
     number, suffix = match.groups()
     # Decimal, not float: float("2.01") * 10**9 truncates to 2_009_999_999
     return int(Decimal(number) * _RATE_FACTORS[suffix.lower()])

@@ -69,6 +69,7 @@ def _side(test: Mapping[str, Any] | None, series: Series | None) -> dict[str, An
         "max": summary.get("max"),
         "efficiency": series.efficiency,
         "theoretical_bits_per_second": series.theoretical_bits_per_second,
+        "limit_name": series.limit_name,
         "values": series.values,
         "bottleneck": _bottleneck(test, series.direction),
         # a copy under analysis.MIN_TRUSTED_S: its ratio is of set-up times as much as of rates
@@ -180,6 +181,27 @@ def _headline(tests: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     }
 
 
+def _matched(
+    runs: Sequence[Mapping[str, Any]], tests: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """How much of the runs could be compared: rows compared of rows in all, whether the runs
+    ran one plan, the hosts they share, and ``little`` (half the rows or fewer compared, other
+    plans, or no host in common): the verdicts then say little of the runs as a whole."""
+    compared = sum(1 for t in tests if t["comparable"])
+    plans = sorted({str(run["plan"]["name"]) for run in runs})
+    shared = set(runs[0].get("hosts") or {})
+    for run in runs[1:]:
+        shared &= set(run.get("hosts") or {})
+    little = compared * 2 <= len(tests) or len(plans) > 1 or not shared
+    return {
+        "compared": compared,
+        "rows": len(tests),
+        "plans": plans,
+        "shared_hosts": sorted(shared),
+        "little": little,
+    }
+
+
 def compare_runs(
     runs: Sequence[Mapping[str, Any]], labels: Sequence[str] = (), table: TableSpec | None = None
 ) -> dict[str, Any]:
@@ -226,6 +248,7 @@ def compare_runs(
             "unchanged_count": unchanged,
         },
         "tests": tests,
+        "matched": _matched(runs, tests),
         "headline": _headline(tests),
         "matrix": None
         if matrix is None

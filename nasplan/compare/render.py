@@ -123,6 +123,19 @@ def _opening(comparison: Mapping[str, Any], tests: list[dict[str, Any]]) -> str:
         + join_and([f"**{r['title']}** ({utc(r['started_at'])})" for r in others])
         + "."
     )
+    matched = comparison.get("matched") or {}
+    if matched.get("little"):
+        why = []
+        if len(matched["plans"]) > 1:
+            why.append(f"the runs are of other plans ({join_and(matched['plans'])})")
+        if not matched["shared_hosts"]:
+            why.append("they share no host")
+        text += (
+            f" ⚠ **Little matched**: {matched['compared']} of {matched['rows']} test rows could "
+            "be compared"
+            + (f" ({'; '.join(why)})" if why else "")
+            + ": the verdicts below say nothing of the rest, and little of the runs as a whole."
+        )
     headline = comparison["headline"]
     if headline:
         test = next(t for t in comparison["tests"] if t["label"] == headline["label"])
@@ -183,27 +196,32 @@ def _opening(comparison: Mapping[str, Any], tests: list[dict[str, Any]]) -> str:
 
 def _charts(comparison: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One Mermaid chart per quantity (bit rates, byte rates, times): horizontal bars, one per
-    (test row, run), labelled ``TEST · RUN`` so they read at any count."""
+    (test row, run), labelled ``TEST · RUN`` so they read at any count, each run's bars in a
+    colour of its own (the title says which)."""
     runs = comparison["runs"]
     short = len(runs) > 3 or any(len(r["title"]) > 16 for r in runs)
-    groups: dict[str, tuple[list[str], list[float]]] = {}
+    names = [f"run {i + 1}" if short else r["title"] for i, r in enumerate(runs)]
+    groups: dict[str, tuple[list[str], list[list[float | None]]]] = {}
     for test in comparison["tests"]:
         quantity = quantity_of(test["metric"])
         if quantity is None:
             continue
         for index, side in enumerate(test["runs"]):
             if side is not None and side["median"] is not None:
-                name = f"run {index + 1}" if short else runs[index]["title"]
-                categories, values = groups.setdefault(quantity, ([], []))
-                categories.append(f"{test['label']} · {name}")
-                values.append(side["median"])
+                categories, series = groups.setdefault(quantity, ([], [[] for _ in runs]))
+                categories.append(f"{test['label']} · {names[index]}")
+                for run, values in enumerate(series):
+                    values.append(side["median"] if run == index else None)
     found = []
-    for quantity, (categories, values) in groups.items():
-        block = mermaid.quantity_chart(
-            f"Median {QUANTITIES[quantity].title} per test and run",
+    for quantity, (categories, series) in groups.items():
+        drawn = [i for i, values in enumerate(series) if any(v is not None for v in values)]
+        said = "; ".join(f"{mermaid.colour_name(i)}: {names[i]}" for i in drawn)
+        block = mermaid.series_chart(
+            f"Median {QUANTITIES[quantity].title} per test and run ({said})",
             quantity,
             categories,
-            values,
+            [series[i] for i in drawn],
+            drawn,  # a run keeps its colour in every chart
             horizontal=True,
         )
         if block:

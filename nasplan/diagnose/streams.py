@@ -21,8 +21,10 @@ from nasplan.units import format_bits_per_second
 
 WINDOW_CAUSE = "stream-window"
 SCALING_CAUSE = "streams-scaling"
-# A stream moving at least this share of its largest window per mean RTT is held by its window
-# (the window in flight varies below its largest, and the RTT is in whole microseconds).
+# A stream moving at least this share of what its largest window allows at its mean RTT
+# (window / mean RTT, the lower end of the range the finding gives) is held by its window: the
+# window in flight varies below its largest, and the RTT is in whole microseconds.
+# docs/measurements.md#what-limits-one-stream-one-core says the same.
 WINDOW_HELD_RATIO = 0.5
 # N streams giving at least this share of N times one stream's rate scale with the streams.
 SCALES_RATIO = 0.8
@@ -85,10 +87,11 @@ def window_limit(test: Mapping[str, Any]) -> dict[str, Any] | None:
     ``{"streams", "window_bytes", "window_kind", "min_rtt_us", "rtt_us" (mean),
     "stream_bits_per_second", "best_bits_per_second" (window / best RTT),
     "window_bits_per_second" (window / mean RTT), "link_bits_per_second", "fill_window_bytes"
-    (link rate x best RTT, a stream's share), "held"}``, or None without per-stream figures or a
-    TCP maximum. ``held``: at the RTT it saw the window cannot fill the link, and the stream
-    moved at least WINDOW_HELD_RATIO of what the window allows at that RTT (a busy machine
-    stretches every round trip, and a stream held by its window slows down with it)."""
+    (link rate x best RTT, a stream's share), "held_share" (the stream's rate over window /
+    mean RTT), "held"}``, or None without per-stream figures or a TCP maximum. ``held``: at
+    the RTT it saw the window cannot fill the link, and the stream moved at least
+    WINDOW_HELD_RATIO of what the window allows at that RTT (a busy machine stretches every
+    round trip, and a stream held by its window slows down with it)."""
     rep, link = _median_rep(test), (test.get("path") or {}).get("theoretical_bits_per_second")
     if rep is None or not link:
         return None
@@ -100,20 +103,21 @@ def window_limit(test: Mapping[str, Any]) -> dict[str, Any] | None:
     seen = sum(r[0] * 8 / (r[3] / 1e6) for r in rows)
     measured = float(rep["bits_per_second"])
     min_rtt = _median([r[2] for r in rows])
+    stream = _median([r[4] for r in rows])
+    share = stream / (seen / count) if seen else 0.0
     return {
         "streams": count,
         "window_bytes": _median([r[0] for r in rows]),
         "window_kind": statistics.mode(r[1] for r in rows),
         "min_rtt_us": min_rtt,
         "rtt_us": _median([r[3] for r in rows]),
-        "stream_bits_per_second": _median([r[4] for r in rows]),
+        "stream_bits_per_second": stream,
         "best_bits_per_second": best / count,
         "window_bits_per_second": seen / count,
         "link_bits_per_second": link,
         "fill_window_bytes": link * min_rtt / 1e6 / 8 / count,
-        "held": seen < link * 0.95
-        and measured >= WINDOW_HELD_RATIO * seen
-        and measured < BOUND_RATIO * link,
+        "held_share": share,
+        "held": seen < link * 0.95 and share >= WINDOW_HELD_RATIO and measured < BOUND_RATIO * link,
     }
 
 
@@ -147,8 +151,9 @@ def _window_finding(test: Mapping[str, Any], limit: Mapping[str, Any]) -> dict[s
     plan = f"; the plan's `window:` is {_bytes_text(window)}" if window else ""
     text = (
         f"{f'each of its {count} streams' if count > 1 else 'its stream'} is held by "
-        f"{_window_text(limit)}, measured {rate} "
-        f"a stream; filling the {format_bits_per_second(limit['link_bits_per_second'])} TCP "
+        f"{_window_text(limit)}, measured {rate} a stream "
+        f"({limit['held_share'] * 100:.0f} % of what that window allows at its mean round "
+        f"trip); filling the {format_bits_per_second(limit['link_bits_per_second'])} TCP "
         f"maximum takes {_bytes_text(limit['fill_window_bytes'])} a stream (link rate × its "
         f"best round trip){plan}: a larger window or more streams."
     )

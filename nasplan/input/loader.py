@@ -5,6 +5,7 @@ Every problem is reported as ``FILE:LINE:COL: json.path: message`` so a user can
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from dataclasses import dataclass, field
@@ -339,7 +340,15 @@ def describe_error(error: jsonschema.ValidationError) -> tuple[JsonPath, str, bo
         if extra:
             known = ", ".join(sorted(allowed)) or "none"
             key = extra[0]
-            return (*json_path, key), f"unknown key {key!r} (known keys: {known})", True
+            near = difflib.get_close_matches(str(key), sorted(allowed), n=1, cutoff=0.75)
+            guess = f"did you mean {near[0]!r}? " if near else ""
+            return (*json_path, key), f"unknown key {key!r} ({guess}known keys: {known})", True
+    if error.validator == "enum" and isinstance(error.instance, str):
+        hint = (schema.get("x-hints") or {}).get(error.instance)
+        if hint:  # a value people write for another one (``kind: smb``)
+            return json_path, f"{error.message}: {hint}", False
+    if error.validator == "type" and (unit := _unit_in_text(json_path, error.instance)):
+        return json_path, unit, False
     if error.validator == "required":
         message = str(error.message).replace("is a required property", "is required")
         return json_path, message, False
@@ -390,6 +399,25 @@ def _short_repr(value: Any) -> str:
             f"{text[:50]}… ({len(value)} {'characters' if isinstance(value, str) else 'entries'})"
         )
     return text
+
+
+# A key's unit by the end of its name (docs/architecture.md: units in names).
+_UNITS = {"_s": "seconds", "_ms": "milliseconds", "_bytes": "bytes", "_percent": "%"}
+_NUMBER_WITH_UNIT = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*[A-Za-z%]+\s*$")
+
+
+def _unit_in_text(json_path: JsonPath, instance: Any) -> str | None:
+    """The message for ``duration_s: 10s``: a number with a unit where the key's name already
+    says the unit; None for anything else."""
+    key = json_path[-1] if json_path else None
+    found = _NUMBER_WITH_UNIT.match(instance) if isinstance(instance, str) else None
+    unit = next((u for end, u in _UNITS.items() if str(key).endswith(end)), None)
+    if not found or unit is None or isinstance(key, int):
+        return None
+    return (
+        f"{instance!r} is not a number: {key} is in {unit} by its name, so write the number "
+        f"alone ({key}: {found.group(1)})"
+    )
 
 
 @cache

@@ -324,21 +324,31 @@ def _glob(pattern: str) -> str:
     return "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
 
 
+# after a comma, a dimension's value: ``nic=lan*`` goes on the cell a bracket opened
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
 def split_list(values: Iterable[str]) -> list[str]:
     """``("a,b", "c")`` -> ``["a", "b", "c"]``; a comma inside brackets stays
-    (``smb[link=p2p10,size=1GiB]`` is one id; ``smb[link=p2p10*,lan`` is two patterns: a
-    bracket closed nowhere after it opens nothing)."""
+    (``smb[link=p2p10,size=1GiB]`` is one id), and so does one inside a bracket never closed
+    when a dimension's value follows it (``tcp[client=pc,nic=lan*`` is one pattern;
+    ``smb[link=p2p10*,lan`` is two: ``lan`` is no ``NAME=VALUE``)."""
     out: list[str] = []
     for value in values:
-        depth, start = 0, 0
+        depth, start, unclosed = 0, 0, False
         for index, char in enumerate(value):
             if char == "[" and "]" in value[index:]:
                 depth += 1
+            elif char == "[":
+                unclosed = True
             elif char == "]" and depth:
                 depth -= 1
-            if char == "," and depth <= 0:
-                out.append(value[start:index])
-                start = index + 1
+            if char != "," or depth > 0:
+                continue
+            if unclosed and _ASSIGNMENT.match(value, index + 1):
+                continue
+            out.append(value[start:index])
+            start, unclosed = index + 1, False
         out.append(value[start:])
     return [item.strip() for item in out if item.strip()]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import ipaddress
 import re
@@ -235,7 +236,14 @@ def _render_value(
     # Only a plan that holds a template imports Jinja (every apply starts by loading the plan).
     import jinja2
 
-    from nasplan.input.templating import TemplateRefused
+    from nasplan.input.templating import TemplateRefused, looked_up
+
+    if _SINGLE_EXPRESSION.match(value):
+        # "{{ vars.sizes }}" naming a list or mapping is that list (a matrix's values), not
+        # its Python text
+        found = looked_up(value, context)
+        if isinstance(found, (list, dict)):
+            return copy.deepcopy(found)
 
     try:
         rendered = env.render(value, context)

@@ -200,6 +200,14 @@ class PlanSandbox(ImmutableSandboxedEnvironment):
         return "".join(out)
 
 
+def looked_up(source: str, context: Mapping[str, Any]) -> Any:
+    """What a plain lookup ``{{ vars.sizes }}`` names in ``context``, as it is (a list stays a
+    list: a matrix's values may come from a variable); None when ``source`` is no plain lookup
+    or names nothing."""
+    simple = _SIMPLE_LOOKUP.match(source.strip())
+    return _lookup(context, simple.group(1).split(".")) if simple else None
+
+
 def _lookup(context: Mapping[str, Any], names: list[str]) -> Any:
     """``hosts.nas.address`` looked up without Jinja; None when any step is missing."""
     value: Any = context

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nasplan.analysis import CoreLoad, attribute_bottleneck, cache_influence
+from nasplan.analysis import MIN_TRUSTED_S, CoreLoad, attribute_bottleneck, cache_influence
 from nasplan.measure import together
 from nasplan.measure.series import COLD_READ, data_direction
 
@@ -105,7 +105,12 @@ def judged(
     out["bottleneck"] = verdicts or None
     size = params.get("size_bytes")
     if isinstance(size, int) and record.get("cache_warning") is None:
-        out["cache_warning"] = cache_influence(size, memory_bytes.get(server))
+        # the size it asks for lasts MIN_TRUSTED_S at the faster direction too: one answer
+        rates = [v.get("median") for v in (record.get("directions") or {}).values() if v]
+        fastest = max((r for r in rates if isinstance(r, (int, float))), default=0.0)
+        out["cache_warning"] = cache_influence(
+            size, memory_bytes.get(server), at_least_bytes=fastest * MIN_TRUSTED_S
+        )
     return out
 
 

@@ -1,10 +1,11 @@
 """The one contract of a test kind: everything nasplan knows of ``kind: NAME`` in one object.
 
-``Kind`` is the plan side (typed settings, the tools it needs, its line for ``apply --check``,
-its estimate, how it runs) on top of ``Readout``, the record side: how its run.json record
-reads to the console, the results table and the headline, charts, the Diagnosis and
-``compare``. The rest of nasplan asks a kind (``nasplan.measure.kinds``) and never branches on
-its name; a record of a kind this nasplan does not know reads through ``Readout``'s defaults.
+``Kind`` is the plan side (typed settings, the tools it needs, its line for ``apply --check``
+and what ``--check`` reads on its hosts, its estimate, how it runs) on top of ``Readout``, the
+record side: how its run.json record reads to the console, the results table and the headline,
+charts, the Diagnosis and ``compare``, and what its numbers warn of. The rest of nasplan asks a
+kind (``nasplan.measure.kinds``) and never branches on its name; a record of a kind this
+nasplan does not know reads through ``Readout``'s defaults.
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
-from nasplan.analysis import MIN_TRUSTED_S, durations_under
+from nasplan.analysis import MIN_TRUSTED_S, durations_under, size_text, size_to_use
 from nasplan.measure import series as shapes
 from nasplan.measure.capacity import Capacity, judged
 from nasplan.measure.estimate import Estimate
-from nasplan.measure.series import Series
+from nasplan.measure.series import TCP_MAXIMUM, Series
 from nasplan.quantities import BITS, Quantity
 from nasplan.units import format_metric
 
@@ -95,6 +96,34 @@ class RunContext:
     def settle(self) -> None:
         """Wait for the previous clean-up (``RunHooks.settle``)."""
         self.hooks.settle()
+
+
+@dataclass(frozen=True)
+class Caveat:
+    """What a record's own numbers say a reader must be warned of (a UDP test's loss): a mark
+    for its results row and the console (``⚠ loss 66.2 %``), and the sentence run.json's and the
+    report's warnings give, with the numbers it judged."""
+
+    mark: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What ``apply --check`` reads on a host before a run, so that it fails where the run
+    would: ``script`` (POSIX sh, as the login user) never writes anything; exit 0: found,
+    exit PROBE_CANNOT_TELL: it could not look (a tool not installed yet), any other: ``missing``
+    is the problem (the script's last line of output added). ``stdin``: a secret the look needs
+    (an SMB password), never in its argv."""
+
+    host: str
+    what: str  # what it looks for: ``path /volume1/test (writable)``
+    script: str
+    missing: str  # ``no writable directory /volume1/test on nas``
+    stdin: str | None = None
+
+
+PROBE_CANNOT_TELL = 3
 
 
 class Readout:
@@ -231,22 +260,36 @@ class Readout:
         return durations_under(record.get("repetitions") or [], direction, MIN_TRUSTED_S)
 
     def short_advice(self, record: Record, direction: str | None) -> str:
-        """What to change so a repetition takes MIN_TRUSTED_S or more."""
+        """What to change so a repetition takes MIN_TRUSTED_S or more: a ``size`` of at least
+        MIN_TRUSTED_S at its median rate, or the size its cache warning asks for when more (the
+        same size both say)."""
         summary = (record.get("directions") or {}).get(direction or "") or record.get("summary")
         median = (summary or {}).get("median")
+        cached = (record.get("cache_warning") or {}).get("suggested_bytes") or 0
         if isinstance(median, (int, float)) and median > 0:
-            needed = size_to_ask(median * MIN_TRUSTED_S)
-            return f"use a `size` of at least {needed} ({MIN_TRUSTED_S:g} s at its median rate)"
+            needed = size_to_use(max(median * MIN_TRUSTED_S, cached))
+            why = f"{MIN_TRUSTED_S:g} s at its median rate"
+            if cached >= median * MIN_TRUSTED_S:
+                why = f"twice the RAM that caches it, as its cache warning says; over {why}"
+            return f"use a `size` of at least {size_text(needed)} ({why})"
         return f"use a `size` that takes {MIN_TRUSTED_S:g} s or more"
 
     # --- charts ---------------------------------------------------------------------------
 
-    def timeline_limit(self, record: Record) -> float | None:
-        """The flat line its timeline chart draws (its path's TCP maximum), None for none."""
+    def timeline_limit(self, record: Record) -> tuple[float, str] | None:
+        """The flat line its timeline chart draws and its name (its path's TCP maximum), None
+        for none."""
         if not self.path_rate:
             return None
         value = (record.get("path") or {}).get("theoretical_bits_per_second")
-        return float(value) if isinstance(value, (int, float)) else None
+        return (float(value), TCP_MAXIMUM) if isinstance(value, (int, float)) else None
+
+    # --- warnings -------------------------------------------------------------------------
+
+    def caveats(self, record: Record) -> list[Caveat]:
+        """What the record's own numbers say a reader must be warned of, judged from the record
+        alone (run.json's warnings, the results row, the console): none by default."""
+        return []
 
     # --- the report's sections, compare and the Diagnosis -----------------------------------
 
@@ -298,13 +341,13 @@ class Kind(Readout, abc.ABC, Generic[S]):
 
     ``settings(test)``: the plan test's own keys -> a frozen value with every default stated
     once; ``needs``: host name -> tools that host must have (installed by its platform);
-    ``describe``: one line for ``apply --check``; ``estimate``: how long the test takes (and
-    what that assumed); ``run``: the run.json test record (never raises). ``settles_itself``:
-    ``run`` calls ``RunContext.settle`` just before it measures (the previous test's teardown
-    overlaps its start); apply settles before the other kinds' tests begin. ``summarize``: the
-    record's summary, efficiency, status and error (and what else the kind derives from its
-    repetitions) computed again, when a run merges the parts of a test it ran a few repetitions
-    at a time (``nasplan.measure.merge``).
+    ``describe``: one line for ``apply --check``; ``probes``: what ``--check`` reads on its
+    hosts; ``estimate``: how long the test takes (and what that assumed); ``run``: the run.json
+    test record (never raises). ``settles_itself``: ``run`` calls ``RunContext.settle`` just
+    before it measures (the previous test's teardown overlaps its start); apply settles before
+    the other kinds' tests begin. ``summarize``: the record's summary, efficiency, status and
+    error (and what else the kind derives from its repetitions) computed again, when a run
+    merges the parts of a test it ran a few repetitions at a time (``nasplan.measure.merge``).
     """
 
     settles_itself: ClassVar[bool] = False
@@ -324,6 +367,13 @@ class Kind(Readout, abc.ABC, Generic[S]):
     @abc.abstractmethod
     def estimate(self, test: PlanTest, s: S, plan: Plan) -> Estimate:
         """How long the whole test takes (every repetition), and what that assumed."""
+
+    def probes(
+        self, test: PlanTest, s: S, plan: Plan, sessions: Mapping[str, HostSession]
+    ) -> list[Probe]:
+        """What ``--check`` reads on the test's hosts (a directory, a share, an export), each
+        host connected in ``sessions``: none by default."""
+        return []
 
     @abc.abstractmethod
     def run(self, test: PlanTest, s: S, ctx: RunContext) -> dict[str, Any]:
@@ -345,6 +395,7 @@ class Kind(Readout, abc.ABC, Generic[S]):
             run_part=lambda part, ctx: self.run(part, settings, ctx),
             summarize=lambda record: self.summarize(record, settings),
             estimate=lambda plan: self.estimate(test, settings, plan),
+            probes=lambda plan, sessions: self.probes(test, settings, plan, sessions),
             settles_itself=self.settles_itself,
         )
 
@@ -362,6 +413,7 @@ class BoundTest:
     run_part: Callable[[PlanTest, RunContext], dict[str, Any]]
     summarize: Callable[[dict[str, Any]], dict[str, Any]]
     estimate: Callable[[Plan], Estimate]
+    probes: Callable[[Plan, Mapping[str, HostSession]], list[Probe]] = lambda plan, sessions: []
     settles_itself: bool = False
 
     def run(self, ctx: RunContext) -> dict[str, Any]:
@@ -377,11 +429,3 @@ def target_text(params: Mapping[str, Any], path: Mapping[str, Any]) -> str:
         target = f"{server} {nic}" if server and nic else server
     text = str(target or address or DASH)
     return f"{text} ({address})" if address and address != target else text
-
-
-def size_to_ask(size_bytes: float) -> str:
-    """A size to ask for, rounded up to a power of two: ``64 MiB``, ``2 GiB``."""
-    mib = 1
-    while mib * 2**20 < size_bytes:
-        mib *= 2
-    return f"{mib // 1024} GiB" if mib >= 1024 else f"{mib} MiB"

@@ -77,12 +77,20 @@ def lost_host_record(record: Mapping[str, Any], why: str) -> dict[str, Any]:
     return {**record, "status": "failed", "error": error, "summary": summarize(values, metric)}
 
 
-def stopped_record(record: Mapping[str, Any]) -> dict[str, Any]:
-    """A new ``record`` of a test the run stopped before it wanted no more: failed, saying so
-    (an error of its own stays), with the repetitions it finished."""
+def stopped_record(record: Mapping[str, Any], planned: int | None = None) -> dict[str, Any]:
+    """A new ``record`` of a test the run stopped (Ctrl-C, a full disk) before it wanted no
+    more: ``interrupted``, saying after how many of its ``planned`` repetitions, with those it
+    finished; a test that failed of its own before the stop stays failed, saying both."""
     done = sum(1 for rep in record.get("repetitions") or [] if rep.get("status") == "ok")
-    said = f"the run was stopped after {done} repetitions"
-    return {**record, "status": "failed", "error": record.get("error") or said}
+    of = f" of {planned}" if planned else ""
+    noun = "repetition" if (planned or done) == 1 else "repetitions"
+    said = f"the run was stopped after {done}{of} {noun}"
+    reps = record.get("repetitions") or []
+    failed = [f"repetition {r.get('index')}: {r.get('error')}" for r in reps if r.get("error")]
+    own = (record.get("error") if record.get("status") == "failed" else None) or "; ".join(failed)
+    if own:
+        return {**record, "status": "failed", "error": f"{own}; {said}"}
+    return {**record, "status": "interrupted", "error": f"interrupted: {said}"}
 
 
 def summarize_directions(record: dict[str, Any], directions: tuple[str, ...] | list[str]) -> None:

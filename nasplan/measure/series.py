@@ -29,7 +29,8 @@ class Series:
     ``direction`` is ``write``/``read`` (a directed kind), ``forward``/``reverse`` (iperf3: the
     client sends / the server sends), or None for a kind without one (latency).
     ``theoretical_bits_per_second`` is the path's maximum for what the series carries:
-    ``limit_name`` says which (``TCP maximum``; ``UDP maximum`` for UDP iperf3).
+    ``limit_name`` says which (``TCP maximum``; for UDP iperf3 the ``rate asked``, or the
+    ``UDP maximum`` when it asked for no rate).
     """
 
     direction: str | None
@@ -39,11 +40,13 @@ class Series:
     efficiency: float | None
     theoretical_bits_per_second: float | None
     limit_name: str = TCP_MAXIMUM
+    # the limit is one no payload can pass (a path's maximum); False for a rate asked (UDP)
+    hard_limit: bool = True
 
     @property
     def over_maximum(self) -> bool:
         """A median above the path's maximum: the path or the speed nasplan assumed is wrong."""
-        return self.efficiency is not None and self.efficiency > 1.0
+        return self.hard_limit and self.efficiency is not None and self.efficiency > 1.0
 
 
 def directions_asked(direction: str | None) -> tuple[str, ...]:

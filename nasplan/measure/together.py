@@ -58,7 +58,9 @@ def combined(
         return rep
     if span and starts and ends:
         total = sum(int(p.get("bytes") or 0) for p in ok.values())
-        rep.update(bytes=total, duration_s=max(ends) - min(starts))
+        # never shorter than the slowest client's own copy (the clock counts milliseconds)
+        own = [float(p["duration_s"]) for p in ok.values() if p.get("duration_s")]
+        rep.update(bytes=total, duration_s=max([max(ends) - min(starts), *own]))
         rep[metric] = total / rep["duration_s"] if rep["duration_s"] > 0 else None
     else:
         rep[metric] = sum(rates)

@@ -1,12 +1,13 @@
 """Optional PNG/SVG charts drawn with matplotlib (``nasplan report|compare --charts png|svg``).
 
 One figure per quantity (throughput in bit/s; file transfer and disk rates in MiB/s), so no axis
-mixes units. Bars are grouped by test (and direction), one series per run with a legend; the
-TCP maximum is a short marker over its own test's bars; each bar's whiskers span its repetitions'
-minimum to maximum (a wide spread shows as long ones); a test that failed or was skipped keeps
-its place with the word in it instead of a bar. Labels are horizontal on the category
-axis, so a chart still reads at 12 or more bars. matplotlib is not a dependency: without it the
-user gets a clear message, and the Mermaid charts in the Markdown are still there.
+mixes units. Bars are grouped by test (and direction), one series per run with a legend; the TCP
+maximum (a UDP test's rate asked) is a short marker over its own test's bars, named in the
+legend; each bar's whiskers span its repetitions' minimum to maximum (a wide spread shows as
+long ones); a test that failed or was skipped keeps its place with the word in it instead of a
+bar. Labels are horizontal on the category axis, so a chart still reads at 12 or more bars.
+matplotlib is not a dependency: without it the user gets a clear message, and the Mermaid charts
+in the Markdown are still there.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from nasplan.errors import InputError
 from nasplan.measure import kinds
+from nasplan.measure.series import TCP_MAXIMUM
 from nasplan.quantities import BITS, BYTES, QUANTITIES, quantity_of
 
 CHART_FORMATS = ("png", "svg")
@@ -47,6 +49,8 @@ class Chart:
     limits: list[list[float | None]] = field(default_factory=list)
     ranges: list[list[tuple[float, float] | None]] = field(default_factory=list)
     marks: list[list[str | None]] = field(default_factory=list)
+    # what each limit is (``TCP maximum``, a UDP test's ``rate asked``)
+    limit_names: list[list[str]] = field(default_factory=list)
 
     def add(
         self,
@@ -55,13 +59,15 @@ class Chart:
         limit: float | None,
         summary: Mapping[str, Any] | None,
         mark: str | None,
+        limit_name: str = TCP_MAXIMUM,
     ) -> None:
         """Append one bar (or its mark) of series ``index`` to the last group."""
-        for rows in (self.values, self.limits, self.ranges, self.marks):
+        for rows in (self.values, self.limits, self.ranges, self.marks, self.limit_names):
             while len(rows) <= index:
                 rows.append([])
         self.values[index].append(value)
         self.limits[index].append(limit)
+        self.limit_names[index].append(limit_name)
         self.ranges[index].append(_range(summary) if value is not None else None)
         self.marks[index].append(mark if value is None else None)
 
@@ -162,6 +168,7 @@ def run_charts(run: Mapping[str, Any]) -> list[Chart]:
                 _limit(series.theoretical_bits_per_second, quantity),
                 series.summary,
                 _mark(test.get("status"), median),
+                series.limit_name,
             )
     return list(charts.values())
 
@@ -190,7 +197,8 @@ def compare_charts(comparison: Mapping[str, Any]) -> list[Chart]:
             theoretical = side.get("theoretical_bits_per_second") if side else None
             # a run without this test has no mark: nothing was asked of it
             mark = _mark(side.get("status"), median) if side else None
-            chart.add(index, median, _limit(theoretical, quantity), side, mark)
+            named = str((side or {}).get("limit_name") or TCP_MAXIMUM)
+            chart.add(index, median, _limit(theoretical, quantity), side, mark, named)
     return list(charts.values())
 
 
@@ -217,12 +225,13 @@ def figure_of(pyplot: Any, chart: Chart) -> Any:
         )
         # each bar's own limit, a short mark across that bar only
         limits = chart.limits[index] if index < len(chart.limits) else []
-        for offset, limit in zip(offsets, limits, strict=False):
+        names = chart.limit_names[index] if index < len(chart.limit_names) else []
+        for offset, limit, named in zip(offsets, limits, names, strict=False):
             if limit:
+                said = f"{named} of the path" if named == TCP_MAXIMUM else named
                 axes.plot(
                     [limit / factor] * 2, [offset - width / 2, offset + width / 2],
-                    color=_LIMIT_COLOUR, linewidth=2,
-                    label=_once(labelled, "TCP maximum of the path"),
+                    color=_LIMIT_COLOUR, linewidth=2, label=_once(labelled, said),
                 )  # fmt: skip
         _whiskers(axes, chart, index, offsets, factor, labelled)
         marks = chart.marks[index] if index < len(chart.marks) else []

@@ -73,6 +73,7 @@ def rows(test: Mapping[str, Any]) -> list[dict[str, Any]]:
         direction = series.direction if series else None
         if kind.short_durations(test, direction):  # set-up weighs on it: the Diagnosis says how
             flags.append(SHORT)
+        flags += [c.mark for c in kind.caveats(test)]  # the Warnings say why
         out.append(
             {
                 "id": test["id"],

@@ -1,4 +1,5 @@
-"""Mermaid blocks GitHub and GitLab render: ``xychart-beta`` bar charts, a topology ``flowchart``.
+"""Mermaid blocks GitHub and GitLab render: ``xychart-beta`` bar charts (per second too, where
+a step without a measurement is a gap), a topology ``flowchart``.
 
 Also a validator for exactly the subset emitted here (tests use it; no mermaid CLI needed).
 """
@@ -22,8 +23,8 @@ _NUMBER = r"-?\d+(?:\.\d+)?"
 # One palette serves GitHub's light and dark themes, so each colour is a mid-tone with at least
 # 3:1 contrast (WCAG's for graphics) against both the light theme's white and the dark theme's
 # #333 chart background; tests/unit/report/test_mermaid_render.py checks it in a browser.
-DATA_COLOURS = ("#3b82f6", "#ea580c", "#a855f7")
-DATA_NAMES = ("blue", "orange", "purple")
+DATA_COLOURS = ("#3b82f6", "#ea580c", "#a855f7", "#0d9488", "#65a30d")
+DATA_NAMES = ("blue", "orange", "purple", "teal", "green")
 LIMIT_COLOUR, LIMIT_NAME = "#888888", "grey"
 _HEX = r"#[0-9a-f]{6}"
 _INIT = re.compile(
@@ -126,6 +127,38 @@ def quantity_chart(
     return block(body, colours)
 
 
+def series_chart(
+    title: str,
+    quantity: str,
+    categories: Sequence[str],
+    series: Sequence[Sequence[float | None]],
+    colours: Sequence[int],
+    *,
+    horizontal: bool = False,
+) -> str | None:
+    """An ``xychart-beta`` of one quantity with a bar series each (one per run of a
+    comparison), series i in colour ``colours[i]`` (an index into DATA_COLOURS, again from the
+    first after the last: ``colour_name``): a series' None is no bar, so a category that belongs
+    to one series shows its colour alone. None when there is nothing to draw."""
+    if not categories or all(v is None for one in series for v in one):
+        return None
+    unit, factor = QUANTITIES[quantity].unit([v for one in series for v in one])
+    bars = [[(v or 0.0) / factor for v in one] for one in series]
+    body = [
+        "xychart-beta horizontal" if horizontal else "xychart-beta",
+        f'title "{_category(title)}"',
+        "x-axis [" + ", ".join(f'"{_category(c)}"' for c in categories) + "]",
+        f'y-axis "{unit}" 0 --> {_number(_axis_max(max(v for one in bars for v in one)))}',
+    ]
+    body += ["bar [" + ", ".join(_number(v) for v in one) + "]" for one in bars]
+    return block(body, [DATA_COLOURS[i % len(DATA_COLOURS)] for i in colours])
+
+
+def colour_name(index: int) -> str:
+    """The name of series ``index``'s colour in series_chart: ``blue``, ``orange``, ..."""
+    return DATA_NAMES[index % len(DATA_NAMES)]
+
+
 def legend(limit: str | None = None) -> str:
     """What a chart's colours mean, for its title: ``blue: median; grey, behind: TCP maximum``."""
     if limit is None:
@@ -133,33 +166,41 @@ def legend(limit: str | None = None) -> str:
     return f" ({DATA_NAMES[0]}: median; {LIMIT_NAME}, behind: {limit})"
 
 
-def line_chart(
+def steps_chart(
     title: str,
     x_label: str,
-    lines: Sequence[Sequence[float | None]],
+    bars: Sequence[Sequence[float | None]],
     unit: str,
     top: float,
     colours: Sequence[str] = (),
     *,
+    lines: Sequence[Sequence[float]] = (),
     x_start: int = 0,
 ) -> str | None:
-    """An ``xychart-beta`` of lines over a numeric x-axis ``x_start --> x_start + len - 1`` (one
-    point per step; a missing point is drawn as 0); values already in ``unit``. None when
-    nothing to draw. ``colours``: one per line (default: the data colours in order).
+    """An ``xychart-beta`` over a numeric x-axis ``x_start --> x_start + len - 1``, one point
+    per step: ``bars`` first (a value a bar; None, a step where nothing was measured, no bar:
+    mermaid's lines have no gaps, a missing bar is one), then ``lines`` (whole series, such as
+    a flat limit); values already in ``unit``. Several bar series stand at the same place: the
+    first drawn behind the next. None when nothing to draw. ``colours``: one per series, bars
+    then lines (default: the data colours in order).
     """
-    drawn = [[float(v or 0.0) for v in line] for line in lines if line]
-    if not drawn or not any(any(line) for line in drawn):
+    shown = [list(series) for series in bars if series]
+    if not shown or not any(v for series in shown for v in series):
         return None
-    length = max(len(line) for line in drawn)
-    drawn = [line + [0.0] * (length - len(line)) for line in drawn]
+    length = max(len(series) for series in [*shown, *lines])
+    drawn = [[float(v or 0.0) for v in s] + [0.0] * (length - len(s)) for s in shown]
+    flat = [[float(v) for v in s] + [0.0] * (length - len(s)) for s in lines]
+    highest = max(v for series in [*drawn, *flat] for v in series)
     body = [
         "xychart-beta",
         f'title "{_category(title)}"',
         f'x-axis "{_category(x_label)}" {x_start} --> {x_start + max(length - 1, 1)}',
-        f'y-axis "{unit}" 0 --> {_number(axis_max(max(max(line) for line in drawn), top))}',
+        f'y-axis "{unit}" 0 --> {_number(axis_max(highest, top))}',
     ]
-    body += ["line [" + ", ".join(_number(v) for v in line) + "]" for line in drawn]
-    return block(body, list(colours) or list(DATA_COLOURS[: len(drawn)]))
+    body += ["bar [" + ", ".join(_number(v) for v in series) + "]" for series in drawn]
+    body += ["line [" + ", ".join(_number(v) for v in series) + "]" for series in flat]
+    count = len(drawn) + len(flat)
+    return block(body, list(colours) or list(DATA_COLOURS[:count]))
 
 
 def axis_max(highest: float, at_least: float = 0.0) -> float:

@@ -19,10 +19,9 @@ from typing import Any
 from nasplan.analysis import ok_values
 from nasplan.errors import InputError
 from nasplan.measure import kinds
+from nasplan.report import pivot_match, pivot_notes
 from nasplan.report.pivot_cell import DASH, NOT_RUN, Point, cell
-
-DIRECTION = "direction"  # the pseudo-dimension of a record's directions
-TEST = "test"  # the pseudo-dimension of the plan's test ids (base_id)
+from nasplan.report.pivot_match import DIRECTION, TEST, key, matches
 
 
 def value_text(value: Any) -> str:
@@ -146,7 +145,8 @@ def points_of(
             if metric:
                 values = ok_values(kind.ok_repetitions(test, s.direction), metric)
             where = {**base, DIRECTION: s.direction or DASH}
-            found.append(Point(where, test, s.direction, metric or s.metric, tuple(values)))
+            short = tuple(kind.short_durations(test, s.direction))
+            found.append(Point(where, test, s.direction, metric or s.metric, tuple(values), short))
     return found
 
 
@@ -190,25 +190,12 @@ def default_spec(dims: Mapping[str, Sequence[str]], first: Sequence[str]) -> Tab
     return TableSpec((varying[0],), tuple(columns))
 
 
-def _key(point: Point, dims: Sequence[str]) -> tuple[str | None, ...]:
-    """The point's values along ``dims``; None for a direction it has none of (a failed test
-    whose direction is unknown stands in every direction's column)."""
-    return tuple(
-        None if d == DIRECTION and d not in point.coordinates else point.coordinates.get(d, DASH)
-        for d in dims
-    )
-
-
-def _matches(key: Sequence[str | None], wanted: Sequence[str]) -> bool:
-    return all(k is None or k == w for k, w in zip(key, wanted, strict=True))
-
-
 def _values(points: Sequence[Point], dim: str) -> list[str]:
     """The values of ``dim`` among ``points`` in first-seen order; ``–`` for a point without it
     (another test of the run that lacks the dimension)."""
     found: list[str] = []
     for point in points:
-        value = _key(point, (dim,))[0]
+        value = key(point, (dim,))[0]
         if value is not None and value not in found:
             found.append(value)
     return found
@@ -219,12 +206,12 @@ def _combinations(points: Sequence[Point], dims: Sequence[str]) -> list[tuple[st
     order = {d: _values(points, d) or [DASH] for d in dims}  # DASH: only unknown directions
     found: set[tuple[str, ...]] = set()
     for point in points:
-        key = _key(point, dims)
+        values = key(point, dims)
         found.update(
             itertools.product(
                 *(
                     (order[d] or [DASH]) if v is None else [v]
-                    for d, v in zip(dims, key, strict=True)
+                    for d, v in zip(dims, values, strict=True)
                 )
             )
         )
@@ -245,119 +232,105 @@ def _title(fixed: Mapping[str, str]) -> str:
 
 
 def build(
-    points: Sequence[Point], spec: TableSpec, *, default: bool = False, origin: str = "--table"
+    points: Sequence[Point],
+    spec: TableSpec,
+    *,
+    default: bool = False,
+    origin: str = "--table",
+    outside: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """The tables of ``points`` laid out by ``spec``, JSON-ready: one per combination of the
-    varying dimensions the spec leaves out, each with a header, its rows' texts and its cells'
-    numbers. Raises InputError (check_spec) when the spec names what the points lack."""
+    varying dimensions the spec leaves out (those with one value per row, ``pivot_match.tied``,
+    stand beside the rows instead), each with a header, its rows' texts and its cells' numbers;
+    each cell against its baseline (``pivot_match.baseline_of``). A point with none of the
+    row dimensions, and the records in ``outside`` (not matrix cells), are named in the notes.
+    Raises InputError (check_spec) when the spec names what the points lack."""
     dims = dimensions(points)
     check_spec(spec, dims, origin)
+    placed, rowless = [], []
+    for point in points:
+        if any(v != DASH for v in key(point, spec.rows)):
+            placed.append(point)
+        else:
+            rowless.append(point.test)
     first_row = not spec.baseline
     if first_row:  # against the first row, as write-ups are
-        spec = replace(spec, baseline=((spec.rows[0], dims[spec.rows[0]][0]),))
+        spec = replace(spec, baseline=((spec.rows[0], _values(placed, spec.rows[0])[0]),))
     laid = (*spec.rows, *spec.columns)
-    pages = [d for d in dims if d not in laid and len(_values(points, d)) > 1]
-    every = (*pages, *laid)
     baseline = dict(spec.baseline)
-    keys = [(_key(p, every), p) for p in points]
+    varying = [d for d in dims if d not in laid and len(_values(placed, d)) > 1]
+    tied = [
+        d
+        for d in varying
+        if d not in (DIRECTION, TEST, *baseline) and pivot_match.tied(placed, d, spec.rows)
+    ]
+    pages = [d for d in varying if d not in tied]
+    every = (*pages, *laid)
+    loose = pivot_match.loose_dimensions(pages, baseline)
+    keyed = [(key(p, every), p) for p in placed]
+    differs: set[tuple[tuple[str, str, str], ...]] = set()
     tables: list[dict[str, Any]] = []
-    for fixed in _combinations(points, pages):
-        mine = [p for p in points if _matches(_key(p, pages), fixed)]
+    for fixed in _combinations(placed, pages):
+        mine = [p for p in placed if matches(key(p, pages), fixed)]
         columns = _combinations(mine, spec.columns)
         rows: list[dict[str, Any]] = []
         for row in _combinations(mine, spec.rows):
             cells = []
             for column in columns:
                 where = dict(zip(every, (*fixed, *row, *column), strict=True))
-                base_where = {**where, **{d: v for d, v in baseline.items() if d in where}}
-                wanted, base_wanted = tuple(where.values()), tuple(base_where.values())
-                here = [p for k, p in keys if _matches(k, wanted)]
-                base = [p for k, p in keys if _matches(k, base_wanted)] if baseline else []
-                others = [_against(keys, where, dict(one)) for one in spec.against]
-                cells.append(cell(here, base, bool(baseline) and where == base_where, others))
-            rows.append({"values": list(row), "cells": cells})
+                here = [p for k, p in keyed if matches(k, tuple(where.values()))]
+                is_base = all(where.get(d, v) == v for d, v in baseline.items())
+                found = pivot_match.baseline_of(where, baseline, keyed, every, loose)
+                others = [_against(where, dict(one), keyed, every, loose) for one in spec.against]
+                one = cell(here, found.points, is_base, others)
+                if one["ratio"] is not None and found.differs:
+                    differs.add(found.differs)
+                cells.append(one)
+            beside = [pivot_match.row_values(placed, row, spec.rows, d) for d in tied]
+            rows.append({"values": [*row, *beside], "cells": cells})
         named = [_header(c) for c in columns] if spec.columns else ["result"]
         fixed_dims = dict(zip(pages, fixed, strict=True))
         tables.append(
             {
                 "title": _title(fixed_dims),
                 "fixed": fixed_dims,
-                "header": [*spec.rows, *named],
+                "header": [*spec.rows, *tied, *named],
                 "rows": rows,
             }
         )
-    marked = any(c["verdict"] for t in tables for r in t["rows"] for c in r["cells"])
+    every_cell = [c for t in tables for r in t["rows"] for c in r["cells"]]
+    matched = pivot_match.notes(baseline, spec.rows, tied, differs)
+    matched += pivot_notes.short_notes(every_cell)
+    marked = any(c["verdict"] for c in every_cell)
+    left_out = pivot_notes.outside_notes(rowless, outside, spec.rows)
+    said = pivot_notes.notes(spec, default, marked, first_row, matched, left_out)
     return {
         "rows": list(spec.rows),
         "columns": list(spec.columns),
         "baseline": baseline,
+        "beside": tied,
         "against": [dict(one) for one in spec.against],
         "metric": spec.metric,
         "default": default,
         "title": " × ".join(p for p in (", ".join(spec.rows), ", ".join(spec.columns)) if p),
         "tables": tables,
-        "notes": notes(spec, default, marked, first_row),
+        "notes": said,
     }
 
 
 def _against(
-    keys: Sequence[tuple[tuple[str | None, ...], Point]],
     where: Mapping[str, str],
     one: Mapping[str, str],
-) -> tuple[str, list[Point], bool]:
-    """A further baseline of the cell at ``where``: its label, its points, whether it is that
-    cell itself."""
-    base_where = {**where, **{d: v for d, v in one.items() if d in where}}
-    wanted = tuple(base_where.values())
+    keyed: Sequence[tuple[pivot_match.Key, Point]],
+    every: Sequence[str],
+    loose: Sequence[str],
+) -> tuple[str, tuple[Point, ...], bool]:
+    """A further baseline of the cell at ``where`` (found as the baseline is,
+    ``pivot_match.baseline_of``): its label, its points, whether it is that cell itself."""
     label = "/".join(f"{d}={v}" for d, v in one.items())
-    return label, [p for k, p in keys if _matches(k, wanted)], base_where == dict(where)
-
-
-def notes(spec: TableSpec, default: bool, marked: bool, first_row: bool = False) -> list[str]:
-    """What the table's cells say, under it: the layout, the baseline, the marks."""
-    columns = " · ".join(spec.columns) if spec.columns else "none"
-    found = [
-        f"Rows: {', '.join(spec.rows)}; columns: {columns}. Each cell: the median of the "
-        "successful repetitions"
-        + (f" of `{spec.metric}`" if spec.metric else "")
-        + " (bit rates in Mbit/s or Gbit/s, file and disk rates in MiB/s, 2^20 bytes/s)"
-        + (", ×ratio to the baseline" if spec.baseline else "")
-        + ", in brackets min–max and n, and for a transfer or iSCSI direction what limited it."
-    ]
-    if spec.baseline:
-        pairs = ", ".join(f"{d}={v}" for d, v in spec.baseline)
-        found.append(
-            f"Baseline: the cell with {pairs} and the same other values (marked `baseline`)"
-            + (
-                f"; the first {spec.rows[0]}, as none was named (`baseline=DIM=VALUE`)."
-                if first_row
-                else "."
-            )
-        )
-    for one in spec.against:
-        pairs = ", ".join(f"{d}={v}" for d, v in one)
-        label = "/".join(f"{d}={v}" for d, v in one)
-        found.append(
-            f"Also against the cell with {pairs} and the same other values: `×ratio of {label}`."
-        )
-    if marked:
-        found.append(
-            "After a ratio: `*` the change is significant (p < 0.05: Mann–Whitney U with at "
-            "least 5 repetitions a side, else Welch's t-test on the logarithms); `n.s.` not "
-            "significant; `≈` within noise (the medians within 3 %); `n too small`: one "
-            "repetition on a side, nothing can be told."
-        )
-    found.append(
-        f"`{NOT_RUN}`: no test for this cell (excluded from the matrix, or not in that run); "
-        "`failed`, `skipped`: the test ran or was planned without a result. Never a 0."
-    )
-    if default:
-        found.append(
-            f"No table was asked for, so rows are the first dimension ({spec.rows[0]}) and "
-            f"columns the others ({columns}); choose with "
-            "`--table rows=DIM,columns=DIM/DIM,baseline=DIM=VALUE` (or a plan's `table:`)."
-        )
-    return found
+    itself = all(where.get(d, v) == v for d, v in one.items())
+    loose = [d for d in loose if d not in one]
+    return label, pivot_match.baseline_of(where, one, keyed, every, loose).points, itself
 
 
 def cell_dimensions(tests: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -413,20 +386,23 @@ def run_table(
     """
     tests = [*(run.get("tests") or []), *not_reached(run)]
     dims = cell_dimensions(tests)
+    # a run with matrix records tables those; its other tests are named under the table
+    outside = [t for t in tests if not t.get("cell") and t.get("status") != NOT_RUN] if dims else []
     planned = (run.get("plan") or {}).get("table")
     if asked is not None:
-        return build(points_of(tests, metric=asked.metric, matrix_only=bool(dims)), asked), None
+        points = points_of(tests, metric=asked.metric, matrix_only=bool(dims))
+        return build(points, asked, outside=outside), None
     error = None
     if planned:
         origin = "the plan's table"
         try:
             spec = spec_from_plan(planned, origin)
             points = points_of(tests, metric=spec.metric, matrix_only=bool(dims))
-            return build(points, spec, origin=origin), None
+            return build(points, spec, origin=origin, outside=outside), None
         except InputError as exc:
             error = str(exc)
     if not dims:
         return None, error
     points = points_of(tests)
     fallback = default_spec(dimensions(points), dims)
-    return (build(points, fallback, default=True) if fallback else None), error
+    return (build(points, fallback, default=True, outside=outside) if fallback else None), error

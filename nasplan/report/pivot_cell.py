@@ -1,5 +1,6 @@
 """One cell of the write-up's table (report/pivot.py): a test's direction at its coordinates,
-its median, min–max and n, its ratio to the baseline cell with compare's significance mark, and
+its median, min–max and n, its ratio to the baseline cell with compare's significance mark (or
+why it has none), a mark when its repetitions or its baseline's were too short to trust, and
 what limited a transfer, as numbers and as the words the cell shows. Pure."""
 
 from __future__ import annotations
@@ -8,11 +9,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nasplan.analysis import summarize
+from nasplan.analysis import MIN_TRUSTED_S, summarize
 from nasplan.units import format_metric
 
 DASH = "–"
 NOT_RUN = "not run"
+# a cell with a repetition under analysis.MIN_TRUSTED_S (as the results table flags it), and a
+# ratio built on a baseline that has one
+SHORT = f"⚠ under {MIN_TRUSTED_S:g} s"
+SHORT_BASE = f"⚠ baseline under {MIN_TRUSTED_S:g} s"
 # The significance marks after a ratio (compare/stats.py's verdicts), words and symbols only:
 # a table must read the same in GitHub's light and dark themes and in a terminal.
 MARKS = {
@@ -33,6 +38,8 @@ class Point:
     direction: str | None
     metric: str
     values: tuple[float, ...]
+    # ``duration_s`` of its ok repetitions under analysis.MIN_TRUSTED_S (its kind's judgement)
+    short: tuple[float, ...] = ()
 
 
 def metric_text(value: float | None, metric: str) -> str:
@@ -67,19 +74,35 @@ def _bottleneck(point: Point) -> str | None:
     return str(found) if found else None
 
 
+def _no_ratio(point: Point, base: Sequence[Point]) -> str | None:
+    """Why ``point`` has no ratio to its baseline (None when it has one), in the words the
+    baseline's own cell shows (a missing one: ``not run``)."""
+    if not base:
+        return f"baseline {NOT_RUN}"
+    if len(base) > 1:
+        return f"{len(base)} baseline cells"
+    found = base[0]
+    if not found.values:
+        status = str(found.test.get("status") or NOT_RUN)
+        return f"baseline {status}" if status != "ok" else "baseline has no result"
+    if found.metric != point.metric:
+        return "baseline in another unit"
+    if not summarize(found.values)["median"]:
+        return "baseline median 0"
+    return None
+
+
 def _versus(point: Point, base: Point) -> dict[str, Any]:
     """Ratio of the medians and compare's verdict of ``point`` against the baseline's values."""
     # compare/ imports the report's filters: imported here, not at the top, so that either
     # package can be imported first
     from nasplan.significance import higher_is_better, verdict
 
-    if not point.values or not base.values or point.metric != base.metric:
-        return {"ratio": None, "verdict": None, "rule": None, "p_value": None}
     found = verdict(
         list(base.values), list(point.values), higher_is_better=higher_is_better(point.metric)
     )
     median, base_median = summarize(point.values)["median"], summarize(base.values)["median"]
-    ratio = median / base_median if base_median else None
+    ratio = median / base_median
     return {"ratio": ratio, "verdict": found.verdict, "rule": found.rule, "p_value": found.p_value}
 
 
@@ -89,13 +112,16 @@ def cell(
     is_base: bool,
     against: Sequence[tuple[str, Sequence[Point], bool]] = (),
 ) -> dict[str, Any]:
-    """One cell: its numbers (median, min, max, n, values, ratio, verdict) and its text;
-    ``against``: further baselines (label, their points, whether this cell is that one), each a
-    ratio of its own in ``against`` and the text (``×2.08 of link=p2p25``)."""
+    """One cell: its numbers (median, min, max, n, values, ratio, verdict; ``no_ratio``: why it
+    has none; ``short``: its repetitions under analysis.MIN_TRUSTED_S, ``short_baseline``: its
+    baseline's) and its text; ``against``: further baselines (label, their points, whether this
+    cell is that one), each a ratio of its own in ``against`` and the text
+    (``×2.53 of volume=hdd``)."""
     cell: dict[str, Any] = {
         "status": NOT_RUN, "metric": None, "n": 0, "median": None, "min": None, "max": None,
         "values": [], "ratio": None, "verdict": None, "rule": None, "p_value": None,
-        "baseline": is_base, "bottleneck": None, "text": NOT_RUN, "against": [],
+        "baseline": is_base, "no_ratio": None, "short": [], "short_baseline": [],
+        "bottleneck": None, "text": NOT_RUN, "against": [],
     }  # fmt: skip
     if len(here) > 1:
         ids = ", ".join(sorted({str(p.test["id"]) for p in here}))
@@ -108,17 +134,19 @@ def cell(
     cell.update(
         status=status, metric=point.metric, n=summary["n"], median=summary["median"],
         min=summary["min"], max=summary["max"], values=list(point.values),
-        bottleneck=_bottleneck(point),
+        bottleneck=_bottleneck(point), short=list(point.short),
     )  # fmt: skip
     if not point.values:
         cell["text"] = status if status != "ok" else "no result"
         return cell
-    if len(base) == 1 and not is_base:
-        cell.update(_versus(point, base[0]))
     text = metric_text(summary["median"], point.metric)
     if is_base:
         text += " baseline"
-    elif cell["ratio"] is not None:
+    elif (reason := _no_ratio(point, base)) is not None:
+        cell["no_ratio"] = reason
+        text += f" no ratio: {reason}"
+    else:
+        cell.update(_versus(point, base[0]), short_baseline=list(base[0].short))
         text += f" ×{cell['ratio']:.2f}{MARKS.get(cell['verdict'] or '', '')}"
     found = [
         (label, _versus(point, one[0]))
@@ -131,6 +159,10 @@ def cell(
         for label, v in found
         if v["ratio"] is not None
     )
+    if point.short:
+        text += f" {SHORT}"
+    elif cell["short_baseline"]:
+        text += f" {SHORT_BASE}"
     spread = _range(summary["min"], summary["max"], point.metric) + ", " if summary["n"] > 1 else ""
     text += f" ({spread}n={summary['n']})"
     if cell["bottleneck"]:

@@ -13,7 +13,11 @@ from urllib.parse import quote
 
 import jinja2
 
-from nasplan.analysis import FRAME_OVERHEAD_BYTES, TCP_IPV4_HEADER_BYTES
+from nasplan.analysis import (
+    FRAME_OVERHEAD_BYTES,
+    TCP_IPV4_HEADER_BYTES,
+    theoretical_udp_bits_per_second,
+)
 from nasplan.diagnose import diagnose
 from nasplan.facts import storage, volumes
 from nasplan.measure import kinds
@@ -21,7 +25,7 @@ from nasplan.output import redactor_of, secrets_from_environ, write_text
 from nasplan.quantities import BITS, BYTES
 from nasplan.report import headline, mermaid, pivot, timeline
 from nasplan.report.in_force import network_rows, run_in_force
-from nasplan.results import REPORT_FILE, load_run
+from nasplan.results import REPORT_FILE, counts_text, load_run
 from nasplan.units import format_bits_per_second, format_bytes_per_second, format_metric
 
 DASH = "–"
@@ -306,6 +310,7 @@ def _test(test: Mapping[str, Any]) -> dict[str, Any]:
         "name": test.get("name") or test["id"],
         "heading": heading(test),
         "udp": str(params.get("protocol") or "tcp").lower() == "udp",
+        "udp_maximum": _udp_maximum(path),
         "results": headline.rows(test),
         "kind": test["kind"],
         "status": test["status"],
@@ -329,6 +334,14 @@ def _test(test: Mapping[str, Any]) -> dict[str, Any]:
         "failed_repetitions": [r for r in reps if r.get("status") != "ok"],
         "reverse": next((s.summary for s in found if s.metric == "reverse_bits_per_second"), None),
     }
+
+
+def _udp_maximum(path: Mapping[str, Any]) -> float | None:
+    """The path's UDP maximum (full-size datagrams), None when its speed or MTU is unknown."""
+    speed, mtu = path.get("speed_bits_per_second"), path.get("mtu_bytes")
+    if not speed or not mtu or path.get("framing", "ethernet") not in FRAME_OVERHEAD_BYTES:
+        return None
+    return theoretical_udp_bits_per_second(speed, mtu, path.get("framing") or "ethernet")
 
 
 def heading(test: Mapping[str, Any]) -> str:
@@ -405,6 +418,7 @@ def _charts(run: Mapping[str, Any]) -> list[str]:
     """Mermaid bar charts, one per quantity: iperf3 medians in bit/s with each path's TCP
     maximum as a bar behind its own test; transfers and disks per direction in MiB/s."""
     bits: list[tuple[str, float | None, float | None]] = []
+    limits: list[str] = []  # what the grey bars are: the TCP maximum, a UDP test's rate asked
     byte_rates: list[tuple[str, float | None]] = []
     for test in run["tests"]:
         kind = kinds.readout(test)
@@ -416,11 +430,14 @@ def _charts(run: Mapping[str, Any]) -> list[str]:
             name = f"{test['id']} {series.direction}" if named and series.direction else test["id"]
             if series.metric.endswith("bits_per_second"):
                 bits.append((name, series.summary["median"], series.theoretical_bits_per_second))
+                if series.theoretical_bits_per_second and series.limit_name not in limits:
+                    limits.append(series.limit_name)
             elif series.metric.endswith("bytes_per_second"):
                 byte_rates.append((name, series.summary["median"]))
     charts = [
         mermaid.quantity_chart(
-            "Median throughput per test" + mermaid.legend("its path's maximum"),
+            "Median throughput per test"
+            + mermaid.legend(" or ".join(limits) if limits else "its path's maximum"),
             BITS.name,
             [b[0] for b in bits],
             [b[1] for b in bits],
@@ -484,8 +501,6 @@ def build_view(
             if t["summary"].get("wide_spread_threshold") is not None
         }
     )
-    statuses = [t["status"] for t in everything]
-    counts = [f"{statuses.count(s)} {s}" for s in ("ok", "failed", "skipped") if s in statuses]
     names = [h["name"] for h in hosts]
     laid_out, table_error = pivot.run_table(run, table)
     return {
@@ -513,8 +528,7 @@ def build_view(
         "unreachable": [h for h in hosts if not h["reachable"]],
         "tests": tests,
         "between_hosts": f" between {join_and(names)}" if names else "",
-        "tests_text": f"{len(everything)} test{'' if len(everything) == 1 else 's'}"
-        + (f" ({', '.join(counts)})" if counts else ""),
+        "tests_text": counts_text(run),
         "failed": [_failure(t) for t in everything if t["status"] != "ok"],
         "framings": _framings(with_path),
         "spread_thresholds": thresholds,

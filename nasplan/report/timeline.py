@@ -1,4 +1,5 @@
-"""Per-second timelines in the report: a Mermaid line chart per test and the rate falls.
+"""Per-second timelines in the report: a Mermaid chart per test (a bar a second, none where
+nothing was measured) and the rate falls.
 
 Pure functions of run.json's ``tests[].timeline`` (and ``resources.<host>.series`` for the
 optional matplotlib figure in timeline_charts.py).
@@ -71,28 +72,34 @@ def _buckets(values: Sequence[float | None], size: int) -> list[float | None]:
 
 
 def mermaid_chart(test: Mapping[str, Any]) -> str | None:
-    """A line chart of a test's rate over its seconds, with the TCP maximum as a second line
-    (network tests); None when the test has no timeline."""
+    """A chart of a test's rate over its seconds, a bar a second (no bar where nothing was
+    measured: between repetitions), with its limit (the path's TCP maximum, a UDP test's rate
+    asked) as a flat line; None when the test has no timeline."""
     throughput = (test.get("timeline") or {}).get("throughput") or []
     grid = per_second(throughput)
     if not any(v is not None for v in grid):
         return None
     kind = kinds.readout(test)
-    maximum = kind.timeline_limit(test)
+    limit = kind.timeline_limit(test)
+    maximum = limit[0] if limit else None
     unit, factor = unit_for(kind, [*grid, maximum])
     step = max(1, math.ceil(len(grid) / MAX_CHART_POINTS))
     values = [None if v is None else v / factor for v in _buckets(grid, step)]
-    lines: list[list[float | None]] = [values]
     title = f"{test['id']}: rate per second"
     if step > 1:
         title = f"{test['id']}: rate, {step} s averages"
     colours = [mermaid.DATA_COLOURS[0]]
-    if maximum:
-        lines.append([maximum / factor] * len(values))
+    flat: list[list[float]] = []
+    said = ["no bar: nothing measured"]
+    if limit:
+        flat.append([limit[0] / factor] * len(values))
         colours.append(mermaid.LIMIT_COLOUR)
-        title += f" ({mermaid.DATA_NAMES[0]}: rate; {mermaid.LIMIT_NAME} flat line: TCP maximum)"
+        said[:0] = [f"{mermaid.DATA_NAMES[0]}: rate", f"{mermaid.LIMIT_NAME} line: {limit[1]}"]
+    title += f" ({'; '.join(said)})"
     top = max([v for v in values if v is not None] + [maximum / factor if maximum else 0.0])
-    return mermaid.line_chart(title, "seconds since the test started", lines, unit, top, colours)
+    return mermaid.steps_chart(
+        title, "seconds since the test started", [values], unit, top, colours, lines=flat
+    )
 
 
 def _host_grids(test: Mapping[str, Any], key: str) -> dict[str, list[float | None]]:
@@ -110,28 +117,32 @@ def _host_grids(test: Mapping[str, Any], key: str) -> dict[str, list[float | Non
 def _hosts_chart(
     test: Mapping[str, Any], key: str, what: str, unit: str, scale: float, top: float = 0.0
 ) -> str | None:
-    """A line per host (at most as many as there are data colours) of one sampled quantity,
-    from the first point sampled (the sampler's first point is a second after its start)."""
+    """A bar a second per host (at most as many as there are data colours, the highest drawn
+    first, behind) of one sampled quantity, from the first point sampled (the sampler's first
+    point is a second after its start); no bar where nothing was sampled (between a test's
+    parts)."""
     grids = _host_grids(test, key)
     hosts = list(grids)[: len(mermaid.DATA_COLOURS)]
     if not hosts:
         return None
     length = max(len(grids[h]) for h in hosts)
     step = max(1, math.ceil(length / MAX_CHART_POINTS))
-    lines = [[None if v is None else v / scale for v in _buckets(grids[h], step)] for h in hosts]
-    first = min(next(i for i, v in enumerate(line) if v is not None) for line in lines)
-    lines = [line[first:] for line in lines]
+    bars = {h: [None if v is None else v / scale for v in _buckets(grids[h], step)] for h in hosts}
+    first = min(next(i for i, v in enumerate(bars[h]) if v is not None) for h in hosts)
+    colour = {h: mermaid.DATA_COLOURS[i] for i, h in enumerate(hosts)}  # a host keeps its own
     names = "; ".join(f"{mermaid.DATA_NAMES[i]}: {h}" for i, h in enumerate(hosts))
+    hosts.sort(key=lambda h: -max(v for v in bars[h] if v is not None))  # the tallest behind
+    series = [bars[h][first:] for h in hosts]
     every = "per second" if step == 1 else f"{step} s averages"
     x_label = "seconds since sampling started" if step == 1 else f"{step} s steps since then"
-    highest = max([v for line in lines for v in line if v is not None] + [top])
-    return mermaid.line_chart(
-        f"{test['id']}: {what}, {every} ({names})",
+    highest = max([v for line in series for v in line if v is not None] + [top])
+    return mermaid.steps_chart(
+        f"{test['id']}: {what}, {every} ({names}; no bar: nothing sampled)",
         x_label,
-        lines,
+        series,
         unit,
         highest,
-        mermaid.DATA_COLOURS[: len(lines)],
+        [colour[h] for h in hosts],
         x_start=first,
     )
 

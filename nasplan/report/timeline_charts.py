@@ -22,10 +22,12 @@ def _legend(axes: Any) -> None:
 
 
 def _draw_rate(axes: Any, test: Mapping[str, Any]) -> None:
-    """The rate of each repetition, the TCP maximum, and a dotted line where a rate fell."""
+    """The rate of each repetition, its limit (the TCP maximum, a UDP test's rate asked), and
+    a dotted line where a rate fell."""
     throughput = test["timeline"]["throughput"]
     kind = kinds.readout(test)
-    maximum = kind.timeline_limit(test)
+    limit = kind.timeline_limit(test)
+    maximum = limit[0] if limit else None
     unit, factor = unit_for(kind, [v for s in throughput for v in s["bits_per_second"]])
     labelled: set[str] = set()
     for s in throughput:
@@ -47,10 +49,9 @@ def _draw_rate(axes: Any, test: Mapping[str, Any]) -> None:
                 label=None if "fell" in labelled else "rate fell (a cache filled)",
             )  # fmt: skip
             labelled.add("fell")
-    if maximum:
-        axes.axhline(
-            maximum / factor, color=_FALL_COLOUR, linestyle="--", linewidth=1, label="TCP maximum"
-        )
+    if limit:
+        axes.axhline(limit[0] / factor, color=_FALL_COLOUR, linestyle="--", linewidth=1,
+                     label=limit[1])  # fmt: skip
     axes.set_ylabel(unit)
     highest = max([v for s in throughput for v in s["bits_per_second"] if v is not None] or [0])
     axes.set_ylim(0, max(highest, maximum or 0) / factor * 1.15 or 1)

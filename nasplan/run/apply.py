@@ -28,6 +28,7 @@ from nasplan.errors import RunDirError
 from nasplan.hosts.session import HostSession, close_sessions, prepare
 from nasplan.input.inventory import Host
 from nasplan.input.plan import Plan
+from nasplan.measure import kinds
 from nasplan.measure.kind import RunContext
 from nasplan.measure.verdicts import annotated
 from nasplan.output import require_free_space, secrets_from_environ, sync_files
@@ -59,7 +60,7 @@ from nasplan.run.reach import Reach
 from nasplan.run.request import RunRequest
 from nasplan.run.resume import Previous, fingerprints
 from nasplan.run.schedule import Schedule
-from nasplan.run.signals import held_back
+from nasplan.run.signals import Stopped, held_back
 from nasplan.tasks import Tasks
 from nasplan.verbosity import Verbosity
 
@@ -84,6 +85,14 @@ def apply(
     if request.become_passwords and connector is connect:
         connector = connect_with_passwords(request.become_passwords)
     run = Run(request, progress, base_dir, connector, tasks, verbosity)
+    try:
+        return _phases(run)
+    except KeyboardInterrupt as exc:  # after finish: the report says what ran and what did not
+        raise Stopped(exc, run.run_dir) from None
+
+
+def _phases(run: Run) -> Outcome:
+    """The run's phases in order, and ``finish`` always."""
     run.record.checkpoint()
     try:
         with run.span("open_hosts"):
@@ -306,6 +315,8 @@ class Run:
         found = [*self.record.run["warnings"], *self.plan.inventory.warnings]
         found += [w for s in self.sessions.values() for w in s.warnings]
         found += [f"{t['id']}: {w}" for t in tests for w in t.get("warnings") or []]
+        # what a test's own numbers say (a UDP test's loss), judged by its kind
+        found += [f"{t['id']}: {c.text}" for t in tests for c in kinds.readout(t).caveats(t)]
         found += self.warnings + self.networks.warnings
         return list(dict.fromkeys(found))
 

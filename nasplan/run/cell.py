@@ -20,7 +20,7 @@ from typing import Any
 from nasplan.input.plan import PlanTest
 from nasplan.measure.kind import BoundTest
 from nasplan.measure.merge import Part, done_indices, kept_part, merge
-from nasplan.measure.record import lost_host_record, stopped_record
+from nasplan.measure.record import lost_host_record, skipped, stopped_record
 
 Record = dict[str, Any]
 
@@ -211,12 +211,14 @@ class Cell:
         parts = [(_completed(entry, self.log), entry.offset_s) for entry in self.parts]
         if not parts and self.previous is not None:
             record = self.previous
+        elif not parts:  # stopped in its first repetition: nothing handed over yet
+            record = skipped(self.test, "")
         else:
             kept = kept_part(self.previous) if self.previous is not None else None
             first: list[Part] = [(kept, 0.0)] if kept is not None else []
             record = merge([*first, *parts], self.bound.summarize)
         if any(isinstance(entry, Stopped) for entry in self.log):
-            record = stopped_record(record)
+            record = stopped_record(record, self.test.repetitions)
         if self.test.adaptive is not None:  # (its statistics: only for a plan that asks)
             from nasplan.measure import adaptive
 

@@ -1,4 +1,5 @@
-"""``nasplan apply --check``: connect and gather facts, say what would happen, change nothing."""
+"""``nasplan apply --check``: connect and gather facts, read what each test needs on its hosts
+(a directory, a share, an export), say what would happen, change nothing."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nasplan.errors import CannotStart
 from nasplan.facts import volumes
 from nasplan.hosts.session import HostSession, close_sessions, open_sessions, planned_installs
 from nasplan.input.inventory import Host
 from nasplan.input.plan import Plan
-from nasplan.measure.kind import BoundTest
+from nasplan.measure.kind import PROBE_CANNOT_TELL, BoundTest, Probe
 from nasplan.progress import Progress
+from nasplan.remote import shell
 from nasplan.remote.runner import Runner
 from nasplan.remote.ssh import connect
 from nasplan.run import listing
@@ -21,6 +24,7 @@ from nasplan.run.overlap import Overlap
 from nasplan.run.planned import (
     EXIT_INPUT,
     EXIT_OK,
+    EXIT_TEST_FAILED,
     EXIT_UNREACHABLE,
     bound_tests,
     plan_hosts,
@@ -29,6 +33,9 @@ from nasplan.run.planned import (
 )
 from nasplan.tasks import Tasks
 from nasplan.verbosity import Verbosity
+
+# a look at a directory, a share or an export: a share that does not answer must not hold it
+PROBE_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,9 @@ class Checked:
     changes: list[dict[str, str]] = field(default_factory=list)
     tests: list[dict[str, str]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    # what it read on the hosts for the tests (``Kind.probes``): host, what, found (yes, no,
+    # unknown), why, the tests that need it
+    looked: list[dict[str, Any]] = field(default_factory=list)
     exit_code: int = EXIT_OK
     run_dir: Path | None = None
     # how many tests (matrix cells, of the plan's when a subset) and how long, estimated
@@ -56,6 +66,7 @@ class Checked:
             "installs": {name: host["installs"] for name, host in self.hosts.items()},
             "changes": self.changes,
             "tests": self.tests,
+            "looked": self.looked,
             "estimate": self.estimate,
             "problems": self.problems,
             "exit_code": self.exit_code,
@@ -74,6 +85,7 @@ class Checked:
         out += [f"{c['host']}: would set {c['change']} (and put it back after the run)"
                 for c in self.changes]  # fmt: skip
         out += [f"test {t['id']}: would run {t['would_run']}" for t in self.tests]
+        out += [_looked_line(one) for one in self.looked]
         out += [self.summary] if self.summary else []
         return out + [f"problem: {problem}" for problem in self.problems]
 
@@ -91,7 +103,8 @@ def check(
     """Find what the run would install, change and run on each host; ``say``: print it.
 
     Exit code 2 when a password variable the run needs is not set (``environ``, default the
-    process environment), else 0, or 3 when a host is unreachable.
+    process environment), 1 when something a test needs is not there (a directory, a share,
+    an export: what its kind's probes read), else 0, or 3 when a host is unreachable.
     """
     missing = unset_variables(plan, os.environ if environ is None else environ)
     bound = bound_tests(plan)
@@ -101,12 +114,17 @@ def check(
     )
     try:
         unreachable = any(s.error for s in sessions.values())
+        looked, cannot = _look(plan, bound, sessions, tasks or Overlap.concurrent())
+        problems = missing + cannot
+        problems += [f"{o['missing']}: {o['why']}" for o in looked if o["found"] == "no"]
+        would_fail = EXIT_TEST_FAILED if len(problems) > len(missing) else EXIT_OK
         checked = Checked(
             hosts=_hosts(plan, sessions, bound),
             changes=_changes(plan, sessions),
             tests=[{"id": one.test.id, "would_run": one.description} for one in bound],
-            problems=missing,
-            exit_code=EXIT_UNREACHABLE if unreachable else EXIT_INPUT if missing else EXIT_OK,
+            problems=problems,
+            looked=looked,
+            exit_code=EXIT_UNREACHABLE if unreachable else EXIT_INPUT if missing else would_fail,
             summary=listing.summary(plan),
             estimate={**listing.estimate(plan).to_dict(), "tests": len(plan.tests)},
         )
@@ -116,6 +134,55 @@ def check(
         for line in checked.lines():
             progress.message(line)
     return checked
+
+
+def _look(
+    plan: Plan, bound: list[BoundTest], sessions: Mapping[str, HostSession], tasks: Tasks
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Each test's probes (``Kind.probes``) run on its reachable POSIX hosts, each distinct one
+    once, all hosts at once: what was found, and the tests that could not say what they need
+    (a target without an address: the run's own error)."""
+    wanted: dict[tuple[str, str, str | None], tuple[Probe, list[str]]] = {}
+    cannot = []
+    for one in bound:
+        try:
+            found = one.probes(plan, sessions)
+        except (CannotStart, ValueError) as exc:
+            cannot.append(f"test {one.test.id}: {exc}")
+            continue
+        for probe in found:
+            session = sessions.get(probe.host)
+            if session is None or session.error or session.runner is None:
+                continue  # an unreachable host is said as such
+            if shell.of(session.runner).is_windows:
+                continue  # the probes are POSIX sh; a Windows host is looked at by the run
+            key = (probe.host, probe.script, probe.stdin)
+            wanted.setdefault(key, (probe, []))[1].append(one.test.id)
+    results: dict[tuple[str, str, str | None], dict[str, Any]] = {}
+
+    def look(key: tuple[str, str, str | None]) -> None:
+        probe, tests = wanted[key]
+        runner = sessions[probe.host].runner
+        assert runner is not None
+        done = runner.run_script(probe.script, stdin=probe.stdin, timeout_s=PROBE_TIMEOUT_S)
+        said = [line for line in done.stdout.splitlines() if line.strip()]
+        found = "yes" if done.ok else "unknown" if done.exited == PROBE_CANNOT_TELL else "no"
+        why = said[-1].strip() if said else (done.stderr.strip() or f"exit {done.exited}")
+        results[key] = {
+            "host": probe.host, "what": probe.what, "found": found,
+            "why": "" if done.ok else why, "missing": probe.missing, "tests": tests,
+        }  # fmt: skip
+
+    tasks.each(list(wanted), look)
+    return [results[key] for key in wanted], cannot
+
+
+def _looked_line(one: Mapping[str, Any]) -> str:
+    """``nas: the disk test's path /volume1/test (a writable directory): there (disk-1)``."""
+    tests = one["tests"]
+    named = ", ".join(tests[:3]) + (f" and {len(tests) - 3} more" if len(tests) > 3 else "")
+    found = {"yes": "there", "no": f"NOT THERE: {one['why']}", "unknown": one["why"]}
+    return f"{one['host']}: {one['what']}: {found[one['found']]} (for {named})"
 
 
 def _hosts(

@@ -71,9 +71,10 @@ class MeasurePhase:
         return [cell.record() for cell in self.cells if cell.started]
 
     def stop(self) -> None:
-        """The run stops here (Ctrl-C, a full disk): every test under way is said stopped."""
+        """The run stops here (Ctrl-C, a full disk): every test under way is said interrupted,
+        the one in flight too (before its first repetition ended: with none)."""
         for cell in self.cells:
-            if cell.started and not cell.stopped():
+            if (cell.started or cell.running) and not cell.stopped():
                 cell.stop()
 
     def _part(self, step: Slice) -> None:
@@ -93,10 +94,12 @@ class MeasurePhase:
         for name in mark_lost_hosts(self.sessions):
             self.ctx.progress.host(name, f"[lost] {self.sessions[name].error}")
         self.save()
-        if not cell.stopped():
+        if not cell.stopped():  # an interleaved run's next round comes back to it
+            self.ctx.progress.waiting(cell.test.id, _how_far(cell))
             return
         done = cell.record()
-        shown = cell.bound.kind.result_text(done)
+        kind = cell.bound.kind
+        shown = " ".join([kind.result_text(done), *(c.mark for c in kind.caveats(done))])
         self.ctx.progress.test_done(cell.test.id, done["status"], done["error"] or shown)
         if self.early is not None:
             self._release_done()
@@ -167,6 +170,16 @@ class MeasurePhase:
                 left_s=time_left_s(self.cells),
             )
         )
+
+
+def _how_far(cell: Cell) -> str:
+    """``1 of 3 repetitions done, last 281.2 MiB/s``: a waiting test's line, in its kind's
+    unit."""
+    done = len(cell.taken)
+    last = _last_rate(cell)
+    return f"{done} of {cell.test.repetitions_text} repetitions done" + (
+        f", last {last}" if last else ""
+    )
 
 
 def _last_rate(cell: Cell) -> str | None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Mapping
+import shlex
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,3 +117,23 @@ def _refuse_changed_network(run_dir: Path, network: Mapping[str, Any]) -> None:
             f"{run_dir}: the run left network settings changed on {', '.join(hosts)}: "
             f"put them back first (nasplan restore {run_dir})"
         )
+
+
+def resume_command(
+    run_dir: Path,
+    extra_vars: Sequence[str] = (),
+    limit: Sequence[str] = (),
+    tests: Sequence[str] = (),
+    *,
+    keep: bool = False,
+    ask_become_pass: bool = False,
+) -> str:
+    """The command that finishes a stopped run, with what it ran with that ``--resume`` needs
+    again (its ``-e``, ``--limit``, ``--tests``, ``--keep``, ``-K``), quoted for a POSIX shell:
+    ``nasplan apply --resume runs/20261202T031900Z-nas -e 'duration_s=2'``."""
+    argv = ["nasplan", "apply", "--resume", str(run_dir)]
+    for flag, values in (("-e", extra_vars), ("--limit", limit), ("--tests", tests)):
+        for value in values:
+            argv += [flag, value]
+    argv += ["--keep"] * keep + ["-K"] * ask_become_pass
+    return shlex.join(argv)

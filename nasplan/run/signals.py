@@ -20,6 +20,7 @@ import contextlib
 import signal
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from types import FrameType
 
 STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -31,6 +32,15 @@ class Terminated(KeyboardInterrupt):
     def __init__(self, signum: int) -> None:
         self.signum = signum
         super().__init__(signal.Signals(signum).name)
+
+
+class Stopped(KeyboardInterrupt):
+    """A run ended by ``cause`` (Ctrl-C, or ``Terminated``) once it had put its hosts back and
+    written what it measured in ``run_dir``: where its report is, and what to resume."""
+
+    def __init__(self, cause: KeyboardInterrupt, run_dir: Path) -> None:
+        self.cause, self.run_dir = cause, run_dir
+        super().__init__(str(cause))
 
 
 # Libraries a KeyboardInterrupt must not be raised inside (see above); how soon a signal that

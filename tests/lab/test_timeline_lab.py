@@ -105,16 +105,18 @@ def test_timelines_of_a_real_run(
     assert tests["fio"]["status"] == "ok" and tests["fio"]["timeline"] is None
     assert list(shared_dir.glob("nasplan-fio-*")) == []
 
-    # The report draws each timeline as a valid Mermaid line chart with the TCP maximum.
+    # The report draws each timeline as a valid Mermaid chart, a bar a second (none where
+    # nothing was measured), with the TCP maximum as a line.
     report = (run_dir / "report.md").read_text()
     assert "## Rate over time" in report
     assert "### net (iperf3), per second" in report and "### smb (transfer), per second" in report
     charts = [b for b in mermaid.blocks(report) if "rate per second" in b]
     assert len(charts) == 2 and all(mermaid.validate(b) == [] for b in charts)
     net_chart = next(b for b in charts if '"net: ' in b)
+    bars = [line.strip() for line in net_chart.splitlines() if line.strip().startswith("bar")]
     lines = [line.strip() for line in net_chart.splitlines() if line.strip().startswith("line")]
-    assert len(lines) == 2  # the rate, and the TCP maximum
-    flat = {float(v) for v in lines[1][len("line [") : -1].split(", ")}
+    assert (len(bars), len(lines)) == (1, 1)  # the rate, and the TCP maximum
+    flat = {float(v) for v in lines[0][len("line [") : -1].split(", ")}
     assert flat == {round(theoretical / 1e6, 2)}
 
     # --charts svg adds one figure per timeline (throughput and CPU), shown in that section.

@@ -61,9 +61,10 @@ SMB = {
     "user": "{{ hosts.nas.smb.user }}",
     "password_env": "{{ hosts.nas.smb.password_env }}",
 }
-# A cell: ``262.3 MiB/s ×1.08* (250.1–274.5, n=2) cpu-bound``
+# A cell: ``262.3 MiB/s ×1.08* ⚠ under 3 s (250.1–274.5, n=2) cpu-bound``
 CELL = re.compile(
     r"(?P<median>[0-9.]+) MiB/s (?:baseline|×(?P<ratio>[0-9.]+)(?P<mark>\*| n\.s\.| ≈)?) "
+    r"(?P<short>⚠ (?:baseline )?under 3 s )?"
     r"\((?P<low>[0-9.]+)–(?P<high>[0-9.]+), n=(?P<n>[0-9]+)\) (?P<verdict>[a-z-]+)"
 )
 
@@ -177,8 +178,19 @@ def check_cell(
     assert (found["low"], found["high"]) == (mib(min(values)), mib(max(values))), (text, values)
     assert int(found["n"]) == len(values) == record["params"]["repetitions"]
     assert found["verdict"] == record["bottleneck"][direction]["verdict"]
+    # a repetition under 3 s is marked in the cell; a ratio on a short baseline says so
+    durations = [r["duration_s"] for r in record["repetitions"] if r["direction"] == direction]
+    base_durations = [
+        r["duration_s"] for r in (base or {}).get("repetitions", []) if r["direction"] == direction
+    ]
+    if min(durations) < 2.95:
+        assert found["short"] == "⚠ under 3 s ", text
+    elif base is not None and base_durations and min(base_durations) < 2.95:
+        assert found["short"] == "⚠ baseline under 3 s ", text
+    else:
+        assert found["short"] is None, text
     if base is None:
-        assert " baseline (" in text and found["ratio"] is None, text
+        assert " baseline " in text and found["ratio"] is None, text
         return
     base_median = statistics.median(rates(base, direction))
     assert found["ratio"] == f"{median / base_median:.2f}", (text, median, base_median)
@@ -380,11 +392,15 @@ def test_a_matrix_run_stopped_after_two_cells_is_resumed_to_the_whole_table(
     heading, found_header, rows = table_of(report)
     assert heading == "## Table: link × size, direction"
     assert (found_header, list(rows)) == (header, ["lan", "p2p25"])
-    assert rows["p2p25"][2:] == ["not run", "not run"]  # the fourth cell, never begun
-    for column, text in enumerate(rows["lan"]):  # measured; no ratio to a baseline not run
+    # the third cell, in flight, interrupted; the fourth, never begun, not run
+    assert rows["p2p25"] == ["interrupted"] * 2 + ["not run"] * 2
+    for column, text in enumerate(rows["lan"]):  # measured; no ratio, and why
         size, direction = SIZES[column // 2], ("write", "read")[column % 2]
         median = statistics.median(rates(done[f"smb[link=lan,size={size}]"], direction))
-        assert text.startswith(f"{mib(median)} MiB/s (") and "×" not in text, text
+        why = "interrupted" if size == SIZES[0] else "not run"
+        assert text.startswith(f"{mib(median)} MiB/s no ratio: baseline {why} "), text
+        assert "×" not in text, text
+    assert "4 tests (2 ok, 1 interrupted, 1 not run)" in report
 
     resumed = nasplan("apply", "--resume", str(run_dir), **env)
     err = finish(resumed)

@@ -42,8 +42,9 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("nasplan", "errors", "units", "quantities", "tasks", "sections", "significance"),
     # files written, statistics of repetitions; plans and inventories read and checked
     ("output", "analysis", "input"),
-    # talking to hosts (runners, quoting, sudo); the run directory; the console; the lab
-    ("remote", "results", "progress", "lab"),
+    # talking to hosts (runners, quoting, sudo); the run directory; the console; the lab; the
+    # starter files `nasplan init` writes
+    ("remote", "results", "progress", "lab", "starter"),
     ("facts", "verbosity"),
     ("platforms",),
     # sessions and their locks

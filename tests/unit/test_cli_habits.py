@@ -140,7 +140,7 @@ def test_apply_check_format_json_and_one_unreachable_line(tmp_path: Path) -> Non
     code, out, err = invoke("apply", str(plan), "--check", "--format", "json")
     assert code == 3
     document = json.loads(out)
-    keys = {"hosts", "installs", "changes", "tests", "estimate", "problems", "exit_code"}
+    keys = {"hosts", "installs", "changes", "tests", "looked", "estimate", "problems", "exit_code"}
     assert set(document) == keys
     assert document["tests"] == [{"id": "lan", "would_run": "iperf3 TCP ws -> nas, 1 x 1 s"}]
     nas = document["hosts"]["nas"]

@@ -126,3 +126,19 @@ def test_every_shipped_example_validates_with_the_installed_command(
     out = run([venv / "bin" / "nasplan", "validate", plan], cwd=tmp_path, env=user_env(tmp_path))
     # a lab file says so; a plan whose lab is not up is checked against the inventory it will get
     assert any(line.startswith("ok") for line in out.splitlines()), out
+
+
+def test_a_pip_user_starts_from_nasplan_init(
+    installed: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """Without the source tree: ``nasplan init`` writes a plan, an inventory and a lab that the
+    installed command validates (the plan against both inventories)."""
+    _, _, venv = installed
+    nasplan, env = venv / "bin" / "nasplan", user_env(tmp_path)
+    out = run([nasplan, "init", "first"], cwd=tmp_path, env=env)
+    assert "wrote first/plan.yaml" in out and "sudo nasplan lab up first/lab.yaml" in out
+    assert run([nasplan, "validate", "first/plan.yaml"], tmp_path, env).strip() == "ok"
+    assert run([nasplan, "validate", "first/lab.yaml"], tmp_path, env).startswith("ok")
+    lab_inventory = "first/.lab/starter-lab/inventory.yaml"
+    out = run([nasplan, "validate", "first/plan.yaml", "-i", lab_inventory], tmp_path, env)
+    assert "ok" in out.splitlines()  # with a warning: the lab is not up, its preview is used

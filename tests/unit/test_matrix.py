@@ -176,6 +176,15 @@ def test_patterns_match_ids_and_base_ids_with_only_star_and_question_mark_wild()
         "lan",
         "x",
     ]
+    # a bracket left open: a dimension's value after a comma goes on the same cell
+    assert split_list(["tcp[client=pc,nic=lan*"]) == ["tcp[client=pc,nic=lan*"]
+    assert split_list(["tcp[client=pc,nic=lan*,smb"]) == ["tcp[client=pc,nic=lan*", "smb"]
+    assert split_list(["smb[link=p2p10*,lan"]) == ["smb[link=p2p10*", "lan"]
+    ids = [("tcp[client=pc,nic=lan1]", "tcp"), ("tcp[client=pc,nic=p2p]", "tcp")]
+    assert select(ids, split_list(["tcp[client=pc,nic=lan*"])) == (
+        ["tcp[client=pc,nic=lan1]"],
+        [],
+    )
 
 
 # --- plans with a matrix ----------------------------------------------------------------------

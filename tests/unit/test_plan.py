@@ -80,9 +80,54 @@ def test_unknown_key_in_a_test(tmp_path: Path) -> None:
     with pytest.raises(InputError) as info:
         load_plan(path)
     assert info.value.messages == [
-        f"{path}:11:5: tests[0].repetition: unknown key 'repetition' (known keys: bidir, bitrate, "
-        "client, clients, duration_s, id, kind, matrix, mss, name, omit_s, parallel, port, "
-        "protocol, repetitions, reverse, server, target, window, zerocopy)"
+        f"{path}:11:5: tests[0].repetition: unknown key 'repetition' (did you mean "
+        "'repetitions'? known keys: bidir, bitrate, client, clients, duration_s, id, kind, matrix, "
+        "mss, name, omit_s, parallel, port, protocol, repetitions, reverse, server, target, "
+        "window, zerocopy)"
+    ]
+    path = make(tmp_path, BASE.replace("    repetitions: 2", "    colour: blue"))
+    with pytest.raises(InputError) as info:
+        load_plan(path)
+    assert "unknown key 'colour' (known keys: " in info.value.messages[0]  # nothing near
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        ("    duration_s: 10s", "tests[0].duration_s: '10s' is not a number: duration_s is in "
+         "seconds by its name, so write the number alone (duration_s: 10)"),
+        ("    protocol: udp\n    bitrate: 500Mbps", None),
+        ("    protocol: udp\n    bitrate: 500MB/s", "tests[0].bitrate: '500MB/s' is not valid: "
+         "expected a UDP rate a stream (iperf3's -b), e.g. 500M"),
+        ("    kind: smb", "tests[0].kind: 'smb' is not one of ['iperf3', 'transfer', 'iscsi', "
+         "'disk', 'latency', 'ping-sweep']: SMB is a method of the transfer kind: write "
+         "`kind: transfer` and `method: smb`"),
+    ],
+)  # fmt: skip
+def test_what_people_write_gets_a_line_that_says_what_to_write(
+    tmp_path: Path, line: str, said: str | None
+) -> None:
+    text = BASE.replace('    duration_s: "{{ vars.secs }}"\n', "")
+    text = text.replace("    kind: iperf3", line) if "kind:" in line else text + line + "\n"
+    path = make(tmp_path, text)
+    if said is None:
+        (test,) = load_plan(path).tests
+        assert iperf3_kind.KIND.settings(test).udp_bitrate_bits_per_second == 500_000_000
+        return
+    with pytest.raises(InputError) as info:
+        load_plan(path)
+    (message,) = info.value.messages
+    assert said in message and message.startswith(f"{path}:")
+
+
+def test_a_matrix_takes_its_values_from_a_variable(tmp_path: Path) -> None:
+    text = BASE.replace("vars: {secs: 2}", "vars: {secs: 2, streams: [1, 2, 4]}")
+    text += '    matrix: {parallel: "{{ vars.streams }}"}\n'
+    tests = load_plan(make(tmp_path, text)).tests
+    assert [(t.id, t.settings["parallel"]) for t in tests] == [
+        ("lan[parallel=1]", 1),
+        ("lan[parallel=2]", 2),
+        ("lan[parallel=4]", 4),
     ]
 
 

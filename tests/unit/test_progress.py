@@ -98,3 +98,33 @@ def test_a_redacted_progress_passes_the_rate_on() -> None:
     progress.rate("net", 941.2e6, 1.0, "sent")
     progress.close()
     assert "now 941.2 Mbit/s sent" in buffer.getvalue().rsplit("test net", 1)[1]
+
+
+def test_a_test_waiting_for_its_next_round_has_no_clock_and_no_rate() -> None:
+    buffer = io.StringIO()
+    progress = live(buffer)
+    progress.test("smb", 1, 3, 12.0)
+    progress.rate("smb", 941.2e6, 1.0)
+    progress.waiting("smb", "1 of 3 repetitions done, last 281.2 MiB/s")
+    progress.rate("smb", 900e6, 2.0)  # a late rate of the part that ended: not shown
+    progress.close()
+    last = buffer.getvalue().rsplit("test smb", 1)[1].splitlines()[0]
+    assert last.split() == [
+        "waiting:",
+        "1",
+        "of",
+        "3",
+        "repetitions",
+        "done,",
+        "last",
+        "281.2",
+        "MiB/s",
+    ], last
+
+    buffer = io.StringIO()
+    progress = live(buffer)
+    progress.waiting("smb", "1 of 3 repetitions done, last 281.2 MiB/s")
+    progress.test("smb", 2, 3, 12.0)  # its next round: running again, its clock from 0
+    progress.close()
+    last = buffer.getvalue().rsplit("test smb", 1)[1].splitlines()[0]
+    assert "repetition 2/3" in last and "waiting" not in last and " 0/12 s" in last, last

@@ -15,6 +15,7 @@ from nasplan.errors import InputError, NasplanError, RunDirBusy
 from nasplan.output import HeldRunDir
 from nasplan.results import (
     SCHEMA_VERSION,
+    counts_text,
     load_run,
     new_run_dir,
     redact,
@@ -179,6 +180,22 @@ def test_unreachable_host_and_interrupted_run_validate() -> None:
     run["tests"][2]["path"] = None
     run["tests"][2]["summary"] = None
     assert run_errors(run) == []
+
+
+def test_an_interrupted_run_counts_what_ran_what_was_cut_short_and_what_never_began() -> None:
+    run = sample_run()
+    tests = run["tests"]
+    run["plan"]["tests"] = [{"id": f"t{i}", "kind": "iperf3"} for i in range(5)]
+    run["tests"] = [
+        {**tests[0], "status": "ok"},
+        {**tests[1], "status": "interrupted", "error": "interrupted: ..."},
+    ]
+    run["status"] = "interrupted"
+    assert run_errors(run) == []
+    assert counts_text(run) == "5 tests (1 ok, 1 interrupted, 3 not run)"
+    # a part of the plan (--tests): only the tests it chose are counted
+    run["subset"] = {"limit": [], "tests": ["t0", "t1"], "selected": 2, "of": 5}
+    assert counts_text(run) == "2 tests (1 ok, 1 interrupted)"
 
 
 def test_redact_masks_every_secret_longest_first() -> None:

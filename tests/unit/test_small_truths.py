@@ -248,3 +248,76 @@ def test_check_does_not_list_an_mtu_the_nic_already_has_as_a_change() -> None:
     jumbo = NicChange(**{**fields, "nic": "eth1", "mtu_bytes": 9000, "add_addresses": ()})
     before = {"eth0": SimpleNamespace(mtu_bytes=1500), "eth1": SimpleNamespace(mtu_bytes=1500)}
     assert describe_changes((same, jumbo), before) == ["eth1: MTU 1500 -> 9000"]
+
+
+class Here(RunnerBase):
+    """The captured Debian facts for the facts script; any other script run by this machine's
+    own sh (a probe of ``--check``), as the host would run it."""
+
+    name = "here"
+
+    def __init__(self, facts: str) -> None:
+        self.facts = facts
+        self.scripts: list[tuple[str, str | None]] = []
+
+    def run(self, argv: Sequence[str], **_: object) -> Result:
+        raise AssertionError(f"unexpected command {argv}")
+
+    def run_script(self, script: str, *, stdin: str | None = None, **_: object) -> Result:
+        if "nasplan_section" in script:
+            return Result("facts", self.facts, "", 0)
+        self.scripts.append((script, stdin))
+        if "smbclient" in script:  # no network in a unit test: the lab's share says the rest
+            said = "tree connect failed: NT_STATUS_BAD_NETWORK_NAME\n"
+            return Result("probe", said, "", 1)
+        import subprocess
+
+        done = subprocess.run(["sh", "-c", script], input=stdin, capture_output=True, text=True)
+        return Result("probe", done.stdout, done.stderr, done.returncode)
+
+
+def test_check_reads_what_each_test_needs_and_fails_where_the_run_would(tmp_path: Path) -> None:
+    there = tmp_path / "volume1"
+    there.mkdir()
+    plan_text = f"""name: demo
+inventory: inventory.yaml
+matrix: {{size: [1MiB, 2MiB]}}
+tests:
+  - {{id: disk, kind: disk, host: nas, path: "{there}"}}
+  - {{id: gone, kind: disk, host: nas, path: "{tmp_path / "volume2"}"}}
+  - {{id: sync, kind: transfer, method: rsync, server: nas, client: ws, path: "{there}/none"}}
+  - {{id: smb, kind: transfer, method: smb, server: nas, client: ws, share: data, user: u,
+     password_env: NASPLAN_TEST_SMB}}
+"""
+    plan = load_plan(make_plan(tmp_path, plan_text))
+    before = sorted(tmp_path.rglob("*"))
+    runners: dict[str, Here] = {}
+
+    def here(host: Host) -> Here:
+        runners[host.name] = Here((FIXTURES / "facts" / "debian12-root.txt").read_text())
+        return runners[host.name]
+
+    stream = io.StringIO()
+    environ = {"NASPLAN_TEST_SUDO": "x", "NASPLAN_TEST_SMB": "y"}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("NASPLAN_TEST_SMB", "s3cret")
+        outcome = check(plan, PlainProgress(stream), connector=here, environ=environ)
+    said = stream.getvalue()
+    # each distinct look once (the matrix's two cells share theirs), for the tests that need it
+    assert (
+        f"nas: the disk test's path {there} (a writable directory): there "
+        "(for disk[size=1MiB], disk[size=2MiB])" in said
+    )
+    gone = tmp_path / "volume2"
+    assert f"problem: the disk test's path on nas: {gone} does not exist" in said
+    assert f"problem: the rsync directory on nas: {there}/none does not exist" in said
+    assert outcome.exit_code == 1  # a test would fail: not an input error, not unreachable
+    # the share was looked at from the client with the test's login on stdin, never in argv
+    ((script, stdin),) = [s for s in runners["ws"].scripts if "smbclient" in s[0]]
+    assert "s3cret" not in script and stdin == "username = u\npassword = s3cret\n"
+    assert (
+        "problem: SMB share //198.18.0.10/data from ws: tree connect failed: "
+        "NT_STATUS_BAD_NETWORK_NAME" in said
+    )
+    assert [one["found"] for one in outcome.looked] == ["yes", "no", "no", "no"]
+    assert sorted(tmp_path.rglob("*")) == before  # nothing written

@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
 import pytest
 
-from nasplan.units import format_bits_per_second, format_rate_short, parse_rate, parse_size
+from nasplan.units import (
+    RATE_PATTERN,
+    format_bits_per_second,
+    format_rate_short,
+    parse_rate,
+    parse_size,
+)
+
+SCHEMAS = Path(__file__).resolve().parents[2] / "nasplan" / "schemas"
 
 
 @pytest.mark.parametrize(
@@ -99,3 +111,20 @@ def test_format_rate_short(bits_per_second: float, text: str) -> None:
 @pytest.mark.parametrize("text", ["1G", "2.5G", "100M", "10G", "25G"])
 def test_format_rate_short_round_trips_plan_rates(text: str) -> None:
     assert format_rate_short(parse_rate(text)) == text
+
+
+@pytest.mark.parametrize("schema", ["plan", "inventory", "lab"])
+def test_a_rate_is_one_grammar_in_every_schema_and_the_parser(schema: str) -> None:
+    """What validates as a rate parses as one, and what the parser refuses the schema refuses:
+    a plan's ``bitrate: 500Mbps`` as an inventory's ``speed: 10Gbps``."""
+    rate = json.loads((SCHEMAS / f"{schema}.schema.json").read_text())["$defs"]["rate"]
+    (text,) = [one for one in rate["oneOf"] if one["type"] == "string"]
+    assert text["pattern"] == RATE_PATTERN
+    assert rate["description"].startswith("a rate, e.g. 500M")
+    for good in ("500M", "500Mbps", "500Mbit/s", "2.5G", "10Gbps", "100 Mbps", "1500", "64k"):
+        assert re.search(text["pattern"], good), good
+        assert parse_rate(good) > 0
+    for bad in ("1GB", "fast", "-1G", "1 G B", "1.G", "500 MB/s", "1e9"):
+        assert not re.search(text["pattern"], bad), bad
+        with pytest.raises(ValueError, match=r"expected a rate, e\.g\. 500M"):
+            parse_rate(bad)

@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import secrets
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nasplan.analysis import cache_influence, summarize
+from nasplan.analysis import MIN_TRUSTED_S, cache_influence, summarize
 from nasplan.errors import CannotStart
 from nasplan.hosts.lock import PRELUDE
 from nasplan.hosts.session import HostSession
 from nasplan.input.plan import Plan, PlanTest
-from nasplan.measure import sampling, timeline
+from nasplan.measure import probes, sampling, timeline
 from nasplan.measure.capacity import DISK, Capacity
 from nasplan.measure.estimate import Estimate, parts
-from nasplan.measure.kind import Kind, Needs, Record, RunContext
+from nasplan.measure.kind import Kind, Needs, Probe, Record, RunContext
 from nasplan.measure.pair import check_ready
 from nasplan.measure.record import finish, new_record, warn
 from nasplan.measure.series import DIRECTIONS, Series, directions_asked
@@ -255,7 +256,13 @@ def _summarize(record: dict[str, Any], session: HostSession, size_bytes: int) ->
     _direction_summaries(record)
     # the RAM its page cache may fill: a cgroup's limit below the RAM counts (facts)
     memory_bytes = session.facts.cache_bytes if session.facts else None
-    record["cache_warning"] = cache_influence(size_bytes, memory_bytes, record["params"]["direct"])
+    medians = [s.get("median") or 0.0 for s in (record.get("directions") or {}).values() if s]
+    record["cache_warning"] = cache_influence(
+        size_bytes,
+        memory_bytes,
+        record["params"]["direct"],
+        at_least_bytes=max(medians, default=0.0) * MIN_TRUSTED_S,  # the Diagnosis's size too
+    )
 
 
 def _direction_summaries(record: dict[str, Any]) -> None:
@@ -296,6 +303,14 @@ class Disk(Kind[DiskSettings]):
     def needs(self, test: PlanTest, s: DiskSettings) -> Needs:
         """fio on the host whose disk is measured."""
         return {host: ("fio",) for host in test.hosts}
+
+    def probes(
+        self, test: PlanTest, s: DiskSettings, plan: Plan, sessions: Mapping[str, HostSession]
+    ) -> list[Probe]:
+        """The directory fio writes into (a Windows path: diskspd's, not looked at here)."""
+        if s.path.find(":\\") == 1:
+            return []
+        return [probes.writable_directory(s.host, s.path, "the disk test's path")]
 
     def describe(self, test: PlanTest, s: DiskSettings) -> str:
         on = f" (volume {s.volume})" if s.volume else ""

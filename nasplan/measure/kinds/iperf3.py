@@ -16,10 +16,10 @@ from nasplan.analysis import (
 )
 from nasplan.errors import CannotStart
 from nasplan.input.plan import Plan, PlanTest
-from nasplan.measure import iperf3_runs, iperf3_together, timeline, together
+from nasplan.measure import iperf3_runs, iperf3_together, timeline, together, udp
 from nasplan.measure.capacity import NETWORK, Capacity
 from nasplan.measure.estimate import Estimate, parts
-from nasplan.measure.kind import DASH, Kind, Needs, Record, RunContext
+from nasplan.measure.kind import DASH, Caveat, Kind, Needs, Record, RunContext
 from nasplan.measure.record import finish, new_record, path_params
 from nasplan.measure.series import Series, by_direction, single
 from nasplan.measure.tools import iperf3
@@ -34,6 +34,7 @@ PART_S = 0.05
 # Workload parameters compared across as a dimension of their own, labelled or not: 1 vs 4 streams
 # on one path says whether one stream is limited (its window, one CPU core) or the link.
 STREAM_PARAMS = frozenset({"parallel", "parallel_mode"})
+RATE_ASKED, UDP_MAXIMUM = "rate asked", "UDP maximum"
 
 
 def _window_bytes(text: str) -> int:
@@ -161,7 +162,11 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
         else:
             flow = f"iperf3 {protocol} {client} -> {target}"
         bitrate = s.udp_bitrate_bits_per_second
-        rate = f" at {format_bits_per_second(bitrate)}" if bitrate is not None else ""
+        rate = f" at {format_bits_per_second(bitrate)}" if bitrate else ""
+        if s.protocol == "udp" and bitrate is None:
+            rate = " at iperf3's default 1 Mbit/s (set `bitrate`)"
+        elif s.protocol == "udp" and bitrate == 0:
+            rate = " as fast as it can"
         return f"{flow}{rate}{streams}, {test.repetitions_text} x {s.duration_s} s"
 
     def estimate(self, test: PlanTest, s: iperf3.Iperf3Params, plan: Plan) -> Estimate:
@@ -203,18 +208,21 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
 
     def series(self, record: Record) -> list[Series]:
         """Forward (the client sent) or reverse (``-R``); a ``--bidir`` test both; UDP against
-        the path's UDP maximum."""
+        the rate it asked (``nasplan.measure.udp``), or the path's UDP maximum when it asked
+        for none (``bitrate: 0``)."""
         params, path = record.get("params") or {}, record.get("path") or {}
         first = "reverse" if params.get("reverse") and not params.get("bidir") else "forward"
         found = single(record, first)
         theoretical = found.theoretical_bits_per_second
         if _udp(record):
-            theoretical = _udp_maximum(path)
+            asked = udp.asked_bits_per_second(params)
+            theoretical = asked if asked is not None else _udp_maximum(path)
             found = dataclasses.replace(
                 found,
                 efficiency=efficiency(found.summary.get("median"), theoretical),
                 theoretical_bits_per_second=theoretical,
-                limit_name="UDP maximum",
+                limit_name=RATE_ASKED if asked is not None else UDP_MAXIMUM,
+                hard_limit=asked is None,
             )
         bidir = bool(params.get("bidir"))
         back = by_direction(record, None, "reverse_bits_per_second") if bidir else []
@@ -229,6 +237,7 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
             efficiency(summary["median"], theoretical),
             theoretical,
             found.limit_name,
+            found.hard_limit,
         )
         return [found, reverse]
 
@@ -244,6 +253,11 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
         text = f"iperf3 {'UDP' if udp else 'TCP'}, {streams} stream{'s' * (streams != 1)}"
         if udp and params.get("udp_bitrate_bits_per_second"):
             text += f" at {format_bits_per_second(params['udp_bitrate_bits_per_second'])}"
+            text += " a stream" if streams != 1 else ""
+        elif udp and params.get("udp_bitrate_bits_per_second") is None:
+            text += " at iperf3's default 1 Mbit/s a stream"
+        elif udp:
+            text += " as fast as it can (bitrate 0)"
         if params.get("bidir") and series is not None:
             text += f", --bidir {series.direction}"
         if params.get("clients"):
@@ -271,6 +285,24 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
 
     def tells_also(self, record: Record) -> bool:
         return _udp(record)
+
+    def timeline_limit(self, record: Record) -> tuple[float, str] | None:
+        """The TCP maximum; a UDP test's rate asked (or its UDP maximum, asked for none)."""
+        if not _udp(record):
+            return super().timeline_limit(record)
+        (first, *_) = self.series(record)
+        limit = first.theoretical_bits_per_second
+        return (float(limit), first.limit_name) if limit else None
+
+    def caveats(self, record: Record) -> list[Caveat]:
+        """A UDP test's loss, jitter, shortfall and a rate asked over the path's UDP maximum
+        (``nasplan.measure.udp``'s thresholds); none for TCP."""
+        if not _udp(record):
+            return []
+        params = record.get("params") or {}
+        reps = self.ok_repetitions(record, None)
+        asked = udp.asked_bits_per_second(params)
+        return udp.caveats(reps, asked, _udp_maximum(record.get("path") or {}))
 
     def short_durations(self, record: Record, direction: str | None = None) -> list[float]:
         """None when the test omits its first seconds (``-O``): slow start is then left out."""

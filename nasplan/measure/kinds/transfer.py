@@ -23,9 +23,9 @@ from nasplan.input.plan import Plan, PlanTest
 from nasplan.measure import methods, sampling, timeline, together
 from nasplan.measure.capacity import Capacity, judged_together
 from nasplan.measure.estimate import Estimate, copy_rate, parts
-from nasplan.measure.kind import DASH, Kind, Needs, Record, RunContext
+from nasplan.measure.kind import DASH, Kind, Needs, Probe, Record, RunContext
 from nasplan.measure.methods.base import Transfer, TransferSettings
-from nasplan.measure.pair import nas_path, open_pair, server_names, target_label
+from nasplan.measure.pair import nas_path, open_pair, server_names, target_address, target_label
 from nasplan.measure.record import finish, finish_directions, new_record, path_params, warn
 from nasplan.measure.series import COLD_READ, Series
 from nasplan.measure.tools import transfer_sets
@@ -149,6 +149,21 @@ class FileTransfer(Kind[TransferSettings]):
         cold_s = DROP_S * s.directions.count(COLD_READ) * test.repetitions
         copies_s = each_s * len(s.directions) * test.repetitions
         return Estimate(parts(plan, test) * part_s + copies_s + cold_s, (said,))
+
+    def probes(
+        self,
+        test: PlanTest,
+        s: TransferSettings,
+        plan: Plan,
+        sessions: Mapping[str, HostSession],
+    ) -> list[Probe]:
+        """What its method reads (the share, the export, the NAS's or the mount's directory);
+        CannotStart (or ValueError) for what the run could not start with."""
+        server = sessions.get(test.server)
+        if server is None or server.facts is None:
+            return []
+        xfer = transfer_for(s, test, server, "check")
+        return xfer.method.probes(xfer, test, target_address(test, plan, server))
 
     def run(self, test: PlanTest, s: TransferSettings, ctx: RunContext) -> dict[str, Any]:
         """Every repetition of one transfer test; failures are recorded, never raised."""

@@ -23,7 +23,7 @@ from nasplan.units import parse_size
 if TYPE_CHECKING:
     from nasplan.hosts.session import HostSession
     from nasplan.input.plan import PlanTest
-    from nasplan.measure.kind import Needs
+    from nasplan.measure.kind import Needs, Probe
 
 # Reads go to /dev/null where the tool allows it, so the client's own disk is not measured;
 # rsync needs a real file and writes into the client's temp dir.
@@ -187,6 +187,11 @@ class TransferMethod(abc.ABC):
     def client_files(self, xfer: Transfer) -> list[tuple[str, str]]:
         """(name, text) of each file the client's tool needs for this copy (a script, a
         known_hosts), written into its temp dir before the first copy."""
+        return []
+
+    def probes(self, xfer: Transfer, test: PlanTest, address: str) -> list[Probe]:
+        """What ``apply --check`` reads for this method (``nasplan.measure.probes``): none by
+        default."""
         return []
 
     def credentials(self, xfer: Transfer) -> tuple[str | None, str | None]:

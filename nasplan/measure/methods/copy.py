@@ -6,6 +6,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from nasplan.errors import CannotStart
+from nasplan.measure import probes
 from nasplan.measure.methods.base import (
     DISCARD,
     SETUP_TIMEOUT_S,
@@ -21,6 +22,8 @@ from nasplan.remote.runner import Runner
 
 if TYPE_CHECKING:
     from nasplan.hosts.session import HostSession
+    from nasplan.input.plan import PlanTest
+    from nasplan.measure.kind import Probe
 
 
 class Copy(TransferMethod):
@@ -71,6 +74,11 @@ class Copy(TransferMethod):
                 raise transfer.TransferParseError(said[-1])
             return {"tool_bytes_per_second": None, "bytes": None, "files": xfer.files}
         return transfer.parse_dd(output)
+
+    def probes(self, xfer: Transfer, test: PlanTest, address: str) -> list[Probe]:
+        """The client's mount of the NAS, written into."""
+        assert xfer.mounted_path is not None
+        return [probes.writable_directory(test.client, xfer.mounted_path, "the mounted path")]
 
     def remove_copy(
         self, xfer: Transfer, client: Runner, server: Runner, local_dir: str, address: str

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+from nasplan.measure import probes
 from nasplan.measure.methods.base import (
     SETUP_TIMEOUT_S,
     Command,
@@ -22,7 +23,7 @@ from nasplan.remote.runner import Runner
 if TYPE_CHECKING:
     from nasplan.hosts.session import HostSession
     from nasplan.input.plan import PlanTest
-    from nasplan.measure.kind import Needs
+    from nasplan.measure.kind import Needs, Probe
 
 
 class Nfs(Copy):
@@ -84,6 +85,12 @@ class Nfs(Copy):
         if xfer.groups:
             return transfer_sets.parse_nfs_files(output)
         return transfer.parse_nfs_cp(output)
+
+    def probes(self, xfer: Transfer, test: PlanTest, address: str) -> list[Probe]:
+        """The export, listed from the client (nfs-cp's way); through a mount: the mount."""
+        if xfer.export is None:
+            return super().probes(xfer, test, address)
+        return [probes.nfs_export(test.client, address, xfer.export, xfer.nfs_version)]
 
     def write_target(self, xfer: Transfer, index: int) -> Transfer:
         """nfs-cp never overwrites: each write makes a file of its own (a set's files are

@@ -6,6 +6,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from nasplan.errors import CannotStart
+from nasplan.measure import probes
 from nasplan.measure.methods.base import (
     Command,
     Parsed,
@@ -21,7 +22,7 @@ from nasplan.remote.runner import Runner
 if TYPE_CHECKING:
     from nasplan.hosts.session import HostSession
     from nasplan.input.plan import PlanTest
-    from nasplan.measure.kind import Needs
+    from nasplan.measure.kind import Needs, Probe
 
 
 # the known_hosts nasplan writes in the client's temp dir for rsync's ssh
@@ -95,6 +96,11 @@ class Rsync(TransferMethod):
     def nas_path(self, xfer: Transfer) -> str | None:
         """rsync's ``path`` is the NAS's own."""
         return join(xfer.remote_dir, xfer.remote_name)
+
+    def probes(self, xfer: Transfer, test: PlanTest, address: str) -> list[Probe]:
+        """The NAS's directory rsync writes into."""
+        assert xfer.remote_dir is not None
+        return [probes.writable_directory(test.server, xfer.remote_dir, "the rsync directory")]
 
     def remove_copy(
         self, xfer: Transfer, client: Runner, server: Runner, local_dir: str, address: str

@@ -7,6 +7,7 @@ import dataclasses
 import os
 from typing import TYPE_CHECKING
 
+from nasplan.measure import probes
 from nasplan.measure.methods.base import (
     DISCARD,
     SETUP_TIMEOUT_S,
@@ -24,7 +25,7 @@ from nasplan.remote.runner import Runner
 if TYPE_CHECKING:
     from nasplan.hosts.session import HostSession
     from nasplan.input.plan import PlanTest
-    from nasplan.measure.kind import Needs
+    from nasplan.measure.kind import Needs, Probe
 
 
 class Smb(TransferMethod):
@@ -101,6 +102,17 @@ class Smb(TransferMethod):
         if not result.ok and not gone:
             return [f"smbclient del {xfer.remote_name}: {result.stdout.strip()}"]
         return []
+
+    def probes(self, xfer: Transfer, test: PlanTest, address: str) -> list[Probe]:
+        """The share (and its ``path``) listed from the client with the test's login; none
+        without the password (its variable not set is a problem of its own)."""
+        secret, _ = self.credentials(xfer)
+        if secret is None or xfer.share is None or xfer.smb_user is None:
+            return []
+        return [
+            probes.smb_share(test.client, address, xfer.share, xfer.remote_dir,
+                             xfer.smb_user, secret)
+        ]  # fmt: skip
 
     def credentials(self, xfer: Transfer) -> tuple[str | None, str | None]:
         password = os.environ.get(xfer.password_env or "")

@@ -294,8 +294,11 @@ def test_compare_markdown_has_a_well_formed_chart(sample: dict[str, Any]) -> Non
     assert len(blocks) == 1
     assert mermaid.validate(blocks[0]) == []
     assert mermaid.diagram(blocks[0]).startswith("xychart-beta horizontal")
-    assert mermaid.colours(blocks[0]) == [mermaid.DATA_COLOURS[0]]
+    # each run in a colour of its own, the title says which; a run's bars only where its are
+    assert mermaid.colours(blocks[0]) == list(mermaid.DATA_COLOURS[:2])
+    assert "(blue: 2.5G; orange: 10G)" in blocks[0]
     assert 'x-axis ["lan-single · 2.5G", "lan-single · 10G"]' in blocks[0]
+    assert "bar [0.94, 0]" in blocks[0] and "bar [0, 2.31]" in blocks[0]
 
 
 # --- command line and old runs -----------------------------------------------------------------
@@ -396,3 +399,26 @@ def test_each_run_s_bottleneck_verdict_is_in_its_transfer_cell_json_and_csv() ->
     assert found[("smb", "read", "1")] == "network-bound"
     assert found[("smb", "write", "1")] == "" and found[("lan", "forward", "0")] == ""
     assert json.loads(render(comparison, "json"))["tests"][0]["runs"][0]["bottleneck"] is None
+
+
+def test_runs_of_other_plans_on_other_hosts_say_how_little_matched() -> None:
+    full = load_run(SAMPLE)
+    a = with_values(full, "lan-single", [940e6, 941e6, 942e6])
+    b = with_values(only_lan(full), "lan-single", [4.1e9, 4.12e9, 4.14e9])
+    b["plan"]["name"] = "another-nas"
+    b["hosts"] = {f"other-{name}": host for name, host in b["hosts"].items()}
+    comparison = compare_runs([a, b], ["old", "new"])
+    matched = comparison["matched"]
+    assert (matched["compared"], matched["rows"], matched["little"]) == (1, 3, True)
+    assert matched["plans"] == ["another-nas", "nas-upgrade"] and matched["shared_hosts"] == []
+    opening = render(comparison).split("\n\n")[1]
+    assert (
+        "⚠ **Little matched**: 1 of 3 test rows could be compared (the runs are of other plans "
+        "(another-nas and nas-upgrade); they share no host): the verdicts below say nothing of "
+        "the rest, and little of the runs as a whole." in opening
+    )
+    assert opening.index("Little matched") < opening.index("Headline:")
+    # one plan, the same hosts, every test compared: nothing to say
+    same = compare_runs([a, with_values(a, "lan-single", [950e6, 951e6, 952e6])], ["x", "y"])
+    assert not same["matched"]["little"]
+    assert "Little matched" not in render(same)

@@ -69,10 +69,26 @@ def test_a_stream_held_by_a_small_window_is_named_with_its_numbers() -> None:
     assert found["cause"] == "stream-window" and found["test"] == "w1"
     assert found["text"] == (
         "its stream is held by the receiver's advertised window (11.3 KiB per round trip of "
-        "10–11 µs: 8.42–9.27 Gbit/s a stream), measured 6.58 Gbit/s a stream; filling the 9.56 "
-        "Gbit/s TCP maximum takes 11.7 KiB a stream (link rate × its best round trip); the "
-        "plan's `window:` is 8.0 KiB: a larger window or more streams."
+        "10–11 µs: 8.42–9.27 Gbit/s a stream), measured 6.58 Gbit/s a stream (78 % of what that "
+        "window allows at its mean round trip); filling the 9.56 Gbit/s TCP maximum takes 11.7 "
+        "KiB a stream (link rate × its best round trip); the plan's `window:` is 8.0 KiB: a "
+        "larger window or more streams."
     )
+    # the share it says is the one the rule reads (docs: at least half, at the mean RTT)
+    assert limit["held_share"] == pytest.approx(
+        limit["stream_bits_per_second"] / limit["window_bits_per_second"]
+    )
+    assert streams.WINDOW_HELD_RATIO == 0.5 <= limit["held_share"]
+
+
+def test_a_stream_under_half_of_what_its_window_allows_is_not_held_by_it() -> None:
+    one = iperf3_test("w1", "tcp-window-8k.json", 1)
+    for rep in one["repetitions"]:
+        for stream in rep["per_stream"]:
+            stream["bits_per_second"] *= 0.45 / 0.78  # 45 % of its bound: something else
+    limit = streams.window_limit(one)
+    assert limit is not None and limit["held_share"] < 0.5 and not limit["held"]
+    assert streams.findings(run_of(one)) == []
 
 
 def test_a_window_that_fills_the_link_is_no_finding() -> None:

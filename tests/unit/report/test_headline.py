@@ -88,24 +88,62 @@ def udp_run() -> dict[str, Any]:
     return run
 
 
-def test_udp_shows_what_arrived_loss_and_jitter_against_the_udp_maximum() -> None:
+def test_udp_shows_what_arrived_loss_and_jitter_against_the_rate_asked() -> None:
     report = render_report(udp_run())
     maximum = theoretical_udp_bits_per_second(10**9, 1500, "tc")
     assert round(maximum / 1e6, 1) == 972.3
     row = table_row(report, "lan-single")
     assert row[1] == "iperf3 UDP, 1 stream at 1.00 Gbit/s"
     assert row[3] == "950.0 Mbit/s"
-    assert row[6] == "972.3 Mbit/s UDP maximum (1 Gbit/s, MTU 1500)"
-    assert row[7] == "97.7 %"
+    # judged against what it asked for, not the link
+    assert row[6] == "1.00 Gbit/s rate asked (1 Gbit/s, MTU 1500)"
+    assert row[7] == "95.0 %"
     assert row[8] == "sent 960.0 Mbit/s; loss 1.00 % (3000 of 300000); jitter 0.021 ms"
+    # 1 Gbit/s of UDP payload asks more than a 1G link carries; 1 % lost is not over 1 %
+    assert row[9] == "ok ⚠ under 3 s ⚠ asked over the UDP maximum"
+    assert "UDP maximum 972.3 Mbit/s." in report  # the path's own, in its details
     assert "TCP throughput" not in report and "TCP maximum" not in report.split("## How")[0]
     assert "nasplan measured UDP throughput with iperf3" in report
     assert "| # | Status | Arrived | Sent | Lost datagrams | Loss | Jitter |" in report
     assert "| 1 | ok | 950.0 Mbit/s | 960.0 Mbit/s | 1000 of 100000 | 1.0 % | 0.021 ms |" in report
-    assert "- iperf3 UDP: 950.0 Mbit/s (lan-single: ws → nas.lan (198.18.0.10), 98 % of its " in (
+    assert "- iperf3 UDP: 950.0 Mbit/s (lan-single: ws → nas.lan (198.18.0.10), 95 % of its " in (
         report
     )
     assert "**UDP maximum**" in report
+
+
+def test_udp_over_the_link_s_capacity_is_a_warning_with_its_numbers() -> None:
+    run = udp_run()
+    test = run["tests"][0]
+    test["params"].update(udp_bitrate_bits_per_second=500 * 10**6, parallel=4)  # 2G in all
+    for rep in test["repetitions"]:
+        rep.update(sent_bits_per_second=1.99e9, bits_per_second=950e6, jitter_ms=41.5)
+        rep.update(packets=100_000, lost_packets=52_000, lost_percent=52.0)
+    caveats = kinds.readout(test).caveats(test)
+    assert [c.mark for c in caveats] == [
+        "⚠ asked over the UDP maximum", "⚠ loss 52.0 %", "⚠ jitter 41.5 ms"
+    ]  # fmt: skip
+    assert caveats[0].text == (
+        "UDP at 2.00 Gbit/s asks more than the path's UDP maximum (972.3 Mbit/s): the path "
+        "cannot carry it, and what did not fit was lost"
+    )
+    assert caveats[1].text.startswith(
+        "UDP loss 52.0 % (156000 of 300000 datagrams) at 2.00 Gbit/s, over the 1 % "
+    )
+    row = table_row(render_report(run), "lan-single")
+    assert row[1] == "iperf3 UDP, 4 streams at 500.0 Mbit/s a stream"
+    assert row[6] == "2.00 Gbit/s rate asked (1 Gbit/s, MTU 1500)" and row[7] == "47.5 %"
+    assert row[9].endswith("⚠ asked over the UDP maximum ⚠ loss 52.0 % ⚠ jitter 41.5 ms")
+    # a sender that could not send what it asked is said as such, not as the path's loss
+    for rep in test["repetitions"]:
+        rep.update(sent_bits_per_second=0.6e9, bits_per_second=0.6e9, jitter_ms=0.02)
+        rep.update(lost_packets=0, lost_percent=0.0)
+    test["params"].update(udp_bitrate_bits_per_second=200 * 10**6)  # 800M in all: it fits
+    (short,) = kinds.readout(test).caveats(test)
+    assert short.mark == "⚠ sent under the rate asked"
+    assert short.text.startswith("the UDP sender sent 600.0 Mbit/s (median), 75 % of the")
+    test["params"]["protocol"] = "tcp"
+    assert kinds.readout(test).caveats(test) == []
 
 
 def test_iscsi_goes_through_the_per_direction_path_everywhere() -> None:

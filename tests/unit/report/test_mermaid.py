@@ -30,7 +30,7 @@ def test_report_has_a_valid_throughput_chart_and_topology(run: dict[str, Any]) -
     assert all(mermaid.validate(b) == [] for b in blocks)
     # the TCP maximum grey behind, the medians blue: never mermaid's near-white default
     assert mermaid.colours(blocks[1]) == [mermaid.LIMIT_COLOUR, mermaid.DATA_COLOURS[0]]
-    assert "(blue: median; grey, behind: its path's maximum)" in blocks[1]
+    assert "(blue: median; grey, behind: TCP maximum)" in blocks[1]
     chart = diagrams[1]
     assert 'x-axis ["lan-single", "p2p-parallel"]' in chart  # the failed test has no bar
     # the TCP maximum of each path is a bar behind its own test's, not a line between tests

@@ -82,6 +82,15 @@ def _documents(tmp: Path) -> dict[str, str]:
         found[f"runs/{run_dir.name}"] = render_report(load_run(run_dir))
     for path in sorted(EXAMPLES.rglob("*.md")):
         found[str(path.relative_to(ROOT))] = path.read_text(encoding="utf-8")
+    # a comparison of every kept run: each run's bars in a palette colour of its own
+    from nasplan.compare import compare_runs, render
+
+    runs = [
+        load_run(p.parent) for p in sorted([*RUNS.glob("*/run.json"), *EXAMPLES.glob("*/run.json")])
+    ]
+    found["compare of the kept runs"] = render(
+        compare_runs(runs, [f"r{i}" for i in range(len(runs))])
+    )
     return found
 
 

@@ -186,7 +186,7 @@ def test_interrupted_run_without_finish_time_renders(run: dict[str, Any]) -> Non
     run.update(status="interrupted", finished_at=None, tests=[], warnings=[])
     report = render_report(run)
     assert "(the run took" not in report
-    assert "0 tests." in report
+    assert "3 tests (3 not run)." in report  # the plan's tests, none of which began
     assert "## Warnings\n\nNone." in report
 
 

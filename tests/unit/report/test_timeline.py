@@ -75,7 +75,7 @@ def test_an_old_run_has_no_rate_over_time_section() -> None:
     assert "Rate over time" not in report and "rate per second" not in report
 
 
-def test_each_timeline_is_a_valid_mermaid_line_chart(run: dict[str, Any]) -> None:
+def test_each_timeline_is_a_valid_mermaid_chart_of_a_bar_a_second(run: dict[str, Any]) -> None:
     report = render_report(run)
     assert "## Rate over time" in report
     charts = [b for b in mermaid.blocks(report) if "per second" in b]
@@ -83,10 +83,13 @@ def test_each_timeline_is_a_valid_mermaid_line_chart(run: dict[str, Any]) -> Non
     assert all(mermaid.validate(chart) == [] for chart in charts)
     network = next(c for c in charts if '"lan-single: ' in c)
     assert 'y-axis "Mbit/s"' in network and "TCP maximum" in network
-    rate, flat = (line for line in network.splitlines() if line.strip().startswith("line ["))
+    (rate,) = (line for line in network.splitlines() if line.strip().startswith("bar ["))
+    (flat,) = (line for line in network.splitlines() if line.strip().startswith("line ["))
     assert set(flat.strip()[6:-1].split(", ")) == {"956.41"}
-    values = [float(v) for v in rate.strip()[6:-1].split(", ")]
-    assert values == [0, 982.79, 949.78]  # iperf3 3.12 over a 1G tbf: its first second bursts
+    values = [float(v) for v in rate.strip()[5:-1].split(", ")]
+    # iperf3 3.12 over a 1G tbf: its first second bursts; second 0 measured nothing: no bar
+    assert values == [0, 982.79, 949.78]
+    assert "no bar: nothing measured" in network
     disk = next(c for c in charts if '"disk-fall: ' in c)
     assert 'y-axis "MiB/s"' in disk and "TCP maximum" not in disk
 
@@ -109,7 +112,7 @@ def test_long_series_are_averaged_to_a_chart_mermaid_can_draw() -> None:
     chart = report_timeline.mermaid_chart(record)
     assert chart is not None and mermaid.validate(mermaid.blocks(chart + "\n")[0]) == []
     assert "3 s averages" in chart
-    (rate, _) = (line for line in chart.splitlines() if line.strip().startswith("line ["))
+    (rate,) = (line for line in chart.splitlines() if line.strip().startswith("bar ["))
     assert len(rate.split(", ")) == 201
 
 
@@ -161,13 +164,14 @@ def test_report_of_a_real_lab_run_over_1g() -> None:
     # iperf3 in Mbit/s; a file transfer in MiB/s as its table (the README's unit for files)
     for chart, unit, maximum in zip(charts, ("Mbit/s", "MiB/s"), (956.41, 114.01), strict=True):
         assert f'y-axis "{unit}"' in chart
-        rate, flat = (x.strip()[6:-1] for x in chart.splitlines() if x.strip().startswith("line"))
+        (rate,) = (x.strip()[5:-1] for x in chart.splitlines() if x.strip().startswith("bar"))
+        (flat,) = (x.strip()[6:-1] for x in chart.splitlines() if x.strip().startswith("line"))
         assert set(flat.split(", ")) == {str(maximum)}  # 1G at MTU 1500, tc framing
         points = [float(v) for v in rate.split(", ")]
         assert points[0] == 0 and 0.9 * maximum < max(points) < 1.05 * maximum, chart
         # the rate is blue, the maximum grey, and the title says so
         assert mermaid.colours(chart) == [mermaid.DATA_COLOURS[0], mermaid.LIMIT_COLOUR]
-        assert "(blue: rate; grey flat line: TCP maximum)" in chart
+        assert "(blue: rate; grey line: TCP maximum; no bar: nothing measured)" in chart
 
 
 def test_a_real_smb_write_that_fell_when_the_nas_cache_was_full() -> None:
@@ -189,30 +193,31 @@ def test_a_real_smb_write_that_fell_when_the_nas_cache_was_full() -> None:
 
 def test_the_sampler_s_cpu_and_memory_are_drawn_beside_the_rate() -> None:
     """The memory series the FreeNAS write-up graphed (vmstat): each host's CPU busy and memory
-    available, from run.json's resources.<host>.series, a line per host in the data colours."""
+    available, from run.json's resources.<host>.series, a bar a second per host, each host in
+    its own data colour (the tallest series drawn first, behind the others)."""
     run = load_run(FIXTURES / "runs" / "timeline-lab")
     test = run["tests"][1]
     assert test["id"] == "smb"
     cpu, memory = report_timeline.resource_charts(test)
     bodies = [body for chart in (cpu, memory) for body in mermaid.blocks(chart)]
     assert len(bodies) == 2 and all(mermaid.validate(body) == [] for body in bodies)
-    assert "smb: CPU busy, all cores, per second (blue: nas; orange: ws)" in cpu
-    assert "smb: memory available, per second (blue: nas; orange: ws)" in memory
+    said = "(blue: nas; orange: ws; no bar: nothing sampled)"
+    assert f"smb: CPU busy, all cores, per second {said}" in cpu
+    assert f"smb: memory available, per second {said}" in memory
     assert 'y-axis "%" 0 -->' in cpu and 'y-axis "GiB" 0 -->' in memory
-    for body in bodies:
-        assert mermaid.colours(body) == list(mermaid.DATA_COLOURS[:2])
-    series = test["resources"]["nas"]["series"]
-    lines = [x.strip() for x in memory.splitlines() if x.strip().startswith("line")]
-    nas = [float(v) for v in lines[0][6:-1].split(", ")]
-    expected = [round(v / 2**30, 2) for v in series["mem_available_bytes"]]
-    assert nas == expected
-    cpu_lines = [x.strip() for x in cpu.splitlines() if x.strip().startswith("line")]
-    assert (
-        cpu_lines[0]
-        == "line ["
-        + ", ".join(f"{v:.2f}".rstrip("0").rstrip(".") for v in series["cpu_busy_percent"])
-        + "]"
-    )
+    series = {host: test["resources"][host]["series"] for host in ("nas", "ws")}
+    for body, key, scale in (
+        (bodies[0], "cpu_busy_percent", 1),
+        (bodies[1], "mem_available_bytes", 2**30),
+    ):
+        bars = [x.strip()[5:-1] for x in body.splitlines() if x.strip().startswith("bar")]
+        drawn = [[float(v) for v in bar.split(", ")] for bar in bars]
+        wanted = {h: [round(v / scale, 2) for v in series[h][key]] for h in ("nas", "ws")}
+        # the taller host first (behind), each in its own colour whichever is drawn first
+        order = sorted(wanted, key=lambda h: -max(wanted[h]))
+        assert drawn == [wanted[h] for h in order]
+        colour = {"nas": mermaid.DATA_COLOURS[0], "ws": mermaid.DATA_COLOURS[1]}
+        assert mermaid.colours(body) == [colour[h] for h in order]
     # the sampler's first point is one second after it started: the axis starts there
     assert 'x-axis "seconds since sampling started" 1 -->' in memory
     report = render_report(run)

@@ -24,6 +24,7 @@ from nasplan.run.apply import Run, apply
 from nasplan.run.overlap import Overlap
 from nasplan.run.planned import EXIT_OK, EXIT_UNREACHABLE
 from nasplan.run.request import RunRequest
+from nasplan.run.signals import Stopped
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 FACTS = (FIXTURES / "facts" / "debian12-netns-veth.txt").read_text(encoding="utf-8")
@@ -205,8 +206,14 @@ def test_an_interrupted_run_keeps_what_it_measured_and_writes_its_report(
 
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run["status"] == "interrupted" and run["finished_at"] is not None
-    assert [t["id"] for t in run["tests"]] == ["rtt"]  # the finished test is kept
-    assert (tmp_path / "run" / "report.md").is_file()
+    # the finished test is kept; the one in flight is interrupted (not failed, not left out)
+    assert [(t["id"], t["status"], len(t["repetitions"])) for t in run["tests"]] == [
+        ("rtt", "ok", 2),
+        ("rtt-again", "interrupted", 0),
+    ]
+    assert run["tests"][1]["error"] == "interrupted: the run was stopped after 0 of 2 repetitions"
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "2 tests (1 ok, 1 interrupted)" in report
     for runner in hosts.values():
         assert runner.texts("@@nasplan:removed@@")
 
@@ -319,19 +326,37 @@ def test_an_interrupted_interleaved_run_is_resumed_to_the_end_in_its_directory(
     # round 1: rtt 1, rtt-again 1; Ctrl-C in rtt's second repetition
     hosts["ws"].expect("ping -n -c 5", PING_OK).expect("ping -n -c 5", PING_OK)
     hosts["ws"].expect("ping -n -c 5", reply=ctrl_c)
+
+    class Waits(PlainProgress):
+        said: list[tuple[str, str]] = []  # noqa: RUF012 - this test's own
+
+        def waiting(self, test_id: str, summary: str) -> None:
+            self.said.append((test_id, summary))
+
     plan = _plan(tmp_path, TESTS + TESTS.replace("id: rtt,", "id: rtt-again,"))
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt) as stopped:
         apply(
             RunRequest(plan, out=tmp_path / "run"),
-            PlainProgress(io.StringIO()),
+            Waits(io.StringIO()),
             connector=lambda host: hosts[host.name],
             tasks=Overlap.serial(),
         )
+    # the console was told which tests wait for their next round, in their kind's unit
+    assert [(test_id, summary.split(", last ")[0]) for test_id, summary in Waits.said] == [
+        ("rtt", "1 of 2 repetitions done"),
+        ("rtt-again", "1 of 2 repetitions done"),
+    ]
+    assert all(summary.endswith(" ms") for _, summary in Waits.said)
+    # where the stopped run is, for the command line's report line and --resume command
+    assert isinstance(stopped.value, Stopped) and stopped.value.run_dir == tmp_path / "run"
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run["order"] == "interleaved" and isinstance(run["seed"], int)
     assert run["sequence"] == [["rtt", 1], ["rtt-again", 1], ["rtt", 2]]
     assert [len(t["repetitions"]) for t in run["tests"]] == [1, 1]
-    assert run["tests"][0]["error"] == "the run was stopped after 1 repetitions"
+    # the test in flight and the one waiting for its round: both interrupted, not failed
+    assert [(t["status"], t["error"]) for t in run["tests"]] == [
+        ("interrupted", "interrupted: the run was stopped after 1 of 2 repetitions")
+    ] * 2
 
     again = {"nas": _host(fake_runner("nas")), "ws": _host(fake_runner("ws"))}
     again["ws"].allow("-M do", reply=_df)
