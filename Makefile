@@ -12,6 +12,7 @@ PLAN ?= plans/examples/nas-upgrade.yaml
 # NodeSource's nodejs carries its own and conflicts with Debian's).
 APT_PACKAGES := iperf3 openssh-server openssh-client iproute2 ethtool iputils-ping procps util-linux sudo openssl
 TEST_APT_PACKAGES := $(APT_PACKAGES) iputils-tracepath samba smbclient rsync fio busybox libnfs-utils nfs-ganesha nfs-ganesha-vfs tgt libiscsi-bin chromium nftables \
+  nbdkit libnbd-bin fuse3 btrfs-progs xfsprogs \
   $(if $(shell command -v npm),,npm)
 
 .PHONY: setup test-setup system-deps test-system-deps venv lint test unit demo demo-down bench clean

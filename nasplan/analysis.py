@@ -141,7 +141,10 @@ CPU_BOUND_PERCENT = 90.0
 # A file smaller than this many times the RAM of the host that could cache it is cache-influenced.
 CACHE_RAM_FACTOR = 2
 _GIB = 2**30
-VERDICTS = ("network-bound", "disk-bound", "cpu-bound", "protocol-bound", "unknown")
+# cache-served: faster than the volume's own disk, so the NAS's RAM served (or took) the data
+VERDICTS = ("network-bound", "disk-bound", "cpu-bound", "protocol-bound", "cache-served", "unknown")
+# A rate this far above the disk's measured rate can only have come from (or gone to) RAM.
+CACHE_RATIO = 1 / BOUND_RATIO
 
 
 def _bits_text(bits_per_second: float) -> str:
@@ -162,6 +165,8 @@ def attribute_bottleneck(
     cpu_busy_percent: Mapping[str, float | None] | None = None,
     cpu_shared_with: Mapping[str, Sequence[str]] | None = None,
     cpu_cores: Mapping[str, CoreLoad] | None = None,
+    disk_name: str = "the NAS's local",
+    cache_dropped: bool = False,
 ) -> dict[str, Any]:
     """What limited a file transfer, from the plan's own measurements of the same path and NAS.
 
@@ -173,6 +178,9 @@ def attribute_bottleneck(
     running nasplan"): its CPU figure is then the whole machine's, and the text says so;
     ``cpu_cores``: host -> (its busiest core's busy %, its cores): one saturated core (a
     single-threaded daemon) is cpu-bound too, though the average looks idle.
+    ``disk_name``: whose sequential rate the disk figure is (``volume ssd's``); a transfer
+    faster than it by CACHE_RATIO went through the NAS's RAM (``cache-served``), also when
+    ``cache_dropped`` (a cold read: the text then says the cache was dropped before it).
     Returns ``{"verdict": one of VERDICTS, "text": "...", "evidence": {...}}``, e.g.
     ``SMB write 131 MiB/s = 12 % of the 10G path (9.4 Gbit/s) and 98 % of the NAS's local
     sequential write (134 MiB/s): disk-bound``.
@@ -214,7 +222,7 @@ def attribute_bottleneck(
         )
     if disk_ratio is not None and disk_bytes_per_second is not None:
         parts.append(
-            f"{disk_ratio * 100:.0f} % of the NAS's local sequential {direction} "
+            f"{disk_ratio * 100:.0f} % of {disk_name} sequential {direction} "
             f"({format_bytes_per_second(disk_bytes_per_second, 0)})"
         )
     if core is not None:
@@ -226,7 +234,9 @@ def attribute_bottleneck(
         for ratio, verdict in ((network_ratio, "network-bound"), (disk_ratio, "disk-bound"))
         if ratio is not None and ratio >= BOUND_RATIO
     ]
-    if bound:
+    if disk_ratio is not None and disk_ratio >= CACHE_RATIO:
+        verdict = "cache-served"
+    elif bound:
         verdict = max(bound)[1]
     elif (busiest is not None and busiest[1] >= CPU_BOUND_PERCENT) or core is not None:
         verdict = "cpu-bound"
@@ -242,7 +252,9 @@ def attribute_bottleneck(
             f" (CPU {named} is the whole machine's, not {named}'s own: it shares one "
             f"kernel with {', '.join(shared)}, as lab hosts do)"
         )
-    if verdict == "unknown":
+    if verdict == "cache-served":
+        text += _cache_text(direction, cache_dropped)
+    elif verdict == "unknown":
         text += " (no network or disk measurement of this path and NAS to compare with)"
     elif verdict == "protocol-bound":
         text += _protocol_bound_text(disk_ratio is not None, busiest is not None)
@@ -275,6 +287,17 @@ def core_text(host: str, cores: Mapping[str, CoreLoad], average: Mapping[str, fl
     of = f" of {count}" if count else ""
     rest = f" (average {mean:.0f} %{of})" if mean is not None else ""
     return f"one core of {host} at {percent or 0:.0f} %{rest}"
+
+
+def _cache_text(direction: str, dropped: bool) -> str:
+    """Why a rate above the disk's is the NAS's RAM, in the direction's terms."""
+    if direction == "write":
+        return (
+            " (faster than the disk can write: the NAS took the file into its RAM, not yet onto "
+            "its disks)"
+        )
+    said = " although its cache was dropped before the read" if dropped else ""
+    return f" (faster than the disk can read: served from the NAS's cache{said})"
 
 
 def _protocol_bound_text(disk_measured: bool, cpu_measured: bool) -> str:

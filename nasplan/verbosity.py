@@ -173,3 +173,6 @@ class TracedRunner:
 
     def close(self) -> None:
         self.inner.close()
+
+    def host_key(self) -> str | None:
+        return self.inner.host_key()

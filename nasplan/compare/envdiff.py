@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nasplan.facts import storage
+from nasplan.facts import storage, volumes
 from nasplan.measure import kinds
 from nasplan.units import format_bits_per_second
 
@@ -92,7 +92,8 @@ def _host_aspects(name: str, host: Mapping[str, Any]) -> dict[str, str | None]:
     for key in DISK_FACT_KEYS:
         if facts.get(key):
             aspects[f"{name}: {key}"] = _compact(facts[key])
-    for key, text in storage.aspects(facts.get("storage") or {}).items():
+    found = {**storage.aspects(facts.get("storage") or {}), **volumes.aspects(host)}
+    for key, text in found.items():
         aspects[f"{name}: {key}"] = text
     for key, iface in sorted((host.get("interfaces") or {}).items()):
         aspects[f"{name}.{key}: nominal speed"] = _speed(iface.get("speed_bits_per_second"))

@@ -47,8 +47,8 @@ def _titles(runs: Sequence[Mapping[str, Any]], labels: Sequence[Mapping[str, str
 
 def _bottleneck(test: Mapping[str, Any], direction: str | None) -> str | None:
     """The run's own verdict on what limited a transfer or iSCSI direction (``network-bound``,
-    ``disk-bound``, ``cpu-bound``, ``protocol-bound``, ``unknown``; analysis.VERDICTS); None
-    for other kinds and a run that has none."""
+    ``disk-bound``, ``cpu-bound``, ``protocol-bound``, ``cache-served``, ``unknown``;
+    analysis.VERDICTS); None for other kinds and a run that has none."""
     if direction is None:
         return None
     verdict = ((test.get("bottleneck") or {}).get(direction) or {}).get("verdict")

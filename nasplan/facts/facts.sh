@@ -178,6 +178,53 @@ done
 # Only filesystems on block devices (and ZFS datasets): the rest say nothing about the disks.
 nasplan_section mounts
 awk '$1 ~ /^\/dev\// || $3 == "zfs" { print }' /proc/mounts 2>/dev/null
+# Each filesystem's size and free space (POSIX df, 1024-byte blocks; BusyBox's too).
+nasplan_section df
+df -P -k 2>/dev/null
+# What a filesystem's device is made of, from sysfs (no root): LVM and other device-mapper
+# targets, md arrays, a loop device's file; each with the devices under it (slaves).
+for nasplan_b in /sys/block/dm-* /sys/block/md* /sys/block/loop*; do
+  [ -d "$nasplan_b" ] || continue
+  case "${nasplan_b##*/}" in loop*) [ -e "$nasplan_b/loop/backing_file" ] || continue ;; esac
+  nasplan_section layer
+  printf 'name=%s\n' "${nasplan_b##*/}"
+  for nasplan_k in dm/name dm/uuid md/level loop/backing_file; do
+    nasplan_get "$nasplan_b/$nasplan_k"
+    [ -n "$nasplan_v" ] && printf '%s_%s=%s\n' "${nasplan_k%%/*}" "${nasplan_k##*/}" "$nasplan_v"
+  done
+  printf 'slaves='
+  for nasplan_d in "$nasplan_b"/slaves/*; do
+    [ -e "$nasplan_d" ] && printf '%s ' "${nasplan_d##*/}"
+  done
+  printf '\n'
+done
+# Btrfs filesystems: label, member devices, the profile of their data (raid1, single, ...).
+for nasplan_f in /sys/fs/btrfs/*-*; do
+  [ -d "$nasplan_f" ] || continue
+  nasplan_section btrfs
+  printf 'uuid=%s\n' "${nasplan_f##*/}"
+  nasplan_get "$nasplan_f/label"; printf 'label=%s\n' "$nasplan_v"
+  printf 'devices='
+  for nasplan_d in "$nasplan_f"/devices/*; do
+    [ -e "$nasplan_d" ] && printf '%s ' "${nasplan_d##*/}"
+  done
+  printf '\ndata='
+  for nasplan_d in "$nasplan_f"/allocation/data/*/; do
+    [ -d "$nasplan_d" ] && nasplan_d=${nasplan_d%/} && printf '%s ' "${nasplan_d##*/}"
+  done
+  printf '\n'
+done
+# The memory this login may use when a cgroup limits it (a container, a NAS's service slice, a
+# lab host): cgroup v2's memory.max, or v1's memory.limit_in_bytes, of this process's group.
+nasplan_section memory-limit
+while IFS=: read -r nasplan_k nasplan_c nasplan_p; do
+  case ",$nasplan_c," in
+    ,,) nasplan_f=/sys/fs/cgroup$nasplan_p/memory.max ;;
+    *,memory,*) nasplan_f=/sys/fs/cgroup/memory$nasplan_p/memory.limit_in_bytes ;;
+    *) continue ;;
+  esac
+  nasplan_get "$nasplan_f" && [ -n "$nasplan_v" ] && printf '%s=%s\n' "$nasplan_f" "$nasplan_v"
+done 2>/dev/null < /proc/self/cgroup
 # The line below is replaced by what the caller runs in the same round trip on a POSIX host
 # (apply: the host lock), in a subshell, after a marker line, with its exit status; it does not
 # run in a Windows POSIX layer, which nasplan drives through PowerShell.

@@ -13,7 +13,7 @@ from typing import Any
 
 from nasplan.errors import NasplanError, UnknownOutput
 from nasplan.facts import bsd as facts_bsd
-from nasplan.facts import storage
+from nasplan.facts import storage, volumes
 from nasplan.facts import windows as facts_windows
 from nasplan.remote import shell
 from nasplan.remote.runner import Result, Runner
@@ -166,6 +166,9 @@ class HostFacts:
     cpu_model: str | None = None
     cpu_cores: int | None = None
     memory_bytes: int | None = None
+    # a cgroup's memory limit on the login's processes below the RAM (a container, a lab
+    # host): what a NAS's cache can hold is the lower of the two (``cache_bytes``)
+    memory_limit_bytes: int | None = None
     is_root: bool | None = None
     interfaces: tuple[NicFacts, ...] = ()
     tools: Mapping[str, str | None] = field(default_factory=dict)
@@ -175,9 +178,16 @@ class HostFacts:
     # (text only); None: no `ip` found, or facts from before nasplan probed it.
     ip_json: bool | None = None
     # {"md_arrays": [...], "zfs_pools": [...], "zfs_sizes": {...}, "disks": [...],
-    #  "mounts": [...]}: nasplan/facts/storage.py
+    #  "mounts": [...], "df": {...}, "layers": {...}, "btrfs": [...]}: nasplan/facts/storage.py
+    #  and nasplan/facts/volumes.py
     storage: Mapping[str, Any] = field(default_factory=dict)
     boot_id: str | None = None  # the kernel's: hosts sharing one share CPU figures
+
+    @property
+    def cache_bytes(self) -> int | None:
+        """The memory the host's page cache may hold: its RAM, or a lower cgroup limit."""
+        known = [m for m in (self.memory_bytes, self.memory_limit_bytes) if m]
+        return min(known) if known else None
 
     def interface(self, name: str) -> NicFacts | None:
         """The NIC called ``name`` (e.g. ``eth0``), or None."""
@@ -229,6 +239,7 @@ class HostFacts:
             cpu_model=_str_or_none(data.get("cpu_model")),
             cpu_cores=_int_or_none(data.get("cpu_cores")),
             memory_bytes=_int_or_none(data.get("memory_bytes")),
+            memory_limit_bytes=_int_or_none(data.get("memory_limit_bytes")),
             is_root=is_root if isinstance(is_root, bool) else None,
             interfaces=tuple(NicFacts.from_dict(n) for n in data.get("interfaces") or ()),
             tools={str(k): _str_or_none(v) for k, v in (data.get("tools") or {}).items()},
@@ -317,7 +328,9 @@ def parse_checked(stdout: str, ended: bool = True) -> HostFacts:
 def parse_facts(stdout: str) -> HostFacts:
     """HostFacts from FACTS_SCRIPT's output; missing or garbled sections give None / empty."""
     sections = list(_sections(stdout))
-    single = {name: lines for name, lines in sections if name not in ("nic", "disk")}
+    single = {
+        name: lines for name, lines in sections if name not in ("nic", "disk", "layer", "btrfs")
+    }
     markers = {
         name[len("marker:") :]: "\n".join(lines)
         for name, lines in sections
@@ -349,6 +362,9 @@ def parse_facts(stdout: str) -> HostFacts:
         cpu_cores=_positive(_first(single.get("cpu-processors")))
         or _positive(_first(single.get("nproc"))),
         memory_bytes=_memory_bytes(single.get("meminfo", [])),
+        memory_limit_bytes=volumes.parse_memory_limit(
+            single.get("memory-limit", []), _memory_bytes(single.get("meminfo", []))
+        ),
         is_root=None if uid is None else uid == 0,
         interfaces=interfaces,
         tools=tools,
@@ -396,13 +412,19 @@ def _storage(
     sections: list[tuple[str, list[str]]], single: Mapping[str, list[str]]
 ) -> dict[str, Any]:
     """The storage layout from the mdstat, zpool-*, disk and mounts sections."""
-    disks = [_key_values(lines, "=") for name, lines in sections if name == "disk"]
+
+    def blocks(kind: str) -> list[dict[str, str]]:
+        return [_key_values(lines, "=") for name, lines in sections if name == kind]
+
     found: dict[str, Any] = {
         "md_arrays": storage.parse_mdstat("\n".join(single.get("mdstat", []))),
         "zfs_pools": storage.parse_zpool_status("\n".join(single.get("zpool-status", []))),
         "zfs_sizes": storage.parse_zpool_list("\n".join(single.get("zpool-list", []))),
-        "disks": storage.parse_disks(disks),
+        "disks": storage.parse_disks(blocks("disk")),
         "mounts": storage.parse_mounts("\n".join(single.get("mounts", []))),
+        "df": volumes.parse_df("\n".join(single.get("df", []))),
+        "layers": volumes.parse_layers(blocks("layer")),
+        "btrfs": volumes.parse_btrfs(blocks("btrfs")),
     }
     return {key: value for key, value in found.items() if value}
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from nasplan.errors import HostLostError, NasplanError
 from nasplan.facts.gather import HostFacts, gather_with, parse_iperf3_version
+from nasplan.facts.volumes import describe as describe_volume
 from nasplan.input.inventory import Host
 from nasplan.platforms import Command, Platform, PlatformError, detect, posix_by_hint
 from nasplan.progress import Progress
@@ -105,6 +106,16 @@ class RecordedHost:
             "tools": dict(self.tools),
             "tool_errors": dict(self.tool_errors),
             "actions": list(self.actions),
+            **({"volumes": self.volumes()} if self.host.volumes else {}),
+        }
+
+    def volumes(self) -> dict[str, Any]:
+        """run.json ``hosts.<name>.volumes``: each inventory volume and what the facts say it
+        is (``nasplan.facts.volumes.describe``: disks, RAID level, filesystem, free space)."""
+        storage = self.facts.storage if self.facts else {}
+        return {
+            name: {**volume.to_dict(), "found": describe_volume(volume.path, storage)}
+            for name, volume in sorted(self.host.volumes.items())
         }
 
 

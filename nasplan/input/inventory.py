@@ -70,6 +70,32 @@ class Interface:
 
 
 @dataclass(frozen=True)
+class Volume:
+    """One named volume of a host (``hdd``): its directory there and, where it is shared, its
+    SMB share and NFS export."""
+
+    name: str
+    path: str
+    share: str | None = None
+    export: str | None = None
+    description: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (run.json's ``hosts.<name>.volumes``, the plan's Jinja)."""
+        return {
+            "path": self.path,
+            "share": self.share,
+            "export": self.export,
+            "description": self.description or None,
+        }
+
+    def holds(self, path: str) -> bool:
+        """Whether ``path`` on the host lies on this volume (its directory or below)."""
+        base = self.path.rstrip("/") or "/"
+        return path == base or path.startswith(base.rstrip("/") + "/")
+
+
+@dataclass(frozen=True)
 class Host:
     """A host as nasplan connects to it, with every var already resolved by precedence."""
 
@@ -91,6 +117,8 @@ class Host:
     # Full paths of tools off PATH (Windows: {"iperf3": "C:\\iperf3\\iperf3.exe"}).
     tools: Mapping[str, str] = field(default_factory=dict)
     interfaces: Mapping[str, Interface] = field(default_factory=dict)
+    # the host's volumes by name (``volumes:``): a disk or transfer test picks one
+    volumes: Mapping[str, Volume] = field(default_factory=dict)
     groups: tuple[str, ...] = ()
     vars: Mapping[str, Any] = field(default_factory=dict)
     origin: str = ""  # FILE:LINE:COL: json.path of the host in its inventory, for errors
@@ -118,7 +146,13 @@ class Host:
                 }
                 for key, iface in self.interfaces.items()
             },
+            "volumes": {name: volume.to_dict() for name, volume in self.volumes.items()},
         }
+
+    def volume_holding(self, path: str) -> Volume | None:
+        """The volume whose directory holds ``path`` (the deepest), None when none does."""
+        found = [v for v in self.volumes.values() if v.holds(path)]
+        return max(found, key=lambda v: len(v.path)) if found else None
 
 
 @dataclass(frozen=True)
@@ -272,6 +306,24 @@ def _parse_interfaces(
     return interfaces
 
 
+def _parse_volumes(document: Document, raw: Any, where: tuple[Any, ...]) -> dict[str, Volume]:
+    """``volumes: {hdd: {path, share, export}}`` (the schema checked each) -> Volumes."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise InputError(document.error(where, "volumes must be a mapping"))
+    return {
+        str(name): Volume(
+            name=str(name),
+            path=str(spec["path"]),
+            share=spec.get("share"),
+            export=spec.get("export"),
+            description=str(spec.get("description") or ""),
+        )
+        for name, spec in raw.items()
+    }
+
+
 def _build_host(
     document: Document,
     name: str,
@@ -290,6 +342,7 @@ def _build_host(
     if raw_interfaces is not None and not isinstance(raw_interfaces, dict):
         raise InputError(document.error((*where, "interfaces"), "interfaces must be a mapping"))
     interfaces = _parse_interfaces(document, raw_interfaces or {}, framing, (*where, "interfaces"))
+    volumes = _parse_volumes(document, merged.pop("volumes", None), (*where, "volumes"))
     port = merged.get("port")
     if port is not None and not isinstance(port, int):
         try:
@@ -316,6 +369,7 @@ def _build_host(
         become_password_env=merged.get("become_password_env"),
         tools={str(k): str(v) for k, v in (merged.get("tools") or {}).items()},
         interfaces=interfaces,
+        volumes=volumes,
         groups=groups,
         vars=user_vars,
         origin=f"{document.where(where)}: {format_json_path(where)}",
@@ -409,7 +463,9 @@ def _from_ansible(
             merged["port"] = int(merged["port"])  # Ansible reads ansible_port: "2222" as a port
         origins = dict(found.origins)
         checked = {
-            k: v for k, v in merged.items() if k in (*CONNECTION_KEYS, "address", "interfaces")
+            k: v
+            for k, v in merged.items()
+            if k in (*CONNECTION_KEYS, "address", "interfaces", "volumes")
         }
         if "address" not in checked:
             # the host's name is its address: check it as one ("-oProxyCommand=..." is refused)

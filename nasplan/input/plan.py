@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from nasplan.errors import InputError
-from nasplan.input import cells
+from nasplan.input import cells, volumes
 from nasplan.input.inventory import (
     READERS,
     Inventory,
@@ -127,11 +127,18 @@ class PlanTest:
         return dir_name(self.id)
 
     @property
+    def clients(self) -> tuple[str, ...]:
+        """The clients that run the test at once (``clients:``), else its one client."""
+        named = self.settings.get("clients")
+        return tuple(str(c) for c in named) if named else (self.client,)
+
+    @property
     def hosts(self) -> tuple[str, ...]:
-        """The hosts the test runs on: ``host:`` of a one-host kind (disk), else client, server."""
+        """The hosts the test runs on: ``host:`` of a one-host kind (disk), else the clients
+        and the server."""
         if self.settings.get("host"):
             return (str(self.settings["host"]),)
-        return (self.client, self.server)
+        return (*self.clients, self.server)
 
 
 @dataclass(frozen=True)
@@ -383,21 +390,22 @@ def _check_hosts(
     document: Document, raw: dict[str, Any], index: int, inventory: Inventory
 ) -> list[str]:
     errors = []
-    # a one-host kind (disk) names ``host`` instead of server and client
-    for role in [r for r in ("server", "client", "host") if r in raw]:
-        name = raw[role]
+    # a one-host kind (disk) names ``host`` instead of server and client; ``clients`` run at once
+    roles: list[tuple[JsonPath, Any]] = [
+        (("tests", index, role), raw[role]) for role in ("server", "client", "host") if role in raw
+    ]
+    clients: list[tuple[JsonPath, Any]] = [
+        (("tests", index, "clients", i), c) for i, c in enumerate(raw.get("clients") or [])
+    ]
+    for where, name in [*roles, *clients]:
         if name not in inventory.hosts:
             known = ", ".join(sorted(inventory.hosts))
-            errors.append(
-                document.error(
-                    ("tests", index, role),
-                    f"unknown host {name!r} (inventory {inventory.named} has: {known})",
-                )
-            )
-    if not errors and "server" in raw and raw.get("server") == raw.get("client"):
-        errors.append(
-            document.error(("tests", index, "client"), "client and server are the same host")
-        )
+            message = f"unknown host {name!r} (inventory {inventory.named} has: {known})"
+            errors.append(document.error(where, message))
+    clients.insert(0, (("tests", index, "client"), raw.get("client")))
+    same = [where for where, name in clients if "server" in raw and name == raw.get("server")]
+    if not errors and same:
+        errors.append(document.error(same[0], "client and server are the same host"))
     return errors
 
 
@@ -489,6 +497,9 @@ def _build_tests(
         doc = one.document(document) if one else document
         test_network = (networks or {}).get(one.network_key or "") if one else None
         host_errors = _check_hosts(doc, raw, index, inventory)
+        if not host_errors:
+            raw, volume_errors = volumes.resolve(doc, raw, index, inventory)
+            host_errors += volume_errors
         host_errors += _check_blocks(doc, raw, index)
         host_errors += _check_adaptive(doc, raw, index)
         if host_errors:
@@ -520,7 +531,7 @@ def _build_tests(
                 name=str(raw.get("name") or test_id),
                 kind=str(raw["kind"]),
                 server=raw.get("server", ""),
-                client=raw.get("client", ""),
+                client=raw.get("client") or (raw.get("clients") or [""])[0],
                 target=target,
                 repetitions=_repetition_count(raw.get("repetitions", 3)),
                 settings=settings,

@@ -37,16 +37,16 @@ def table_errors(document: Document, table: Any, cells: Sequence[Mapping[str, An
     errors += [
         document.error(("table", "columns"), f"{dim!r} is in rows and columns") for dim in both
     ]
-    for dim, value in (table.get("baseline") or {}).items():
-        if dim not in known:
-            errors.append(
-                document.error(("table", "baseline", dim), f"no dimension {dim!r} {there}")
-            )
-        elif dim in values and value_text(value) not in values[dim]:
-            errors.append(
-                document.error(
-                    ("table", "baseline", dim),
-                    f"{dim} has no value {value_text(value)!r} (it has: {', '.join(values[dim])})",
-                )
-            )
+    baselines: list[tuple[tuple[str | int, ...], Mapping[str, Any]]] = [
+        (("table", "baseline"), table.get("baseline") or {}),
+        *((("table", "against", i), one) for i, one in enumerate(table.get("against") or [])),
+    ]
+    for where, baseline in baselines:
+        for dim, value in baseline.items() if isinstance(baseline, Mapping) else ():
+            if dim not in known:
+                errors.append(document.error((*where, dim), f"no dimension {dim!r} {there}"))
+            elif dim in values and value_text(value) not in values[dim]:
+                has = ", ".join(values[dim])
+                message = f"{dim} has no value {value_text(value)!r} (it has: {has})"
+                errors.append(document.error((*where, dim), message))
     return errors

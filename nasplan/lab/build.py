@@ -10,7 +10,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 from nasplan.errors import LabError
-from nasplan.lab import hostfs, inventory_out, netns, personalities, services, shaping, sshd
+from nasplan.lab import (
+    cgroups,
+    hostfs,
+    inventory_out,
+    netns,
+    personalities,
+    services,
+    shaping,
+    sshd,
+    volumes,
+)
 from nasplan.lab.model import LAN_INTERFACE, Lab, LabHost, Link
 from nasplan.lab.state import STATE_FILE, HostState, LabState, LinkState
 
@@ -170,11 +180,14 @@ def _start_hosts(lab: Lab, state: LabState) -> None:
             for end in (link.a, link.b)
             if end.host == host.name and end.negotiated_bits_per_second
         }
+        sysfs = hostfs.negotiated_speed_commands(host_dir, negotiated)
+        if host.memory_bytes is not None:
+            sysfs += hostfs.cgroup_commands(cgroups.layout().root)
         wrapper, host_pub = sshd.write_host_files(
             host_dir,
             authorized_keys,
             personalities.get(host.personality, host.personality_options),
-            hostfs.negotiated_speed_commands(host_dir, negotiated),
+            sysfs,
         )
         sshd.check_config(host_dir / "sshd_config")
         # sshd answers on every address of the host: the LAN's and each addressed cable's.
@@ -182,8 +195,17 @@ def _start_hosts(lab: Lab, state: LabState) -> None:
             host_keys[address] = host_pub
         wrappers[host.name] = wrapper
     state.known_hosts_path.write_text(inventory_out.render_known_hosts(host_keys))
+    for host in lab.hosts:
+        if host.memory_bytes is not None:
+            _limit_memory(lab, state, host)
     for name, wrapper in wrappers.items():
-        pid = sshd.start(state.hosts[name].namespace, wrapper, wrapper.parent / "sshd.log")
+        group = state.hosts[name].cgroup
+        pid = sshd.start(
+            state.hosts[name].namespace,
+            wrapper,
+            wrapper.parent / "sshd.log",
+            Path(group) if group else None,
+        )
         state.hosts[name].sshd_pid = pid
         state.pids.append(pid)
         state.save()
@@ -195,15 +217,56 @@ def _start_hosts(lab: Lab, state: LabState) -> None:
         else:  # nothing reaches it from here: asked inside its own namespace
             sshd.wait_listening_inside(running.namespace, running.sshd_pid, log)
     for host in lab.hosts:
+        mounted = _mount_volumes(state, host)
         if host.services:
             running = state.hosts[host.name]
             addresses = [i["address"] for i in running.interfaces.values() if i.get("address")]
             assert running.sshd_pid is not None
             pids = services.start_services(
-                host, state.host_dir(host.name), addresses, running.sshd_pid
+                host, state.host_dir(host.name), addresses, running.sshd_pid, mounted
             )
             state.pids += pids
             state.save()
+        _list_volumes(state, host)
+
+
+def _limit_memory(lab: Lab, state: LabState, host: LabHost) -> None:
+    """The host's memory limit: a cgroup its sshd (and so its daemons) start in."""
+    assert host.memory_bytes is not None
+    group = cgroups.layout().group(cgroups.group_name(lab.name, host.name))
+    state.hosts[host.name].cgroup = str(group)
+    state.save()
+    cgroups.create(group.name, host.memory_bytes)
+
+
+def _mount_volumes(state: LabState, host: LabHost) -> dict[str, str]:
+    """Make and mount the host's volumes: name -> where its daemons see it (a vendor's root
+    put in front of its path)."""
+    if not host.volumes:
+        return {}
+    missing = volumes.tools_missing()
+    if missing:
+        raise LabError(f"lab volumes need {', '.join(missing)} (Makefile TEST_APT_PACKAGES)")
+    running = state.hosts[host.name]
+    assert running.sshd_pid is not None
+    host_dir = state.host_dir(host.name)
+    prefix = personalities.get(host.personality, host.personality_options).exec_prefix(host_dir)
+    root = prefix[1] if prefix[:1] == ["chroot"] else ""
+    made = volumes.Made(state.volume_pids, state.loops, state.fuse_dirs)
+    for volume in host.volumes:
+        try:
+            volumes.start(volume, host_dir, running.sshd_pid, root, made)
+        finally:
+            state.save()
+    return {volume.name: root + volume.path for volume in host.volumes}
+
+
+def _list_volumes(state: LabState, host: LabHost) -> None:
+    """What the inventory says of the host's volumes: path, share and export where served."""
+    for volume in host.volumes:
+        entry = volumes.inventory_entry(volume, host.services)
+        state.hosts[host.name].volumes[volume.name] = entry
+    state.save()
 
 
 def write_files(state: LabState) -> None:
@@ -251,6 +314,11 @@ def teardown(state: LabState) -> list[str]:
     netns.stop_pids(sorted(set(pids)))
     for namespace in state.namespaces:
         _attempt(failures, netns.delete_namespace, namespace)
+    # the hosts' mount namespaces are gone with their processes: their volumes are unmounted
+    failures += volumes.stop(volumes.Made(state.volume_pids, state.loops, state.fuse_dirs))
+    for host in state.hosts.values():
+        problem = cgroups.remove(Path(host.cgroup)) if host.cgroup else None
+        failures += [problem] if problem else []
     for link in reversed(state.root_links):
         _attempt(failures, netns.delete_link, link)
     if state.created_privsep_dir:

@@ -92,6 +92,10 @@ def status(lab_file: Path | None, state_dir: Path | None, output_format: str) ->
             f"  host {host.host.name:<10} {host.host.address:<18} netns {ns}  "
             f"sshd PID {host.host.sshd_pid} {alive}"
         )
+        for name, volume in host.host.volumes.items():
+            click.echo(f"    volume {name} at {volume['path']}: {volume['description']}")
+        if host.host.cgroup:
+            click.echo(f"    memory limited by {host.host.cgroup}")
     for link in found.links:
         shaped = ", ".join(
             format_bits_per_second(bps) if bps is not None else "?"
@@ -119,6 +123,8 @@ def status_dict(found: lifecycle.LabStatus | None) -> dict[str, Any]:
                 "namespace_exists": one.namespace_exists,
                 "sshd_pid": one.host.sshd_pid,
                 "sshd_running": one.sshd_alive,
+                "volumes": dict(one.host.volumes),
+                "cgroup": one.host.cgroup,
                 "state": state if one.namespace_exists else "namespace missing",
             }
         )
@@ -152,6 +158,18 @@ def reshape(link: str, rate: str, lab_file: Path | None, state_dir: Path | None)
     _, resolved = lifecycle.resolve_state_dir(_lab_file(lab_file, state_dir), state_dir)
     changed = lifecycle.reshape(resolved, link, rate)
     click.echo(f"link {changed.name} shaped to {changed.rate}")
+
+
+@lab.command()
+@click.argument("host")
+@click.argument("size")
+@lab_file_argument
+@state_dir_option
+def memory(host: str, size: str, lab_file: Path | None, state_dir: Path | None) -> None:
+    """Give HOST of the running lab a memory limit of SIZE (256MiB, 1GiB): the NAS's cache."""
+    _, resolved = lifecycle.resolve_state_dir(_lab_file(lab_file, state_dir), state_dir)
+    limit = lifecycle.set_memory(resolved, host, size)
+    click.echo(f"host {host}: memory limited to {limit}")
 
 
 def main() -> None:

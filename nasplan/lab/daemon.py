@@ -9,31 +9,42 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from nasplan.errors import LabError
-from nasplan.lab import netns
+from nasplan.lab import cgroups, netns
 
 # Prefix for a daemon that mounts (a /run of its own): a mount namespace that is a copy of the
 # host's, so what it mounts stays its own while it still sees the host's private /tmp.
 OWN_MOUNTS = ("unshare", "--mount", "--propagation", "private")
 
 
-def spawn(namespace: str, argv: Sequence[str], log_path: Path) -> int:
-    """Start ``argv`` inside ``namespace`` in its own session, output to ``log_path``; its PID.
+def spawn(
+    namespace: str, argv: Sequence[str], log_path: Path, *, cgroup: Path | None = None
+) -> int:
+    """Start ``argv`` inside ``namespace`` in its own session, output to ``log_path``; its PID;
+    in the lab ``cgroup`` (a host's memory limit) when given.
 
     ``ip netns exec`` execs its command (as do ``unshare`` and ``sh ... exec``), so the PID
     returned ends up being the daemon's own.
     """
-    return _popen(["ip", "netns", "exec", namespace, *argv], log_path)
+    # before `ip netns exec`, which mounts a /sys of the namespace's own without cgroups
+    join = [] if cgroup is None else cgroups.join_argv(cgroup)
+    return _popen([*join, "ip", "netns", "exec", namespace, *argv], log_path)
+
+
+def spawn_here(argv: Sequence[str], log_path: Path) -> int:
+    """Start ``argv`` on the machine itself (no namespace of a host), in its own session."""
+    return _popen(argv, log_path)
 
 
 def spawn_on_host(sshd_pid: int, argv: Sequence[str], log_path: Path) -> int:
     """Start ``argv`` as a daemon of the lab host whose sshd is ``sshd_pid``; its PID.
 
     It joins the sshd's network, mount and UTS namespaces: the host's interfaces, its private
-    /tmp (nasplan/lab/hostfs.py) and its name, outside a vendor's root. ``nsenter`` execs its
+    /tmp (nasplan/lab/hostfs.py) and its name, outside a vendor's root; and the sshd's memory
+    limit (``nasplan.lab.cgroups``), so its page cache is the host's. ``nsenter`` execs its
     command when it enters no PID namespace, so the PID is the daemon's own.
     """
     enter = ["nsenter", f"--target={sshd_pid}", "--net", "--mount", "--uts", "--"]
-    return _popen([*enter, *argv], log_path)
+    return _popen([*cgroups.join_prefix(sshd_pid), *enter, *argv], log_path)
 
 
 def _popen(argv: Sequence[str], log_path: Path) -> int:

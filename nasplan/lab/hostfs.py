@@ -65,6 +65,21 @@ def negotiated_speed_commands(host_dir: Path, speeds_mbps: dict[str, int]) -> li
     return commands
 
 
+def cgroup_commands(hierarchy: Path) -> list[list[str]]:
+    """Commands (in the host's mount namespace) showing the host its memory cgroup as a system
+    shows it: ``ip netns exec`` mounted a /sys of its own, without /sys/fs/cgroup's mounts.
+    ``hierarchy``: the memory controller's (``/sys/fs/cgroup`` for cgroup v2, its ``memory``
+    directory for v1), mounted at the same path."""
+    cgroup = Path("/sys/fs/cgroup")
+    if hierarchy == cgroup:
+        return [["mount", "-t", "cgroup2", "nasplan-cgroup", str(cgroup)]]
+    return [
+        ["mount", "-t", "tmpfs", "-o", "mode=0755,size=1m", "nasplan-cgroup", str(cgroup)],
+        ["mkdir", "-p", str(hierarchy)],
+        ["mount", "-t", "cgroup", "-o", "memory", "nasplan-cgroup-memory", str(hierarchy)],
+    ]
+
+
 def chroot_tmp_commands(host_dir: Path, root: Path) -> list[list[str]]:
     """Commands binding the host's private ``/tmp`` into a vendor root at ``root``.
 

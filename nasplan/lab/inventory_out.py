@@ -35,6 +35,8 @@ def inventory_data(state: LabState) -> dict[str, Any]:
             hosts[host.name]["proxy_jump"] = jump_spec(state.hosts[host.jump].ip)
         # Host-level keys (user, become_password_env) a personality asks for, e.g. DSM's admin.
         hosts[host.name].update(personalities.inventory_vars(state.host_dir(host.name)))
+        if host.volumes:
+            hosts[host.name]["volumes"] = {name: dict(v) for name, v in host.volumes.items()}
         service_vars = services.inventory_vars(state.host_dir(host.name))
         if service_vars:
             hosts[host.name]["vars"] = service_vars

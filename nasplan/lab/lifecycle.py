@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nasplan.errors import InputError, LabError
-from nasplan.lab import build, netns, shaping
+from nasplan.lab import build, cgroups, netns, shaping
 from nasplan.lab.model import Lab, load_lab, normalize_rate
 from nasplan.lab.state import HostState, LabState, LinkState, load_state
-from nasplan.units import parse_rate
+from nasplan.units import format_size, parse_rate, parse_size
 
 Report = Callable[[str], None]
 ROOT_MESSAGE = "nasplan lab needs root (network namespaces)"
@@ -175,3 +175,26 @@ def reshape(state_dir: Path, link_name: str, rate: str | int) -> LinkState:
     state.save()
     build.write_files(state)
     return link
+
+
+def set_memory(state_dir: Path, host_name: str, size: str) -> str:
+    """Give the running lab's ``host_name`` a memory limit of ``size`` (its cgroup's, which the
+    lab file's ``memory:`` made); the limit as said back."""
+    require_root()
+    state = load_state(state_dir.resolve())
+    if state is None:
+        raise LabError(f"no lab is up with state in {state_dir}")
+    host = state.hosts.get(host_name)
+    if host is None:
+        raise InputError(f"unknown host {host_name!r} (hosts: {', '.join(state.hosts)})")
+    if host.cgroup is None:
+        raise InputError(
+            f"host {host_name} has no memory limit: give it one in the lab file (memory: 1GiB) "
+            "and bring the lab up again, then change it here"
+        )
+    try:
+        limit = parse_size(size)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    cgroups.set_limit(Path(host.cgroup), limit)
+    return format_size(limit)

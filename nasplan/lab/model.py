@@ -12,7 +12,7 @@ from typing import Any
 
 from nasplan.errors import InputError
 from nasplan.input.loader import Document, load_validated
-from nasplan.units import format_rate_short, parse_rate
+from nasplan.units import format_rate_short, parse_rate, parse_size
 
 LAB_RANGE = ipaddress.IPv4Network("198.18.0.0/15")
 LAN_INTERFACE = "eth0"
@@ -51,6 +51,25 @@ class Link:
 
 
 @dataclass(frozen=True)
+class LabVolume:
+    """A lab host's volume: a filesystem on ``disks`` disks of ``bytes_per_second`` each (reads
+    and writes), mounted at ``path`` in the host (``nasplan.lab.volumes``)."""
+
+    name: str
+    path: str
+    bytes_per_second: int
+    size_bytes: int
+    filesystem: str = "ext4"
+    disks: int = 1
+    raid: str = "raid1"
+
+    @property
+    def rate_text(self) -> str:
+        """``180 MiB/s``."""
+        return f"{self.bytes_per_second / 2**20:g} MiB/s"
+
+
+@dataclass(frozen=True)
 class LabHost:
     """A lab host: its namespace, LAN address (with prefix) and personality."""
 
@@ -65,6 +84,9 @@ class LabHost:
     # a router: forwards IPv4 between its links; routes: (prefix, via) in its namespace
     forward: bool = False
     routes: tuple[tuple[str, str], ...] = ()
+    volumes: tuple[LabVolume, ...] = ()
+    # a memory limit for its sshd and daemons (bytes; None: none)
+    memory_bytes: int | None = None
     # reached only through this lab host: no LAN address; sshd answers on ``link_address``, its
     # address (with prefix) on a link it shares with the jump host
     jump: str | None = None
@@ -186,6 +208,8 @@ def build_lab(document: Document) -> Lab:
                         iscsi=dict((spec or {}).get("iscsi") or {}),
                         forward=bool((spec or {}).get("forward", False)),
                         routes=_routes(document, host_name, spec or {}, errors),
+                        volumes=_volumes(document, host_name, spec or {}, errors),
+                        memory_bytes=_size(document, ("hosts", host_name, "memory"), spec, errors),
                         jump=(spec or {}).get("jump"),
                     )
                 )
@@ -216,6 +240,48 @@ def build_lab(document: Document) -> Lab:
         links=tuple(link for link in links if link is not None),
         digest=hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest(),
     )
+
+
+def _size(
+    document: Document, where: tuple[str | int, ...], spec: Any, errors: list[str]
+) -> int | None:
+    """The size at ``where`` (its last key in ``spec``) in bytes; None when not given."""
+    value = (spec or {}).get(where[-1])
+    if value is None:
+        return None
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        errors.append(document.error(where, str(exc)))
+        return None
+
+
+def _volumes(
+    document: Document, host: str, spec: dict[str, Any], errors: list[str]
+) -> tuple[LabVolume, ...]:
+    """A host's volumes; more than one disk only for Btrfs (which makes the RAID)."""
+    found = []
+    for name, raw in (spec.get("volumes") or {}).items():
+        where: tuple[str | int, ...] = ("hosts", host, "volumes", name)
+        rate = _size(document, (*where, "rate"), {"rate": str(raw["rate"])[:-2]}, errors)
+        size = _size(document, (*where, "size"), {"size": raw.get("size", "1GiB")}, errors)
+        filesystem, disks = raw.get("filesystem", "ext4"), int(raw.get("disks", 1))
+        if disks > 1 and filesystem != "btrfs":
+            message = f"{disks} disks need filesystem btrfs (it makes the RAID), not {filesystem}"
+            errors.append(document.error((*where, "disks"), message))
+        if rate is not None and size is not None:
+            found.append(
+                LabVolume(
+                    name=name,
+                    path=str(raw.get("path") or f"/srv/{name}"),
+                    bytes_per_second=rate,
+                    size_bytes=size,
+                    filesystem=filesystem,
+                    disks=disks,
+                    raid=str(raw.get("raid", "raid1")),
+                )
+            )
+    return tuple(found)
 
 
 def _with_link_address(

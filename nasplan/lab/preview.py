@@ -12,7 +12,7 @@ import yaml
 
 from nasplan.errors import InputError
 from nasplan.input.lab_files import lab_file_for
-from nasplan.lab import iscsi, nfs, services
+from nasplan.lab import iscsi, nfs, services, volumes
 from nasplan.lab.inventory_out import jump_spec
 from nasplan.lab.model import LAN_INTERFACE, Lab, load_lab
 from nasplan.lab.personalities.synology import ADMIN_USER, PASSWORD_ENV
@@ -38,6 +38,8 @@ def _host_vars(lab: Lab, state_dir: Path, name: str) -> dict[str, Any]:
     if "iscsi" in host.services:
         settings = iscsi.target_settings(name, host.iscsi)
         found.update(iscsi.vars_of(settings, iscsi.iscsi_files(host_dir)))
+    if host.volumes:
+        entry["volumes"] = {v.name: volumes.inventory_entry(v, host.services) for v in host.volumes}
     if found:
         entry["vars"] = found
     return entry

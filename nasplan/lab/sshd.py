@@ -156,10 +156,11 @@ def remove_privsep_dir() -> None:
         PRIVSEP_DIR.rmdir()
 
 
-def start(namespace: str, wrapper: Path, log_path: Path) -> int:
-    """Start sshd in ``namespace`` with private mount and UTS namespaces; return its PID."""
+def start(namespace: str, wrapper: Path, log_path: Path, cgroup: Path | None = None) -> int:
+    """Start sshd in ``namespace`` with private mount and UTS namespaces (and in ``cgroup``, the
+    host's memory limit, when given); return its PID."""
     argv = ["unshare", "--mount", "--uts", "--propagation", "private", "/bin/sh", str(wrapper)]
-    return daemon.spawn(namespace, argv, log_path)
+    return daemon.spawn(namespace, argv, log_path, cgroup=cgroup)
 
 
 def wait_ready(address: str, pid: int, log_path: Path, timeout_s: float = 10.0) -> None:

@@ -27,6 +27,10 @@ class HostState:
     sshd_pid: int | None = None
     # inventory key -> {name, role, rate, address?}
     interfaces: dict[str, dict[str, str]] = field(default_factory=dict)
+    # volume name -> {path, share?, export?, description}: what the inventory lists
+    volumes: dict[str, dict[str, str]] = field(default_factory=dict)
+    # its memory limit's cgroup directory (``nasplan.lab.cgroups``), None: no limit
+    cgroup: str | None = None
     # the lab host it is reached through (it has no LAN port; ``address`` is a link's), or None
     jump: str | None = None
 
@@ -62,6 +66,10 @@ class LabState:
     namespaces: list[str] = field(default_factory=list)
     root_links: list[str] = field(default_factory=list)
     pids: list[int] = field(default_factory=list)
+    # what the hosts' volumes made (``nasplan.lab.volumes.Made``): undone after the namespaces
+    volume_pids: list[int] = field(default_factory=list)
+    loops: list[str] = field(default_factory=list)
+    fuse_dirs: list[str] = field(default_factory=list)
     created_privsep_dir: bool = False
     complete: bool = False
     # sha256 of the lab file's data: a changed file means the running lab is stale.

@@ -192,12 +192,15 @@ class Readout:
 
     def flow(self, record: Record, direction: str | None) -> str:
         """Where the data went, in its direction: ``ws → nas.lan (198.18.0.10)``; a reverse
-        iperf3 test or a read ``nas.lan (198.18.0.10) → ws``."""
+        iperf3 test or a read ``nas.lan (198.18.0.10) → ws``; clients at once ``pc + mac →
+        nas.lan``."""
         params, path = record.get("params") or {}, record.get("path") or {}
-        client, target = params.get("client"), target_text(params, path)
+        clients = params.get("clients")
+        client = " + ".join(map(str, clients)) if clients else params.get("client")
+        target = target_text(params, path)
         if not client:
             return target
-        if direction in ("reverse", "read"):
+        if direction == "reverse" or shapes.data_direction(str(direction)) == "read":
             return f"{target} → {client}"
         return f"{client} → {target}"
 

@@ -91,6 +91,24 @@ def open_pair(test: PlanTest, ctx: RunContext, needed: Needs) -> Pair:
     return Pair(server, client, address, pair_path(test, ctx, address))
 
 
+def server_names(test: PlanTest, ctx: RunContext, address: str) -> tuple[str, ...]:
+    """Every address the plan and inventory give the test's server: the one sent to, its
+    inventory address and interfaces' addresses, each plan link's end on it."""
+    host = ctx.plan.inventory.hosts[test.server]
+    network = test.network or ctx.plan.network
+    ends = [end for link in network.links for end in (link.a, link.b) if end.host == host.name]
+    found = [address, host.address, *(i.address for i in host.interfaces.values() if i.address)]
+    return tuple(dict.fromkeys([*found, *(end.ip for end in ends)]))
+
+
+def nas_path(server: HostSession, address: str) -> dict[str, Any]:
+    """run.json ``path`` of several clients at once: the NAS's own end of it (the NIC holding
+    ``address``), whose TCP maximum is the limit of the whole."""
+    assert server.facts is not None
+    end = path_end(server.host, nic_holding(server.facts, address))
+    return describe_path(end, end)
+
+
 def pair_path(test: PlanTest, ctx: RunContext, address: str) -> dict[str, Any]:
     """run.json ``path`` of a client -> server test: each end's NIC (the client's as its
     kernel routes to ``address``, when the run asked it: ``RunContext.routes``), the links

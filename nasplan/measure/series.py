@@ -15,6 +15,10 @@ from nasplan.analysis import efficiency, ok_values, summarize
 
 # the order a directed kind runs its directions in, and its repetitions are kept in
 DIRECTIONS = ("write", "read")
+# a read after the NAS dropped its cache of the file (a transfer's ``read_cache: cold``): the
+# read direction's data, measured apart from a read right after the write
+COLD_READ = "cold-read"
+ORDER = (*DIRECTIONS, COLD_READ)
 TCP_MAXIMUM = "TCP maximum"
 
 
@@ -51,8 +55,13 @@ def directions_asked(direction: str | None) -> tuple[str, ...]:
 
 
 def direction_position(direction: str | None) -> int:
-    """Where a direction's repetitions stand in a record: writes first."""
-    return DIRECTIONS.index(direction) if direction in DIRECTIONS else 0
+    """Where a direction's repetitions stand in a record: writes first, cold reads last."""
+    return ORDER.index(direction) if direction in ORDER else 0
+
+
+def data_direction(direction: str) -> str:
+    """Which way the data went in ``direction``: a cold read is a read (``write``/``read``)."""
+    return "read" if direction == COLD_READ else direction
 
 
 def by_direction(record: Mapping[str, Any], direction: str | None, metric: str) -> list[float]:

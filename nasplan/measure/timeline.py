@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nasplan.analysis import rate_fall
+from nasplan.measure.series import data_direction
 
 SOURCES = ("iperf3", "fio", "nic")
 # A sampler point (the rate over the second before it) belongs to a repetition when that second
@@ -30,6 +31,8 @@ _SLACK_S = 0.25
 _STEP_S = 1.0
 # The client's NIC counter a transfer direction moves: a write sends, a read receives.
 _NIC_COUNTER = {"write": "tx_bytes_per_second", "read": "rx_bytes_per_second"}
+# the NAS's own NIC sees each direction the other way round
+_NAS_COUNTER = {"write": "rx_bytes_per_second", "read": "tx_bytes_per_second"}
 
 
 class Clock:
@@ -126,16 +129,20 @@ def transfer_series(
     record: Mapping[str, Any], resources: Mapping[str, Any] | None
 ) -> list[dict[str, Any]]:
     """The NIC series of each timed transfer repetition (write: the client's transmitted
-    bytes; read: received), from the client's sampler series; [] when it was not sampled."""
+    bytes; read: received), from the client's sampler series; [] when it was not sampled.
+    Several clients at once: the NAS's NIC, the whole it carried."""
     params = record.get("params") or {}
-    client = (resources or {}).get(str(params.get("client"))) or {}
-    nic = (record.get("path") or {}).get("client_interface")
+    together = bool(params.get("clients"))
+    host = params.get("server") if together else params.get("client")
+    client = (resources or {}).get(str(host)) or {}
+    nic = (record.get("path") or {}).get("server_interface" if together else "client_interface")
+    counters = _NAS_COUNTER if together else _NIC_COUNTER
     found = []
     for rep in record.get("repetitions") or []:
         started_s, ended_s = rep.get("started_s"), rep.get("ended_s")
         if rep.get("status") != "ok" or started_s is None or ended_s is None:
             continue
-        counter = _NIC_COUNTER[str(rep.get("direction"))]
+        counter = counters[data_direction(str(rep.get("direction")))]
         t_s, rates = nic_points(client.get("series"), nic, counter, started_s, ended_s)
         made = series(
             repetition=rep["index"],
@@ -147,7 +154,7 @@ def transfer_series(
             detect_fall=True,
         )
         if made is not None:
-            made["host"], made["nic"] = params.get("client"), nic
+            made["host"], made["nic"] = host, nic
             found.append(made)
     return found
 

@@ -84,6 +84,31 @@ class Platform(Protocol):
         """Why nasplan will not change this host's network (what to do by hand); None: it will."""
         ...
 
+    def drop_cache(self, facts: HostFacts, path: str | None) -> Command | str:
+        """How this host drops what its cache holds of ``path`` (None: a path it does not know),
+        for a cold read; or why it cannot, in words."""
+        ...
+
+
+# $1: the file or directory a cold read is about to read, or empty. Its files' pages
+# (posix_fadvise DONTNEED through GNU dd, after sync: dirty pages stay) where dd can; else the
+# whole page cache (BusyBox's dd, as on QTS and DSM, has no iflag=nocache). Says which.
+_LINUX_DROP = """\
+sync
+nocache() {
+  find "$1" -type f | {
+    ok=0
+    while IFS= read -r f; do dd if="$f" iflag=nocache count=0 status=none 2>/dev/null || ok=1; done
+    exit "$ok"
+  }
+}
+if [ -n "$1" ] && [ -e "$1" ] && nocache "$1"; then
+  echo "nasplan: dropped the page cache of $1"
+  exit 0
+fi
+echo 3 > /proc/sys/vm/drop_caches && echo "nasplan: dropped the whole page cache"
+"""
+
 
 class PlatformBase(Platform):
     """The defaults of a Linux host with ``ip``: a platform sets ``name``, writes ``matches`` and
@@ -112,6 +137,11 @@ class PlatformBase(Platform):
     def network_refusal(self, facts: HostFacts) -> str | None:
         """None: nasplan changes this host's network itself (``network_mechanism``)."""
         return None
+
+    def drop_cache(self, facts: HostFacts, path: str | None) -> Command | str:
+        """Linux: the file's pages (``dd iflag=nocache``), else the whole page cache (root)."""
+        script = f"set -- {shlex.quote(path or '')}\n" + _LINUX_DROP
+        return Command(script, "drop the page cache before a cold read", sudo=True)
 
 
 def marker_values(text: str, separator: str = "=") -> dict[str, str]:

@@ -57,6 +57,13 @@ class TrueNasCore(PlatformBase):
         ifconfig: its network belongs to the middleware, which would undo an ifconfig change."""
         return TRUENAS_INTERFACE_COMMIT
 
+    def drop_cache(self, facts: HostFacts, path: str | None) -> Command | str:
+        """FreeBSD has no command that drops its buffer cache or ZFS's ARC."""
+        return (
+            "FreeBSD has no command that drops its buffer cache or ZFS's ARC for a file: the "
+            "cold read was not measured"
+        )
+
 
 class FreeBsd(PlatformBase):
     """Plain FreeBSD: tools from ``pkg`` when missing."""
@@ -79,3 +86,10 @@ class FreeBsd(PlatformBase):
     def network_mechanism(self, facts: HostFacts) -> str:
         """``ifconfig`` changes (gone at reboot) under a revert timer detached with daemon -f."""
         return DETACHED_TIMER
+
+    def drop_cache(self, facts: HostFacts, path: str | None) -> Command | str:
+        """FreeBSD has no command that drops its buffer cache or ZFS's ARC."""
+        return (
+            "FreeBSD has no command that drops its buffer cache or ZFS's ARC for a file: the "
+            "cold read was not measured"
+        )

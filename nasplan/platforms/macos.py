@@ -62,3 +62,7 @@ class MacOs(PlatformBase):
     def network_mechanism(self, facts: HostFacts) -> str:
         """``ifconfig`` changes (gone at reboot) under a revert timer detached with nohup."""
         return DETACHED_TIMER
+
+    def drop_cache(self, facts: HostFacts, path: str | None) -> Command | str:
+        """``purge``: macOS's own flush of its whole disk cache (root)."""
+        return Command("sync && purge", "drop the disk cache before a cold read", sudo=True)

@@ -43,3 +43,10 @@ class TrueNas(PlatformBase):
     def network_mechanism(self, facts: HostFacts) -> str:
         """The middleware's own commit-confirmed change when ``midclt`` is there, else ``ip``."""
         return TRUENAS_INTERFACE_COMMIT if facts.tool("midclt") else SETSID_TIMER
+
+    def drop_cache(self, facts: HostFacts, path: str | None) -> Command | str:
+        """ZFS's ARC is not the page cache: nothing evicts one file from it."""
+        return (
+            "TrueNAS keeps files in ZFS's ARC, which no command empties for one file (only "
+            "exporting the pool would, taking it offline): the cold read was not measured"
+        )

@@ -64,6 +64,13 @@ class Windows(PlatformBase):
         """Why nasplan will not change this host's network, and the commands that do it by hand."""
         return network_refusal_text(facts)
 
+    def drop_cache(self, facts: HostFacts, path: str | None) -> Command | str:
+        """Windows has no command of its own that empties its file cache."""
+        return (
+            "Windows has no built-in command that empties its file cache: the cold read was not "
+            "measured"
+        )
+
 
 def how_to_get(facts: HostFacts, tool: str) -> str:
     """One sentence: ``tool`` is missing on this host, and the command that gets it here."""

@@ -23,6 +23,7 @@ import paramiko
 from paramiko.pkey import UnknownKeyType
 
 from nasplan.errors import HostError, InputError
+from nasplan.input.inventory import Host
 from nasplan.input.known_hosts import KnownKey, read_known_hosts
 from nasplan.input.localfile import private_file_problem
 
@@ -71,6 +72,16 @@ class KnownHosts:
         blob = key.asbytes()
         return any(k.marker == "@revoked" and k.blob == blob for k in self.keys)
 
+    def vouches(self, key: paramiko.PKey, names: Iterable[str]) -> bool:
+        """Whether a line holds ``key`` (not revoked) for one of ``names``: another name of the
+        same host (its cable's address) that known_hosts has verified it under."""
+        blob = key.asbytes()
+        return not self.revoked(key) and any(
+            known.marker is None and known.blob == blob and _matches(known.patterns, name)
+            for known in self.keys
+            for name in names
+        )
+
     def add_to(self, keys: paramiko.HostKeys, name: str) -> None:
         """Put into ``keys`` (a client's) the keys known for ``name`` (``host`` or
         ``[host]:port``): what paramiko compares the server's with; none revoked."""
@@ -117,17 +128,33 @@ def key_name(host: str, port: int) -> str:
     return host if port == DEFAULT_SSH_PORT else f"[{host}]:{port}"
 
 
-class RefuseUnknownHostKey(paramiko.MissingHostKeyPolicy):
-    """Refuse a host whose key known_hosts does not hold (Fabric's default would accept it)."""
+def aliases(host: Host) -> list[str]:
+    """Other names the inventory gives ``host``: its name, its address, its interfaces'
+    addresses (a known_hosts line under any of them vouches for its key)."""
+    found = [host.name, host.address]
+    found += [i.address for i in host.interfaces.values() if i.address]
+    return list(dict.fromkeys(found))
 
-    def __init__(self, known: KnownHosts) -> None:
+
+class RefuseUnknownHostKey(paramiko.MissingHostKeyPolicy):
+    """Refuse a host whose key known_hosts does not hold (Fabric's default would accept it),
+    unless known_hosts holds that very key under another name the inventory gives the same host
+    (``aliases``: its name, its interfaces' addresses): a cable's address is then trusted with
+    the host's verified key, for this connection only (nothing is written)."""
+
+    def __init__(self, known: KnownHosts, aliases: Sequence[str] = ()) -> None:
         self.known = known
+        self.aliases = aliases
 
     def missing_host_key(
         self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey
     ) -> None:
         if self.known.revoked(key):
             raise RevokedHostKeyError(revoked_message(hostname, key, self.known))
+        port = int(hostname.rpartition("]:")[2]) if hostname.startswith("[") else DEFAULT_SSH_PORT
+        if self.known.vouches(key, [key_name(alias, port) for alias in self.aliases]):
+            client.get_host_keys().add(hostname, key.get_name(), key)
+            return
         raise UnknownHostKeyError(
             f"host key for {hostname} is not known ({fingerprint(key)}); "
             f"not in {self.known.shown}. Verify the fingerprint on the host "

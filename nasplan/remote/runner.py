@@ -123,6 +123,11 @@ class Runner(Protocol):
         """Let go of what the runner holds (its connection: commands after it fail)."""
         ...
 
+    def host_key(self) -> str | None:
+        """The host's public key this connection checked against known_hosts, as a known_hosts
+        line's key part (``ssh-ed25519 AAAA...``); None: no SSH (this machine, a test double)."""
+        ...
+
 
 class RunnerBase(Runner):
     """The defaults of a runner that speaks only POSIX sh, never loses its host and holds
@@ -146,6 +151,10 @@ class RunnerBase(Runner):
 
     def close(self) -> None:
         """Nothing to let go of."""
+
+    def host_key(self) -> str | None:
+        """No SSH, no host key."""
+        return None
 
 
 class LocalRunner(RunnerBase):

@@ -396,6 +396,14 @@ class SshRunner(RunnerBase):
         finally:
             self._close_jumps()
 
+    def host_key(self) -> str | None:
+        """The key the host showed on this connection (checked when it opened)."""
+        transport = self.connection.client.get_transport()
+        if transport is None:
+            return None
+        key = transport.get_remote_server_key()
+        return f"{key.get_name()} {key.get_base64()}"
+
 
 def _until(
     markers: Sequence[str], shown: str, timeout_s: float

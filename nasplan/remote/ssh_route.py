@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,7 +83,7 @@ def route(host: Host, connect_kwargs: Mapping[str, Any], timeout_s: float) -> Ro
             gateway = str(options["proxycommand"])  # the user's own ssh_config asks for it
         to_host = Hop(host.user, host.address, host.port)
         target = _connection(to_host, config, gateway, connect_kwargs, timeout_s)
-        checked.append(_check(target, known, host.name))
+        checked.append(_check(target, known, host.name, host_keys.aliases(host)))
     except (paramiko.SSHException, ValueError, OSError) as exc:
         # what the ssh_config leads paramiko or Fabric into: Match exec, canonicalisation, ...
         raise HostError(f"{host.name}: ssh_config {_config_names(host)}: {exc}") from None
@@ -190,13 +190,17 @@ class _KnownHostsCache:
         return self.read[files]
 
 
-def _check(connection: Connection, known: _KnownHostsCache, where: str) -> host_keys.KnownHosts:
-    """Host keys for this connection's name and the refusal of any other; its login keys.
+def _check(
+    connection: Connection, known: _KnownHostsCache, where: str, aliases: Sequence[str] = ()
+) -> host_keys.KnownHosts:
+    """Host keys for this connection's name and the refusal of any other (but the key
+    known_hosts holds for one of ``aliases``, the host's other names); its login keys.
     Returns the known_hosts it is checked against."""
     found = known.for_connection(connection, where)
     name = host_keys.key_name(connection.host, connection.port)
     found.add_to(connection.client.get_host_keys(), name)
-    connection.client.set_missing_host_key_policy(host_keys.RefuseUnknownHostKey(found))
+    policy = host_keys.RefuseUnknownHostKey(found, aliases)
+    connection.client.set_missing_host_key_policy(policy)
     own = known.host.identity_file
     for key_file in connection.connect_kwargs.get("key_filename") or []:
         path = Path(key_file).expanduser()

@@ -40,17 +40,21 @@ class TableSpec:
     columns: tuple[str, ...] = ()
     baseline: tuple[tuple[str, str], ...] = ()
     metric: str | None = None
+    # further baselines, each its own ratio beside the baseline's (``against: [{link: p2p25}]``)
+    against: tuple[tuple[tuple[str, str], ...], ...] = ()
 
     @property
     def named(self) -> tuple[str, ...]:
         """Every dimension the spec names, rows first."""
-        return (*self.rows, *self.columns, *(k for k, _ in self.baseline))
+        others = (k for one in self.against for k, _ in one)
+        return (*self.rows, *self.columns, *(k for k, _ in self.baseline), *others)
 
 
 def parse_table_option(text: str) -> TableSpec:
     """``rows=link,columns=method/direction,baseline=link=p2p25`` -> a TableSpec.
 
-    Several dimensions (and baseline pairs) are joined by ``/``; ``metric=KEY`` tabulates a
+    Several dimensions (and baseline pairs) are joined by ``/``; ``against=volume=hdd`` (several
+    joined by ``+``) adds a ratio to each further baseline; ``metric=KEY`` tabulates a
     repetition key other than each test's own metric. Raises InputError on anything else.
     """
     fields: dict[str, str] = {}
@@ -58,26 +62,35 @@ def parse_table_option(text: str) -> TableSpec:
         key, sep, value = part.partition("=")
         if not part or not sep or not value.strip():
             raise InputError(f"--table {text!r}: expected rows=DIM[/DIM...][,columns=...]")
-        if key.strip() not in ("rows", "columns", "baseline", "metric"):
+        if key.strip() not in ("rows", "columns", "baseline", "against", "metric"):
             raise InputError(
-                f"--table {text!r}: unknown {key.strip()!r} (rows, columns, baseline, metric)"
+                f"--table {text!r}: unknown {key.strip()!r} (rows, columns, baseline, against, "
+                "metric)"
             )
         fields[key.strip()] = value.strip()
-    baseline = {}
-    for pair in fields.get("baseline", "").split("/") if "baseline" in fields else []:
-        dim, sep, value = pair.partition("=")
-        if not sep or not dim.strip() or not value.strip():
-            raise InputError(f"--table {text!r}: baseline is DIM=VALUE[/DIM=VALUE...]")
-        baseline[dim.strip()] = value.strip()
+    baseline = _pairs(text, fields["baseline"]) if "baseline" in fields else {}
+    against = [_pairs(text, one) for one in fields.get("against", "").split("+") if one]
     return spec_from_plan(
         {
             "rows": _names(fields.get("rows", "")),
             "columns": _names(fields.get("columns", "")),
             "baseline": baseline,
+            "against": against,
             **({"metric": fields["metric"]} if "metric" in fields else {}),
         },
         "--table",
     )
+
+
+def _pairs(text: str, value: str) -> dict[str, str]:
+    """``link=p2p25/size=1GiB`` -> ``{link: p2p25, size: 1GiB}``; InputError when malformed."""
+    found = {}
+    for pair in value.split("/"):
+        dim, sep, one = pair.partition("=")
+        if not sep or not dim.strip() or not one.strip():
+            raise InputError(f"--table {text!r}: a baseline is DIM=VALUE[/DIM=VALUE...]")
+        found[dim.strip()] = one.strip()
+    return found
 
 
 def _names(text: str) -> list[str]:
@@ -95,8 +108,11 @@ def spec_from_plan(table: Mapping[str, Any], where: str = "table") -> TableSpec:
     if twice:
         raise InputError(f"{where}: {', '.join(twice)} named twice in rows and columns")
     baseline = tuple((str(k), value_text(v)) for k, v in (table.get("baseline") or {}).items())
+    against = tuple(
+        tuple((str(k), value_text(v)) for k, v in one.items()) for one in table.get("against") or ()
+    )
     metric = table.get("metric")
-    return TableSpec(rows, columns, baseline, str(metric) if metric else None)
+    return TableSpec(rows, columns, baseline, str(metric) if metric else None, against)
 
 
 def points_of(
@@ -154,7 +170,7 @@ def check_spec(spec: TableSpec, dims: Mapping[str, Sequence[str]], where: str = 
     for dim in spec.named:
         if dim not in dims:
             raise InputError(f"{where}: no dimension {dim!r} in the results (there are: {known})")
-    for dim, value in spec.baseline:
+    for dim, value in [*spec.baseline, *(pair for one in spec.against for pair in one)]:
         if value not in dims[dim]:
             raise InputError(
                 f"{where}: baseline {dim}={value}: {dim} has no such value "
@@ -265,7 +281,8 @@ def build(
                 here = [p for k, p in keyed if matches(k, tuple(where.values()))]
                 is_base = all(where.get(d, v) == v for d, v in baseline.items())
                 found = pivot_match.baseline_of(where, baseline, keyed, every, loose)
-                one = cell(here, found.points, is_base)
+                others = [_against(where, dict(one), keyed, every, loose) for one in spec.against]
+                one = cell(here, found.points, is_base, others)
                 if one["ratio"] is not None and found.differs:
                     differs.add(found.differs)
                 cells.append(one)
@@ -292,12 +309,28 @@ def build(
         "columns": list(spec.columns),
         "baseline": baseline,
         "beside": tied,
+        "against": [dict(one) for one in spec.against],
         "metric": spec.metric,
         "default": default,
         "title": " × ".join(p for p in (", ".join(spec.rows), ", ".join(spec.columns)) if p),
         "tables": tables,
         "notes": said,
     }
+
+
+def _against(
+    where: Mapping[str, str],
+    one: Mapping[str, str],
+    keyed: Sequence[tuple[pivot_match.Key, Point]],
+    every: Sequence[str],
+    loose: Sequence[str],
+) -> tuple[str, tuple[Point, ...], bool]:
+    """A further baseline of the cell at ``where`` (found as the baseline is,
+    ``pivot_match.baseline_of``): its label, its points, whether it is that cell itself."""
+    label = "/".join(f"{d}={v}" for d, v in one.items())
+    itself = all(where.get(d, v) == v for d, v in one.items())
+    loose = [d for d in loose if d not in one]
+    return label, pivot_match.baseline_of(where, one, keyed, every, loose).points, itself
 
 
 def cell_dimensions(tests: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -106,15 +106,22 @@ def _versus(point: Point, base: Point) -> dict[str, Any]:
     return {"ratio": ratio, "verdict": found.verdict, "rule": found.rule, "p_value": found.p_value}
 
 
-def cell(here: Sequence[Point], base: Sequence[Point], is_base: bool) -> dict[str, Any]:
+def cell(
+    here: Sequence[Point],
+    base: Sequence[Point],
+    is_base: bool,
+    against: Sequence[tuple[str, Sequence[Point], bool]] = (),
+) -> dict[str, Any]:
     """One cell: its numbers (median, min, max, n, values, ratio, verdict; ``no_ratio``: why it
     has none; ``short``: its repetitions under analysis.MIN_TRUSTED_S, ``short_baseline``: its
-    baseline's) and its text."""
+    baseline's) and its text; ``against``: further baselines (label, their points, whether this
+    cell is that one), each a ratio of its own in ``against`` and the text
+    (``×2.53 of volume=hdd``)."""
     cell: dict[str, Any] = {
         "status": NOT_RUN, "metric": None, "n": 0, "median": None, "min": None, "max": None,
         "values": [], "ratio": None, "verdict": None, "rule": None, "p_value": None,
         "baseline": is_base, "no_ratio": None, "short": [], "short_baseline": [],
-        "bottleneck": None, "text": NOT_RUN,
+        "bottleneck": None, "text": NOT_RUN, "against": [],
     }  # fmt: skip
     if len(here) > 1:
         ids = ", ".join(sorted({str(p.test["id"]) for p in here}))
@@ -141,6 +148,17 @@ def cell(here: Sequence[Point], base: Sequence[Point], is_base: bool) -> dict[st
     else:
         cell.update(_versus(point, base[0]), short_baseline=list(base[0].short))
         text += f" ×{cell['ratio']:.2f}{MARKS.get(cell['verdict'] or '', '')}"
+    found = [
+        (label, _versus(point, one[0]))
+        for label, one, itself in against
+        if len(one) == 1 and not itself
+    ]
+    cell["against"] = [{"label": label, **versus} for label, versus in found]
+    text += "".join(
+        f" ×{v['ratio']:.2f}{MARKS.get(v['verdict'] or '', '')} of {label}"
+        for label, v in found
+        if v["ratio"] is not None
+    )
     if point.short:
         text += f" {SHORT}"
     elif cell["short_baseline"]:

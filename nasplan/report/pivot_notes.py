@@ -26,6 +26,9 @@ class Layout(Protocol):
     @property
     def metric(self) -> str | None: ...
 
+    @property
+    def against(self) -> tuple[tuple[tuple[str, str], ...], ...]: ...
+
 
 def notes(
     spec: Layout,
@@ -56,6 +59,12 @@ def notes(
                 else "."
             )
             + " A cell without a ratio says why (`no ratio: baseline not run`)."
+        )
+    for one in spec.against:
+        pairs = ", ".join(f"{d}={v}" for d, v in one)
+        label = "/".join(f"{d}={v}" for d, v in one)
+        found.append(
+            f"Also against the cell with {pairs} and the same other values: `×ratio of {label}`."
         )
     found += matched
     if marked:

@@ -19,7 +19,7 @@ from nasplan.analysis import (
     theoretical_udp_bits_per_second,
 )
 from nasplan.diagnose import diagnose
-from nasplan.facts import storage
+from nasplan.facts import storage, volumes
 from nasplan.measure import kinds
 from nasplan.output import redactor_of, secrets_from_environ, write_text
 from nasplan.quantities import BITS, BYTES
@@ -270,7 +270,7 @@ def _host(name: str, host: Mapping[str, Any], used: Set[str] = frozenset()) -> d
         "memory_bytes": facts.get("memory_bytes"),
         "iperf3_version": facts.get("iperf3_version"),
         "nics": _nics(host, used),
-        "storage": storage.aspects(facts.get("storage") or {}),
+        "storage": {**storage.aspects(facts.get("storage") or {}), **volumes.aspects(host)},
         "actions": list(host.get("actions", [])),
     }
 

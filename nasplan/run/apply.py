@@ -230,7 +230,7 @@ class Run:
         importlib.import_module("nasplan.report.render")
         self.hooks.settle()
         facts = {n: s.facts for n, s in self.sessions.items()}
-        memory = {n: f.memory_bytes if f else None for n, f in facts.items()}
+        memory = {n: f.cache_bytes if f else None for n, f in facts.items()}
         boot_ids = {n: f.boot_id if f else None for n, f in facts.items()}
         local = {n for n, s in self.sessions.items() if s.host.is_local}
         shared = shared_kernels(boot_ids, local_boot_id(), local)

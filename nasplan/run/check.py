@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from nasplan.errors import CannotStart
+from nasplan.facts import volumes
 from nasplan.hosts.session import HostSession, close_sessions, open_sessions, planned_installs
 from nasplan.input.inventory import Host
 from nasplan.input.plan import Plan
@@ -79,6 +80,7 @@ class Checked:
                 continue
             todo = "; ".join(host["installs"]) if host["installs"] else "nothing to install"
             out.append(f"{name} ({host['platform'] or '?'}): {todo}")
+            out += [f"{name} {what}: {text}" for what, text in host.get("storage", {}).items()]
             out += [f"warning: {warning}" for warning in host["warnings"]]
         out += [f"{c['host']}: would set {c['change']} (and put it back after the run)"
                 for c in self.changes]  # fmt: skip
@@ -197,7 +199,20 @@ def _hosts(
             "error": session.error,
             "installs": planned_installs(session, needs.get(name, [])) if reachable else [],
             "warnings": list(session.warnings),
+            "storage": _storage(session),
         }
+    return found
+
+
+def _storage(session: HostSession) -> dict[str, str]:
+    """The host's volumes as its facts show them, and a memory limit below its RAM."""
+    facts = session.facts
+    if facts is None:
+        return {}
+    paths = {f"volume {n}": v.path for n, v in sorted(session.host.volumes.items())}
+    found = volumes.describe_all(paths, facts.storage)
+    if facts.memory_limit_bytes:
+        found["memory limit"] = volumes.size_text(facts.memory_limit_bytes)
     return found
 
 

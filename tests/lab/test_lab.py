@@ -261,8 +261,8 @@ def test_failure_half_way_undoes_everything(
     started: list[int] = []
     real_start = sshd.start
 
-    def start(namespace: str, wrapper: Path, log_path: Path) -> int:
-        started.append(real_start(namespace, wrapper, log_path))
+    def start(namespace: str, wrapper: Path, log_path: Path, cgroup: Path | None = None) -> int:
+        started.append(real_start(namespace, wrapper, log_path, cgroup))
         return started[-1]
 
     def never_ready(address: str, pid: int, log_path: Path, timeout_s: float = 10.0) -> None:

@@ -56,6 +56,7 @@ PATTERN_SAMPLES = {
     "ip_interface": ["198.19.80.2/24", "198.19.80.3", "198.19.80.5/30"],
     "ipv4_prefix": ["198.19.80.0/30", "198.19.81.0/24", "198.19.82.0/31"],
     "remote_path": ["/srv", "/volume1/data", "/share/Public Files"],
+    "volume_path": ["/share/HDD", "/volume1", "/mnt/tank/media"],
     "export_path": ["/volume1/data", "/export"],
     "share_path": ["dir", "a/b", "nasplan"],
     "share": ["data", "home$", "public"],
@@ -68,7 +69,13 @@ PATTERN_SAMPLES = {
     "matrix": [{"run": [1, 2]}, {"run": ["a"]}],
 }
 # Plan keys whose schema is inline: which samples fit them.
-KEY_SAMPLES = {"window": "window", "size": "size", "password_env": "env", "speed": "rate"}
+KEY_SAMPLES = {
+    "window": "window",
+    "size": "size",
+    "password_env": "env",
+    "become_password_env": "env",
+    "speed": "rate",
+}
 
 
 class FactsRunner(RunnerBase):
@@ -219,6 +226,8 @@ def plan_documents(rng: random.Random, count: int) -> Iterator[tuple[Any, bool]]
         doc: dict[str, Any] = {"name": f"fuzz{index}", "inventory": "inventory.yaml", "tests": []}
         for _ in range(rng.randint(1, 3)):
             test = gen.value(schema["$defs"][rng.choice(kinds)])
+            if "server" in test:  # one client (the schema allows clients instead)
+                test.setdefault("client", "ws")
             for role in ("server", "client", "host"):
                 if role in test:
                     test[role] = rng.choice(["nas", "ws"])
@@ -227,6 +236,11 @@ def plan_documents(rng: random.Random, count: int) -> Iterator[tuple[Any, bool]]
             test.pop("port", None)
             test.pop("id", None)
             test.pop("target", None)
+            # the inventory below names no volume, and a test has one client or several
+            test.pop("volume", None)
+            test.pop("clients", None)
+            if test["kind"] == "disk":
+                test.setdefault("path", "/srv")
             if test["kind"] == "transfer":
                 # every method's own keys, so whichever method was drawn has what it needs
                 test.update(share="data", password_env="NAS_PW", path="dir")

@@ -30,6 +30,7 @@ def test_native_example_resolves_precedence_and_interfaces() -> None:
     assert qnap.interfaces["ten"].prefix_len == 24
     assert qnap.identity_file == Path("~/.ssh/id_ed25519").expanduser()
     assert inventory.groups["nas"] == ("qnap",)
+    assert qnap.volumes["ssd"].share == "fast" and not ws.volumes
 
 
 def test_precedence_host_over_host_vars_over_group_over_all(tmp_path: Path) -> None:

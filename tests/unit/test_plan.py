@@ -81,9 +81,9 @@ def test_unknown_key_in_a_test(tmp_path: Path) -> None:
         load_plan(path)
     assert info.value.messages == [
         f"{path}:11:5: tests[0].repetition: unknown key 'repetition' (did you mean "
-        "'repetitions'? known keys: bidir, bitrate, client, duration_s, id, kind, matrix, mss, "
-        "name, omit_s, parallel, port, protocol, repetitions, reverse, server, target, window, "
-        "zerocopy)"
+        "'repetitions'? known keys: bidir, bitrate, client, clients, duration_s, id, kind, matrix, "
+        "mss, name, omit_s, parallel, port, protocol, repetitions, reverse, server, target, "
+        "window, zerocopy)"
     ]
     path = make(tmp_path, BASE.replace("    repetitions: 2", "    colour: blue"))
     with pytest.raises(InputError) as info:

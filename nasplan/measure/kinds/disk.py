@@ -60,6 +60,8 @@ class DiskSettings:
 
     host: str
     path: str
+    # the inventory's volume the path lies on (``volume:``, or found from the path)
+    volume: str | None = None
     direction: str = "both"
     size: str | int = "64MiB"
     direct: bool = True
@@ -252,7 +254,8 @@ def _one(job: _Fio, fio_job: fio.FioParams, name: str) -> tuple[dict[str, Any], 
 
 def _summarize(record: dict[str, Any], session: HostSession, size_bytes: int) -> None:
     _direction_summaries(record)
-    memory_bytes = session.facts.memory_bytes if session.facts else None
+    # the RAM its page cache may fill: a cgroup's limit below the RAM counts (facts)
+    memory_bytes = session.facts.cache_bytes if session.facts else None
     medians = [s.get("median") or 0.0 for s in (record.get("directions") or {}).values() if s]
     record["cache_warning"] = cache_influence(
         size_bytes,
@@ -293,7 +296,7 @@ class Disk(Kind[DiskSettings]):
     def settings(self, test: PlanTest) -> DiskSettings:
         """``host`` and ``path`` required; the defaults of DiskSettings."""
         s = test.settings
-        keys = ("direction", "size", "direct", "fallback_buffered", "duration_s")
+        keys = ("volume", "direction", "size", "direct", "fallback_buffered", "duration_s")
         given = {k: s[k] for k in keys if k in s}
         return DiskSettings(host=str(s["host"]), path=str(s["path"]), **given)
 
@@ -310,8 +313,9 @@ class Disk(Kind[DiskSettings]):
         return [probes.writable_directory(s.host, s.path, "the disk test's path")]
 
     def describe(self, test: PlanTest, s: DiskSettings) -> str:
+        on = f" (volume {s.volume})" if s.volume else ""
         return (
-            f"fio sequential {s.direction} on {s.host}:{s.path}, "
+            f"fio sequential {s.direction} on {s.host}:{s.path}{on}, "
             f"{s.size} in 1 MiB blocks, "
             f"{'direct' if s.direct else 'buffered'} I/O, x {test.repetitions_text}"
         )
@@ -331,6 +335,7 @@ class Disk(Kind[DiskSettings]):
         params = {
             "host": s.host,
             "path": s.path,
+            "volume": s.volume,
             "direction": s.direction,
             "size_bytes": size_bytes,
             "block_bytes": fio.DEFAULT_BLOCK_BYTES,
@@ -392,7 +397,8 @@ class Disk(Kind[DiskSettings]):
 
     def flow(self, record: Record, direction: str | None) -> str:
         params = record.get("params") or {}
-        return f"{params.get('host', '–')} {params.get('path', '')}".strip()
+        on = f" (volume {params['volume']})" if params.get("volume") else ""
+        return f"{params.get('host', '–')} {params.get('path', '')}{on}".strip()
 
     def measured(self, record: Record, series: Series | None) -> str:
         direct = (record.get("params") or {}).get("direct")
@@ -405,9 +411,10 @@ class Disk(Kind[DiskSettings]):
         return (str(host), path) if isinstance(path, str) else None
 
     def capacities(self, record: Record) -> list[Capacity]:
-        host = str((record.get("params") or {}).get("host"))
+        params = record.get("params") or {}
+        host, volume = str(params.get("host")), params.get("volume")
         return [
-            Capacity(DISK, host, direction, float(median))
+            Capacity(DISK, host, direction, float(median), volume=volume)
             for direction, summary in (record.get("directions") or {}).items()
             if isinstance(median := (summary or {}).get("median"), (int, float))
         ]

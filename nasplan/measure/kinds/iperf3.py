@@ -16,7 +16,7 @@ from nasplan.analysis import (
 )
 from nasplan.errors import CannotStart
 from nasplan.input.plan import Plan, PlanTest
-from nasplan.measure import iperf3_runs, timeline, udp
+from nasplan.measure import iperf3_runs, iperf3_together, timeline, together, udp
 from nasplan.measure.capacity import NETWORK, Capacity
 from nasplan.measure.estimate import Estimate, parts
 from nasplan.measure.kind import DASH, Caveat, Kind, Needs, Record, RunContext
@@ -89,6 +89,32 @@ def _udp_also(reps: Sequence[Mapping[str, Any]]) -> str:
     return "; ".join(p for p in parts if p)
 
 
+def _together_verdict(record: Record) -> dict[str, Any]:
+    """Each direction's verdict of clients at once (``nasplan.measure.together.verdict``)."""
+    params, path = record.get("params") or {}, record.get("path") or {}
+    paths = record.get("paths") or {}
+    server = str(params.get("server"))
+    cpu = ((record.get("resources") or {}).get(server) or {}).get("cpu_busy_percent_median")
+    found = {}
+    for one in KIND.series(record):
+        shares = ((record.get("together") or {}).get(one.direction or "")) or {}
+        median = one.summary.get("median")
+        if not shares.get("clients") or not isinstance(median, (int, float)):
+            continue
+        found[one.direction or "forward"] = together.verdict(
+            what=f"iperf3 {one.direction}",
+            aggregate_bits_per_second=float(median),
+            nas_link_bits_per_second=path.get("theoretical_bits_per_second"),
+            nas_link_name=str(path.get("server_interface") or "link"),
+            clients={
+                c: (rate, (paths.get(c) or {}).get("theoretical_bits_per_second"))
+                for c, rate in shares["clients"].items()
+            },
+            nas_cpu_percent=cpu if isinstance(cpu, (int, float)) else None,
+        )
+    return found
+
+
 class Iperf3(Kind[iperf3.Iperf3Params]):
     """``kind: iperf3``: what the network carries between two hosts, TCP or UDP, in bit/s."""
 
@@ -122,18 +148,19 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
         )
 
     def needs(self, test: PlanTest, s: iperf3.Iperf3Params) -> Needs:
-        """iperf3 on both ends."""
-        return {test.server: ("iperf3",), test.client: ("iperf3",)}
+        """iperf3 on both ends (every client's)."""
+        return {test.server: ("iperf3",), **{c: ("iperf3",) for c in test.clients}}
 
     def describe(self, test: PlanTest, s: iperf3.Iperf3Params) -> str:
         streams = f", {s.parallel} streams" if s.parallel > 1 else ""
         protocol, target = s.protocol.upper(), test.target.label()
+        client = f"{' + '.join(test.clients)} at once" if len(test.clients) > 1 else test.client
         if s.bidir:
-            flow = f"iperf3 {protocol} {test.client} <-> {target} (--bidir)"
+            flow = f"iperf3 {protocol} {client} <-> {target} (--bidir)"
         elif s.reverse:
-            flow = f"iperf3 {protocol} {target} -> {test.client} (-R)"
+            flow = f"iperf3 {protocol} {target} -> {client} (-R)"
         else:
-            flow = f"iperf3 {protocol} {test.client} -> {target}"
+            flow = f"iperf3 {protocol} {client} -> {target}"
         bitrate = s.udp_bitrate_bits_per_second
         rate = f" at {format_bits_per_second(bitrate)}" if bitrate else ""
         if s.protocol == "udp" and bitrate is None:
@@ -153,8 +180,9 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
             {**path_params(test), **dataclasses.asdict(params)},
             "bits_per_second",
         )
+        runs = iperf3_together if len(test.clients) > 1 else iperf3_runs
         try:
-            iperf3_runs.run(test, params, ctx, record, self.needs(test, params))
+            runs.run(test, params, ctx, record, self.needs(test, params))
         except CannotStart as exc:
             record["error"] = str(exc)
             return record
@@ -169,6 +197,11 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
         theoretical = record["path"]["theoretical_bits_per_second"]
         record["efficiency"] = efficiency(record["summary"]["median"], theoretical)
         errors = [f"repetition {r['index']}: {r['error']}" for r in reps if r["error"]]
+        if (record.get("params") or {}).get("clients"):
+            record["together"] = {"forward": together.summary(reps, "bits_per_second")}
+            if params.bidir:
+                back = together.summary(reps, "reverse_bits_per_second")
+                record["together"]["reverse"] = back
         return finish(record, errors)
 
     # --- how its records read ---------------------------------------------------------------
@@ -227,9 +260,16 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
             text += " as fast as it can (bitrate 0)"
         if params.get("bidir") and series is not None:
             text += f", --bidir {series.direction}"
+        if params.get("clients"):
+            text += f", {len(params['clients'])} clients at once"
         return text
 
     def also(self, record: Record, series: Series) -> str:
+        shared = ((record.get("together") or {}).get(series.direction or "forward")) or {}
+        verdict = ((record.get("together_verdict") or {}).get(series.direction or "forward")) or {}
+        if shared:
+            said = together.fairness_text(shared, series.metric)
+            return "; ".join(p for p in (str(verdict.get("verdict") or ""), said) if p) or DASH
         reps = self.ok_repetitions(record, series.direction)
         if _udp(record):
             return _udp_also(reps) or DASH
@@ -277,12 +317,25 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
         """What its TCP median says the network from client to server carries."""
         params = record.get("params") or {}
         median = (record.get("summary") or {}).get("median")
-        if params.get("bidir") or not isinstance(median, (int, float)):
+        if params.get("bidir") or params.get("clients") or not isinstance(median, (int, float)):
             return []
         direction = "read" if params.get("reverse") else "write"
         server, client = str(params.get("server")), str(params.get("client"))
         address = params.get("address")
         return [Capacity(NETWORK, server, direction, float(median), client, address)]
+
+    def annotated(
+        self,
+        record: Record,
+        capacities: Sequence[Capacity],
+        memory_bytes: Mapping[str, int | None],
+        cpu_shared_with: Mapping[str, Sequence[str]],
+    ) -> dict[str, Any]:
+        """Clients at once: what limited the whole (the NAS's link, each client's, its CPU)."""
+        out = dict(record)
+        if (record.get("params") or {}).get("clients"):
+            out["together_verdict"] = _together_verdict(record)
+        return out
 
     def core_advice(self, record: Record, host: str, load: Mapping[str, Any]) -> str:
         """iperf3's own process figure, its version's threading and its streams say why."""

@@ -1,45 +1,46 @@
-"""The ``transfer`` test kind: copy a generated incompressible file to and from the NAS, timed.
+"""The ``transfer`` test kind: copy a generated incompressible file (or a set of many files) to
+and from the NAS, timed, from one client or several at once.
 
-One source file per test, made on the client (``head -c SIZE /dev/urandom``); each write
-repetition sends it to the NAS, each read repetition fetches the NAS's copy back, the way its
-method copies (``nasplan.measure.methods``). The NAS's copy and the client's temp dir are
-removed in ``finally``, also after a failure.
+One source per client (``head -c SIZE /dev/urandom``; a set: ``head | split`` per group); each
+write repetition sends it to the NAS, each read repetition fetches the NAS's copy back (a cold
+read after the NAS dropped its cache), the way its method copies (``nasplan.measure.methods``);
+the repetitions themselves are ``nasplan.measure.transfer_runs``. The NAS's copies and the
+clients' temp dirs are removed in ``finally``, also after a failure.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
-from collections.abc import Mapping
+import statistics
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nasplan.errors import CannotStart
 from nasplan.hosts.session import HostSession
 from nasplan.input.matrix import file_stem
 from nasplan.input.plan import Plan, PlanTest
-from nasplan.measure import methods, sampling, timeline
+from nasplan.measure import methods, sampling, timeline, together
+from nasplan.measure.capacity import Capacity, judged_together
 from nasplan.measure.estimate import Estimate, copy_rate, parts
-from nasplan.measure.kind import Kind, Needs, Probe, Record, RunContext
-from nasplan.measure.methods.base import (
-    SETUP_TIMEOUT_S,
-    SLOWEST_BYTES_PER_SECOND,
-    Transfer,
-    TransferSettings,
+from nasplan.measure.kind import DASH, Kind, Needs, Probe, Record, RunContext
+from nasplan.measure.methods.base import Transfer, TransferSettings
+from nasplan.measure.pair import nas_path, open_pair, server_names, target_address, target_label
+from nasplan.measure.record import finish, finish_directions, new_record, path_params, warn
+from nasplan.measure.series import COLD_READ, Series
+from nasplan.measure.tools import transfer_sets
+from nasplan.measure.transfer_runs import (
+    Job,
+    Side,
+    check_commands,
+    cleanup,
+    prepare_client,
+    run_directions,
+    windows_paths,
 )
-from nasplan.measure.pair import open_pair, target_address, target_label
-from nasplan.measure.record import (
-    finish,
-    finish_directions,
-    new_record,
-    path_params,
-    summarize_directions,
-    warn,
-)
-from nasplan.measure.series import Series, directions_asked
-from nasplan.measure.tools import transfer, transfer_windows
 from nasplan.quantities import BYTES
 from nasplan.remote import shell
-from nasplan.remote.runner import Runner
-from nasplan.units import format_size, parse_size
+from nasplan.units import format_size
 
 # a repetition's own start and end besides its data: a connection, a login, the file opened
 STEP_S = 0.05
@@ -47,191 +48,59 @@ STEP_S = 0.05
 PART_S = 0.1
 # how fast the client makes its source file (``head -c`` from /dev/urandom)
 SOURCE_BYTES_PER_SECOND = 300 * 2**20
+# what a file of a set costs besides its bytes: a create or an open, a close
+PER_FILE_S = 0.002
+# a cold read's extra step: the NAS drops its cache
+DROP_S = 0.5
 
 
-def transfer_for(s: TransferSettings, test: PlanTest, server: HostSession, token: str) -> Transfer:
-    """The settings made concrete for one run; CannotStart naming what the method misses."""
-    name = f"nasplan-{file_stem(test.id)}-{token}.bin"
+def transfer_for(
+    s: TransferSettings, test: PlanTest, server: HostSession, token: str, client: str = ""
+) -> Transfer:
+    """The settings made concrete for one run (``client``: one of several, whose copies get a
+    name of their own); CannotStart naming what the method misses."""
+    suffix = f"-{client}" if client else ""
+    stem = f"nasplan-{file_stem(test.id)}-{token}{suffix}"
+    name = f"{stem}.set" if s.groups else f"{stem}.bin"
     way = methods.method(s.method)
-    base = Transfer(way, directions_asked(s.direction), parse_size(s.size), name, test.indices)
-    return way.concrete(s, base, server)
+    if s.groups and not way.many_files:
+        raise CannotStart(f"method {s.method} copies one file at a time: no files: set")
+    base = Transfer(way, s.directions, s.size_bytes, name, test.indices, groups=s.groups)
+    made = way.concrete(s, base, server)
+    # where the copies land as the NAS sees them (a cold read drops its cache there)
+    return made if made.server_path else dataclasses.replace(made, server_path=s.server_path)
 
 
-def repetition(
-    client: Runner, xfer: Transfer, direction: str, local_dir: str, address: str
-) -> tuple[dict[str, Any], str]:
-    """Run one timed transfer; return (repetition fields, raw output). Never raises."""
-    rep: dict[str, Any] = {"direction": direction, "status": "failed", "error": None}
-    windows = shell.of(client).is_windows
-    if windows:
-        argv = ["Copy-Item" if direction == "write" else "FileStream.CopyTo"]
-        share, remote = _windows_paths(xfer, address)
-        assert xfer.smb_user is not None
-        script = transfer_windows.timed_copy_script(
-            share, remote, local_dir, direction, xfer.smb_user
-        )
-        result = client.run_script(script, stdin=_smb_password(xfer), timeout_s=xfer.timeout_s)
-    else:
-        argv, before = xfer.command(direction, local_dir, address)
-        result = client.run_script(transfer.timed_script(argv, before), timeout_s=xfer.timeout_s)
-    raw = result.stdout + result.stderr
-    try:
-        duration_s, exited, output = transfer.parse_timed(result.stdout.replace("\r\n", "\n"))
-        # a Windows copy is timed by its script itself: no tool rate to read
-        tool = {"tool_bytes_per_second": None} if windows else xfer.method.parse(xfer, output)
-    except transfer.TransferParseError as exc:
-        detail = (result.stdout.strip().splitlines() or [""])[-1]
-        rep["error"] = f"{exc} (exit {result.exited})" + (f": {detail}" if detail else "")
-        return rep, raw
-    if exited != 0:
-        said = (output.strip().splitlines() or [""])[-1]
-        rep["error"] = f"{argv[0]} exited {exited}" + (f": {said}" if said else "")
-        return rep, raw
-    rate = xfer.size_bytes / duration_s if duration_s > 0 else None
-    rep.update(
-        status="ok",
-        bytes=xfer.size_bytes,
-        duration_s=duration_s,
-        bytes_per_second=rate,
-        bits_per_second=rate * 8 if rate else None,
-        tool_bytes_per_second=tool["tool_bytes_per_second"],
-    )
-    return rep, raw
+def _side(test: PlanTest, s: TransferSettings, ctx: RunContext, token: str, client: str) -> Side:
+    """One client's side, its commands checked; CannotStart or ValueError."""
+    pair = open_pair(dataclasses.replace(test, client=client), ctx, FileTransfer().needs(test, s))
+    several = client if len(test.clients) > 1 else ""
+    xfer = transfer_for(s, test, pair.server, token, several)
+    assert pair.server.runner is not None
+    names = server_names(test, ctx, pair.address)
+    xfer = dataclasses.replace(xfer, nas_key=pair.server.runner.host_key(), nas_names=names)
+    if not shell.of(pair.client.runner).is_windows:
+        check_commands(xfer, pair.address)
+    elif xfer.method.windows:  # Windows copies to a UNC path: no smbclient syntax
+        windows_paths(xfer, pair.address)  # ValueError for a name a share cannot hold
+    return Side(pair.client, xfer, pair.address, pair.path)
 
 
-def check_commands(xfer: Transfer, address: str) -> None:
-    """Build every command the test will run; ValueError when a value breaks a tool's syntax.
-
-    Called before anything is made on a host, so a refused value leaves nothing behind.
-    """
-    for direction in xfer.directions:
-        xfer.command(direction, "/nasplan-check", address)
-        xfer.method.write_target(xfer, 0).command(direction, "/nasplan-check", address)
-
-
-def _windows_paths(xfer: Transfer, address: str) -> tuple[str, str]:
-    """(``\\\\NAS\\share``, the NAS copy's UNC path) for a Windows client."""
-    assert xfer.share is not None
-    return transfer_windows.share_paths(address, xfer.share, xfer.remote_dir, xfer.remote_name)
-
-
-def _smb_password(xfer: Transfer) -> str:
-    """The SMB password line for a Windows script's stdin (checked in ``prepare_client``)."""
-    secret, _ = xfer.method.credentials(xfer)
-    return (secret or "") + "\n"
-
-
-def _cleanup(
-    xfer: Transfer, client: Runner, server: Runner, local_dir: str, address: str
-) -> list[str]:
-    """Remove the NAS's copy and the client's temp dir; return what could not be removed.
-
-    The client's temp dir (with the SMB authentication file) is removed whatever happens.
-    """
-    if shell.of(client).is_windows:  # one PowerShell script removes both copies
-        return _remove_windows_copies(xfer, client, local_dir, address)
-    try:
-        problems = xfer.method.remove_copy(xfer, client, server, local_dir, address)
-    except ValueError as exc:
-        problems = [f"the copy on the NAS: {exc}"]
-    finally:
-        result = client.run(transfer.cleanup_argv(local_dir), timeout_s=SETUP_TIMEOUT_S)
-    if not result.ok:
-        problems.append(f"rm -rf {local_dir}: {result.stderr.strip()}")
-    return problems
-
-
-def _remove_windows_copies(
-    xfer: Transfer, client: Runner, local_dir: str, address: str
-) -> list[str]:
-    """A Windows client: the share's copy and the %TEMP% dir; what could not be removed."""
-    share, remote = _windows_paths(xfer, address)
-    assert xfer.smb_user is not None
-    script = transfer_windows.cleanup_script(share, remote, local_dir, xfer.smb_user)
-    result = client.run_script(script, stdin=_smb_password(xfer), timeout_s=SETUP_TIMEOUT_S)
-    said = [line.strip() for line in result.stdout.splitlines() if line.startswith("nasplan:")]
-    return said + ([] if result.ok else [f"cleanup exited {result.exited}"])
-
-
-def prepare_client(
-    xfer: Transfer, client: HostSession, ctx: RunContext
-) -> tuple[str | None, str | None]:
-    """Check the tool, make the temp dir and source file; return (local dir, error)."""
-    assert client.runner is not None
-    way = xfer.method
-    windows = shell.of(client.runner).is_windows
-    if windows and not way.windows:
-        return None, transfer_windows.only_smb(client.host.name, way.name)
-    if not windows:
-        tool = way.tool(xfer)
-        if not client.runner.run(["sh", "-c", 'command -v "$1"', "sh", tool]).ok:
-            return None, f"{tool} is not installed on {client.host.name}"
-    secret, error = way.credentials(xfer)
-    if error is not None:
-        return None, error
-    stdin = None
-    if secret is not None:
-        ctx.mask(secret)
-        stdin = way.auth_stdin(xfer, secret)
-    timeout_s = SETUP_TIMEOUT_S + xfer.size_bytes / SLOWEST_BYTES_PER_SECOND
-    if windows:
-        return transfer_windows.make_source(client.runner, xfer.size_bytes, timeout_s)
-    result = client.runner.run_script(
-        transfer.setup_script(xfer.size_bytes, with_auth=stdin is not None),
-        stdin=stdin,
-        timeout_s=timeout_s,
-    )
-    local_dir = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
-    if not result.ok or not local_dir.startswith("/"):
-        return None, f"cannot create the source file on {client.host.name}: {result.stderr.strip()}"
-    return local_dir, None
-
-
-def _run_directions(
-    test: PlanTest,
-    xfer: Transfer,
-    client: Runner,
-    local_dir: str,
-    address: str,
-    ctx: RunContext,
-    record: dict[str, Any],
-    errors: list[str],
-    clock: timeline.Clock,
-) -> None:
-    total = test.repetitions * len(xfer.directions)
-    speed = (record["path"] or {}).get("speed_bits_per_second")
-    total_s = total * xfer.size_bytes * 8 / speed if speed else 0.0
-    on_nas: Transfer | None = None  # the last write that put the file on the NAS
-    for direction in xfer.directions:
-        if direction == "read" and on_nas is None:
-            # A read needs the file on the NAS: put it there once, untimed.
-            on_nas = xfer.method.write_target(xfer, 0)
-            seed, raw = repetition(client, on_nas, "write", local_dir, address)
-            first = test.first_repetition  # a later part of the test seeds a file of its own
-            ctx.save_raw(f"raw/{test.dir_name}/seed{'' if first == 1 else f'-{first}'}.txt", raw)
-            if seed["status"] != "ok":
-                errors.append(f"could not place the file on the NAS for reading: {seed['error']}")
-                return
-        for index in test.indices:
-            ctx.progress.test(test.id, index, test.repetitions, total_s, direction)
-            written = xfer.method.write_target(xfer, index)
-            target = written if direction == "write" else on_nas or xfer
-            started_s = clock.now_s()
-            rep, raw = repetition(client, target, direction, local_dir, address)
-            rep.update(started_s=started_s, ended_s=clock.now_s())
-            if direction == "write" and rep["status"] == "ok":
-                on_nas = target
-            name = f"raw/{test.dir_name}/{direction}-{index}.txt"
-            raw_file = ctx.save_raw(name, raw)
-            record["repetitions"].append({"index": index, **rep, "raw_file": raw_file})
-            ctx.checkpoint(record)
-            if rep["error"]:
-                errors.append(f"{direction} {index}: {rep['error']}")
+def _cache_facts(server: HostSession, xfer: Transfer) -> dict[str, Any]:
+    """What the NAS's cache can hold beside what a repetition moves (``cache``)."""
+    facts = server.facts
+    return {
+        "file_bytes": xfer.size_bytes,
+        "server_memory_bytes": facts.memory_bytes if facts else None,
+        "server_memory_limit_bytes": facts.memory_limit_bytes if facts else None,
+        "server_cache_bytes": facts.cache_bytes if facts else None,
+    }
 
 
 class FileTransfer(Kind[TransferSettings]):
-    """``kind: transfer``: file copies between a client and the NAS, in MiB/s, each direction
-    judged against the run's network and disk measurements."""
+    """``kind: transfer``: file copies between a client (or several at once) and the NAS, in
+    MiB/s (and files per second for a set), each direction judged against the run's network
+    and disk measurements."""
 
     name = "transfer"
     phrase = "file transfers"
@@ -253,22 +122,33 @@ class FileTransfer(Kind[TransferSettings]):
         return methods.method(s.method).needs(test, s)
 
     def describe(self, test: PlanTest, s: TransferSettings) -> str:
+        what = _set_text(s.groups) if s.groups else str(s.size)
+        clients = " + ".join(test.clients) + " at once" if len(test.clients) > 1 else test.client
+        volume = f" (volume {s.volume})" if s.volume else ""
+        cache = {"warm": "", "cold": ", reads cold", "both": ", reads warm and cold"}
         return (
-            f"transfer {s.method} {test.client} <-> {target_label(test)}, "
-            f"{s.direction}, {s.size} x {test.repetitions_text}"
+            f"transfer {s.method} {clients} <-> {target_label(test)}{volume}, "
+            f"{s.direction}{cache.get(s.read_cache, '')}, {what} x {test.repetitions_text}"
         )
 
     def estimate(self, test: PlanTest, s: TransferSettings, plan: Plan) -> Estimate:
-        """Each part makes its source file (and puts a copy on the NAS first when it only
-        reads); each repetition copies the file each way at the path's rate."""
+        """Each part makes its source (and puts a copy on the NAS first when it only reads);
+        each repetition copies it each way at the path's rate, shared by the clients at once,
+        a set's files each with a cost of their own and one file of the same bytes beside it,
+        a cold read after the NAS dropped its cache."""
         rate, said = copy_rate(plan, test)
-        size_bytes = parse_size(s.size)
-        copy_s = size_bytes / rate + STEP_S
-        seed_s = copy_s if s.direction == "read" else 0.0
-        part_s = PART_S + size_bytes / SOURCE_BYTES_PER_SECOND + seed_s
-        directions = len(directions_asked(s.direction))
-        seconds = parts(plan, test) * part_s + copy_s * directions * test.repetitions
-        return Estimate(seconds, (said,))
+        clients = len(test.clients)  # at once, sharing the NAS's link
+        copy_s = s.size_bytes * clients / rate + STEP_S
+        each_s = copy_s
+        if s.groups:
+            each_s += transfer_sets.file_count(s.groups) * PER_FILE_S
+            each_s += copy_s if s.one_file else 0
+        seed_s = each_s if s.direction == "read" else 0.0
+        source_bytes = s.size_bytes * (2 if s.groups and s.one_file else 1)
+        part_s = PART_S + source_bytes / SOURCE_BYTES_PER_SECOND + seed_s
+        cold_s = DROP_S * s.directions.count(COLD_READ) * test.repetitions
+        copies_s = each_s * len(s.directions) * test.repetitions
+        return Estimate(parts(plan, test) * part_s + copies_s + cold_s, (said,))
 
     def probes(
         self,
@@ -293,56 +173,178 @@ class FileTransfer(Kind[TransferSettings]):
         record["directions"] = {}
         token = secrets.token_hex(4)
         try:
-            pair = open_pair(test, ctx, self.needs(test, s))
-            xfer = transfer_for(s, test, pair.server, token)
-            if not shell.of(pair.client.runner).is_windows:
-                check_commands(xfer, pair.address)
-            elif xfer.method.windows:  # Windows copies to a UNC path: no smbclient syntax
-                _windows_paths(xfer, pair.address)  # ValueError for a name a share cannot hold
+            sides = [_side(test, s, ctx, token, client) for client in test.clients]
         except (CannotStart, ValueError) as exc:
             record["error"] = str(exc)
             return record
-        server, client, address = pair.server, pair.client, pair.address
-        assert server.runner is not None and client.runner is not None
-        record["params"].update(address=address, size_bytes=xfer.size_bytes, method=s.method)
-        record["params"]["direction"] = "both" if len(xfer.directions) == 2 else xfer.directions[0]
-        record["path"] = pair.path
-        local_dir, error = prepare_client(xfer, client, ctx)
-        if local_dir is None:
-            record["error"] = error
-            return record
-        errors: list[str] = []
+        server = ctx.sessions[test.server]
+        self._describe_run(record, s, sides, server, ctx)
+        job = Job(test, ctx, server, sides, record, s.one_file)
         try:
-            # bottleneck and cache_warning come later, from the run's verdicts (``annotated``)
+            if not self._prepared(job):
+                return record
             with sampling.sampling(ctx.sessions, test.hosts, token, ctx.tasks) as resources:
-                clock = timeline.Clock()
-                _run_directions(
-                    test, xfer, client.runner, local_dir, address, ctx, record, errors, clock
-                )
+                run_directions(job)
             record["resources"] = resources
             record["timeline"] = timeline.timeline(timeline.transfer_series(record, resources))
         finally:
-            problems = _cleanup(xfer, client.runner, server.runner, local_dir, address)
+            self._clean(job)
+        # the repetitions' errors, and a read's file that could not be placed, a copy left behind
+        return finish(self.summarize(record, s), job.errors)
+
+    def _describe_run(
+        self,
+        record: dict[str, Any],
+        s: TransferSettings,
+        sides: Sequence[Side],
+        server: HostSession,
+        ctx: RunContext,
+    ) -> None:
+        """What the record says of the run besides its repetitions: the address, the size, the
+        set, the path (several clients: the NAS's own link, each client's), the NAS's cache."""
+        first = sides[0]
+        params = record["params"]
+        params.update(address=first.address, size_bytes=first.xfer.size_bytes, method=s.method)
+        params.update(direction=s.direction, read_cache=s.read_cache)
+        if s.groups:
+            params["files_count"] = first.xfer.files
+        record["path"] = first.path
+        if len(sides) > 1:
+            record["path"] = nas_path(server, first.address)
+            record["paths"] = {side.name: side.path for side in sides}
+        record["cache"] = _cache_facts(server, first.xfer)
+
+    def _prepared(self, job: Job) -> bool:
+        """Each client's temp dir and source; False with the record's error when one cannot."""
+        for side in job.sides:
+            local_dir, error = prepare_client(side.xfer, side.client, job.ctx, job.one_file)
+            side.local_dir = local_dir or ""
+            if error is not None:
+                job.record["error"] = error
+                return False
+        return True
+
+    def _clean(self, job: Job) -> None:
+        """Every client's copies on the NAS and temp dir; what stays fails the test."""
+        assert job.server.runner is not None
+        for side in job.sides:
+            if not side.local_dir:
+                continue
+            problems = cleanup(
+                side.xfer, side.runner, job.server.runner, side.local_dir, side.address
+            )
             for problem in problems:
-                warn(record, f"cleanup: {problem}")
+                warn(job.record, f"cleanup: {problem}")
             # A file the run made and could not remove fails the test, its paths in the error.
-            errors += [f"cleanup: {p}" for p in problems]
-        summarize_directions(record, xfer.directions)
-        return finish(record, errors)
+            job.errors += [f"cleanup: {p}" for p in problems]
 
     def summarize(self, record: dict[str, Any], s: TransferSettings) -> dict[str, Any]:
-        """Summaries per direction and the status, from its repetitions."""
-        return finish_directions(record, directions_asked(s.direction))
+        """Summaries per direction (several clients: each client's share too) and the status,
+        from its repetitions."""
+        if s.clients:
+            record["together"] = {
+                d: together.summary(record["repetitions"], "bytes_per_second", d)
+                for d in s.directions
+                if any(r.get("direction") == d for r in record["repetitions"])
+            }
+        return finish_directions(record, s.directions)
+
+    # --- how its records read ---------------------------------------------------------------
+
+    def directions_asked(self, record: Record) -> list[str | None]:
+        params = record.get("params") or {}
+        direction, cache = params.get("direction") or "both", params.get("read_cache") or "warm"
+        return list(TransferSettings(direction=str(direction), read_cache=str(cache)).directions)
 
     def measured(self, record: Record, series: Series | None) -> str:
-        method = str((record.get("params") or {}).get("method") or "?")
-        return f"{methods.label(method)} {series.direction if series else ''}".strip()
+        params = record.get("params") or {}
+        method = str(params.get("method") or "?")
+        text = f"{methods.label(method)} {series.direction if series else ''}".strip()
+        if params.get("files"):
+            text += f", {_set_text(TransferSettings(files=params['files']).groups)}"
+        if params.get("clients"):
+            text += f", {len(params['clients'])} clients at once"
+        return text
+
+    def also(self, record: Record, series: Series) -> str:
+        """The verdict, and what a set, several clients or a cold read add to it."""
+        parts = [super().also(record, series)]
+        reps = self.ok_repetitions(record, series.direction)
+        parts += [_files_text(reps)] if any("files_per_second" in r for r in reps) else []
+        found = ((record.get("together") or {}).get(series.direction or "")) or {}
+        whole = ((record.get("together_verdict") or {}).get(series.direction or "")) or {}
+        parts += [f"together: {whole['verdict']}"] if whole.get("verdict") else []
+        parts += [together.fairness_text(found, "bytes_per_second")] if found else []
+        parts += [_cache_text(record, series.direction)]
+        return "; ".join(p for p in parts if p and p != DASH) or DASH
 
     def detail_text(self, record: Record) -> str:
-        return f", file {format_size((record.get('params') or {}).get('size_bytes'))}"
+        params = record.get("params") or {}
+        if params.get("files"):
+            return f", {_set_text(TransferSettings(files=params['files']).groups)}"
+        return f", file {format_size(params.get('size_bytes'))}"
 
     def copy_label(self, record: Record) -> str | None:
         return methods.label(str((record.get("params") or {}).get("method") or "transfer"))
+
+    def annotated(
+        self,
+        record: Record,
+        capacities: Sequence[Capacity],
+        memory_bytes: Mapping[str, int | None],
+        cpu_shared_with: Mapping[str, Sequence[str]],
+    ) -> dict[str, Any]:
+        """Each direction judged (``Readout.annotated``); several clients at once: the whole."""
+        out = super().annotated(record, capacities, memory_bytes, cpu_shared_with)
+        label = self.copy_label(record)
+        if (record.get("params") or {}).get("clients") and label:
+            out["together_verdict"] = judged_together(record, capacities, label)
+        return out
+
+
+def _set_text(groups: Sequence[tuple[int, int]]) -> str:
+    """``1000 files of 1 MiB``; a mixed set ``10 x 64 MiB + 1000 x 64 KiB``."""
+    if len(groups) == 1:
+        count, size = groups[0]
+        return f"{count} files of {_file_size(size)}"
+    return " + ".join(f"{count} x {_file_size(size)}" for count, size in groups)
+
+
+def _file_size(size_bytes: int) -> str:
+    """A file's size as a set names it: ``64 KiB``, ``4 MiB``, ``1500 bytes``."""
+    if size_bytes >= 2**20:
+        return format_size(size_bytes)
+    return f"{size_bytes // 1024} KiB" if size_bytes % 1024 == 0 else f"{size_bytes} bytes"
+
+
+def _files_text(reps: Sequence[Mapping[str, Any]]) -> str:
+    """``1203 files/s; 41 % slower than one file of the same bytes (182.3 MiB/s)``."""
+    per_s = [r["files_per_second"] for r in reps if isinstance(r.get("files_per_second"), float)]
+    text = f"{statistics.median(per_s):.0f} files/s" if per_s else ""
+    one = [r["one_file_bytes_per_second"] for r in reps if r.get("one_file_bytes_per_second")]
+    mine = [r["bytes_per_second"] for r in reps if r.get("bytes_per_second")]
+    if one and mine:
+        ratio = statistics.median(mine) / statistics.median(one)
+        rate = statistics.median(one) / 2**20
+        text += (
+            f"; {(1 - ratio) * 100:.0f} % slower than one file of the same bytes ({rate:.1f} MiB/s)"
+        )
+    return text
+
+
+def _cache_text(record: Record, direction: str | None) -> str:
+    """A read's cache: cold (what the NAS dropped), else the NAS's RAM beside the file."""
+    reps = [r for r in record.get("repetitions") or [] if r.get("direction") == direction]
+    said = next((r["cache"] for r in reps if r.get("cache")), None)
+    if said:
+        return f"cold: {said}"
+    cache = record.get("cache") or {}
+    memory, size = cache.get("server_cache_bytes"), cache.get("file_bytes")
+    if direction != "read" or not memory or not size:
+        return ""
+    limited = " (its memory limit)" if cache.get("server_memory_limit_bytes") else ""
+    moved = format_size(size)
+    return f"right after the write: NAS RAM {format_size(memory)}{limited} vs {moved} moved"
 
 
 KIND = FileTransfer()

@@ -12,11 +12,13 @@ from __future__ import annotations
 import abc
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nasplan.errors import CannotStart
-from nasplan.measure.tools import transfer
+from nasplan.measure.series import COLD_READ, directions_asked
+from nasplan.measure.tools import transfer, transfer_sets
 from nasplan.remote.runner import Runner
+from nasplan.units import parse_size
 
 if TYPE_CHECKING:
     from nasplan.hosts.session import HostSession
@@ -29,6 +31,8 @@ DISCARD = "/dev/null"
 SETUP_TIMEOUT_S = 60.0
 # Slowest rate a repetition may take before it is killed: 0.5 MB/s (10^6 bytes/s).
 SLOWEST_BYTES_PER_SECOND = 500_000
+# ... and the slowest a file of a set may take besides its bytes (a create, a close)
+SLOWEST_PER_FILE_S = 0.5
 Command = tuple[list[str], list[list[str]]]
 Parsed = dict[str, float | int | None]
 
@@ -52,6 +56,39 @@ class TransferSettings:
     ssh_port: int | None = None
     ssh_identity: str | None = None
     ssh_known_hosts: str | None = None
+    # the inventory's volume it copies to (``volume:``, or found from its share, path, export)
+    volume: str | None = None
+    # many files instead of one: {count, size}, or a list of them (a mixed set)
+    files: dict[str, Any] | list[dict[str, Any]] | None = None
+    # with files: the same bytes as one file too, each repetition (the small-file penalty)
+    one_file: bool = True
+    # warm: reads right after the write; cold: the NAS's cache dropped first; both
+    read_cache: str = "warm"
+    # several clients at once (the test's ``clients``: nasplan.measure.together)
+    clients: list[str] | None = None
+
+    @property
+    def groups(self) -> tuple[tuple[int, int], ...]:
+        """``files`` as (count, bytes each) groups; () for one file."""
+        given = self.files
+        if not given:
+            return ()
+        sets = given if isinstance(given, list) else [given]
+        return tuple((int(g["count"]), parse_size(g["size"])) for g in sets)
+
+    @property
+    def size_bytes(self) -> int:
+        """The bytes a repetition moves: the set's, or the one file's."""
+        return transfer_sets.total_bytes(self.groups) if self.groups else parse_size(self.size)
+
+    @property
+    def directions(self) -> tuple[str, ...]:
+        """What the test measures, in order: write, read (right after the write), cold-read."""
+        asked = directions_asked(self.direction)
+        if "read" not in asked or self.read_cache == "warm":
+            return asked
+        reads = (COLD_READ,) if self.read_cache == "cold" else ("read", COLD_READ)
+        return (*(d for d in asked if d != "read"), *reads)
 
 
 @dataclass(frozen=True)
@@ -62,6 +99,7 @@ class Transfer:
     method: TransferMethod
     directions: tuple[str, ...]
     size_bytes: int
+    # the file's name on the NAS; a set's directory there (and in the client's temp dir)
     remote_name: str
     # the repetitions' numbers (nfs-cp writes a file of its own for each)
     indices: range = range(1, 2)
@@ -74,10 +112,26 @@ class Transfer:
     nfs_version: int | None = None
     server_path: str | None = None
     ssh: transfer.SshOptions = dataclasses.field(default_factory=transfer.SshOptions)
+    # a set of many files: (count, bytes each) groups; () for one file
+    groups: tuple[tuple[int, int], ...] = ()
+    # the NAS's host key nasplan's own connection verified (``ssh-ed25519 AAAA...``), and the
+    # addresses the plan and inventory give the NAS: a tool that checks host keys (rsync's ssh)
+    # gets a known_hosts of them when the plan names none
+    nas_key: str | None = None
+    nas_names: tuple[str, ...] = ()
+
+    @property
+    def files(self) -> int:
+        """How many files a repetition copies."""
+        return transfer_sets.file_count(self.groups) if self.groups else 1
 
     @property
     def timeout_s(self) -> float:
-        return 60.0 + self.size_bytes / SLOWEST_BYTES_PER_SECOND
+        return 60.0 + self.size_bytes / SLOWEST_BYTES_PER_SECOND + self.files * SLOWEST_PER_FILE_S
+
+    def one_file(self) -> Transfer:
+        """The same bytes as one file, beside a set (its name on the NAS the set's and ``.bin``)."""
+        return dataclasses.replace(self, groups=(), remote_name=f"{self.remote_name}.bin")
 
     def command(self, direction: str, local_dir: str, address: str) -> Command:
         """(timed argv, untimed argv run just before) of one repetition (``TransferMethod``)."""
@@ -91,6 +145,8 @@ class TransferMethod(abc.ABC):
     label: str = ""
     # a Windows client copies this way (its built-in SMB client); no other method there
     windows: bool = False
+    # copies a set of many files (``files:``) in one command
+    many_files: bool = False
 
     def needs(self, test: PlanTest, s: TransferSettings) -> Needs:
         """Host -> the tools its platform must provide for this method."""
@@ -123,6 +179,16 @@ class TransferMethod(abc.ABC):
         """The Transfer of write ``index`` (0: the untimed seed of the reads)."""
         return xfer
 
+    def nas_path(self, xfer: Transfer) -> str | None:
+        """The copy's path as the NAS sees it (a cold read drops its cache), None when the
+        plan does not say (``server_path``, a volume)."""
+        return join(xfer.server_path, xfer.remote_name) if xfer.server_path else None
+
+    def client_files(self, xfer: Transfer) -> list[tuple[str, str]]:
+        """(name, text) of each file the client's tool needs for this copy (a script, a
+        known_hosts), written into its temp dir before the first copy."""
+        return []
+
     def probes(self, xfer: Transfer, test: PlanTest, address: str) -> list[Probe]:
         """What ``apply --check`` reads for this method (``nasplan.measure.probes``): none by
         default."""
@@ -142,11 +208,11 @@ def join(directory: str | None, name: str) -> str:
     return f"{directory.rstrip('/')}/{name}" if directory else name
 
 
-def remove_on_nas(server: Runner, paths: list[str]) -> list[str]:
-    """``rm -f`` the NAS's copies as the login user, then as root when that is refused (files an
-    NFS server wrote belong to root or its anonymous user, not to a DSM admin); [] when gone,
-    else one problem naming every path."""
-    argv = ["rm", "-f", "--", *paths]
+def remove_on_nas(server: Runner, paths: list[str], *, recursive: bool = False) -> list[str]:
+    """``rm -f`` (``-rf``: a set's directory) the NAS's copies as the login user, then as root
+    when that is refused (files an NFS server wrote belong to root or its anonymous user, not to
+    a DSM admin); [] when gone, else one problem naming every path."""
+    argv = ["rm", "-rf" if recursive else "-f", "--", *paths]
     result = server.run(argv, timeout_s=SETUP_TIMEOUT_S)
     if not result.ok:
         result = server.run(argv, timeout_s=SETUP_TIMEOUT_S, sudo=True)

@@ -17,7 +17,7 @@ from nasplan.measure.methods.base import (
     TransferSettings,
     join,
 )
-from nasplan.measure.tools import transfer
+from nasplan.measure.tools import transfer, transfer_sets
 from nasplan.remote.runner import Runner
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ class Copy(TransferMethod):
 
     name = "copy"
     label = "copy"
+    many_files = True
     # what the plan gives instead of a mounted path, when the method has another way
     instead = ""
 
@@ -47,6 +48,16 @@ class Copy(TransferMethod):
 
     def command(self, xfer: Transfer, direction: str, local_dir: str, address: str) -> Command:
         mounted = join(xfer.mounted_path, xfer.remote_name)
+        if xfer.groups and direction == "write":
+            source = f"{local_dir}/{xfer.remote_name}"
+            return transfer_sets.cp_argv(source, join(xfer.mounted_path, "")), []
+        if xfer.groups:  # the client's page cache still holds what it wrote through the mount
+            before = [
+                transfer_sets.fresh_read_dir_argv(local_dir),
+                transfer_sets.drop_tree_cache_argv(mounted),
+            ]
+            read = f"{local_dir}/{transfer_sets.READ_DIR}/"
+            return transfer_sets.cp_argv(mounted, read), before
         if direction == "write":
             return transfer.dd_write_argv(f"{local_dir}/{transfer.SOURCE_NAME}", mounted), []
         # The client's page cache still holds what it just wrote through the mount.
@@ -57,6 +68,11 @@ class Copy(TransferMethod):
         return transfer.dd_read_argv(mounted, DISCARD), before
 
     def parse(self, xfer: Transfer, output: str) -> Parsed:
+        if xfer.groups:  # cp says nothing when it copied all: its exit status tells
+            said = output.strip().splitlines()
+            if said:
+                raise transfer.TransferParseError(said[-1])
+            return {"tool_bytes_per_second": None, "bytes": None, "files": xfer.files}
         return transfer.parse_dd(output)
 
     def probes(self, xfer: Transfer, test: PlanTest, address: str) -> list[Probe]:
@@ -68,5 +84,6 @@ class Copy(TransferMethod):
         self, xfer: Transfer, client: Runner, server: Runner, local_dir: str, address: str
     ) -> list[str]:
         path = join(xfer.mounted_path, xfer.remote_name)
-        result = client.run(transfer.remove_argv(path), timeout_s=SETUP_TIMEOUT_S)
+        argv = ["rm", "-rf", "--", path] if xfer.groups else transfer.remove_argv(path)
+        result = client.run(argv, timeout_s=SETUP_TIMEOUT_S)
         return [] if result.ok else [f"rm {path}: {result.stderr.strip()}"]

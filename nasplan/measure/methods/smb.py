@@ -16,9 +16,10 @@ from nasplan.measure.methods.base import (
     Transfer,
     TransferMethod,
     TransferSettings,
+    join,
     needs_setting,
 )
-from nasplan.measure.tools import transfer
+from nasplan.measure.tools import transfer, transfer_sets
 from nasplan.remote.runner import Runner
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ class Smb(TransferMethod):
     name = "smb"
     label = "SMB"
     windows = True
+    many_files = True
 
     def needs(self, test: PlanTest, s: TransferSettings) -> Needs:
         return {test.client: ("smbclient",)}
@@ -55,7 +57,12 @@ class Smb(TransferMethod):
         assert xfer.share is not None
         source = f"{local_dir}/{transfer.SOURCE_NAME}"
         before = [transfer.remove_argv(f"{local_dir}/{transfer.READ_NAME}")]
-        if direction == "write":
+        if xfer.groups and direction == "write":
+            command, before = transfer_sets.smb_mput(local_dir, xfer.remote_name), []
+        elif xfer.groups:  # a set comes back into read/ (smbclient has no /dev/null for it)
+            command = transfer_sets.smb_mget(local_dir, xfer.remote_name)
+            before = [transfer_sets.fresh_read_dir_argv(local_dir)]
+        elif direction == "write":
             command, before = transfer.smb_put(source, xfer.remote_name), []
         else:
             command = transfer.smb_get(xfer.remote_name, DISCARD)
@@ -66,7 +73,16 @@ class Smb(TransferMethod):
         return argv, before
 
     def parse(self, xfer: Transfer, output: str) -> Parsed:
+        if xfer.groups:
+            return transfer_sets.parse_smbclient_set(output)
         return transfer.parse_smbclient(output)
+
+    def nas_path(self, xfer: Transfer) -> str | None:
+        """The share's directory on the NAS (``server_path``, its volume's) and ``path`` in it."""
+        if not xfer.server_path:
+            return None
+        directory = join(xfer.server_path, xfer.remote_dir) if xfer.remote_dir else xfer.server_path
+        return join(directory, xfer.remote_name)
 
     def remove_copy(
         self, xfer: Transfer, client: Runner, server: Runner, local_dir: str, address: str
@@ -76,7 +92,9 @@ class Smb(TransferMethod):
             address,
             xfer.share,
             f"{local_dir}/{transfer.AUTH_NAME}",
-            transfer.smb_del(xfer.remote_name),
+            transfer_sets.smb_deltree(xfer.remote_name)
+            if xfer.groups
+            else transfer.smb_del(xfer.remote_name),
             directory=xfer.remote_dir,
         )
         result = client.run(argv, timeout_s=SETUP_TIMEOUT_S)

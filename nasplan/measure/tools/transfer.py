@@ -67,8 +67,11 @@ class SshOptions:
     known_hosts: str | None = None
 
 
-def setup_script(size_bytes: int, *, with_auth: bool) -> str:
-    """Shell text: a private temp dir with an incompressible source file; prints the dir.
+def setup_script(
+    size_bytes: int, *, with_auth: bool, also: Sequence[str] = (), one_file: bool = True
+) -> str:
+    """Shell text: a private temp dir with an incompressible source file (``one_file``) and
+    what ``also`` makes there (a set of many files: ``$dir`` is the directory); prints the dir.
 
     With ``with_auth`` the script's stdin (the smbclient authentication file) goes to
     ``DIR/smb-auth``, mode 0600, so no password ever appears in argv.
@@ -82,10 +85,9 @@ def setup_script(size_bytes: int, *, with_auth: bool) -> str:
     lines += [PRELUDE, 'nasplan_register - "$dir" "$dir"']
     if with_auth:
         lines.append(f'cat > "$dir"/{AUTH_NAME}')
-    lines += [
-        f'head -c {int(size_bytes)} /dev/urandom > "$dir"/{SOURCE_NAME}',
-        'echo "$dir"',
-    ]
+    if one_file:
+        lines.append(f'head -c {int(size_bytes)} /dev/urandom > "$dir"/{SOURCE_NAME}')
+    lines += [*also, 'echo "$dir"']
     return "\n".join(lines)
 
 
@@ -133,7 +135,8 @@ def parse_timed(text: str) -> tuple[float, int, str]:
 # --- smbclient -------------------------------------------------------------------------------
 
 
-def _smb_safe(name: str) -> str:
+def smb_safe(name: str) -> str:
+    """``name`` as smbclient's command line can carry it; ValueError for what it cannot."""
     if _SMB_UNSAFE.search(name):
         raise ValueError(f"{name!r}: smbclient commands cannot carry quotes, blanks, ; or \\")
     return name
@@ -148,25 +151,25 @@ def smbclient_argv(
     directory: str | None = None,
 ) -> list[str]:
     """``smbclient //ADDRESS/SHARE -A AUTH [-D DIR] -c COMMAND``."""
-    argv = ["smbclient", f"//{address}/{_smb_safe(share)}", "-A", auth_file]
+    argv = ["smbclient", f"//{address}/{smb_safe(share)}", "-A", auth_file]
     if directory:
-        argv += ["-D", _smb_safe(directory)]
+        argv += ["-D", smb_safe(directory)]
     return [*argv, "-c", command]
 
 
 def smb_put(local: str, remote: str) -> str:
     """smbclient command: upload ``local`` as ``remote``."""
-    return f"put {_smb_safe(local)} {_smb_safe(remote)}"
+    return f"put {smb_safe(local)} {smb_safe(remote)}"
 
 
 def smb_get(remote: str, local: str) -> str:
     """smbclient command: download ``remote`` to ``local``."""
-    return f"get {_smb_safe(remote)} {_smb_safe(local)}"
+    return f"get {smb_safe(remote)} {smb_safe(local)}"
 
 
 def smb_del(remote: str) -> str:
     """smbclient command: delete ``remote``."""
-    return f"del {_smb_safe(remote)}"
+    return f"del {smb_safe(remote)}"
 
 
 def parse_smbclient(text: str) -> dict[str, float | int | None]:
@@ -218,10 +221,14 @@ def rsync_remote(options: SshOptions, address: str, path: str) -> str:
     return f"{options.user}@{host}:{path}" if options.user else f"{host}:{path}"
 
 
-def rsync_argv(options: SshOptions, source: str, destination: str) -> list[str]:
-    """rsync of one file, always sent whole and uncompressed, with plain-number ``--stats``."""
+def rsync_argv(
+    options: SshOptions, source: str, destination: str, *, recursive: bool = False
+) -> list[str]:
+    """rsync of one file (``recursive``: of a directory), always sent whole and uncompressed,
+    with plain-number ``--stats``."""
     return [
         "rsync",
+        *(["--recursive"] if recursive else []),
         # Always send the whole file, even when the NAS already has one of the same size and age.
         "--ignore-times",
         "--whole-file",

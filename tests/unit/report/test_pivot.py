@@ -343,3 +343,43 @@ def test_tests_without_a_split_dimension_share_a_table_and_two_results_are_not_o
     found = cells(pivot.build(pivot.points_of(twice), spec), "without reverse")
     assert found[("p2p10", "smb · write")]["text"] == "2 results (smb-again, smb[link=p2p10])"
     assert found[("p2p10", "smb · write")]["median"] is None
+
+
+def test_a_cell_against_the_hdd_volume_and_against_the_2_5g_link(links: dict[str, Any]) -> None:
+    """The TS-253D write-up's table: each cell ×x of the HDD volume beside ×y of 2.5GbE. The
+    kept run's SMB records stand in for the SSD volume too (their numbers scaled by 2)."""
+    kept = [t for t in links["tests"] if t.get("base_id") == "smb"]
+    both = []
+    for record in kept:
+        hdd = as_cell(record, "smb", **record["cell"], volume="hdd")
+        ssd = as_cell(record, "smb", **record["cell"], volume="ssd")
+        for rep in ssd["repetitions"]:
+            rep["bytes_per_second"] *= 2
+        for summary in ssd["directions"].values():
+            summary.update({k: summary[k] * 2 for k in ("median", "min", "max")})
+        both += [hdd, ssd]
+    spec = pivot.parse_table_option(
+        "rows=link,columns=volume/direction,baseline=volume=hdd,against=link=p2p25"
+    )
+    table = pivot.build(pivot.points_of(both), spec)
+    found = cells(table)
+    cell = found[("p2p10", "ssd · write")]
+    hdd = found[("p2p10", "hdd · write")]
+    assert cell["ratio"] == pytest.approx(2.0)
+    (other,) = cell["against"]
+    base = by_id(links, "smb[link=p2p25]")["directions"]["write"]["median"]
+    assert other["label"] == "link=p2p25"
+    assert other["ratio"] == pytest.approx(cell["median"] / (2 * base))
+    assert f"×2.00* ×{other['ratio']:.2f}* of link=p2p25 " in cell["text"]
+    # the HDD volume is the baseline of its row; the 2.5G cell has no ratio to itself
+    assert hdd["baseline"] and " of link=p2p25 " in hdd["text"]
+    assert found[("p2p25", "ssd · write")]["against"] == []
+    assert any("Also against the cell with link=p2p25" in n for n in table["notes"])
+    plan = pivot.spec_from_plan(
+        {"rows": ["link"], "columns": ["volume"], "baseline": {"volume": "hdd"},
+         "against": [{"link": "p2p25"}]}
+    )  # fmt: skip
+    assert plan.against == ((("link", "p2p25"),),) and plan.baseline == (("volume", "hdd"),)
+    with pytest.raises(InputError, match="link has no such value"):
+        pivot.build(pivot.points_of(both), pivot.parse_table_option(
+            "rows=link,columns=volume,against=link=p2p5"))  # fmt: skip

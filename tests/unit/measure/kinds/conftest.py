@@ -71,10 +71,14 @@ def kind_context(
     """
 
     def make(
-        tests_yaml: str, tools: dict[str, str] | None = None, tasks: Overlap | None = None
+        tests_yaml: str,
+        tools: dict[str, str] | None = None,
+        tasks: Overlap | None = None,
+        clients: tuple[str, ...] = (),
     ) -> tuple[RunContext, Any, Any]:
+        others = "".join(f"  {c}: {{address: {c}.example}}\n" for c in clients)
         (tmp_path / "inventory.yaml").write_text(
-            "hosts:\n  nas: {address: 198.18.251.1}\n  ws: {address: 198.18.251.2}\n"
+            "hosts:\n  nas: {address: 198.18.251.1}\n  ws: {address: 198.18.251.2}\n" + others
         )
         plan_file = tmp_path / "plan.yaml"
         plan_file.write_text(f"name: unit\ninventory: inventory.yaml\ntests:\n{tests_yaml}")
@@ -83,11 +87,14 @@ def kind_context(
         ws_nic = NicFacts("eth1", 9000, "up", None, 10000, "full", "veth", ("198.18.251.2/30",))
         ws_facts = dataclasses.replace(nas_facts, hostname="ws", interfaces=(ws_nic,))
         nas, ws = sampled(fake_runner("nas")), sampled(fake_runner("ws"))
+        # ``clients``: more workstations like ws (its facts, a runner of their own)
+        hosts = [("nas", nas, nas_facts), ("ws", ws, ws_facts)]
+        hosts += [(c, sampled(fake_runner(c)), ws_facts) for c in clients]
         sessions = {
             name: HostSession(
                 plan.inventory.hosts[name], runner, facts, GenericLinux(), dict(tools or {})
             )
-            for name, runner, facts in (("nas", nas, nas_facts), ("ws", ws, ws_facts))
+            for name, runner, facts in hosts
         }
         run_dir = tmp_path / "run"
         (run_dir / "raw").mkdir(parents=True)

@@ -371,3 +371,43 @@ def test_a_launched_servers_seconds_reach_the_progress_while_the_client_runs(
     ]  # fmt: skip
     assert [h.stopped for h in tasks.handles] == [True]  # no look once the client's result is in
     assert record["resources"]["nas"]["samples"] > 1  # the riding sampler read as before
+
+
+def test_two_clients_at_once_each_against_a_server_of_its_own(
+    kind_context: Callable[..., Any],
+) -> None:
+    ctx, nas, ws = kind_context(
+        "  - {id: office, kind: iperf3, server: nas, clients: [ws, ws2], duration_s: 2,\n"
+        "     repetitions: 1, bidir: true, port: 5301}\n",
+        TOOLS,
+        clients=("ws2",),
+    )
+    ws2 = ctx.sessions["ws2"].runner
+    # one script starts a one-off server a client (ports 1000 apart), one stops them
+    nas.expect("port=5301", "")
+    nas.expect("kill")
+    bidir = (IPERF3 / "tcp-bidir.json").read_text()
+    ws.expect("/usr/bin/iperf3 -J -c 198.18.251.1 -p 5301 -t 2", bidir)
+    ws2.expect("/usr/bin/iperf3 -J -c 198.18.251.1 -p 6301 -t 2", bidir)
+
+    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+
+    assert (record["status"], record["error"]) == ("ok", None)
+    start = nas.texts("port=5301")[0]
+    assert "port=6301" in start
+    (rep,) = record["repetitions"]
+    one = rep["clients"]["ws"]
+    assert rep["bits_per_second"] == pytest.approx(2 * one["bits_per_second"])
+    assert rep["reverse_bits_per_second"] == pytest.approx(2 * one["reverse_bits_per_second"])
+    assert rep["fairness"] == pytest.approx(1.0)
+    assert (ctx.hooks.run_dir / one["raw_file"]).read_text() == bidir
+    # the NAS's own end is the path of the whole; each client's own path beside it
+    assert set(record["paths"]) == {"ws", "ws2"}
+    assert record["together"]["reverse"]["clients"]["ws2"] == one["reverse_bits_per_second"]
+    readout = kinds.readout(record)
+    forward, reverse = readout.series(record)
+    assert readout.measured(record, reverse) == (
+        "iperf3 TCP, 1 stream, --bidir reverse, 2 clients at once"
+    )
+    assert "Jain 1.00 (fair)" in readout.also(record, forward)
+    assert readout.flow(record, "reverse").endswith("→ ws + ws2")

@@ -14,6 +14,7 @@ from nasplan.hosts.session import HostSession
 from nasplan.input import plan as plan_module
 from nasplan.input.inventory import Host
 from nasplan.input.plan import load_plan
+from nasplan.measure import transfer_runs
 from nasplan.measure.kinds import transfer as transfer_kind
 from nasplan.measure.tools import transfer
 from nasplan.platforms import detect
@@ -108,7 +109,7 @@ def test_export_from_inventory_vars_makes_nfs_cp_commands(
     assert (xfer.export, xfer.server_path) == ("/data", "/srv/nfs/export")
     runner = fake_runner("ws").expect("nfs-cp", NFS_CP_OK).expect("nfs-cp", NFS_CP_OK)
     for direction in ("write", "read"):
-        rep, _ = transfer_kind.repetition(runner, xfer, direction, "/tmp/x", "198.18.39.10")
+        rep, _ = transfer_runs.repetition(runner, xfer, direction, "/tmp/x", "198.18.39.10")
         assert rep["status"] == "ok" and rep["bytes_per_second"] == 2 * 2**20
     write, read = runner.texts()
     url = f"nfs://198.18.39.10/data/{xfer.remote_name}"

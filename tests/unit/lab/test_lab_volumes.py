@@ -1,0 +1,106 @@
+"""A lab NAS's volumes and memory limit, from the lab file to what `lab up` would run and write
+(the lab tests bring them up for real)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from nasplan.errors import InputError, LabError
+from nasplan.input.inventory import load_inventory
+from nasplan.lab import cgroups, hostfs, volumes
+from nasplan.lab.model import load_lab
+from nasplan.lab.preview import preview_inventory
+
+LAB = """\
+name: vol
+lan: {prefix: 198.18.165.0/24, rate: 1G}
+hosts:
+  nas:
+    personality: qnap
+    services: [smb, nfs]
+    memory: 256MiB
+    volumes:
+      hdd: {rate: 180MiB/s, size: 512MiB, path: /share/HDD}
+      ssd: {rate: 0.9GiB/s, filesystem: btrfs, disks: 2, raid: raid1}
+  pc: {}
+"""
+
+
+def lab_file(tmp_path: Path, text: str = LAB) -> Path:
+    path = tmp_path / "lab.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_volumes_and_memory_from_the_lab_file(tmp_path: Path) -> None:
+    nas = load_lab(lab_file(tmp_path)).host("nas")
+    assert nas.memory_bytes == 256 * 2**20
+    hdd, ssd = nas.volumes
+    assert (hdd.path, hdd.bytes_per_second, hdd.size_bytes) == ("/share/HDD", 180 * 2**20, 2**29)
+    assert (ssd.path, ssd.disks, ssd.filesystem) == ("/srv/ssd", 2, "btrfs")
+    assert ssd.bytes_per_second == int(0.9 * 2**30) and ssd.size_bytes == 2**30
+
+
+def test_several_disks_need_btrfs_to_make_the_raid(tmp_path: Path) -> None:
+    path = lab_file(tmp_path, LAB.replace("filesystem: btrfs, ", ""))
+    with pytest.raises(InputError) as info:
+        load_lab(path)
+    (message,) = info.value.messages
+    assert message.startswith(f"{path}:10:")
+    assert message.endswith("hosts.nas.volumes.ssd.disks: 2 disks need filesystem btrfs "
+                            "(it makes the RAID), not ext4")  # fmt: skip
+
+
+def test_each_disk_is_nbdkit_s_rate_filter_and_the_raid_is_btrfs_s(tmp_path: Path) -> None:
+    ssd = load_lab(lab_file(tmp_path)).host("nas").volumes[1]
+    argv = volumes.disk_argv(tmp_path / "disk0", ssd)
+    # nbdfuse serves the disk as a file; nbdkit's rate filter takes bits per second
+    assert argv[:4] == ["nbdfuse", str(tmp_path / "disk0"), "--command", "nbdkit"]
+    assert "--filter=rate" in argv and f"rate={ssd.bytes_per_second * 8}" in argv
+    assert argv[argv.index("memory") + 1] == str(2**30)
+    mkfs = volumes.mkfs_argv(ssd, ["/dev/loop7", "/dev/loop8"])
+    assert mkfs[0] == "mkfs.btrfs" and mkfs[-2:] == ["/dev/loop7", "/dev/loop8"]
+    assert mkfs[mkfs.index("-d") + 1] == "raid1" and mkfs[mkfs.index("-m") + 1] == "raid1"
+
+
+def test_the_inventory_lists_each_volume_with_its_share_and_export(tmp_path: Path) -> None:
+    data = preview_inventory(lab_file(tmp_path), tmp_path / ".lab" / "vol")
+    hdd = data["hosts"]["nas"]["volumes"]["hdd"]
+    assert hdd == {
+        "path": "/share/HDD",
+        "description": "lab volume: ext4 on 1 disk of 180 MiB/s each",
+        "share": "hdd",
+        "export": "/hdd",
+    }
+    assert "volumes" not in data["hosts"]["pc"]
+    # what lab up writes is a valid inventory: the plan's volume: ssd finds it
+    (tmp_path / "inventory.yaml").write_text(yaml.safe_dump(data))
+    assert load_inventory(tmp_path / "inventory.yaml").hosts["nas"].volumes["ssd"].share == "ssd"
+
+
+def test_the_memory_controller_of_either_cgroup_layout(tmp_path: Path) -> None:
+    v2 = tmp_path / "v2"
+    v2.mkdir()
+    (v2 / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    assert cgroups.layout(v2) == cgroups.Layout(v2, "memory.max")
+    v1 = tmp_path / "v1"
+    (v1 / "memory").mkdir(parents=True)
+    (v1 / "memory" / "memory.limit_in_bytes").write_text("9223372036854771712\n")
+    assert cgroups.layout(v1) == cgroups.Layout(v1 / "memory", "memory.limit_in_bytes")
+    with pytest.raises(LabError, match="no cgroup memory controller"):
+        cgroups.layout(tmp_path / "none")
+
+
+def test_a_limited_host_sees_its_cgroup_as_a_system_does() -> None:
+    # ip netns exec mounts a /sys of its own: the host mounts the hierarchy again in its namespace
+    assert hostfs.cgroup_commands(Path("/sys/fs/cgroup")) == [
+        ["mount", "-t", "cgroup2", "nasplan-cgroup", "/sys/fs/cgroup"]
+    ]
+    v1 = hostfs.cgroup_commands(Path("/sys/fs/cgroup/memory"))
+    assert v1[-1] == ["mount", "-t", "cgroup", "-o", "memory", "nasplan-cgroup-memory",
+                      "/sys/fs/cgroup/memory"]  # fmt: skip
+    # a daemon joins the group before it execs: the PID is still the daemon's own
+    assert cgroups.join_argv(Path("/sys/fs/cgroup/g"))[:3] == ["sh", "-c", cgroups.JOIN_SCRIPT]
