@@ -142,7 +142,7 @@ def test_the_ts253d_table_links_by_volumes_against_the_hdd_and_the_2_5g_link(
     table = report.split("## Table:")[1].split("\n## ")[0]
     row = next(line for line in table.splitlines() if line.startswith("| p2p10 |"))
     # each SSD cell: ×ratio to the HDD volume, and ×ratio of link=p2p25
-    assert row.count(" of link=p2p25 (") == 4 and row.count(" baseline ") == 2, row
+    assert row.count(" of link=p2p25 ") == 4 and row.count(" baseline ") == 2, row
     ssd_write = tests["smb[link=p2p10,volume=ssd]"]["directions"]["write"]["median"]
     hdd_write = tests["smb[link=p2p10,volume=hdd]"]["directions"]["write"]["median"]
     assert f"×{ssd_write / hdd_write:.2f}" in row
