@@ -41,8 +41,10 @@ lint: venv
 	$(BIN)/ruff format --check nasplan tests bench
 	$(BIN)/mypy
 
+# the lab's timer-bound fault tests on a second worker beside the others (tests/lab/conftest.py)
 test: test-setup lint
-	$(BIN)/pytest
+	$(BIN)/pytest tests/unit
+	$(BIN)/pytest -n 2 --dist loadgroup tests/lab
 
 unit: venv
 	$(BIN)/pytest tests/unit

@@ -29,10 +29,25 @@ def require_root() -> None:
     pytest.skip("lab tests need root (network namespaces)")
 
 
+# Files whose tests mostly wait for a host's timer (a lease running out, an outage, a host's own
+# revert) rather than measure: `make test` runs them on a second worker beside the others
+# (pytest-xdist's loadgroup keeps each group on one worker, in file order). Each file's lab has
+# a name and an address block of its own, so the two groups' labs never meet.
+TIMER_BOUND = {
+    "test_faults.py",
+    "test_fault_recovery.py",
+    "test_truenas_network.py",
+    "test_detached_timer.py",
+}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if HERE in Path(str(item.fspath)).resolve().parents:
+        path = Path(str(item.fspath)).resolve()
+        if HERE in path.parents:
             item.add_marker(pytest.mark.lab)
+            group = "lab-timers" if path.name in TIMER_BOUND else "lab"
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(autouse=True)

@@ -15,7 +15,6 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_profile_of_one_apply_names_each_phase_and_leaves_nothing() -> None:
-    before = set(netns.list_namespaces())
     done = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "profile_apply.py"), "--repeat", "1"],
         capture_output=True,
@@ -43,4 +42,5 @@ def test_the_profile_of_one_apply_names_each_phase_and_leaves_nothing() -> None:
     # the parts add up to no more than the whole: a phase timed twice would show here
     assert rows["wall: tests"] < wall
     assert rows["wall: tests"] >= 1.0  # one 1 s iperf3 test
-    assert set(netns.list_namespaces()) == before
+    # its lab (named bp) is gone; other labs may come and go beside it (make test: -n 2)
+    assert [n for n in netns.list_namespaces() if n.startswith("npl-bp-")] == []
