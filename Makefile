@@ -41,10 +41,10 @@ lint: venv
 	$(BIN)/ruff format --check nasplan tests bench
 	$(BIN)/mypy
 
-# the lab's timer-bound fault tests on a second worker beside the others (tests/lab/conftest.py)
+# the unit tests, then the lab's: its timer-bound fault tests in a second pytest beside the others
 test: test-setup lint
 	$(BIN)/pytest tests/unit
-	$(BIN)/pytest -n 2 --dist loadgroup tests/lab
+	scripts/test-lab.sh $(BIN)/pytest
 
 unit: venv
 	$(BIN)/pytest tests/unit

@@ -30,9 +30,9 @@ def require_root() -> None:
 
 
 # Files whose tests mostly wait for a host's timer (a lease running out, an outage, a host's own
-# revert) rather than measure: `make test` runs them on a second worker beside the others
-# (pytest-xdist's loadgroup keeps each group on one worker, in file order). Each file's lab has
-# a name and an address block of its own, so the two groups' labs never meet.
+# revert) rather than measure: marked ``lab_timers``, so that `make test` (scripts/test-lab.sh)
+# runs them in a second pytest beside the others. Each file's lab has a name and an address
+# block of its own, so the two runs' labs never meet.
 TIMER_BOUND = {
     "test_faults.py",
     "test_fault_recovery.py",
@@ -41,13 +41,13 @@ TIMER_BOUND = {
 }
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        path = Path(str(item.fspath)).resolve()
-        if HERE in path.parents:
-            item.add_marker(pytest.mark.lab)
-            group = "lab-timers" if path.name in TIMER_BOUND else "lab"
-            item.add_marker(pytest.mark.xdist_group(group))
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Mark each lab test ``lab``, and ``lab_timers`` those of TIMER_BOUND."""
+    path = Path(str(item.fspath)).resolve()
+    if HERE in path.parents:
+        item.add_marker(pytest.mark.lab)
+        if path.name in TIMER_BOUND:
+            item.add_marker(pytest.mark.lab_timers)
 
 
 @pytest.fixture(autouse=True)
