@@ -35,14 +35,26 @@ def nasplan(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
     )
 
 
+_OWN_IPERF3 = r"""
+self=$(readlink /proc/self/ns/net)
+for p in /proc/[0-9]*; do
+  [ "$(readlink "$p/ns/net" 2>/dev/null)" = "$self" ] || continue
+  [ "$(cat "$p/comm" 2>/dev/null)" = iperf3 ] || continue
+  state=$(awk '{print $3}' "$p/stat" 2>/dev/null)
+  [ "$state" = Z ] || echo "$state iperf3"
+done
+"""
+
+
 def host_state(lab: Any, name: str) -> dict[str, Any]:
     """What a user would check on a host: addresses, MTUs, iperf3 processes, nasplan temp files."""
     host = testinfra.get_host(f"ssh://{name}", ssh_config=str(lab.ssh_config_path))
     return {
         "links": host.check_output("ip -o link show | sed 's/^[0-9]*: //' | cut -d' ' -f1-5"),
         "addresses": host.check_output("ip -o addr show | awk '{print $2, $4}'"),
-        # Zombies are not running: the lab's init reaps daemonized servers a moment later.
-        "iperf3": host.check_output("ps -eo stat=,comm= | awk '$2 == \"iperf3\" && $1 !~ /^Z/'"),
+        # Zombies are not running: the lab's init reaps daemonized servers a moment later. Only
+        # this host's own (its network namespace): another lab's may run beside it.
+        "iperf3": host.check_output(_OWN_IPERF3),
         "tmp": sorted(p.name for p in lab.host_path(name, "/tmp").glob("nasplan*")),  # its own
     }
 
