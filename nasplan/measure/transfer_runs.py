@@ -60,6 +60,8 @@ class Job:
     record: dict[str, Any]
     one_file: bool
     errors: list[str] = field(default_factory=list)
+    # the test's clock, started with its samplers (run_directions' caller): the samplers'
+    # seconds count from their first sample
     clock: timeline.Clock = field(default_factory=timeline.Clock)
 
     @property

@@ -83,11 +83,23 @@ def namespaces() -> Iterator[tuple[str, str]]:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=10)
 
 
+def _ours() -> set[int]:
+    """The inodes of this file's namespaces (``npt-iperf-*``)."""
+    netns = Path("/run/netns")
+    names = netns.glob("npt-iperf-*") if netns.is_dir() else []
+    return {path.stat().st_ino for path in names}
+
+
 def iperf3_pids() -> set[int]:
-    found = set()
+    """The running iperf3 processes in this file's namespaces (other labs may run beside)."""
+    found, ours = set(), _ours()
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and (entry / "comm").read_text().strip() == "iperf3":
+            if (
+                entry.name.isdigit()
+                and (entry / "comm").read_text().strip() == "iperf3"
+                and (entry / "ns" / "net").stat().st_ino in ours
+            ):
                 status = (entry / "status").read_text()
                 if "\nState:\tZ" not in status:
                     found.add(int(entry.name))

@@ -184,6 +184,7 @@ class FileTransfer(Kind[TransferSettings]):
             if not self._prepared(job):
                 return record
             with sampling.sampling(ctx.sessions, test.hosts, token, ctx.tasks) as resources:
+                job.clock = timeline.Clock()  # on the samplers' clock, not the preparation's
                 run_directions(job)
             record["resources"] = resources
             record["timeline"] = timeline.timeline(timeline.transfer_series(record, resources))
