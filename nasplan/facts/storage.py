@@ -207,7 +207,8 @@ def filesystem_of(path: str, mounts: Sequence[Mapping[str, str]]) -> Mapping[str
     return best
 
 
-def _size(size_bytes: Any) -> str:
+def size_text(size_bytes: Any) -> str:
+    """``1.2 TiB``, ``96.0 MiB``; ``?`` for an unknown size."""
     if not isinstance(size_bytes, int):
         return "?"
     for power, unit in ((4, "TiB"), (3, "GiB"), (2, "MiB")):
@@ -221,7 +222,7 @@ def md_summary(array: Mapping[str, Any]) -> str:
     devices = list(array.get("devices") or [])
     level = array.get("level") or array.get("state")
     text = f"{array['name']} {level} of {len(devices)} ({' '.join(devices)}), "
-    text += _size(array.get("size_bytes"))
+    text += size_text(array.get("size_bytes"))
     if array.get("health"):
         text += f" [{array['health']}]"
     if array.get("failed"):
@@ -243,7 +244,7 @@ def pool_summary(pool: Mapping[str, Any], size_bytes: int | None = None) -> str:
         if pool.get(section):
             text += f" + {section} ({len(pool[section])})"
     if size_bytes is not None:
-        text += f", {_size(size_bytes)}"
+        text += f", {size_text(size_bytes)}"
     if pool.get("state") and pool["state"] != "ONLINE":
         text += f", {pool['state']}"
     if pool.get("faulted"):
@@ -266,7 +267,7 @@ def aspects(storage: Mapping[str, Any]) -> dict[str, str]:
     disks = storage.get("disks") or []
     if disks:
         found["disks"] = "; ".join(
-            f"{d['name']} {d.get('model') or 'unknown model'} {_size(d.get('size_bytes'))}"
+            f"{d['name']} {d.get('model') or 'unknown model'} {size_text(d.get('size_bytes'))}"
             + {True: " HDD", False: " SSD", None: ""}[d.get("rotational")]
             for d in disks
         )

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from nasplan.facts.storage import filesystem_of
+from nasplan.facts.storage import filesystem_of, size_text
 
 KIB_BYTES = 1024
 # a partition's name -> its disk's: sda3 -> sda, nvme0n1p2 -> nvme0n1, mmcblk0p1 -> mmcblk0
@@ -234,16 +234,6 @@ def _zfs_pool(name: str, storage: Mapping[str, Any]) -> Mapping[str, Any] | None
 
 def _btrfs_of(device: str | None, storage: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return next((b for b in storage.get("btrfs") or [] if device in b.get("devices", [])), None)
-
-
-def size_text(size_bytes: Any) -> str:
-    """``1.2 TiB``, ``96.0 MiB``; ``?`` for an unknown size."""
-    if not isinstance(size_bytes, int):
-        return "?"
-    for power, unit in ((4, "TiB"), (3, "GiB"), (2, "MiB")):
-        if size_bytes >= 1024**power:
-            return f"{size_bytes / 1024**power:.1f} {unit}"
-    return f"{size_bytes} bytes"
 
 
 def summary(found: Mapping[str, Any]) -> str:

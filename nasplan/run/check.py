@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from nasplan.errors import CannotStart
-from nasplan.facts import volumes
+from nasplan.facts import storage, volumes
 from nasplan.hosts.session import HostSession, close_sessions, open_sessions, planned_installs
 from nasplan.input.inventory import Host
 from nasplan.input.plan import Plan
@@ -212,7 +212,7 @@ def _storage(session: HostSession) -> dict[str, str]:
     paths = {f"volume {n}": v.path for n, v in sorted(session.host.volumes.items())}
     found = volumes.describe_all(paths, facts.storage)
     if facts.memory_limit_bytes:
-        found["memory limit"] = volumes.size_text(facts.memory_limit_bytes)
+        found["memory limit"] = storage.size_text(facts.memory_limit_bytes)
     return found
 
 
