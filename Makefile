@@ -59,12 +59,14 @@ demo-down: venv
 
 # nasplan's overhead against the SSH floor at 1, 2, 10 and 30 lab hosts, the dead time per cell of
 # a 24-cell matrix, repetitions until clear against a fixed five on an 8-cell matrix, then where
-# one apply's time goes (root: it uses the lab). A few minutes; not part of `make test`.
-bench: setup
+# one apply's time goes, then how close --list-tests' estimates come (root: it uses the lab).
+# About 35 minutes; not part of `make test`.
+bench: test-setup
 	$(BIN)/python bench/overhead_floor.py
 	$(BIN)/python bench/matrix_dead_time.py
 	$(BIN)/python bench/adaptive_matrix.py
 	$(BIN)/python bench/profile_apply.py
+	$(BIN)/python bench/estimate_accuracy.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info
