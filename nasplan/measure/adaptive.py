@@ -14,6 +14,8 @@ only a spread small against the target survives the 99 % look. A ``min`` of 4 or
 stage at 95 %, its spread from the first ``min``. A test that reaches ``max`` unclear states
 the distribution-free order-statistic interval instead (from 6 repetitions on), which assumes
 nothing about how the rates scatter; below 6, the t interval stretched to the values' range.
+That interval decides at ``max``: clear when it lies within the target (a first stage that
+scattered keeps Stein's interval wide however steady the later repetitions are).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ METHOD = (
     "95 % interval: Student's t, two-stage (Stein): min <= 3: the third repetition's 99 % "
     "interval, then from the fourth the first four's spread at 96 %; min >= 4: the first min's "
     "spread at 95 %; not clear by max: order statistics (6 repetitions or more), below 6 the t "
-    "interval stretched to the values' range"
+    "interval stretched to the values' range, clear when within the target"
 )
 
 
@@ -95,6 +97,10 @@ class StopRule:
         reached = width is not None and width <= target
         if not reached and n >= self.adaptive.max_n:
             interval = order_statistic_interval(values) or with_range(interval, values)
+            # clear at max when the interval stated is within the target (Stein's stays as wide
+            # as its first stage's spread: the median's own interval of all n may not)
+            width = interval.relative_halfwidth
+            reached = width is not None and width <= target
         return Decision(n, interval, reached, needed)
 
 

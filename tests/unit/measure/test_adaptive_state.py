@@ -76,3 +76,22 @@ def test_a_min_of_4_is_one_stage_at_95_percent() -> None:
     assert (two_looks.first, two_looks.t) == (4, t_quantile(3, 0.96))
     assert two_looks.early_t == t_quantile(2, 0.99)
     assert two_looks.decide([954e6, 955e6, 953e6]).reached  # its 99 % interval: ±0.6 %
+
+
+def test_at_max_the_median_s_own_interval_decides() -> None:
+    """One slow repetition among the first four keeps Stein's interval wide to the end (its
+    spread is fixed by the first stage); at max the median's distribution-free interval of all
+    ten is what the test states, and it is clear when that lies within the target."""
+    rule = Adaptive(min_n=3, max_n=10, ci_halfwidth=0.02)
+    steady_after = [9.41e9, 8.60e9, 9.40e9, 9.39e9, 9.40e9, 9.41e9, 9.39e9, 9.40e9, 9.41e9, 9.40e9]
+    scattered = [9.41e9, 8.60e9, 9.40e9, 8.70e9, 9.40e9, 8.65e9, 9.39e9, 8.80e9, 9.41e9, 8.75e9]
+
+    before_max = adaptive.state(_iperf3(steady_after[:9]), rule)
+    steady = adaptive.state(_iperf3(steady_after), rule)
+    noisy = adaptive.state(_iperf3(scattered), rule)
+
+    assert before_max["statistic"] == "t" and not before_max["reached"]
+    assert steady["statistic"] == "order statistics" and steady["reached"]
+    assert steady["ci_halfwidth"] <= 0.02 and steady["interval"]["low"] > 8.60e9
+    assert noisy["statistic"] == "order statistics" and not noisy["reached"]
+    assert noisy["ci_halfwidth"] > 0.02
