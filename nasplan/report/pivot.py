@@ -280,9 +280,11 @@ def build(
                 where = dict(zip(every, (*fixed, *row, *column), strict=True))
                 here = [p for k, p in keyed if matches(k, tuple(where.values()))]
                 is_base = all(where.get(d, v) == v for d, v in baseline.items())
+                # a test without the baseline's dimension (iperf3 beside copies to volumes)
+                lacks = [d for d in baseline if where.get(d) == DASH]
                 found = pivot_match.baseline_of(where, baseline, keyed, every, loose)
                 others = [_against(where, dict(one), keyed, every, loose) for one in spec.against]
-                one = cell(here, found.points, is_base, others)
+                one = cell(here, () if lacks else found.points, is_base, others, lacks)
                 if one["ratio"] is not None and found.differs:
                     differs.add(found.differs)
                 cells.append(one)

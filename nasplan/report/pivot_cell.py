@@ -111,8 +111,10 @@ def cell(
     base: Sequence[Point],
     is_base: bool,
     against: Sequence[tuple[str, Sequence[Point], bool]] = (),
+    lacks: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """One cell: its numbers (median, min, max, n, values, ratio, verdict; ``no_ratio``: why it
+    """One cell (``lacks``: the baseline's dimensions its test has none of, so it has no
+    baseline): its numbers (median, min, max, n, values, ratio, verdict; ``no_ratio``: why it
     has none; ``short``: its repetitions under analysis.MIN_TRUSTED_S, ``short_baseline``: its
     baseline's) and its text; ``against``: further baselines (label, their points, whether this
     cell is that one), each a ratio of its own in ``against`` and the text
@@ -142,7 +144,7 @@ def cell(
     text = metric_text(summary["median"], point.metric)
     if is_base:
         text += " baseline"
-    elif (reason := _no_ratio(point, base)) is not None:
+    elif (reason := f"no {', '.join(lacks)}" if lacks else _no_ratio(point, base)) is not None:
         cell["no_ratio"] = reason
         text += f" no ratio: {reason}"
     else:

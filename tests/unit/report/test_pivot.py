@@ -383,3 +383,18 @@ def test_a_cell_against_the_hdd_volume_and_against_the_2_5g_link(links: dict[str
     with pytest.raises(InputError, match="link has no such value"):
         pivot.build(pivot.points_of(both), pivot.parse_table_option(
             "rows=link,columns=volume,against=link=p2p5"))  # fmt: skip
+
+
+def test_a_test_without_the_baseline_s_dimension_says_so(links: dict[str, Any]) -> None:
+    """iperf3 per link beside copies to each volume, tabled against the HDD volume: the
+    iperf3 cells have no volume, so no baseline — not a baseline that did not run."""
+    copies = [t for t in links["tests"] if t.get("base_id") == "smb"]
+    net = [t for t in links["tests"] if t.get("base_id") == "net" and not t["cell"].get("reverse")]
+    volumes = [as_cell(r, "smb", **r["cell"], volume=v) for r in copies for v in ("hdd", "ssd")]
+    spec = pivot.parse_table_option("rows=link,columns=volume/direction,baseline=volume=hdd")
+    table = pivot.build(pivot.points_of([*net, *volumes]), spec)
+
+    iperf3 = cells(table, "net, reverse=false")[("p2p10", "forward")]
+    assert iperf3["ratio"] is None and iperf3["no_ratio"] == "no volume", iperf3["text"]
+    assert "no ratio: no volume" in iperf3["text"] and "not run" not in iperf3["text"]
+    assert cells(table, "smb")[("p2p10", "ssd · write")]["ratio"] == pytest.approx(1.0)
