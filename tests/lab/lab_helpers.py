@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import glob
 import json
+import os
+import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -112,3 +115,38 @@ def watch_argv(secret: str) -> Iterator[list[str]]:
     finally:
         stop.set()
         thread.join()
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def nasplan_process(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """``nasplan ARGS`` started from the checkout, its output read through pipes
+    (PYTHONFAULTHANDLER: a run that hangs says where, ``finish``)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "nasplan", *args],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1", **(env or {})},
+    )  # fmt: skip
+
+
+def wait_for(proc: subprocess.Popen[str], text: str) -> str:
+    """Read the progress lines until one contains ``text``; return what was read."""
+    assert proc.stderr is not None
+    seen = ""
+    for line in proc.stderr:
+        seen += line
+        if text in line:
+            return seen
+    raise AssertionError(f"{text!r} never came:\n{seen}")
+
+
+def finish(proc: subprocess.Popen[str], seen: str = "", timeout_s: float = 120) -> str:
+    """Its standard error (after ``seen``) once it ended; one that does not end in time is made
+    to dump its threads' stacks (SIGABRT), and the test fails with them."""
+    try:
+        return seen + proc.communicate(timeout=timeout_s)[1]
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        _, err = proc.communicate(timeout=10)
+        raise AssertionError(f"nasplan hung:\n{seen}{err}") from None

@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,12 +18,11 @@ from typing import Any
 
 import pytest
 import yaml
-from lab_helpers import is_file, leftovers, nic_state
+from lab_helpers import finish, is_file, leftovers, nasplan_process, nic_state, wait_for
 
 from nasplan.lab import LabState, sshd
 from nasplan.lab.netns import namespace_pids
 
-ROOT = Path(__file__).resolve().parents[2]
 FAST = {
     "NASPLAN_CONNECT_S": "2",
     "NASPLAN_CHANNEL_S": "2",
@@ -33,6 +31,13 @@ FAST = {
     "NASPLAN_RENEW_S": "1",
     "PYTHONUNBUFFERED": "1",
 }
+
+
+def nasplan(*args: str, **env: str) -> subprocess.Popen[str]:
+    """``nasplan ARGS`` with this file's short timeouts (``FAST``)."""
+    return nasplan_process(*args, env={**FAST, **env})
+
+
 LAB = {
     "name": "f4lab",
     "lan": {"prefix": "198.19.176.0/24", "rate": "1G"},
@@ -85,33 +90,6 @@ JUMBO = {
         }
     ],
 }
-
-
-def nasplan(*args: str, **env: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "nasplan", *args],
-        cwd=ROOT,
-        stderr=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **FAST, **env},
-    )
-
-
-def wait_for(proc: subprocess.Popen[str], text: str) -> str:
-    """Read the progress lines until one contains ``text``; return what was read."""
-    assert proc.stderr is not None
-    seen = ""
-    for line in proc.stderr:
-        seen += line
-        if text in line:
-            return seen
-    raise AssertionError(f"{text!r} never came:\n{seen}")
-
-
-def finish(proc: subprocess.Popen[str], seen: str = "", timeout_s: float = 120) -> str:
-    _, err = proc.communicate(timeout=timeout_s)
-    return seen + err
 
 
 def states(state: LabState) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import testinfra
 import yaml
-from lab_helpers import is_file, leftovers, nic_state
+from lab_helpers import finish, is_file, leftovers, nasplan_process, nic_state, wait_for
 
 from nasplan.lab import LabState
 from nasplan.lab.netns import namespace_pids
@@ -107,30 +107,8 @@ def write_plan(
 
 
 def start(plan: Path, out: Path, **env: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "nasplan", "apply", str(plan), "--out", str(out)],
-        cwd=ROOT,
-        stderr=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **FAST, **env},
-    )
-
-
-def wait_for(proc: subprocess.Popen[str], text: str) -> str:
-    """Read the progress lines until one contains ``text``; return what was read."""
-    assert proc.stderr is not None
-    seen = ""
-    for line in proc.stderr:
-        seen += line
-        if text in line:
-            return seen
-    raise AssertionError(f"{text!r} never came:\n{seen}")
-
-
-def finish(proc: subprocess.Popen[str], seen: str = "", timeout_s: float = 60) -> str:
-    _, err = proc.communicate(timeout=timeout_s)
-    return seen + err
+    """``nasplan apply PLAN --out OUT`` with this file's short timeouts (``FAST``)."""
+    return nasplan_process("apply", str(plan), "--out", str(out), env={**FAST, **env})
 
 
 def apply_once(plan: Path, out: Path, **env: str) -> tuple[int, str]:

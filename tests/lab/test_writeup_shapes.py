@@ -6,12 +6,10 @@ numbers computed here from run.json's repetitions."""
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import signal
 import statistics
 import subprocess
-import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
@@ -19,13 +17,12 @@ from typing import Any
 
 import pytest
 import yaml
-from lab_helpers import host_tmp_files, nic_state
+from lab_helpers import finish, host_tmp_files, nasplan_process, nic_state
 
 from nasplan.lab import LabState, iscsi, netns, services
 from nasplan.lab.model import Names
 from nasplan.results import load_run
 
-ROOT = Path(__file__).resolve().parents[2]
 MIB = 2**20
 SIZES = ["8MiB", "32MiB"]
 # The TS-253D's network: the PC and a QNAP over the 1G LAN, the NAS's 2.5G port and a 10G card.
@@ -70,23 +67,7 @@ CELL = re.compile(
 
 
 def nasplan(*args: str, **env: str) -> subprocess.Popen[str]:
-    """``nasplan ARGS`` started; PYTHONFAULTHANDLER: a run that hangs says where (finish)."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "nasplan", *args],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1", **env},
-    )  # fmt: skip
-
-
-def finish(proc: subprocess.Popen[str], seen: str = "", timeout_s: float = 60) -> str:
-    """Its standard error once it ended; one that does not end in time is made to dump its
-    threads' stacks (SIGABRT), and the test fails with them."""
-    try:
-        return seen + proc.communicate(timeout=timeout_s)[1]
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGABRT)
-        _, err = proc.communicate(timeout=10)
-        raise AssertionError(f"nasplan hung:\n{seen}{err}") from None
+    return nasplan_process(*args, env=env)
 
 
 def run_plan(plan_file: Path, out: Path, **env: str) -> dict[str, Any]:
