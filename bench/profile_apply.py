@@ -46,9 +46,10 @@ KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # the server host's sampler rides along in the server's start and stop (before: its own)
     ("iperf3 server start + readiness", re.compile(r"-s -1 -D|\$iperf3\" -s")),
     ("iperf3 server stop + log", re.compile(r"pidfile")),
+    # the client host's sampler rides in the client's script (before: round trips of its own)
+    ("iperf3 client", re.compile(r"iperf3\S* -J -c ")),
     ("sampler start", re.compile(r"nasplan-sampler")),
     ("sampler stop", re.compile(r'rm -f "\$flag"')),
-    ("iperf3 client", re.compile(r"iperf3\S* -J -c ")),
     ("tool checks / installs", re.compile(r"--version|apt-get|opkg|synogear|command -v")),
 )
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, NoReturn, TypeVar
 
+from nasplan.measure.sampler import NO_RIDE, Ride
 from nasplan.measure.tools import iperf3, iperf3_multi, iperf3_server, iperf3_server_windows
 from nasplan.measure.tools.iperf3 import Iperf3Error, Iperf3Params, excerpt
 from nasplan.measure.tools.iperf3_server import PORT_IN_USE_EXIT, SERVER_READY_TIMEOUT_S
@@ -40,6 +41,7 @@ class Around:
     In order: ``start_text`` goes into the server's start script and ``started`` reads that
     script's output; ``server_runs`` when the server runs on a channel whose output can be read
     on (its interval lines while the client runs); ``before_client`` once the server listens;
+    ``client_ride`` rides in the client's script and ``client_ended`` reads its output;
     ``after_result`` once the client's result is in; ``stop_text`` goes into the server's stop
     script and ``stopped`` reads its output. ``defer_stop`` is offered the server's stop after a
     measurement: True when it takes it (to run later, ``stopped`` with it), False to have it run
@@ -61,6 +63,13 @@ class Around:
 
     def before_client(self) -> None:
         """The server listens; the client runs next."""
+
+    def client_ride(self) -> Ride:
+        """Shell text riding in the client's script (a POSIX client's only)."""
+        return NO_RIDE
+
+    def client_ended(self, stdout: str) -> None:
+        """The client script's whole output (the riding text's sections after iperf3's)."""
 
     def after_result(self) -> None:
         """The client's result is in; the server's stop comes next."""
@@ -139,7 +148,7 @@ def _attempt(job: _Job, token: str, around: Around) -> tuple[str, dict[str, Any]
         if launched.read is not None:
             around.server_runs(launched.read)
         around.before_client()
-        stdout, parsed = _run_client(job)
+        stdout, parsed = _run_client(job, around)
         measured = True
         around.after_result()
     finally:
@@ -220,15 +229,22 @@ def _launch_failed(one: _OneOff, launched: Launched) -> NoReturn:
     raise Iperf3Error(f"could not start the iperf3 server on {one.runner.name}: {reason}")
 
 
-def _run_client(job: _Job) -> tuple[str, dict[str, Any]]:
+def _run_client(job: _Job, around: Around) -> tuple[str, dict[str, Any]]:
     """The client's raw output and its parse(); Iperf3Error when it measured nothing."""
     client, params = job.client, job.params
     timeout_s = params.duration_s + params.omit_s + CLIENT_TIMEOUT_MARGIN_S
     if shell.of(client).is_windows:
         result = client.run(job.argv, timeout_s=timeout_s)
-    else:  # under the host lease's watchdog, as the server
-        result = client.run_script(iperf3_server.client_script(job.argv), timeout_s=timeout_s)
-    return result.stdout, iperf3.parse_client(result.stdout, result.stderr, client.name)
+        stdout = result.stdout
+    else:  # under the host lease's watchdog, as the server; the host's sampler riding in it
+        ride = around.client_ride()
+        script = iperf3_server.client_script(
+            job.argv, before=ride.before, said=ride.said, stop=ride.stop
+        )
+        result = client.run_script(script, timeout_s=timeout_s)
+        around.client_ended(result.stdout)
+        stdout = iperf3_server.client_said(result.stdout) if ride != NO_RIDE else result.stdout
+    return stdout, iperf3.parse_client(stdout, result.stderr, client.name)
 
 
 def _stop_server(

@@ -20,6 +20,7 @@ from nasplan.measure.iperf3_repetition import Around, run_processes, run_repetit
 from nasplan.measure.kind import Needs, RunContext
 from nasplan.measure.live_rate import LiveRate
 from nasplan.measure.pair import Pair, open_pair
+from nasplan.measure.sampler import Ride
 from nasplan.measure.sampling import Sampling
 from nasplan.measure.tools import iperf3, iperf3_multi
 
@@ -134,11 +135,15 @@ def _open(
 
 def _sampling(job: _Job, ctx: RunContext) -> Sampling:
     """The test's samplers, started while the first server starts: the first client waits for
-    them (``_Around.before_client``), so they see every measurement whole. The server host's
-    rides along in the server's own start and stop scripts when there is one iperf3 process
-    a side and its scripts are sh."""
-    riding = None if job.windows_end or job.processes else job.test.server
-    sampled = Sampling(ctx.sessions, job.test.hosts, job.token, ctx.tasks, riding=riding)
+    them (``_Around.before_client``), so they see every measurement whole. When there is one
+    iperf3 process a side and its scripts are sh, the server host's rides along in the
+    server's own start and stop scripts, and the client host's in the client's script: no
+    round trip of their own."""
+    alone = job.windows_end or job.processes
+    server, client = (None, None) if alone else (job.test.server, job.test.client)
+    sampled = Sampling(
+        ctx.sessions, job.test.hosts, job.token, ctx.tasks, riding=server, client=client
+    )
     sampled.start()
     return sampled
 
@@ -208,6 +213,12 @@ class _Around(Around):
     def before_client(self) -> None:
         self.ctx.settle()
         self.sampled.wait_started()
+
+    def client_ride(self) -> Ride:
+        return self.sampled.client_ride(last=self.last is not None)
+
+    def client_ended(self, stdout: str) -> None:
+        self.sampled.client_rode(stdout)
 
     def after_result(self) -> None:
         self.live.stop()

@@ -138,20 +138,57 @@ def stop_script(token: str, pid: int) -> str:
 
 
 # Riding along in a test's own round trip on the host (a subshell: its variables stay its own;
-# the script it rides in has the host lock's PRELUDE), its output in a section of its own.
+# the script it rides in has the host lock's PRELUDE), its output in sections of its own: the
+# loop's PID (STARTED), what it saw (SECTION).
 SECTION = "sampler"
+STARTED = "sampler-started"
 
 
 def start_text(token: str, *, max_s: float = MAX_SAMPLING_S) -> str:
-    """Shell text for a script that has PRELUDE: starts the loop, prints the section with its
-    PID."""
-    return f"printf '@@nasplan:{SECTION}@@\\n'\n(\n{_start_body(token, max_s)})\n"
+    """Shell text for a script that has PRELUDE: starts the loop, prints the STARTED section
+    with its PID."""
+    return f"printf '@@nasplan:{STARTED}@@\\n'\n(\n{_start_body(token, max_s)})\n"
 
 
 def stop_text(token: str, pid: int) -> str:
     """Shell text that stops the loop and prints what it sampled in its section (after whatever
     the script printed before, on a line of its own)."""
     return f"printf '\\n@@nasplan:{SECTION}@@\\n'\n(\n{stop_script(token, pid)})\n"
+
+
+@dataclass(frozen=True)
+class Ride:
+    """A host's sampler riding in one script around the test's own work there (an iperf3
+    client): ``before`` runs first and prints nothing (the work's output is its own); ``said``
+    then prints the STARTED section; ``stop`` (run once the work ended well) stops the loop and
+    prints SECTION. Each is "" when it has nothing to do."""
+
+    before: str = ""
+    said: str = ""
+    stop: str = ""
+
+
+NO_RIDE = Ride()
+# what ``before`` printed, kept by the script for ``said``
+_SAID = "nasplan_sampler_said"
+
+
+def ride(
+    token: str, *, start: bool, stop: bool, pid: int | None, max_s: float = MAX_SAMPLING_S
+) -> Ride:
+    """The texts of one riding script: ``start`` the loop in it; ``stop`` the loop in it, the
+    one ``pid`` names or (None) the one this script started."""
+    before = f"{_SAID}=$(\n{start_text(token, max_s=max_s)})\n" if start else ""
+    said = f"printf '\\n%s\\n' \"${_SAID}\"\n" if start else ""
+    if not stop:
+        return Ride(before, said)
+    if pid is not None:
+        return Ride(before, said, stop_text(token, pid))
+    out, flag = paths(token)
+    # the PID is the last line of what ``before`` printed (none when the start failed)
+    assign = _assign({"out": out, "flag": flag}) + f"pid=${{{_SAID}##*[!0-9]}}\n"
+    stopped = f"printf '\\n@@nasplan:{SECTION}@@\\n'\n(\n{assign}{_STOP})\n"
+    return Ride(before, said, stopped if start else "")
 
 
 # Lines of an older sampler end after the memory field; a line without its "E" is incomplete.

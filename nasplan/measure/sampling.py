@@ -2,8 +2,10 @@
 
 Each ready host of a test has a ``HostSampler``: its loop's PID and, once stopped, what it saw.
 Its start and stop are round trips of their own, handed to the run's ``Tasks`` so that they
-overlap the test's own (an iperf3 server's start and stop); or, for one host (``riding``), shell
-text inside the test's own scripts there (``start_text``/``started``, ``stop_text``/``stopped``).
+overlap the test's own (an iperf3 server's start and stop); or, for the server's host
+(``riding``), shell text inside the test's own scripts there (``start_text``/``started``,
+``stop_text``/``stopped``), and for the client's host (``client``) inside its client's script
+(``client_ride``/``client_rode``): no round trip of their own.
 
 A ``HostSampler`` is used by one thread at a time, handed over explicitly: to a task by
 ``Tasks.start`` and back by ``Task.wait``; the riding host's to the test's teardown, which the
@@ -17,7 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from nasplan.measure import sampler
-from nasplan.measure.sampler import MAX_SAMPLING_S, SECTION
+from nasplan.measure.sampler import MAX_SAMPLING_S, SECTION, STARTED
 from nasplan.remote import shell
 from nasplan.remote.runner import Runner
 from nasplan.sections import split_sections
@@ -65,11 +67,29 @@ class HostSampler:
         """Read the PID from the output of the script that held ``start_text``."""
         if not self.asked or self.over or self.pid is not None:
             return
-        text = split_sections(stdout).get(SECTION, "")
+        text = split_sections(stdout).get(STARTED, "")
         if text.isdigit():
             self.pid = int(text)
         else:
             self.over = True
+
+    def ride(self, *, last: bool) -> sampler.Ride:
+        """The loop riding in one script around the test's work: started by the first such
+        script, stopped by the ``last`` one (the same when there is one)."""
+        start = not self.asked
+        self.asked = True
+        running = self.pid is not None and not self.over
+        stop = last and (start or running)
+        return sampler.ride(self.token, start=start, stop=stop, pid=self.pid, max_s=self.max_s)
+
+    def rode(self, stdout: str) -> None:
+        """Read the PID and, once stopped, what the loop saw from a riding script's output."""
+        if self.over:
+            return
+        if STARTED in split_sections(stdout):
+            self.started(stdout)
+        if self.pid is not None:
+            self.stopped(stdout)
 
     def stop_text(self) -> str:
         """The loop's stop as shell text ("" when it does not run)."""
@@ -93,7 +113,8 @@ class Sampling:
     """Sampling on the ready hosts of one test (POSIX ones; a Windows host's is None).
 
     ``start`` hands every host's start to ``tasks`` (but the ``riding`` host's: its start and
-    stop ride in the test's own scripts there, ``start_text`` ... ``stopped``); ``wait_started``
+    stop ride in the test's own scripts there, ``start_text`` ... ``stopped``; and the
+    ``client`` host's, riding in its client's scripts, ``client_ride``); ``wait_started``
     before measuring; ``stop`` once the last measurement ended; ``close`` waits and fills
     ``resources``: host -> sampler.parse() result, None when sampling failed there.
     """
@@ -107,6 +128,7 @@ class Sampling:
         *,
         max_s: float = MAX_SAMPLING_S,
         riding: str | None = None,
+        client: str | None = None,
     ) -> None:
         self._tasks = tasks
         self._hosts = {
@@ -114,14 +136,19 @@ class Sampling:
             for name in dict.fromkeys(hosts)
             if (session := sessions.get(name)) is not None and session.ready and session.runner
         }
-        rider = self._hosts.get(riding or "")
-        self._rider = rider if rider and not shell.of(rider.runner).is_windows else None
+        self._rider = self._posix(riding)
+        self._client = self._posix(client) if client != riding else None
         self._starting: list[Task] = []
         self._stopping: list[Task] | None = None
         self.resources: Resources = {}
 
+    def _posix(self, name: str | None) -> HostSampler | None:
+        host = self._hosts.get(name or "")
+        return host if host and not shell.of(host.runner).is_windows else None
+
     def _own(self) -> list[HostSampler]:
-        return [host for host in self._hosts.values() if host is not self._rider]
+        riders = (self._rider, self._client)
+        return [host for host in self._hosts.values() if host not in riders]
 
     def start(self) -> None:
         """Start sampling on every host but the riding one, without waiting."""
@@ -145,8 +172,9 @@ class Sampling:
         self.stop()
         for task in self._stopping or []:
             task.wait()
-        if self._rider is not None:
-            self._rider.stop()
+        for rider in (self._rider, self._client):
+            if rider is not None:
+                rider.stop()
         self.resources = {name: host.resources for name, host in self._hosts.items()}
         return self.resources
 
@@ -167,6 +195,16 @@ class Sampling:
         """The output of the script that held ``stop_text``."""
         if self._rider is not None:
             self._rider.stopped(stdout)
+
+    def client_ride(self, *, last: bool) -> sampler.Ride:
+        """The client host's sampler in its client's script: started in the first, stopped in
+        the ``last`` (``sampler.NO_RIDE``: it has a round trip of its own, or none)."""
+        return self._client.ride(last=last) if self._client else sampler.NO_RIDE
+
+    def client_rode(self, stdout: str) -> None:
+        """The output of a client's script that held ``client_ride``'s texts."""
+        if self._client is not None:
+            self._client.rode(stdout)
 
 
 @contextlib.contextmanager

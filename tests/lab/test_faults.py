@@ -242,12 +242,15 @@ def test_second_apply_is_refused_naming_the_first_then_takes_over_once_it_is_kil
 
 def test_a_host_is_released_once_the_plan_is_done_with_it(lab: LabState, tmp_path: Path) -> None:
     # ftnas serves the plan's first test only: while the second (ftws -> ftpc) runs, another
-    # run may use ftnas, and the first run's lease renewals there have stopped
+    # run may use ftnas (its lock released in place of its next renewal, every 1 s here), and
+    # the first run's lease renewals there have stopped
     before_files = leftovers(lab)
-    plan = write_plan(lab, tmp_path, name="first", other_test=True, other_duration_s=3)
+    plan = write_plan(lab, tmp_path, name="first", other_test=True, other_duration_s=5)
     first = start(plan, tmp_path / "first")
     try:
         seen = wait_for(first, "test other:")
+        released_s = lock_released(lab, "ftnas", within_s=3)
+        assert released_s < 2.5, released_s  # a renewal interval (1 s) after, not at the end
         second_run(lab, tmp_path)
         assert first.poll() is None  # the first run was still measuring ftws -> ftpc
         err = finish(first, seen)
@@ -260,6 +263,16 @@ def test_a_host_is_released_once_the_plan_is_done_with_it(lab: LabState, tmp_pat
     assert result["status"] == "ok" and [t["status"] for t in result["tests"]] == ["ok", "ok"]
     assert not any("took this host's lock" in w for w in result["warnings"]), result["warnings"]
     assert settle(lab, before_files) == set()
+
+
+def lock_released(lab: LabState, name: str, within_s: float) -> float:
+    """Seconds until ``name``'s host lock is gone (fails after ``within_s``)."""
+    host = testinfra.get_host(f"ssh://{name}", ssh_config=str(lab.ssh_config_path))
+    started = time.monotonic()
+    while host.run("ls -d /tmp/nasplan-*.lock").rc == 0:
+        assert time.monotonic() - started < within_s, f"{name}: still locked"
+        time.sleep(0.05)
+    return time.monotonic() - started
 
 
 def second_run(lab: LabState, tmp_path: Path) -> None:

@@ -71,7 +71,8 @@ def test_timelines_of_a_real_run(
         assert 0.8 * theoretical < value < 1.03 * theoretical, series
     rep = net["repetitions"][0]
     assert rep["started_s"] < series["t_s"][0] <= rep["ended_s"] + 0.5
-    # The sampler saw the same traffic on the client's NIC, on the same clock (iperf3's seconds
+    # The sampler, started and stopped within the client's own script, saw the same traffic
+    # on the client's NIC, on the same clock (iperf3's seconds
     # are placed from the repetition's start, before the server's start-up round trip: a
     # sampler second may straddle iperf3's first one).
     ws = net["resources"]["ws"]["series"]

@@ -154,6 +154,7 @@ def test_a_host_released_early_is_no_longer_renewed_and_its_lost_lock_is_no_warn
     time.sleep(renew_s * 1.5)
     early = EarlyRelease(keeper, "20261201T140000Z-x", tasks)
     early.release([sessions["done"]])
+    time.sleep(renew_s * 1.5)  # its next renewal's time: the release in its place
     early.join()
     renewed_before = len(hosts[0].times)
     time.sleep(renew_s * 4)
@@ -165,26 +166,70 @@ def test_a_host_released_early_is_no_longer_renewed_and_its_lost_lock_is_no_warn
     assert len(hosts[1].times) >= 4 and sessions["busy"].locked  # the other is still held
 
 
-def test_an_early_release_waits_for_the_teardown_still_running_on_the_host() -> None:
-    # the host's last test may still be stopping its server there (RunContext.defer): the
-    # release, which removes what the run left on the host, must not cut into it
+def _one_locked_host(
+    renew_s: float,
+) -> tuple[_ReleasedHost, dict[str, HostSession], Overlap, LeaseKeeper]:
+    """A locked host "done" of a run whose leases (30 s) are renewed every ``renew_s``."""
     host = _ReleasedHost("done")
     sessions = {"done": HostSession(Host(name="done", address="198.19.240.1"), host, locked=True)}
     tasks = Overlap.concurrent()
     keeper = LeaseKeeper(
-        sessions, "20261201T160000Z-x", 30, 10, tasks, PlainProgress(io.StringIO())
+        sessions, "20261201T160000Z-x", 30, renew_s, tasks, PlainProgress(io.StringIO())
     )
+    return host, sessions, tasks, keeper
+
+
+def test_an_early_release_waits_for_the_teardown_still_running_on_the_host() -> None:
+    # the host's last test may still be stopping its server there (RunContext.defer): the
+    # release, which removes what the run left on the host, must not cut into it
+    host, sessions, tasks, keeper = _one_locked_host(0.05)
+    keeper.start()
     stopping = threading.Event()
     teardown = tasks.start(stopping.wait, "teardown")
     early = EarlyRelease(keeper, "20261201T160000Z-x", tasks)
 
     early.release([sessions["done"]], after=teardown)
-    time.sleep(0.2)
+    time.sleep(0.3)  # several renewals' times
     assert not host.released  # the teardown is not over
     stopping.set()
     early.join()
+    keeper.stop()
 
     assert host.released and not sessions["done"].locked
+
+
+def test_an_early_release_lands_at_the_hosts_next_renewal_not_at_once() -> None:
+    # released at once, every host a test is done with would be released just as the next
+    # test starts; in place of its next renewal, it lands where the renewals are spread
+    renew_s = 0.4
+    host, sessions, tasks, keeper = _one_locked_host(renew_s)
+    keeper.start()
+    time.sleep(renew_s * 1.25)  # its first renewal came
+    renewals = len(host.times)
+    early = EarlyRelease(keeper, "20261201T160000Z-x", tasks)
+
+    early.release([sessions["done"]])
+    time.sleep(renew_s * 0.25)
+    assert not host.released and sessions["done"].locked  # not yet: not at once
+    time.sleep(renew_s)
+    assert host.released and not sessions["done"].locked  # at its next renewal's time
+    assert len(host.times) == renewals  # in that renewal's place
+    early.join()
+    keeper.stop()
+
+
+def test_an_early_release_whose_renewal_has_not_come_is_left_to_the_end() -> None:
+    host, sessions, tasks, keeper = _one_locked_host(10)
+    keeper.start()
+    early = EarlyRelease(keeper, "20261201T160000Z-x", tasks)
+    early.release([sessions["done"]])
+
+    started = time.monotonic()
+    early.join()  # the run ends: it does not wait for the renewal's time
+    keeper.stop()
+
+    assert time.monotonic() - started < 1
+    assert not host.released and sessions["done"].locked  # the run's end releases it
 
 
 class _Outage(_RenewalClock):

@@ -238,8 +238,10 @@ def server_launch_script(
 # cut off) and the client hang (a network change reverted under it: iperf3 waits on a control
 # connection whose address is gone, for as long as TCP retransmits, ~15 min), it is ended once
 # the run's lease on the host runs out. Started first (before the lock's prelude and its
-# `uname`), its watchdog while it connects; its
-# output (the JSON nasplan keeps byte for byte) and exit status are its own.
+# `uname`), its watchdog while it connects; its output (the JSON nasplan keeps byte for byte)
+# and exit status are its own. A host's sampler riding in it (``nasplan.measure.sampler.Ride``)
+# starts before the client, so that it sees the measurement whole, and says what it did only
+# after the client's output, in sections after a line of their own (``client_said``).
 _CLIENT_START = """\
 "$@" &
 client=$!
@@ -255,17 +257,29 @@ fi
 wait "$client"
 status=$?
 [ -n "${watcher-}" ] && kill "$watcher" 2>/dev/null
-exit "$status"
 """
 
 
-def client_script(argv: Sequence[str]) -> str:
+def client_script(argv: Sequence[str], *, before: str = "", said: str = "", stop: str = "") -> str:
     """POSIX sh that runs the iperf3 client ``argv`` under the host lease's watchdog (see
     _CLIENT), registered in the host's lock by its arguments (what the lock's clean-up looks for
-    in a command line before it kills a PID)."""
+    in a command line before it kills a PID). Text riding in the same round trip (the host's
+    sampler: ``nasplan.measure.sampler.Ride``): ``before`` runs before the client and prints
+    nothing, ``said`` after it, ``stop`` after that once the client ended well."""
     values = {"watch": _WATCH, "token": " ".join(argv[1:])}
-    started = f"set -- {shlex.join(argv)}\n" + _CLIENT_START
-    return started + _assignments(values) + PRELUDE + _CLIENT
+    started = f"set -- {shlex.join(argv)}\n"
+    if before:
+        started += _assignments(values) + PRELUDE + before + _CLIENT_START
+    else:
+        started += _CLIENT_START + _assignments(values) + PRELUDE
+    stop = f'if [ "$status" -eq 0 ]; then\n{stop}fi\n' if stop else ""
+    return started + _CLIENT + said + stop + 'exit "$status"\n'
+
+
+def client_said(output: str) -> str:
+    """The client's own output in that of a ``client_script`` with text riding in it: what
+    came before the first section of that text's (all of it when there is none)."""
+    return output.split("\n@@nasplan:", 1)[0]
 
 
 _PORT_CHECK = """\

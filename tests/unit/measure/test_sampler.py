@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import time
 from pathlib import Path
 
@@ -66,7 +67,7 @@ def test_riding_along_in_a_server_start_and_stop_samples_and_leaves_nothing_behi
     )
     started = runner.run_script(start)
     assert started.exited == 1 and "ended before it listened" in started.stderr
-    pid_text = split_sections(started.stdout)[sampler.SECTION]
+    pid_text = split_sections(started.stdout)[sampler.STARTED]
     assert pid_text.isdigit()
     time.sleep(1.2)
     stop = iperf3_server.server_stop_script(
@@ -80,6 +81,73 @@ def test_riding_along_in_a_server_start_and_stop_samples_and_leaves_nothing_behi
     assert not Path(out).exists() and not Path(flag).exists()
     status = Path(f"/proc/{pid_text}/status")
     assert not status.exists() or "\nState:\tZ" in status.read_text()
+
+
+def _gone(pid: str) -> bool:
+    status = Path(f"/proc/{pid}/status")
+    return not status.exists() or "\nState:\tZ" in status.read_text()
+
+
+@pytest.mark.parametrize("shell", ["sh", "busybox"])
+def test_riding_in_a_client_script_it_samples_the_client_whole_and_leaves_nothing_behind(
+    shell: str,
+) -> None:
+    # one round trip: the sampler started before the "client" (real sh, 1.2 s of work that
+    # prints like a client), stopped after it; the client's own output comes first, untouched
+    runner = LocalRunner()
+    token = f"unit-client-{os.getpid()}-{shell}"
+    ride = sampler.ride(token, start=True, stop=True, pid=None, max_s=30)
+    argv = ["sh", "-c", "sleep 1.2; printf '{\\n  \"end\": {}\\n}\\n'"]
+    script = iperf3_server.client_script(argv, before=ride.before, said=ride.said, stop=ride.stop)
+    if shell == "busybox":
+        script = f"exec busybox sh -c {shlex.quote(script)}"
+    done = runner.run_script(script)
+
+    assert done.ok, done.stderr
+    assert iperf3_server.client_said(done.stdout) == '{\n  "end": {}\n}\n'
+    sections = split_sections(done.stdout)
+    assert sections[sampler.STARTED].isdigit()
+    parsed = sampler.parse(sections[sampler.SECTION])
+    assert parsed["samples"] >= 2 and parsed["duration_s"] >= 0.9  # the client's whole second
+    out, flag = sampler.paths(token)
+    assert not Path(out).exists() and not Path(flag).exists()
+    assert _gone(sections[sampler.STARTED])
+
+
+def test_a_client_that_failed_leaves_its_sampler_running_for_a_stop_of_its_own() -> None:
+    runner = LocalRunner()
+    token = f"unit-client-failed-{os.getpid()}"
+    ride = sampler.ride(token, start=True, stop=True, pid=None, max_s=30)
+    argv = ["sh", "-c", "echo 'iperf3: error - unable to connect' >&2; exit 1"]
+    script = iperf3_server.client_script(argv, before=ride.before, said=ride.said, stop=ride.stop)
+    done = runner.run_script(script)
+
+    assert done.exited == 1 and "unable to connect" in done.stderr  # the client's own
+    sections = split_sections(done.stdout)
+    assert sampler.SECTION not in sections  # not stopped: the client did not end well
+    pid = sections[sampler.STARTED]
+    assert not _gone(pid)
+    time.sleep(0.6)
+    assert sampler.stop(runner, token, int(pid)) is not None  # what the teardown does
+    assert _gone(pid)
+
+
+def test_riding_in_several_client_scripts_it_starts_in_the_first_and_stops_in_the_last() -> None:
+    runner = LocalRunner()
+    token = f"unit-clients-{os.getpid()}"
+    argv = ["sh", "-c", "sleep 0.6; echo done"]
+    first = sampler.ride(token, start=True, stop=False, pid=None, max_s=30)
+    one = runner.run_script(iperf3_server.client_script(argv, before=first.before, said=first.said))
+    pid = split_sections(one.stdout)[sampler.STARTED]
+    assert iperf3_server.client_said(one.stdout) == "done\n" and not _gone(pid)
+    last = sampler.ride(token, start=False, stop=True, pid=int(pid), max_s=30)
+    assert last.before == last.said == ""
+    two = runner.run_script(iperf3_server.client_script(argv, stop=last.stop))
+
+    assert iperf3_server.client_said(two.stdout) == "done\n"
+    parsed = sampler.parse(split_sections(two.stdout)[sampler.SECTION])
+    assert parsed["duration_s"] >= 1.0  # both clients' time, in one series
+    assert _gone(pid)
 
 
 def test_lines_of_the_older_sampler_still_parse_without_disks_or_nics() -> None:

@@ -33,28 +33,44 @@ def fixture_text(relative: str) -> str:
 
 def sampled(runner: Any) -> Any:
     """``runner`` answering the resource sampler's start and stop scripts (a real capture). A
-    sampler riding along in an iperf3 server's start or stop script is left to the test's own
-    expectations (``riding_start``, ``riding_stop``)."""
+    sampler riding along in an iperf3 server's start or stop script, or in a client's, is left
+    to the test's own expectations (``riding_start``, ``riding_stop``, ``riding_client``)."""
 
     def start(text: str) -> Result | None:
-        return None if "port=" in text else Result(text, SAMPLER_PID + "\n", "", 0)
+        rides = "port=" in text or " -J -c " in text
+        return None if rides else Result(text, SAMPLER_PID + "\n", "", 0)
 
     def stop(text: str) -> Result | None:
         samples = fixture_text("sampler/idle-dash.txt")
-        return None if "pidfile=" in text else Result(text, samples, "", 0)
+        rides = "pidfile=" in text or " -J -c " in text
+        return None if rides else Result(text, samples, "", 0)
 
     return runner.allow("nasplan-sampler", reply=start).allow('rm -f "$flag"', reply=stop)
 
 
 def riding_start(stdout: str = "") -> str:
     """What a server start script with the host's sampler riding along prints: its section."""
-    return f"@@nasplan:sampler@@\n{SAMPLER_PID}\n{stdout}"
+    return f"@@nasplan:sampler-started@@\n{SAMPLER_PID}\n{stdout}"
 
 
 def riding_stop(log: str) -> str:
     """What a server stop script with the sampler riding along prints: the server's log, then
     the sampler's section (a real capture of its lines)."""
     return f"{log}\n@@nasplan:sampler@@\n{fixture_text('sampler/idle-dash.txt')}"
+
+
+def riding_client(output: str) -> Callable[[str], Result]:
+    """A reply to an iperf3 client script with the host's sampler riding along, as it prints:
+    the client's own ``output``, then the sampler's sections: its PID when the script started
+    it, what it saw (a real capture of its lines) when the script stopped it."""
+
+    def reply(text: str) -> Result:
+        started = f"\n@@nasplan:sampler-started@@\n{SAMPLER_PID}\n"
+        stopped = f"\n@@nasplan:sampler@@\n{fixture_text('sampler/idle-dash.txt')}"
+        said = output + (started if "nasplan-sampler" in text else "")
+        return Result(text, said + (stopped if 'rm -f "$flag"' in text else ""), "", 0)
+
+    return reply
 
 
 @pytest.fixture()

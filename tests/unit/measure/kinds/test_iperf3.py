@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +19,7 @@ from nasplan.remote.runner import Launched, Result
 from nasplan.run.cell import Cell
 from nasplan.run.overlap import Overlap
 
-from .conftest import SAMPLER_PID, fixture_text, riding_start, riding_stop, run_cell
+from .conftest import riding_client, riding_start, riding_stop, run_cell
 
 IPERF3 = Path(__file__).resolve().parents[3] / "fixtures" / "iperf3" / "3.12"
 TEST = "  - {id: p2p, kind: iperf3, server: nas, client: ws, duration_s: 2, repetitions: 1}\n"
@@ -40,13 +39,13 @@ def test_one_repetition_is_recorded_with_its_path_raw_file_and_resources(
     kind_context: Callable[..., Any],
 ) -> None:
     ctx, nas, ws = kind_context(TEST, TOOLS)
-    # the NAS's sampler rides along in the server's start and stop, the workstation's has
-    # round trips of its own
+    # the NAS's sampler rides along in the server's start and stop, the workstation's in the
+    # client's script
     nas.expect("port=5201", riding_start())
     server_log = (IPERF3 / "tcp-single-server-log.json").read_text()
     nas.expect("kill", riding_stop(server_log))
     client_output = (IPERF3 / "tcp-single.json").read_text()
-    ws.expect("/usr/bin/iperf3 -J -c 198.18.251.1 -p 5201 -t 2", client_output)
+    ws.expect("/usr/bin/iperf3 -J -c 198.18.251.1 -p 5201 -t 2", reply=riding_client(client_output))
 
     record = run_settled(ctx)
 
@@ -63,8 +62,9 @@ def test_one_repetition_is_recorded_with_its_path_raw_file_and_resources(
     assert set(record["resources"]) == {"nas", "ws"}
     assert record["resources"]["nas"]["samples"] > 1
     assert record["resources"]["nas"] == record["resources"]["ws"]  # the same capture
-    assert nas.texts("nasplan-sampler") == nas.texts("port=5201")  # no round trip of its own
-    assert len(ws.texts("nasplan-sampler")) == 1
+    # no round trip of their own: the client's script is the workstation's only one
+    assert nas.texts("nasplan-sampler") == nas.texts("port=5201")
+    assert ws.texts("nasplan-sampler") == ws.texts() and len(ws.texts()) == 1
     # iperf3's own seconds, on the test's clock from the repetition's start, as its timeline
     (series,) = record["timeline"]["throughput"]
     assert series["source"] == "iperf3" and series["fall"] is None
@@ -72,47 +72,42 @@ def test_one_repetition_is_recorded_with_its_path_raw_file_and_resources(
     assert series["t_s"] == [round(rep["started_s"] + i, 2) for i in (1, 2)]
 
 
-def test_samplers_start_alongside_the_server_and_run_before_the_client_measures(
+def test_the_clients_sampler_starts_before_it_in_its_script_and_stops_after_it(
     kind_context: Callable[..., Any],
 ) -> None:
-    ctx, nas, ws = kind_context(TEST, TOOLS, tasks=Overlap.concurrent())
-    events: list[str] = []
-    lock = threading.Lock()
-
-    def noted(what: str, stdout: str, slow_s: float = 0.0) -> Callable[[str], Result]:
-        def reply(text: str) -> Result:
-            with lock:
-                events.append(f"{what} begins")
-            time.sleep(slow_s)
-            with lock:
-                events.append(f"{what} ends")
-            return Result(text, stdout, "", 0)
-
-        return reply
-
-    sampled = fixture_text("sampler/idle-dash.txt")
-    start = noted("ws sampler start", SAMPLER_PID + "\n", 0.3)
-    ws.standing.insert(0, ("nasplan-sampler", start))
-    ws.standing.insert(0, ('rm -f "$flag"', noted("ws sampler stop", sampled)))
+    ctx, nas, ws = kind_context(TEST, TOOLS)
     log = (IPERF3 / "tcp-single-server-log.json").read_text()
-    nas.expect("port=5201", reply=noted("server start", riding_start()))
-    nas.expect("kill", reply=noted("server stop", riding_stop(log), 0.3))
+    nas.expect("port=5201", riding_start()).expect("kill", riding_stop(log))
     client_output = (IPERF3 / "tcp-single.json").read_text()
-    ws.expect("-c 198.18.251.1", reply=noted("client", client_output))
+    ws.expect("-c 198.18.251.1", reply=riding_client(client_output))
 
     record = run_settled(ctx)
 
     assert record["status"] == "ok", record["error"]
-    at = events.index
-    # the server's start does not wait for the workstation's sampler (its own round trip) ...
-    assert at("server start ends") < at("ws sampler start ends")
-    # ... but the client does: the samplers see the whole measurement (the NAS's started in
-    # the server's own start script)
-    assert at("client begins") > at("ws sampler start ends")
-    # they stop once the client's result is in, the NAS's within the server's stop
-    assert at("ws sampler stop begins") > at("client ends")
-    assert at("server stop begins") > at("client ends")
+    (script,) = ws.texts()
+    at = script.index
+    # the sampler sees the whole measurement: it runs before the client starts and is stopped
+    # once the client ended (and only then: a client that failed leaves it to its teardown)
+    assert at("nasplan-sampler") < at('"$@" &') < at('wait "$client"') < at('rm -f "$flag"')
+    assert at('if [ "$status" -eq 0 ]') < at('rm -f "$flag"')
+    assert record["resources"]["ws"]["samples"] > 1
     assert record["resources"]["nas"]["samples"] > 1
+
+
+def test_a_client_that_failed_leaves_its_sampler_to_the_teardown(
+    kind_context: Callable[..., Any],
+) -> None:
+    ctx, nas, ws = kind_context(TEST, TOOLS)
+    nas.expect("port=5201", riding_start()).expect("kill")
+    refused = (IPERF3 / "error-connection-refused.json").read_text()
+    said = f"{refused}\n@@nasplan:sampler-started@@\n4243\n"  # no stop: the client failed
+    ws.expect("-c 198.18.251.1", said, exited=1)
+
+    record = run_settled(ctx)
+
+    assert record["status"] == "failed" and "Connection refused" in record["error"]
+    (stop,) = ws.texts("pid=4243")  # its own round trip, for the PID the client's script said
+    assert "-J -c" not in stop
     assert record["resources"]["ws"]["samples"] > 1
 
 
@@ -144,7 +139,8 @@ def test_a_refused_connection_is_recorded_and_the_server_stopped(
 ) -> None:
     ctx, nas, ws = kind_context(TEST, TOOLS)
     nas.expect("-s -1 -p", riding_start()).expect("kill")
-    ws.expect("-c 198.18.251.1", (IPERF3 / "error-connection-refused.json").read_text())
+    refused = (IPERF3 / "error-connection-refused.json").read_text()
+    ws.expect("-c 198.18.251.1", reply=riding_client(refused))
 
     record = run_settled(ctx)
 
@@ -180,7 +176,7 @@ def test_a_checkpoint_is_saved_after_each_repetition_but_the_last(
     for _ in range(3):
         nas.expect("port=5201")
         nas.expect("kill", (IPERF3 / "tcp-single-server-log.json").read_text())
-        ws.expect("/usr/bin/iperf3 -J -c", (IPERF3 / "tcp-single.json").read_text())
+        ws.expect("/usr/bin/iperf3 -J -c", reply=riding_client(CLIENT_OUTPUT))
     saved: list[int] = []
     ctx.hooks.on_checkpoint = lambda: saved.append(len(cell.parts[-1].record["repetitions"]))
     cell = Cell(kinds.bind(ctx.plan.tests[0]))
@@ -194,6 +190,7 @@ def test_a_checkpoint_is_saved_after_each_repetition_but_the_last(
     assert len(cell.parts[-1].record["repetitions"]) == 3 and not cell.parts[-1].ended
 
 
+CLIENT_OUTPUT = (IPERF3 / "tcp-single.json").read_text()
 TWO_TESTS = TEST + TEST.replace("id: p2p,", "id: p2p-again,")
 SERVER_LOG = (IPERF3 / "tcp-single-server-log.json").read_text()
 
@@ -210,6 +207,8 @@ def _two_tests_on_one_pair(
     def noted(what: str, stdout: str) -> Callable[[str], Result]:
         def reply(text: str) -> Result:
             events.append(what)
+            if "-J -c" in text:  # a client's script, the workstation's sampler in it
+                return riding_client(stdout)(text)
             return Result(text, stdout, "", 0)
 
         return reply
@@ -359,7 +358,7 @@ def test_a_launched_servers_seconds_reach_the_progress_while_the_client_runs(
     def client(text: str) -> Result:
         (look,) = tasks.work  # the server's output is read while the client runs
         assert look() and look() and not look()
-        return Result(text, client_output, "", 0)
+        return riding_client(client_output)(text)
 
     ws.expect("/usr/bin/iperf3 -J -c 198.18.251.1 -p 5201 -t 3", reply=client)
 

@@ -15,7 +15,7 @@ from nasplan.measure import kinds, timeline
 from nasplan.measure.merge import merge
 from nasplan.run.cell import Cell, TornDown
 
-from .conftest import run_cell
+from .conftest import riding_client, run_cell
 
 
 @pytest.fixture()
@@ -33,6 +33,7 @@ def _torn(cell: Cell, number: int) -> dict[str, Any]:
     return dict(found[-1]) if found else {}
 
 
+CLIENT_OUTPUT = (IPERF3 / "tcp-single.json").read_text()
 TEST = "  - {id: p2p, kind: iperf3, server: nas, client: ws, duration_s: 2, repetitions: 3}\n"
 
 
@@ -40,7 +41,7 @@ def _expect_repetitions(nas: Any, ws: Any, count: int) -> None:
     for _ in range(count):
         nas.expect("port=5201")
         nas.expect("kill", (IPERF3 / "tcp-single-server-log.json").read_text())
-        ws.expect("/usr/bin/iperf3 -J -c", (IPERF3 / "tcp-single.json").read_text())
+        ws.expect("/usr/bin/iperf3 -J -c", reply=riding_client(CLIENT_OUTPUT))
 
 
 def test_a_test_run_as_three_parts_merges_to_the_record_of_one_run(
