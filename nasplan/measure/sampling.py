@@ -151,7 +151,7 @@ class Sampling:
         return [host for host in self._hosts.values() if host not in riders]
 
     def start(self) -> None:
-        """Start sampling on every host but the riding one, without waiting."""
+        """Start sampling on every host but the riding ones, without waiting."""
         self._starting = [self._tasks.start(host.start, "sampler-start") for host in self._own()]
 
     def wait_started(self) -> None:
