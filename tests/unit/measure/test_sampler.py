@@ -19,6 +19,19 @@ from nasplan.sections import split_sections
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "sampler"
 
 
+@pytest.fixture(autouse=True)
+def own_host_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loops run here see a host lock of this test's own (/tmp/nasplan-$(uname -n).lock),
+    none: a lock this machine keeps (a run killed here, its lease run out) would end them at
+    their first sample, as it should on a host."""
+    stub = tmp_path / "uname"
+    node = f"sampler-test-{os.getpid()}"
+    stub.write_text(f'#!/bin/sh\n[ "$1" = -n ] && echo {node} || exec /bin/uname "$@"\n')
+    stub.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    assert not Path(f"/tmp/nasplan-{node}.lock").exists()
+
+
 def test_idle_host() -> None:
     parsed = sampler.parse((FIXTURES / "idle-dash.txt").read_text())
     assert parsed["samples"] == 5
