@@ -138,7 +138,9 @@ class MeasurePhase:
 
     def _release_done(self) -> None:
         """Release the hosts no test wants any more, the last test's too, side by side and
-        beside the test's teardown (a host it works on: once it is over there)."""
+        beside the test's teardown (a host it works on: once it is over there); settled with
+        the teardown before a next test measures (after the last: while run.json is written,
+        ``Run.finish``)."""
         open_cells = [c for c in self.cells if not c.stopped()]
         wanted = {host for cell in open_cells for host in cell.test.hosts}
         everyone = {host for cell in self.cells for host in cell.test.hosts}
@@ -149,7 +151,8 @@ class MeasurePhase:
             [self.sessions[name] for name in done if name in self.sessions],
             self.hooks.teardown_on,
         )
-        self.hooks.beside(started)
+        if open_cells:
+            self.hooks.beside(started)
 
     def _say_where(self, test: PlanTest | None) -> None:
         """Where the run stands, for a long run's console: the running cell (``test``: its part
