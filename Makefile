@@ -62,6 +62,7 @@ demo-down: venv
 # one apply's time goes, then how close --list-tests' estimates come (root: it uses the lab).
 # About 35 minutes; not part of `make test`.
 bench: test-setup
+	$(BIN)/python bench/apply_imports.py
 	$(BIN)/python bench/overhead_floor.py
 	$(BIN)/python bench/matrix_dead_time.py
 	$(BIN)/python bench/adaptive_matrix.py

@@ -142,3 +142,21 @@ def test_the_adaptive_bench_runs_the_8_cell_matrix_fixed_and_until_clear(tmp_pat
     )
     assert "adaptive / fixed: 0.78 (meets the <= 0.8 goal)" in said
     assert f"| {cell} | 3, clear, t, ±0.51 % | t, ±0.19 % |" in said
+
+
+def test_the_import_bench_reads_importtime_and_the_plan_it_runs_loads(tmp_path: Path) -> None:
+    """bench/apply_imports.py's plan loads as nasplan reads it, and its parser of
+    ``-X importtime`` reads the interpreter's real output."""
+    import subprocess
+
+    from nasplan.input.plan import load_plan
+
+    bench = _load("apply_imports")
+    plan = load_plan(bench.write_plan(tmp_path))
+    assert [t.kind for t in plan.tests] == ["iperf3"]
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import json"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    times = bench.import_times(done.stderr)
+    assert "json" in times and "json.decoder" in times and all(t >= 0 for t in times.values())
