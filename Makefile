@@ -64,6 +64,7 @@ demo-down: venv
 bench: test-setup
 	$(BIN)/python bench/apply_imports.py
 	$(BIN)/python bench/overhead_floor.py
+	$(BIN)/python bench/ansible_playbook.py
 	$(BIN)/python bench/matrix_dead_time.py
 	$(BIN)/python bench/adaptive_matrix.py
 	$(BIN)/python bench/profile_apply.py
