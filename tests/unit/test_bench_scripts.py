@@ -203,3 +203,28 @@ def test_the_ansible_bench_s_playbook_passes_ansible_s_syntax_check_and_its_plan
         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "ANSIBLE_LOCAL_TEMP": str(tmp_path)},
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_check_bench_s_two_plans_load_over_the_same_hosts(tmp_path: Path) -> None:
+    """bench/check_hosts.py's plans as nasplan reads them: a disk test on each host, or an
+    iperf3 test per pair, over the same hosts."""
+    from types import SimpleNamespace
+
+    import yaml
+
+    from nasplan.input.plan import load_plan
+
+    bench = _load("check_hosts")
+    names = [f"h{i:02d}" for i in range(1, 5)]
+    inventory = tmp_path / "inventory.yaml"
+    hosts = {name: {"address": f"198.19.140.{n}"} for n, name in enumerate(names, 2)}
+    inventory.write_text(yaml.safe_dump({"hosts": hosts}))
+    loaded = {}
+    for name, plan in bench.plans(SimpleNamespace(inventory_path=inventory), 4).items():
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(plan, sort_keys=False))
+        loaded[name] = load_plan(path)
+    assert [t.kind for t in loaded["disk"].tests] == ["disk"] * 4
+    assert [t.kind for t in loaded["iperf3"].tests] == ["iperf3"] * 2
+    used = {name: {h for t in p.tests for h in t.hosts} for name, p in loaded.items()}
+    assert used["disk"] == used["iperf3"] == set(names)
