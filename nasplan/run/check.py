@@ -218,15 +218,20 @@ def _look(
                 continue  # the probes are POSIX sh; a Windows host is looked at by the run
             wanted.setdefault(_key(probe), (probe, []))[1].append(one.test.id)
     done: dict[Key, Result] = {key: answered[key] for key in wanted if key in answered}
-    batches: dict[str, list[Key]] = {}
+    per_host: dict[str, list[Key]] = {}
+    alone: list[list[Key]] = []  # a secret on stdin: the look's own command
     for key in wanted:
-        if key not in done:
-            batches.setdefault(key[0] if key[2] is None else f"{key}", []).append(key)
+        if key in done:
+            continue
+        if key[2] is None:
+            per_host.setdefault(key[0], []).append(key)
+        else:
+            alone.append([key])
 
     def look(keys: list[Key]) -> None:
         runner = sessions[keys[0][0]].runner
         assert runner is not None
-        if keys[0][2] is not None:  # a secret on stdin: the probe's own command
+        if keys[0][2] is not None:
             probe = wanted[keys[0]][0]
             done[keys[0]] = runner.run_script(
                 probe.script, stdin=probe.stdin, timeout_s=PROBE_TIMEOUT_S
@@ -236,7 +241,7 @@ def _look(
         whole = runner.run_script(script, timeout_s=PROBE_TIMEOUT_S * len(keys))
         done.update(zip(keys, probes.apart(whole, len(keys)), strict=True))
 
-    tasks.each(list(batches.values()), look)
+    tasks.each([*per_host.values(), *alone], look)
     return [_found(wanted[key], done[key]) for key in wanted], cannot
 
 
