@@ -57,12 +57,16 @@ demo: setup
 demo-down: venv
 	$(BIN)/nasplan lab down $(LAB)
 
-# nasplan's overhead against the SSH floor at 1, 2, 10 and 30 lab hosts, the dead time per cell of
-# a 24-cell matrix, repetitions until clear against a fixed five on an 8-cell matrix, then where
-# one apply's time goes, then how close --list-tests' estimates come (root: it uses the lab).
-# About 35 minutes; not part of `make test`.
+# apply's start to its first connection (imports), nasplan's overhead against the SSH floor at 1,
+# 2, 10 and 30 lab hosts and against ansible-playbook on the same work, --check at 30 hosts with
+# disk tests against iperf3 tests, the dead time per cell of a 24-cell matrix, repetitions until
+# clear against a fixed five on an 8-cell matrix, then where one apply's time goes, then how close
+# --list-tests' estimates come (root: it uses the lab). About 40 minutes; not part of `make test`.
 bench: test-setup
+	$(BIN)/python bench/apply_imports.py
 	$(BIN)/python bench/overhead_floor.py
+	$(BIN)/python bench/ansible_playbook.py
+	$(BIN)/python bench/check_hosts.py
 	$(BIN)/python bench/matrix_dead_time.py
 	$(BIN)/python bench/adaptive_matrix.py
 	$(BIN)/python bench/profile_apply.py

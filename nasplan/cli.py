@@ -15,6 +15,7 @@ from nasplan.errors import NasplanError
 
 if TYPE_CHECKING:  # imported where a command runs: the CLI's start stays light
     from nasplan.input.inventory import InventoryChoice
+    from nasplan.run.check import Checked
 
 EXIT_INTERRUPTED = 130
 F = TypeVar("F", bound=Callable[..., Any])
@@ -326,8 +327,6 @@ def apply(
     from nasplan.errors import InputError
     from nasplan.input.inventory import InventoryChoice
     from nasplan.progress import make_progress
-    from nasplan.run import apply as apply_module
-    from nasplan.run import check as check_module
     from nasplan.run.planned import Outcome
     from nasplan.run.request import request
     from nasplan.run.signals import Stopped, as_interrupts
@@ -361,15 +360,21 @@ def apply(
     for note in wanted.notes if not verbosity.quiet else ():  # run.json keeps them
         click.echo(note, err=True)
     progress = make_progress(quiet=verbosity.quiet)
-    outcome: Outcome | check_module.Checked
+    outcome: Outcome | Checked
     stopped: Stopped | None = None
+    as_json: dict[str, Any] | None = None  # --check --format json
     try:
         with as_interrupts():
-            if check:
+            if check:  # each imports only what its own way needs
+                from nasplan.run.check import check as check_hosts
+
                 say = output_format != "json"
-                outcome = check_module.check(wanted.plan, progress, verbosity=verbosity, say=say)
+                checked = check_hosts(wanted.plan, progress, verbosity=verbosity, say=say)
+                outcome, as_json = checked, None if say else checked.to_dict()
             else:
-                outcome = apply_module.apply(wanted, progress, verbosity=verbosity)
+                from nasplan.run.apply import apply as run_plan
+
+                outcome = run_plan(wanted, progress, verbosity=verbosity)
     except Stopped as exc:
         stopped = exc
     finally:
@@ -377,8 +382,8 @@ def apply(
     if stopped is not None:  # its report and how to finish it, then exit as the signal says
         _say_stopped(stopped.run_dir, extra_vars, limit, test_patterns, keep, ask_become_pass)
         raise stopped.cause from None
-    if isinstance(outcome, check_module.Checked) and output_format == "json":
-        _json(outcome.to_dict())
+    if as_json is not None:
+        _json(as_json)
     if outcome.run_dir is not None:
         click.echo(f"report: {outcome.run_dir / 'report.md'}")
     # the process ends here: its last garbage collection need not walk what the run built

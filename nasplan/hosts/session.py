@@ -136,14 +136,15 @@ def open_sessions(
     progress: Progress,
     connector: Callable[[Host], Runner] = connect,
     then: Callable[[HostSession, Result | None], None] | None = None,
-    also: str | Callable[[Host], str] | None = None,
+    also: str | Callable[[Host], str | None] | None = None,
     *,
     tasks: Tasks,
 ) -> dict[str, HostSession]:
     """Connect and gather facts on every host at once: one SSH round trip each for the facts.
 
     ``also``: POSIX sh run in that same round trip on POSIX hosts (apply: the host lock, and
-    the routes the inventory already names), or a host -> that script.
+    the routes the inventory already names, --check: the looks its tests ask for), or a host
+    -> that script (None: nothing more on that host).
     ``then``: the next step for a host whose facts came, given ``also``'s result (None where it
     did not run: Windows), run at once in the same worker: a host does not wait for the
     slowest host's facts before it. ``tasks``: where the hosts are worked on at once.

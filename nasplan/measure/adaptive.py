@@ -8,7 +8,7 @@ small is what makes a running interval claim more than it holds.
 
 A plan whose ``min`` is 3 or less has two chances to stop, splitting the 5 % risk: at the
 third repetition with the 99 % interval of those three (t at 2 degrees of freedom: 9.92), then
-from the fourth on with the first four's spread at 96 % (t at 3: 4.54). Three values from a
+from the fourth on with the first four's spread at 96 % (t at 3: 3.48). Three values from a
 link that sits at its cap most of the time can all lie above its median (one time in eight);
 only a spread small against the target survives the 99 % look. A ``min`` of 4 or more is one
 stage at 95 %, its spread from the first ``min``. A test that reaches ``max`` unclear states

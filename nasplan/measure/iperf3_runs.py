@@ -35,7 +35,7 @@ def run(
     """Every repetition of ``test`` into ``record``; CannotStart when its pair cannot start."""
     job = _open(test, params, ctx, record, needs)
     record["resources"] = None  # what its teardown returns (``_Teardown``)
-    teardown = _Teardown(ctx, _sampling(job, ctx))
+    teardown = _Teardown(ctx, _sampling(job, ctx), job.test.server)
     try:
         _repetitions(job, ctx, record, teardown)
     except BaseException:
@@ -154,15 +154,17 @@ class _Teardown:
     of the test is recorded and the next test starts; what it returns, the samplers'
     ``resources``, completes the test's record (a host lost meanwhile fails it)."""
 
-    def __init__(self, ctx: RunContext, sampled: Sampling) -> None:
+    def __init__(self, ctx: RunContext, sampled: Sampling, server: str) -> None:
         self.ctx = ctx
         self.sampled = sampled
+        self.server = server  # the host the last server's stop runs on
         self.handed_over = False
 
     def take(self, stop_server: Callable[[], None]) -> bool:
         """``Around.defer_stop`` of the last repetition: the server's stop, then the samplers'."""
         self.handed_over = True
-        self.ctx.defer(functools.partial(self._stop, stop_server))
+        hosts = {self.server, *self.sampled.working()}
+        self.ctx.defer(functools.partial(self._stop, stop_server), hosts)
         return True
 
     def hand_over(self) -> None:
@@ -170,7 +172,7 @@ class _Teardown:
         (the last server was stopped at once: a failure, or several processes)."""
         if not self.handed_over:
             self.handed_over = True
-            self.ctx.defer(self._close)
+            self.ctx.defer(self._close, self.sampled.working())
 
     def abandon(self) -> None:
         """The test was interrupted: stop the samplers now, unless handed over already."""

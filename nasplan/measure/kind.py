@@ -11,7 +11,7 @@ nasplan does not know reads through ``Readout``'s defaults.
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
@@ -52,9 +52,13 @@ class RunHooks(Protocol):
         run.json unless ``last`` (its last repetition, saved with the finished record)."""
         ...
 
-    def defer(self, work: Callable[[], Mapping[str, Any]]) -> None:
+    def defer(
+        self, work: Callable[[], Mapping[str, Any]], hosts: Collection[str] | None = None
+    ) -> None:
         """A finished test's clean-up on its hosts, run beside the next test's start (never its
-        measurement); what ``work`` returns completes the test's record (its ``resources``)."""
+        measurement); what ``work`` returns completes the test's record (its ``resources``).
+        ``hosts``: the hosts it works on (None: any of the test's); a host it leaves alone is
+        released without waiting for it."""
         ...
 
     def settle(self) -> None:
@@ -89,9 +93,11 @@ class RunContext:
         """The test so far, kept by the run (``RunHooks.checkpoint``)."""
         self.hooks.checkpoint(record, last=last)
 
-    def defer(self, work: Callable[[], Mapping[str, Any]]) -> None:
+    def defer(
+        self, work: Callable[[], Mapping[str, Any]], hosts: Collection[str] | None = None
+    ) -> None:
         """Clean-up after the measurement (``RunHooks.defer``)."""
-        self.hooks.defer(work)
+        self.hooks.defer(work, hosts)
 
     def settle(self) -> None:
         """Wait for the previous clean-up (``RunHooks.settle``)."""

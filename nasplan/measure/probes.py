@@ -8,9 +8,12 @@ installed yet: the run installs it), and prints the reason on its last line othe
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 
 from nasplan.measure.kind import PROBE_CANNOT_TELL, Probe
 from nasplan.measure.tools import transfer
+from nasplan.remote.runner import Result
+from nasplan.sections import split_sections
 
 # $1: the directory. -w asks the kernel, writing nothing.
 _WRITABLE_DIRECTORY = """\
@@ -59,3 +62,37 @@ def nfs_export(client: str, address: str, export: str, version: int | None) -> P
         f"set -- {shlex.join(argv)}\n{_LISTED}",
         f"NFS export {address}:{export} from {client}",
     )
+
+
+def together(scripts: Sequence[str]) -> str:
+    """One POSIX sh script running each probe's ``scripts`` in turn (each in a subshell reading
+    /dev/null), so that a host's looks take one round trip: section ``probe-N`` holds probe N's
+    standard output, ``probe-N-exit`` its exit status and ``probe-N-err`` its standard error
+    (``apart`` reads them back)."""
+    lines = ["exec 3>&1"]
+    for number, script in enumerate(scripts):
+        lines += [
+            f"printf '\\n@@nasplan:probe-{number}@@\\n'",
+            f"nasplan_err=$( (\n{script}\n) </dev/null 2>&1 1>&3 3>&-); nasplan_rc=$?",
+            f"printf '\\n@@nasplan:probe-{number}-exit@@\\n%s\\n@@nasplan:probe-{number}-err@@\\n"
+            '%s\\n\' "$nasplan_rc" "$nasplan_err"',
+        ]
+    return "\n".join(lines) + "\nexec 3>&-\n"
+
+
+def apart(result: Result, count: int) -> list[Result]:
+    """``together``'s output -> each probe's own Result, in order; one whose section did not
+    come back (the host cut off, the script timed out) gets the whole command's exit status
+    and error."""
+    sections = split_sections(result.stdout)
+    found = []
+    for number in range(count):
+        status = sections.get(f"probe-{number}-exit", "")
+        if not status.isdigit():
+            why = result.stderr.strip() or f"no answer (exit {result.exited})"
+            found.append(Result(result.command, "", why, result.exited or 1))
+            continue
+        out = sections.get(f"probe-{number}", "")
+        err = sections.get(f"probe-{number}-err", "")
+        found.append(Result(result.command, out, err, int(status)))
+    return found

@@ -178,6 +178,11 @@ class Sampling:
         self.resources = {name: host.resources for name, host in self._hosts.items()}
         return self.resources
 
+    def working(self) -> set[str]:
+        """The hosts ``close`` may still send a command to: a sampler asked to start there and
+        not known to be over (a riding one ended by the test's own last script is)."""
+        return {name for name, host in self._hosts.items() if host.asked and not host.over}
+
     def start_text(self) -> str:
         """The riding host's sampler start, for the test's first script there (once)."""
         return self._rider.start_text() if self._rider else ""

@@ -167,13 +167,12 @@ def prepare_client(
             None,
             f"{client.host.name}: many files (files:) are copied from Linux or macOS clients",
         )
-    if not windows:
-        tool = way.tool(xfer)
-        if not client.runner.run(["sh", "-c", 'command -v "$1"', "sh", tool]).ok:
-            return None, f"{tool} is not installed on {client.host.name}"
+    tool = way.tool(xfer)
+    missing = f"{tool} is not installed on {client.host.name}"
     secret, error = way.credentials(xfer)
-    if error is not None:
-        return None, error
+    if error is not None:  # a missing tool is said first, as when the setup looks for it
+        there = windows or client.runner.run(["sh", "-c", 'command -v "$1"', "sh", tool]).ok
+        return None, error if there else missing
     stdin = None
     if secret is not None:
         ctx.mask(secret)
@@ -187,8 +186,11 @@ def prepare_client(
         with_auth=stdin is not None,
         also=also,
         one_file=one_file or not xfer.groups,
+        tool=tool,
     )
     result = client.runner.run_script(script, stdin=stdin, timeout_s=timeout_s)
+    if result.stdout.strip() == transfer.NO_TOOL:
+        return None, missing
     local_dir = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
     if not result.ok or not local_dir.startswith("/"):
         return None, f"cannot create the source file on {client.host.name}: {result.stderr.strip()}"

@@ -269,8 +269,6 @@ class Run:
             self.networks.teardown()
         finally:
             self.keeper.stop()
-            if self.early is not None:
-                self.early.join()
             releasing = self.tasks.start(self._release_all, "release")
             self.record.run["finished_at"] = _iso(_utc_now())
             if self.concluded is None:  # cut short: the tests under way say so
@@ -286,8 +284,11 @@ class Run:
             self.record.saver.close()
 
     def _release_all(self) -> None:
-        """Release this run's lock on every host still locked (what it left there goes with
-        it), then close every connection."""
+        """The releases under way (``EarlyRelease``) waited for, this run's lock released on
+        every host still locked (what it left there goes with it), then every connection
+        closed."""
+        if self.early is not None:
+            self.early.join()
         locked = [session for session in self.sessions.values() if session.locked]
         self.tasks.each(locked, lambda s: leases.release(s, self.lock_id))
         close_sessions(self.sessions)

@@ -14,10 +14,11 @@ from nasplan.facts import storage, volumes
 from nasplan.hosts.session import HostSession, close_sessions, open_sessions, planned_installs
 from nasplan.input.inventory import Host
 from nasplan.input.plan import Plan
+from nasplan.measure import probes
 from nasplan.measure.kind import PROBE_CANNOT_TELL, BoundTest, Probe
 from nasplan.progress import Progress
 from nasplan.remote import shell
-from nasplan.remote.runner import Runner
+from nasplan.remote.runner import Result, Runner
 from nasplan.remote.ssh import connect
 from nasplan.run import listing
 from nasplan.run.overlap import Overlap
@@ -109,12 +110,27 @@ def check(
     missing = unset_variables(plan, os.environ if environ is None else environ)
     bound = bound_tests(plan)
     connector = (verbosity or Verbosity()).traced(connector, progress.message)
+    hosts = plan_hosts(plan)
+    # the looks known before any facts (a disk test's directory) ride in the facts' round trip
+    early = _early_probes(plan, bound, hosts)
+    with_facts: dict[str, Result] = {}
+
+    def also(host: Host) -> str | None:
+        found = early.get(host.name)
+        return probes.together([p.script for p in found]) if found else None
+
+    def then(session: HostSession, result: Result | None) -> None:
+        if result is not None:
+            with_facts[session.host.name] = result
+
     sessions = open_sessions(
-        plan_hosts(plan), progress, connector, tasks=tasks or Overlap.concurrent()
+        hosts, progress, connector, then=then, also=also, tasks=tasks or Overlap.concurrent()
     )
     try:
         unreachable = any(s.error for s in sessions.values())
-        looked, cannot = _look(plan, bound, sessions, tasks or Overlap.concurrent())
+        looked, cannot = _look(
+            plan, bound, sessions, tasks or Overlap.concurrent(), _answered(early, with_facts)
+        )
         problems = missing + cannot
         problems += [f"{o['missing']}: {o['why']}" for o in looked if o["found"] == "no"]
         would_fail = EXIT_TEST_FAILED if len(problems) > len(missing) else EXIT_OK
@@ -136,13 +152,57 @@ def check(
     return checked
 
 
+Key = tuple[str, str, str | None]
+
+
+def _key(probe: Probe) -> Key:
+    return (probe.host, probe.script, probe.stdin)
+
+
+def _early_probes(
+    plan: Plan, bound: list[BoundTest], hosts: Mapping[str, Host]
+) -> dict[str, list[Probe]]:
+    """Per host, the distinct looks its tests ask for before any host answered (a directory
+    named in the plan), without a secret on stdin: what the facts' round trip can carry."""
+    bare = {name: HostSession(host) for name, host in hosts.items()}
+    early: dict[str, dict[Key, Probe]] = {}
+    for one in bound:
+        try:
+            found = one.probes(plan, bare)
+        except (CannotStart, ValueError):
+            continue  # said by the look with the facts in
+        for probe in found:
+            if probe.stdin is None and probe.host in hosts:
+                early.setdefault(probe.host, {}).setdefault(_key(probe), probe)
+    return {host: list(found.values()) for host, found in early.items()}
+
+
+def _answered(
+    early: Mapping[str, list[Probe]], with_facts: Mapping[str, Result]
+) -> dict[Key, Result]:
+    """What each look that rode with a host's facts answered (none for a host whose round
+    trip did not run them: Windows, cut off)."""
+    answers: dict[Key, Result] = {}
+    for host, result in with_facts.items():
+        found = early.get(host, [])
+        for probe, done in zip(found, probes.apart(result, len(found)), strict=True):
+            answers[_key(probe)] = done
+    return answers
+
+
 def _look(
-    plan: Plan, bound: list[BoundTest], sessions: Mapping[str, HostSession], tasks: Tasks
+    plan: Plan,
+    bound: list[BoundTest],
+    sessions: Mapping[str, HostSession],
+    tasks: Tasks,
+    answered: Mapping[Key, Result],
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """Each test's probes (``Kind.probes``) run on its reachable POSIX hosts, each distinct one
-    once, all hosts at once: what was found, and the tests that could not say what they need
-    (a target without an address: the run's own error)."""
-    wanted: dict[tuple[str, str, str | None], tuple[Probe, list[str]]] = {}
+    """Each test's probes (``Kind.probes``) on its reachable POSIX hosts, each distinct one
+    once: the answers that came with the facts (``answered``), the rest in one script per host
+    (a look with a secret on its stdin: a command of its own), all hosts at once; what was
+    found, and the tests that could not say what they need (a target without an address: the
+    run's own error)."""
+    wanted: dict[Key, tuple[Probe, list[str]]] = {}
     cannot = []
     for one in bound:
         try:
@@ -156,25 +216,45 @@ def _look(
                 continue  # an unreachable host is said as such
             if shell.of(session.runner).is_windows:
                 continue  # the probes are POSIX sh; a Windows host is looked at by the run
-            key = (probe.host, probe.script, probe.stdin)
-            wanted.setdefault(key, (probe, []))[1].append(one.test.id)
-    results: dict[tuple[str, str, str | None], dict[str, Any]] = {}
+            wanted.setdefault(_key(probe), (probe, []))[1].append(one.test.id)
+    done: dict[Key, Result] = {key: answered[key] for key in wanted if key in answered}
+    per_host: dict[str, list[Key]] = {}
+    alone: list[list[Key]] = []  # a secret on stdin: the look's own command
+    for key in wanted:
+        if key in done:
+            continue
+        if key[2] is None:
+            per_host.setdefault(key[0], []).append(key)
+        else:
+            alone.append([key])
 
-    def look(key: tuple[str, str, str | None]) -> None:
-        probe, tests = wanted[key]
-        runner = sessions[probe.host].runner
+    def look(keys: list[Key]) -> None:
+        runner = sessions[keys[0][0]].runner
         assert runner is not None
-        done = runner.run_script(probe.script, stdin=probe.stdin, timeout_s=PROBE_TIMEOUT_S)
-        said = [line for line in done.stdout.splitlines() if line.strip()]
-        found = "yes" if done.ok else "unknown" if done.exited == PROBE_CANNOT_TELL else "no"
-        why = said[-1].strip() if said else (done.stderr.strip() or f"exit {done.exited}")
-        results[key] = {
-            "host": probe.host, "what": probe.what, "found": found,
-            "why": "" if done.ok else why, "missing": probe.missing, "tests": tests,
-        }  # fmt: skip
+        if keys[0][2] is not None:
+            probe = wanted[keys[0]][0]
+            done[keys[0]] = runner.run_script(
+                probe.script, stdin=probe.stdin, timeout_s=PROBE_TIMEOUT_S
+            )
+            return
+        script = probes.together([key[1] for key in keys])
+        whole = runner.run_script(script, timeout_s=PROBE_TIMEOUT_S * len(keys))
+        done.update(zip(keys, probes.apart(whole, len(keys)), strict=True))
 
-    tasks.each(list(wanted), look)
-    return [results[key] for key in wanted], cannot
+    tasks.each([*per_host.values(), *alone], look)
+    return [_found(wanted[key], done[key]) for key in wanted], cannot
+
+
+def _found(wanted: tuple[Probe, list[str]], done: Result) -> dict[str, Any]:
+    """``looked``'s entry of one probe and what it answered."""
+    probe, tests = wanted
+    said = [line for line in done.stdout.splitlines() if line.strip()]
+    found = "yes" if done.ok else "unknown" if done.exited == PROBE_CANNOT_TELL else "no"
+    why = said[-1].strip() if said else (done.stderr.strip() or f"exit {done.exited}")
+    return {
+        "host": probe.host, "what": probe.what, "found": found,
+        "why": "" if done.ok else why, "missing": probe.missing, "tests": tests,
+    }  # fmt: skip
 
 
 def _looked_line(one: Mapping[str, Any]) -> str:

@@ -11,7 +11,7 @@ deferred: the same order, one thread.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,9 @@ class KindHooks:
         # raw outputs written during the run, put on disk at its end (``output.sync_files``)
         self.unsynced: list[Path] = []
         self._pending: tuple[Task, Cell | None, int] | None = None
+        # the hosts the pending teardown works on (None: any); work run beside it (releases)
+        self._on: frozenset[str] | None = None
+        self._beside: list[Task] = []
 
     def save_raw(self, relative_path: str, text: str) -> str:
         written = results.save_raw(self.run_dir, relative_path, text, self.secrets, durable=False)
@@ -68,12 +71,23 @@ class KindHooks:
         if self.on_checkpoint is not None and not last:
             self.on_checkpoint()
 
-    def defer(self, work: Callable[[], Mapping[str, Any]]) -> None:
+    def defer(
+        self, work: Callable[[], Mapping[str, Any]], hosts: Collection[str] | None = None
+    ) -> None:
         self.settle()
         number = self.cell.number if self.cell is not None else 0
+        self._on = None if hosts is None else frozenset(hosts)
         self._pending = (self.tasks.start(work, "teardown"), self.cell, number)
 
+    def beside(self, tasks: Collection[Task]) -> None:
+        """Work the run started beside the teardown (a host's release): settled with it, so
+        that it never runs across the next measurement either."""
+        self._beside += tasks
+
     def settle(self) -> None:
+        beside, self._beside = self._beside, []
+        for task in beside:  # their errors are their own (a release is best effort)
+            task.wait()
         pending, self._pending = self._pending, None
         if pending is None:
             return
@@ -92,9 +106,12 @@ class KindHooks:
             if cell is not None:
                 self.progress.test_done(cell.test.id, "failed", f"after its measurement: {error}")
 
-    def teardown_running(self) -> Task | None:
-        """The deferred teardown still on its hosts, if any (what a release waits for)."""
-        return self._pending[0] if self._pending is not None else None
+    def teardown_on(self, host: str) -> Task | None:
+        """The deferred teardown still working on ``host``, if any (what its release waits
+        for); None too when the teardown leaves that host alone."""
+        if self._pending is None or (self._on is not None and host not in self._on):
+            return None
+        return self._pending[0]
 
 
 def run_context(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -201,9 +200,6 @@ class LeaseKeeper:
         self._why: dict[str, str] = {}
         # host -> why its lease ran out
         self._lapses: dict[str, str] = {}
-        # host -> what runs in place of its next renewal (``instead_of_next_renewal``)
-        self._instead: dict[str, Callable[[], None]] = {}
-        self._instead_lock = threading.Lock()
 
     def start(self) -> None:
         """Start renewing each locked host's lease (every ``renew_s``)."""
@@ -228,11 +224,6 @@ class LeaseKeeper:
         lease, the host's watchdogs have stopped what the run started there: it is marked
         lost, saying so, whether it answers again or not."""
         name, runner = session.host.name, session.runner
-        with self._instead_lock:
-            instead = self._instead.pop(name, None)
-        if instead is not None:
-            instead()
-            return False
         if name in self._dropped or runner is None or session.lost:
             return False
         if runner.lost:  # its connection ended: said now, not at the end of the test
@@ -300,20 +291,6 @@ class LeaseKeeper:
         way then finds the lock gone, which is no other run's doing)."""
         self._dropped.add(session.host.name)
 
-    def instead_of_next_renewal(self, session: HostSession, work: Callable[[], None]) -> None:
-        """Run ``work`` in place of ``session``'s next renewal, and renew it no more after (its
-        release: it lands where the renewals are spread, never all on the next test's start)."""
-        with self._instead_lock:
-            self._instead[session.host.name] = work
-        self.drop(session)
-
-    def take_back(self) -> list[Callable[[], None]]:
-        """What was to run in place of a renewal and has not started: taken back (not run)."""
-        with self._instead_lock:
-            taken = list(self._instead.values())
-            self._instead.clear()
-        return taken
-
     def stop(self) -> None:
         """Stop renewing (a renewal under way finishes)."""
         for renewing in self._renewing:
@@ -332,32 +309,37 @@ def _ran_out(name: str, unrenewed_s: float, why: str) -> str:
 
 
 class EarlyRelease:
-    """Releases a host's lock once the plan is done with the host, in place of its next lease
-    renewal.
+    """Releases a host's lock as the plan's last test on the host ends: another run may use the
+    host from then on, and what the run left there is removed while the plan goes on elsewhere
+    instead of all at the end.
 
-    Another run may use the host from then on (within one renewal interval), and what the run
-    left there is removed while the plan goes on elsewhere instead of all at the end. A release
-    takes a renewal's place, whose times are spread over the interval: it does not land on the
-    start of the test that comes next, as one started at once would (the CPU of the machine
-    nasplan runs on, and of a lab whose hosts share it). Each starts once the teardown of the
-    host's last test is over (``after``). Only for a plan that changes no network setting: a
-    host whose settings are put back at the end keeps its lock until then.
+    Each release runs beside the teardown of that test (the server's stop), side by side with
+    the other hosts' releases, and waits for the teardown only on a host the teardown works on
+    (``after``); the run settles them with the teardown, before its next measurement. Only for
+    a plan that changes no network setting: a host whose settings are put back at the end
+    keeps its lock until then.
     """
 
     def __init__(self, keeper: LeaseKeeper, run_id: str, tasks: Tasks) -> None:
         self.keeper = keeper
         self.run_id = run_id
         self.tasks = tasks
-        self._releases: list[_Release] = []
+        self._releases: list[Task] = []
 
-    def release(self, sessions: list[HostSession], after: Task | None = None) -> None:
-        """Release these hosts' locks at their next renewal, without waiting (``join``);
-        ``after``: not before this task is over (the last test's teardown on them)."""
+    def release(
+        self, sessions: Iterable[HostSession], after: Callable[[str], Task | None]
+    ) -> list[Task]:
+        """Start releasing these hosts' locks now, each on its own, without waiting (``join``);
+        ``after``: host -> the task to wait for first (the teardown still on it), or None."""
+        started = []
         for session in sessions:
             if session.locked:
-                one = _Release(functools.partial(self._after, session, after))
-                self._releases.append(one)
-                self.keeper.instead_of_next_renewal(session, one)
+                self.keeper.drop(session)  # a renewal under way finds the lock gone: no warning
+                name = session.host.name
+                work = functools.partial(self._after, session, after(name))
+                started.append(self.tasks.start(work, f"release {name}"))
+        self._releases += started
+        return started
 
     def _after(self, session: HostSession, after: Task | None) -> None:
         if after is not None:
@@ -365,26 +347,9 @@ class EarlyRelease:
         release(session, self.run_id)
 
     def join(self) -> None:
-        """Wait for every release under way; those whose renewal has not come are not made
-        (their hosts stay locked: the run's end releases every host still locked)."""
-        taken = self.keeper.take_back()
-        for one in self._releases:
-            if not any(one is work for work in taken):
-                one.done.wait()
-
-
-class _Release:
-    """One host's early release, run once in place of a renewal; ``done`` once it ran."""
-
-    def __init__(self, work: Callable[[], None]) -> None:
-        self.work = work
-        self.done = threading.Event()
-
-    def __call__(self) -> None:
-        try:
-            self.work()
-        finally:
-            self.done.set()
+        """Wait for every release started."""
+        for task in self._releases:
+            task.wait()
 
 
 def hold(

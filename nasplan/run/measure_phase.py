@@ -137,19 +137,22 @@ class MeasurePhase:
             session.mark_lost(str(exc))
 
     def _release_done(self) -> None:
-        """Release the hosts no test wants any more (the last: at the end)."""
+        """Release the hosts no test wants any more, the last test's too, side by side and
+        beside the test's teardown (a host it works on: once it is over there); settled with
+        the teardown before a next test measures (after the last: while run.json is written,
+        ``Run.finish``)."""
         open_cells = [c for c in self.cells if not c.stopped()]
-        if not open_cells:
-            return
         wanted = {host for cell in open_cells for host in cell.test.hosts}
         everyone = {host for cell in self.cells for host in cell.test.hosts}
         done = sorted(everyone - wanted - self.released)
         self.released.update(done)
         assert self.early is not None
-        self.early.release(
+        started = self.early.release(
             [self.sessions[name] for name in done if name in self.sessions],
-            self.hooks.teardown_running(),
+            self.hooks.teardown_on,
         )
+        if open_cells:
+            self.hooks.beside(started)
 
     def _say_where(self, test: PlanTest | None) -> None:
         """Where the run stands, for a long run's console: the running cell (``test``: its part

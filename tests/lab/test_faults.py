@@ -242,7 +242,7 @@ def test_second_apply_is_refused_naming_the_first_then_takes_over_once_it_is_kil
 
 def test_a_host_is_released_once_the_plan_is_done_with_it(lab: LabState, tmp_path: Path) -> None:
     # ftnas serves the plan's first test only: while the second (ftws -> ftpc) runs, another
-    # run may use ftnas (its lock released in place of its next renewal, every 1 s here), and
+    # run may use ftnas (its lock released as its last test ends, beside its teardown), and
     # the first run's lease renewals there have stopped
     before_files = leftovers(lab)
     plan = write_plan(lab, tmp_path, name="first", other_test=True, other_duration_s=5)
@@ -250,7 +250,7 @@ def test_a_host_is_released_once_the_plan_is_done_with_it(lab: LabState, tmp_pat
     try:
         seen = wait_for(first, "test other:")
         released_s = lock_released(lab, "ftnas", within_s=3)
-        assert released_s < 2.5, released_s  # a renewal interval (1 s) after, not at the end
+        assert released_s < 2.5, released_s  # as its test ended, not at the end
         second_run(lab, tmp_path)
         assert first.poll() is None  # the first run was still measuring ftws -> ftpc
         err = finish(first, seen)

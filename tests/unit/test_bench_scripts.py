@@ -142,3 +142,89 @@ def test_the_adaptive_bench_runs_the_8_cell_matrix_fixed_and_until_clear(tmp_pat
     )
     assert "adaptive / fixed: 0.78 (meets the <= 0.8 goal)" in said
     assert f"| {cell} | 3, clear, t, ±0.51 % | t, ±0.19 % |" in said
+
+
+def test_the_import_bench_reads_importtime_and_the_plan_it_runs_loads(tmp_path: Path) -> None:
+    """bench/apply_imports.py's plan loads as nasplan reads it, and its parser of
+    ``-X importtime`` reads the interpreter's real output."""
+    import subprocess
+
+    from nasplan.input.plan import load_plan
+
+    bench = _load("apply_imports")
+    plan = load_plan(bench.write_plan(tmp_path))
+    assert [t.kind for t in plan.tests] == ["iperf3"]
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import json"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    times = bench.import_times(done.stderr)
+    assert "json" in times and "json.decoder" in times and all(t >= 0 for t in times.values())
+
+
+def test_the_ansible_bench_s_playbook_passes_ansible_s_syntax_check_and_its_plan_loads(
+    tmp_path: Path,
+) -> None:
+    """bench/ansible_playbook.py's playbook and inventory as ansible-playbook reads them
+    (``--syntax-check``), and its nasplan plan (one iperf3 test) as nasplan does."""
+    import subprocess
+    from types import SimpleNamespace
+
+    import yaml
+
+    from nasplan.input.plan import load_plan
+
+    bench = _load("ansible_playbook")
+    hosts = {
+        name: SimpleNamespace(ip=f"198.19.138.{n}") for n, name in enumerate(("h01", "h02"), 2)
+    }
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text(
+        yaml.safe_dump({"hosts": {n: {"address": h.ip} for n, h in hosts.items()}})
+    )
+    state = SimpleNamespace(
+        hosts=hosts,
+        inventory_path=inventory,
+        known_hosts_path=tmp_path / "known_hosts",
+        identity_path=tmp_path / "id_ed25519",
+    )
+    plan_path = tmp_path / "plan.yaml"
+    plan_path.write_text(yaml.safe_dump(bench.nasplan_plan(state, 5), sort_keys=False))
+    plan = load_plan(plan_path)
+    assert [(t.kind, t.server, t.client) for t in plan.tests] == [("iperf3", "h01", "h02")]
+    ansible_inventory = tmp_path / "ansible.yaml"
+    ansible_inventory.write_text(yaml.safe_dump(bench.ansible_inventory(state)))
+    book = tmp_path / "playbook.yaml"
+    book.write_text(yaml.safe_dump(bench.playbook(5, str(tmp_path / "fetched"))))
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("ansible-playbook")), "--syntax-check",
+         "-i", str(ansible_inventory), str(book)],
+        capture_output=True, text=True, check=False,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "ANSIBLE_LOCAL_TEMP": str(tmp_path)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_check_bench_s_two_plans_load_over_the_same_hosts(tmp_path: Path) -> None:
+    """bench/check_hosts.py's plans as nasplan reads them: a disk test on each host, or an
+    iperf3 test per pair, over the same hosts."""
+    from types import SimpleNamespace
+
+    import yaml
+
+    from nasplan.input.plan import load_plan
+
+    bench = _load("check_hosts")
+    names = [f"h{i:02d}" for i in range(1, 5)]
+    inventory = tmp_path / "inventory.yaml"
+    hosts = {name: {"address": f"198.19.140.{n}"} for n, name in enumerate(names, 2)}
+    inventory.write_text(yaml.safe_dump({"hosts": hosts}))
+    loaded = {}
+    for name, plan in bench.plans(SimpleNamespace(inventory_path=inventory), 4).items():
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(plan, sort_keys=False))
+        loaded[name] = load_plan(path)
+    assert [t.kind for t in loaded["disk"].tests] == ["disk"] * 4
+    assert [t.kind for t in loaded["iperf3"].tests] == ["iperf3"] * 2
+    used = {name: {h for t in p.tests for h in t.hosts} for name, p in loaded.items()}
+    assert used["disk"] == used["iperf3"] == set(names)

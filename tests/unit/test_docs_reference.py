@@ -36,6 +36,27 @@ def test_the_reference_pages_are_what_the_schemas_generate() -> None:
         )
 
 
+def test_the_stop_rule_table_is_the_codes() -> None:
+    """docs/measurements.md's t values are StopRule's: the table between its markers is what
+    scripts/gen-stop-rule.py prints, and it gives the t the code stops with."""
+    from nasplan.input.plan import Adaptive
+    from nasplan.measure.adaptive import StopRule
+
+    spec = importlib.util.spec_from_file_location(
+        "gen_stop_rule", ROOT / "scripts/gen-stop-rule.py"
+    )
+    assert spec is not None and spec.loader is not None
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    committed = gen.PAGE.read_text(encoding="utf-8")
+    assert committed == gen.render(committed), (
+        "docs/measurements.md's stop-rule table differs from the code: run scripts/gen-stop-rule.py"
+    )
+    rule = StopRule.of(Adaptive(min_n=3, max_n=10, ci_halfwidth=0.02))
+    assert f"| {rule.t:.2f} (3) |" in committed
+    assert f"| {rule.early_t:.2f} (2 degrees of freedom) |" in committed
+
+
 def test_the_reference_pages_name_every_key_and_kind() -> None:
     """A key the generator skipped would pass the drift test; the schema's names are all there."""
     import json

@@ -153,8 +153,7 @@ def test_a_host_released_early_is_no_longer_renewed_and_its_lost_lock_is_no_warn
     keeper.start()
     time.sleep(renew_s * 1.5)
     early = EarlyRelease(keeper, "20261201T140000Z-x", tasks)
-    early.release([sessions["done"]])
-    time.sleep(renew_s * 1.5)  # its next renewal's time: the release in its place
+    early.release([sessions["done"]], lambda name: None)
     early.join()
     renewed_before = len(hosts[0].times)
     time.sleep(renew_s * 4)
@@ -188,7 +187,7 @@ def test_an_early_release_waits_for_the_teardown_still_running_on_the_host() -> 
     teardown = tasks.start(stopping.wait, "teardown")
     early = EarlyRelease(keeper, "20261201T160000Z-x", tasks)
 
-    early.release([sessions["done"]], after=teardown)
+    early.release([sessions["done"]], lambda name: teardown if name == "done" else None)
     time.sleep(0.3)  # several renewals' times
     assert not host.released  # the teardown is not over
     stopping.set()
@@ -198,38 +197,36 @@ def test_an_early_release_waits_for_the_teardown_still_running_on_the_host() -> 
     assert host.released and not sessions["done"].locked
 
 
-def test_an_early_release_lands_at_the_hosts_next_renewal_not_at_once() -> None:
-    # released at once, every host a test is done with would be released just as the next
-    # test starts; in place of its next renewal, it lands where the renewals are spread
-    renew_s = 0.4
-    host, sessions, tasks, keeper = _one_locked_host(renew_s)
+def test_hosts_are_released_at_once_side_by_side_only_the_teardowns_waiting() -> None:
+    # the client host's release does not wait for the server's stop on the other host; the
+    # server host's does; both start as the test ends, not at a renewal's time
+    renew_s = 10.0
+    hosts = [_ReleasedHost("client"), _ReleasedHost("server")]
+    sessions = {
+        h.name: HostSession(Host(name=h.name, address=f"198.19.240.{i + 1}"), h, locked=True)
+        for i, h in enumerate(hosts)
+    }
+    tasks = Overlap.concurrent()
+    keeper = LeaseKeeper(
+        sessions, "20261201T160000Z-x", 30, renew_s, tasks, PlainProgress(io.StringIO())
+    )
     keeper.start()
-    time.sleep(renew_s * 1.25)  # its first renewal came
-    renewals = len(host.times)
+    stopping = threading.Event()
+    teardown = tasks.start(stopping.wait, "teardown")
     early = EarlyRelease(keeper, "20261201T160000Z-x", tasks)
 
-    early.release([sessions["done"]])
-    time.sleep(renew_s * 0.25)
-    assert not host.released and sessions["done"].locked  # not yet: not at once
-    time.sleep(renew_s)
-    assert host.released and not sessions["done"].locked  # at its next renewal's time
-    assert len(host.times) == renewals  # in that renewal's place
+    started = time.monotonic()
+    early.release(sessions.values(), lambda name: teardown if name == "server" else None)
+    deadline = started + 2
+    while not hosts[0].released and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert hosts[0].released and time.monotonic() - started < 1  # at once, not at 10 s
+    assert not hosts[1].released  # its server still stops
+    stopping.set()
     early.join()
     keeper.stop()
 
-
-def test_an_early_release_whose_renewal_has_not_come_is_left_to_the_end() -> None:
-    host, sessions, tasks, keeper = _one_locked_host(10)
-    keeper.start()
-    early = EarlyRelease(keeper, "20261201T160000Z-x", tasks)
-    early.release([sessions["done"]])
-
-    started = time.monotonic()
-    early.join()  # the run ends: it does not wait for the renewal's time
-    keeper.stop()
-
-    assert time.monotonic() - started < 1
-    assert not host.released and sessions["done"].locked  # the run's end releases it
+    assert hosts[1].released and not any(s.locked for s in sessions.values())
 
 
 class _Outage(_RenewalClock):

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from nasplan.analysis import attribute_bottleneck, shared_kernels
 from nasplan.cli import main
-from nasplan.facts.gather import parse_facts
+from nasplan.facts.gather import parse_facts, split_also
 from nasplan.hosts.session import HostSession, planned_installs
 from nasplan.input.inventory import Host
 from nasplan.input.network import MtuSpec
@@ -264,14 +264,21 @@ class Here(RunnerBase):
         raise AssertionError(f"unexpected command {argv}")
 
     def run_script(self, script: str, *, stdin: str | None = None, **_: object) -> Result:
-        if "nasplan_section" in script:
-            return Result("facts", self.facts, "", 0)
+        import subprocess
+
+        if "nasplan_section" in script:  # what rides with the facts runs here too
+            done = subprocess.run(["sh", "-c", script], capture_output=True, text=True)
+            _, also = split_also(Result("facts", done.stdout, done.stderr, done.returncode))
+            with_also = (
+                ""
+                if also is None
+                else (f"\n@@nasplan:also@@\n{also.stdout}\n@@nasplan:also-exit@@\n{also.exited}\n")
+            )
+            return Result("facts", self.facts + with_also, "", 0)
         self.scripts.append((script, stdin))
         if "smbclient" in script:  # no network in a unit test: the lab's share says the rest
             said = "tree connect failed: NT_STATUS_BAD_NETWORK_NAME\n"
             return Result("probe", said, "", 1)
-        import subprocess
-
         done = subprocess.run(["sh", "-c", script], input=stdin, capture_output=True, text=True)
         return Result("probe", done.stdout, done.stderr, done.returncode)
 

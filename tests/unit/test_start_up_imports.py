@@ -29,16 +29,27 @@ NETWORK_PHASE = (
     "nasplan.network.scripts",
 )
 
-# Runs the CLI as the console script does, then prints the exit code and the modules loaded.
+# Runs the CLI as the console script does, then prints the exit code, the modules loaded and
+# those loaded when the first connection to a host began (its socket's connect).
 RUN_CLI = """
-import json, sys
+import json, socket, sys
+first = []
+connect = socket.socket.connect
+def first_connect(self, *args, **kwargs):
+    if not first:
+        first.append(sorted(sys.modules))
+    return connect(self, *args, **kwargs)
+socket.socket.connect = first_connect
 from nasplan.cli import main
 try:
     main(sys.argv[1:], prog_name="nasplan")
 except SystemExit as exc:
     code = exc.code
-print(json.dumps({"exit": code, "modules": sorted(sys.modules)}))
+print(json.dumps({"exit": code, "modules": sorted(sys.modules), "first": (first or [None])[0]}))
 """
+# What a run needs only once its hosts answered (the report, its charts, a comparison) and the
+# libraries they bring: none of it delays the first connection.
+AFTER_THE_HOSTS = ("nasplan.report", "nasplan.compare", "nasplan.diagnose", "jinja2", "matplotlib")
 
 
 def refused_port() -> int:
@@ -71,6 +82,13 @@ def write_plan(tmp_path: Path, tests: list[dict[str, Any]], **extra: Any) -> Pat
 
 def run_cli(*args: str, cwd: Path) -> tuple[int, set[str]]:
     """``nasplan ARGS`` in a fresh interpreter: (exit code, the modules it had loaded)."""
+    code, modules, _ = run_cli_connecting(*args, cwd=cwd)
+    return code, modules
+
+
+def run_cli_connecting(*args: str, cwd: Path) -> tuple[int, set[str], set[str] | None]:
+    """``nasplan ARGS`` in a fresh interpreter: (exit code, the modules it had loaded, those
+    it had loaded as its first connection began; None: it connected nowhere)."""
     done = subprocess.run(
         [sys.executable, "-c", RUN_CLI, *args],
         cwd=cwd,
@@ -81,7 +99,15 @@ def run_cli(*args: str, cwd: Path) -> tuple[int, set[str]]:
     )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout.strip().splitlines()[-1])
-    return report["exit"], set(report["modules"])
+    first = report["first"]
+    return report["exit"], set(report["modules"]), None if first is None else set(first)
+
+
+def after_the_hosts(modules: set[str]) -> list[str]:
+    """The modules of ``modules`` that belong to AFTER_THE_HOSTS."""
+    return sorted(
+        m for m in modules if any(m == p or m.startswith(f"{p}.") for p in AFTER_THE_HOSTS)
+    )
 
 
 IPERF3 = {"id": "tcp", "kind": "iperf3", "server": "nas", "client": "ws", "duration_s": 1}
@@ -99,6 +125,22 @@ def test_an_iperf3_plan_imports_the_iperf3_kind_alone_and_no_network_phase(
     assert sorted(m for m in KIND_MODULES.values() if m in modules) == [KIND_MODULES["iperf3"]]
     assert not [m for m in NETWORK_PHASE if m in modules]
     assert "nasplan.lab" not in modules
+
+
+@pytest.mark.parametrize("command", [["apply", "--check"], ["apply"]])
+def test_nothing_of_the_report_charts_or_compare_is_imported_before_the_first_connection(
+    tmp_path: Path, command: list[str]
+) -> None:
+    plan = write_plan(tmp_path, [IPERF3, LATENCY])
+    code, modules, first = run_cli_connecting(
+        *command, str(plan), "--out", str(tmp_path / "run"), cwd=tmp_path
+    )
+    assert code == 3 and first is not None  # it connected (and was refused)
+    assert after_the_hosts(first) == []
+    assert "paramiko" in first  # the harness saw the real connection, not an earlier socket
+    if command == ["apply"]:  # the report is written after: imported then; --check's not at all
+        assert "nasplan.report.render" in modules and "jinja2" in modules
+        assert "nasplan.run.check" not in modules
 
 
 def test_the_report_of_apply_is_written_without_the_unused_kinds(tmp_path: Path) -> None:

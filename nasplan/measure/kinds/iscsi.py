@@ -97,9 +97,9 @@ def _secret(s: IscsiSettings, ctx: RunContext) -> str | None:
 
 def _install(runner: Runner, host: str) -> tuple[str | None, str | None]:
     """Copy the initiator to a temp dir of the client and load libiscsi: (dir, error)."""
-    if not runner.run(["sh", "-c", "command -v python3"]).ok:
-        return None, f"python3 is not installed on {host} (the iSCSI initiator runs with it)"
     made = runner.run(iscsi.install_argv(), stdin=iscsi.SCRIPT, timeout_s=SETUP_TIMEOUT_S)
+    if made.stdout.strip() == iscsi.NO_PYTHON:
+        return None, f"python3 is not installed on {host} (the iSCSI initiator runs with it)"
     directory = (made.stdout.strip().splitlines() or [""])[-1]
     if not made.ok or not directory.startswith("/"):
         return None, f"cannot copy the iSCSI initiator to {host}: {made.stderr.strip()}"

@@ -57,9 +57,15 @@ class Target:
         return f"iscsi://{self.portal}/{self.iqn}/{self.lun}"
 
 
+# what install_argv prints (and nothing else) when the client has no python3
+NO_PYTHON = "@@nasplan:no-python3@@"
+
+
 def install_argv() -> list[str]:
-    """Make a private temp dir, write the script (from stdin) into it, print the dir."""
+    """Look for python3 (NO_PYTHON printed without it, nothing made), then make a private temp
+    dir, write the script (from stdin) into it, print the dir: one round trip."""
     script = (
+        f"command -v python3 >/dev/null 2>&1 || {{ echo {NO_PYTHON}; exit 1; }}; "
         'd=$(mktemp -d "${TMPDIR:-/tmp}/nasplan-iscsi.XXXXXX") && '
         f'cat > "$d/{SCRIPT_NAME}" && printf "%s\\n" "$d"'
     )

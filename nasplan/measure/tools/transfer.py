@@ -67,16 +67,29 @@ class SshOptions:
     known_hosts: str | None = None
 
 
+# what setup_script prints (and nothing else) when the client lacks the method's tool
+NO_TOOL = "@@nasplan:no-tool@@"
+
+
 def setup_script(
-    size_bytes: int, *, with_auth: bool, also: Sequence[str] = (), one_file: bool = True
+    size_bytes: int,
+    *,
+    with_auth: bool,
+    also: Sequence[str] = (),
+    one_file: bool = True,
+    tool: str | None = None,
 ) -> str:
     """Shell text: a private temp dir with an incompressible source file (``one_file``) and
     what ``also`` makes there (a set of many files: ``$dir`` is the directory); prints the dir.
 
     With ``with_auth`` the script's stdin (the smbclient authentication file) goes to
-    ``DIR/smb-auth``, mode 0600, so no password ever appears in argv.
+    ``DIR/smb-auth``, mode 0600, so no password ever appears in argv. ``tool``: looked for
+    first, in the same round trip; without it the script prints NO_TOOL and makes nothing.
     """
-    lines = [
+    lines = [] if tool is None else [
+        f"command -v {shlex.quote(tool)} >/dev/null 2>&1 || {{ echo {NO_TOOL}; exit 1; }}"
+    ]  # fmt: skip
+    lines += [
         "set -e",
         "umask 077",
         'dir=$(mktemp -d "${TMPDIR:-/tmp}/nasplan-xfer.XXXXXX")',

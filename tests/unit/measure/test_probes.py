@@ -80,3 +80,34 @@ def test_a_listing_that_fails_says_its_tool_s_last_line(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert done.stdout.strip().endswith('mount/mnt call failed with "NFS3ERR_NOENT"')
+
+
+def test_a_hosts_looks_in_one_script_answer_as_each_alone(tmp_path: Path) -> None:
+    """``together``'s one round trip, read back by ``apart``: each look's exit status, output
+    and error as the look run alone gives them (real sh, busybox-safe constructs)."""
+    from nasplan.remote.runner import Result
+
+    there = tmp_path / "data"
+    there.mkdir()
+    scripts = [
+        probes.writable_directory("nas", str(there), "the path").script,
+        probes.writable_directory("nas", str(tmp_path / "gone"), "the path").script,
+        f"echo partly; echo 'a complaint' >&2; exit {PROBE_CANNOT_TELL}",
+        'read -r line; echo "read: [$line]"',  # a look reads /dev/null, not the next look
+    ]
+    alone = [
+        subprocess.run(["sh", "-c", s], stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        for s in scripts
+    ]
+    done = subprocess.run(  # input the looks must not see
+        ["sh", "-c", probes.together(scripts)], input="not theirs\n", capture_output=True, text=True
+    )
+    found = probes.apart(Result("sh", done.stdout, done.stderr, done.returncode), len(scripts))
+    assert [r.exited for r in found] == [a.returncode for a in alone] == [0, 1, 3, 0]
+    assert [r.stdout.strip() for r in found] == [a.stdout.strip() for a in alone]
+    assert found[3].stdout.strip() == "read: []"
+    assert [r.stderr.strip() for r in found] == [a.stderr.strip() for a in alone]
+    # cut off half-way: the looks that did not answer take the whole command's failure
+    cut = probes.apart(Result("sh", done.stdout.split("@@nasplan:probe-2@@")[0], "", 124), 4)
+    assert [r.exited for r in cut] == [0, 1, 124, 124]
+    assert cut[3].stderr == "no answer (exit 124)"

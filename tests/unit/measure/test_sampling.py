@@ -39,6 +39,7 @@ def test_a_riding_sampler_goes_in_the_tests_scripts_and_the_others_in_their_own(
     sampled.start()
     sampled.wait_started()
     assert len(ws.texts("nasplan-sampler")) == 1 and nas.calls == []
+    assert sampled.working() == {"ws"}  # the riding one not asked yet
     start = sampled.start_text()
     assert "nasplan-sample-tok-nas" in start and sampled.start_text() == ""  # once
     sampled.started("@@nasplan:sampler-started@@\n77\n")
@@ -46,6 +47,7 @@ def test_a_riding_sampler_goes_in_the_tests_scripts_and_the_others_in_their_own(
     sampled.stop()
     assert "pid=77" in sampled.stop_text()
     sampled.stopped(f"server log\n@@nasplan:sampler@@\n{SAMPLES}")
+    assert sampled.working() == set()  # both stopped: a teardown's close leaves them alone
 
     resources = sampled.close()
     assert set(resources) == {"nas", "ws"}  # a host that is not ready has no sampler
@@ -61,6 +63,7 @@ def test_a_riding_sampler_its_test_never_stopped_is_stopped_on_its_own_at_close(
     sampled.start()
     sampled.start_text()
     sampled.started("@@nasplan:sampler-started@@\n77\n")  # then the test failed: no stop came
+    assert sampled.working() == {"nas"}  # close still stops it there
 
     assert sampled.close()["nas"]["samples"] > 1
     assert "pid=77" in nas.texts()[0]

@@ -23,7 +23,6 @@ def _test_yaml(extra: str) -> str:
 
 
 def _installs(ws: Any) -> None:
-    ws.expect("command -v python3", "/usr/bin/python3\n")
     ws.expect("mktemp -d", "/tmp/nasplan-iscsi.Qw12\n")
     ws.expect("import iscsi_rw", "libiscsi ok\n")
 
@@ -99,7 +98,6 @@ def test_a_client_without_libiscsi_is_told_what_to_install(
     kind_context: Callable[..., Any],
 ) -> None:
     ctx, _, ws = kind_context(_test_yaml("direction: read"))
-    ws.expect("command -v python3", "/usr/bin/python3\n")
     ws.expect("mktemp -d", "/tmp/nasplan-iscsi.Qw12\n")
     ws.expect("import iscsi_rw", exited=1, stderr=(
         "iscsi_rw.Failed: libiscsi is not installed (libiscsi.so.7: cannot open shared object "
@@ -134,3 +132,14 @@ def test_reading_a_lun_not_marked_scratch_is_allowed(kind_context: Callable[...,
     assert kinds.bind(ctx.plan.tests[0]).description == (
         f"iscsi ws -> nas {IQN} LUN 1, read, 8MiB x 1"
     )
+
+
+def test_a_client_without_python3_is_said_from_the_install_s_own_round_trip(
+    kind_context: Callable[..., Any],
+) -> None:
+    ctx, _, ws = kind_context(_test_yaml("direction: read"))
+    ws.expect("command -v python3 >/dev/null 2>&1 || { echo @@nasplan:no-python3@@; exit 1; }",
+              "@@nasplan:no-python3@@\n", exited=1)  # fmt: skip
+    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+    assert record["error"] == "python3 is not installed on ws (the iSCSI initiator runs with it)"
+    assert len(ws.calls) == 1

@@ -22,7 +22,6 @@ def test_a_write_to_a_mounted_path_is_timed_and_everything_removed(
     kind_context: Callable[..., Any],
 ) -> None:
     ctx, _, ws = kind_context(TEST)
-    ws.expect("command -v", "/usr/bin/dd\n")
     ws.expect("head -c 16777216 /dev/urandom", "/tmp/nasplan-xfer.Ab12Cd\n")
     ws.expect("dd if=/tmp/nasplan-xfer.Ab12Cd/source.bin of=/mnt/nas/nasplan-nfs-", (
         TRANSFER / "timed-dd-write.txt").read_text())  # fmt: skip
@@ -71,7 +70,6 @@ def test_the_smb_password_never_reaches_argv_and_is_masked_in_raw_files(
         "     repetitions: 1}\n",
         {"smbclient": "/usr/bin/smbclient"},
     )
-    ws.expect("command -v", "/usr/bin/smbclient\n")
     ws.expect("mktemp -d", "/tmp/nasplan-xfer.Zz9\n")
     refused = (TRANSFER / "timed-smbclient-logon-failure.txt").read_text()
     ws.expect("smbclient", refused + "echoed back: s3cr3t-pw\n")
@@ -114,3 +112,18 @@ def test_an_smb_transfer_from_a_windows_client_through_run(
     assert "pa ss'word" not in timed.text + cleanup.text
     assert f"$dir = '{temp}'" in cleanup.text
     assert "pa ss'word" in ctx.hooks.secrets
+
+
+def test_a_client_without_the_tool_is_said_from_the_setup_s_own_round_trip(
+    kind_context: Callable[..., Any],
+) -> None:
+    ctx, _, ws = kind_context(TEST)
+    # the tool is looked for by the script that makes the source, before it makes anything
+    ws.expect("command -v dd >/dev/null 2>&1 || { echo @@nasplan:no-tool@@; exit 1; }",
+              "@@nasplan:no-tool@@\n", exited=1)  # fmt: skip
+
+    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+
+    assert record["status"] == "failed"
+    assert record["error"] == "dd is not installed on ws"
+    assert len(ws.calls) == 1
