@@ -104,3 +104,15 @@ def format_size(size_bytes: int | None) -> str:
     if size_bytes >= gib:
         return f"{size_bytes / gib:.2f} GiB ({size_bytes} bytes)"
     return f"{size_bytes / mib:.1f} MiB ({size_bytes} bytes)"
+
+
+def counted(count: int, noun: str) -> str:
+    """``1 file``, ``2 files``, ``0 warnings``: a count with its noun, plural but for one."""
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def significant(value: float, digits: int = 3) -> str:
+    """A count per unit to ``digits`` significant figures, never in exponent form and never
+    rounded past its units: ``4.58``, ``45.8``, ``1203``."""
+    whole = len(str(int(abs(value)))) if abs(value) >= 1 else 1
+    return f"{value:.{max(digits - whole, 0)}f}"
