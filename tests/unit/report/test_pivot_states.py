@@ -154,3 +154,20 @@ def test_warnings_are_counted_at_the_top_and_in_the_test_s_status() -> None:
     row = next(line for line in report.splitlines() if line.startswith("| lan-1g |"))
     assert row.endswith("| ok ⚠ 1 warning |")
     assert "- lan-1g: UDP 67.5 % lost" in report
+
+
+def test_fail_on_warnings_gates_a_run_that_ended_ok(tmp_path: Path) -> None:
+    run = load_run(TS253D)  # every test ok, one with a warning
+    save_run(tmp_path, run)
+    plain = CliRunner().invoke(main, ["report", str(tmp_path)])
+    assert plain.exit_code == 0, plain.output
+    gated = CliRunner().invoke(main, ["report", str(tmp_path), "--fail-on", "warnings"])
+    assert gated.exit_code == 1
+    assert "nasplan: --fail-on warnings: the run has 1 warning" in gated.output
+    assert (tmp_path / "report.md").is_file()
+    for test in run["tests"]:
+        test["warnings"] = []
+    run["warnings"] = []
+    save_run(tmp_path, run)
+    clean = CliRunner().invoke(main, ["report", str(tmp_path), "--fail-on", "warning"])
+    assert clean.exit_code == 0, clean.output
