@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nasplan.analysis import MIN_TRUSTED_S, summarize
-from nasplan.units import format_metric
+from nasplan.units import format_metric, format_other
 
 DASH = "–"
 NOT_RUN = "not run"
@@ -53,9 +53,7 @@ def metric_text(value: float | None, metric: str) -> str:
         return format_metric(value, metric)
     if metric.endswith("_s"):
         return f"{value:.2f} s"
-    if metric.endswith("_percent"):
-        return f"{value:.1f} %"
-    return f"{value:.4g}"
+    return format_other(value, metric)
 
 
 def _range(low: float, high: float, metric: str) -> str:

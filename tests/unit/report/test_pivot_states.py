@@ -171,3 +171,24 @@ def test_fail_on_warnings_gates_a_run_that_ended_ok(tmp_path: Path) -> None:
     save_run(tmp_path, run)
     clean = CliRunner().invoke(main, ["report", str(tmp_path), "--fail-on", "warning"])
     assert clean.exit_code == 0, clean.output
+
+
+def test_the_wording_users_paste() -> None:
+    """A set faster than one file says ``faster``, one file is ``1 file``, 4.58 files/s is not
+    ``5``, and a table of files/s says its unit."""
+    from nasplan.report import headline
+
+    run = load_run(TS253D)
+    record = as_cell(run, "smb-10g", "smb", link="p2p10")
+    record["params"]["files"] = {"count": 1, "size": "64MiB"}
+    for rep in record["repetitions"]:
+        rep.update(files_per_second=4.58, one_file_bytes_per_second=rep["bytes_per_second"] / 1.48)
+    (write, _) = headline.rows(record)
+    assert write["measured"] == "SMB write, 1 file of 64 MiB"
+    assert "4.58 files/s; 48 % faster than one file of the same bytes" in write["also"]
+    assert "-48 %" not in write["also"]
+    run["tests"] = [record]
+    table, _ = pivot.run_table(run, pivot.parse_table_option("rows=link,metric=files_per_second"))
+    assert table is not None
+    cell = table["tables"][0]["rows"][0]["cells"][0]
+    assert cell["text"].startswith("4.58 files/s "), cell["text"]
