@@ -30,7 +30,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from nasplan.analysis import summarize
-from nasplan.measure import kinds
+from nasplan.measure import kinds, together
 from nasplan.report.pivot_cell import SHORT, SHORT_BASE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,8 +75,13 @@ def _record(draw: st.DrawFn, template_id: str, base_id: str, cell: dict[str, str
     record.pop("bottleneck", None)
     kind = kinds.readout(record)
     directions: list[str | None] = ["write", "read"] if kind.directed else [None]
-    if kind.directed and draw(st.booleans()):
-        record["params"]["clients"] = ["pc", "mac"]
+    clients = ["pc", "mac", "laptop"] if kind.directed and draw(st.booleans()) else []
+    lost = draw(st.sampled_from(clients)) if clients and draw(st.booleans()) else None
+    if clients:
+        record["params"]["clients"] = clients
+    udp = not kind.directed and draw(st.booleans())
+    if udp:  # asked 4 Gbit/s of a 2.5G link; the sender may not have reached it
+        record["params"].update(protocol="udp", udp_bitrate_bits_per_second=4e9)
     if kind.directed and draw(st.booleans()):
         record["params"]["files"] = {"count": draw(st.sampled_from([1, 10])), "size": "1MiB"}
     count = draw(st.integers(1, 4))
@@ -87,8 +92,17 @@ def _record(draw: st.DrawFn, template_id: str, base_id: str, cell: dict[str, str
             rep_state = draw(st.sampled_from(REP_STATES)) if state != "skipped" else "missing"
             if rep_state == "missing":
                 continue
-            rate = draw(st.floats(1e6, 2e9))
+            rate = draw(st.floats(1e6, 2e9, allow_subnormal=False))
             rep = _rep(index, direction, rep_state, rate, short and draw(st.booleans()))
+            if clients:  # each client's part; a lost client's repetitions have none
+                here = [c for c in clients if c != lost or index == 1]
+                rep["clients"] = {
+                    c: {"status": "ok", "bytes_per_second": rate / len(here)} for c in here
+                }
+            if udp and rep_state == "ok":
+                sent = draw(st.sampled_from([4e9, 7.01e8]))
+                rep.update(sent_bits_per_second=sent, lost_percent=67.5, packets=10**6)
+                rep.update(lost_packets=675000, jitter_ms=0.02, bits_per_second=sent * 0.325)
             if direction is not None and record["params"].get("files") and rep_state == "ok":
                 rep.update(files_per_second=draw(st.floats(0.5, 5000.0)))
                 rep.update(one_file_bytes_per_second=draw(st.floats(1e6, 2e9)))
@@ -111,13 +125,17 @@ def _record(draw: st.DrawFn, template_id: str, base_id: str, cell: dict[str, str
             if summarised and any(r["direction"] == d for r in reps)
         }
         record.pop("together", None)
+        if clients:
+            record["together"] = {
+                d: together.summary(reps, "bytes_per_second", d) for d in record["directions"]
+            }
     ok = [r[kind.metric] for r in reps if r["status"] == "ok" and kind.metric in r]
     record["summary"] = summarize(
         ok if not kind.directed else [r["bits_per_second"] for r in reps if r["status"] == "ok"],
         "bits_per_second",
     )
-    if state == "lost":
-        record.update(status="failed", error="host nas stopped answering")
+    if state == "lost" or lost:
+        record.update(status="failed", error=f"host {lost or 'nas'} stopped answering")
     elif state == "interrupted":
         record.update(status="interrupted", error="interrupted: the run was stopped")
     elif state == "skipped":

@@ -10,7 +10,7 @@ from typing import Any
 
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
-from run_states import check, runs
+from run_states import check, check_table, runs
 
 from nasplan.cli import main
 from nasplan.compare import compare_runs, render
@@ -42,8 +42,15 @@ def test_every_state_a_run_ends_in_reads_right(run: dict[str, Any]) -> None:
 @given(runs(), runs())
 def test_compare_of_any_two_states_never_raises(before: dict[str, Any], after: Any) -> None:
     comparison = compare_runs([before, after], ["state=before", "state=after"])
+    check_table(comparison["table"])
     for output in ("markdown", "json", "csv"):
         assert render(comparison, output)
+    # the runs' table against the first run and each link, as a write-up of an upgrade has it
+    asked = "rows=link,columns=state/direction,baseline=state=before,against=state=after"
+    laid = compare_runs([before, after], ["state=before", "state=after"],
+                        pivot.parse_table_option(asked))  # fmt: skip
+    check_table(laid["table"])
+    assert render(laid, "markdown")
 
 
 @settings(max_examples=10, deadline=None, derandomize=True)
