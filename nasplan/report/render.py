@@ -365,11 +365,13 @@ def error_of(test: Mapping[str, Any]) -> str:
 
 
 def run_warnings(run: Mapping[str, Any]) -> list[str]:
-    """Every warning of the run: its own (its tests' among them, each after the test's id) and
-    any a test carries that they lack, in that order, each once."""
+    """Every warning of the run, each once: its own (its tests' among them, each after the
+    test's id), then any its tests carry or their numbers say (a UDP test's loss, judged by its
+    kind as apply judges it) that a run made before lacks."""
     found = [str(w) for w in run.get("warnings") or []]
     for test in run.get("tests") or []:
         found += [f"{test['id']}: {w}" for w in test.get("warnings") or []]
+        found += [f"{test['id']}: {c.text}" for c in kinds.readout(test).caveats(test)]
     return list(dict.fromkeys(found))
 
 

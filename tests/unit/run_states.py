@@ -265,7 +265,14 @@ def check_status(run: Mapping[str, Any], report: str) -> None:
     for test in warned:
         for row in headline.rows(test):
             assert "warning" in row["status"], (test["id"], row["status"])
-    count = len(run.get("warnings") or [])
+    said = {str(w) for w in run.get("warnings") or []}
+    for test in run["tests"]:
+        kind = kinds.readout(test)
+        said |= {f"{test['id']}: {w}" for w in test.get("warnings") or []}
+        said |= {f"{test['id']}: {c.text}" for c in kind.caveats(test)}
+        for row in headline.rows(test) if kind.caveats(test) else []:
+            assert "⚠" in row["status"], (test["id"], row["status"])  # never a plain ok
+    count = len(said)
     top = next(line for line in report.splitlines() if line.startswith("Run status:"))
     if count:
         noun = "warning" if count == 1 else "warnings"
