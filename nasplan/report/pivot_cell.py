@@ -196,7 +196,11 @@ def cell(here: Sequence[Point], base: Baseline, against: Sequence[Baseline] = ()
         cell.update({k: v for k, v in main[0].items() if k != "label"})
     text += "".join(_ratio_text(entry) for entry in main)
     cell["against"] = [entry for one in against for entry in ratios(point, one)]
-    text += "".join(_ratio_text(entry) for entry in cell["against"])
+    # the baseline of further ones too: ``baseline, also of link=p2p25``, not ``baseline
+    # baseline of ...``
+    also = [e for e in cell["against"] if cell["baseline"] and e.get("baseline")]
+    text += "".join(f", also of {e['label']}" for e in also)
+    text += "".join(_ratio_text(e) for e in cell["against"] if e not in also)
     built_on = [s for e in (*main, *cell["against"]) for s in e.get("short_baseline") or ()]
     cell["short_baseline"] = built_on
     if point.short:

@@ -230,6 +230,9 @@ def check_table(table: Mapping[str, Any] | None) -> None:
                     assert sum(said) == 1, (entry, cell["text"])
                     of = f" of {entry['label']}"
                     assert of in cell["text"], (of, cell["text"])
+                    if entry.get("baseline") and cell["baseline"]:
+                        assert f", also{of}" in cell["text"], cell["text"]
+                        assert "baseline baseline" not in cell["text"], cell["text"]
                     if entry.get("short_baseline") and not cell["short"]:
                         assert SHORT_BASE in cell["text"], cell["text"]
                 if cell["short"]:

@@ -376,6 +376,9 @@ def test_a_cell_against_the_hdd_volume_and_against_the_2_5g_link(links: dict[str
     itself = found[("p2p25", "ssd · write")]
     assert itself["against"] == [{"label": "link=p2p25", "baseline": True}]
     assert " baseline of link=p2p25 " in itself["text"]
+    twice = found[("p2p25", "hdd · write")]  # the baseline of both: said once, not twice
+    assert " baseline, also of link=p2p25 " in twice["text"]
+    assert "baseline baseline" not in twice["text"]
     assert any("Also against the cell with link=p2p25" in n for n in table["notes"])
     plan = pivot.spec_from_plan(
         {"rows": ["link"], "columns": ["volume"], "baseline": {"volume": "hdd"},
