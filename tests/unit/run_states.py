@@ -108,10 +108,10 @@ def _record(draw: st.DrawFn, template_id: str, base_id: str, cell: dict[str, str
                 rep.update(one_file_bytes_per_second=draw(st.floats(1e6, 2e9)))
             reps.append(rep)
     record["repetitions"] = reps
+    # a finished record has its summaries; a stopped one may not (it was stopped before its
+    # kind summarised it: new_record's empty ones)
+    summarised = state in ("ok", "failed") or draw(st.booleans())
     if kind.directed:
-        # a finished record has its directions' summaries; a stopped one may not (it was
-        # stopped before its kind summarised it)
-        summarised = state in ("ok", "failed") or draw(st.booleans())
         record["directions"] = {
             d: summarize(
                 [
@@ -130,10 +130,9 @@ def _record(draw: st.DrawFn, template_id: str, base_id: str, cell: dict[str, str
                 d: together.summary(reps, "bytes_per_second", d) for d in record["directions"]
             }
     ok = [r[kind.metric] for r in reps if r["status"] == "ok" and kind.metric in r]
-    record["summary"] = summarize(
-        ok if not kind.directed else [r["bits_per_second"] for r in reps if r["status"] == "ok"],
-        "bits_per_second",
-    )
+    if kind.directed:
+        ok = [r["bits_per_second"] for r in reps if r["status"] == "ok"]
+    record["summary"] = summarize(ok if summarised else [], "bits_per_second")
     if state == "lost" or lost:
         record.update(status="failed", error=f"host {lost or 'nas'} stopped answering")
     elif state == "interrupted":
