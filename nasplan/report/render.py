@@ -614,7 +614,7 @@ def _adaptive_line(test: Mapping[str, Any]) -> str | None:
         return None
     wanted = f"±{rule['until']['ci_halfwidth'] * 100:g} %"
     width = rule.get("ci_halfwidth")
-    head = f"**{test['id']}**: {rule['n']} repetitions ({rule['min']}–{rule['max']}): "
+    head = f"**{test['id']}**: {counted(rule['n'], 'repetition')} ({rule['min']}–{rule['max']}): "
     if "statistic" not in rule:  # a run before the two-stage rule: order statistics alone
         if width is None:
             found = "too few ok repetitions for the median's 95 % interval (6 at least): unclear"
