@@ -20,7 +20,7 @@ from nasplan.analysis import ok_values
 from nasplan.errors import InputError
 from nasplan.measure import kinds
 from nasplan.report import pivot_match, pivot_notes
-from nasplan.report.pivot_cell import DASH, NOT_RUN, Baseline, Point, cell
+from nasplan.report.pivot_cell import DASH, NOT_RUN, Point, cell
 from nasplan.report.pivot_match import DIRECTION, TEST, key, matches
 
 
@@ -280,14 +280,14 @@ def build(
             for column in columns:
                 where = dict(zip(every, (*fixed, *row, *column), strict=True))
                 here = [p for k, p in keyed if matches(k, tuple(where.values()))]
-                main = _baseline(where, "", baseline, keyed, every, loose)
+                main = pivot_match.near(where, "", baseline, keyed, every, loose)
                 others = [
-                    _baseline(where, _label(one), dict(one), keyed, every, loose)
+                    pivot_match.near(where, pivot_match.label(one), dict(one), keyed, every, loose)
                     for one in spec.against
                 ]
                 one = cell(here, main.compared, [o.compared for o in others])
                 for near, entries in ((main, [one]), *((o, one["against"]) for o in others)):
-                    if near.found.differs and any("ratio" in e for e in entries):
+                    if near.found.differs and any(e.get("ratio") is not None for e in entries):
                         differs.add(near.found.differs)
                     if near.compared.each and one["values"]:
                         each.add(near.compared.each)
@@ -322,35 +322,6 @@ def build(
         "tables": tables,
         "notes": said,
     }
-
-
-def _label(pairs: Sequence[tuple[str, str]]) -> str:
-    """An against baseline's name in a cell: ``link=p2p25`` (several: ``link=p2p25/mtu=1500``)."""
-    return "/".join(f"{d}={v}" for d, v in pairs)
-
-
-@dataclass(frozen=True)
-class _Near:
-    found: pivot_match.Found
-    compared: Baseline
-
-
-def _baseline(
-    where: Mapping[str, str],
-    label: str,
-    one: Mapping[str, str],
-    keyed: Sequence[tuple[pivot_match.Key, Point]],
-    every: Sequence[str],
-    loose: Sequence[str],
-) -> _Near:
-    """The baseline ``one`` (dimension -> value; ``label``: its name in the cell, ``""`` for
-    the table's own) of the cell at ``where``, found by ``pivot_match.baseline_of``: whether
-    the cell is that baseline, the dimensions of it the cell's test lacks (iperf3 beside copies
-    to each volume: no ratio), the points it is compared with."""
-    itself = all(where.get(d, v) == v for d, v in one.items())
-    lacks = tuple(d for d in one if where.get(d) == DASH)
-    found = pivot_match.baseline_of(where, one, keyed, every, [d for d in loose if d not in one])
-    return _Near(found, Baseline(label, found.points, itself, lacks, found.each))
 
 
 def cell_dimensions(tests: Sequence[Mapping[str, Any]]) -> list[str]:

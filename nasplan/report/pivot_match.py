@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from nasplan.report.pivot_cell import DASH, Point
+from nasplan.report.pivot_cell import DASH, Baseline, Point
 
 DIRECTION = "direction"  # the pseudo-dimension of a record's directions
 TEST = "test"  # the pseudo-dimension of the plan's test ids (base_id)
@@ -112,6 +112,37 @@ def baseline_of(
         if i in free and found[i] != wanted[i] and len(chosen) == 1
     )
     return Found(tuple(p for _, p in chosen), differs, each)
+
+
+def label(pairs: Sequence[tuple[str, str]]) -> str:
+    """An against baseline's name in a cell: ``link=p2p25`` (several: ``link=p2p25/mtu=1500``)."""
+    return "/".join(f"{d}={v}" for d, v in pairs)
+
+
+@dataclass(frozen=True)
+class Near:
+    """A cell's baseline as found (``Found``) and as the cell compares with it."""
+
+    found: Found
+    compared: Baseline
+
+
+def near(
+    where: Mapping[str, str],
+    label: str,
+    one: Mapping[str, str],
+    keyed: Sequence[tuple[Key, Point]],
+    every: Sequence[str],
+    loose: Sequence[str],
+) -> Near:
+    """The baseline ``one`` (dimension -> value; ``label``: its name in the cell, ``""`` for
+    the table's own) of the cell at ``where``, found by ``baseline_of``: whether
+    the cell is that baseline, the dimensions of it the cell's test lacks (iperf3 beside copies
+    to each volume: no ratio), the points it is compared with."""
+    itself = all(where.get(d, v) == v for d, v in one.items())
+    lacks = tuple(d for d in one if where.get(d) == DASH)
+    found = baseline_of(where, one, keyed, every, [d for d in loose if d not in one])
+    return Near(found, Baseline(label, found.points, itself, lacks, found.each))
 
 
 def loose_dimensions(pages: Sequence[str], baseline: Mapping[str, str]) -> list[str]:
