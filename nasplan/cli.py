@@ -109,6 +109,35 @@ table_option = click.option(
 )
 
 
+EXIT_FAIL_ON = 1  # --fail-on warnings: a test of the run carries a warning
+gate_option = click.option(
+    "--fail-on",
+    "gate",
+    multiple=True,
+    type=click.Choice(["warnings", "warning"]),
+    help="Exit 1 when the run carries a warning (what Run status counts at the top of the "
+    "report: a 67.5 % UDP loss, a cache-influenced read), even if every test ended ok.",
+)
+
+
+def _gated(run_dir: Path | None, gate: tuple[str, ...], code: int) -> int:
+    """``code``, or EXIT_FAIL_ON when it is 0, ``gate`` asks for warnings and the run in
+    ``run_dir`` carries one (said on stderr)."""
+    if code != 0 or not gate or run_dir is None:
+        return code
+    from nasplan.report.render import run_warnings
+    from nasplan.results import load_run
+    from nasplan.units import counted
+
+    warned = run_warnings(load_run(run_dir, check=False))
+    if not warned:
+        return code
+    click.echo(
+        f"nasplan: --fail-on warnings: the run has {counted(len(warned), 'warning')}", err=True
+    )
+    return EXIT_FAIL_ON
+
+
 def _format_option(what: str) -> Callable[[F], F]:
     return click.option(
         "--format",
@@ -290,6 +319,7 @@ def _validate(
     is_flag=True,
     help="Ask for the sudo password (hosts whose become_password_env is set use that instead).",
 )
+@gate_option
 @verbose_option
 @quiet_option
 @_format_option(
@@ -309,6 +339,7 @@ def apply(
     test_patterns: tuple[str, ...],
     keep: bool,
     ask_become_pass: bool,
+    gate: tuple[str, ...],
     verbose: int,
     quiet: bool,
     output_format: str,
@@ -319,7 +350,8 @@ def apply(
     --list-tests prints the tests (a matrix's cells each one) and an estimate of the run's
     duration, and exits 0 without connecting; --limit and --tests run a part of the plan.
 
-    Exit codes: 0 all ok, 1 a test failed or the run directory is full, 2 invalid input, 3 a host
+    Exit codes: 0 all ok, 1 a test failed, the run directory is full, or (--fail-on warnings)
+    the run carries a warning, 2 invalid input, 3 a host
     was unreachable or could not be used (sudo refused, tools missing and not installable, in use
     by another run, lost during the run), 130 interrupted (Ctrl-C), 143 / 129 ended by SIGTERM /
     SIGHUP (the hosts put back and the report written first, as after Ctrl-C).
@@ -388,7 +420,8 @@ def apply(
         click.echo(f"report: {outcome.run_dir / 'report.md'}")
     # the process ends here: its last garbage collection need not walk what the run built
     gc.freeze()
-    sys.exit(outcome.exit_code)
+    checked = isinstance(outcome, check_module.Checked)
+    sys.exit(outcome.exit_code if checked else _gated(outcome.run_dir, gate, outcome.exit_code))
 
 
 def _say_stopped(
@@ -523,16 +556,19 @@ def probe(
     help="Also draw charts with matplotlib into RUN_DIR/charts/ and show them in the report.",
 )
 @table_option
-def report(run_dir: Path, charts: str | None, table: str | None) -> None:
+@gate_option
+def report(run_dir: Path, charts: str | None, table: str | None, gate: tuple[str, ...]) -> None:
     """Render RUN_DIR/report.md again from RUN_DIR/run.json alone.
 
-    Exit codes: 0 written, 2 bad input (no run.json, a --table naming a dimension the run lacks).
+    Exit codes: 0 written, 1 written and (--fail-on warnings) the run carries a warning, 2 bad
+    input (no run.json, a --table naming a dimension the run lacks).
     """
     from nasplan.report.pivot import parse_table_option
     from nasplan.report.render import write_report
 
     spec = parse_table_option(table) if table else None
     click.echo(str(write_report(run_dir, charts=charts, table=spec)))
+    sys.exit(_gated(run_dir, gate, 0))
 
 
 @main.command()

@@ -78,7 +78,8 @@ def format_metric(value: float, metric: str) -> str:
     """``value`` in its metric's unit: ``*_ms`` -> ``0.250 ms``, ``*_s`` -> ``1.500 s``,
     ``*_bytes`` -> ``9000 bytes``, ...
 
-    ``bytes_per_second`` is shown in MiB/s; any other metric is a rate in bits per second.
+    ``bytes_per_second`` is shown in MiB/s, ``*bits_per_second`` in Mbit/s or Gbit/s, any other
+    metric as ``format_other`` says.
     """
     if metric.endswith("_ms"):
         return f"{value:.3f} ms"
@@ -88,7 +89,20 @@ def format_metric(value: float, metric: str) -> str:
         return format_bytes_per_second(value)
     if metric.endswith("_bytes"):
         return f"{value:.0f} bytes"
-    return format_bits_per_second(value)
+    if "bits_per_second" in metric:
+        return format_bits_per_second(value)
+    return format_other(value, metric)
+
+
+def format_other(value: float, metric: str) -> str:
+    """A metric of no unit above, in the one its name says: ``files_per_second`` -> ``4.58
+    files/s``, ``*_percent`` -> ``67.5 %``, ``retransmits`` -> ``113 retransmits``; never a bare
+    number in a table cell."""
+    if metric.endswith("_percent"):
+        return f"{value:.1f} %"
+    if metric.endswith("_per_second"):
+        return f"{significant(value)} {metric.removesuffix('_per_second').replace('_', ' ')}/s"
+    return f"{significant(value)} {metric.replace('_', ' ')}"
 
 
 def format_size(size_bytes: int | None) -> str:
@@ -104,3 +118,15 @@ def format_size(size_bytes: int | None) -> str:
     if size_bytes >= gib:
         return f"{size_bytes / gib:.2f} GiB ({size_bytes} bytes)"
     return f"{size_bytes / mib:.1f} MiB ({size_bytes} bytes)"
+
+
+def counted(count: int, noun: str) -> str:
+    """``1 file``, ``2 files``, ``0 warnings``: a count with its noun, plural but for one."""
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def significant(value: float, digits: int = 3) -> str:
+    """A count per unit to ``digits`` significant figures, never in exponent form and never
+    rounded past its units: ``4.58``, ``45.8``, ``1203``."""
+    whole = len(str(int(abs(value)))) if abs(value) >= 1 else 1
+    return f"{value:.{max(digits - whole, 0)}f}"

@@ -21,7 +21,7 @@ from nasplan.report.render import (
     utc,
 )
 from nasplan.significance import BETTER, NOISE, NOT_SIGNIFICANT, TOO_FEW, UNKNOWN, WORSE
-from nasplan.units import format_bits_per_second
+from nasplan.units import format_bits_per_second, format_other
 
 FORMATS = ("markdown", "json", "csv")
 VERDICT_ORDER = (BETTER, WORSE, NOISE, NOT_SIGNIFICANT, TOO_FEW, UNKNOWN)
@@ -44,7 +44,7 @@ def metric_value(value: float | None, metric: str) -> str:
         return f"{value:.0f} bytes"
     if metric.endswith("_s"):
         return f"{value:.2f} s"
-    return f"{value:.4g}"
+    return format_other(value, metric)
 
 
 def ratio(value: float | None) -> str:

@@ -81,7 +81,10 @@ def stopped_record(record: Mapping[str, Any], planned: int | None = None) -> dic
     """A new ``record`` of a test the run stopped (Ctrl-C, a full disk) before it wanted no
     more: ``interrupted``, saying after how many of its ``planned`` repetitions, with those it
     finished; a test that failed of its own before the stop stays failed, saying both."""
-    done = sum(1 for rep in record.get("repetitions") or [] if rep.get("status") == "ok")
+    # a repetition of a kind with directions is one index over its directions' rows
+    done = len(
+        {rep.get("index") for rep in record.get("repetitions") or [] if rep.get("status") == "ok"}
+    )
     of = f" of {planned}" if planned else ""
     noun = "repetition" if (planned or done) == 1 else "repetitions"
     said = f"the run was stopped after {done}{of} {noun}"

@@ -75,22 +75,32 @@ def by_direction(record: Mapping[str, Any], direction: str | None, metric: str) 
 def directed(record: Mapping[str, Any], *, network: bool) -> list[Series]:
     """Each direction of a directed record (``directions``: write, read) as a Series, in the
     order they ran; ``network``: its byte rate crossed the path, so it has the path's maximum.
+    A direction its ok repetitions have and its summaries lack, or summarised over fewer of
+    them (a test stopped before its kind summarised it), is summarised from those repetitions:
+    what finished is shown.
 
     Example: a ``direction: both`` SMB transfer gives ``[Series("write", "bytes_per_second",
     ...), Series("read", ...)]``.
     """
     theoretical = (record.get("path") or {}).get("theoretical_bits_per_second")
+    summaries = dict(record.get("directions") or {})
+    for rep in record.get("repetitions") or []:
+        if rep.get("status") == "ok" and isinstance(rep.get("direction"), str):
+            summaries.setdefault(rep["direction"], None)
     found = []
-    for direction, summary in (record.get("directions") or {}).items():
+    for direction, summary in summaries.items():
         metric = str((summary or {}).get("metric") or "bytes_per_second")
-        median = (summary or {}).get("median")
+        values = by_direction(record, direction, metric)
+        if not summary or len(values) > (summary.get("n") or 0):
+            summary = summarize(values, metric)
+        median = summary.get("median")
         bits = median * 8 if network and median is not None else None
         found.append(
             Series(
                 direction,
                 metric,
-                by_direction(record, direction, metric),
-                dict(summary or summarize([], metric)),
+                values,
+                dict(summary),
                 efficiency(bits, theoretical) if network else None,
                 theoretical if network else None,
             )
@@ -100,9 +110,14 @@ def directed(record: Mapping[str, Any], *, network: bool) -> list[Series]:
 
 def single(record: Mapping[str, Any], direction: str | None = None) -> Series:
     """The record's summary as its one Series (its metric, its efficiency, its path's TCP
-    maximum)."""
+    maximum); summarised from its ok repetitions when they outnumber its summary's (a test
+    stopped before its kind summarised it)."""
     summary = dict(record.get("summary") or {})
     metric = str(summary.get("metric") or "bits_per_second")
     theoretical = (record.get("path") or {}).get("theoretical_bits_per_second")
     values = ok_values(record.get("repetitions") or [], metric)
-    return Series(direction, metric, values, summary, record.get("efficiency"), theoretical)
+    found = record.get("efficiency")
+    if len(values) > (summary.get("n") or 0):
+        summary = summarize(values, metric)
+        found = efficiency(summary["median"], theoretical) if "bits" in metric else found
+    return Series(direction, metric, values, summary, found, theoretical)

@@ -10,7 +10,7 @@ from nasplan.analysis import MIN_TRUSTED_S
 from nasplan.measure import kinds
 from nasplan.measure.kind import DASH, Readout
 from nasplan.measure.series import Series
-from nasplan.units import format_bits_per_second, format_metric
+from nasplan.units import counted, format_bits_per_second, format_metric
 
 OVER_MAXIMUM = "⚠ over the maximum"
 WIDE_SPREAD = "⚠ wide spread"
@@ -74,6 +74,8 @@ def rows(test: Mapping[str, Any]) -> list[dict[str, Any]]:
         if kind.short_durations(test, direction):  # set-up weighs on it: the Diagnosis says how
             flags.append(SHORT)
         flags += [c.mark for c in kind.caveats(test)]  # the Warnings say why
+        if test.get("warnings"):
+            flags.append(f"⚠ {counted(len(test['warnings']), 'warning')}")
         out.append(
             {
                 "id": test["id"],

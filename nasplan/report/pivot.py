@@ -269,6 +269,7 @@ def build(
     loose = pivot_match.loose_dimensions(pages, baseline)
     keyed = [(key(p, every), p) for p in placed]
     differs: set[tuple[tuple[str, str, str], ...]] = set()
+    each: set[tuple[str, ...]] = set()
     tables: list[dict[str, Any]] = []
     for fixed in _combinations(placed, pages):
         mine = [p for p in placed if matches(key(p, pages), fixed)]
@@ -279,14 +280,17 @@ def build(
             for column in columns:
                 where = dict(zip(every, (*fixed, *row, *column), strict=True))
                 here = [p for k, p in keyed if matches(k, tuple(where.values()))]
-                is_base = all(where.get(d, v) == v for d, v in baseline.items())
-                # a test without the baseline's dimension (iperf3 beside copies to volumes)
-                lacks = [d for d in baseline if where.get(d) == DASH]
-                found = pivot_match.baseline_of(where, baseline, keyed, every, loose)
-                others = [_against(where, dict(one), keyed, every, loose) for one in spec.against]
-                one = cell(here, () if lacks else found.points, is_base, others, lacks)
-                if one["ratio"] is not None and found.differs:
-                    differs.add(found.differs)
+                main = pivot_match.near(where, "", baseline, keyed, every, loose)
+                others = [
+                    pivot_match.near(where, pivot_match.label(one), dict(one), keyed, every, loose)
+                    for one in spec.against
+                ]
+                one = cell(here, main.compared, [o.compared for o in others])
+                for near, entries in ((main, [one]), *((o, one["against"]) for o in others)):
+                    if near.found.differs and any(e.get("ratio") is not None for e in entries):
+                        differs.add(near.found.differs)
+                    if near.compared.each and one["values"]:
+                        each.add(near.compared.each)
                 cells.append(one)
             beside = [pivot_match.row_values(placed, row, spec.rows, d) for d in tied]
             rows.append({"values": [*row, *beside], "cells": cells})
@@ -301,7 +305,7 @@ def build(
             }
         )
     every_cell = [c for t in tables for r in t["rows"] for c in r["cells"]]
-    matched = pivot_match.notes(baseline, spec.rows, tied, differs)
+    matched = pivot_match.notes(baseline, spec.rows, tied, differs, each)
     matched += pivot_notes.short_notes(every_cell)
     marked = any(c["verdict"] for c in every_cell)
     left_out = pivot_notes.outside_notes(rowless, outside, spec.rows)
@@ -318,21 +322,6 @@ def build(
         "tables": tables,
         "notes": said,
     }
-
-
-def _against(
-    where: Mapping[str, str],
-    one: Mapping[str, str],
-    keyed: Sequence[tuple[pivot_match.Key, Point]],
-    every: Sequence[str],
-    loose: Sequence[str],
-) -> tuple[str, tuple[Point, ...], bool]:
-    """A further baseline of the cell at ``where`` (found as the baseline is,
-    ``pivot_match.baseline_of``): its label, its points, whether it is that cell itself."""
-    label = "/".join(f"{d}={v}" for d, v in one.items())
-    itself = all(where.get(d, v) == v for d, v in one.items())
-    loose = [d for d in loose if d not in one]
-    return label, pivot_match.baseline_of(where, one, keyed, every, loose).points, itself
 
 
 def cell_dimensions(tests: Sequence[Mapping[str, Any]]) -> list[str]:

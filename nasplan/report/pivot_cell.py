@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nasplan.analysis import MIN_TRUSTED_S, summarize
-from nasplan.units import format_metric
+from nasplan.units import format_metric, format_other
 
 DASH = "–"
 NOT_RUN = "not run"
@@ -53,9 +53,7 @@ def metric_text(value: float | None, metric: str) -> str:
         return format_metric(value, metric)
     if metric.endswith("_s"):
         return f"{value:.2f} s"
-    if metric.endswith("_percent"):
-        return f"{value:.1f} %"
-    return f"{value:.4g}"
+    return format_other(value, metric)
 
 
 def _range(low: float, high: float, metric: str) -> str:
@@ -75,8 +73,8 @@ def _bottleneck(point: Point) -> str | None:
 
 
 def _no_ratio(point: Point, base: Sequence[Point]) -> str | None:
-    """Why ``point`` has no ratio to its baseline (None when it has one), in the words the
-    baseline's own cell shows (a missing one: ``not run``)."""
+    """Why ``point`` has no ratio to the one baseline point in ``base`` (None when it has
+    one), in the words the baseline's own cell shows (a missing one: ``not run``)."""
     if not base:
         return f"baseline {NOT_RUN}"
     if len(base) > 1:
@@ -93,7 +91,8 @@ def _no_ratio(point: Point, base: Sequence[Point]) -> str | None:
 
 
 def _versus(point: Point, base: Point) -> dict[str, Any]:
-    """Ratio of the medians and compare's verdict of ``point`` against the baseline's values."""
+    """Ratio of the medians and compare's verdict of ``point`` against the baseline's values
+    (both have values and the baseline's median is not 0: ``_no_ratio`` said None)."""
     # compare/ imports the report's filters: imported here, not at the top, so that either
     # package can be imported first
     from nasplan.significance import higher_is_better, verdict
@@ -102,28 +101,74 @@ def _versus(point: Point, base: Point) -> dict[str, Any]:
         list(base.values), list(point.values), higher_is_better=higher_is_better(point.metric)
     )
     median, base_median = summarize(point.values)["median"], summarize(base.values)["median"]
-    ratio = median / base_median
-    return {"ratio": ratio, "verdict": found.verdict, "rule": found.rule, "p_value": found.p_value}
+    return {
+        "ratio": median / base_median,
+        "verdict": found.verdict,
+        "rule": found.rule,
+        "p_value": found.p_value,
+        "short_baseline": list(base.short),
+    }
 
 
-def cell(
-    here: Sequence[Point],
-    base: Sequence[Point],
-    is_base: bool,
-    against: Sequence[tuple[str, Sequence[Point], bool]] = (),
-    lacks: Sequence[str] = (),
-) -> dict[str, Any]:
-    """One cell (``lacks``: the baseline's dimensions its test has none of, so it has no
-    baseline): its numbers (median, min, max, n, values, ratio, verdict; ``no_ratio``: why it
-    has none; ``short``: its repetitions under analysis.MIN_TRUSTED_S, ``short_baseline``: its
-    baseline's) and its text; ``against``: further baselines (label, their points, whether this
-    cell is that one), each a ratio of its own in ``against`` and the text
-    (``×2.53 of volume=hdd``)."""
+@dataclass(frozen=True)
+class Baseline:
+    """What a cell is compared with: ``label`` (``""`` for the table's baseline, else
+    ``link=p2p25``), its ``points``, whether the cell ``is_itself`` that baseline, the
+    dimensions its test ``lacks`` of those the baseline names, and ``each``: the dimensions its
+    test lacks that the baseline's cells have, so that it is compared with each of them (a
+    ratio per point, named by its values of ``each``)."""
+
+    label: str
+    points: tuple[Point, ...]
+    is_itself: bool = False
+    lacks: tuple[str, ...] = ()
+    each: tuple[str, ...] = ()
+
+
+def ratios(point: Point, base: Baseline) -> list[dict[str, Any]]:
+    """``point`` against ``base``: one entry (``label``, then ``baseline: True``, a
+    ``no_ratio`` reason, or ``ratio``, ``verdict``, ``rule``, ``p_value``, ``short_baseline``),
+    or one per baseline point named by its values of ``base.each``."""
+    if base.is_itself:
+        return [{"label": base.label, "baseline": True}]
+    if base.lacks:
+        return [{"label": base.label, "no_ratio": f"no {', '.join(base.lacks)}"}]
+    if base.each and len(base.points) > 1:
+        found = []
+        for one in base.points:
+            named = "/".join(f"{d}={one.coordinates.get(d, DASH)}" for d in base.each)
+            label = "/".join(p for p in (base.label, named) if p)
+            found += ratios(point, Baseline(label, (one,)))
+        return found
+    reason = _no_ratio(point, base.points)
+    if reason is not None:
+        return [{"label": base.label, "no_ratio": reason}]
+    return [{"label": base.label, **_versus(point, base.points[0])}]
+
+
+def _ratio_text(entry: Mapping[str, Any]) -> str:
+    """`` ×2.53* of volume=hdd``, `` baseline``, `` no ratio of link=p2p25: baseline failed``."""
+    of = f" of {entry['label']}" if entry["label"] else ""
+    if entry.get("baseline"):
+        return f" baseline{of}"
+    if entry.get("no_ratio"):
+        return f" no ratio{of}: {entry['no_ratio']}"
+    return f" ×{entry['ratio']:.2f}{MARKS.get(entry['verdict'] or '', '')}{of}"
+
+
+def cell(here: Sequence[Point], base: Baseline, against: Sequence[Baseline] = ()) -> dict[str, Any]:
+    """One cell: its numbers (median, min, max, n, values; ``short``: its repetitions under
+    analysis.MIN_TRUSTED_S) and its text, against the table's ``base`` (``ratio``, ``verdict``,
+    ``rule``, ``p_value``, ``short_baseline``: the short repetitions of what the ratio is built
+    on; or ``baseline``; or ``no_ratio``: why it has none; or, against each of several cells,
+    ``ratios``) and against each further baseline of ``against`` (``against``: an entry each, as
+    ``ratios`` gives them; the text ``×2.53 of volume=hdd``). A ratio built on a baseline with
+    a short repetition is marked (``⚠ baseline under 3 s``)."""
     cell: dict[str, Any] = {
         "status": NOT_RUN, "metric": None, "n": 0, "median": None, "min": None, "max": None,
         "values": [], "ratio": None, "verdict": None, "rule": None, "p_value": None,
-        "baseline": is_base, "no_ratio": None, "short": [], "short_baseline": [],
-        "bottleneck": None, "text": NOT_RUN, "against": [],
+        "baseline": base.is_itself, "no_ratio": None, "ratios": [], "short": [],
+        "short_baseline": [], "bottleneck": None, "text": NOT_RUN, "against": [],
     }  # fmt: skip
     if len(here) > 1:
         ids = ", ".join(sorted({str(p.test["id"]) for p in here}))
@@ -142,28 +187,25 @@ def cell(
         cell["text"] = status if status != "ok" else "no result"
         return cell
     text = metric_text(summary["median"], point.metric)
-    if is_base:
-        text += " baseline"
-    elif (reason := f"no {', '.join(lacks)}" if lacks else _no_ratio(point, base)) is not None:
-        cell["no_ratio"] = reason
-        text += f" no ratio: {reason}"
-    else:
-        cell.update(_versus(point, base[0]), short_baseline=list(base[0].short))
-        text += f" ×{cell['ratio']:.2f}{MARKS.get(cell['verdict'] or '', '')}"
-    found = [
-        (label, _versus(point, one[0]))
-        for label, one, itself in against
-        if len(one) == 1 and not itself
-    ]
-    cell["against"] = [{"label": label, **versus} for label, versus in found]
-    text += "".join(
-        f" ×{v['ratio']:.2f}{MARKS.get(v['verdict'] or '', '')} of {label}"
-        for label, v in found
-        if v["ratio"] is not None
-    )
+    main = ratios(point, base)
+    if len(main) > 1:
+        cell["ratios"] = main
+    elif main[0].get("no_ratio"):
+        cell["no_ratio"] = main[0]["no_ratio"]
+    elif "ratio" in main[0]:
+        cell.update({k: v for k, v in main[0].items() if k != "label"})
+    text += "".join(_ratio_text(entry) for entry in main)
+    cell["against"] = [entry for one in against for entry in ratios(point, one)]
+    # the baseline of further ones too: ``baseline, also of link=p2p25``, not ``baseline
+    # baseline of ...``
+    also = [e for e in cell["against"] if cell["baseline"] and e.get("baseline")]
+    text += "".join(f", also of {e['label']}" for e in also)
+    text += "".join(_ratio_text(e) for e in cell["against"] if e not in also)
+    built_on = [s for e in (*main, *cell["against"]) for s in e.get("short_baseline") or ()]
+    cell["short_baseline"] = built_on
     if point.short:
         text += f" {SHORT}"
-    elif cell["short_baseline"]:
+    elif built_on:
         text += f" {SHORT_BASE}"
     spread = _range(summary["min"], summary["max"], point.metric) + ", " if summary["n"] > 1 else ""
     text += f" ({spread}n={summary['n']})"

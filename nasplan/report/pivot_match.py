@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from nasplan.report.pivot_cell import DASH, Point
+from nasplan.report.pivot_cell import DASH, Baseline, Point
 
 DIRECTION = "direction"  # the pseudo-dimension of a record's directions
 TEST = "test"  # the pseudo-dimension of the plan's test ids (base_id)
@@ -58,11 +58,14 @@ def row_values(points: Sequence[Point], row: Sequence[str], rows: Sequence[str],
 
 @dataclass(frozen=True)
 class Found:
-    """A cell's baseline points (one: its baseline; none or several: it has none) and, when it
-    is not the exact one, the values in which it differs: ``(dim, the cell's, the baseline's)``."""
+    """A cell's baseline points (one: its baseline; none or several: it has none, unless
+    ``each`` names the dimensions its test lacks and the baseline's cells have, when it is
+    compared with each of them) and, when it is not the exact one, the values in which it
+    differs: ``(dim, the cell's, the baseline's)``."""
 
     points: tuple[Point, ...]
     differs: tuple[tuple[str, str, str], ...] = ()
+    each: tuple[str, ...] = ()
 
 
 def baseline_of(
@@ -74,13 +77,17 @@ def baseline_of(
 ) -> Found:
     """The baseline of the cell at ``where`` (``every`` dimension -> value): the point with
     ``baseline``'s values and ``where``'s others; without one, the nearest point with
-    ``baseline``'s values and ``where``'s along every dimension but the ``loose`` ones, when one
-    point is nearer (more ``loose`` values alike) than every other."""
+    ``baseline``'s values and ``where``'s along every dimension but the ``loose`` ones and
+    those the cell's test lacks (``–``: iSCSI beside copies to each volume), when one point is
+    nearer (more ``loose`` values alike) than every other, or every such point when the
+    cell's test lacks a dimension they have (``Found.each``)."""
     wanted = tuple({**where, **{d: v for d, v in baseline.items() if d in where}}.values())
     exact = tuple(p for k, p in keyed if matches(k, wanted))
-    if exact or not loose:
+    lacked = [i for i, d in enumerate(every) if wanted[i] == DASH and d not in (DIRECTION, TEST)]
+    if exact or not (loose or lacked):
         return Found(exact)
-    strict = [i for i, d in enumerate(every) if d not in loose]
+    free = {i for i, d in enumerate(every) if d in loose} | set(lacked)
+    strict = [i for i in range(len(every)) if i not in free]
     near = [
         (k, p)
         for k, p in keyed
@@ -94,15 +101,48 @@ def baseline_of(
 
     best = max(alike(k) for k, _ in near)
     chosen = [(k, p) for k, p in near if alike(k) == best]
-    if len(chosen) > 1:
+    each = tuple(every[i] for i in lacked if any(k[i] != DASH for k, _ in chosen))
+    named = {tuple(k[i] for i in lacked) for k, _ in chosen}
+    if len(chosen) > 1 and (not each or len(named) < len(chosen)):
         return Found(tuple(p for _, p in chosen))
-    found, point = chosen[0]
+    found = chosen[0][0]
     differs = tuple(
         (d, str(wanted[i]), str(found[i]))
         for i, d in enumerate(every)
-        if d in loose and found[i] != wanted[i]
+        if i in free and found[i] != wanted[i] and len(chosen) == 1
     )
-    return Found((point,), differs)
+    return Found(tuple(p for _, p in chosen), differs, each)
+
+
+def label(pairs: Sequence[tuple[str, str]]) -> str:
+    """An against baseline's name in a cell: ``link=p2p25`` (several: ``link=p2p25/mtu=1500``)."""
+    return "/".join(f"{d}={v}" for d, v in pairs)
+
+
+@dataclass(frozen=True)
+class Near:
+    """A cell's baseline as found (``Found``) and as the cell compares with it."""
+
+    found: Found
+    compared: Baseline
+
+
+def near(
+    where: Mapping[str, str],
+    label: str,
+    one: Mapping[str, str],
+    keyed: Sequence[tuple[Key, Point]],
+    every: Sequence[str],
+    loose: Sequence[str],
+) -> Near:
+    """The baseline ``one`` (dimension -> value; ``label``: its name in the cell, ``""`` for
+    the table's own) of the cell at ``where``, found by ``baseline_of``: whether
+    the cell is that baseline, the dimensions of it the cell's test lacks (iperf3 beside copies
+    to each volume: no ratio), the points it is compared with."""
+    itself = all(where.get(d, v) == v for d, v in one.items())
+    lacks = tuple(d for d in one if where.get(d) == DASH)
+    found = baseline_of(where, one, keyed, every, [d for d in loose if d not in one])
+    return Near(found, Baseline(label, found.points, itself, lacks, found.each))
 
 
 def loose_dimensions(pages: Sequence[str], baseline: Mapping[str, str]) -> list[str]:
@@ -121,6 +161,7 @@ def notes(
     rows: Sequence[str],
     tied_dims: Sequence[str],
     differs: Collection[tuple[tuple[str, str, str], ...]],
+    each: Collection[tuple[str, ...]] = (),
 ) -> list[str]:
     """How the cells found their baseline, for the notes under the table."""
     found = []
@@ -135,8 +176,22 @@ def notes(
     for one in sorted(differs):
         here = pairs_text({d: mine for d, mine, _ in one})
         there = pairs_text({d: theirs for d, _, theirs in one})
+        if all(mine == DASH for _, mine, _ in one):
+            found.append(
+                f"The cells {here} (their test has none) are compared with the "
+                f"{pairs_text(baseline)} cell with {there} (the one there is)."
+            )
+            continue
         found.append(
             f"No {pairs_text(baseline)} cell has {here}: the cells with {here} are compared "
             f"with its cell with {there} (the nearest it has)."
+        )
+    for dims in sorted(each):
+        lacking = pairs_text(dict.fromkeys(dims, DASH))
+        named = "/".join(f"{d}=…" for d in dims)
+        found.append(
+            f"The cells {lacking} (their test has none) are compared with each "
+            f"{pairs_text(baseline)} cell of their other values, a ratio for each, named by "
+            f"its {', '.join(dims)} (`×ratio of {named}`)."
         )
     return found

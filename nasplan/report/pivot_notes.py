@@ -64,7 +64,8 @@ def notes(
         pairs = ", ".join(f"{d}={v}" for d, v in one)
         label = "/".join(f"{d}={v}" for d, v in one)
         found.append(
-            f"Also against the cell with {pairs} and the same other values: `×ratio of {label}`."
+            f"Also against the cell with {pairs} and the same other values: `×ratio of {label}` "
+            f"(`baseline of {label}` in that cell, `no ratio of {label}: why` without one)."
         )
     found += matched
     if marked:

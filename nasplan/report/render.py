@@ -26,7 +26,12 @@ from nasplan.quantities import BITS, BYTES
 from nasplan.report import headline, mermaid, pivot, timeline
 from nasplan.report.in_force import network_rows, run_in_force
 from nasplan.results import REPORT_FILE, counts_text, load_run
-from nasplan.units import format_bits_per_second, format_bytes_per_second, format_metric
+from nasplan.units import (
+    counted,
+    format_bits_per_second,
+    format_bytes_per_second,
+    format_metric,
+)
 
 DASH = "–"
 LOOPBACK_NICS = frozenset({"lo", "lo0"})
@@ -148,6 +153,7 @@ FILTERS = {
     "milliseconds": milliseconds,
     "cell": cell,
     "utc": utc,
+    "error_of": lambda test: error_of(test),  # defined with the view, below
 }
 
 
@@ -350,6 +356,25 @@ def heading(test: Mapping[str, Any]) -> str:
     return f"{test['id']}: {name}" if name and name != test["id"] else str(test["id"])
 
 
+def error_of(test: Mapping[str, Any]) -> str:
+    """Why a test did not succeed, to follow its status: ``the run was stopped after 1 of 3
+    repetitions`` (an error that begins with the status, ``interrupted: ...``, without it, so
+    that the report says ``interrupted`` once)."""
+    error = str(test.get("error") or "no error recorded")
+    return error.removeprefix(f"{test.get('status')}: ")
+
+
+def run_warnings(run: Mapping[str, Any]) -> list[str]:
+    """Every warning of the run, each once: its own (its tests' among them, each after the
+    test's id), then any its tests carry or their numbers say (a UDP test's loss, judged by its
+    kind as apply judges it) that a run made before lacks."""
+    found = [str(w) for w in run.get("warnings") or []]
+    for test in run.get("tests") or []:
+        found += [f"{test['id']}: {w}" for w in test.get("warnings") or []]
+        found += [f"{test['id']}: {c.text}" for c in kinds.readout(test).caveats(test)]
+    return list(dict.fromkeys(found))
+
+
 def _failure(test: Mapping[str, Any]) -> dict[str, Any]:
     """A test that did not succeed, with a link to the raw output of its first failed
     repetition: the tool's own words, when nasplan's summary of them is not enough."""
@@ -513,6 +538,9 @@ def build_view(
         "inventory_file": _shown_file(run.get("inventory_file")),
         "duration": _duration(run["started_at"], run.get("finished_at")),
         "status_meaning": STATUS_MEANING.get(run["status"], run["status"]),
+        "warnings": (warned := run_warnings(run)),
+        "status_text": str(run["status"])
+        + (f", {counted(len(warned), 'warning')}" if warned else ""),
         "sections": sections,
         "section_notes": _section_notes(everything),
         "details": {t["id"]: kinds.readout(t).detail_text(t) for t in everything},
@@ -586,7 +614,7 @@ def _adaptive_line(test: Mapping[str, Any]) -> str | None:
         return None
     wanted = f"±{rule['until']['ci_halfwidth'] * 100:g} %"
     width = rule.get("ci_halfwidth")
-    head = f"**{test['id']}**: {rule['n']} repetitions ({rule['min']}–{rule['max']}): "
+    head = f"**{test['id']}**: {counted(rule['n'], 'repetition')} ({rule['min']}–{rule['max']}): "
     if "statistic" not in rule:  # a run before the two-stage rule: order statistics alone
         if width is None:
             found = "too few ok repetitions for the median's 95 % interval (6 at least): unclear"

@@ -182,7 +182,7 @@ def test_a_median_over_the_path_maximum_is_flagged_and_explained() -> None:
     report = render_report(load_run(RUNS / "all-kinds"))
     row = table_row(report, "lan-iperf3")
     # a 1 s iperf3 run: also too short to trust
-    assert row[7] == "100.1 %" and row[-1] == "ok ⚠ over the maximum ⚠ under 3 s"
+    assert row[7] == "100.1 %" and row[-1] == "ok ⚠ over the maximum ⚠ under 3 s ⚠ 1 warning"
     assert "100.1 % of its TCP maximum ⚠ over the maximum" in report
     assert "⚠ Over the maximum: lan-iperf3 ran faster than the path's maximum allows" in report
     assert "the path or the speed nasplan assumed is wrong" in report

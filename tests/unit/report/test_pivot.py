@@ -371,9 +371,14 @@ def test_a_cell_against_the_hdd_volume_and_against_the_2_5g_link(links: dict[str
     assert other["label"] == "link=p2p25"
     assert other["ratio"] == pytest.approx(cell["median"] / (2 * base))
     assert f"×2.00* ×{other['ratio']:.2f}* of link=p2p25 " in cell["text"]
-    # the HDD volume is the baseline of its row; the 2.5G cell has no ratio to itself
+    # the HDD volume is the baseline of its row; the 2.5G cell is that further baseline itself
     assert hdd["baseline"] and " of link=p2p25 " in hdd["text"]
-    assert found[("p2p25", "ssd · write")]["against"] == []
+    itself = found[("p2p25", "ssd · write")]
+    assert itself["against"] == [{"label": "link=p2p25", "baseline": True}]
+    assert " baseline of link=p2p25 " in itself["text"]
+    twice = found[("p2p25", "hdd · write")]  # the baseline of both: said once, not twice
+    assert " baseline, also of link=p2p25 " in twice["text"]
+    assert "baseline baseline" not in twice["text"]
     assert any("Also against the cell with link=p2p25" in n for n in table["notes"])
     plan = pivot.spec_from_plan(
         {"rows": ["link"], "columns": ["volume"], "baseline": {"volume": "hdd"},

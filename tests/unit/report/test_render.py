@@ -175,7 +175,10 @@ def test_unreachable_host_is_reported_with_its_error(run: dict[str, Any]) -> Non
     run["tests"] = [run["tests"][2]]
     run["tests"][0].update(path=None, summary=None, repetitions=[], error="nas is not ready")
     report = render_report(run)
-    assert "Run status: **unreachable** (a host could not be used)." in report
+    assert (
+        "Run status: **unreachable, 1 warning** (a host could not be used; see "
+        "[Warnings](#warnings))." in report
+    )
     assert "No test produced a result." in report
     assert "- **nas** (198.18.0.10): ssh: connect to 198.18.0.10 port 22: timed out" in report
     assert table_row(report, "nas")[3] == "unreachable"
