@@ -420,8 +420,7 @@ def apply(
         click.echo(f"report: {outcome.run_dir / 'report.md'}")
     # the process ends here: its last garbage collection need not walk what the run built
     gc.freeze()
-    checked = isinstance(outcome, check_module.Checked)
-    sys.exit(outcome.exit_code if checked else _gated(outcome.run_dir, gate, outcome.exit_code))
+    sys.exit(outcome.exit_code if check else _gated(outcome.run_dir, gate, outcome.exit_code))
 
 
 def _say_stopped(
