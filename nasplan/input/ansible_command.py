@@ -44,11 +44,13 @@ def executable() -> str:
     return found
 
 
-def command(sources: Sequence[Path]) -> list[str]:
-    """The argv: ``ansible-inventory -i A -i B --list``."""
+def command(sources: Sequence[Path], playbook_dir: Path | None = None) -> list[str]:
+    """The argv: ``ansible-inventory -i A -i B [--playbook-dir DIR] --list``."""
     argv = [executable()]
     for source in sources:
         argv += ["-i", str(source)]
+    if playbook_dir is not None:
+        argv += ["--playbook-dir", str(playbook_dir)]
     return [*argv, "--list"]
 
 
@@ -61,9 +63,9 @@ def _failure(argv: Sequence[str], why: str, stderr: str) -> InputError:
     return InputError(message[:MAX_MESSAGE_CHARS])
 
 
-def list_json(sources: Sequence[Path]) -> str:
+def list_json(sources: Sequence[Path], playbook_dir: Path | None = None) -> str:
     """What ``ansible-inventory ... --list`` prints; InputError when it fails or prints nothing."""
-    argv = command(sources)
+    argv = command(sources, playbook_dir)
     environment = dict(os.environ)
     environment.setdefault("ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED", "True")
     try:
@@ -106,10 +108,10 @@ def _encrypted(value: Any, path: JsonPath) -> JsonPath | None:
     return None
 
 
-def read_through_ansible(sources: Sequence[Path]) -> Sources:
+def read_through_ansible(sources: Sequence[Path], playbook_dir: Path | None = None) -> Sources:
     """The sources as ``ansible-inventory --list`` gives them, in nasplan's graph."""
     name = Path(" ".join(["ansible-inventory", *(f"-i {s}" for s in sources), "--list"]))
-    document = parse_yaml(name, list_json(sources))
+    document = parse_yaml(name, list_json(sources, playbook_dir))
     if not isinstance(document.data, dict) or not is_list_form(document.data):
         raise InputError(document.error((), "not what ansible-inventory --list prints"))
     encrypted = _encrypted(document.data, ())

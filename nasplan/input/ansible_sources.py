@@ -83,9 +83,11 @@ def is_native(data: Any) -> bool:
     return "hosts" in data or "groups" in data
 
 
-def read_sources(sources: Sequence[Path]) -> Sources:
+def read_sources(sources: Sequence[Path], playbook_dir: Path | None = None) -> Sources:
     """Every source read in order into one graph, reconciled; InputError at the first file
-    Ansible would not read or nasplan refuses (each with its FILE:LINE:COL)."""
+    Ansible would not read or nasplan refuses (each with its FILE:LINE:COL). ``playbook_dir``:
+    the directory whose ``group_vars/`` and ``host_vars/`` Ansible reads after the sources' own
+    (the playbook's, ``--playbook-dir``, or the current one for ``ansible-inventory``)."""
     first = Document(Path(str(sources[0])), None)
     read = Sources(Graph((first, ())), tuple(sources))
     files = 0
@@ -105,6 +107,10 @@ def read_sources(sources: Sequence[Path]) -> Sources:
                 return read
             read.documents.append(document)
             read.bases[document.path] = base
+    if playbook_dir is not None:
+        # Ansible's "playbook group_vars" come after the inventory's at each level (all, groups,
+        # hosts): the last vars directory in the graph's layers
+        read.vars_dirs.append(VarsDir(playbook_dir, read.bases))
     read.graph.reconcile()
     return read
 

@@ -168,6 +168,13 @@ class Inventory:
     # every -i in its order (``path`` is the first); how they were read (nasplan or ansible)
     sources: tuple[Path, ...] = ()
     reader: str = "nasplan"
+    # hosts of an Ansible inventory nasplan cannot reach as it says -> why (FILE:LINE:COL lines):
+    # left out of ``hosts``, named once in ``warnings``, refused only where a plan names one
+    unusable: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def refusals_of(self, names: Sequence[str]) -> list[str]:
+        """Why each of ``names`` (a plan's hosts) cannot be used, if any cannot."""
+        return [line for name in names for line in self.unusable.get(name, ())]
 
     @property
     def named(self) -> str:
@@ -237,13 +244,17 @@ class InventoryChoice:
     reader: str | None = None
 
 
-def load_inventory(sources: Path | Sequence[Path], reader: str = "nasplan") -> Inventory:
+def load_inventory(
+    sources: Path | Sequence[Path], reader: str = "nasplan", playbook_dir: Path | None = None
+) -> Inventory:
     """Read an inventory; raise InputError with FILE:LINE:COL lines.
 
     ``sources``: one path (a native nasplan inventory, or an Ansible one), or several ``-i``
     merged in Ansible's order (nasplan.input.ansible_sources: files, directories, host lists).
     ``reader``: ``nasplan`` (its own reader), or ``ansible``: what ``ansible-inventory --list``
-    prints for the same sources (nasplan.input.ansible_command).
+    prints for the same sources (nasplan.input.ansible_command). ``playbook_dir``: where
+    Ansible's playbook would be (a plan's directory): its ``group_vars/`` and ``host_vars/``
+    count after the inventory's, as Ansible counts them.
     """
     paths = (sources,) if isinstance(sources, Path) else tuple(sources)
     if not paths:
@@ -253,9 +264,9 @@ def load_inventory(sources: Path | Sequence[Path], reader: str = "nasplan") -> I
     if reader == "ansible":
         from nasplan.input import ansible_command
 
-        read = ansible_command.read_through_ansible(paths)
+        read = ansible_command.read_through_ansible(paths, playbook_dir)
     else:
-        read = read_sources(paths)
+        read = read_sources(paths, playbook_dir)
         if read.native is not None:
             errors = schema_errors(read.native, "inventory")
             if errors:
@@ -333,6 +344,7 @@ def _build_host(
     where: tuple[Any, ...],
     *,
     bases: Mapping[str, Path] | None = None,
+    plain: Mapping[str, Any] | None = None,
 ) -> Host:
     """A Host from merged vars; ``where`` (in ``document``) is where the host is defined;
     a relative path is relative to ``bases[field]`` (an Ansible source's directory), else to
@@ -354,6 +366,7 @@ def _build_host(
         return _resolve_path((bases or {}).get(key, base), merged.get(key))
 
     user_vars = {k: v for k, v in merged.items() if k not in CONNECTION_KEYS and k != "address"}
+    user_vars.update(plain or {})
     return Host(
         name=name,
         address=str(merged.get("address") or name),
@@ -456,7 +469,7 @@ def _from_ansible(
     """Hosts of an Ansible inventory, their connection vars and interfaces checked as the
     native form's ``host``; each error points where the offending var was set."""
     hosts: dict[str, Host] = {}
-    errors: list[str] = []
+    unusable = dict(parsed.unusable)
     for name, found in parsed.hosts.items():
         merged = dict(found.fields)
         if isinstance(merged.get("port"), str) and merged["port"].isdigit():
@@ -479,17 +492,22 @@ def _from_ansible(
             where = (*origin_path, *json_path[1:])
             host_errors.append(f"{at((origin_document, where))}: {message}")
         if host_errors:
-            errors.extend(host_errors)
+            unusable[name] = tuple(sorted(set(host_errors)))
             continue
         interfaces = merged.pop("interfaces", None)
         where_document, where_path = found.where
         where_path = where_path[:-1] if where_path and where_path[-1] == KEY else where_path
         bases = {k: read.base_of(origin[0]) for k, origin in origins.items()}
         hosts[name] = _build_host(
-            where_document, name, merged, interfaces, found.groups, where_path, bases=bases
+            where_document,
+            name,
+            merged,
+            interfaces,
+            found.groups,
+            where_path,
+            bases=bases,
+            plain=found.plain,
         )
-    if errors:
-        raise InputError(sorted(set(errors)))
     _one_local_host(
         hosts,
         {
@@ -497,12 +515,17 @@ def _from_ansible(
             for name, found in parsed.hosts.items()
         },
     )
+    left_out = tuple(
+        f"{lines[0]} (nasplan leaves host {name!r} out; a plan that names it is refused)"
+        for name, lines in unusable.items()
+    )
     return Inventory(
         path=paths[0],
         hosts=hosts,
-        groups=parsed.groups,
+        groups={g: tuple(h for h in members if h in hosts) for g, members in parsed.groups.items()},
         vars=parsed.vars,
-        warnings=parsed.warnings,
+        warnings=(*parsed.warnings, *left_out),
         sources=paths,
         reader=reader,
+        unusable=unusable,
     )

@@ -398,7 +398,9 @@ def _check_hosts(
         (("tests", index, "clients", i), c) for i, c in enumerate(raw.get("clients") or [])
     ]
     for where, name in [*roles, *clients]:
-        if name not in inventory.hosts:
+        if name in inventory.unusable:
+            errors += inventory.refusals_of([name])
+        elif name not in inventory.hosts:
             known = ", ".join(sorted(inventory.hosts))
             message = f"unknown host {name!r} (inventory {inventory.named} has: {known})"
             errors.append(document.error(where, message))
@@ -624,7 +626,7 @@ def load_plan(
     if reader not in READERS:
         raise InputError(schema_errors(document, "plan") or f"inventory reader {reader!r}")
     try:
-        inventory = load_inventory(sources, reader)
+        inventory = load_inventory(sources, reader, path.parent)
     except InputError as exc:
         if inventory_override or named is None:
             raise exc from None

@@ -34,7 +34,12 @@ def _inventory_of(run: dict[str, Any], snapshots: dict[str, Any]) -> Inventory:
     one file of the snapshot (or of run.json)."""
     one = snapshots.get("inventory_file") or run["inventory_file"]
     files = run.get("inventory_files") or [one]
-    return load_inventory(tuple(Path(f) for f in files), run.get("inventory_reader", "nasplan"))
+    plan_file = run.get("plan_file")
+    return load_inventory(
+        tuple(Path(f) for f in files),
+        run.get("inventory_reader", "nasplan"),
+        Path(plan_file).resolve().parent if plan_file else None,  # its group_vars, as the run's
+    )
 
 
 def restore(

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from nasplan.errors import InputError
+from nasplan.input.ansible import CONNECTION_FIELDS
 from nasplan.input.ansible_graph import merged
 from nasplan.input.ansible_sources import read_sources
 from nasplan.input.inventory import CONNECTION_KEYS, Inventory, load_inventory
@@ -292,18 +293,21 @@ def test_the_reader_gives_what_ansible_gives(
 
 
 def expected_host(name: str, hostvars: dict[str, Any]) -> dict[str, Any]:
-    """What nasplan's Host must hold for a host Ansible lists with ``hostvars``."""
-    port = hostvars.get("ansible_port", hostvars.get("ansible_ssh_port"))
+    """What nasplan's Host must hold for a host Ansible lists with ``hostvars`` (the connection
+    as Ansible's ssh connection takes it: test_the_connection_is_what_ansibles_ssh_uses)."""
+    port = hostvars.get("ansible_ssh_port", hostvars.get("ansible_port"))
     connection = str(hostvars.get("ansible_connection", "ssh")).removeprefix("ansible.builtin.")
     return {
-        "address": str(hostvars.get("ansible_host", hostvars.get("ansible_ssh_host", name))),
-        "user": hostvars.get("ansible_user", hostvars.get("ansible_ssh_user")),
+        "address": str(hostvars.get("ansible_ssh_host", hostvars.get("ansible_host", name))),
+        "user": hostvars.get("ansible_ssh_user", hostvars.get("ansible_user")),
         "port": int(port) if port is not None else None,
         "connection": "local" if connection == "local" else "ssh",
         "vars": {
             k: v
             for k, v in hostvars.items()
-            if not k.startswith("ansible_") and k not in (*CONNECTION_KEYS, "address")
+            if not k.startswith(("ansible_", "nasplan_"))
+            # a plain port=, user=, address= is the user's var, never the connection
+            and (k not in CONNECTION_KEYS or k in CONNECTION_FIELDS)
         },
     }
 
@@ -326,16 +330,29 @@ USER_CASES = [pytest.param(c, id=c.id) for c in CORPUS if c.reader is None]
 def test_the_inventory_a_plan_gets_is_what_ansible_gives(
     corpus_case: Case, listings: dict[str, dict[str, Any] | None]
 ) -> None:
-    if corpus_case.user is not None:
-        with pytest.raises(InputError) as refused:
-            load_inventory(corpus_case.paths())
-        assert_one_located_line(refused.value, corpus_case.user)
-        return
+    """The hosts nasplan can use as Ansible gives them; a host it cannot use (a network_cli
+    switch, a password) left out with its reason (``user``), or the whole refused in one line
+    where the inventory itself is unusable (no host, two local hosts)."""
     listing = listings[corpus_case.id]
+    try:
+        inventory = load_inventory(corpus_case.paths())
+    except InputError as refused:
+        assert corpus_case.user is not None, refused
+        assert_one_located_line(refused, corpus_case.user)
+        return
     assert listing is not None
-    inventory = load_inventory(corpus_case.paths())
-    assert set(inventory.hosts) == ansible_hosts(listing)
+    left_out = set(inventory.unusable)
+    if corpus_case.user is not None:
+        lines = [line for lines in inventory.unusable.values() for line in lines]
+        assert any(corpus_case.user in line for line in lines), lines
+        assert all(located(line) for line in lines), lines
+        assert len([w for w in inventory.warnings if "nasplan leaves host" in w]) == len(left_out)
+    assert set(inventory.hosts) | left_out == ansible_hosts(listing)
+    assert not set(inventory.hosts) & left_out
     for name in inventory.hosts:
         expected = expected_host(name, listing["_meta"]["hostvars"].get(name, {}))
         assert nasplan_host(inventory, name) == expected, name
-    assert {g: set(m) for g, m in inventory.groups.items() if m} == ansible_groups(listing)
+    groups = {g: m - left_out for g, m in ansible_groups(listing).items()}
+    assert {g: set(m) for g, m in inventory.groups.items() if m} == {
+        g: m for g, m in groups.items() if m
+    }

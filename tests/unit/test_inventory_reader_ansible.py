@@ -148,5 +148,6 @@ def test_what_ansible_cannot_read_is_one_line_with_its_error(
     (tmp_path / "hosts").write_text("[web\nnas1\n")
     code, out = validate("--inventory-reader", "ansible", str(plan(tmp_path)))
     assert code == 2 and len(out.strip().splitlines()) == 1, out
-    assert out.startswith(f"nasplan: ansible-inventory -i {tmp_path / 'hosts'} --list: exit ")
+    shown = f"ansible-inventory -i {tmp_path / 'hosts'} --playbook-dir {tmp_path} --list: exit "
+    assert out.startswith(f"nasplan: {shown}"), out
     assert "ERROR" in out
