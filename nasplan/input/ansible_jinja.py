@@ -67,5 +67,5 @@ class HostTemplates:
             context[name] = self.rendered[name]
         try:
             return self.sandbox.render(value, context)
-        except Exception as exc:  # noqa: BLE001  # any error of the user's template, said in one line
+        except Exception as exc:  # any error of the user's template, said in one line
             raise Unrenderable(f"cannot render {value!r}: {exc}") from None
