@@ -446,8 +446,11 @@ ANSIBLE_READING = [
     "",
     "**Where nasplan refuses what Ansible lets pass** (exit 2, the file, line and reason): a "
     "source Ansible cannot parse (Ansible warns and goes on without its hosts); an inventory "
-    "with no host; a duplicate key or a key that is not a string; a group key other than "
-    "`hosts`, `children`, `vars` (Ansible warns and skips it); a vault-encrypted file or "
+    "with no host, or more than 10000; a host or group name with a NUL byte; an integer of "
+    "more than 4300 digits (in any YAML or JSON nasplan reads); a duplicate key or a key that "
+    "is not a string; a group key other than "
+    "`hosts`, `children`, `vars` (Ansible warns and skips it); a vault-encrypted file (named "
+    "as such) or "
     "`!vault` value, a script, a plugin configuration, TOML (`--inventory-reader ansible`); a "
     "FIFO, device or dangling link where a vars file is looked for.",
     "",
@@ -457,7 +460,9 @@ ANSIBLE_READING = [
     "(the password as Ansible finds it, e.g. `ANSIBLE_VAULT_PASSWORD_FILE`), inventory "
     "plugins and scripts work. A source Ansible cannot parse fails the read "
     "(`ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED`, unless set otherwise); an inline `!vault` "
-    "value, which it prints still encrypted, is refused at its line in that output; "
+    "value, which it prints still encrypted, is refused at its line in that output; a "
+    "problem in a var is named at the file and line that set it where nasplan's own reader "
+    "finds the same value there (else at the line of that output); "
     "without ansible-core installed, exit 2 says so. Ansible's `--list` gives each host's "
     "vars merged, so the `all` group's vars reach a plan through each host "
     "(`{{ hosts.nas.x }}`), not as `{{ vars.x }}`. nasplan's own reader is the default.",

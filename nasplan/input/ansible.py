@@ -226,13 +226,18 @@ def resolve(read: Sources) -> AnsibleInventory:
             continue
         ignored.update(dict.fromkeys(host_ignored))
         hosts[name] = AnsibleHost(fields, field_origins, groups, entry.where, plain)
+    members: dict[str, list[str]] = {
+        group: []
+        for group in graph.groups
+        if group != "all" and (group != "ungrouped" or graph.groups[group].hosts)
+    }
+    for name, host in hosts.items():  # linear in hosts x their groups
+        for group in host.groups:
+            if group in members:
+                members[group].append(name)
     return AnsibleInventory(
         hosts=hosts,
-        groups={
-            group: tuple(h for h in hosts if group in hosts[h].groups)
-            for group in graph.groups
-            if group != "all" and (group != "ungrouped" or graph.groups[group].hosts)
-        },
+        groups={group: tuple(names) for group, names in members.items()},
         vars=graph.all_vars(read.vars_dirs),
         warnings=tuple(ignored),
         unusable=unusable,

@@ -31,7 +31,7 @@ from nasplan.errors import InputError
 from nasplan.input.ansible_graph import KEY, Graph, Origin
 from nasplan.input.ansible_ini import read_ini
 from nasplan.input.ansible_patterns import expand_pattern, parse_address
-from nasplan.input.ansible_vars import VarsDir
+from nasplan.input.ansible_vars import VAULT_HEADER, VarsDir
 from nasplan.input.loader import Document, JsonPath, parse_yaml, schema_errors, yaml_root_is_mapping
 from nasplan.input.localfile import MAX_YAML_BYTES, read_bytes_bounded, text_of
 
@@ -154,6 +154,11 @@ def _read_file(path: Path, read: Sources, *, alone: bool) -> Document:
         raise InputError(
             f"{path}:1:1: an inventory script (executable): nasplan does not run it; "
             f"{REFUSED_READER}"
+        )
+    if data.lstrip().startswith(VAULT_HEADER):
+        raise InputError(
+            f"{path}:1:1: an inventory encrypted with ansible-vault: nasplan does not decrypt "
+            f"it; {REFUSED_READER} (with the vault password as Ansible finds it)"
         )
     if path.suffix == ".toml":
         message = f"{path}:1:1: a TOML inventory: nasplan does not read TOML; {REFUSED_READER}"
