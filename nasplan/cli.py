@@ -31,13 +31,17 @@ class NasplanGroup(click.Group):
     """
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted([*super().list_commands(ctx), "lab"])
+        return sorted([*super().list_commands(ctx), "lab", "inventory"])
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name == "lab":
             from nasplan.lab.cli import lab
 
             return lab
+        if cmd_name == "inventory":
+            from nasplan.inventory_cli import inventory
+
+            return inventory
         return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:

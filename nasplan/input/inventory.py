@@ -256,6 +256,23 @@ def load_inventory(
     Ansible's playbook would be (a plan's directory): its ``group_vars/`` and ``host_vars/``
     count after the inventory's, as Ansible counts them.
     """
+    return read_inventory(sources, reader, playbook_dir).inventory
+
+
+@dataclass(frozen=True)
+class ReadInventory:
+    """An inventory and how it was read: for an Ansible one, the sources' graph (each host's
+    vars as Ansible holds them) and the vars mapped to nasplan's fields with their origins."""
+
+    inventory: Inventory
+    sources: Sources | None = None
+    parsed: AnsibleInventory | None = None
+
+
+def read_inventory(
+    sources: Path | Sequence[Path], reader: str = "nasplan", playbook_dir: Path | None = None
+) -> ReadInventory:
+    """``load_inventory``, keeping what was read on the way (``nasplan inventory`` shows it)."""
     paths = (sources,) if isinstance(sources, Path) else tuple(sources)
     if not paths:
         raise InputError("no inventory given")
@@ -271,8 +288,9 @@ def load_inventory(
             errors = schema_errors(read.native, "inventory")
             if errors:
                 raise InputError(errors)
-            return _from_native(read.native)
-    return _from_ansible(paths, reader, read, ansible.resolve(read))
+            return ReadInventory(_from_native(read.native))
+    parsed = ansible.resolve(read)
+    return ReadInventory(_from_ansible(paths, reader, read, parsed), read, parsed)
 
 
 def _resolve_path(base: Path, value: Any) -> Path | None:

@@ -26,7 +26,8 @@ from nasplan.errors import InputError
 from nasplan.input.ansible import CONNECTION_FIELDS
 from nasplan.input.ansible_graph import merged
 from nasplan.input.ansible_sources import read_sources
-from nasplan.input.inventory import CONNECTION_KEYS, Inventory, load_inventory
+from nasplan.input.inventory import CONNECTION_KEYS, Inventory, load_inventory, read_inventory
+from nasplan.input.inventory_view import hidden, list_view
 from nasplan.input.loader import located
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ansible"
@@ -356,3 +357,23 @@ def test_the_inventory_a_plan_gets_is_what_ansible_gives(
     assert {g: set(m) for g, m in inventory.groups.items() if m} == {
         g: m for g, m in groups.items() if m
     }
+
+
+@pytest.mark.parametrize("corpus_case", USER_CASES)
+def test_nasplan_inventory_list_is_ansible_inventory_list(
+    corpus_case: Case, listings: dict[str, dict[str, Any] | None]
+) -> None:
+    """``nasplan inventory --list`` prints what ``ansible-inventory --list`` prints (a
+    password's value hidden), whichever hosts nasplan can use."""
+    listing = listings[corpus_case.id]
+    try:
+        read = read_inventory(corpus_case.paths())
+    except InputError:
+        assert corpus_case.user is not None
+        return
+    assert listing is not None
+    expected = {k: v for k, v in listing.items() if k != "_meta"}
+    expected["_meta"] = {
+        "hostvars": {h: hidden(v) for h, v in listing["_meta"]["hostvars"].items()}
+    }
+    assert list_view(read) == expected
