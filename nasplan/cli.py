@@ -15,6 +15,7 @@ from nasplan.errors import NasplanError
 
 if TYPE_CHECKING:  # imported where a command runs: the CLI's start stays light
     from nasplan.input.inventory import InventoryChoice
+    from nasplan.input.plan import Plan
 
 EXIT_INTERRUPTED = 130
 F = TypeVar("F", bound=Callable[..., Any])
@@ -265,6 +266,13 @@ def _validate(
     "duration; connect nowhere.",
 )
 @click.option(
+    "--list-hosts",
+    "list_hosts",
+    is_flag=True,
+    help="List the hosts the run would connect to, each with the address, port and user nasplan "
+    "would use; connect nowhere.",
+)
+@click.option(
     "-l",
     "--limit",
     "limit",
@@ -308,6 +316,7 @@ def apply(
     resume: Path | None,
     check: bool,
     list_tests: bool,
+    list_hosts: bool,
     limit: tuple[str, ...],
     test_patterns: tuple[str, ...],
     keep: bool,
@@ -339,12 +348,18 @@ def apply(
 
     verbosity = Verbosity.from_flags(verbose, quiet)
     inventory = InventoryChoice(inventories, reader)
-    if output_format == "json" and not (check or list_tests):
-        raise InputError("--format json goes with --check or --list-tests (a run writes run.json)")
-    if list_tests:
+    if output_format == "json" and not (check or list_tests or list_hosts):
+        raise InputError(
+            "--format json goes with --check, --list-tests or --list-hosts (a run writes run.json)"
+        )
+    if list_tests or list_hosts:
         if plan_file is None:
-            raise InputError("apply --list-tests needs PLAN_FILE")
-        _list_tests(plan_file, inventory, extra_vars, limit, test_patterns, output_format)
+            raise InputError(f"apply --list-{'tests' if list_tests else 'hosts'} needs PLAN_FILE")
+        plan = _listed_plan(plan_file, inventory, extra_vars, limit, test_patterns)
+        if list_tests:
+            _list_tests(plan, output_format)
+        else:
+            _list_hosts(plan, output_format)
         return
     asked = _ask_become_pass if ask_become_pass else None
     wanted = request(
@@ -424,20 +439,18 @@ def _ask_become_pass() -> str:
     return become.prompt_password(lambda text: click.prompt(text, hide_input=True))
 
 
-def _list_tests(
+def _listed_plan(
     plan_file: Path,
     inventory: InventoryChoice,
     extra_vars: tuple[str, ...],
     limit: tuple[str, ...],
     test_patterns: tuple[str, ...],
-    output_format: str,
-) -> None:
-    """``apply --list-tests``: the plan (against the inventory its lab will write when the lab
-    is not up, as ``validate`` does), cut to --limit / --tests, listed with its estimate."""
+) -> Plan:
+    """``apply --list-tests`` / ``--list-hosts``: the plan (against the inventory its lab will
+    write when the lab is not up, as ``validate`` does), cut to --limit / --tests."""
     from nasplan.input.extra_vars import extra_vars as parse_extra_vars
     from nasplan.input.plan import lab_inventory, load_plan
     from nasplan.input.subset import choose
-    from nasplan.run import listing
 
     variables = parse_extra_vars(extra_vars)
     planned = lab_inventory(plan_file, inventory)
@@ -452,15 +465,40 @@ def _list_tests(
             previewed = Path(directory) / planned.name
             preview.write_preview(planned, previewed)
             plan = load_plan(plan_file, previewed, variables, inventory.reader)
+    for warning in plan.inventory.warnings:
+        click.echo(f"warning: {warning}", err=True)
     if limit or test_patterns:
         plan, subset = choose(plan, limit, test_patterns)
         for note in subset.notes:
             click.echo(f"warning: {note}", err=True)
+    return plan
+
+
+def _list_tests(plan: Plan, output_format: str) -> None:
+    """``apply --list-tests``: the tests, listed with the run's estimate."""
+    from nasplan.run import listing
+
     if output_format == "json":
         _json(listing.listing(plan))
         return
     for line in listing.lines(plan):
         click.echo(line)
+
+
+def _list_hosts(plan: Plan, output_format: str) -> None:
+    """``apply --list-hosts``: as ``ansible-playbook --list-hosts``, each host with where
+    nasplan would connect (``user@address:port``, or local)."""
+    hosts = [plan.inventory.hosts[name] for name in plan.host_names]
+    if output_format == "json":
+        _json({h.name: {"address": h.address, "port": h.port, "user": h.user} for h in hosts})
+        return
+    click.echo(f"  plan {plan.name}: hosts ({len(hosts)}):")
+    for host in hosts:
+        where = "local" if host.is_local else host.address
+        if not host.is_local:
+            where = f"{host.user + '@' if host.user else ''}{where}"
+            where += f":{host.port}" if host.port else ""
+        click.echo(f"    {host.name}  {where}")
 
 
 @main.command()

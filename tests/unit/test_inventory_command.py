@@ -140,3 +140,28 @@ def test_the_default_inventory_is_ansibles(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv("ANSIBLE_INVENTORY", str(tmp_path / "env-hosts"))
     code, out = nasplan("--graph")
     assert code == 0 and "from-env" in out and "from-cfg" not in out, out
+
+
+def test_apply_list_hosts_names_where_each_host_is_reached(tmp_path: Path) -> None:
+    (tmp_path / "hosts").write_text(
+        "[nas]\nnas1 ansible_host=198.18.252.1 ansible_user=root ansible_ssh_port=2222\n"
+        "ws1 ansible_host=198.18.252.2\nspare ansible_host=198.18.252.3\n"
+        "sw ansible_connection=network_cli\n"
+    )
+    (tmp_path / "plan.yaml").write_text(
+        "name: p\ninventory: hosts\ntests:\n"
+        "  - {id: a, kind: iperf3, server: nas1, client: ws1}\n"
+        "  - {id: b, kind: disk, host: ws1, path: /tmp}\n"
+    )
+    result = CliRunner().invoke(main, ["apply", str(tmp_path / "plan.yaml"), "--list-hosts"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        "  plan p: hosts (2):",
+        "    nas1  root@198.18.252.1:2222",
+        "    ws1  198.18.252.2",
+    ]
+    assert "leaves host 'sw' out" in result.stderr
+    result = CliRunner().invoke(
+        main, ["apply", str(tmp_path / "plan.yaml"), "--list-hosts", "--tests", "b"]
+    )
+    assert result.stdout.splitlines() == ["  plan p: hosts (1):", "    ws1  198.18.252.2"]
