@@ -278,8 +278,9 @@ def _validate(
     "limit",
     multiple=True,
     metavar="HOST[,HOST]",
-    help="Only these hosts (names, groups, globs like 'nas*', '!mac' to leave one out): tests "
-    "that need another host, and network changes on other hosts, are left out. Repeatable.",
+    help="Only these hosts (names, groups, globs like 'nas*'; as in Ansible, 'a:b' both, "
+    "'a:&b' only hosts in both, '!mac' to leave one out): tests that need another host, and "
+    "network changes on other hosts, are left out. Repeatable.",
 )
 @click.option(
     "--tests",
@@ -287,7 +288,8 @@ def _validate(
     multiple=True,
     metavar="PATTERN[,PATTERN]",
     help="Only the tests whose id or base id matches: an id or a glob ('smb*', "
-    "'smb[link=p2p10*'; only * and ? are wild). Repeatable.",
+    "'smb[link=p2p10*'; only * and ? are wild), joined as --limit's ('smb:lat', "
+    "'tcp:&*mac*', '!slow'). Repeatable.",
 )
 @click.option(
     "--keep",
