@@ -139,15 +139,31 @@ def main() -> None:
 @main.command()
 @click.argument("directory", type=click.Path(path_type=Path), default=".")
 @click.option("--force", is_flag=True, help="Overwrite the files when they are there.")
-def init(directory: Path, force: bool) -> None:
+@click.option(
+    "--example",
+    metavar="NAME",
+    help="Write the shipped example plan NAME instead, with its inventory or lab file "
+    "(--example list: their names).",
+)
+@click.option("--docs", is_flag=True, help="Write the manual (docs/*.md) instead.")
+def init(directory: Path, force: bool, example: str | None, docs: bool) -> None:
     """Write a starter inventory.yaml, plan.yaml and lab.yaml into DIRECTORY (default: here):
     your NAS and PC, iperf3 each way, an SMB copy each way, the NAS's disk, and a simulated lab
-    to try the plan on first.
+    to try the plan on first. --example NAME writes a shipped example, --docs the manual.
 
     Exit codes: 0 written, 2 a file is there already (nothing written; --force overwrites).
     """
     from nasplan import starter
 
+    if example == "list":
+        for name in starter.example_names():
+            click.echo(name)
+        return
+    if example is not None or docs:
+        files = starter.example_files(example) if example is not None else starter.docs_files()
+        for path in starter.write_files(directory, files, force=force):
+            click.echo(f"wrote {path}")
+        return
     for path in starter.write(directory, force=force):
         click.echo(f"wrote {path}")
     for line in starter.next_steps(directory):
