@@ -44,10 +44,15 @@ class Case:
     sources: tuple[str, ...]
     reader: str | None = None
     user: str | None = None
+    playbook: str | None = None  # the directory both run from (FIXTURES/...): its group_vars/
+
+    def playbook_dir(self) -> Path | None:
+        return FIXTURES / self.playbook if self.playbook else None
 
     @property
     def id(self) -> str:
-        return " -i ".join(self.sources)
+        named = " -i ".join(self.sources)
+        return f"{named} (from {self.playbook})" if self.playbook else named
 
     def paths(self) -> list[Path]:
         return [
@@ -55,8 +60,10 @@ class Case:
         ]
 
 
-def case(*sources: str, reader: str | None = None, user: str | None = None) -> Case:
-    return Case(tuple(sources), reader, user)
+def case(
+    *sources: str, reader: str | None = None, user: str | None = None, playbook: str | None = None
+) -> Case:
+    return Case(tuple(sources), reader, user, playbook)
 
 
 CORPUS = [
@@ -154,6 +161,17 @@ CORPUS = [
     case("hostlist:nas1,nas2:2222,[2001:db8::1]:2200,"),
     case("hostlist:nas1,h[1:2],", user="'h[1:2]' is not valid"),
     case("guide/basic.yml", "hostlist:extra1,mail.example.com:2022,"),
+    # the shapes of real projects' inventories (each file says where it was seen), run from
+    # the playbook directory where they have one
+    case("realworld/k8s-cluster/inventory.ini"),
+    case("realworld/terraform-k3s/inventory.ini"),
+    case(
+        "realworld/homelab/inventory/hosts.yml",
+        playbook="realworld/homelab",
+        user="'ansible.netcommon.network_cli' is not supported",
+    ),
+    case("realworld/homelab/inventory/hosts.yml"),
+    case("realworld/lab-template/inventory.yml"),
 ]
 
 
@@ -176,8 +194,8 @@ def run_ansible(cases: Sequence[Case], home: Path) -> dict[str, dict[str, Any] |
     default settings it would only warn and go on without it)."""
     jobs = []
     for index, corpus_case in enumerate(cases):
-        cwd = home / f"run{index}"
-        cwd.mkdir()
+        cwd = corpus_case.playbook_dir() or home / f"run{index}"
+        cwd.mkdir(exist_ok=True)
         argv = ["ansible-inventory"]
         for path in corpus_case.paths():
             argv += ["-i", str(path)]
@@ -250,9 +268,11 @@ def plain(value: Any) -> Any:
     return value
 
 
-def reader_view(paths: Sequence[Path]) -> tuple[dict[str, Any], dict[str, set[str]]]:
+def reader_view(
+    paths: Sequence[Path], playbook_dir: Path | None = None
+) -> tuple[dict[str, Any], dict[str, set[str]]]:
     """nasplan's reader: every host's vars after precedence, and each non-empty group."""
-    read = read_sources(paths)
+    read = read_sources(paths, playbook_dir)
     graph = read.graph
     hostvars = {
         name: as_json(merged(graph.layers(entry, read.vars_dirs))[0])
@@ -286,7 +306,7 @@ def test_the_reader_gives_what_ansible_gives(
         assert_one_located_line(refused.value, corpus_case.reader)
         return
     assert listing is not None, "Ansible could not read it: the case must say nasplan refuses it"
-    hostvars, groups = reader_view(corpus_case.paths())
+    hostvars, groups = reader_view(corpus_case.paths(), corpus_case.playbook_dir())
     assert set(hostvars) == ansible_hosts(listing)
     for name, found in hostvars.items():
         assert found == listing["_meta"]["hostvars"].get(name, {}), name
@@ -336,7 +356,7 @@ def test_the_inventory_a_plan_gets_is_what_ansible_gives(
     where the inventory itself is unusable (no host, two local hosts)."""
     listing = listings[corpus_case.id]
     try:
-        inventory = load_inventory(corpus_case.paths())
+        inventory = load_inventory(corpus_case.paths(), playbook_dir=corpus_case.playbook_dir())
     except InputError as refused:
         assert corpus_case.user is not None, refused
         assert_one_located_line(refused, corpus_case.user)
@@ -367,7 +387,7 @@ def test_nasplan_inventory_list_is_ansible_inventory_list(
     password's value hidden), whichever hosts nasplan can use."""
     listing = listings[corpus_case.id]
     try:
-        read = read_inventory(corpus_case.paths())
+        read = read_inventory(corpus_case.paths(), playbook_dir=corpus_case.playbook_dir())
     except InputError:
         assert corpus_case.user is not None
         return

@@ -180,3 +180,36 @@ def test_the_oracle_sees_what_ansible_is_given(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
     assert ansible_connections(playbook_dir, "hosts", home) == {("198.18.250.9", "u", 2, None)}
+
+
+REALWORLD = Path(__file__).resolve().parents[1] / "fixtures" / "ansible" / "realworld"
+
+
+@pytest.mark.parametrize(
+    ("playbook_dir", "inventory"),
+    [
+        ("k8s-cluster", "inventory.ini"),
+        ("terraform-k3s", "inventory.ini"),
+        ("homelab", "inventory/hosts.yml"),
+        ("lab-template", "inventory.yml"),
+    ],
+)
+def test_real_projects_connect_as_ansible_connects(
+    playbook_dir: str, inventory: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real-world corpus (tests/fixtures/ansible/realworld/), each run from its playbook
+    directory: every host nasplan reaches over SSH, reached as Ansible's ssh connection is
+    (``~`` in a key is the same home for both)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    where = REALWORLD / playbook_dir
+    expected = ansible_connections(where, inventory, home)
+    loaded = load_inventory((where / inventory,), playbook_dir=where)
+    found = {
+        (h.address, h.user, h.port, str(h.identity_file.resolve()) if h.identity_file else None)
+        for h in loaded.hosts.values()
+        if not h.is_local
+    }
+    assert expected
+    assert found == expected
