@@ -31,9 +31,11 @@ from nasplan.input.loader import (
     scalar_value,
     schema_errors,
 )
+from nasplan.input.localfile import MAX_YAML_BYTES, read_text_bounded
 from nasplan.input.matrix import dir_name, to_json_cell
 from nasplan.input.network import NetworkSpec, parse_link_target, parse_network
 from nasplan.input.table import table_errors
+from nasplan.input.vars_files import read_vars_files, unused_extra_vars
 from nasplan.units import parse_size
 
 _SINGLE_EXPRESSION = re.compile(r"^\s*\{\{[^{}]*\}\}\s*$")
@@ -275,6 +277,16 @@ def resolve_templates(
     return _resolve(document, inventory, extra_vars)[0]
 
 
+def _warn_unused(
+    path: Path, document: Document, inventory: Inventory, extra_vars: Mapping[str, Any]
+) -> Inventory:
+    """The inventory with a warning for each ``-e`` var no template of the plan (or of its
+    vars_files) names (said where the inventory's warnings are: validate, apply, run.json)."""
+    texts = [read_text_bounded(path, MAX_YAML_BYTES, "plan"), repr(read_vars_files(document))]
+    unused = unused_extra_vars(texts, extra_vars)
+    return dataclasses.replace(inventory, warnings=(*inventory.warnings, *unused))
+
+
 def _resolve(
     document: Document, inventory: Inventory, extra_vars: Mapping[str, Any] | None = None
 ) -> tuple[dict[str, Any], cells.Expansion | None]:
@@ -288,6 +300,9 @@ def _resolve(
         "vars": dict(inventory.vars),
     }
     plan_vars = data.get("vars")
+    from_files = read_vars_files(document)  # over the plan's vars:, as a play's vars_files
+    if from_files:
+        plan_vars = {**(plan_vars if isinstance(plan_vars, dict) else {}), **from_files}
     if isinstance(plan_vars, dict):
         plan_vars = _render_value(env, plan_vars, context, document, ("vars",))
         context["vars"] = {**context["vars"], **plan_vars}
@@ -631,6 +646,8 @@ def load_plan(
         if inventory_override or named is None:
             raise exc from None
         raise InputError([_relocated(document, named, sources, m) for m in exc.messages]) from None
+    if extra_vars:
+        inventory = _warn_unused(path, document, inventory, extra_vars)
     resolved, expansion = _resolve(document, inventory, extra_vars)
     resolved = {k: v if k == "vars" else _whole_numbers(v) for k, v in resolved.items()}
     if expansion is not None:
