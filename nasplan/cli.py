@@ -85,6 +85,22 @@ reader_option = click.option(
     "inventory_reader), or ansible: what `ansible-inventory --list` prints (vault, inventory "
     "plugins and scripts; needs ansible-core installed).",
 )
+user_option = click.option(
+    "-u",
+    "--user",
+    "user",
+    metavar="USER",
+    help="Log in as USER where the inventory sets no user (as Ansible's -u: the inventory's "
+    "ansible_user wins).",
+)
+private_key_option = click.option(
+    "--private-key",
+    "--key-file",
+    "private_key",
+    type=click.Path(path_type=Path, readable=False),
+    help="Log in with this private key where the inventory sets none (as Ansible's "
+    "--private-key: the inventory's ansible_ssh_private_key_file wins).",
+)
 extra_vars_option = click.option(
     "-e",
     "--extra-vars",
@@ -174,12 +190,16 @@ def init(directory: Path, force: bool, example: str | None, docs: bool) -> None:
 @click.argument("plan_file", type=click.Path(path_type=Path, readable=False))
 @inventory_option
 @reader_option
+@user_option
+@private_key_option
 @extra_vars_option
 @_format_option('{"ok": ..., "errors": [{"file", "line", "column", "path", "message"}]}')
 def validate(
     plan_file: Path,
     inventories: tuple[Path, ...],
     reader: str | None,
+    user: str | None,
+    private_key: Path | None,
     extra_vars: tuple[str, ...],
     output_format: str,
 ) -> None:
@@ -189,11 +209,12 @@ def validate(
     the inventory its lab file will give (a warning says so). Exit codes: 0 valid, 2 not.
     """
     from nasplan.errors import InputError
-    from nasplan.input.inventory import InventoryChoice
+    from nasplan.input.inventory import InventoryChoice, Login
 
     warnings: list[str] = []
+    choice = InventoryChoice(inventories, reader, Login(user, private_key))
     try:
-        said = _validate(plan_file, InventoryChoice(inventories, reader), extra_vars, warnings)
+        said = _validate(plan_file, choice, extra_vars, warnings)
     except InputError as exc:
         if output_format != "json":
             raise
@@ -233,7 +254,7 @@ def _validate(
         return f"ok (a lab file: sudo nasplan lab up {plan_file})"
     planned = lab_inventory(plan_file, inventory)
     if planned is None:
-        plan = load_plan(plan_file, inventory.paths, variables, inventory.reader)
+        plan = load_plan(plan_file, inventory.paths, variables, inventory.reader, inventory.login)
         warnings += plan.inventory.warnings
         return "ok"
     # The lab's code only for a plan whose inventory the lab writes.
@@ -244,7 +265,7 @@ def _validate(
     with tempfile.TemporaryDirectory(prefix="nasplan-validate-") as directory:
         previewed = Path(directory) / planned.name
         lab_file = preview.write_preview(planned, previewed)
-        load_plan(plan_file, previewed, variables, inventory.reader)
+        load_plan(plan_file, previewed, variables, inventory.reader, inventory.login)
     warnings.append(
         f"{planned} is not there yet (the lab is not up): checked against the "
         f"inventory `nasplan lab up {lab_file}` writes"
@@ -256,6 +277,8 @@ def _validate(
 @click.argument("plan_file", type=click.Path(path_type=Path, readable=False), required=False)
 @inventory_option
 @reader_option
+@user_option
+@private_key_option
 @extra_vars_option
 @click.option(
     "--out",
@@ -329,6 +352,8 @@ def apply(
     plan_file: Path,
     inventories: tuple[Path, ...],
     reader: str | None,
+    user: str | None,
+    private_key: Path | None,
     extra_vars: tuple[str, ...],
     out: Path | None,
     resume: Path | None,
@@ -355,7 +380,7 @@ def apply(
     SIGHUP (the hosts put back and the report written first, as after Ctrl-C).
     """
     from nasplan.errors import InputError
-    from nasplan.input.inventory import InventoryChoice
+    from nasplan.input.inventory import InventoryChoice, Login
     from nasplan.progress import make_progress
     from nasplan.run import apply as apply_module
     from nasplan.run import check as check_module
@@ -365,7 +390,7 @@ def apply(
     from nasplan.verbosity import Verbosity
 
     verbosity = Verbosity.from_flags(verbose, quiet)
-    inventory = InventoryChoice(inventories, reader)
+    inventory = InventoryChoice(inventories, reader, Login(user, private_key))
     if output_format == "json" and not (check or list_tests or list_hosts):
         raise InputError(
             "--format json goes with --check, --list-tests or --list-hosts (a run writes run.json)"
@@ -473,7 +498,7 @@ def _listed_plan(
     variables = parse_extra_vars(extra_vars)
     planned = lab_inventory(plan_file, inventory)
     if planned is None:
-        plan = load_plan(plan_file, inventory.paths, variables, inventory.reader)
+        plan = load_plan(plan_file, inventory.paths, variables, inventory.reader, inventory.login)
     else:
         import tempfile
 
@@ -482,7 +507,7 @@ def _listed_plan(
         with tempfile.TemporaryDirectory(prefix="nasplan-list-") as directory:
             previewed = Path(directory) / planned.name
             preview.write_preview(planned, previewed)
-            plan = load_plan(plan_file, previewed, variables, inventory.reader)
+            plan = load_plan(plan_file, previewed, variables, inventory.reader, inventory.login)
     for warning in plan.inventory.warnings:
         click.echo(f"warning: {warning}", err=True)
     if limit or test_patterns:

@@ -37,6 +37,14 @@ import click
     help="Read the group_vars/ and host_vars/ of this directory as a playbook's (a plan's "
     "directory); default: the current directory, as ansible-inventory reads it.",
 )
+@click.option("-u", "--user", "user", metavar="USER", help="As apply's -u.")
+@click.option(
+    "--private-key",
+    "--key-file",
+    "private_key",
+    type=click.Path(path_type=Path, readable=False),
+    help="As apply's --private-key.",
+)
 @click.option("--list", "as_list", is_flag=True, help="All hosts and groups, as JSON.")
 @click.option("--graph", is_flag=True, help="The groups as a tree (from GROUP, default all).")
 @click.option(
@@ -51,6 +59,8 @@ def inventory(
     inventories: tuple[Path, ...],
     reader: str,
     playbook_dir: Path | None,
+    user: str | None,
+    private_key: Path | None,
     as_list: bool,
     graph: bool,
     host: str | None,
@@ -60,7 +70,7 @@ def inventory(
     ansible-inventory shows it. Connects nowhere. Exit codes: 0 shown, 2 invalid input."""
     from nasplan.errors import InputError
     from nasplan.input.ansible_defaults import default_inventory
-    from nasplan.input.inventory import read_inventory
+    from nasplan.input.inventory import Login, read_inventory
     from nasplan.input.inventory_view import graph_view, host_view, list_view
 
     if sum((as_list, graph, host is not None)) != 1:
@@ -71,7 +81,8 @@ def inventory(
             "nasplan inventory: no inventory: give -i FILE (or set ANSIBLE_INVENTORY, or "
             "[defaults] inventory in ansible.cfg)"
         )
-    read = read_inventory(sources, reader, playbook_dir or Path.cwd())
+    login = Login(user, private_key)
+    read = read_inventory(sources, reader, playbook_dir or Path.cwd(), login)
     for warning in read.inventory.warnings:
         click.echo(f"warning: {warning}", err=True)
     if graph:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import os
 from collections.abc import Mapping, Sequence
@@ -171,6 +172,8 @@ class Inventory:
     # hosts of an Ansible inventory nasplan cannot reach as it says -> why (FILE:LINE:COL lines):
     # left out of ``hosts``, named once in ``warnings``, refused only where a plan names one
     unusable: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # ``-u`` / ``--private-key`` as given (Login.to_dict), kept in run.json for resume, restore
+    login: Mapping[str, str] = field(default_factory=dict)
 
     def refusals_of(self, names: Sequence[str]) -> list[str]:
         """Why each of ``names`` (a plan's hosts) cannot be used, if any cannot."""
@@ -236,16 +239,42 @@ READERS = ("nasplan", "ansible")
 
 
 @dataclass(frozen=True)
+class Login:
+    """``-u USER`` and ``--private-key FILE``: the login of every host whose inventory sets
+    none (as Ansible's: the inventory's ``ansible_user`` wins over ``-u``)."""
+
+    user: str | None = None
+    identity_file: Path | None = None
+
+    def to_dict(self) -> dict[str, str]:
+        """run.json's ``login``: what was given, for ``--resume`` and ``restore``."""
+        found = {"user": self.user, "identity_file": self.identity_file}
+        return {k: str(v) for k, v in found.items() if v is not None}
+
+
+def login_of(run: Mapping[str, Any]) -> Login:
+    """The ``-u`` / ``--private-key`` a run was given (run.json's ``login``)."""
+    given = run.get("login") or {}
+    key = given.get("identity_file")
+    return Login(given.get("user"), Path(key) if key else None)
+
+
+@dataclass(frozen=True)
 class InventoryChoice:
-    """What the command line chose: every ``-i`` in order (none: the plan's ``inventory:``)
-    and ``--inventory-reader`` (None: the plan's ``inventory_reader``, else nasplan's)."""
+    """What the command line chose: every ``-i`` in order (none: the plan's ``inventory:``),
+    ``--inventory-reader`` (None: the plan's ``inventory_reader``, else nasplan's) and the
+    login ``-u`` / ``--private-key`` give."""
 
     paths: tuple[Path, ...] = ()
     reader: str | None = None
+    login: Login = field(default_factory=Login)
 
 
 def load_inventory(
-    sources: Path | Sequence[Path], reader: str = "nasplan", playbook_dir: Path | None = None
+    sources: Path | Sequence[Path],
+    reader: str = "nasplan",
+    playbook_dir: Path | None = None,
+    login: Login | None = None,
 ) -> Inventory:
     """Read an inventory; raise InputError with FILE:LINE:COL lines.
 
@@ -254,9 +283,10 @@ def load_inventory(
     ``reader``: ``nasplan`` (its own reader), or ``ansible``: what ``ansible-inventory --list``
     prints for the same sources (nasplan.input.ansible_command). ``playbook_dir``: where
     Ansible's playbook would be (a plan's directory): its ``group_vars/`` and ``host_vars/``
-    count after the inventory's, as Ansible counts them.
+    count after the inventory's, as Ansible counts them. ``login``: ``-u`` / ``--private-key``,
+    for the hosts whose inventory sets no user or key.
     """
-    return read_inventory(sources, reader, playbook_dir).inventory
+    return read_inventory(sources, reader, playbook_dir, login).inventory
 
 
 @dataclass(frozen=True)
@@ -267,12 +297,61 @@ class ReadInventory:
     inventory: Inventory
     sources: Sources | None = None
     parsed: AnsibleInventory | None = None
+    login: dict[str, str] = field(default_factory=dict)  # a login default -> where it was set
 
 
 def read_inventory(
-    sources: Path | Sequence[Path], reader: str = "nasplan", playbook_dir: Path | None = None
+    sources: Path | Sequence[Path],
+    reader: str = "nasplan",
+    playbook_dir: Path | None = None,
+    login: Login | None = None,
 ) -> ReadInventory:
     """``load_inventory``, keeping what was read on the way (``nasplan inventory`` shows it)."""
+    read = _read_inventory(sources, reader, playbook_dir)
+    return _with_login(read, login or Login())
+
+
+def _with_login(read: ReadInventory, login: Login) -> ReadInventory:
+    """Every SSH host whose inventory sets no user or key logs in with ``login``'s (``-u``,
+    ``--private-key``), else, for an Ansible inventory, with Ansible's own defaults
+    (nasplan.input.ansible_defaults); each checked as an inventory's value."""
+    from nasplan.input.ansible_defaults import login_defaults
+
+    given = {
+        k: (str(v), "-u" if k == "user" else "--private-key")
+        for k, v in (("user", login.user), ("identity_file", login.identity_file))
+        if v is not None
+    }
+    defaults = {**(login_defaults() if read.sources is not None else {}), **given}
+    if not defaults:
+        return read
+    errors = [
+        f"{where}: {describe_error(error)[1]}"
+        for key, (value, where) in defaults.items()
+        for error in host_validator().iter_errors({key: value})
+    ]
+    if errors:
+        raise InputError(errors)
+    hosts = dict(read.inventory.hosts)
+    for name, host in hosts.items():
+        if host.is_local:
+            continue
+        changes: dict[str, Any] = {}
+        if host.user is None and "user" in defaults:
+            changes["user"] = defaults["user"][0]
+        if host.identity_file is None and "identity_file" in defaults:
+            changes["identity_file"] = Path(defaults["identity_file"][0]).expanduser().absolute()
+        if changes:
+            hosts[name] = dataclasses.replace(host, **changes)
+    inventory = dataclasses.replace(read.inventory, hosts=hosts, login=login.to_dict())
+    return dataclasses.replace(
+        read, inventory=inventory, login={k: w for k, (_, w) in defaults.items()}
+    )
+
+
+def _read_inventory(
+    sources: Path | Sequence[Path], reader: str, playbook_dir: Path | None
+) -> ReadInventory:
     paths = (sources,) if isinstance(sources, Path) else tuple(sources)
     if not paths:
         raise InputError("no inventory given")

@@ -166,7 +166,10 @@ def _sources(read: ReadInventory, host: Host) -> dict[str, str]:
                 found[field] = at(origins[field])
         if "address" not in found:
             found["address"] = f"{at(parsed.hosts[host.name].where)} (the host's name)"
+        for field, where in read.login.items():  # -u, --private-key, Ansible's defaults
+            if field not in found:
+                found[field] = where
     else:
         for field in _nasplan_fields(host):
-            found[field] = host.origin
+            found[field] = read.login.get(field, host.origin)
     return found

@@ -17,6 +17,7 @@ from nasplan.input.inventory import (
     READERS,
     Inventory,
     InventoryChoice,
+    Login,
     load_inventory,
     ssh_file_errors,
 )
@@ -616,6 +617,7 @@ def load_plan(
     inventory_override: Path | Sequence[Path] | None = None,
     extra_vars: Mapping[str, Any] | None = None,
     inventory_reader: str | None = None,
+    login: Login | None = None,
 ) -> Plan:
     """Load and validate a plan and its inventory; raise InputError listing every problem.
 
@@ -636,12 +638,20 @@ def load_plan(
     elif named is not None:
         sources = tuple(path.parent / value for value, _ in named)
     else:
-        errors = schema_errors(document, "plan")
-        raise InputError(errors or [document.error(("inventory",), "inventory is required")])
+        from nasplan.input.ansible_defaults import default_inventory
+
+        # none named: the one Ansible would take (ANSIBLE_INVENTORY, ansible.cfg's inventory)
+        sources = default_inventory()
+        if not sources:
+            message = (
+                "inventory is required (or -i FILE, ANSIBLE_INVENTORY, or [defaults] inventory "
+                "in ansible.cfg)"
+            )
+            raise InputError(document.error(("inventory",), message))
     if reader not in READERS:
         raise InputError(schema_errors(document, "plan") or f"inventory reader {reader!r}")
     try:
-        inventory = load_inventory(sources, reader, path.parent)
+        inventory = load_inventory(sources, reader, path.parent, login)
     except InputError as exc:
         if inventory_override or named is None:
             raise exc from None

@@ -15,7 +15,7 @@ from typing import Any
 
 from nasplan.errors import InputError, NasplanError
 from nasplan.hosts import lock as hostlock
-from nasplan.input.inventory import Host, Inventory, load_inventory
+from nasplan.input.inventory import Host, Inventory, load_inventory, login_of
 from nasplan.input.network import NicChange
 from nasplan.network.backends import by_mechanism
 from nasplan.network.restore import SNAPSHOT_FILE, Restored, load_snapshots, restore_host
@@ -39,6 +39,7 @@ def _inventory_of(run: dict[str, Any], snapshots: dict[str, Any]) -> Inventory:
         tuple(Path(f) for f in files),
         run.get("inventory_reader", "nasplan"),
         Path(plan_file).resolve().parent if plan_file else None,  # its group_vars, as the run's
+        login_of(run),  # its -u / --private-key
     )
 
 
