@@ -36,7 +36,7 @@ from nasplan.input.localfile import MAX_YAML_BYTES, read_text_bounded
 from nasplan.input.matrix import dir_name, to_json_cell
 from nasplan.input.network import NetworkSpec, parse_link_target, parse_network
 from nasplan.input.table import table_errors
-from nasplan.input.vars_files import read_vars_files, unused_extra_vars
+from nasplan.input.vars_files import ExtraVars, read_vars_files, unused_extra_vars
 from nasplan.units import parse_size
 
 _SINGLE_EXPRESSION = re.compile(r"^\s*\{\{[^{}]*\}\}\s*$")
@@ -284,7 +284,8 @@ def _warn_unused(
     """The inventory with a warning for each ``-e`` var no template of the plan (or of its
     vars_files) names (said where the inventory's warnings are: validate, apply, run.json)."""
     texts = [read_text_bounded(path, MAX_YAML_BYTES, "plan"), repr(read_vars_files(document))]
-    unused = unused_extra_vars(texts, extra_vars)
+    typed = extra_vars.typed if isinstance(extra_vars, ExtraVars) else frozenset(extra_vars)
+    unused = unused_extra_vars(texts, {k: v for k, v in extra_vars.items() if k in typed})
     return dataclasses.replace(inventory, warnings=(*inventory.warnings, *unused))
 
 

@@ -48,6 +48,15 @@ def read_vars_files(document: Document) -> dict[str, Any]:
     return merged
 
 
+class ExtraVars(dict[str, Any]):
+    """``-e`` vars merged, knowing which were typed as ``-e KEY=VALUE`` (``typed``): only those
+    are warned about when unused (a shared ``-e @vars.yml`` holds vars for other plays too)."""
+
+    def __init__(self, merged: Mapping[str, Any], typed: frozenset[str]) -> None:
+        super().__init__(merged)
+        self.typed = typed
+
+
 def unused_extra_vars(plan_texts: Sequence[str], given: Mapping[str, Any]) -> list[str]:
     """A warning for each ``-e`` var no template of the plan names (``vars.KEY``,
     ``vars['KEY']``), with the plan's names closest to it: ``-e duraton_s=2`` is a typo nasplan

@@ -64,6 +64,10 @@ def test_an_extra_var_no_template_uses_is_warned_about(tmp_path: Path) -> None:
     assert said == ["warning: -e sec: no template of the plan uses vars.sec (did you mean secs?)"]
     code, out, err = invoke("validate", str(plan), "-e", "secs=2")
     assert "warning: -e" not in out + err
+    # a shared vars file holds vars for other plays too: not warned about
+    (tmp_path / "shared.yml").write_text("sec: 2\nbackup_dir: /srv\n")
+    code, out, err = invoke("validate", str(plan), "-e", f"@{tmp_path / 'shared.yml'}")
+    assert code == 0 and "warning: -e" not in out + err
 
 
 def test_user_and_private_key_are_the_login_where_the_inventory_sets_none(
