@@ -82,3 +82,16 @@ def test_plain_connection_names_are_the_users_vars(tmp_path: Path) -> None:
     )
     assert hosts["web"].vars == {"port": 8080, "user": "app", "address": "app.example"}
     assert (hosts["db"].port, hosts["db"].user) == (2222, "ops")  # nasplan's own name wins
+
+
+def test_a_network_change_on_an_unusable_host_says_why(tmp_path: Path) -> None:
+    (tmp_path / "hosts").write_text(INVENTORY)
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        "name: p\ninventory: hosts\ninterfaces:\n  - {host: sw1, interface: eth1, mtu: 9000}\n"
+        "tests:\n  - {id: t, kind: iperf3, server: nas, client: ws}\n"
+    )
+    result = CliRunner().invoke(main, ["validate", str(plan)])
+    assert result.exit_code == 2, result.output
+    assert "_meta.hostvars.sw1.ansible_connection: 'network_cli' is not supported" in result.output
+    assert "unknown host" not in result.output
