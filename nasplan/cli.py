@@ -15,6 +15,7 @@ from nasplan.errors import NasplanError
 
 if TYPE_CHECKING:  # imported where a command runs: the CLI's start stays light
     from nasplan.input.inventory import InventoryChoice
+    from nasplan.input.plan import Plan
     from nasplan.run.check import Checked
 
 EXIT_INTERRUPTED = 130
@@ -32,13 +33,17 @@ class NasplanGroup(click.Group):
     """
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted([*super().list_commands(ctx), "lab"])
+        return sorted([*super().list_commands(ctx), "lab", "inventory"])
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name == "lab":
             from nasplan.lab.cli import lab
 
             return lab
+        if cmd_name == "inventory":
+            from nasplan.inventory_cli import inventory
+
+            return inventory
         return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -80,6 +85,22 @@ reader_option = click.option(
     help="Who reads the inventory: nasplan's own reader (the default, or the plan's "
     "inventory_reader), or ansible: what `ansible-inventory --list` prints (vault, inventory "
     "plugins and scripts; needs ansible-core installed).",
+)
+user_option = click.option(
+    "-u",
+    "--user",
+    "user",
+    metavar="USER",
+    help="Log in as USER where the inventory sets no user (as Ansible's -u: the inventory's "
+    "ansible_user wins).",
+)
+private_key_option = click.option(
+    "--private-key",
+    "--key-file",
+    "private_key",
+    type=click.Path(path_type=Path, readable=False),
+    help="Log in with this private key where the inventory sets none (as Ansible's "
+    "--private-key: the inventory's ansible_ssh_private_key_file wins).",
 )
 extra_vars_option = click.option(
     "-e",
@@ -164,15 +185,31 @@ def main() -> None:
 @main.command()
 @click.argument("directory", type=click.Path(path_type=Path), default=".")
 @click.option("--force", is_flag=True, help="Overwrite the files when they are there.")
-def init(directory: Path, force: bool) -> None:
+@click.option(
+    "--example",
+    metavar="NAME",
+    help="Write the shipped example plan NAME instead, with its inventory or lab file "
+    "(--example list: their names).",
+)
+@click.option("--docs", is_flag=True, help="Write the manual (docs/*.md) instead.")
+def init(directory: Path, force: bool, example: str | None, docs: bool) -> None:
     """Write a starter inventory.yaml, plan.yaml and lab.yaml into DIRECTORY (default: here):
     your NAS and PC, iperf3 each way, an SMB copy each way, the NAS's disk, and a simulated lab
-    to try the plan on first.
+    to try the plan on first. --example NAME writes a shipped example, --docs the manual.
 
     Exit codes: 0 written, 2 a file is there already (nothing written; --force overwrites).
     """
     from nasplan import starter
 
+    if example == "list":
+        for name in starter.example_names():
+            click.echo(name)
+        return
+    if example is not None or docs:
+        files = starter.example_files(example) if example is not None else starter.docs_files()
+        for path in starter.write_files(directory, files, force=force):
+            click.echo(f"wrote {path}")
+        return
     for path in starter.write(directory, force=force):
         click.echo(f"wrote {path}")
     for line in starter.next_steps(directory):
@@ -183,12 +220,16 @@ def init(directory: Path, force: bool) -> None:
 @click.argument("plan_file", type=click.Path(path_type=Path, readable=False))
 @inventory_option
 @reader_option
+@user_option
+@private_key_option
 @extra_vars_option
 @_format_option('{"ok": ..., "errors": [{"file", "line", "column", "path", "message"}]}')
 def validate(
     plan_file: Path,
     inventories: tuple[Path, ...],
     reader: str | None,
+    user: str | None,
+    private_key: Path | None,
     extra_vars: tuple[str, ...],
     output_format: str,
 ) -> None:
@@ -198,11 +239,12 @@ def validate(
     the inventory its lab file will give (a warning says so). Exit codes: 0 valid, 2 not.
     """
     from nasplan.errors import InputError
-    from nasplan.input.inventory import InventoryChoice
+    from nasplan.input.inventory import InventoryChoice, Login
 
     warnings: list[str] = []
+    choice = InventoryChoice(inventories, reader, Login(user, private_key))
     try:
-        said = _validate(plan_file, InventoryChoice(inventories, reader), extra_vars, warnings)
+        said = _validate(plan_file, choice, extra_vars, warnings)
     except InputError as exc:
         if output_format != "json":
             raise
@@ -242,7 +284,7 @@ def _validate(
         return f"ok (a lab file: sudo nasplan lab up {plan_file})"
     planned = lab_inventory(plan_file, inventory)
     if planned is None:
-        plan = load_plan(plan_file, inventory.paths, variables, inventory.reader)
+        plan = load_plan(plan_file, inventory.paths, variables, inventory.reader, inventory.login)
         warnings += plan.inventory.warnings
         return "ok"
     # The lab's code only for a plan whose inventory the lab writes.
@@ -253,7 +295,7 @@ def _validate(
     with tempfile.TemporaryDirectory(prefix="nasplan-validate-") as directory:
         previewed = Path(directory) / planned.name
         lab_file = preview.write_preview(planned, previewed)
-        load_plan(plan_file, previewed, variables, inventory.reader)
+        load_plan(plan_file, previewed, variables, inventory.reader, inventory.login)
     warnings.append(
         f"{planned} is not there yet (the lab is not up): checked against the "
         f"inventory `nasplan lab up {lab_file}` writes"
@@ -265,6 +307,8 @@ def _validate(
 @click.argument("plan_file", type=click.Path(path_type=Path, readable=False), required=False)
 @inventory_option
 @reader_option
+@user_option
+@private_key_option
 @extra_vars_option
 @click.option(
     "--out",
@@ -291,13 +335,21 @@ def _validate(
     "duration; connect nowhere.",
 )
 @click.option(
+    "--list-hosts",
+    "list_hosts",
+    is_flag=True,
+    help="List the hosts the run would connect to, each with the address, port and user nasplan "
+    "would use; connect nowhere.",
+)
+@click.option(
     "-l",
     "--limit",
     "limit",
     multiple=True,
     metavar="HOST[,HOST]",
-    help="Only these hosts (names, groups, globs like 'nas*', '!mac' to leave one out): tests "
-    "that need another host, and network changes on other hosts, are left out. Repeatable.",
+    help="Only these hosts (names, groups, globs like 'nas*'; as in Ansible, 'a:b' both, "
+    "'a:&b' only hosts in both, '!mac' to leave one out): tests that need another host, and "
+    "network changes on other hosts, are left out. Repeatable.",
 )
 @click.option(
     "--tests",
@@ -305,7 +357,8 @@ def _validate(
     multiple=True,
     metavar="PATTERN[,PATTERN]",
     help="Only the tests whose id or base id matches: an id or a glob ('smb*', "
-    "'smb[link=p2p10*'; only * and ? are wild). Repeatable.",
+    "'smb[link=p2p10*'; only * and ? are wild), joined as --limit's ('smb:lat', "
+    "'tcp:&*mac*', '!slow'). Repeatable.",
 )
 @click.option(
     "--keep",
@@ -330,11 +383,14 @@ def apply(
     plan_file: Path,
     inventories: tuple[Path, ...],
     reader: str | None,
+    user: str | None,
+    private_key: Path | None,
     extra_vars: tuple[str, ...],
     out: Path | None,
     resume: Path | None,
     check: bool,
     list_tests: bool,
+    list_hosts: bool,
     limit: tuple[str, ...],
     test_patterns: tuple[str, ...],
     keep: bool,
@@ -357,7 +413,7 @@ def apply(
     SIGHUP (the hosts put back and the report written first, as after Ctrl-C).
     """
     from nasplan.errors import InputError
-    from nasplan.input.inventory import InventoryChoice
+    from nasplan.input.inventory import InventoryChoice, Login
     from nasplan.progress import make_progress
     from nasplan.run.planned import Outcome
     from nasplan.run.request import request
@@ -365,13 +421,19 @@ def apply(
     from nasplan.verbosity import Verbosity
 
     verbosity = Verbosity.from_flags(verbose, quiet)
-    inventory = InventoryChoice(inventories, reader)
-    if output_format == "json" and not (check or list_tests):
-        raise InputError("--format json goes with --check or --list-tests (a run writes run.json)")
-    if list_tests:
+    inventory = InventoryChoice(inventories, reader, Login(user, private_key))
+    if output_format == "json" and not (check or list_tests or list_hosts):
+        raise InputError(
+            "--format json goes with --check, --list-tests or --list-hosts (a run writes run.json)"
+        )
+    if list_tests or list_hosts:
         if plan_file is None:
-            raise InputError("apply --list-tests needs PLAN_FILE")
-        _list_tests(plan_file, inventory, extra_vars, limit, test_patterns, output_format)
+            raise InputError(f"apply --list-{'tests' if list_tests else 'hosts'} needs PLAN_FILE")
+        plan = _listed_plan(plan_file, inventory, extra_vars, limit, test_patterns)
+        if list_tests:
+            _list_tests(plan, output_format)
+        else:
+            _list_hosts(plan, output_format)
         return
     asked = _ask_become_pass if ask_become_pass else None
     wanted = request(
@@ -457,25 +519,23 @@ def _ask_become_pass() -> str:
     return become.prompt_password(lambda text: click.prompt(text, hide_input=True))
 
 
-def _list_tests(
+def _listed_plan(
     plan_file: Path,
     inventory: InventoryChoice,
     extra_vars: tuple[str, ...],
     limit: tuple[str, ...],
     test_patterns: tuple[str, ...],
-    output_format: str,
-) -> None:
-    """``apply --list-tests``: the plan (against the inventory its lab will write when the lab
-    is not up, as ``validate`` does), cut to --limit / --tests, listed with its estimate."""
+) -> Plan:
+    """``apply --list-tests`` / ``--list-hosts``: the plan (against the inventory its lab will
+    write when the lab is not up, as ``validate`` does), cut to --limit / --tests."""
     from nasplan.input.extra_vars import extra_vars as parse_extra_vars
     from nasplan.input.plan import lab_inventory, load_plan
     from nasplan.input.subset import choose
-    from nasplan.run import listing
 
     variables = parse_extra_vars(extra_vars)
     planned = lab_inventory(plan_file, inventory)
     if planned is None:
-        plan = load_plan(plan_file, inventory.paths, variables, inventory.reader)
+        plan = load_plan(plan_file, inventory.paths, variables, inventory.reader, inventory.login)
     else:
         import tempfile
 
@@ -484,16 +544,41 @@ def _list_tests(
         with tempfile.TemporaryDirectory(prefix="nasplan-list-") as directory:
             previewed = Path(directory) / planned.name
             preview.write_preview(planned, previewed)
-            plan = load_plan(plan_file, previewed, variables, inventory.reader)
+            plan = load_plan(plan_file, previewed, variables, inventory.reader, inventory.login)
+    for warning in plan.inventory.warnings:
+        click.echo(f"warning: {warning}", err=True)
     if limit or test_patterns:
         plan, subset = choose(plan, limit, test_patterns)
         for note in subset.notes:
             click.echo(f"warning: {note}", err=True)
+    return plan
+
+
+def _list_tests(plan: Plan, output_format: str) -> None:
+    """``apply --list-tests``: the tests, listed with the run's estimate."""
+    from nasplan.run import listing
+
     if output_format == "json":
         _json(listing.listing(plan))
         return
     for line in listing.lines(plan):
         click.echo(line)
+
+
+def _list_hosts(plan: Plan, output_format: str) -> None:
+    """``apply --list-hosts``: as ``ansible-playbook --list-hosts``, each host with where
+    nasplan would connect (``user@address:port``, or local)."""
+    hosts = [plan.inventory.hosts[name] for name in plan.host_names]
+    if output_format == "json":
+        _json({h.name: {"address": h.address, "port": h.port, "user": h.user} for h in hosts})
+        return
+    click.echo(f"  plan {plan.name}: hosts ({len(hosts)}):")
+    for host in hosts:
+        where = "local" if host.is_local else host.address
+        if not host.is_local:
+            where = f"{host.user + '@' if host.user else ''}{where}"
+            where += f":{host.port}" if host.port else ""
+        click.echo(f"    {host.name}  {where}")
 
 
 @main.command()

@@ -301,7 +301,7 @@ def run_probe(
     from nasplan.output import redactor_of, secrets_from_environ
     from nasplan.remote import ssh
 
-    loaded = load_inventory(inventory, reader)
+    loaded = load_inventory(inventory, reader, Path.cwd())  # group_vars here, as `ansible`'s
     hosts = loaded.hosts
     if host_name not in hosts:
         known = ", ".join(sorted(hosts)) or "none"

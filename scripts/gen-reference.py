@@ -343,7 +343,10 @@ def inventory_reference() -> str:
         "",
         *page_of(ansible).rows(ansible["$defs"]["group"]["properties"], ()),
         "",
-        "Ansible variables nasplan honours, and the nasplan key each becomes:",
+        "Ansible variables nasplan honours, and the nasplan key each becomes (where both an "
+        "`ansible_ssh_` name and its newer name are set, the `ansible_ssh_` one, as Ansible's "
+        "ssh connection takes it; a `nasplan_` name over both; Jinja in them, `{{ var }}`, "
+        "rendered over the host's vars as Ansible renders it):",
         "",
         "| Ansible variable | nasplan key |",
         "|---|---|",
@@ -361,9 +364,18 @@ def inventory_reference() -> str:
         "where ignoring it would change how a host is reached or leak a secret: passwords in "
         "the inventory, `ansible_ssh_*_args` (but for a jump host: `-J HOPS` or "
         "`-o ProxyJump=HOPS` in `ansible_ssh_common_args` or `ansible_ssh_extra_args` is "
-        "`proxy_jump`; any other option there is refused, naming it), a connection other than "
-        "SSH or local, a become method other than sudo. A var without the `ansible_` prefix is a "
-        "nasplan key or a user var (`nasplan_ssh_config` is `ssh_config`).",
+        "`proxy_jump`; `-o StrictHostKeyChecking=`, `-o UserKnownHostsFile=`, `-o CheckHostIP=` "
+        "are ignored with a warning: nasplan keeps strict host-key checking, and an unknown key "
+        "is refused when it connects, saying how to add it; any other option there is refused, "
+        "naming it), a connection other than SSH or local, a become method other than sudo. "
+        "Such a host is left out of the inventory, with one warning naming the first reason; "
+        "only a plan that names it is refused (exit 2), with every reason. A var without the "
+        "`ansible_` prefix is a nasplan key or a user var (`nasplan_ssh_config` is "
+        "`ssh_config`), but the connection is set only by `ansible_*` vars and their "
+        "`nasplan_` names (`nasplan_port`, `nasplan_user`, `nasplan_address`, "
+        "`nasplan_identity_file`, `nasplan_proxy_jump`, `nasplan_connection`): a plain "
+        "`port=8080`, `user=` or `address=` is an application's var, which a plan sees as "
+        "`{{ hosts.web.port }}`.",
         "",
         *ANSIBLE_READING,
     ]
@@ -415,15 +427,18 @@ ANSIBLE_READING = [
     "an inventory file): for a group or host NAME the first of `NAME`, `NAME.yml`, "
     "`NAME.yaml`, `NAME.json` that exists; a directory is read whole (files with no extension "
     "or one of those three, sorted, subdirectories without an extension too, hidden and `~` "
-    "names left out). An empty file sets nothing. `group_vars/` beside the current directory "
-    "(Ansible's playbook directory) is not read.",
+    "names left out). An empty file sets nothing. The `group_vars/` and `host_vars/` beside the "
+    "plan (Ansible's playbook directory) are read too, after each level's inventory ones, as "
+    "`ansible-playbook` reads them; `nasplan inventory` and `nasplan probe` read those beside "
+    "the current directory (or `--playbook-dir DIR`), as `ansible-inventory` and `ansible` do.",
     "",
     "**Precedence**, lowest first (ansible-core's defaults): the `all` group's vars in the "
     "inventory files; the host's other groups' vars there, parents before children, then by "
     "`ansible_group_priority` (set in an inventory file, not in `group_vars/`), then by name; "
     "`group_vars/all` beside each source, sources in order; `group_vars/GROUP` beside each "
     "source, sources in order, groups as before; the host's own vars in the inventory files; "
-    "`host_vars/HOST` beside each source. A later value replaces a whole var, dictionaries "
+    "`host_vars/HOST` beside each source; at each `group_vars/` level and for `host_vars/`, "
+    "the playbook directory's after the sources'. A later value replaces a whole var, dictionaries "
     "included (`hash_behaviour: replace`). A relative path in a var "
     "(`ansible_ssh_private_key_file`) is relative to the directory of the source it was set "
     "in (through `--inventory-reader ansible`: of the first source), where Ansible hands it "
@@ -431,8 +446,11 @@ ANSIBLE_READING = [
     "",
     "**Where nasplan refuses what Ansible lets pass** (exit 2, the file, line and reason): a "
     "source Ansible cannot parse (Ansible warns and goes on without its hosts); an inventory "
-    "with no host; a duplicate key or a key that is not a string; a group key other than "
-    "`hosts`, `children`, `vars` (Ansible warns and skips it); a vault-encrypted file or "
+    "with no host, or more than 10000; a host or group name with a NUL byte; an integer of "
+    "more than 4300 digits (in any YAML or JSON nasplan reads); a duplicate key or a key that "
+    "is not a string; a group key other than "
+    "`hosts`, `children`, `vars` (Ansible warns and skips it); a vault-encrypted file (named "
+    "as such) or "
     "`!vault` value, a script, a plugin configuration, TOML (`--inventory-reader ansible`); a "
     "FIFO, device or dangling link where a vars file is looked for.",
     "",
@@ -442,7 +460,9 @@ ANSIBLE_READING = [
     "(the password as Ansible finds it, e.g. `ANSIBLE_VAULT_PASSWORD_FILE`), inventory "
     "plugins and scripts work. A source Ansible cannot parse fails the read "
     "(`ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED`, unless set otherwise); an inline `!vault` "
-    "value, which it prints still encrypted, is refused at its line in that output; "
+    "value, which it prints still encrypted, is refused at its line in that output; a "
+    "problem in a var is named at the file and line that set it where nasplan's own reader "
+    "finds the same value there (else at the line of that output); "
     "without ansible-core installed, exit 2 says so. Ansible's `--list` gives each host's "
     "vars merged, so the `all` group's vars reach a plan through each host "
     "(`{{ hosts.nas.x }}`), not as `{{ vars.x }}`. nasplan's own reader is the default.",

@@ -8,14 +8,18 @@ nasplan's fields: every ``ansible_*`` var honoured, refused or warned about by n
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from nasplan.errors import InputError
 from nasplan.input.ansible_graph import Origin, at, merged
+from nasplan.input.ansible_jinja import HostTemplates, Unrenderable, is_template
 from nasplan.input.ansible_sources import Sources
-from nasplan.input.proxy_jump import jump_of_ssh_args
+from nasplan.input.proxy_jump import host_key_options, jump_of_ssh_args
+from nasplan.input.templating import PlanSandbox
 
+# Where both names are set, Ansible's ssh connection uses the second (its option's vars list:
+# the last one set wins), checked by tests/unit/test_ansible_differential.py's connection oracle
 HONOURED = {
     "ansible_host": "address",
     "ansible_ssh_host": "address",
@@ -23,12 +27,24 @@ HONOURED = {
     "ansible_ssh_user": "user",
     "ansible_port": "port",
     "ansible_ssh_port": "port",
-    "ansible_ssh_private_key_file": "identity_file",
     "ansible_private_key_file": "identity_file",
+    "ansible_ssh_private_key_file": "identity_file",
 }
+# nasplan's keys that say how to reach a host: in an Ansible inventory only under their
+# ``nasplan_`` name (a plain ``port=8080`` or ``user=`` is an application's var, not the login)
+CONNECTION_FIELDS = (
+    "address",
+    "user",
+    "port",
+    "identity_file",
+    "proxy_jump",
+    "connection",
+)
 SSH_CONNECTIONS = ("ssh", "paramiko", "paramiko_ssh", "smart")
 # ssh's arguments a jump host may come in (-J HOPS, -o ProxyJump=HOPS); any other option refused
 JUMP_ARGUMENTS = ("ansible_ssh_common_args", "ansible_ssh_extra_args")
+# the vars Ansible renders to connect (any other stays as written: nasplan does not use it)
+RENDERED = (*HONOURED, "ansible_connection", *JUMP_ARGUMENTS)
 SSH_ARGUMENTS = (
     "ansible_ssh_args",
     "ansible_ssh_common_args",
@@ -57,6 +73,9 @@ class AnsibleHost:
     origins: dict[str, Origin]  # where each field was set
     groups: tuple[str, ...]
     where: Origin
+    # vars under a name nasplan's connection has (port, user, address) that in an Ansible
+    # inventory are the user's own: a plan sees them, the connection does not use them
+    plain: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -67,6 +86,9 @@ class AnsibleInventory:
     groups: dict[str, tuple[str, ...]]
     vars: dict[str, Any]
     warnings: tuple[str, ...]
+    # a host nasplan cannot reach as the inventory says (a network_cli switch, a password):
+    # left out, its refusals kept for a plan that names it
+    unusable: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def connection_of(value: Any) -> str | None:
@@ -81,7 +103,9 @@ def connection_of(value: Any) -> str | None:
 def _map_var(key: str, value: Any) -> tuple[str | None, str | None, str | None]:
     """(nasplan's name for it or None, why it is refused or None, why it is ignored or None)."""
     if not key.startswith("ansible_"):
-        return key.removeprefix("nasplan_"), None, None
+        if key.startswith("nasplan_"):
+            return key.removeprefix("nasplan_"), None, None
+        return (None if key in CONNECTION_FIELDS else key), None, None
     if key in HONOURED:
         return HONOURED[key], None, None
     if key == "ansible_group_priority":
@@ -97,7 +121,14 @@ def _map_var(key: str, value: Any) -> tuple[str | None, str | None, str | None]:
             jump = jump_of_ssh_args(value)
         except ValueError as exc:
             return None, str(exc), None
-        return ("proxy_jump" if jump is not None else None), None, None
+        loosened = host_key_options(value)
+        kept = (
+            f"nasplan keeps strict host-key checking (-o {', -o '.join(loosened)} not used): the "
+            "host's key must be in known_hosts (nasplan tells how to add it when it is not)"
+            if loosened
+            else None
+        )
+        return ("proxy_jump" if jump is not None else None), None, kept
     if key in SSH_ARGUMENTS:
         refusal = (
             "nasplan cannot pass options to ssh: put their equivalent (ProxyJump, IdentityFile, "
@@ -122,47 +153,92 @@ def _map_var(key: str, value: Any) -> tuple[str | None, str | None, str | None]:
     return None, None, IGNORED_BECAUSE.get(key, "nasplan does not use it")
 
 
+def _rank(key: str) -> int:
+    """The order a host's vars are mapped in, a later one winning a field: Ansible's current
+    names, then their ``ansible_ssh_`` forms (which Ansible's ssh connection prefers), then
+    ``nasplan_`` names (nasplan's own say, over Ansible's)."""
+    if key.startswith("nasplan_"):
+        return 2
+    return 1 if key in HONOURED and "_ssh_" in key else 0
+
+
+def _host_fields(
+    name: str,
+    values: dict[str, Any],
+    origins: dict[str, Origin],
+    groups: tuple[str, ...],
+    sandbox: PlanSandbox,
+) -> tuple[dict[str, Any], dict[str, Origin], list[str], list[str], dict[str, Any]]:
+    """(nasplan's fields, where each was set, refusals, ignored vars, the user's vars under a
+    connection field's name) of one host's vars."""
+    fields: dict[str, Any] = {}
+    field_origins: dict[str, Origin] = {}
+    refusals: list[str] = []
+    ignored: list[str] = []
+    plain: dict[str, Any] = {}
+    templates = HostTemplates(sandbox, name, groups, values)
+    for key in sorted(values, key=_rank):
+        value = values[key]
+        if is_template(value) and (key in RENDERED or key.startswith("nasplan_")):
+            try:
+                value = templates.render(value)
+            except Unrenderable as exc:
+                refusals.append(f"{at(origins[key])}: {exc}")
+                continue
+        target, refusal, ignore = _map_var(key, value)
+        if key in CONNECTION_FIELDS:
+            plain[key] = value
+        if refusal:
+            refusals.append(f"{at(origins[key])}: {refusal}")
+        elif ignore:
+            ignored.append(f"{at(origins[key])}: ignored: {ignore}")
+        if target is not None:
+            if key == "ansible_connection":
+                value = connection_of(value)
+            elif key in JUMP_ARGUMENTS:
+                value = jump_of_ssh_args(value)
+            fields[target] = value
+            field_origins[target] = origins[key]
+    return fields, field_origins, refusals, ignored, plain
+
+
 def resolve(read: Sources) -> AnsibleInventory:
-    """Every host's vars by Ansible's precedence, mapped to nasplan's names; InputError with
-    every refused var; the ignored ones as warnings, each named where it was set."""
+    """Every host's vars by Ansible's precedence, mapped to nasplan's names; a host with a var
+    nasplan cannot honour is left out (``unusable``: its lines, each named where it was set);
+    the ignored vars as warnings."""
     graph = read.graph
     if not graph.hosts:
         if not read.documents:  # directories without a file
             raise InputError(f"{read.given[0]}: the Ansible inventory lists no hosts (no file)")
         raise InputError(read.documents[0].error((), "the Ansible inventory lists no hosts"))
     hosts: dict[str, AnsibleHost] = {}
-    errors: dict[str, None] = {}
+    unusable: dict[str, tuple[str, ...]] = {}
     ignored: dict[str, None] = {}
+    sandbox = PlanSandbox()
     for name, entry in graph.hosts.items():
         values, origins = merged(graph.layers(entry, read.vars_dirs))
-        fields: dict[str, Any] = {}
-        field_origins: dict[str, Origin] = {}
-        # an alias (ansible_ssh_host) first, so the current name (ansible_host) wins
-        for key in sorted(values, key=lambda k: "_ssh_" not in k):
-            target, refusal, ignore = _map_var(key, values[key])
-            if refusal:
-                errors[f"{at(origins[key])}: {refusal}"] = None
-            elif ignore:
-                ignored[f"{at(origins[key])}: ignored: {ignore}"] = None
-            if target is not None:
-                value = values[key]
-                if key == "ansible_connection":
-                    value = connection_of(value)
-                elif key in JUMP_ARGUMENTS:
-                    value = jump_of_ssh_args(value)
-                fields[target] = value
-                field_origins[target] = origins[key]
         groups = tuple(graph.ordered_groups(entry))
-        hosts[name] = AnsibleHost(fields, field_origins, groups, entry.where)
-    if errors:
-        raise InputError(sorted(errors))
+        fields, field_origins, refusals, host_ignored, plain = _host_fields(
+            name, values, origins, groups, sandbox
+        )
+        if refusals:
+            unusable[name] = tuple(dict.fromkeys(refusals))
+            continue
+        ignored.update(dict.fromkeys(host_ignored))
+        hosts[name] = AnsibleHost(fields, field_origins, groups, entry.where, plain)
+    members: dict[str, list[str]] = {
+        group: []
+        for group in graph.groups
+        if group != "all" and (group != "ungrouped" or graph.groups[group].hosts)
+    }
+    for name, host in hosts.items():  # linear in hosts x their groups
+        for group in host.groups:
+            if group in members:
+                members[group].append(name)
     return AnsibleInventory(
         hosts=hosts,
-        groups={
-            group: tuple(h for h in graph.hosts if group in hosts[h].groups)
-            for group in graph.groups
-            if group != "all" and (group != "ungrouped" or graph.groups[group].hosts)
-        },
+        groups={group: tuple(names) for group, names in members.items()},
         vars=graph.all_vars(read.vars_dirs),
         warnings=tuple(ignored),
+        unusable=unusable,
     )

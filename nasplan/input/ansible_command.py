@@ -5,8 +5,10 @@ with the environment and ``ansible.cfg`` Ansible would use there), so vault-encr
 inventory plugins and scripts and every Ansible setting in force apply; its JSON (each host's
 vars already merged by Ansible) is read into the same graph as nasplan's own reader fills. A
 source Ansible cannot parse fails the read (``ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED``, unless
-set otherwise) instead of leaving its hosts out with a warning. A problem in a var is located in
-that JSON: ``ansible-inventory -i A --list:LINE:COL`` is the line of what the same command prints.
+set otherwise) instead of leaving its hosts out with a warning. A problem in a var is located
+in the file that set it where nasplan's own reader finds the same value there; else (a vault
+file, a plugin's var) in that JSON: ``ansible-inventory -i A --list:LINE:COL`` is the line of
+what the same command prints.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from nasplan.errors import InputError
-from nasplan.input.ansible_graph import Graph
-from nasplan.input.ansible_sources import Sources, is_list_form, read_list
+from nasplan.input.ansible_graph import Graph, merged
+from nasplan.input.ansible_sources import Sources, is_list_form, read_list, read_sources
 from nasplan.input.loader import JsonPath, parse_yaml
 
 TIMEOUT_S = 300  # an inventory plugin may ask a cloud API
@@ -44,11 +46,13 @@ def executable() -> str:
     return found
 
 
-def command(sources: Sequence[Path]) -> list[str]:
-    """The argv: ``ansible-inventory -i A -i B --list``."""
+def command(sources: Sequence[Path], playbook_dir: Path | None = None) -> list[str]:
+    """The argv: ``ansible-inventory -i A -i B [--playbook-dir DIR] --list``."""
     argv = [executable()]
     for source in sources:
         argv += ["-i", str(source)]
+    if playbook_dir is not None:
+        argv += ["--playbook-dir", str(playbook_dir)]
     return [*argv, "--list"]
 
 
@@ -61,9 +65,9 @@ def _failure(argv: Sequence[str], why: str, stderr: str) -> InputError:
     return InputError(message[:MAX_MESSAGE_CHARS])
 
 
-def list_json(sources: Sequence[Path]) -> str:
+def list_json(sources: Sequence[Path], playbook_dir: Path | None = None) -> str:
     """What ``ansible-inventory ... --list`` prints; InputError when it fails or prints nothing."""
-    argv = command(sources)
+    argv = command(sources, playbook_dir)
     environment = dict(os.environ)
     environment.setdefault("ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED", "True")
     try:
@@ -106,10 +110,10 @@ def _encrypted(value: Any, path: JsonPath) -> JsonPath | None:
     return None
 
 
-def read_through_ansible(sources: Sequence[Path]) -> Sources:
+def read_through_ansible(sources: Sequence[Path], playbook_dir: Path | None = None) -> Sources:
     """The sources as ``ansible-inventory --list`` gives them, in nasplan's graph."""
     name = Path(" ".join(["ansible-inventory", *(f"-i {s}" for s in sources), "--list"]))
-    document = parse_yaml(name, list_json(sources))
+    document = parse_yaml(name, list_json(sources, playbook_dir))
     if not isinstance(document.data, dict) or not is_list_form(document.data):
         raise InputError(document.error((), "not what ansible-inventory --list prints"))
     encrypted = _encrypted(document.data, ())
@@ -126,4 +130,29 @@ def read_through_ansible(sources: Sequence[Path]) -> Sources:
     read.graph.reconcile()
     first = sources[0]
     read.bases[document.path] = first if first.is_dir() else first.parent
+    _locate_in_sources(read, sources, playbook_dir)
     return read
+
+
+def _locate_in_sources(read: Sources, sources: Sequence[Path], playbook_dir: Path | None) -> None:
+    """Where nasplan's own reader finds the same value in the sources (the inventory file or
+    vars file that set it), a var's origin is that file's line, not the line of Ansible's
+    output; a value only Ansible could read (vault, a plugin) keeps its place in the output."""
+    try:
+        own = read_sources(sources, playbook_dir)
+    except InputError:
+        return
+    if own.native is not None:
+        return
+    for name, entry in read.graph.hosts.items():
+        own_entry = own.graph.hosts.get(name)
+        if own_entry is None:
+            continue
+        try:
+            values, origins = merged(own.graph.layers(own_entry, own.vars_dirs))
+        except InputError:  # a vars file only Ansible reads (vault): the output's lines stay
+            continue
+        for key, value in entry.vars.items():
+            if key in values and values[key] == value:
+                entry.origins[key] = origins[key]
+    read.bases.update(own.bases)

@@ -27,6 +27,15 @@ from nasplan.input.loader import Document, JsonPath, format_json_path
 Origin = tuple[Document, JsonPath]  # where a value was set: the file and its path there
 KEY = "\0key"  # the loader's position of a mapping key rather than its value
 Layer = tuple[dict[str, Any], dict[str, Origin]]  # vars and where each was set
+MAX_HOSTS = 10_000  # in all the sources together: nasplan tests a few, not a fleet
+MAX_GROUPS = 10_000
+
+
+def _check_name(name: str, what: str, where: Origin) -> None:
+    """InputError for a host or group name with a NUL byte (no file name can carry one:
+    ``host_vars/NAME`` could not even be looked up)."""
+    if "\0" in name:
+        raise InputError(f"{at(where)}: {what} name {name!r} holds a NUL byte")
 
 
 def at(origin: Origin) -> str:
@@ -52,8 +61,10 @@ class Group:
     where: Origin
     vars: dict[str, Any] = field(default_factory=dict)
     origins: dict[str, Origin] = field(default_factory=dict)
-    hosts: list[str] = field(default_factory=list)
-    children: list[str] = field(default_factory=list)
+    # dicts as ordered sets: a member is added or looked up in constant time (a list's
+    # membership test made reading an inventory of many hosts quadratic)
+    hosts: dict[str, None] = field(default_factory=dict)
+    children: dict[str, None] = field(default_factory=dict)
     parents: list[str] = field(default_factory=list)
     child_where: dict[str, Origin] = field(default_factory=dict)
     priority: int = 1
@@ -68,7 +79,7 @@ class HostEntry:
     where: Origin
     vars: dict[str, Any] = field(default_factory=dict)
     origins: dict[str, Origin] = field(default_factory=dict)
-    groups: list[str] = field(default_factory=list)
+    groups: dict[str, None] = field(default_factory=dict)
 
 
 class Graph:
@@ -84,6 +95,10 @@ class Graph:
     def add_group(self, name: str, where: Origin) -> Group:
         if not name:
             raise InputError(f"{at(where)}: a group needs a name")
+        if name not in self.groups:
+            _check_name(name, "group", where)
+            if len(self.groups) >= MAX_GROUPS:
+                raise InputError(f"{at(where)}: more than {MAX_GROUPS} groups in the inventory")
         return self.groups.setdefault(name, Group(name, where))
 
     def add_host(self, name: str, group: str | None, port: int | None, where: Origin) -> None:
@@ -92,14 +107,17 @@ class Graph:
         if not name:
             raise InputError(f"{at(where)}: a host needs a name")
         if name not in self.hosts:
+            if len(self.hosts) >= MAX_HOSTS:
+                raise InputError(f"{at(where)}: more than {MAX_HOSTS} hosts in the inventory")
+            _check_name(name, "host", where)
             self.hosts[name] = HostEntry(name, where)
             if port:
                 self.set_var(name, "ansible_port", port, where, host=True)
         if group is not None:
             self.add_group(group, where)
             if name not in self.groups[group].hosts:
-                self.groups[group].hosts.append(name)
-                self.hosts[name].groups.append(group)
+                self.groups[group].hosts[name] = None
+                self.hosts[name].groups[group] = None
 
     def set_var(self, entity: str, key: str, value: Any, where: Origin, *, host: bool) -> None:
         """A host's or a group's own var; ``ansible_group_priority`` orders the group instead
@@ -126,7 +144,7 @@ class Graph:
         self.add_group(parent, where)
         self.add_group(child, where)
         if child not in self.groups[parent].children:
-            self.groups[parent].children.append(child)
+            self.groups[parent].children[child] = None
             self.groups[parent].child_where[child] = where
             self.groups[child].parents.append(parent)
 
@@ -143,11 +161,11 @@ class Graph:
             direct = set(host.groups)
             if "ungrouped" in direct:
                 if self.ancestry(host) - {"all", "ungrouped"}:
-                    ungrouped.hosts.remove(name)
-                    host.groups.remove("ungrouped")
+                    del ungrouped.hosts[name]
+                    del host.groups["ungrouped"]
             elif not direct - {"all"}:
-                ungrouped.hosts.append(name)
-                host.groups.append("ungrouped")
+                ungrouped.hosts[name] = None
+                host.groups["ungrouped"] = None
 
     def _depths(self) -> None:
         """Each group's longest path below ``all`` (Ansible's ``depth``), in topological order."""

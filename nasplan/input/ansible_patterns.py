@@ -70,6 +70,14 @@ def split_port(pattern: str) -> tuple[str, int | None]:
         return pattern, None
 
 
+def _count(numbers: range) -> int:
+    """How many numbers ``numbers`` holds, however many."""
+    try:
+        return len(numbers)
+    except OverflowError:
+        return MAX_RANGE_HOSTS + 1
+
+
 def expand_range(pattern: str) -> list[str]:
     """``www[01:03].lan`` -> ``www01.lan www02.lan www03.lan`` (Ansible's host ranges).
 
@@ -104,7 +112,8 @@ def expand_range(pattern: str) -> list[str]:
                 parts = list(string.ascii_letters[first : last + 1 : step])
             else:
                 numbers = range(int(begin), int(end) + 1, step)
-                if len(numbers) > MAX_RANGE_HOSTS:
+                # len() of a range past 2**63 items is an OverflowError: count it instead
+                if _count(numbers) > MAX_RANGE_HOSTS:
                     raise ValueError(f"more than {MAX_RANGE_HOSTS} hosts")
                 parts = [str(n).zfill(width) for n in numbers]
         except ValueError as exc:

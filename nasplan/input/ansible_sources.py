@@ -31,7 +31,7 @@ from nasplan.errors import InputError
 from nasplan.input.ansible_graph import KEY, Graph, Origin
 from nasplan.input.ansible_ini import read_ini
 from nasplan.input.ansible_patterns import expand_pattern, parse_address
-from nasplan.input.ansible_vars import VarsDir
+from nasplan.input.ansible_vars import VAULT_HEADER, VarsDir
 from nasplan.input.loader import Document, JsonPath, parse_yaml, schema_errors, yaml_root_is_mapping
 from nasplan.input.localfile import MAX_YAML_BYTES, read_bytes_bounded, text_of
 
@@ -83,9 +83,11 @@ def is_native(data: Any) -> bool:
     return "hosts" in data or "groups" in data
 
 
-def read_sources(sources: Sequence[Path]) -> Sources:
+def read_sources(sources: Sequence[Path], playbook_dir: Path | None = None) -> Sources:
     """Every source read in order into one graph, reconciled; InputError at the first file
-    Ansible would not read or nasplan refuses (each with its FILE:LINE:COL)."""
+    Ansible would not read or nasplan refuses (each with its FILE:LINE:COL). ``playbook_dir``:
+    the directory whose ``group_vars/`` and ``host_vars/`` Ansible reads after the sources' own
+    (the playbook's, ``--playbook-dir``, or the current one for ``ansible-inventory``)."""
     first = Document(Path(str(sources[0])), None)
     read = Sources(Graph((first, ())), tuple(sources))
     files = 0
@@ -105,6 +107,10 @@ def read_sources(sources: Sequence[Path]) -> Sources:
                 return read
             read.documents.append(document)
             read.bases[document.path] = base
+    if playbook_dir is not None:
+        # Ansible's "playbook group_vars" come after the inventory's at each level (all, groups,
+        # hosts): the last vars directory in the graph's layers
+        read.vars_dirs.append(VarsDir(playbook_dir, read.bases))
     read.graph.reconcile()
     return read
 
@@ -148,6 +154,11 @@ def _read_file(path: Path, read: Sources, *, alone: bool) -> Document:
         raise InputError(
             f"{path}:1:1: an inventory script (executable): nasplan does not run it; "
             f"{REFUSED_READER}"
+        )
+    if data.lstrip().startswith(VAULT_HEADER):
+        raise InputError(
+            f"{path}:1:1: an inventory encrypted with ansible-vault: nasplan does not decrypt "
+            f"it; {REFUSED_READER} (with the vault password as Ansible finds it)"
         )
     if path.suffix == ".toml":
         message = f"{path}:1:1: a TOML inventory: nasplan does not read TOML; {REFUSED_READER}"

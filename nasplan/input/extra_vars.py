@@ -15,6 +15,7 @@ from typing import Any
 from nasplan.errors import InputError
 from nasplan.input.loader import Document, located, parse_yaml, read_yaml
 from nasplan.input.plan import parse_extra_var
+from nasplan.input.vars_files import ExtraVars
 
 
 def _mapping(document: Document, what: str) -> dict[str, Any]:
@@ -48,9 +49,17 @@ def one_extra_var(text: str) -> dict[str, Any]:
     return {key: value}
 
 
-def extra_vars(texts: Sequence[str]) -> dict[str, Any]:
-    """Every ``-e`` of the command line, merged left to right (a later var wins)."""
+def extra_vars(texts: Sequence[str]) -> ExtraVars:
+    """Every ``-e`` of the command line, merged left to right (a later var wins), knowing
+    which were typed as ``KEY=VALUE``."""
     merged: dict[str, Any] = {}
+    typed: set[str] = set()
     for text in texts:
-        merged.update(one_extra_var(text))
-    return merged
+        found = one_extra_var(text)
+        merged.update(found)
+        typed = (typed | set(found)) if _is_typed(text) else typed - set(found)
+    return ExtraVars(merged, frozenset(typed))
+
+
+def _is_typed(text: str) -> bool:
+    return not text.startswith("@") and not text.lstrip().startswith(("{", "["))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import os
 from collections.abc import Mapping, Sequence
@@ -168,6 +169,15 @@ class Inventory:
     # every -i in its order (``path`` is the first); how they were read (nasplan or ansible)
     sources: tuple[Path, ...] = ()
     reader: str = "nasplan"
+    # hosts of an Ansible inventory nasplan cannot reach as it says -> why (FILE:LINE:COL lines):
+    # left out of ``hosts``, named once in ``warnings``, refused only where a plan names one
+    unusable: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # ``-u`` / ``--private-key`` as given (Login.to_dict), kept in run.json for resume, restore
+    login: Mapping[str, str] = field(default_factory=dict)
+
+    def refusals_of(self, names: Sequence[str]) -> list[str]:
+        """Why each of ``names`` (a plan's hosts) cannot be used, if any cannot."""
+        return [line for name in names for line in self.unusable.get(name, ())]
 
     @property
     def named(self) -> str:
@@ -229,22 +239,119 @@ READERS = ("nasplan", "ansible")
 
 
 @dataclass(frozen=True)
+class Login:
+    """``-u USER`` and ``--private-key FILE``: the login of every host whose inventory sets
+    none (as Ansible's: the inventory's ``ansible_user`` wins over ``-u``)."""
+
+    user: str | None = None
+    identity_file: Path | None = None
+
+    def to_dict(self) -> dict[str, str]:
+        """run.json's ``login``: what was given, for ``--resume`` and ``restore``."""
+        found = {"user": self.user, "identity_file": self.identity_file}
+        return {k: str(v) for k, v in found.items() if v is not None}
+
+
+def login_of(run: Mapping[str, Any]) -> Login:
+    """The ``-u`` / ``--private-key`` a run was given (run.json's ``login``)."""
+    given = run.get("login") or {}
+    key = given.get("identity_file")
+    return Login(given.get("user"), Path(key) if key else None)
+
+
+@dataclass(frozen=True)
 class InventoryChoice:
-    """What the command line chose: every ``-i`` in order (none: the plan's ``inventory:``)
-    and ``--inventory-reader`` (None: the plan's ``inventory_reader``, else nasplan's)."""
+    """What the command line chose: every ``-i`` in order (none: the plan's ``inventory:``),
+    ``--inventory-reader`` (None: the plan's ``inventory_reader``, else nasplan's) and the
+    login ``-u`` / ``--private-key`` give."""
 
     paths: tuple[Path, ...] = ()
     reader: str | None = None
+    login: Login = field(default_factory=Login)
 
 
-def load_inventory(sources: Path | Sequence[Path], reader: str = "nasplan") -> Inventory:
+def load_inventory(
+    sources: Path | Sequence[Path],
+    reader: str = "nasplan",
+    playbook_dir: Path | None = None,
+    login: Login | None = None,
+) -> Inventory:
     """Read an inventory; raise InputError with FILE:LINE:COL lines.
 
     ``sources``: one path (a native nasplan inventory, or an Ansible one), or several ``-i``
     merged in Ansible's order (nasplan.input.ansible_sources: files, directories, host lists).
     ``reader``: ``nasplan`` (its own reader), or ``ansible``: what ``ansible-inventory --list``
-    prints for the same sources (nasplan.input.ansible_command).
+    prints for the same sources (nasplan.input.ansible_command). ``playbook_dir``: where
+    Ansible's playbook would be (a plan's directory): its ``group_vars/`` and ``host_vars/``
+    count after the inventory's, as Ansible counts them. ``login``: ``-u`` / ``--private-key``,
+    for the hosts whose inventory sets no user or key.
     """
+    return read_inventory(sources, reader, playbook_dir, login).inventory
+
+
+@dataclass(frozen=True)
+class ReadInventory:
+    """An inventory and how it was read: for an Ansible one, the sources' graph (each host's
+    vars as Ansible holds them) and the vars mapped to nasplan's fields with their origins."""
+
+    inventory: Inventory
+    sources: Sources | None = None
+    parsed: AnsibleInventory | None = None
+    login: dict[str, str] = field(default_factory=dict)  # a login default -> where it was set
+
+
+def read_inventory(
+    sources: Path | Sequence[Path],
+    reader: str = "nasplan",
+    playbook_dir: Path | None = None,
+    login: Login | None = None,
+) -> ReadInventory:
+    """``load_inventory``, keeping what was read on the way (``nasplan inventory`` shows it)."""
+    read = _read_inventory(sources, reader, playbook_dir)
+    return _with_login(read, login or Login())
+
+
+def _with_login(read: ReadInventory, login: Login) -> ReadInventory:
+    """Every SSH host whose inventory sets no user or key logs in with ``login``'s (``-u``,
+    ``--private-key``), else, for an Ansible inventory, with Ansible's own defaults
+    (nasplan.input.ansible_defaults); each checked as an inventory's value."""
+    from nasplan.input.ansible_defaults import login_defaults
+
+    given = {
+        k: (str(v), "-u" if k == "user" else "--private-key")
+        for k, v in (("user", login.user), ("identity_file", login.identity_file))
+        if v is not None
+    }
+    defaults = {**(login_defaults() if read.sources is not None else {}), **given}
+    if not defaults:
+        return read
+    errors = [
+        f"{where}: {describe_error(error)[1]}"
+        for key, (value, where) in defaults.items()
+        for error in host_validator().iter_errors({key: value})
+    ]
+    if errors:
+        raise InputError(errors)
+    hosts = dict(read.inventory.hosts)
+    for name, host in hosts.items():
+        if host.is_local:
+            continue
+        changes: dict[str, Any] = {}
+        if host.user is None and "user" in defaults:
+            changes["user"] = defaults["user"][0]
+        if host.identity_file is None and "identity_file" in defaults:
+            changes["identity_file"] = Path(defaults["identity_file"][0]).expanduser().absolute()
+        if changes:
+            hosts[name] = dataclasses.replace(host, **changes)
+    inventory = dataclasses.replace(read.inventory, hosts=hosts, login=login.to_dict())
+    return dataclasses.replace(
+        read, inventory=inventory, login={k: w for k, (_, w) in defaults.items()}
+    )
+
+
+def _read_inventory(
+    sources: Path | Sequence[Path], reader: str, playbook_dir: Path | None
+) -> ReadInventory:
     paths = (sources,) if isinstance(sources, Path) else tuple(sources)
     if not paths:
         raise InputError("no inventory given")
@@ -253,15 +360,16 @@ def load_inventory(sources: Path | Sequence[Path], reader: str = "nasplan") -> I
     if reader == "ansible":
         from nasplan.input import ansible_command
 
-        read = ansible_command.read_through_ansible(paths)
+        read = ansible_command.read_through_ansible(paths, playbook_dir)
     else:
-        read = read_sources(paths)
+        read = read_sources(paths, playbook_dir)
         if read.native is not None:
             errors = schema_errors(read.native, "inventory")
             if errors:
                 raise InputError(errors)
-            return _from_native(read.native)
-    return _from_ansible(paths, reader, read, ansible.resolve(read))
+            return ReadInventory(_from_native(read.native))
+    parsed = ansible.resolve(read)
+    return ReadInventory(_from_ansible(paths, reader, read, parsed), read, parsed)
 
 
 def _resolve_path(base: Path, value: Any) -> Path | None:
@@ -333,6 +441,7 @@ def _build_host(
     where: tuple[Any, ...],
     *,
     bases: Mapping[str, Path] | None = None,
+    plain: Mapping[str, Any] | None = None,
 ) -> Host:
     """A Host from merged vars; ``where`` (in ``document``) is where the host is defined;
     a relative path is relative to ``bases[field]`` (an Ansible source's directory), else to
@@ -354,6 +463,7 @@ def _build_host(
         return _resolve_path((bases or {}).get(key, base), merged.get(key))
 
     user_vars = {k: v for k, v in merged.items() if k not in CONNECTION_KEYS and k != "address"}
+    user_vars.update(plain or {})
     return Host(
         name=name,
         address=str(merged.get("address") or name),
@@ -456,7 +566,7 @@ def _from_ansible(
     """Hosts of an Ansible inventory, their connection vars and interfaces checked as the
     native form's ``host``; each error points where the offending var was set."""
     hosts: dict[str, Host] = {}
-    errors: list[str] = []
+    unusable = dict(parsed.unusable)
     for name, found in parsed.hosts.items():
         merged = dict(found.fields)
         if isinstance(merged.get("port"), str) and merged["port"].isdigit():
@@ -479,17 +589,22 @@ def _from_ansible(
             where = (*origin_path, *json_path[1:])
             host_errors.append(f"{at((origin_document, where))}: {message}")
         if host_errors:
-            errors.extend(host_errors)
+            unusable[name] = tuple(sorted(set(host_errors)))
             continue
         interfaces = merged.pop("interfaces", None)
         where_document, where_path = found.where
         where_path = where_path[:-1] if where_path and where_path[-1] == KEY else where_path
         bases = {k: read.base_of(origin[0]) for k, origin in origins.items()}
         hosts[name] = _build_host(
-            where_document, name, merged, interfaces, found.groups, where_path, bases=bases
+            where_document,
+            name,
+            merged,
+            interfaces,
+            found.groups,
+            where_path,
+            bases=bases,
+            plain=found.plain,
         )
-    if errors:
-        raise InputError(sorted(set(errors)))
     _one_local_host(
         hosts,
         {
@@ -497,12 +612,17 @@ def _from_ansible(
             for name, found in parsed.hosts.items()
         },
     )
+    left_out = tuple(
+        f"{lines[0]} (nasplan leaves host {name!r} out; a plan that names it is refused)"
+        for name, lines in unusable.items()
+    )
     return Inventory(
         path=paths[0],
         hosts=hosts,
-        groups=parsed.groups,
+        groups={g: tuple(h for h in members if h in hosts) for g, members in parsed.groups.items()},
         vars=parsed.vars,
-        warnings=parsed.warnings,
+        warnings=(*parsed.warnings, *left_out),
         sources=paths,
         reader=reader,
+        unusable=unusable,
     )

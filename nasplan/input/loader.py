@@ -194,6 +194,16 @@ _UniqueKeyLoader.add_constructor("!vault", _vault)
 _UniqueKeyLoader.add_constructor("!unsafe", _unsafe)
 
 
+# Python refuses to read a decimal integer longer than this (sys.get_int_max_str_digits)
+MAX_INT_DIGITS = 4300
+_DECIMAL = re.compile(r"[-+]?[0-9_]+")
+
+
+def _too_long_integer(text: str) -> bool:
+    """Whether YAML would read ``text`` as a decimal integer Python refuses to build."""
+    return len(text) > MAX_INT_DIGITS and _DECIMAL.fullmatch(text) is not None
+
+
 def _check_expansion(text: str, path: Path) -> None:
     """Refuse nesting deeper than MAX_DEPTH and aliases expanding past MAX_ALIAS_NODES.
 
@@ -228,6 +238,8 @@ def _check_expansion(text: str, path: Path) -> None:
                 anchors[anchor] = (size, below + 1)
             add(size, below + 1)
         elif isinstance(event, yaml.ScalarEvent):
+            if event.implicit[0] and _too_long_integer(event.value):
+                fail(event, f"an integer of more than {MAX_INT_DIGITS} digits")
             if event.anchor is not None:
                 anchors[event.anchor] = (1, 0)
             add(1, 0)
@@ -305,7 +317,7 @@ def scalar_value(text: str) -> Any:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError:
         return text
-    if not isinstance(node, yaml.ScalarNode):
+    if not isinstance(node, yaml.ScalarNode) or _too_long_integer(node.value):
         return text
     value = yaml.SafeLoader("").construct_object(node)
     return value if isinstance(value, (int, float, bool)) or value is None else text

@@ -160,6 +160,9 @@ class _Builder:
     def nic(self, where: JsonPath, raw: Mapping[str, Any]) -> tuple[str, str | None] | None:
         """(OS interface name, inventory key or None) of ``{host, interface}``."""
         host, name = raw["host"], raw["interface"]
+        if host in self.inventory.unusable:  # left out of an Ansible inventory: say why
+            self.errors += self.inventory.refusals_of([host])
+            return None
         if host not in self.inventory.hosts:
             known = ", ".join(sorted(self.inventory.hosts))
             self.error((*where, "host"), f"unknown host {host!r} (inventory has: {known})")

@@ -17,6 +17,7 @@ from nasplan.input.inventory import (
     READERS,
     Inventory,
     InventoryChoice,
+    Login,
     load_inventory,
     ssh_file_errors,
 )
@@ -31,9 +32,11 @@ from nasplan.input.loader import (
     scalar_value,
     schema_errors,
 )
+from nasplan.input.localfile import MAX_YAML_BYTES, read_text_bounded
 from nasplan.input.matrix import dir_name, to_json_cell
 from nasplan.input.network import NetworkSpec, parse_link_target, parse_network
 from nasplan.input.table import table_errors
+from nasplan.input.vars_files import ExtraVars, read_vars_files, unused_extra_vars
 from nasplan.units import parse_size
 
 _SINGLE_EXPRESSION = re.compile(r"^\s*\{\{[^{}]*\}\}\s*$")
@@ -275,6 +278,17 @@ def resolve_templates(
     return _resolve(document, inventory, extra_vars)[0]
 
 
+def _warn_unused(
+    path: Path, document: Document, inventory: Inventory, extra_vars: Mapping[str, Any]
+) -> Inventory:
+    """The inventory with a warning for each ``-e`` var no template of the plan (or of its
+    vars_files) names (said where the inventory's warnings are: validate, apply, run.json)."""
+    texts = [read_text_bounded(path, MAX_YAML_BYTES, "plan"), repr(read_vars_files(document))]
+    typed = extra_vars.typed if isinstance(extra_vars, ExtraVars) else frozenset(extra_vars)
+    unused = unused_extra_vars(texts, {k: v for k, v in extra_vars.items() if k in typed})
+    return dataclasses.replace(inventory, warnings=(*inventory.warnings, *unused))
+
+
 def _resolve(
     document: Document, inventory: Inventory, extra_vars: Mapping[str, Any] | None = None
 ) -> tuple[dict[str, Any], cells.Expansion | None]:
@@ -288,6 +302,9 @@ def _resolve(
         "vars": dict(inventory.vars),
     }
     plan_vars = data.get("vars")
+    from_files = read_vars_files(document)  # over the plan's vars:, as a play's vars_files
+    if from_files:
+        plan_vars = {**(plan_vars if isinstance(plan_vars, dict) else {}), **from_files}
     if isinstance(plan_vars, dict):
         plan_vars = _render_value(env, plan_vars, context, document, ("vars",))
         context["vars"] = {**context["vars"], **plan_vars}
@@ -398,7 +415,9 @@ def _check_hosts(
         (("tests", index, "clients", i), c) for i, c in enumerate(raw.get("clients") or [])
     ]
     for where, name in [*roles, *clients]:
-        if name not in inventory.hosts:
+        if name in inventory.unusable:
+            errors += inventory.refusals_of([name])
+        elif name not in inventory.hosts:
             known = ", ".join(sorted(inventory.hosts))
             message = f"unknown host {name!r} (inventory {inventory.named} has: {known})"
             errors.append(document.error(where, message))
@@ -599,6 +618,7 @@ def load_plan(
     inventory_override: Path | Sequence[Path] | None = None,
     extra_vars: Mapping[str, Any] | None = None,
     inventory_reader: str | None = None,
+    login: Login | None = None,
 ) -> Plan:
     """Load and validate a plan and its inventory; raise InputError listing every problem.
 
@@ -619,16 +639,26 @@ def load_plan(
     elif named is not None:
         sources = tuple(path.parent / value for value, _ in named)
     else:
-        errors = schema_errors(document, "plan")
-        raise InputError(errors or [document.error(("inventory",), "inventory is required")])
+        from nasplan.input.ansible_defaults import default_inventory
+
+        # none named: the one Ansible would take (ANSIBLE_INVENTORY, ansible.cfg's inventory)
+        sources = default_inventory()
+        if not sources:
+            message = (
+                "inventory is required (or -i FILE, ANSIBLE_INVENTORY, or [defaults] inventory "
+                "in ansible.cfg)"
+            )
+            raise InputError(document.error(("inventory",), message))
     if reader not in READERS:
         raise InputError(schema_errors(document, "plan") or f"inventory reader {reader!r}")
     try:
-        inventory = load_inventory(sources, reader)
+        inventory = load_inventory(sources, reader, path.parent, login)
     except InputError as exc:
         if inventory_override or named is None:
             raise exc from None
         raise InputError([_relocated(document, named, sources, m) for m in exc.messages]) from None
+    if extra_vars:
+        inventory = _warn_unused(path, document, inventory, extra_vars)
     resolved, expansion = _resolve(document, inventory, extra_vars)
     resolved = {k: v if k == "vars" else _whole_numbers(v) for k, v in resolved.items()}
     if expansion is not None:

@@ -68,6 +68,32 @@ def parse_hops(text: str) -> tuple[Hop, ...]:
     return tuple(hops)
 
 
+# ssh options that only loosen host-key checking: nasplan never does, and says it ignores them
+HOST_KEY_OPTIONS = ("stricthostkeychecking", "userknownhostsfile", "checkhostip")
+
+
+def _option_name(option: str) -> str:
+    """``StrictHostKeyChecking=no`` -> ``stricthostkeychecking`` (ssh's names are caseless)."""
+    return re.split(r"[=\s]", option.strip(), maxsplit=1)[0].lower()
+
+
+def host_key_options(args: str) -> list[str]:
+    """The ``-o`` options of ssh's arguments ``args`` about host keys, as written
+    (``StrictHostKeyChecking=no``); none where ``args`` cannot be split."""
+    try:
+        words = shlex.split(str(args))
+    except ValueError:
+        return []
+    found = []
+    for index, word in enumerate(words):
+        option = word[2:] if word.startswith("-o") and len(word) > 2 else None
+        if word == "-o" and index + 1 < len(words):
+            option = words[index + 1]
+        if option is not None and _option_name(option) in HOST_KEY_OPTIONS:
+            found.append(option)
+    return found
+
+
 def jump_of_ssh_args(args: str) -> str | None:
     """The ProxyJump an Ansible ``ansible_ssh_common_args`` / ``ansible_ssh_extra_args`` value
     gives (``-J HOPS``, ``-o ProxyJump=HOPS``), None when it gives none; ValueError naming any
@@ -89,6 +115,8 @@ def jump_of_ssh_args(args: str) -> str | None:
         if flag == "-J":
             jumps.append(attached)
             continue
+        if flag == "-o" and _option_name(attached) in HOST_KEY_OPTIONS:
+            continue  # host_key_options names it: nasplan keeps strict checking
         option = _JUMP_OPTION.match(attached) if flag == "-o" else None
         if option is not None:
             jumps.append(option["hops"])

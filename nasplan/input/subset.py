@@ -2,15 +2,18 @@
 
 ``--limit nas,ws`` (host or group names, ``nas*`` globs, ``!mac`` to leave one out) keeps the
 tests whose every host is in it, and the network changes on those hosts only; ``--tests`` keeps
-the tests whose id or base id a pattern matches (``smb*``, ``smb[link=p2p10*``). What was left
-out is said once; a pattern that matches nothing is an InputError (exit 2).
+the tests whose id or base id a pattern matches (``smb*``, ``smb[link=p2p10*``). Both take
+Ansible's pattern grammar: terms joined by ``,`` or ``:`` are a union, ``&X`` keeps only what X
+also matches, ``!X`` leaves X out (only ``&`` / ``!`` terms: everything, then those). What was
+left out is said once; a pattern that matches nothing is an InputError (exit 2).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import fnmatch
-from collections.abc import Sequence
+import ipaddress
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,29 +51,66 @@ def _some(ids: Sequence[str]) -> str:
     return shown + (f" and {len(ids) - SHOWN_IDS} more" if len(ids) > SHOWN_IDS else "")
 
 
-def limit_hosts(plan: Plan, patterns: Sequence[str]) -> set[str]:
-    """The inventory hosts ``--limit`` names: hosts and groups by name or glob, ``!X`` leaving
-    X out (only ``!`` patterns: every host but those). InputError for a pattern naming none."""
-    inventory = plan.inventory
-    chosen: set[str] = set()
-    left_out: set[str] = set()
+def terms(patterns: Sequence[str]) -> list[str]:
+    """Ansible's pattern terms: ``a:b,!c`` -> ``[a, b, !c]``; a colon inside brackets or of an
+    IPv6 address stays (``smb[size=1:2]``, ``fe80::1``)."""
+    out: list[str] = []
     for pattern in patterns:
-        negative = pattern.startswith("!")
-        name = pattern[1:] if negative else pattern
+        try:
+            ipaddress.IPv6Address(pattern.lstrip("!&"))
+        except ValueError:
+            pass
+        else:
+            out.append(pattern)
+            continue
+        depth, start = 0, 0
+        for index, char in enumerate(pattern):
+            depth += (char == "[") - (char == "]" and depth > 0)
+            if char == ":" and depth == 0:
+                out.append(pattern[start:index])
+                start = index + 1
+        out.append(pattern[start:])
+    return [term for term in out if term]
+
+
+def evaluate(
+    patterns: Sequence[str], everything: Sequence[str], match: Callable[[str], set[str]]
+) -> set[str]:
+    """Ansible's order: the union of the plain terms (none: ``everything``), then each ``&X``
+    kept, each ``!X`` left out; ``match(X)`` is what X names."""
+    plain = [t for t in patterns if not t.startswith(("!", "&"))]
+    chosen = set().union(*(match(t) for t in plain)) if plain else set(everything)
+    for term in patterns:
+        if term.startswith("&"):
+            chosen &= match(term[1:])
+        elif term.startswith("!"):
+            chosen -= match(term[1:])
+    return chosen
+
+
+def limit_hosts(plan: Plan, patterns: Sequence[str]) -> set[str]:
+    """The inventory hosts ``--limit`` names: hosts and groups by name or glob, Ansible's
+    ``a:b``, ``&X``, ``!X`` (module doc). InputError for a term naming none."""
+    inventory = plan.inventory
+
+    def match(name: str) -> set[str]:
+        if name == "all":  # Ansible's name for every host, in any inventory
+            return set(inventory.hosts)
         found = {h for h in inventory.hosts if fnmatch.fnmatchcase(h, name)}
         for group, members in inventory.groups.items():
             if fnmatch.fnmatchcase(group, name):
                 found |= set(members) & set(inventory.hosts)
         if not found:
+            unusable = [n for n in inventory.unusable if fnmatch.fnmatchcase(n, name)]
+            if unusable:
+                raise InputError(inventory.refusals_of(unusable))
             known = ", ".join(sorted(inventory.hosts))
             raise InputError(
-                f"--limit {pattern}: no host or group of {inventory.named} matches it "
-                f"(hosts: {known})"
+                f"--limit {name}: no host or group of {inventory.named} matches it (hosts: {known})"
             )
-        (left_out if negative else chosen).update(found)
-    if not chosen:
-        chosen = set(inventory.hosts)
-    return chosen - left_out
+        return found
+
+    return evaluate(terms(patterns), list(inventory.hosts), match)
 
 
 def _network_within(spec: NetworkSpec, hosts: set[str]) -> tuple[NetworkSpec, list[str]]:
@@ -89,13 +129,19 @@ def choose(plan: Plan, limit: Sequence[str] = (), tests: Sequence[str] = ()) -> 
     kept: list[PlanTest] = list(plan.tests)
     notes: list[str] = []
     if tests:
-        chosen, unmatched = select([(t.id, t.base_id or t.id) for t in kept], tests)
-        if unmatched:
-            raise InputError(
-                f"--tests {unmatched[0]}: matches no test of the plan "
-                f"(its ids: {_some([t.id for t in plan.tests])})"
-            )
-        kept = [t for t in kept if t.id in set(chosen)]
+        ids = [(t.id, t.base_id or t.id) for t in kept]
+
+        def match(pattern: str) -> set[str]:
+            chosen, unmatched = select(ids, [pattern])
+            if unmatched:
+                raise InputError(
+                    f"--tests {pattern}: matches no test of the plan "
+                    f"(its ids: {_some([t.id for t in plan.tests])})"
+                )
+            return set(chosen)
+
+        wanted = evaluate(terms(tests), [t.id for t in kept], match)
+        kept = [t for t in kept if t.id in wanted]
     network = plan.network
     if limit:
         hosts = limit_hosts(plan, limit)

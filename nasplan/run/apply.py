@@ -356,6 +356,7 @@ def _header(
         "inventory_file": str(plan.inventory.path),
         "inventory_files": [str(p.resolve()) for p in plan.inventory.sources],
         "inventory_reader": plan.inventory.reader,
+        **({"login": dict(plan.inventory.login)} if plan.inventory.login else {}),
         "plan": dict(plan.resolved),
         **fingerprints(plan),
         "order": plan.order.name,

@@ -9,6 +9,7 @@ that is not set). What the console should say first comes with it (``notes``).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from nasplan.errors import InputError
 from nasplan.input.extra_vars import extra_vars as parse_extra_vars
-from nasplan.input.inventory import InventoryChoice
+from nasplan.input.inventory import InventoryChoice, Login, login_of
 from nasplan.input.plan import Plan, lab_inventory, load_plan
 from nasplan.run.planned import plan_hosts, unset_variables
 from nasplan.run.resume import Previous
@@ -66,7 +67,9 @@ def request(
     elif plan_file is None:
         raise InputError("apply needs PLAN_FILE (or --resume RUN_DIR)")
     _refuse_without_lab(plan_file, inventory)
-    plan = load_plan(plan_file, inventory.paths, parse_extra_vars(extra_vars), inventory.reader)
+    plan = load_plan(
+        plan_file, inventory.paths, parse_extra_vars(extra_vars), inventory.reader, inventory.login
+    )
     previous = None
     if resume is not None:
         from nasplan.run.resume import previous_run
@@ -105,11 +108,14 @@ def _resumed_files(
     if plan_file is not None:
         return plan_file, inventory
     run = load_run(run_dir)
+    if inventory.login == Login():  # the run's -u / --private-key, unless given again
+        inventory = dataclasses.replace(inventory, login=login_of(run))
     if inventory.paths:
         return Path(run["plan_file"]), inventory
     files = run.get("inventory_files") or [run["inventory_file"]]
     reader = inventory.reader or run.get("inventory_reader")
-    return Path(run["plan_file"]), InventoryChoice(tuple(Path(f) for f in files), reader)
+    choice = InventoryChoice(tuple(Path(f) for f in files), reader, inventory.login)
+    return Path(run["plan_file"]), choice
 
 
 def _refuse_without_lab(plan_file: Path, inventory: InventoryChoice) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from nasplan.errors import InputError, NasplanError
 from nasplan.hosts import lock as hostlock
-from nasplan.input.inventory import Host, Inventory, load_inventory
+from nasplan.input.inventory import Host, Inventory, load_inventory, login_of
 from nasplan.input.network import NicChange
 from nasplan.network.backends import by_mechanism
 from nasplan.network.restore import SNAPSHOT_FILE, Restored, load_snapshots, restore_host
@@ -34,7 +34,13 @@ def _inventory_of(run: dict[str, Any], snapshots: dict[str, Any]) -> Inventory:
     one file of the snapshot (or of run.json)."""
     one = snapshots.get("inventory_file") or run["inventory_file"]
     files = run.get("inventory_files") or [one]
-    return load_inventory(tuple(Path(f) for f in files), run.get("inventory_reader", "nasplan"))
+    plan_file = run.get("plan_file")
+    return load_inventory(
+        tuple(Path(f) for f in files),
+        run.get("inventory_reader", "nasplan"),
+        Path(plan_file).resolve().parent if plan_file else None,  # its group_vars, as the run's
+        login_of(run),  # its -u / --private-key
+    )
 
 
 def restore(

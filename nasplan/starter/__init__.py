@@ -8,6 +8,7 @@ lab (tests/lab/test_answers_lab.py).
 
 from __future__ import annotations
 
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -56,3 +57,78 @@ def next_steps(directory: Path) -> list[str]:
         "-e duration_s=2 -e repetitions=2",
         f"  sudo nasplan lab down {here}lab.yaml",
     ]
+
+
+def example_names() -> list[str]:
+    """The example plans shipped in the package (``nasplan/examples/``, the tree's
+    ``plans/examples/``): each one with ``tests:``, by name without ``.yaml``."""
+    examples = resources.files("nasplan").joinpath("examples")
+    names = []
+    for entry in examples.iterdir():
+        if entry.name.endswith(".yaml") and "\ntests:" in entry.read_text(encoding="utf-8"):
+            names.append(entry.name.removesuffix(".yaml"))
+    return sorted(names)
+
+
+def _lab_named(name: str) -> str | None:
+    """The shipped lab file whose ``name:`` is ``name``, None when none is."""
+    examples = resources.files("nasplan").joinpath("examples")
+    for entry in sorted(examples.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".yaml") and f"\nname: {name}\n" in entry.read_text(
+            encoding="utf-8"
+        ):
+            return entry.name
+    return None
+
+
+def example_files(name: str) -> dict[str, str]:
+    """File name -> text for ``nasplan init --example NAME``: the plan, and the inventory it
+    names (under ``inventory/`` beside it) or the lab file that writes its inventory."""
+    if name not in example_names():
+        known = ", ".join(example_names())
+        raise InputError(f"--example {name}: no such example (examples: {known})")
+    package = resources.files("nasplan")
+    plan = package.joinpath("examples").joinpath(f"{name}.yaml").read_text(encoding="utf-8")
+    files = {f"{name}.yaml": plan}
+    match = re.search(r"^inventory: (\S+)$", plan, re.MULTILINE)
+    inventory = match.group(1) if match else ""
+    if inventory.startswith("../../inventory/"):
+        own = inventory.removeprefix("../../inventory/")
+        text = package.joinpath("example_inventories").joinpath(own).read_text(encoding="utf-8")
+        files[f"inventory/{own}"] = text
+        files[f"{name}.yaml"] = plan.replace(
+            f"inventory: {inventory}\n", f"inventory: inventory/{own}\n"
+        )
+    elif inventory.startswith(".lab/"):
+        lab = _lab_named(inventory.split("/")[1])
+        if lab is not None:
+            files[lab] = package.joinpath("examples").joinpath(lab).read_text(encoding="utf-8")
+    return files
+
+
+def write_files(directory: Path, files: dict[str, str], *, force: bool = False) -> list[Path]:
+    """Write ``files`` (name -> text) into ``directory``, as ``write`` writes the starter."""
+    if directory.exists() and not directory.is_dir():
+        raise InputError(f"{directory}: not a directory")
+    targets = [directory / name for name in files]
+    there = [str(path) for path in targets if path.exists() or path.is_symlink()]
+    if there and not force:
+        raise InputError(
+            f"{', '.join(there)}: already there, nothing written (another directory, or "
+            "--force to overwrite)"
+        )
+    for target, text in zip(targets, files.values(), strict=True):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.unlink(missing_ok=True)  # a symlink is replaced, never written through
+        write_text(target, text, redactor_of(()))
+    return targets
+
+
+def docs_files() -> dict[str, str]:
+    """``nasplan init --docs``: the manual (``docs/*.md``) as shipped in the package."""
+    docs = resources.files("nasplan").joinpath("docs")
+    return {
+        f"docs/{entry.name}": entry.read_text(encoding="utf-8")
+        for entry in sorted(docs.iterdir(), key=lambda e: e.name)
+        if entry.name.endswith(".md")
+    }

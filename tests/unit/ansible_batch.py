@@ -6,7 +6,8 @@ own forked from this one (two at a time), so that what one run leaves in Ansible
 cannot reach another, and no run pays Ansible's import again.
 
 Standard input: a JSON list of ``{"argv": [...], "cwd": DIR, "out": FILE, "err": FILE}``;
-standard output: the JSON list of the runs' exit codes, in the same order.
+standard output: the JSON list of the runs' exit codes, in the same order (``--stream``: one
+job per line, one code per line).
 """
 
 from __future__ import annotations
@@ -64,5 +65,17 @@ def run(jobs: list[dict[str, Any]]) -> list[int]:
     return codes
 
 
+def stream() -> None:
+    """``--stream``: one job per line of standard input, its exit code on a line of standard
+    output as soon as it ends (a property test asks one inventory at a time)."""
+    import ansible.cli.inventory  # noqa: F401  # imported once, before the forks
+
+    for line in sys.stdin:
+        print(run([json.loads(line)])[0], flush=True)
+
+
 if __name__ == "__main__":
-    json.dump(run(json.load(sys.stdin)), sys.stdout)
+    if sys.argv[1:] == ["--stream"]:
+        stream()
+    else:
+        json.dump(run(json.load(sys.stdin)), sys.stdout)

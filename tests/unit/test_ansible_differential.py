@@ -23,9 +23,11 @@ from typing import Any
 import pytest
 
 from nasplan.errors import InputError
+from nasplan.input.ansible import CONNECTION_FIELDS
 from nasplan.input.ansible_graph import merged
 from nasplan.input.ansible_sources import read_sources
-from nasplan.input.inventory import CONNECTION_KEYS, Inventory, load_inventory
+from nasplan.input.inventory import CONNECTION_KEYS, Inventory, load_inventory, read_inventory
+from nasplan.input.inventory_view import hidden, list_view
 from nasplan.input.loader import located
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ansible"
@@ -42,10 +44,15 @@ class Case:
     sources: tuple[str, ...]
     reader: str | None = None
     user: str | None = None
+    playbook: str | None = None  # the directory both run from (FIXTURES/...): its group_vars/
+
+    def playbook_dir(self) -> Path | None:
+        return FIXTURES / self.playbook if self.playbook else None
 
     @property
     def id(self) -> str:
-        return " -i ".join(self.sources)
+        named = " -i ".join(self.sources)
+        return f"{named} (from {self.playbook})" if self.playbook else named
 
     def paths(self) -> list[Path]:
         return [
@@ -53,8 +60,10 @@ class Case:
         ]
 
 
-def case(*sources: str, reader: str | None = None, user: str | None = None) -> Case:
-    return Case(tuple(sources), reader, user)
+def case(
+    *sources: str, reader: str | None = None, user: str | None = None, playbook: str | None = None
+) -> Case:
+    return Case(tuple(sources), reader, user, playbook)
 
 
 CORPUS = [
@@ -152,6 +161,17 @@ CORPUS = [
     case("hostlist:nas1,nas2:2222,[2001:db8::1]:2200,"),
     case("hostlist:nas1,h[1:2],", user="'h[1:2]' is not valid"),
     case("guide/basic.yml", "hostlist:extra1,mail.example.com:2022,"),
+    # the shapes of real projects' inventories (each file says where it was seen), run from
+    # the playbook directory where they have one
+    case("realworld/k8s-cluster/inventory.ini"),
+    case("realworld/terraform-k3s/inventory.ini"),
+    case(
+        "realworld/homelab/inventory/hosts.yml",
+        playbook="realworld/homelab",
+        user="'ansible.netcommon.network_cli' is not supported",
+    ),
+    case("realworld/homelab/inventory/hosts.yml"),
+    case("realworld/lab-template/inventory.yml"),
 ]
 
 
@@ -174,8 +194,8 @@ def run_ansible(cases: Sequence[Case], home: Path) -> dict[str, dict[str, Any] |
     default settings it would only warn and go on without it)."""
     jobs = []
     for index, corpus_case in enumerate(cases):
-        cwd = home / f"run{index}"
-        cwd.mkdir()
+        cwd = corpus_case.playbook_dir() or home / f"run{index}"
+        cwd.mkdir(exist_ok=True)
         argv = ["ansible-inventory"]
         for path in corpus_case.paths():
             argv += ["-i", str(path)]
@@ -248,9 +268,11 @@ def plain(value: Any) -> Any:
     return value
 
 
-def reader_view(paths: Sequence[Path]) -> tuple[dict[str, Any], dict[str, set[str]]]:
+def reader_view(
+    paths: Sequence[Path], playbook_dir: Path | None = None
+) -> tuple[dict[str, Any], dict[str, set[str]]]:
     """nasplan's reader: every host's vars after precedence, and each non-empty group."""
-    read = read_sources(paths)
+    read = read_sources(paths, playbook_dir)
     graph = read.graph
     hostvars = {
         name: as_json(merged(graph.layers(entry, read.vars_dirs))[0])
@@ -284,7 +306,7 @@ def test_the_reader_gives_what_ansible_gives(
         assert_one_located_line(refused.value, corpus_case.reader)
         return
     assert listing is not None, "Ansible could not read it: the case must say nasplan refuses it"
-    hostvars, groups = reader_view(corpus_case.paths())
+    hostvars, groups = reader_view(corpus_case.paths(), corpus_case.playbook_dir())
     assert set(hostvars) == ansible_hosts(listing)
     for name, found in hostvars.items():
         assert found == listing["_meta"]["hostvars"].get(name, {}), name
@@ -292,18 +314,21 @@ def test_the_reader_gives_what_ansible_gives(
 
 
 def expected_host(name: str, hostvars: dict[str, Any]) -> dict[str, Any]:
-    """What nasplan's Host must hold for a host Ansible lists with ``hostvars``."""
-    port = hostvars.get("ansible_port", hostvars.get("ansible_ssh_port"))
+    """What nasplan's Host must hold for a host Ansible lists with ``hostvars`` (the connection
+    as Ansible's ssh connection takes it: test_the_connection_is_what_ansibles_ssh_uses)."""
+    port = hostvars.get("ansible_ssh_port", hostvars.get("ansible_port"))
     connection = str(hostvars.get("ansible_connection", "ssh")).removeprefix("ansible.builtin.")
     return {
-        "address": str(hostvars.get("ansible_host", hostvars.get("ansible_ssh_host", name))),
-        "user": hostvars.get("ansible_user", hostvars.get("ansible_ssh_user")),
+        "address": str(hostvars.get("ansible_ssh_host", hostvars.get("ansible_host", name))),
+        "user": hostvars.get("ansible_ssh_user", hostvars.get("ansible_user")),
         "port": int(port) if port is not None else None,
         "connection": "local" if connection == "local" else "ssh",
         "vars": {
             k: v
             for k, v in hostvars.items()
-            if not k.startswith("ansible_") and k not in (*CONNECTION_KEYS, "address")
+            if not k.startswith(("ansible_", "nasplan_"))
+            # a plain port=, user=, address= is the user's var, never the connection
+            and (k not in CONNECTION_KEYS or k in CONNECTION_FIELDS)
         },
     }
 
@@ -326,16 +351,49 @@ USER_CASES = [pytest.param(c, id=c.id) for c in CORPUS if c.reader is None]
 def test_the_inventory_a_plan_gets_is_what_ansible_gives(
     corpus_case: Case, listings: dict[str, dict[str, Any] | None]
 ) -> None:
-    if corpus_case.user is not None:
-        with pytest.raises(InputError) as refused:
-            load_inventory(corpus_case.paths())
-        assert_one_located_line(refused.value, corpus_case.user)
-        return
+    """The hosts nasplan can use as Ansible gives them; a host it cannot use (a network_cli
+    switch, a password) left out with its reason (``user``), or the whole refused in one line
+    where the inventory itself is unusable (no host, two local hosts)."""
     listing = listings[corpus_case.id]
+    try:
+        inventory = load_inventory(corpus_case.paths(), playbook_dir=corpus_case.playbook_dir())
+    except InputError as refused:
+        assert corpus_case.user is not None, refused
+        assert_one_located_line(refused, corpus_case.user)
+        return
     assert listing is not None
-    inventory = load_inventory(corpus_case.paths())
-    assert set(inventory.hosts) == ansible_hosts(listing)
+    left_out = set(inventory.unusable)
+    if corpus_case.user is not None:
+        lines = [line for lines in inventory.unusable.values() for line in lines]
+        assert any(corpus_case.user in line for line in lines), lines
+        assert all(located(line) for line in lines), lines
+        assert len([w for w in inventory.warnings if "nasplan leaves host" in w]) == len(left_out)
+    assert set(inventory.hosts) | left_out == ansible_hosts(listing)
+    assert not set(inventory.hosts) & left_out
     for name in inventory.hosts:
         expected = expected_host(name, listing["_meta"]["hostvars"].get(name, {}))
         assert nasplan_host(inventory, name) == expected, name
-    assert {g: set(m) for g, m in inventory.groups.items() if m} == ansible_groups(listing)
+    groups = {g: m - left_out for g, m in ansible_groups(listing).items()}
+    assert {g: set(m) for g, m in inventory.groups.items() if m} == {
+        g: m for g, m in groups.items() if m
+    }
+
+
+@pytest.mark.parametrize("corpus_case", USER_CASES)
+def test_nasplan_inventory_list_is_ansible_inventory_list(
+    corpus_case: Case, listings: dict[str, dict[str, Any] | None]
+) -> None:
+    """``nasplan inventory --list`` prints what ``ansible-inventory --list`` prints (a
+    password's value hidden), whichever hosts nasplan can use."""
+    listing = listings[corpus_case.id]
+    try:
+        read = read_inventory(corpus_case.paths(), playbook_dir=corpus_case.playbook_dir())
+    except InputError:
+        assert corpus_case.user is not None
+        return
+    assert listing is not None
+    expected = {k: v for k, v in listing.items() if k != "_meta"}
+    expected["_meta"] = {
+        "hostvars": {h: hidden(v) for h, v in listing["_meta"]["hostvars"].items()}
+    }
+    assert list_view(read) == expected

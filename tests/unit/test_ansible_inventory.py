@@ -150,9 +150,9 @@ def validate(tmp_path: Path, inventory: str, name: str = "hosts") -> tuple[int, 
         ("ansible_connection=docker", ":2:21: ", "'docker' is not supported"),
         ("ansible_connection=winrm", ":2:21: ", "'winrm' is not supported"),
         (
-            "ansible_ssh_common_args='-o StrictHostKeyChecking=no -o ProxyJump=x'",
+            "ansible_ssh_common_args='-o ForwardAgent=yes -o ProxyJump=x'",
             ":2:21: ",
-            "not '-o StrictHostKeyChecking=no': put it in an ssh_config",
+            "not '-o ForwardAgent=yes': put it in an ssh_config",
         ),
         (
             "ansible_ssh_common_args='-o ProxyCommand=\"ssh -W %h:%p j\"'",

@@ -57,6 +57,8 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("report",),
     # the use cases: a run's time, comparisons of runs
     ("compare", "run"),
+    # `nasplan inventory` (loaded by name, as `nasplan lab`)
+    ("inventory_cli",),
     ("cli",),
     ("__main__",),
 )

@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from keyfiles import write_private_key
 
 from nasplan.cli import main
+from nasplan.input.inventory import load_inventory
 from nasplan.input.localfile import MAX_YAML_BYTES
 
 INVENTORY = """\
@@ -371,16 +372,25 @@ all:
             "inventory.yaml:3:19: all.vars.ansible_user",
         ),
         ("ansible_host: 198.19.80.3", "ansible_host: -oX", "inventory.yaml:12:25: all.children"),
-        ("        ws:\n          ansible_host: 198.19.80.3\n", '        "-oX=y": {}\n', ":11:9:"),
     ],
 )
 def test_ansible_inventory_values_are_checked(
     tmp_path: Path, old: str, new: str, where: str
 ) -> None:
     ansible = ANSIBLE.replace(old, new)
-    code, out = validate(str(write(tmp_path, PLAN.replace("client: ws", "client: nas2"), ansible)))
+    code, out = validate(str(write(tmp_path, PLAN, ansible)))
     assert code == 2
     assert where in out and "is not valid: expected" in out
+
+
+def test_an_ansible_host_named_as_an_option_is_left_out(tmp_path: Path) -> None:
+    ansible = ANSIBLE.replace(
+        "        ws:\n          ansible_host: 198.19.80.3\n", '        "-oX=y": {}\n'
+    )
+    inventory = load_inventory(write(tmp_path, PLAN, ansible).with_name("inventory.yaml"))
+    assert set(inventory.hosts) == {"nas"}
+    (line,) = inventory.unusable["-oX=y"]
+    assert ":11:9:" in line and "is not valid: expected" in line
 
 
 @pytest.mark.parametrize(

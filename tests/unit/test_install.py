@@ -9,6 +9,7 @@ line (its own site-packages, holding the installed wheel, comes first on sys.pat
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import sysconfig
@@ -101,6 +102,8 @@ def test_the_sdist_carries_examples_docs_schemas_and_licence(
         assert f"nasplan/schemas/{schema}.schema.json" in names
     assert f"\nVersion: {__version__}\n" in metadata
     assert "\nLicense-Expression: MIT\n" in metadata
+    assert "\nProject-URL: Homepage, https://example.com/nasplan\n" in metadata
+    assert "\nProject-URL: Issues, https://example.com/nasplan/issues\n" in metadata
     assert "Copyright (c) 2026 the nasplan authors" in (ROOT / "LICENSE").read_text()
 
 
@@ -142,3 +145,35 @@ def test_a_pip_user_starts_from_nasplan_init(
     lab_inventory = "first/.lab/starter-lab/inventory.yaml"
     out = run([nasplan, "validate", "first/plan.yaml", "-i", lab_inventory], tmp_path, env)
     assert "ok" in out.splitlines()  # with a warning: the lab is not up, its preview is used
+
+
+def test_a_pip_user_gets_the_examples_and_the_manual(
+    installed: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """``nasplan init --example NAME`` writes a shipped example with its inventory (or lab
+    file) that the installed command validates; ``--docs`` the manual."""
+    _, _, venv = installed
+    nasplan, env = venv / "bin" / "nasplan", user_env(tmp_path)
+    names = run([nasplan, "init", "--example", "list"], tmp_path, env).split()
+    assert names == sorted(
+        p.stem for p in (ROOT / "plans" / "examples").glob("*.yaml") if "\ntests:" in p.read_text()
+    )
+    for name in ("qnap-windows-mac", "ts253d-links"):
+        out = run([nasplan, "init", "ex", "--example", name], tmp_path, env)
+        assert f"wrote ex/{name}.yaml" in out
+        out = run([nasplan, "validate", f"ex/{name}.yaml"], tmp_path, env)
+        assert any(line.startswith("ok") for line in out.splitlines()), out
+    out = run([nasplan, "init", "ex", "--docs"], tmp_path, env)
+    assert (tmp_path / "ex" / "docs" / "inventory-reference.md").read_text() == (
+        ROOT / "docs" / "inventory-reference.md"
+    ).read_text()
+
+
+def test_the_package_says_where_it_lives_and_the_readme_agrees() -> None:
+    table = (ROOT / "pyproject.toml").read_text().split("[project.urls]\n", 1)[1].split("\n\n")[0]
+    urls = dict(re.findall(r'^(\w+) = "([^"]+)"$', table, re.MULTILINE))
+    assert set(urls) == {"Homepage", "Documentation", "Issues"}
+    readme = (ROOT / "README.md").read_text()
+    assert "OWNER" not in readme
+    assert f"git clone {urls['Homepage']}.git" in readme
+    assert f"pipx install git+{urls['Homepage']}.git" in readme

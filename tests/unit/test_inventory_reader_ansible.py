@@ -148,5 +148,38 @@ def test_what_ansible_cannot_read_is_one_line_with_its_error(
     (tmp_path / "hosts").write_text("[web\nnas1\n")
     code, out = validate("--inventory-reader", "ansible", str(plan(tmp_path)))
     assert code == 2 and len(out.strip().splitlines()) == 1, out
-    assert out.startswith(f"nasplan: ansible-inventory -i {tmp_path / 'hosts'} --list: exit ")
+    shown = f"ansible-inventory -i {tmp_path / 'hosts'} --playbook-dir {tmp_path} --list: exit "
+    assert out.startswith(f"nasplan: {shown}"), out
     assert "ERROR" in out
+
+
+def test_a_vault_encrypted_inventory_file_is_named_as_such(
+    tmp_path: Path, ansible_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hosts = tmp_path / "hosts"
+    hosts.write_text("[nas]\nnas1 ansible_host=198.18.121.10\nws1 ansible_host=198.18.121.11\n")
+    password = ansible_home / "vault-password"
+    password.write_text("correct horse\n")
+    subprocess.run(
+        [str(BIN / "ansible-vault"), "encrypt", "--vault-password-file", str(password), str(hosts)],
+        check=True,
+        capture_output=True,
+    )
+    code, out = validate(str(plan(tmp_path)))
+    assert code == 2 and len(out.strip().splitlines()) == 1, out
+    assert f"{hosts}:1:1: an inventory encrypted with ansible-vault" in out
+    monkeypatch.setenv("ANSIBLE_VAULT_PASSWORD_FILE", str(password))
+    code, out = validate("--inventory-reader", "ansible", str(plan(tmp_path)))
+    assert (code, out.strip()) == (0, "ok")
+
+
+def test_a_problem_read_through_ansible_names_the_file_that_set_it(
+    tmp_path: Path, ansible_home: Path
+) -> None:
+    (tmp_path / "hosts").write_text("[nas]\nnas1 ansible_host=198.18.121.10\nws1\n")
+    (tmp_path / "group_vars").mkdir()
+    (tmp_path / "group_vars" / "nas.yml").write_text("ansible_port: 22\nansible_user: 'a b'\n")
+    code, out = validate("--inventory-reader", "ansible", str(plan(tmp_path)))
+    assert code == 2, out
+    assert f"{tmp_path / 'group_vars' / 'nas.yml'}:2:15: ansible_user: 'a b' is not valid" in out
+    assert "--list:" not in out

@@ -226,3 +226,27 @@ def test_run_json_says_a_subset_and_the_report_says_it_in_its_header(tmp_path: P
     assert status.endswith("; subset of the plan: 2 of 4 tests (`--limit nas,ws` `--tests p2p*`).")
     run["subset"]["extra"] = 1
     assert run_errors(run)
+
+
+def listed_ids(out: str) -> list[str]:
+    return [line.split()[0] for line in out.splitlines()[1:-1]]
+
+
+def test_ansible_patterns_in_tests_and_limit(tmp_path: Path) -> None:
+    """``!x``, ``a:b`` and ``a:&b``, as Ansible users write host patterns."""
+    plan = str(write(tmp_path))
+    code, out, _ = invoke("apply", plan, "--list-tests", "--tests", "!tcp")
+    assert code == 0 and listed_ids(out) == ["smb", "lat"], out
+    code, out, _ = invoke("apply", plan, "--list-tests", "--tests", "smb:lat")
+    assert code == 0 and listed_ids(out) == ["smb", "lat"], out
+    code, out, _ = invoke("apply", plan, "--list-tests", "--tests", "tcp:&*mac*:!*parallel=2*")
+    assert code == 0 and listed_ids(out) == ["tcp[client=mac,parallel=1]"], out
+    code, out, _ = invoke("apply", plan, "--list-hosts", "--limit", "all:!macs")
+    assert code == 0 and [line.split()[0] for line in out.splitlines()[1:]] == ["nas", "pc"]
+    code, out, _ = invoke("apply", plan, "--list-hosts", "--limit", "nas,mac:pc:!pc")
+    assert code == 0 and [line.split()[0] for line in out.splitlines()[1:]] == ["mac", "nas"]
+    # Ansible's order: the plain terms' union, then &: only mac is left, and no test runs on it
+    code, _, err = invoke("apply", plan, "--list-hosts", "--limit", "nas:mac:&macs")
+    assert code == 2 and "no test of the plan is left" in err
+    code, _, err = invoke("apply", plan, "--list-tests", "--tests", "tcp:&nothing*")
+    assert code == 2 and "--tests nothing*: matches no test of the plan" in err
