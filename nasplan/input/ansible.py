@@ -8,15 +8,18 @@ nasplan's fields: every ``ansible_*`` var honoured, refused or warned about by n
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nasplan.errors import InputError
 from nasplan.input.ansible_graph import Origin, at, merged
 from nasplan.input.ansible_jinja import HostTemplates, Unrenderable, is_template
 from nasplan.input.ansible_sources import Sources
 from nasplan.input.proxy_jump import host_key_options, jump_of_ssh_args
-from nasplan.input.templating import PlanSandbox
+
+if TYPE_CHECKING:  # Jinja is imported only when an inventory holds a template
+    from nasplan.input.templating import PlanSandbox
 
 # Where both names are set, Ansible's ssh connection uses the second (its option's vars list:
 # the last one set wins), checked by tests/unit/test_ansible_differential.py's connection oracle
@@ -167,7 +170,7 @@ def _host_fields(
     values: dict[str, Any],
     origins: dict[str, Origin],
     groups: tuple[str, ...],
-    sandbox: PlanSandbox,
+    sandbox: Callable[[], PlanSandbox],
 ) -> tuple[dict[str, Any], dict[str, Origin], list[str], list[str], dict[str, Any]]:
     """(nasplan's fields, where each was set, refusals, ignored vars, the user's vars under a
     connection field's name) of one host's vars."""
@@ -214,7 +217,15 @@ def resolve(read: Sources) -> AnsibleInventory:
     hosts: dict[str, AnsibleHost] = {}
     unusable: dict[str, tuple[str, ...]] = {}
     ignored: dict[str, None] = {}
-    sandbox = PlanSandbox()
+    made: list[PlanSandbox] = []
+
+    def sandbox() -> PlanSandbox:  # made (and Jinja imported) at the first template
+        if not made:
+            from nasplan.input.templating import PlanSandbox
+
+            made.append(PlanSandbox())
+        return made[0]
+
     for name, entry in graph.hosts.items():
         values, origins = merged(graph.layers(entry, read.vars_dirs))
         groups = tuple(graph.ordered_groups(entry))

@@ -9,13 +9,11 @@ magic vars an inventory may use: ``inventory_hostname``, ``inventory_hostname_sh
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-import jinja2
-from jinja2 import meta
-
-from nasplan.input.templating import PlanSandbox
+if TYPE_CHECKING:  # Jinja is imported only when an inventory holds a template
+    from nasplan.input.templating import PlanSandbox
 
 MAX_DEPTH = 16  # vars referring to templated vars, in a chain
 
@@ -33,7 +31,11 @@ class HostTemplates:
     """One host's vars, each templated one rendered at most once (a loop is refused)."""
 
     def __init__(
-        self, sandbox: PlanSandbox, name: str, groups: Sequence[str], values: Mapping[str, Any]
+        self,
+        sandbox: Callable[[], PlanSandbox],
+        name: str,
+        groups: Sequence[str],
+        values: Mapping[str, Any],
     ) -> None:
         self.sandbox = sandbox
         self.values = values
@@ -48,10 +50,13 @@ class HostTemplates:
         """``value`` rendered over the host's vars; Unrenderable saying why not."""
         if not is_template(value):
             return value
+        import jinja2
+        from jinja2 import meta
+
         if depth > MAX_DEPTH:
             raise Unrenderable(f"vars refer to templated vars more than {MAX_DEPTH} deep")
         try:
-            names = meta.find_undeclared_variables(self.sandbox.parse(value))
+            names = meta.find_undeclared_variables(self.sandbox().parse(value))
         except jinja2.TemplateSyntaxError as exc:
             raise Unrenderable(f"cannot render {value!r}: {exc.message}") from None
         context = dict(self.magic)
@@ -66,6 +71,6 @@ class HostTemplates:
                 self.rendered[name] = self.render(self.values[name], depth + 1, (*chain, name))
             context[name] = self.rendered[name]
         try:
-            return self.sandbox.render(value, context)
+            return self.sandbox().render(value, context)
         except Exception as exc:  # any error of the user's template, said in one line
             raise Unrenderable(f"cannot render {value!r}: {exc}") from None
