@@ -436,12 +436,12 @@ def _charts(run: Mapping[str, Any]) -> list[str]:
                 byte_rates.append((name, series.summary["median"]))
     charts = [
         mermaid.quantity_chart(
-            "Median throughput per test"
-            + mermaid.legend(" or ".join(limits) if limits else "its path's maximum"),
+            "Median throughput per test",
             BITS.name,
             [b[0] for b in bits],
             [b[1] for b in bits],
             [b[2] for b in bits],
+            caption=mermaid.legend(" or ".join(limits)) if limits else None,
         ),
         mermaid.quantity_chart(
             "Median file transfer and disk rate per test and direction",
