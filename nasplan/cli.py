@@ -164,7 +164,7 @@ def validate(
 ) -> None:
     """Validate PLAN_FILE and its inventory; print ok, or each problem as FILE:LINE:COL.
 
-    A plan whose inventory ``nasplan lab up`` writes is checked before the lab is up, against
+    A plan whose inventory "nasplan lab up" writes is checked before the lab is up, against
     the inventory its lab file will give (a warning says so). Exit codes: 0 valid, 2 not.
     """
     from nasplan.errors import InputError

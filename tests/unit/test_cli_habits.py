@@ -438,3 +438,14 @@ def test_shell_completion_of_commands_and_the_lab_group() -> None:
         main, [], prog_name="nasplan"
     )
     assert "_nasplan_completion" in source.stdout
+
+
+def test_no_help_shows_restructuredtext_backticks() -> None:
+    """--help is read in a terminal: ``x`` would show its four backticks as they are."""
+    import click
+
+    commands = ["", *sorted(main.commands)] if isinstance(main, click.Group) else [""]
+    for name in commands:
+        result = CliRunner().invoke(main, [*([name] if name else []), "--help"])
+        assert result.exit_code == 0, name
+        assert "``" not in result.output, f"nasplan {name} --help"
