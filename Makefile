@@ -15,7 +15,7 @@ TEST_APT_PACKAGES := $(APT_PACKAGES) iputils-tracepath samba smbclient rsync fio
   nbdkit libnbd-bin fuse3 btrfs-progs xfsprogs \
   $(if $(shell command -v npm),,npm)
 
-.PHONY: setup test-setup system-deps test-system-deps venv lint test unit demo demo-down bench clean
+.PHONY: setup test-setup system-deps test-system-deps venv lint test unit demo demo-down bench examples clean
 
 setup: system-deps venv
 
@@ -67,6 +67,17 @@ bench: test-setup
 	$(BIN)/python bench/adaptive_matrix.py
 	$(BIN)/python bench/profile_apply.py
 	$(BIN)/python bench/estimate_accuracy.py
+
+# docs/examples/ (linked from the README) drawn again from their kept run.json files, no lab:
+# after any change to the report or the comparison. tests/unit/report/test_examples.py fails when
+# they are stale (it runs these same commands into a scratch copy).
+EXAMPLES := docs/examples
+examples: venv
+	$(BIN)/nasplan report $(EXAMPLES)/ts253d-10g --charts png
+	$(BIN)/nasplan report $(EXAMPLES)/ts253d-2g5
+	$(BIN)/nasplan report $(EXAMPLES)/ts253d-matrix
+	$(BIN)/nasplan compare $(EXAMPLES)/ts253d-2g5 $(EXAMPLES)/ts253d-10g \
+	  --label p2p10=2.5G --label p2p10=10G --out $(EXAMPLES)/compare.md --charts png
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info
