@@ -74,9 +74,8 @@ bench: test-setup
 EXAMPLES := docs/examples
 examples: venv
 	$(BIN)/nasplan report $(EXAMPLES)/ts253d-10g --charts png
-	$(BIN)/nasplan report $(EXAMPLES)/ts253d-2g5
 	$(BIN)/nasplan report $(EXAMPLES)/ts253d-matrix
-	$(BIN)/nasplan compare $(EXAMPLES)/ts253d-2g5 $(EXAMPLES)/ts253d-10g \
+	$(BIN)/nasplan compare $(EXAMPLES)/compare-runs/p2p10-2g5 $(EXAMPLES)/compare-runs/p2p10-10g \
 	  --label p2p10=2.5G --label p2p10=10G --out $(EXAMPLES)/compare.md --charts png
 
 clean:
