@@ -93,7 +93,10 @@ verbose_option = click.option(
     "-v",
     "--verbose",
     count=True,
-    help="-v: say each command run on a host (redacted); -vv: also its exit status and time.",
+    help=(
+        "-v: say each command run on a host, whole (redacted; a long script by its first"
+        " lines); -vv: also its exit status and time; -vvv: every script whole."
+    ),
 )
 quiet_option = click.option(
     "-q", "--quiet", is_flag=True, help="Say only what went wrong, and the report's path."
