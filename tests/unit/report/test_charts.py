@@ -136,8 +136,12 @@ def test_the_timeline_figure_draws_each_host_s_cpu_and_memory(plt: Any) -> None:
     assert memory_axes.get_ylabel() == "memory available (GiB)"
     assert cpu_axes.get_ylabel() == "CPU busy, all cores (%)"
     nas = test["resources"]["nas"]["series"]
-    (line, _) = memory_axes.get_lines()
+    (line, other) = memory_axes.get_lines()
     assert list(line.get_xdata()) == nas["t_s"]
+    # the lab's two hosts share one machine's memory: both lines must show where they coincide
+    assert list(line.get_ydata()) == pytest.approx(list(other.get_ydata()), rel=1e-3)
+    assert line.get_linewidth() > other.get_linewidth()
+    assert (line.get_linestyle(), other.get_linestyle()) == ("-", "--")
     assert list(line.get_ydata()) == pytest.approx([v / 2**30 for v in nas["mem_available_bytes"]])
     (cpu_line, _) = cpu_axes.get_lines()
     assert list(cpu_line.get_ydata()) == pytest.approx(nas["cpu_busy_percent"])
