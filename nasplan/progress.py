@@ -210,7 +210,8 @@ class LiveProgress:
             if test_id in self._rates:
                 status = f"{status}, {self._rates[test_id]}"
             running.append((f"test {test_id}", status, "bold"))
-        room = max(0, self.console.size.height - 2 - len(running))  # the overall line, the cursor
+        # the overall line, the cursor, and the line said after the view (the report's path)
+        room = max(0, self.console.size.height - 3 - len(running))
         hosts = [(f"host {n}", s, style_of(s)) for n, s in self._hosts.items()]
         if len(hosts) > room // 2:  # many hosts: one line for those that are fine
             fine = [h for h in hosts if not h[2]]
@@ -250,7 +251,7 @@ class LiveProgress:
                     completed=len(self._done),
                     total=max(place.cells, len(self._done)),
                     noun=place.noun,
-                    left=left if left.endswith("left") else "",
+                    left=left if left.endswith("left") and len(self._done) < place.cells else "",
                 )
             done = self._repetitions_done
             self._bar.update(
