@@ -8,14 +8,14 @@ LAB ?= plans/examples/lab.yaml
 PLAN ?= plans/examples/nas-upgrade.yaml
 # What the demo lab needs, then what the whole test suite's labs add (Samba, NFS, fio, busybox;
 # nftables: packet loss on a lab host's link, where the kernel has no netem; chromium and npm:
-# the Mermaid render test, scripts/ensure-mermaid.sh; npm only when no npm is there:
+# the Mermaid render test, scripts/ensure-mermaid.sh; tmux: the live view's test; npm only when no npm is there:
 # NodeSource's nodejs carries its own and conflicts with Debian's).
 APT_PACKAGES := iperf3 openssh-server openssh-client iproute2 ethtool iputils-ping procps util-linux sudo openssl
-TEST_APT_PACKAGES := $(APT_PACKAGES) iputils-tracepath samba smbclient rsync fio busybox libnfs-utils nfs-ganesha nfs-ganesha-vfs tgt libiscsi-bin chromium nftables \
+TEST_APT_PACKAGES := $(APT_PACKAGES) iputils-tracepath samba smbclient rsync fio busybox libnfs-utils nfs-ganesha nfs-ganesha-vfs tgt libiscsi-bin chromium nftables tmux \
   nbdkit libnbd-bin fuse3 btrfs-progs xfsprogs \
   $(if $(shell command -v npm),,npm)
 
-.PHONY: setup test-setup system-deps test-system-deps venv lint test unit demo demo-down bench clean
+.PHONY: setup test-setup system-deps test-system-deps venv lint test unit demo demo-down bench examples clean
 
 setup: system-deps venv
 
@@ -71,6 +71,16 @@ bench: test-setup
 	$(BIN)/python bench/adaptive_matrix.py
 	$(BIN)/python bench/profile_apply.py
 	$(BIN)/python bench/estimate_accuracy.py
+
+# docs/examples/ (linked from the README) drawn again from their kept run.json files, no lab:
+# after any change to the report or the comparison. tests/unit/report/test_examples.py fails when
+# they are stale (it runs these same commands into a scratch copy).
+EXAMPLES := docs/examples
+examples: venv
+	$(BIN)/nasplan report $(EXAMPLES)/ts253d-10g --charts png
+	$(BIN)/nasplan report $(EXAMPLES)/ts253d-matrix
+	$(BIN)/nasplan compare $(EXAMPLES)/compare-runs/p2p10-2g5 $(EXAMPLES)/compare-runs/p2p10-10g \
+	  --label p2p10=2.5G --label p2p10=10G --out $(EXAMPLES)/compare.md --charts png
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info

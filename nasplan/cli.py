@@ -115,7 +115,10 @@ verbose_option = click.option(
     "-v",
     "--verbose",
     count=True,
-    help="-v: say each command run on a host (redacted); -vv: also its exit status and time.",
+    help=(
+        "-v: say each command run on a host, whole (redacted; a long script by its first"
+        " lines); -vv: also its exit status and time; -vvv: every script whole."
+    ),
 )
 quiet_option = click.option(
     "-q", "--quiet", is_flag=True, help="Say only what went wrong, and the report's path."
@@ -235,7 +238,7 @@ def validate(
 ) -> None:
     """Validate PLAN_FILE and its inventory; print ok, or each problem as FILE:LINE:COL.
 
-    A plan whose inventory ``nasplan lab up`` writes is checked before the lab is up, against
+    A plan whose inventory "nasplan lab up" writes is checked before the lab is up, against
     the inventory its lab file will give (a warning says so). Exit codes: 0 valid, 2 not.
     """
     from nasplan.errors import InputError

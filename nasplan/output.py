@@ -259,6 +259,20 @@ _MAC = re.compile(
 )
 _IPV6 = re.compile(r"(?<![\w:.])([0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7})(?![\w:])")
 _PROC_ROUTE_HEX = re.compile(r"(?m)^(\S+\t)([0-9A-F]{8})(\t)([0-9A-F]{8})(?=\t)")
+# What identifies a machine beside its addresses: UUIDs (the kernel's boot_id, filesystem and
+# device-mapper UUIDs), host key fingerprints, disks' by-id names (model_SERIAL, WWNs) and
+# values named serial.
+_UUID = re.compile(
+    r"(?<![0-9A-Fa-f-])[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}(?![0-9A-Fa-f-])"
+)
+_FINGERPRINT = re.compile(
+    r"\b(SHA256|SHA1|MD5):([A-Za-z0-9+/=]{16,}|(?:[0-9a-f]{2}:){15}[0-9a-f]{2})"
+)
+_DISK_ID = re.compile(
+    r"\b(?:(ata|nvme|scsi|sata|usb|mmc)-([^\s/\"',]*_[^\s/\"',]*?)|wwn-(0x[0-9A-Fa-f]+))"
+    r"(?=-part\d|[\s/\"',]|$)"
+)
+_SERIAL = re.compile(r"(?i)\b(serial(?:[ _-]?(?:number|no))?\s*[:=]\s*)([^\s,;\"']+)")
 # A secret a command may print on a line of its own (`password=...`, `token: ...`).
 _SECRET_LINE = re.compile(
     r"(?im)\b((?:password|passwd|secret|token|api[_-]?key|private[_-]?key)\w*\s*[=:]\s*)(\S+)"
@@ -279,18 +293,44 @@ class AddressMask:
     placeholder, in every file given to one mask), keeping what parsers compute on: an IPv4
     address keeps its last octet and its first three map to one 10.x.y network (so a /24 and
     its addresses stay together), link-local IPv6 stays link-local (fe80::N), others become
-    2001:db8::N, MACs 02:00:00:00:xx:yy; loopback, netmasks, multicast and 0.0.0.0 stay."""
+    2001:db8::N, MACs 02:00:00:00:xx:yy; loopback, netmasks, multicast and 0.0.0.0 stay.
+    What else identifies a machine is masked the same way: UUIDs (the boot_id: hosts that share
+    one still do) become 00000000-0000-0000-0000-00000000000N, host key fingerprints
+    SHA256:maskedN, disks' by-id names ata-diskN (WWNs wwn-0xN), a value named serial
+    maskedN."""
 
     networks: dict[str, str] = field(default_factory=dict)
     ipv6: dict[str, str] = field(default_factory=dict)
     macs: dict[str, str] = field(default_factory=dict)
+    identifiers: dict[str, str] = field(default_factory=dict)
 
     def text(self, text: str) -> str:
-        """``text`` with every address masked (``/proc/net/route``'s hex addresses too)."""
+        """``text`` with every address and identifier masked (``/proc/net/route``'s hex
+        addresses too)."""
+        text = _UUID.sub(lambda m: self._identifier(m.group(0).lower(), "uuid"), text)
+        text = _FINGERPRINT.sub(
+            lambda m: f"{m.group(1)}:{self._identifier(m.group(0), 'masked')}", text
+        )
+        text = _DISK_ID.sub(self._disk, text)
+        text = _SERIAL.sub(lambda m: m.group(1) + self._identifier(m.group(2), "masked"), text)
         text = _PROC_ROUTE_HEX.sub(self._hex_route, text)
         text = _MAC.sub(self._mac, text)
         text = _IPV6.sub(self._v6, text)
         return _IPV4.sub(lambda m: self.v4(m.group(1)), text)
+
+    def _identifier(self, value: str, form: str) -> str:
+        """The placeholder of ``value``: the same value, the same placeholder."""
+        if value not in self.identifiers:
+            index = len(self.identifiers) + 1
+            self.identifiers[value] = (
+                f"00000000-0000-0000-0000-{index:012d}" if form == "uuid" else f"{form}{index}"
+            )
+        return self.identifiers[value]
+
+    def _disk(self, match: re.Match[str]) -> str:
+        if match.group(3):
+            return "wwn-0x" + self._identifier(match.group(0), "")
+        return f"{match.group(1)}-" + self._identifier(match.group(0), "disk")
 
     def v4(self, address: str) -> str:
         octets = address.split(".")

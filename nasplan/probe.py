@@ -270,7 +270,13 @@ def readme_stub(
         f"- version: {version}; kernel {facts.get('kernel_name')} {facts.get('kernel')}",
         f"- probed: {stamp}, nasplan {__version__}, probe format {PROBE_FORMAT}",
         f"- host key: {host_key or 'not recorded'} (its fingerprint only)",
-        "- addresses: " + ("masked (10.x.y.z, 2001:db8::, 02:00:00:...)" if masked else "as seen"),
+        "- addresses and identifiers: "
+        + (
+            "masked (10.x.y.z, 2001:db8::, 02:00:00:...; boot id, UUIDs, host key fingerprint, "
+            "disk ids and serials)"
+            if masked
+            else "as seen"
+        ),
         "",
         "Raw outputs of read-only commands, laid out as `tests/fixtures/`; `commands.json` names "
         "each file's command, exit status and standard error; `derived.json` is what nasplan "

@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING, Protocol, TextIO
 from nasplan.units import format_bits_per_second
 
 if TYPE_CHECKING:  # rich is imported only for a terminal: plain runs skip its import time
-    from rich.console import Console
-    from rich.table import Table
+    from rich.console import Console, Group
 
 
 @dataclass(frozen=True)
@@ -147,46 +146,124 @@ class PlainProgress:
         pass
 
 
+def style_of(status: str) -> str:
+    """The colour a status is shown in on a terminal: ``green`` ok, ``yellow`` ok with a
+    warning (a caveat's ``⚠``) or skipped, ``red`` failed (or a host ``[lost]``), "" else.
+    NO_COLOR and a log stay plain: rich drops colours under NO_COLOR, PlainProgress has none."""
+    word = status.split(" ", 1)[0]
+    if word.startswith("[") or word in ("failed", "error", "interrupted", "lost"):
+        return "red"
+    if word == "skipped" or "⚠" in status or word.startswith("warning"):
+        return "yellow"
+    return "green" if word == "ok" else ""
+
+
 class LiveProgress:
-    """A rich live table: a line per host and per test, with elapsed of total time."""
+    """A rich live view that fits the terminal: one overall line (rich.progress's columns:
+    cells done of the plan's, a bar, repetitions done, the time left nasplan estimates, the
+    time so far), the hosts, the last finished tests, and every running test, never cut (rich
+    would crop a view taller than the terminal from the bottom: the running test first)."""
 
     def __init__(self, console: Console | None = None) -> None:
         from rich.console import Console
         from rich.live import Live
+        from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import Progress as Bar
 
         self.console = console or Console(stderr=True)
         self._hosts: dict[str, str] = {}
         self._tests: dict[str, tuple[str, float, float]] = {}
         self._rates: dict[str, str] = {}  # test -> its running repetition's rate, said
         self._waiting: set[str] = set()  # tests between two parts (an interleaved run)
+        self._done: list[str] = []  # finished tests, in the order they finished
+        self._repetitions_done = 0
         self._place: Place | None = None
         self._lock = threading.Lock()
+        self._bar = Bar(
+            TextColumn("[bold]{task.fields[noun]}s[/] {task.completed:.0f}/{task.total:.0f}"),
+            BarColumn(bar_width=24),
+            TextColumn("{task.fields[repetitions]}"),
+            TextColumn("{task.fields[left]}"),
+            TimeElapsedColumn(),
+            console=self.console,
+            auto_refresh=False,
+        )
+        self._task = self._bar.add_task("run", total=1, noun="test", repetitions="", left="")
         self._live = Live(get_renderable=self._render, console=self.console, refresh_per_second=4)
         self._live.start()
 
-    def _render(self) -> Table:
+    def _lines(self) -> list[tuple[str, str, str]]:
+        """(label, status, style) of every line below the overall one that fits, in order:
+        hosts, the last finished tests, the running ones (all of them), the waiting ones."""
+        now = time.monotonic()
+        running, waiting = [], []
+        for test_id, (status, started, total_s) in self._tests.items():
+            if test_id in self._done:
+                continue
+            if test_id in self._waiting:  # nothing of it runs: no clock, no rate
+                waiting.append((f"test {test_id}", status, "dim"))
+                continue
+            if started and total_s >= 1:
+                status = f"{status}  {now - started:.0f}/{total_s:.0f} s"
+            elif started:
+                status = f"{status}  {now - started:.0f} s"
+            if test_id in self._rates:
+                status = f"{status}, {self._rates[test_id]}"
+            running.append((f"test {test_id}", status, "bold"))
+        # the overall line, the cursor, and the line said after the view (the report's path)
+        room = max(0, self.console.size.height - 3 - len(running))
+        hosts = [(f"host {n}", s, style_of(s)) for n, s in self._hosts.items()]
+        if len(hosts) > room // 2:  # many hosts: one line for those that are fine
+            fine = [h for h in hosts if not h[2]]
+            hosts = [h for h in hosts if h[2]][: max(0, room // 2 - 1)]
+            if fine:
+                names = ", ".join(h[0][5:] for h in fine)
+                hosts.insert(0, (f"{len(fine)} hosts", names, "dim"))
+        hosts = hosts[:room]
+        room -= len(hosts)
+        waiting = waiting[: max(0, room - 1)] if room else []
+        room -= len(waiting)
+        done = [(f"test {t}", self._tests[t][0], style_of(self._tests[t][0])) for t in self._done]
+        if len(done) > room:
+            shown = done[len(done) - room + 1 :] if room > 1 else []
+            hidden = done[: len(done) - len(shown)]
+            bad = sum(1 for d in hidden if d[2] == "red")
+            said = f"{len(hidden)} earlier finished" + (f", {bad} of them failed" if bad else "")
+            done = ([("…", said, "red" if bad else "dim")] if room else []) + shown
+        return [*hosts, *done, *running, *waiting]
+
+    def _render(self) -> Group:
+        from rich.console import Group
         from rich.markup import escape
         from rich.table import Table
 
         # Every text is escaped: rich would take `[unreachable]` or `[in use]` for markup and
         # drop it, and raise MarkupError on a `[/` in a message.
         table = Table.grid(padding=(0, 2))
-        now = time.monotonic()
+        table.add_column(no_wrap=True)  # a line a test: a wrapped one would push others out
+        table.add_column(no_wrap=True, overflow="ellipsis")
         with self._lock:
-            for name, status in self._hosts.items():
-                table.add_row(f"[bold]host[/] {escape(name)}", escape(status))
-            for test_id, (status, started, total_s) in self._tests.items():
-                if test_id in self._waiting:  # nothing of it runs: no clock, no rate
-                    table.add_row(f"[dim]test {escape(test_id)}[/]", escape(status))
-                    continue
-                if started and total_s >= 1:
-                    status = f"{status}  {now - started:.0f}/{total_s:.0f} s"
-                elif started:
-                    status = f"{status}  {now - started:.0f} s"
-                if test_id in self._rates:
-                    status = f"{status}, {self._rates[test_id]}"
-                table.add_row(f"[bold]test[/] {escape(test_id)}", escape(status))
-        return table
+            place = self._place
+            if place is not None:
+                left = place.text().rsplit(", ", 1)[-1] if place.left_s else ""
+                self._bar.update(
+                    self._task,
+                    completed=len(self._done),
+                    total=max(place.cells, len(self._done)),
+                    noun=place.noun,
+                    left=left if left.endswith("left") and len(self._done) < place.cells else "",
+                )
+            done = self._repetitions_done
+            self._bar.update(
+                self._task, repetitions=f"{done} repetition{'s' if done != 1 else ''} done"
+            )
+            for label, status, style in self._lines():
+                head, _, name = label.partition(" ")
+                shown = f"[bold]{escape(head)}[/] {escape(name)}" if name else escape(head)
+                if style == "dim":
+                    shown = f"[dim]{escape(label)}[/]"
+                table.add_row(shown, f"[{style}]{escape(status)}[/]" if style else escape(status))
+        return Group(self._bar.get_renderable(), table)
 
     def host(self, name: str, status: str) -> None:
         with self._lock:
@@ -205,15 +282,19 @@ class LiveProgress:
         direction: str | None = None,
     ) -> None:
         with self._lock:
+            if test_id in self._tests and test_id not in self._waiting:
+                self._repetitions_done += 1  # the test's previous repetition ended
             if test_id in self._waiting:  # its next part begins: its clock starts again
                 self._waiting.discard(test_id)
                 self._tests.pop(test_id, None)
+            if test_id in self._done:  # run again (a resumed part): running, not finished
+                self._done.remove(test_id)
             started = self._tests.get(test_id, ("", 0.0, 0.0))[1] or time.monotonic()
             place = self._place if self._place and self._place.test == test_id else None
             shown = place.repetitions if place else repetitions
             step = step_text(repetition, shown, 0.0, direction)
-            if place is not None and place.text():
-                step, total_s = f"{step} ({place.text()})", 0.0
+            if place is not None and place.cells > 1:  # the overall line says where the run is
+                step, total_s = step + (f" (last {place.last})" if place.last else ""), 0.0
             self._tests[test_id] = (step, started, total_s)
             self._rates.pop(test_id, None)
 
@@ -225,20 +306,29 @@ class LiveProgress:
 
     def waiting(self, test_id: str, summary: str) -> None:
         with self._lock:
+            if test_id in self._tests and test_id not in self._waiting:
+                self._repetitions_done += 1
             self._tests[test_id] = (f"waiting: {summary}", 0.0, 0.0)
             self._rates.pop(test_id, None)
             self._waiting.add(test_id)
 
     def test_done(self, test_id: str, status: str, summary: str) -> None:
         with self._lock:
+            if test_id in self._tests and test_id not in self._waiting:
+                self._repetitions_done += 1
             self._tests[test_id] = (f"{status} {summary}".rstrip(), 0.0, 0.0)
             self._rates.pop(test_id, None)
             self._waiting.discard(test_id)
+            if test_id in self._done:
+                self._done.remove(test_id)
+            self._done.append(test_id)
 
     def message(self, text: str) -> None:
         from rich.markup import escape
 
-        self.console.print(escape(text), highlight=False)
+        word = text.split(" ", 1)[0]
+        style = "red" if word in ("nasplan:", "problem:") else "yellow" if "⚠" in text else ""
+        self.console.print(escape(text), style=style or None, highlight=False)
 
     def close(self) -> None:
         self._live.stop()

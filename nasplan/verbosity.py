@@ -1,5 +1,6 @@
 """How much a command says: ``-q`` (errors and the report path), default, ``-v`` (each remote
-command, redacted, with its host), ``-vv`` (also each command's exit status and duration).
+command whole, redacted, with its host; a long script's first lines), ``-vv`` (also each
+command's exit status and duration), ``-vvv`` (every script whole).
 
 One value, ``Verbosity``, passed explicitly from the command line to whoever prints; the
 commands themselves are seen through ``TracedRunner``, a ``Runner`` around the real one.
@@ -20,14 +21,15 @@ from nasplan.remote.shell import HostShell
 if TYPE_CHECKING:
     from nasplan.input.inventory import Host
 
-QUIET, NORMAL, COMMANDS, TIMINGS = -1, 0, 1, 2
-# A command as logged: one line, at most this many characters (a facts script is pages long).
-MAX_COMMAND_CHARS = 240
+QUIET, NORMAL, COMMANDS, TIMINGS, SCRIPTS = -1, 0, 1, 2, 3
+# A script longer than this is shown by its first lines below -vvv (a facts script is pages
+# long); a command or a shorter script is shown whole, each of its lines on a line of its own.
+SCRIPT_LINES = 12
 
 
 @dataclass(frozen=True)
 class Verbosity:
-    """``level``: QUIET (-q), NORMAL, COMMANDS (-v), TIMINGS (-vv and more)."""
+    """``level``: QUIET (-q), NORMAL, COMMANDS (-v), TIMINGS (-vv), SCRIPTS (-vvv and more)."""
 
     level: int = NORMAL
 
@@ -36,7 +38,7 @@ class Verbosity:
         """``-v`` counted and ``-q``; both at once is a usage error (InputError)."""
         if verbose and quiet:
             raise InputError("-q and -v together: choose one")
-        return cls(QUIET if quiet else min(verbose, TIMINGS))
+        return cls(QUIET if quiet else min(verbose, SCRIPTS))
 
     @property
     def quiet(self) -> bool:
@@ -76,23 +78,26 @@ class Trace:
     say: Callable[[str], None]
     secrets: Sequence[str] = ()
 
-    def one_line(self, command: str) -> str:
-        """The command redacted, on one line (a script's lines joined by a literal ``\\n``,
-        their indentation dropped), cut to MAX_COMMAND_CHARS."""
+    def lines(self, command: str) -> list[str]:
+        """The command redacted, its lines as they are (blank ones dropped); a script longer
+        than SCRIPT_LINES cut to its first ones below -vvv, saying how many more there are."""
         from nasplan.output import redactor_of  # the same masking as every file nasplan writes
 
-        lines = redactor_of(self.secrets).text(command).splitlines()
-        text = "\\n".join(line.strip() for line in lines if line.strip())
-        if len(text) > MAX_COMMAND_CHARS:
-            cut = len(text) - MAX_COMMAND_CHARS
-            text = f"{text[:MAX_COMMAND_CHARS]}... ({cut} more characters)"
-        return text
+        lines = [x.rstrip() for x in redactor_of(self.secrets).text(command).splitlines()]
+        lines = [x for x in lines if x.strip()]
+        if self.level < SCRIPTS and len(lines) > SCRIPT_LINES:
+            more = len(lines) - SCRIPT_LINES
+            lines = [*lines[:SCRIPT_LINES], f"... ({more} more lines of this script: -vvv)"]
+        return lines or [""]
 
     def started(self, command: str) -> str:
-        """``nas: $ iperf3 -s``: said as the command starts (a long one is seen running)."""
-        line = self.one_line(command)
-        self.say(f"{self.host}: $ {line}")
-        return line
+        """``nas: $ iperf3 -s``, a script's further lines under it (``nas:   ...``): said as the
+        command starts (a long one is seen running); its first line returned."""
+        first, *rest = self.lines(command)
+        self.say(f"{self.host}: $ {first}")
+        for line in rest:
+            self.say(f"{self.host}:   {line}")
+        return first
 
     def ended(self, line: str, exited: int | None, started_s: float, what: str = "") -> None:
         """At -vv: ``nas: exit 0 after 0.12 s: iperf3 -s`` (None: the host did not answer)."""

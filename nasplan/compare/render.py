@@ -196,33 +196,38 @@ def _opening(comparison: Mapping[str, Any], tests: list[dict[str, Any]]) -> str:
 
 def _charts(comparison: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One Mermaid chart per quantity (bit rates, byte rates, times): horizontal bars, one per
-    (test row, run), labelled ``TEST · RUN`` so they read at any count, each run's bars in a
-    colour of its own (the title says which)."""
+    (test row, run) that has a median, labelled ``TEST · RUN`` so they read at any count; a
+    test a run lacks has no bar and is named in the caption (mermaid draws a bar series' 0 as
+    a stub and stacks series at one place, so the runs share one series and the labels say
+    which run a bar is)."""
     runs = comparison["runs"]
     short = len(runs) > 3 or any(len(r["title"]) > 16 for r in runs)
     names = [f"run {i + 1}" if short else r["title"] for i, r in enumerate(runs)]
-    groups: dict[str, tuple[list[str], list[list[float | None]]]] = {}
+    groups: dict[str, tuple[list[str], list[float | None], list[str]]] = {}
     for test in comparison["tests"]:
         quantity = quantity_of(test["metric"])
         if quantity is None:
             continue
+        categories, values, absent = groups.setdefault(quantity, ([], [], []))
         for index, side in enumerate(test["runs"]):
             if side is not None and side["median"] is not None:
-                categories, series = groups.setdefault(quantity, ([], [[] for _ in runs]))
                 categories.append(f"{test['label']} · {names[index]}")
-                for run, values in enumerate(series):
-                    values.append(side["median"] if run == index else None)
+                values.append(side["median"])
+            else:
+                said = "not in it" if side is None else f"{side['status']}, no result"
+                absent.append(f"{test['label']} · {names[index]} ({said})")
     found = []
-    for quantity, (categories, series) in groups.items():
-        drawn = [i for i, values in enumerate(series) if any(v is not None for v in values)]
-        said = "; ".join(f"{mermaid.colour_name(i)}: {names[i]}" for i in drawn)
-        block = mermaid.series_chart(
-            f"Median {QUANTITIES[quantity].title} per test and run ({said})",
+    for quantity, (categories, values, absent) in groups.items():
+        caption = "A bar per test and run (TEST · RUN)."
+        if absent:
+            caption += " No bar: " + "; ".join(absent) + "."
+        block = mermaid.quantity_chart(
+            f"Median {QUANTITIES[quantity].title} per test and run",
             quantity,
             categories,
-            [series[i] for i in drawn],
-            drawn,  # a run keeps its colour in every chart
+            values,
             horizontal=True,
+            caption=caption,
         )
         if block:
             found.append({"quantity": quantity, "block": block})

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, NoReturn, TypeVar
 
+from nasplan.measure.commands import command
 from nasplan.measure.sampler import NO_RIDE, Ride
 from nasplan.measure.tools import iperf3, iperf3_multi, iperf3_server, iperf3_server_windows
 from nasplan.measure.tools.iperf3 import Iperf3Error, Iperf3Params, excerpt
@@ -244,7 +245,8 @@ def _run_client(job: _Job, around: Around) -> tuple[str, dict[str, Any]]:
         result = client.run_script(script, timeout_s=timeout_s)
         around.client_ended(result.stdout)
         stdout = iperf3_server.client_said(result.stdout) if ride != NO_RIDE else result.stdout
-    return stdout, iperf3.parse_client(stdout, result.stderr, client.name)
+    parsed = iperf3.parse_client(stdout, result.stderr, client.name)
+    return stdout, {**parsed, "commands": [command(client.name, job.argv)]}
 
 
 def _stop_server(
@@ -327,6 +329,7 @@ def _attempt_processes(job: _Processes, token: str, around: Around) -> tuple[str
         script = iperf3_multi.client_script(list(job.argvs), ports)
         raw = job.client.run_script(script, timeout_s=timeout_s).stdout
         parsed = iperf3_multi.parse(raw, ports)
+        parsed["commands"] = [command(job.client.name, argv) for argv in job.argvs]
         around.after_result()
         return raw, parsed
     finally:

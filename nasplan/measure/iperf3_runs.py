@@ -267,6 +267,7 @@ def _repetition(job: _Job, ctx: RunContext, index: int, around: Around) -> dict[
             rep["raw_file"] = ctx.save_raw(raw_name, exc.raw)
         return rep
     rep.update(iperf3.repetition_fields(parsed))
+    rep["commands"] = parsed["commands"]
     rep["interval_bits_per_second"] = [row["bits_per_second"] for row in parsed["intervals"]]
     if job.params.bidir:  # --bidir: the server -> client direction, received by the client
         rep["reverse_bits_per_second"] = parsed.get("reverse_bits_per_second")

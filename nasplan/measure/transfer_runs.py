@@ -16,6 +16,7 @@ from typing import Any
 from nasplan.hosts.session import HostSession
 from nasplan.input.plan import PlanTest
 from nasplan.measure import nas_cache, timeline, together
+from nasplan.measure.commands import command
 from nasplan.measure.kind import RunContext
 from nasplan.measure.methods.base import SETUP_TIMEOUT_S, SLOWEST_BYTES_PER_SECOND, Transfer
 from nasplan.measure.record import warn
@@ -89,6 +90,10 @@ def repetition(
         result = client.run_script(script, stdin=smb_password(xfer), timeout_s=xfer.timeout_s)
     else:
         argv, before = xfer.command(way, local_dir, address)
+        rep["commands"] = [
+            *(command(client.name, untimed, timed=False) for untimed in before),
+            command(client.name, argv),
+        ]
         result = client.run_script(transfer.timed_script(argv, before), timeout_s=xfer.timeout_s)
     raw = result.stdout + result.stderr
     try:

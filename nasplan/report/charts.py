@@ -80,6 +80,9 @@ def _range(summary: Mapping[str, Any] | None) -> tuple[float, float] | None:
     return float(low), float(high)
 
 
+NOT_IN_RUN = "not in this run"
+
+
 def _mark(status: Any, median: Any) -> str | None:
     """Why a bar is missing: the test's status when it did not end ok, ``no result`` else."""
     if median is not None:
@@ -195,8 +198,8 @@ def compare_charts(comparison: Mapping[str, Any]) -> list[Chart]:
         chart.groups.append(str(test["label"]))
         for index, (median, side) in enumerate(zip(medians, test["runs"], strict=True)):
             theoretical = side.get("theoretical_bits_per_second") if side else None
-            # a run without this test has no mark: nothing was asked of it
-            mark = _mark(side.get("status"), median) if side else None
+            # a run without this test: an empty slot marked, not read as a bar too short to see
+            mark = _mark(side.get("status"), median) if side else NOT_IN_RUN
             named = str((side or {}).get("limit_name") or TCP_MAXIMUM)
             chart.add(index, median, _limit(theoretical, quantity), side, mark, named)
     return list(charts.values())

@@ -1,5 +1,12 @@
 """Mermaid blocks GitHub and GitLab render: ``xychart-beta`` bar charts (per second too, where
-a step without a measurement is a gap), a topology ``flowchart``.
+a step without a measurement is a band of its own colour, never a bar at 0), a topology
+``flowchart``.
+
+Mermaid's xychart draws every bar from the plot's edge, not from the axis' zero, so a value
+of 0 is a visible stub; bar series at one category stand at the same place (the later drawn
+over the earlier); a title longer than the chart is cut. So each chart here has one data bar
+series (a value a bar, nothing drawn for a value never measured), a short title, and its
+legend as a Markdown line under the block (``block``'s ``caption``), which no width cuts.
 
 Also a validator for exactly the subset emitted here (tests use it; no mermaid CLI needed).
 """
@@ -26,6 +33,9 @@ _NUMBER = r"-?\d+(?:\.\d+)?"
 DATA_COLOURS = ("#3b82f6", "#ea580c", "#a855f7", "#0d9488", "#65a30d")
 DATA_NAMES = ("blue", "orange", "purple", "teal", "green")
 LIMIT_COLOUR, LIMIT_NAME = "#888888", "grey"
+# A step where nothing was measured: a full-height band of its own colour, drawn over the data
+# series (whose bar there is mermaid's stub of 0), so it never reads as a stall at 0.
+GAP_COLOUR, GAP_NAME = "#9b8579", "brown"
 _HEX = r"#[0-9a-f]{6}"
 _INIT = re.compile(
     rf'^%%\{{init: \{{"themeVariables": \{{"xyChart": \{{"plotColorPalette": '
@@ -69,12 +79,14 @@ def palette(colours: Sequence[str]) -> str:
     return f'%%{{init: {{"themeVariables": {{"xyChart": {{"plotColorPalette": "{shown}"}}}}}}}}%%'
 
 
-def block(body: list[str], colours: Sequence[str] = ()) -> str:
+def block(body: list[str], colours: Sequence[str] = (), caption: str | None = None) -> str:
     """A fenced ```` ```mermaid ```` block around ``body`` lines (indented by four spaces),
-    led by the palette directive when ``colours`` are given (one per series, in order)."""
+    led by the palette directive when ``colours`` are given (one per series, in order), and
+    followed by ``caption`` (what the colours mean) as an italic line of its own."""
     head = [palette(colours)] if colours else []
     lines = [*head, body[0], *(f"    {line}" for line in body[1:])]
-    return "\n".join([f"{FENCE}mermaid", *lines, FENCE])
+    fenced = "\n".join([f"{FENCE}mermaid", *lines, FENCE])
+    return f"{fenced}\n\n*{caption}*" if caption else fenced
 
 
 def bar_chart(
@@ -96,16 +108,22 @@ def quantity_chart(
     limits: Sequence[float | None] | None = None,
     *,
     horizontal: bool = False,
+    caption: str | None = None,
 ) -> str | None:
     """An ``xychart-beta`` of one quantity (``bits``, ``bytes``, ``ms``) in its unit.
 
     ``limits`` (a per-category ceiling such as the TCP maximum) are bars drawn first, so each
     shows behind its own category's bar (mermaid draws bar series at the same place), in grey,
-    the values in blue (the title should say so: ``legend``); a missing limit is 0.
+    the values in blue (``caption`` should say so: ``legend``); a missing limit is 0.
     ``horizontal`` puts the categories on the vertical axis, where long labels read at any count.
-    Missing values are drawn as 0. None when there is nothing to draw.
+    A category without a value is left out (mermaid would draw its 0 as a stub). None when
+    there is nothing to draw.
     """
-    if not categories or all(v is None for v in values):
+    kept = [i for i, v in enumerate(values) if v is not None]
+    categories = [categories[i] for i in kept]
+    values = [values[i] for i in kept]
+    limits = [limits[i] for i in kept] if limits else None
+    if not categories:
         return None
     ceiling = list(limits or [])
     if all(v is None for v in ceiling):
@@ -124,83 +142,54 @@ def quantity_chart(
         body.append("bar [" + ", ".join(_number(v) for v in behind) + "]")
     body.append("bar [" + ", ".join(_number(v) for v in bars) + "]")
     colours = [LIMIT_COLOUR, DATA_COLOURS[0]] if behind else [DATA_COLOURS[0]]
-    return block(body, colours)
+    return block(body, colours, caption)
 
 
-def series_chart(
-    title: str,
-    quantity: str,
-    categories: Sequence[str],
-    series: Sequence[Sequence[float | None]],
-    colours: Sequence[int],
-    *,
-    horizontal: bool = False,
-) -> str | None:
-    """An ``xychart-beta`` of one quantity with a bar series each (one per run of a
-    comparison), series i in colour ``colours[i]`` (an index into DATA_COLOURS, again from the
-    first after the last: ``colour_name``): a series' None is no bar, so a category that belongs
-    to one series shows its colour alone. None when there is nothing to draw."""
-    if not categories or all(v is None for one in series for v in one):
-        return None
-    unit, factor = QUANTITIES[quantity].unit([v for one in series for v in one])
-    bars = [[(v or 0.0) / factor for v in one] for one in series]
-    body = [
-        "xychart-beta horizontal" if horizontal else "xychart-beta",
-        f'title "{_category(title)}"',
-        "x-axis [" + ", ".join(f'"{_category(c)}"' for c in categories) + "]",
-        f'y-axis "{unit}" 0 --> {_number(_axis_max(max(v for one in bars for v in one)))}',
-    ]
-    body += ["bar [" + ", ".join(_number(v) for v in one) + "]" for one in bars]
-    return block(body, [DATA_COLOURS[i % len(DATA_COLOURS)] for i in colours])
-
-
-def colour_name(index: int) -> str:
-    """The name of series ``index``'s colour in series_chart: ``blue``, ``orange``, ..."""
-    return DATA_NAMES[index % len(DATA_NAMES)]
-
-
-def legend(limit: str | None = None) -> str:
-    """What a chart's colours mean, for its title: ``blue: median; grey, behind: TCP maximum``."""
-    if limit is None:
-        return ""
-    return f" ({DATA_NAMES[0]}: median; {LIMIT_NAME}, behind: {limit})"
+def legend(limit: str) -> str:
+    """What a chart's colours mean, its caption: ``Blue: median; grey, behind: TCP maximum.``"""
+    return f"{DATA_NAMES[0].capitalize()}: median; {LIMIT_NAME}, behind: {limit}."
 
 
 def steps_chart(
     title: str,
     x_label: str,
-    bars: Sequence[Sequence[float | None]],
+    values: Sequence[float | None],
     unit: str,
     top: float,
-    colours: Sequence[str] = (),
+    colour: str = DATA_COLOURS[0],
     *,
-    lines: Sequence[Sequence[float]] = (),
+    lines: Sequence[tuple[Sequence[float], str]] = (),
     x_start: int = 0,
+    caption: str | None = None,
 ) -> str | None:
     """An ``xychart-beta`` over a numeric x-axis ``x_start --> x_start + len - 1``, one point
-    per step: ``bars`` first (a value a bar; None, a step where nothing was measured, no bar:
-    mermaid's lines have no gaps, a missing bar is one), then ``lines`` (whole series, such as
-    a flat limit); values already in ``unit``. Several bar series stand at the same place: the
-    first drawn behind the next. None when nothing to draw. ``colours``: one per series, bars
-    then lines (default: the data colours in order).
+    per step: ``values`` a bar each in ``colour`` (already in ``unit``); a step where nothing
+    was measured (None) a full-height band in GAP_COLOUR drawn over it (mermaid draws a 0 as a
+    stub: the band covers it); then ``lines`` (whole series such as a flat limit, each with its
+    colour). None when nothing was measured.
     """
-    shown = [list(series) for series in bars if series]
-    if not shown or not any(v for series in shown for v in series):
+    if not any(v is not None for v in values):
         return None
-    length = max(len(series) for series in [*shown, *lines])
-    drawn = [[float(v or 0.0) for v in s] + [0.0] * (length - len(s)) for s in shown]
-    flat = [[float(v) for v in s] + [0.0] * (length - len(s)) for s in lines]
-    highest = max(v for series in [*drawn, *flat] for v in series)
+    length = max([len(values), *(len(line) for line, _ in lines)])
+    drawn = [float(v or 0.0) for v in values] + [0.0] * (length - len(values))
+    flat = [[float(v) for v in line] + [0.0] * (length - len(line)) for line, _ in lines]
+    highest = max(v for series in [drawn, *flat] for v in series)
+    y_top = axis_max(highest, top)
+    gaps = [v is None for v in values] + [True] * (length - len(values))
     body = [
         "xychart-beta",
         f'title "{_category(title)}"',
         f'x-axis "{_category(x_label)}" {x_start} --> {x_start + max(length - 1, 1)}',
-        f'y-axis "{unit}" 0 --> {_number(axis_max(highest, top))}',
+        f'y-axis "{unit}" 0 --> {_number(y_top)}',
+        "bar [" + ", ".join(_number(v) for v in drawn) + "]",
     ]
-    body += ["bar [" + ", ".join(_number(v) for v in series) + "]" for series in drawn]
+    colours = [colour]
+    if any(gaps):
+        body.append("bar [" + ", ".join(_number(y_top if g else 0.0) for g in gaps) + "]")
+        colours.append(GAP_COLOUR)
     body += ["line [" + ", ".join(_number(v) for v in series) + "]" for series in flat]
-    count = len(drawn) + len(flat)
-    return block(body, list(colours) or list(DATA_COLOURS[:count]))
+    colours += [c for _, c in lines]
+    return block(body, colours, caption)
 
 
 def axis_max(highest: float, at_least: float = 0.0) -> float:

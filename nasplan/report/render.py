@@ -23,6 +23,7 @@ from nasplan.facts import storage, volumes
 from nasplan.measure import kinds
 from nasplan.output import redactor_of, secrets_from_environ, write_text
 from nasplan.quantities import BITS, BYTES
+from nasplan.report import commands as report_commands
 from nasplan.report import headline, mermaid, pivot, timeline
 from nasplan.report.in_force import network_rows, run_in_force
 from nasplan.results import REPORT_FILE, counts_text, load_run
@@ -461,12 +462,12 @@ def _charts(run: Mapping[str, Any]) -> list[str]:
                 byte_rates.append((name, series.summary["median"]))
     charts = [
         mermaid.quantity_chart(
-            "Median throughput per test"
-            + mermaid.legend(" or ".join(limits) if limits else "its path's maximum"),
+            "Median throughput per test",
             BITS.name,
             [b[0] for b in bits],
             [b[1] for b in bits],
             [b[2] for b in bits],
+            caption=mermaid.legend(" or ".join(limits)) if limits else None,
         ),
         mermaid.quantity_chart(
             "Median file transfer and disk rate per test and direction",
@@ -567,6 +568,7 @@ def build_view(
         "network_rows": network_rows(run),
         "chart_files": [f for f in chart_files if not timeline.is_timeline_file(f)],
         "timelines": timeline.views(run, chart_files),
+        "commands": report_commands.views(run),
         # run.json's own diagnosis; a run written before it had one is diagnosed here
         "diagnosis": run["diagnosis"] if "diagnosis" in run else diagnose(run),
         "order_text": _order_text(run),

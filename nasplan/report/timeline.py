@@ -1,5 +1,5 @@
-"""Per-second timelines in the report: a Mermaid chart per test (a bar a second, none where
-nothing was measured) and the rate falls.
+"""Per-second timelines in the report: a Mermaid chart per test (a bar a second, a band of its
+own colour where nothing was measured, never a bar at 0) and the rate falls.
 
 Pure functions of run.json's ``tests[].timeline`` (and ``resources.<host>.series`` for the
 optional matplotlib figure in timeline_charts.py).
@@ -88,17 +88,22 @@ def mermaid_chart(test: Mapping[str, Any]) -> str | None:
     title = f"{test['id']}: rate per second"
     if step > 1:
         title = f"{test['id']}: rate, {step} s averages"
-    colours = [mermaid.DATA_COLOURS[0]]
-    flat: list[list[float]] = []
-    said = ["no bar: nothing measured"]
+    flat: list[tuple[list[float], str]] = []
+    said = [f"{mermaid.DATA_NAMES[0].capitalize()} bars: rate"]
     if limit:
-        flat.append([limit[0] / factor] * len(values))
-        colours.append(mermaid.LIMIT_COLOUR)
-        said[:0] = [f"{mermaid.DATA_NAMES[0]}: rate", f"{mermaid.LIMIT_NAME} line: {limit[1]}"]
-    title += f" ({'; '.join(said)})"
+        flat.append(([limit[0] / factor] * len(values), mermaid.LIMIT_COLOUR))
+        said.append(f"{mermaid.LIMIT_NAME} line: {limit[1]}")
+    if any(v is None for v in values):
+        said.append(f"{mermaid.GAP_NAME} band: nothing measured then")
     top = max([v for v in values if v is not None] + [maximum / factor if maximum else 0.0])
     return mermaid.steps_chart(
-        title, "seconds since the test started", [values], unit, top, colours, lines=flat
+        title,
+        "seconds since the test started",
+        values,
+        unit,
+        top,
+        lines=flat,
+        caption="; ".join(said) + ".",
     )
 
 
@@ -114,49 +119,56 @@ def _host_grids(test: Mapping[str, Any], key: str) -> dict[str, list[float | Non
     return grids
 
 
-def _hosts_chart(
+def _hosts_charts(
     test: Mapping[str, Any], key: str, what: str, unit: str, scale: float, top: float = 0.0
-) -> str | None:
-    """A bar a second per host (at most as many as there are data colours, the highest drawn
-    first, behind) of one sampled quantity, from the first point sampled (the sampler's first
-    point is a second after its start); no bar where nothing was sampled (between a test's
-    parts)."""
+) -> list[str]:
+    """A chart per host of one sampled quantity, a bar a second (two hosts' bars at one second
+    would hide each other), each host in its own colour on one x-axis and y-axis for all, from
+    the first point any host sampled (the sampler's first point is a second after its start);
+    a band where nothing was sampled (between a test's parts)."""
     grids = _host_grids(test, key)
-    hosts = list(grids)[: len(mermaid.DATA_COLOURS)]
+    hosts = list(grids)
     if not hosts:
-        return None
+        return []
     length = max(len(grids[h]) for h in hosts)
     step = max(1, math.ceil(length / MAX_CHART_POINTS))
     bars = {h: [None if v is None else v / scale for v in _buckets(grids[h], step)] for h in hosts}
     first = min(next(i for i, v in enumerate(bars[h]) if v is not None) for h in hosts)
-    colour = {h: mermaid.DATA_COLOURS[i] for i, h in enumerate(hosts)}  # a host keeps its own
-    names = "; ".join(f"{mermaid.DATA_NAMES[i]}: {h}" for i, h in enumerate(hosts))
-    hosts.sort(key=lambda h: -max(v for v in bars[h] if v is not None))  # the tallest behind
-    series = [bars[h][first:] for h in hosts]
+    width = max(len(bars[h]) for h in hosts)
     every = "per second" if step == 1 else f"{step} s averages"
     x_label = "seconds since sampling started" if step == 1 else f"{step} s steps since then"
-    highest = max([v for line in series for v in line if v is not None] + [top])
-    return mermaid.steps_chart(
-        f"{test['id']}: {what}, {every} ({names}; no bar: nothing sampled)",
-        x_label,
-        series,
-        unit,
-        highest,
-        [colour[h] for h in hosts],
-        x_start=first,
-    )
+    highest = max([v for h in hosts for v in bars[h] if v is not None] + [top])
+    charts = []
+    for index, host in enumerate(hosts):
+        values = bars[host][first:] + [None] * (width - len(bars[host]))
+        colour = mermaid.DATA_COLOURS[index % len(mermaid.DATA_COLOURS)]
+        said = f"{mermaid.DATA_NAMES[index % len(mermaid.DATA_NAMES)].capitalize()} bars: {host}"
+        if any(v is None for v in values):
+            said += f"; {mermaid.GAP_NAME} band: nothing sampled then"
+        chart = mermaid.steps_chart(
+            f"{test['id']}: {what} on {host}, {every}",
+            x_label,
+            values,
+            unit,
+            highest,
+            colour,
+            x_start=first,
+            caption=said + ".",
+        )
+        if chart:
+            charts.append(chart)
+    return charts
 
 
 def resource_charts(test: Mapping[str, Any]) -> list[str]:
-    """Mermaid line charts of what the resource sampler saw on the test's hosts, like vmstat:
-    CPU busy (all cores, %) and memory available (GiB, 2^30 bytes; MiB under 2 GiB)."""
+    """Mermaid charts of what the resource sampler saw on the test's hosts, like vmstat, one a
+    host: CPU busy (all cores, %) and memory available (GiB, 2^30 bytes; MiB under 2 GiB)."""
     memory = [v for g in _host_grids(test, "mem_available_bytes").values() for v in g if v]
     unit, scale = ("GiB", 2.0**30) if max(memory or [0]) >= 2 * 2**30 else ("MiB", 2.0**20)
-    charts = [
-        _hosts_chart(test, "cpu_busy_percent", "CPU busy, all cores", "%", 1.0, 100.0),
-        _hosts_chart(test, "mem_available_bytes", "memory available", unit, scale),
+    return [
+        *_hosts_charts(test, "cpu_busy_percent", "CPU busy", "%", 1.0, 100.0),
+        *_hosts_charts(test, "mem_available_bytes", "memory available", unit, scale),
     ]
-    return [c for c in charts if c]
 
 
 def _rate_text(kind: Readout, bits_per_second: float) -> str:

@@ -17,6 +17,9 @@ _FALL_COLOUR = "#c03030"
 FIGURE_SIZE = (8, 8)
 
 
+_HOST_STYLES = (("-", 3.0), ("--", 1.5), (":", 1.5), ("-.", 1.5))
+
+
 def _legend(axes: Any) -> None:
     axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
 
@@ -63,12 +66,17 @@ def _draw_hosts(axes: Any, test: Mapping[str, Any], key: str, scale: float, what
     """Each host's sampled ``key`` (divided by ``scale``) over time; False when none has it."""
     drawn = False
     hosts = sorted((test.get("resources") or {}).items())
-    for colour, (host, resources) in zip(_HOST_COLOURS, hosts, strict=False):
+    for index, (colour, (host, resources)) in enumerate(zip(_HOST_COLOURS, hosts, strict=False)):
         points = (resources or {}).get("series") or {}
         values = points.get(key) or []
         if any(v is not None for v in values):
             shown = [None if v is None else v / scale for v in values]
-            axes.plot(points["t_s"], shown, color=colour, linewidth=1, label=f"{host}")
+            # hosts on one machine (a lab) sample the same values: a wide solid line under
+            # narrower dashed ones, so a line on top of another still shows both
+            style, width = _HOST_STYLES[index % len(_HOST_STYLES)]
+            axes.plot(
+                points["t_s"], shown, color=colour, linestyle=style, linewidth=width, label=host
+            )
             drawn = True
     axes.set_ylabel(what)
     if drawn:

@@ -348,13 +348,17 @@ def _header(
     """run.json's keys in their order, as a run that has not done anything yet (a resumed run:
     its first start, the order it ran so far, when it was resumed)."""
     before = previous.run if previous is not None else {}
+    files = [str(p.resolve()) for p in plan.inventory.sources]
+    # --resume reads the run's own inventories again by their absolute paths: the report names
+    # the inventory as it was first given (its bare file name would say `inventory.yaml`)
+    same = before.get("inventory_files") == files and before.get("inventory_file")
     header = {
         "schema_version": 1,
         "nasplan_version": __version__,
         "run_id": run_dir.name,
         "plan_file": str(plan.path),
-        "inventory_file": str(plan.inventory.path),
-        "inventory_files": [str(p.resolve()) for p in plan.inventory.sources],
+        "inventory_file": str(before["inventory_file"] if same else plan.inventory.path),
+        "inventory_files": files,
         "inventory_reader": plan.inventory.reader,
         **({"login": dict(plan.inventory.login)} if plan.inventory.login else {}),
         "plan": dict(plan.resolved),

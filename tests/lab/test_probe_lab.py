@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -132,3 +133,9 @@ def test_masked_probe_holds_no_lab_address(probe_lab: LabState, tmp_path: Path) 
     assert rederive(out) == derived
     lan = [a for nic in derived["facts"]["interfaces"] for a in nic["addresses"]]
     assert any(a.startswith("10.") for a in lan), lan
+    # what identifies the machine: the kernel's boot id (lab hosts share this machine's) and
+    # the host key's fingerprint, masked as the addresses are
+    boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    assert boot_id not in written and derived["facts"]["boot_id"].startswith("00000000-")
+    assert re.search(r"SHA256:(?!masked)[A-Za-z0-9+/]{20,}", written) is None
+    assert "SHA256:masked" in (out / "README.md").read_text()

@@ -106,8 +106,8 @@ def test_timelines_of_a_real_run(
     assert tests["fio"]["status"] == "ok" and tests["fio"]["timeline"] is None
     assert list(shared_dir.glob("nasplan-fio-*")) == []
 
-    # The report draws each timeline as a valid Mermaid chart, a bar a second (none where
-    # nothing was measured), with the TCP maximum as a line.
+    # The report draws each timeline as a valid Mermaid chart, a bar a second (a band of its
+    # own colour where nothing was measured, never a bar at 0), with the TCP maximum as a line.
     report = (run_dir / "report.md").read_text()
     assert "## Rate over time" in report
     assert "### net (iperf3), per second" in report and "### smb (transfer), per second" in report
@@ -116,7 +116,9 @@ def test_timelines_of_a_real_run(
     net_chart = next(b for b in charts if '"net: ' in b)
     bars = [line.strip() for line in net_chart.splitlines() if line.strip().startswith("bar")]
     lines = [line.strip() for line in net_chart.splitlines() if line.strip().startswith("line")]
-    assert (len(bars), len(lines)) == (1, 1)  # the rate, and the TCP maximum
+    # the rate, the band over second 0 (iperf3's intervals start at 1), the TCP maximum
+    assert (len(bars), len(lines)) == (2, 1)
+    assert mermaid.colours(net_chart)[1] == mermaid.GAP_COLOUR
     flat = {float(v) for v in lines[0][len("line [") : -1].split(", ")}
     assert flat == {round(theoretical / 1e6, 2)}
 

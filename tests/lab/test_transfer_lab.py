@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,17 @@ def test_transfers_for_real(
     report = (tmp_path / "run" / "report.md").read_text()
     assert "## File transfers" in report and "MiB/s" in report
     assert "| network-bound |" in report and "## What limits the transfers" in report
+
+    # Each repetition kept the commands it ran on the client (the password in none: smbclient
+    # reads it from an auth file made from stdin), listed whole in the report.
+    for test_id, tool in (("smb", "smbclient"), ("rsync", "rsync"), ("copy", "dd")):
+        for rep in tests[test_id]["repetitions"]:
+            timed = [c for c in rep["commands"] if c.get("timed", True)]
+            assert [(c["host"], Path(c["argv"][0]).name) for c in timed] == [("ws", tool)], rep
+    read = next(r for r in smb_reps if r["direction"] == "read")
+    assert "-A" in read["commands"][-1]["argv"] and read["commands"][0]["timed"] is False
+    assert "## Commands" in report
+    assert "ws: " + shlex.join(read["commands"][-1]["argv"]) + "\n" in report
 
 
 def test_transfer_failure_still_cleans_up_and_names_the_cause(

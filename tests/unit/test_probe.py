@@ -84,6 +84,9 @@ def test_the_checker_sees_a_command_that_changes_a_host() -> None:
         assert CHANGES.search(text), text
 
 
+PRINT = "SHA256:NYYOB6fjxOcw3jQHqUqmWeu1sP9rBavpzrMURdga1nc"
+
+
 @pytest.mark.parametrize("masked", [False, True])
 def test_written_directory_parses_back_to_what_was_derived(
     fake_runner: Callable[[str], Any], tmp_path: Path, masked: bool
@@ -92,7 +95,7 @@ def test_written_directory_parses_back_to_what_was_derived(
     live = derive(answers)
     out = tmp_path / "probe"
     mask = AddressMask() if masked else None
-    write(out, "nas", answers, redactor_of([SECRET]), host_key="ssh-ed25519 SHA256:abc", mask=mask)
+    write(out, "nas", answers, redactor_of([SECRET]), host_key=f"ssh-ed25519 {PRINT}", mask=mask)
     derived = json.loads((out / "derived.json").read_text(encoding="utf-8"))
     assert rederive(out) == derived
     states = derived["states"]
@@ -101,7 +104,8 @@ def test_written_directory_parses_back_to_what_was_derived(
     text = "\n".join(p.read_text(encoding="utf-8") for p in out.rglob("*") if p.is_file())
     assert SECRET not in text and REDACTED in text
     readme = (out / "README.md").read_text(encoding="utf-8")
-    assert "SHA256:abc" in readme and "platform (as nasplan detected it): debian" in readme
+    assert "platform (as nasplan detected it): debian" in readme
+    assert (PRINT in readme) != masked
     if masked:
         assert "198.19.33" not in text and "b2:f9:51" not in text.lower()
         assert states["ip-json"]["eth1"]["addresses"][0].startswith("10.")
@@ -164,3 +168,23 @@ def test_probe_exit_codes(tmp_path: Path) -> None:
     down = cli.invoke(main, ["probe", "nas", "-i", str(inventory), "--out", str(tmp_path / "o")])
     assert down.exit_code == 3 and "cannot connect" in down.output
     assert not (tmp_path / "o").exists()
+
+
+def test_masking_covers_what_identifies_a_machine() -> None:
+    """--mask-addresses: the boot id (a lab probe's facts and derived.json), the host key's
+    fingerprint, disks' by-id names and serials; the same value, the same placeholder (hosts
+    sharing a boot id still do)."""
+    kept = Path(__file__).resolve().parents[1] / "fixtures" / "probe" / "lab-debian"
+    boot_id = json.loads((kept / "derived.json").read_text())["facts"]["boot_id"]
+    mask = AddressMask()
+    facts = mask.text((kept / "facts" / "facts.txt").read_text())
+    derived = mask.text((kept / "derived.json").read_text())
+    readme = mask.text((kept / "README.md").read_text())
+    assert boot_id in (kept / "facts" / "facts.txt").read_text()
+    for text in (facts, derived):
+        assert boot_id not in text and "00000000-0000-0000-0000-000000000001" in text
+    assert "SHA256:" in readme and "NYYOB6fjxOcw3jQHqUqmWeu1sP9rBavpzrMURdga1nc" not in readme
+    zpool = "\tata-WDC_WD40EFRX-68N32N0_WD-WCC7K1234567-part1  ONLINE  0 0 0\n"
+    masked = mask.text(zpool + "wwn-0x5000c500a1b2c3d4 SerialNumber : ZA1B2C3 usb-storage")
+    assert "WCC7K1234567" not in masked and "5000c500a1b2c3d4" not in masked
+    assert "ZA1B2C3" not in masked and "-part1  ONLINE" in masked and "usb-storage" in masked

@@ -20,6 +20,7 @@ from nasplan.hosts.session import HostSession
 from nasplan.input.plan import Plan, PlanTest
 from nasplan.measure import probes, sampling, timeline
 from nasplan.measure.capacity import DISK, Capacity
+from nasplan.measure.commands import command
 from nasplan.measure.estimate import Estimate, parts
 from nasplan.measure.kind import Kind, Needs, Probe, Record, RunContext
 from nasplan.measure.pair import check_ready
@@ -225,10 +226,12 @@ def _one(job: _Fio, fio_job: fio.FioParams, name: str) -> tuple[dict[str, Any], 
     assert runner is not None
     rep: dict[str, Any] = {"index": 0, "status": "failed", "error": None, "raw_file": None}
     rep["direction"] = fio_job.rw
+    bw_log_prefix = f"{filename}.bw"
+    # the argv run_job runs (fio_argv is pure: the same arguments give the same argv)
+    argv = fio.fio_argv(job.fio_path, filename, fio_job, bw_log_prefix)
+    rep["commands"] = [command(runner.name, argv)]
     try:
-        raw, parsed = fio.run_job(
-            runner, job.fio_path, filename, fio_job, bw_log_prefix=f"{filename}.bw"
-        )
+        raw, parsed = fio.run_job(runner, job.fio_path, filename, fio_job, bw_log_prefix)
     except fio.FioError as exc:
         rep["error"] = str(exc)
         if exc.raw:

@@ -9,6 +9,7 @@ from typing import Any
 from nasplan.analysis import summarize
 from nasplan.input.plan import Plan, PlanTest
 from nasplan.measure import sampling
+from nasplan.measure.commands import command
 from nasplan.measure.estimate import Estimate
 from nasplan.measure.kind import DASH, Kind, Record, RunContext, target_text
 from nasplan.measure.pair import open_client_tool
@@ -44,6 +45,9 @@ class _Pinger:
         """One ping run's run.json entry, its output saved as ``raw_name``."""
         rep: dict[str, Any] = {"index": index, "status": "failed", "error": None}
         rep["raw_file"] = None
+        # the argv run_ping runs (ping_argv is pure)
+        argv = ping.ping_argv(self.ping_path, self.address, self.params)
+        rep["commands"] = [command(self.runner.name, argv)]
         try:
             raw, parsed = ping.run_ping(self.runner, self.ping_path, self.address, self.params)
         except ping.PingError as exc:

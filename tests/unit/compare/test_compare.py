@@ -294,11 +294,27 @@ def test_compare_markdown_has_a_well_formed_chart(sample: dict[str, Any]) -> Non
     assert len(blocks) == 1
     assert mermaid.validate(blocks[0]) == []
     assert mermaid.diagram(blocks[0]).startswith("xychart-beta horizontal")
-    # each run in a colour of its own, the title says which; a run's bars only where its are
-    assert mermaid.colours(blocks[0]) == list(mermaid.DATA_COLOURS[:2])
-    assert "(blue: 2.5G; orange: 10G)" in blocks[0]
+    # one series, a bar per test and run that has a median (mermaid draws a series' 0 as a
+    # stub, so no run has a series of zeros where the other run's bars are)
+    assert mermaid.colours(blocks[0]) == [mermaid.DATA_COLOURS[0]]
     assert 'x-axis ["lan-single · 2.5G", "lan-single · 10G"]' in blocks[0]
-    assert "bar [0.94, 0]" in blocks[0] and "bar [0, 2.31]" in blocks[0]
+    assert [x.strip() for x in blocks[0].splitlines() if x.strip().startswith("bar")] == [
+        "bar [0.94, 2.31]"
+    ]
+
+
+def test_a_test_one_run_lacks_has_no_bar_and_is_named_under_the_chart() -> None:
+    a = with_values(load_run(SAMPLE), "lan-single", [940e6, 941e6, 942e6])
+    b = with_values(load_run(SAMPLE), "lan-single", [2.3e9, 2.31e9, 2.32e9])
+    b["tests"] = [t for t in b["tests"] if t["id"] != "p2p-parallel"]
+    text = render(compare_runs([a, b], ["2.5G", "10G"]))
+    (block,) = mermaid.blocks(text)
+    assert "p2p-parallel · 10G" not in block
+    (bars,) = [x.strip() for x in block.splitlines() if x.strip().startswith("bar")]
+    assert "0" not in bars[5:-1].split(", ")
+    caption = text.split(block)[1].split("\n")[3]
+    assert caption.startswith("*A bar per test and run (TEST · RUN). No bar: ")
+    assert "p2p-parallel · 10G (not in it)" in caption
 
 
 # --- command line and old runs -----------------------------------------------------------------

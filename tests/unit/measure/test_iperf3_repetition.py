@@ -3,6 +3,7 @@ busy retry, and what runs around the client (``Around``), against doubles that f
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,11 @@ def test_run_repetition_retries_a_busy_server_then_succeeds(
     assert raw == fixture("tcp-single.json")
     assert rep["bits_per_second"] == pytest.approx(956948139.91649473)
     assert not server.queue and not client.queue
+    # the exact client command, kept for run.json: the argv the client host ran
+    (kept,) = rep["commands"]
+    assert kept["host"] == "ws"
+    assert kept["argv"][:8] == ["iperf3", "-J", "-c", "198.18.0.10", "-p", "5201", "-t", "2"]
+    assert shlex.join(kept["argv"]) in client.texts()[-1]
 
 
 def test_run_repetition_retries_when_the_port_is_taken(fake_runner: Make) -> None:

@@ -96,6 +96,22 @@ def test_a_compare_marks_a_run_whose_test_failed(plt: Any) -> None:
     assert _whiskers(figure)  # the first run's repetitions still have their spread
 
 
+def test_a_compare_marks_a_test_one_run_lacks(plt: Any) -> None:
+    """A test missing from one run: its empty slot says so (not a bar too short to see)."""
+    first = load_run(RUNS / "sample")
+    second = copy.deepcopy(first)
+    second["run_id"] += "-b"
+    second["tests"] = [t for t in second["tests"] if t["id"] != "lan-single"]
+    chart = _throughput_of(charts.compare_charts(compare_runs([first, second])))
+    row = chart.groups.index("lan-single")
+    assert chart.values[1][row] is None
+    assert chart.marks[1][row] == "not in this run" and chart.marks[0][row] is None
+    figure = charts.figure_of(plt, chart)
+    (mark,) = [t for t in figure.axes[0].texts if t.get_text().strip() == "not in this run"]
+    # in the second run's slot of that row (two bars a row: at row - 0.2 and row + 0.2)
+    assert abs(mark.get_position()[1] - (row + 0.2)) < 1e-9
+
+
 def _throughput_of(found: list[charts.Chart]) -> charts.Chart:
     return next(c for c in found if c.quantity == "bits")
 
@@ -120,8 +136,12 @@ def test_the_timeline_figure_draws_each_host_s_cpu_and_memory(plt: Any) -> None:
     assert memory_axes.get_ylabel() == "memory available (GiB)"
     assert cpu_axes.get_ylabel() == "CPU busy, all cores (%)"
     nas = test["resources"]["nas"]["series"]
-    (line, _) = memory_axes.get_lines()
+    (line, other) = memory_axes.get_lines()
     assert list(line.get_xdata()) == nas["t_s"]
+    # the lab's two hosts share one machine's memory: both lines must show where they coincide
+    assert list(line.get_ydata()) == pytest.approx(list(other.get_ydata()), rel=1e-3)
+    assert line.get_linewidth() > other.get_linewidth()
+    assert (line.get_linestyle(), other.get_linestyle()) == ("-", "--")
     assert list(line.get_ydata()) == pytest.approx([v / 2**30 for v in nas["mem_available_bytes"]])
     (cpu_line, _) = cpu_axes.get_lines()
     assert list(cpu_line.get_ydata()) == pytest.approx(nas["cpu_busy_percent"])

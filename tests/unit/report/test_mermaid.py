@@ -24,13 +24,16 @@ def run() -> dict[str, Any]:
 
 
 def test_report_has_a_valid_throughput_chart_and_topology(run: dict[str, Any]) -> None:
-    blocks = mermaid.blocks(render_report(run))
+    text = render_report(run)
+    blocks = mermaid.blocks(text)
     diagrams = [mermaid.diagram(b) for b in blocks]
     assert [d.splitlines()[0] for d in diagrams] == ["flowchart LR", "xychart-beta"]
     assert all(mermaid.validate(b) == [] for b in blocks)
     # the TCP maximum grey behind, the medians blue: never mermaid's near-white default
     assert mermaid.colours(blocks[1]) == [mermaid.LIMIT_COLOUR, mermaid.DATA_COLOURS[0]]
-    assert "(blue: median; grey, behind: TCP maximum)" in blocks[1]
+    # the legend is a line under the chart (a title carrying it was cut at 700 px)
+    assert "```\n\n*Blue: median; grey, behind: TCP maximum.*" in text
+    assert 'title "Median throughput per test"' in blocks[1]
     chart = diagrams[1]
     assert 'x-axis ["lan-single", "p2p-parallel"]' in chart  # the failed test has no bar
     # the TCP maximum of each path is a bar behind its own test's, not a line between tests

@@ -185,3 +185,136 @@ def test_without_a_browser_ci_fails_and_elsewhere_skips(monkeypatch: pytest.Monk
     monkeypatch.setattr(sys.modules[__name__], "BUNDLE", ROOT / "build" / "no-such-bundle.js")
     with pytest.raises(pytest.fail.Exception, match="mermaid bundle"):
         require_browser({"CI": "1"})
+
+
+GEOMETRY_PAGE = """<html><body><div id="host" style="width:700px"></div><pre id="out">pending</pre>
+<script src="{bundle}"></script>
+<script>
+const charts = {charts};
+(async () => {{
+  const results = [];
+  const host = document.getElementById("host");
+  for (const theme of ["default", "dark"]) {{
+    mermaid.initialize({{startOnLoad: false, theme}});
+    for (let i = 0; i < charts.length; i++) {{
+      try {{
+        const {{svg}} = await mermaid.render(`g${{theme}}${{i}}`, charts[i]);
+        host.innerHTML = svg;
+        const root = host.querySelector("svg");
+        const title = root.querySelector("g.chart-title text");
+        const box = title && title.getBoundingClientRect();
+        const frame = root.getBoundingClientRect();
+        const series = [...root.querySelectorAll("g.plot > g")].map(g => ({{
+          name: g.getAttribute("class"),
+          rects: [...g.querySelectorAll("rect")].map(r => ["x", "y", "width", "height"].map(
+            k => parseFloat(r.getAttribute(k))))}}));
+        results.push({{theme, i, width: frame.width,
+          title: box && [box.left - frame.left, box.width], series}});
+      }} catch (e) {{ results.push({{theme, i, error: String(e)}}); }}
+    }}
+  }}
+  document.getElementById("out").textContent = JSON.stringify(results);
+}})();
+</script></body></html>
+"""
+
+
+def render_geometry(charts: list[str], tmp: Path) -> list[dict[str, Any]]:
+    """Each xychart rendered (attached, so its boxes are measured) in both themes: its viewBox
+    width, its title's ``[x, width]`` and each plot's rects ``[x, y, width, height]`` in the
+    order mermaid drew them."""
+    page = tmp / "geometry.html"
+    page.write_text(
+        GEOMETRY_PAGE.format(bundle=BUNDLE.as_uri(), charts=json.dumps(charts)), encoding="utf-8"
+    )
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium is not None
+    dom = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=30000",
+         f"--user-data-dir={tmp / 'profile-geometry'}", "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=180, check=True,
+    ).stdout  # fmt: skip
+    found = re.search(r'<pre id="out">(.*?)</pre>', dom, flags=re.DOTALL)
+    assert found is not None and found.group(1) != "pending", dom[-2000:]
+    text = found.group(1).replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    results: list[dict[str, Any]] = json.loads(text)
+    return results
+
+
+def _series_values(body: str) -> list[tuple[str, list[float]]]:
+    """A chart's bar and line series in the order drawn: ``(keyword, values)``."""
+    return [
+        (line.split(" ", 1)[0], [float(v) for v in line.split("[", 1)[1][:-1].split(", ")])
+        for line in (x.strip() for x in mermaid.diagram(body).splitlines())
+        if line.startswith(("bar [", "line ["))
+    ]
+
+
+def _overlap(a: list[float], b: list[float]) -> float:
+    """The area two rects ``[x, y, width, height]`` share."""
+    width = min(a[0] + a[2], b[0] + b[2]) - max(a[0], b[0])
+    height = min(a[1] + a[3], b[1] + b[3]) - max(a[1], b[1])
+    return max(0.0, width) * max(0.0, height)
+
+
+def _covered(rect: list[float], by: list[float]) -> bool:
+    return _overlap(rect, by) >= rect[2] * rect[3] - 0.5
+
+
+def test_rendered_charts_draw_only_what_was_measured_and_hide_nothing(tmp_path: Path) -> None:
+    """In the rendered SVG of every report's and comparison's xychart, light and dark: a title
+    (the chart's only text line of its own) inside the chart's width; a value never measured is
+    no bar of its own (mermaid draws a 0 as a stub from the plot's edge: only a later band of
+    GAP_COLOUR may stand there, covering it); no two data series share a place (a bar drawn
+    over another's hides it); and each measured value's bar is longer than a 0's stub."""
+    require_browser(os.environ)
+    where: list[str] = []
+    charts: list[str] = []
+    for name, text in _documents(tmp_path).items():
+        for index, body in enumerate(mermaid.blocks(text)):
+            if mermaid.diagram(body).startswith("xychart-beta"):
+                where.append(f"{name} block {index + 1}")
+                charts.append(body)
+    assert len(charts) >= 10
+    problems = []
+    bands = 0
+    for result in render_geometry(charts, tmp_path):
+        body = charts[result["i"]]
+        label = f"{where[result['i']]} ({result['theme']} theme)"
+        if "error" in result:
+            problems.append(f"{label}: {result['error']}")
+            continue
+        x, width = result["title"]
+        if x < 0 or x + width > result["width"] + 0.5:
+            problems.append(f"{label}: title {x:.0f}..{x + width:.0f} cut at {result['width']}")
+        palette = mermaid.colours(body)
+        declared = _series_values(body)
+        plots = result["series"]
+        assert len(plots) == len(declared), label
+        kinds = [
+            "band" if colour == mermaid.GAP_COLOUR else "limit" if colour == mermaid.LIMIT_COLOUR
+            else "data" if keyword == "bar" else "line"
+            for colour, (keyword, _) in zip(palette, declared, strict=True)
+        ]  # fmt: skip
+        data = [i for i, k in enumerate(kinds) if k == "data"]
+        band = next((i for i, k in enumerate(kinds) if k == "band"), None)
+        bands += band is not None
+        for index in data:
+            values = declared[index][1]
+            rects = plots[index]["rects"]
+            assert len(values) == len(rects), label
+            for slot, rect in enumerate(rects):
+                missing = band is not None and declared[band][1][slot] > 0
+                if missing and (band < index or not _covered(rect, plots[band]["rects"][slot])):
+                    problems.append(f"{label}: slot {slot} unmeasured, yet a bar shows")
+            for other in data:
+                if other > index:
+                    problems.extend(
+                        f"{label}: series {index} and {other} share slot {slot}"
+                        for slot, (a, b) in enumerate(
+                            zip(rects, plots[other]["rects"], strict=True)
+                        )
+                        if _overlap(a, b) > 1.0
+                    )
+    assert problems[:20] == []
+    assert bands >= 2  # the kept timelines have seconds where nothing was measured

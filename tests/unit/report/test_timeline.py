@@ -82,16 +82,21 @@ def test_each_timeline_is_a_valid_mermaid_chart_of_a_bar_a_second(run: dict[str,
     assert len(charts) == 2
     assert all(mermaid.validate(chart) == [] for chart in charts)
     network = next(c for c in charts if '"lan-single: ' in c)
-    assert 'y-axis "Mbit/s"' in network and "TCP maximum" in network
-    (rate,) = (line for line in network.splitlines() if line.strip().startswith("bar ["))
+    assert 'y-axis "Mbit/s"' in network
+    rate, band = (line for line in network.splitlines() if line.strip().startswith("bar ["))
     (flat,) = (line for line in network.splitlines() if line.strip().startswith("line ["))
     assert set(flat.strip()[6:-1].split(", ")) == {"956.41"}
     values = [float(v) for v in rate.strip()[5:-1].split(", ")]
-    # iperf3 3.12 over a 1G tbf: its first second bursts; second 0 measured nothing: no bar
+    # iperf3 3.12 over a 1G tbf: its first second bursts; second 0 measured nothing: the band
+    # (full height, drawn over it) stands there, not a bar at 0
     assert values == [0, 982.79, 949.78]
-    assert "no bar: nothing measured" in network
+    assert band.strip() == "bar [1000, 0, 0]"
+    legend = report.split(network)[1].split("\n")[3]
+    assert legend == (
+        "*Blue bars: rate; grey line: TCP maximum; brown band: nothing measured then.*"
+    )
     disk = next(c for c in charts if '"disk-fall: ' in c)
-    assert 'y-axis "MiB/s"' in disk and "TCP maximum" not in disk
+    assert 'y-axis "MiB/s"' in disk and "TCP maximum" not in report.split(disk)[1].split("\n")[3]
 
 
 def test_a_fall_is_named_with_its_time_and_both_rates(run: dict[str, Any]) -> None:
@@ -112,6 +117,7 @@ def test_long_series_are_averaged_to_a_chart_mermaid_can_draw() -> None:
     chart = report_timeline.mermaid_chart(record)
     assert chart is not None and mermaid.validate(mermaid.blocks(chart + "\n")[0]) == []
     assert "3 s averages" in chart
+    # every 3 s bucket has a measured second: one bar series, no band
     (rate,) = (line for line in chart.splitlines() if line.strip().startswith("bar ["))
     assert len(rate.split(", ")) == 201
 
@@ -157,21 +163,32 @@ def test_report_of_a_real_lab_run_over_1g() -> None:
     assert "### fio" not in section
     assert "bytes per second on the client's NIC towards the NAS" in section
     every = mermaid.blocks(section)
-    assert len(every) == 6 and all(mermaid.validate(chart) == [] for chart in every)
+    # each test: its rate, then CPU and memory on each of the two hosts
+    assert len(every) == 10 and all(mermaid.validate(chart) == [] for chart in every)
     # per test: its rate, then the sampler's CPU and memory (test_the_sampler_s_...)
     charts = [chart for chart in every if ": rate per second" in chart]
     assert len(charts) == 2
     # iperf3 in Mbit/s; a file transfer in MiB/s as its table (the README's unit for files)
     for chart, unit, maximum in zip(charts, ("Mbit/s", "MiB/s"), (956.41, 114.01), strict=True):
         assert f'y-axis "{unit}"' in chart
-        (rate,) = (x.strip()[5:-1] for x in chart.splitlines() if x.strip().startswith("bar"))
+        rate, band = (x.strip()[5:-1] for x in chart.splitlines() if x.strip().startswith("bar"))
         (flat,) = (x.strip()[6:-1] for x in chart.splitlines() if x.strip().startswith("line"))
         assert set(flat.split(", ")) == {str(maximum)}  # 1G at MTU 1500, tc framing
         points = [float(v) for v in rate.split(", ")]
-        assert points[0] == 0 and 0.9 * maximum < max(points) < 1.05 * maximum, chart
-        # the rate is blue, the maximum grey, and the title says so
-        assert mermaid.colours(chart) == [mermaid.DATA_COLOURS[0], mermaid.LIMIT_COLOUR]
-        assert "(blue: rate; grey line: TCP maximum; no bar: nothing measured)" in chart
+        assert 0.9 * maximum < max(points) < 1.05 * maximum, chart
+        # second 0 was not measured: a full-height band there, over the rate's 0, not a bar
+        top = float(chart.split('y-axis "')[1].split("--> ")[1].split("\n")[0])
+        gaps = [float(v) for v in band.split(", ")]
+        assert gaps[0] == top and set(gaps) == {0.0, top}
+        assert all(p == 0 for p, g in zip(points, gaps, strict=True) if g)
+        # the rate blue, the band brown, the maximum grey, and the line under the chart says so
+        assert mermaid.colours(chart) == [
+            mermaid.DATA_COLOURS[0],
+            mermaid.GAP_COLOUR,
+            mermaid.LIMIT_COLOUR,
+        ]
+    said = "Blue bars: rate; grey line: TCP maximum; brown band: nothing measured then."
+    assert section.count(f"```\n\n*{said}*") == 2
 
 
 def test_a_real_smb_write_that_fell_when_the_nas_cache_was_full() -> None:
@@ -193,35 +210,39 @@ def test_a_real_smb_write_that_fell_when_the_nas_cache_was_full() -> None:
 
 def test_the_sampler_s_cpu_and_memory_are_drawn_beside_the_rate() -> None:
     """The memory series the FreeNAS write-up graphed (vmstat): each host's CPU busy and memory
-    available, from run.json's resources.<host>.series, a bar a second per host, each host in
-    its own data colour (the tallest series drawn first, behind the others)."""
+    available, from run.json's resources.<host>.series, a chart a host (two hosts' bars at one
+    second would hide each other), each host in its own data colour, one y-axis for all."""
     run = load_run(FIXTURES / "runs" / "timeline-lab")
     test = run["tests"][1]
     assert test["id"] == "smb"
-    cpu, memory = report_timeline.resource_charts(test)
-    bodies = [body for chart in (cpu, memory) for body in mermaid.blocks(chart)]
-    assert len(bodies) == 2 and all(mermaid.validate(body) == [] for body in bodies)
-    said = "(blue: nas; orange: ws; no bar: nothing sampled)"
-    assert f"smb: CPU busy, all cores, per second {said}" in cpu
-    assert f"smb: memory available, per second {said}" in memory
-    assert 'y-axis "%" 0 -->' in cpu and 'y-axis "GiB" 0 -->' in memory
+    cpu_nas, cpu_ws, memory_nas, memory_ws = report_timeline.resource_charts(test)
+    charts = {
+        ("cpu_busy_percent", "nas"): cpu_nas,
+        ("cpu_busy_percent", "ws"): cpu_ws,
+        ("mem_available_bytes", "nas"): memory_nas,
+        ("mem_available_bytes", "ws"): memory_ws,
+    }
+    assert "smb: CPU busy on nas, per second" in cpu_nas and "*Blue bars: nas.*" in cpu_nas
+    assert "smb: CPU busy on ws, per second" in cpu_ws and "*Orange bars: ws.*" in cpu_ws
+    assert "smb: memory available on ws, per second" in memory_ws
     series = {host: test["resources"][host]["series"] for host in ("nas", "ws")}
-    for body, key, scale in (
-        (bodies[0], "cpu_busy_percent", 1),
-        (bodies[1], "mem_available_bytes", 2**30),
-    ):
+    for (key, host), chart in charts.items():
+        (body,) = mermaid.blocks(chart)
+        assert mermaid.validate(body) == []
+        assert ('y-axis "%" 0 -->' in body) == (key == "cpu_busy_percent")
+        assert ('y-axis "GiB" 0 -->' in body) == (key != "cpu_busy_percent")
         bars = [x.strip()[5:-1] for x in body.splitlines() if x.strip().startswith("bar")]
-        drawn = [[float(v) for v in bar.split(", ")] for bar in bars]
-        wanted = {h: [round(v / scale, 2) for v in series[h][key]] for h in ("nas", "ws")}
-        # the taller host first (behind), each in its own colour whichever is drawn first
-        order = sorted(wanted, key=lambda h: -max(wanted[h]))
-        assert drawn == [wanted[h] for h in order]
-        colour = {"nas": mermaid.DATA_COLOURS[0], "ws": mermaid.DATA_COLOURS[1]}
-        assert mermaid.colours(body) == [colour[h] for h in order]
+        drawn = [float(v) for v in bars[0].split(", ")]
+        scale = 1 if key == "cpu_busy_percent" else 2**30
+        assert drawn == [round(v / scale, 2) for v in series[host][key]]
+        colour = mermaid.DATA_COLOURS[0 if host == "nas" else 1]
+        assert mermaid.colours(body) == [colour]  # every second sampled: no band
+    # one y-axis for both hosts of a quantity, so their heights compare
+    assert cpu_nas.split("y-axis")[1].split("\n")[0] == cpu_ws.split("y-axis")[1].split("\n")[0]
     # the sampler's first point is one second after it started: the axis starts there
-    assert 'x-axis "seconds since sampling started" 1 -->' in memory
+    assert 'x-axis "seconds since sampling started" 1 -->' in memory_nas
     report = render_report(run)
-    assert cpu in report and memory in report
+    assert all(chart in report for chart in charts.values())
 
 
 def test_a_test_without_sampled_series_has_no_resource_charts() -> None:
