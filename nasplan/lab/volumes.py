@@ -137,11 +137,13 @@ def _mounted(path: str) -> bool:
 
 def inventory_entry(volume: LabVolume, services: tuple[str, ...]) -> dict[str, str]:
     """What the lab inventory says of ``volume``: its path, its share and export where the host
-    serves them, and what it is in words."""
+    serves them, what it is in words, and its rate (a disk's: a RAID 1 writes at one disk's
+    rate, and a single stream reads from one mirror)."""
     disks = f"{volume.disks} disks ({volume.raid})" if volume.disks > 1 else "1 disk"
     entry = {
         "path": volume.path,
         "description": f"lab volume: {volume.filesystem} on {disks} of {volume.rate_text} each",
+        "rate": volume.rate_text.replace(" ", ""),
     }
     if "smb" in services:
         entry["share"] = volume.name

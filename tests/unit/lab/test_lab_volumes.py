@@ -72,13 +72,16 @@ def test_the_inventory_lists_each_volume_with_its_share_and_export(tmp_path: Pat
     assert hdd == {
         "path": "/share/HDD",
         "description": "lab volume: ext4 on 1 disk of 180 MiB/s each",
+        "rate": "180MiB/s",
         "share": "hdd",
         "export": "/hdd",
     }
     assert "volumes" not in data["hosts"]["pc"]
-    # what lab up writes is a valid inventory: the plan's volume: ssd finds it
+    # what lab up writes is a valid inventory: the plan's volume: ssd finds it, with its rate
     (tmp_path / "inventory.yaml").write_text(yaml.safe_dump(data))
-    assert load_inventory(tmp_path / "inventory.yaml").hosts["nas"].volumes["ssd"].share == "ssd"
+    inventory = load_inventory(tmp_path / "inventory.yaml")
+    assert inventory.hosts["nas"].volumes["ssd"].share == "ssd"
+    assert inventory.hosts["nas"].volumes["hdd"].bytes_per_second == 180 * 2**20
 
 
 def test_the_memory_controller_of_either_cgroup_layout(tmp_path: Path) -> None:
