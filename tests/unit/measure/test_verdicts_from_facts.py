@@ -99,7 +99,8 @@ def test_a_nas_without_a_limit_names_its_ram() -> None:
 
 def test_without_a_disk_test_the_inventory_s_volume_rate_judges_the_copy() -> None:
     # the case: no fio test, a 927 MiB/s read of a volume rated 180 MiB/s
-    stated = stated_volumes([nas({"hdd": 180 * MIB, "ssd": 900 * MIB}), Host(name="pc", address="198.18.168.3")])
+    pc = Host(name="pc", address="198.18.168.3")
+    stated = stated_volumes([nas({"hdd": 180 * MIB, "ssd": 900 * MIB}), pc])
     tests = [smb_record(640 * MIB, 178 * MIB, 927 * MIB)]
     before = annotated(tests, {"nas": LIMIT})[0]["bottleneck"]
     assert before["read"]["verdict"] == "protocol-bound"  # what it said without the rate
