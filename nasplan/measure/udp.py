@@ -71,17 +71,7 @@ def caveats(
         )
     if packets and lost / packets * 100 > LOSS_PERCENT:
         loss = lost / packets * 100
-        if held:
-            assert sent is not None
-            why = (
-                f"the sender reached only {format_bits_per_second(sent)}, so its host (CPU) "
-                "limited it, not the path; datagrams were lost on the way or by a receiving "
-                "host too busy to take them"
-            )
-        elif over:
-            why = "more than the path carries"
-        else:
-            why = "the path, a switch or the receiving host dropped datagrams at that rate"
+        why = _loss_cause(sent if held else None, over)
         found.append(
             Caveat(
                 f"⚠ loss {loss:.1f} %",
@@ -102,19 +92,37 @@ def caveats(
     # above already): only a sender under it was held back by its host
     if held:
         assert asked is not None and sent is not None and reachable is not None
-        of_path = (
-            f" and {sent / reachable * 100:.0f} % of the path's UDP maximum "
-            f"({format_bits_per_second(reachable)})"
-            if over
-            else ""
-        )
-        found.append(
-            Caveat(
-                "⚠ sent under the rate asked",
-                f"the UDP sender sent {format_bits_per_second(sent)} (median), "
-                f"{sent / asked * 100:.0f} % of the {asked_text} asked{of_path}: the client "
-                "could not send faster (its CPU or NIC), so the path was not tested at the "
-                "rate asked",
-            )
-        )
+        found.append(_sent_under(sent, asked, reachable if over else None))
     return found
+
+
+def _loss_cause(held_at: float | None, over: bool) -> str:
+    """Why datagrams were lost: the sender held back by its host (``held_at``: the rate it
+    reached), else more than the path carries (``over``), else the path or the receiver."""
+    if held_at is not None:
+        return (
+            f"the sender reached only {format_bits_per_second(held_at)}, so its host (CPU) "
+            "limited it, not the path; datagrams were lost on the way or by a receiving host "
+            "too busy to take them"
+        )
+    if over:
+        return "more than the path carries"
+    return "the path, a switch or the receiving host dropped datagrams at that rate"
+
+
+def _sent_under(sent: float, asked: float, maximum: float | None) -> Caveat:
+    """The sender sent under what it asked (and under the path's UDP ``maximum`` when it asked
+    more than that)."""
+    of_path = (
+        f" and {sent / maximum * 100:.0f} % of the path's UDP maximum "
+        f"({format_bits_per_second(maximum)})"
+        if maximum is not None
+        else ""
+    )
+    return Caveat(
+        "⚠ sent under the rate asked",
+        f"the UDP sender sent {format_bits_per_second(sent)} (median), "
+        f"{sent / asked * 100:.0f} % of the {format_bits_per_second(asked)} asked{of_path}: the "
+        "client could not send faster (its CPU or NIC), so the path was not tested at the rate "
+        "asked",
+    )

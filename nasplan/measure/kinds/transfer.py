@@ -136,7 +136,7 @@ class FileTransfer(Kind[TransferSettings]):
         each repetition copies it each way at the path's rate, shared by the clients at once,
         a set's files each with a cost of their own and one file of the same bytes beside it,
         a cold read after the NAS dropped its cache."""
-        rate, said = copy_rate(plan, test)
+        rate, said = copy_rate(plan, test, s.volume)
         clients = len(test.clients)  # at once, sharing the NAS's link
         copy_s = s.size_bytes * clients / rate + STEP_S
         each_s = copy_s
