@@ -373,6 +373,13 @@ def _protocol_bound_text(disk_measured: bool, cpu_measured: bool) -> str:
     return text + ")"
 
 
+def _memory_text(size_bytes: int) -> str:
+    """``23.5 GiB``; under a GiB ``128 MiB`` (a memory limit), not ``0.1 GiB``."""
+    if size_bytes >= _GIB:
+        return f"{size_bytes / _GIB:.1f} GiB"
+    return f"{size_bytes / MIB_BYTES:.0f} MiB"
+
+
 def size_to_use(size_bytes: float) -> int:
     """A size to ask a test for, in bytes, at least ``size_bytes``: a power of two MiB under
     1 GiB (``64 MiB``), whole GiB from there (``48 GiB``)."""
@@ -397,12 +404,14 @@ def cache_influence(
     direct_io: bool | None = None,
     *,
     at_least_bytes: float = 0.0,
+    memory_name: str = "RAM",
 ) -> dict[str, Any] | None:
     """A cache warning when a file can sit in the page cache of the host that holds it, else None.
 
     ``direct_io``: True/False for a disk test (False = buffered I/O), None for a transfer.
     ``at_least_bytes``: what a repetition needs to last MIN_TRUSTED_S at its rate, so that the
     size this warning asks for is the one the Diagnosis asks for too (one answer).
+    ``memory_name``: what ``ram_bytes`` is (``RAM``, ``memory limit``: a cgroup's below it).
     Returns ``{"reasons": ["small_file", "buffered_io"], "file_bytes", "ram_bytes",
     "suggested_bytes", "text"}``; ``suggested_bytes``: size_to_use of twice the RAM (or of
     ``at_least_bytes``, when more).
@@ -420,8 +429,8 @@ def cache_influence(
     if "small_file" in reasons and ram_bytes and suggested:
         also = f" ({MIN_TRUSTED_S:g} s at its rate too)" if at_least_bytes > 2 * ram_bytes else ""
         texts.append(
-            f"the file ({file_bytes / MIB_BYTES:.0f} MiB) is smaller than twice the host's RAM "
-            f"({ram_bytes / _GIB:.1f} GiB): use at least {size_text(suggested)}{also}"
+            f"the file ({file_bytes / MIB_BYTES:.0f} MiB) is smaller than twice the host's "
+            f"{memory_name} ({_memory_text(ram_bytes)}): use at least {size_text(suggested)}{also}"
         )
     if "buffered_io" in reasons:
         texts.append("buffered I/O (direct=0): the page cache is measured along with the disk")

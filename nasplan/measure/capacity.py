@@ -149,13 +149,20 @@ def judged(
     out = dict(record)
     out["bottleneck"] = verdicts or None
     if isinstance(size, int) and record.get("cache_warning") is None:
-        # the size it asks for lasts MIN_TRUSTED_S at the faster direction too: one answer
-        rates = [v.get("median") for v in (record.get("directions") or {}).values() if v]
-        fastest = max((r for r in rates if isinstance(r, (int, float))), default=0.0)
-        out["cache_warning"] = cache_influence(
-            size, memory_bytes.get(server), at_least_bytes=fastest * MIN_TRUSTED_S
-        )
+        name = "memory limit" if limited else "RAM"
+        out["cache_warning"] = _cache_warning(record, size, memory_bytes.get(server), name)
     return out
+
+
+def _cache_warning(
+    record: Mapping[str, Any], size: int, memory: int | None, name: str
+) -> dict[str, Any] | None:
+    """``analysis.cache_influence`` of a copy of ``size`` bytes on a NAS whose cache holds
+    ``memory`` (its ``name``: RAM, memory limit)."""
+    # the size it asks for lasts MIN_TRUSTED_S at the faster direction too: one answer
+    rates = [v.get("median") for v in (record.get("directions") or {}).values() if v]
+    fastest = max((r for r in rates if isinstance(r, (int, float))), default=0.0)
+    return cache_influence(size, memory, at_least_bytes=fastest * MIN_TRUSTED_S, memory_name=name)
 
 
 def _cpu(

@@ -82,9 +82,15 @@ def test_a_read_of_more_than_the_memory_limit_is_not_cache_served() -> None:
 
 def test_the_same_read_that_fits_in_the_memory_is_cache_served() -> None:
     tests = [disk_record(175 * MIB, 180 * MIB), smb_record(64 * MIB, 170 * MIB, 927 * MIB)]
-    read = annotated(tests, {"nas": LIMIT})[1]["bottleneck"]["read"]
+    record = annotated(tests, {"nas": LIMIT})[1]
+    read = record["bottleneck"]["read"]
     assert read["verdict"] == "cache-served"
     assert "served from the NAS's cache" in read["text"]
+    # the cache warning names the memory limit for what it is, in MiB
+    assert record["cache_warning"]["text"].startswith(
+        "cache-influenced: the file (64 MiB) is smaller than twice the host's memory limit "
+        "(128 MiB): use at least"
+    )
 
 
 def test_a_nas_without_a_limit_names_its_ram() -> None:
