@@ -5,6 +5,8 @@ the TS-253D lab's run.json holds them (an SMB copy on volume hdd, a NAS with a 1
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from hypothesis import given
@@ -15,6 +17,7 @@ from nasplan.input.inventory import Host, Volume
 from nasplan.measure.capacity import stated_volumes
 from nasplan.measure.verdicts import annotated
 
+ROOT = Path(__file__).resolve().parents[3]
 MIB = 2**20
 GIB = 2**30
 LIMIT = 128 * MIB
@@ -166,3 +169,9 @@ def test_cache_served_only_when_the_cache_can_explain_the_rate(
         assert f"{moved / MIB:.0f} MiB moved do not fit" in found["text"]
     if rate <= disk * 0.8:
         assert found["verdict"] not in ("cache-served", "faster-than-disk")
+
+
+def test_run_json_s_schema_knows_every_verdict() -> None:
+    schema = json.loads((ROOT / "nasplan" / "schemas" / "run.schema.json").read_text())
+    found = schema["$defs"]["test"]["properties"]["bottleneck"]["additionalProperties"]
+    assert found["properties"]["verdict"]["enum"] == list(VERDICTS)
