@@ -111,17 +111,19 @@ TCP_SHARE = 0.94
 ASSUMED_COPY_BYTES_PER_SECOND = 400 * 2**20
 
 
-def copy_rate(plan: Plan, test: PlanTest, volume: str | None = None) -> tuple[float, str]:
+def copy_rate(
+    plan: Plan, test: PlanTest, volume: str | None = None
+) -> tuple[float, tuple[str, ...]]:
     """The rate in bytes/s a copy over the test's path is assumed to move at, and the
-    assumption said: the path's TCP share, at most ASSUMED_COPY_BYTES_PER_SECOND, and at most
+    assumptions said: the path's TCP share, at most ASSUMED_COPY_BYTES_PER_SECOND, and at most
     the rate the inventory states for the NAS's ``volume`` the copy lands on."""
     bits, said = path_rate(plan, test)
     rate = min(bits * TCP_SHARE / 8, ASSUMED_COPY_BYTES_PER_SECOND)
     said = f"{said}, at most {ASSUMED_COPY_BYTES_PER_SECOND // 2**20} MiB/s (link speeds: {SPEEDS})"
     disk = volume_rate(plan, test.server, volume)
     if disk is not None and disk[0] < rate:
-        return float(disk[0]), f"{said}; {disk[1]}"
-    return rate, said
+        return float(disk[0]), (said, disk[1])
+    return rate, (said,)
 
 
 def with_negotiated(plan: Plan, speeds: Mapping[str, Mapping[str, int | None]]) -> Plan:

@@ -148,7 +148,7 @@ class FileTransfer(Kind[TransferSettings]):
         part_s = PART_S + source_bytes / SOURCE_BYTES_PER_SECOND + seed_s
         cold_s = DROP_S * s.directions.count(COLD_READ) * test.repetitions
         copies_s = each_s * len(s.directions) * test.repetitions
-        return Estimate(parts(plan, test) * part_s + copies_s + cold_s, (said,))
+        return Estimate(parts(plan, test) * part_s + copies_s + cold_s, said)
 
     def probes(
         self,
