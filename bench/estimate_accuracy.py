@@ -20,7 +20,7 @@ process; its wall time (the process, start to end) is set against the estimate
 
 The goal: every estimate within ±15 % of its run's wall time.
 
-Usage: .venv/bin/python bench/estimate_accuracy.py [--rounds 1] [--json FILE]
+Usage: .venv/bin/python bench/estimate_accuracy.py [--rounds 1] [--json FILE] [--plans NAME...]
 """
 
 from __future__ import annotations
@@ -114,6 +114,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--keep-runs", type=Path, help="copy the run directories here")
+    parser.add_argument("--plans", nargs="+", help="only these plans (links, smb, ...)")
     args = parser.parse_args()
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="nasplan-estimate-") as tmp:
@@ -125,6 +126,8 @@ def main() -> None:
             password = (state.state_dir / "hosts" / "nas" / "smb" / "password").read_text()
             env = {"NASPLAN_LAB_SMB_PASSWORD": password.strip()}
             for name, plan in plans(state).items():
+                if args.plans and name not in args.plans:
+                    continue
                 plan_file = work / f"{name}.yaml"
                 plan_file.write_text(yaml.safe_dump(plan, sort_keys=False))
                 estimated, assumed = estimate_s(plan_file)
