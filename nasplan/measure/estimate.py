@@ -150,7 +150,8 @@ def negotiated_speeds(
     facts: Mapping[str, HostFacts | None], plan: Plan
 ) -> dict[str, dict[str, int]]:
     """Host -> its inventory interfaces' keys -> the speed its facts say each negotiated
-    (bit/s; sysfs or ethtool), for ``with_negotiated``; an interface without one is left out."""
+    (bit/s; sysfs or ethtool) where that is below the inventory's, for ``with_negotiated``;
+    empty when no link came up slower than the inventory says."""
     found: dict[str, dict[str, int]] = {}
     for name, host in plan.inventory.hosts.items():
         said = facts.get(name)
@@ -158,8 +159,11 @@ def negotiated_speeds(
             continue
         for key, iface in host.interfaces.items():
             nic = said.interface(iface.name)
-            if nic is not None and nic.speed_mbps and nic.speed_mbps > 0:
-                found.setdefault(name, {})[key] = nic.speed_mbps * 1_000_000
+            if nic is None or not nic.speed_mbps or nic.speed_mbps <= 0:
+                continue
+            bits = nic.speed_mbps * 1_000_000
+            if iface.speed_bits_per_second is None or bits < iface.speed_bits_per_second:
+                found.setdefault(name, {})[key] = bits
     return found
 
 
