@@ -51,10 +51,10 @@ lease=${1:-}
 cg_max= cg_use= cg_stat= cg_idle=inactive_file
 while IFS=: read -r _ cg_c cg_p; do
   case ",$cg_c," in
-    ,,) cg_d=/sys/fs/cgroup$cg_p
+    ,,) cg_d=$cg_root$cg_p
       [ -r "$cg_d/memory.max" ] && cg_max=$cg_d/memory.max cg_use=$cg_d/memory.current \
         cg_stat=$cg_d/memory.stat ;;
-    *,memory,*) cg_d=/sys/fs/cgroup/memory$cg_p
+    *,memory,*) cg_d=$cg_root/memory$cg_p
       [ -r "$cg_d/memory.limit_in_bytes" ] && cg_max=$cg_d/memory.limit_in_bytes \
         cg_use=$cg_d/memory.usage_in_bytes cg_stat=$cg_d/memory.stat cg_idle=total_inactive_file ;;
   esac
@@ -149,11 +149,20 @@ def paths(token: str) -> tuple[str, str]:
     return f"{base}.txt", f"{base}.run"
 
 
+# where the loop finds its cgroup's memory files: cgroup v2's unified tree, v1's memory/ below it
+CGROUP_ROOT = "/sys/fs/cgroup"
+
+
+def loop_text(out: str, flag: str, limit: int, cgroup_root: str = CGROUP_ROOT) -> str:
+    """The sampling loop itself: a sample into ``out`` every SAMPLE_INTERVAL_S while ``flag``
+    exists, at most ``limit`` samples; its cgroup's memory files under ``cgroup_root``."""
+    return _assign({"out": out, "flag": flag, "limit": limit, "cg_root": cgroup_root}) + _LOOP
+
+
 def _start_body(token: str, max_s: float) -> str:
     """The loop's start (needs PRELUDE before it); prints its PID."""
     out, flag = paths(token)
-    limit = max(1, round(max_s / SAMPLE_INTERVAL_S))
-    loop = _assign({"out": out, "flag": flag, "limit": limit}) + _LOOP
+    loop = loop_text(out, flag, max(1, round(max_s / SAMPLE_INTERVAL_S)))
     return _assign({"out": out, "flag": flag, "loop": loop}) + _START
 
 
