@@ -141,8 +141,18 @@ CPU_BOUND_PERCENT = 90.0
 # A file smaller than this many times the RAM of the host that could cache it is cache-influenced.
 CACHE_RAM_FACTOR = 2
 _GIB = 2**30
-# cache-served: faster than the volume's own disk, so the NAS's RAM served (or took) the data
-VERDICTS = ("network-bound", "disk-bound", "cpu-bound", "protocol-bound", "cache-served", "unknown")
+# cache-served: faster than the volume's own disk, so the NAS's RAM served (or took) the data;
+# faster-than-disk: faster than the volume's disk too, yet more bytes than the NAS's RAM (or its
+# memory limit) could hold: not the NAS's cache (a cache below it, or a disk figure too low)
+VERDICTS = (
+    "network-bound",
+    "disk-bound",
+    "cpu-bound",
+    "protocol-bound",
+    "cache-served",
+    "faster-than-disk",
+    "unknown",
+)
 # A rate this far above the disk's measured rate can only have come from (or gone to) RAM.
 CACHE_RATIO = 1 / BOUND_RATIO
 
@@ -167,6 +177,10 @@ def attribute_bottleneck(
     cpu_cores: Mapping[str, CoreLoad] | None = None,
     disk_name: str = "the NAS's local",
     cache_dropped: bool = False,
+    disk_source: str = "fio",
+    moved_bytes: int | None = None,
+    cache_bytes: int | None = None,
+    cache_name: str = "RAM",
 ) -> dict[str, Any]:
     """What limited a file transfer, from the plan's own measurements of the same path and NAS.
 
@@ -181,6 +195,11 @@ def attribute_bottleneck(
     ``disk_name``: whose sequential rate the disk figure is (``volume ssd's``); a transfer
     faster than it by CACHE_RATIO went through the NAS's RAM (``cache-served``), also when
     ``cache_dropped`` (a cold read: the text then says the cache was dropped before it).
+    ``disk_source``: where the disk figure comes from (``fio``: the run's disk test; else the
+    words naming it, ``the inventory's rate``). ``moved_bytes`` (what one repetition moved) and
+    ``cache_bytes`` (what the NAS's page cache can hold: its RAM or a lower memory limit,
+    ``cache_name``): a rate the cache cannot explain (``cache_explains``) is
+    ``faster-than-disk``, not ``cache-served``.
     Returns ``{"verdict": one of VERDICTS, "text": "...", "evidence": {...}}``, e.g.
     ``SMB write 131 MiB/s = 12 % of the 10G path (9.4 Gbit/s) and 98 % of the NAS's local
     sequential write (134 MiB/s): disk-bound``.
@@ -206,6 +225,9 @@ def attribute_bottleneck(
         "network_ratio": network_ratio,
         "disk_bytes_per_second": disk_bytes_per_second,
         "disk_ratio": disk_ratio,
+        "disk_source": disk_source if disk_bytes_per_second else None,
+        "moved_bytes": moved_bytes,
+        "cache_bytes": cache_bytes,
         "cpu_busy_percent": dict(sorted(cpu.items())),
         "cpu_whole_machine": sorted(h for h in cpu if (cpu_shared_with or {}).get(h)),
         "bound_ratio": BOUND_RATIO,
@@ -221,9 +243,10 @@ def attribute_bottleneck(
             f"({what} {_bits_text(network_bits_per_second)})"
         )
     if disk_ratio is not None and disk_bytes_per_second is not None:
+        source = "" if disk_source == "fio" else f", {disk_source}"
         parts.append(
             f"{disk_ratio * 100:.0f} % of {disk_name} sequential {direction} "
-            f"({format_bytes_per_second(disk_bytes_per_second, 0)})"
+            f"({format_bytes_per_second(disk_bytes_per_second, 0)}{source})"
         )
     if core is not None:
         parts.append(core_text(core, cpu_cores or {}, cpu))
@@ -234,8 +257,11 @@ def attribute_bottleneck(
         for ratio, verdict in ((network_ratio, "network-bound"), (disk_ratio, "disk-bound"))
         if ratio is not None and ratio >= BOUND_RATIO
     ]
+    explained = disk_bytes_per_second is not None and cache_explains(
+        transfer_bytes_per_second, disk_bytes_per_second, moved_bytes, cache_bytes
+    )
     if disk_ratio is not None and disk_ratio >= CACHE_RATIO:
-        verdict = "cache-served"
+        verdict = "cache-served" if explained else "faster-than-disk"
     elif bound:
         verdict = max(bound)[1]
     elif (busiest is not None and busiest[1] >= CPU_BOUND_PERCENT) or core is not None:
@@ -254,6 +280,8 @@ def attribute_bottleneck(
         )
     if verdict == "cache-served":
         text += _cache_text(direction, cache_dropped)
+    elif verdict == "faster-than-disk":
+        text += _beyond_text(direction, moved_bytes, cache_bytes, cache_name)
     elif verdict == "unknown":
         text += " (no network or disk measurement of this path and NAS to compare with)"
     elif verdict == "protocol-bound":
@@ -300,6 +328,39 @@ def _cache_text(direction: str, dropped: bool) -> str:
     return f" (faster than the disk can read: served from the NAS's cache{said})"
 
 
+def cache_explains(
+    rate: float, disk: float, moved_bytes: int | None, cache_bytes: int | None
+) -> bool:
+    """Whether the NAS's page cache can explain a copy at ``rate`` bytes/s over a disk of
+    ``disk`` bytes/s: what it moved fits in the cache (``cache_bytes``: its RAM or memory limit;
+    either unknown: it may), or the bytes beyond the cache, at the disk's rate (the cache's
+    share taken as instant), still last long enough for ``rate`` (with BOUND_RATIO's slack: a
+    disk figure is a median)."""
+    if moved_bytes is None or cache_bytes is None:
+        return True
+    if moved_bytes <= cache_bytes:
+        return True
+    beyond = moved_bytes - cache_bytes
+    fastest = disk / BOUND_RATIO * moved_bytes / beyond
+    return rate <= fastest
+
+
+def _beyond_text(
+    direction: str, moved_bytes: int | None, cache_bytes: int | None, cache_name: str
+) -> str:
+    """Why a rate above the disk's is not the NAS's cache: the bytes do not fit in it, so a
+    cache below the NAS or a disk faster than its figure did it."""
+    verb = "read" if direction == "read" else "write"
+    moved = f"{moved_bytes / MIB_BYTES:.0f} MiB" if moved_bytes else "what it moved"
+    held = f"{cache_bytes / MIB_BYTES:.0f} MiB" if cache_bytes else "its"
+    why = f"the {moved} moved do not fit in the NAS's {held} {cache_name}"
+    return (
+        f" (faster than the disk can {verb}, yet not from the NAS's cache: {why}; a cache "
+        "below the NAS (a hypervisor's, a storage controller's) or a disk faster than its "
+        "figure)"
+    )
+
+
 def _protocol_bound_text(disk_measured: bool, cpu_measured: bool) -> str:
     """Only the limits the run measured are named as ones the transfer was well under."""
     limits = ["the network", *(["the disk"] if disk_measured else [])]
@@ -310,6 +371,13 @@ def _protocol_bound_text(disk_measured: bool, cpu_measured: bool) -> str:
     if not disk_measured:
         text += "; no disk test of this NAS in the run, so its disks are not ruled out"
     return text + ")"
+
+
+def _memory_text(size_bytes: int) -> str:
+    """``23.5 GiB``; under a GiB ``128 MiB`` (a memory limit), not ``0.1 GiB``."""
+    if size_bytes >= _GIB:
+        return f"{size_bytes / _GIB:.1f} GiB"
+    return f"{size_bytes / MIB_BYTES:.0f} MiB"
 
 
 def size_to_use(size_bytes: float) -> int:
@@ -336,12 +404,14 @@ def cache_influence(
     direct_io: bool | None = None,
     *,
     at_least_bytes: float = 0.0,
+    memory_name: str = "RAM",
 ) -> dict[str, Any] | None:
     """A cache warning when a file can sit in the page cache of the host that holds it, else None.
 
     ``direct_io``: True/False for a disk test (False = buffered I/O), None for a transfer.
     ``at_least_bytes``: what a repetition needs to last MIN_TRUSTED_S at its rate, so that the
     size this warning asks for is the one the Diagnosis asks for too (one answer).
+    ``memory_name``: what ``ram_bytes`` is (``RAM``, ``memory limit``: a cgroup's below it).
     Returns ``{"reasons": ["small_file", "buffered_io"], "file_bytes", "ram_bytes",
     "suggested_bytes", "text"}``; ``suggested_bytes``: size_to_use of twice the RAM (or of
     ``at_least_bytes``, when more).
@@ -359,8 +429,8 @@ def cache_influence(
     if "small_file" in reasons and ram_bytes and suggested:
         also = f" ({MIN_TRUSTED_S:g} s at its rate too)" if at_least_bytes > 2 * ram_bytes else ""
         texts.append(
-            f"the file ({file_bytes / MIB_BYTES:.0f} MiB) is smaller than twice the host's RAM "
-            f"({ram_bytes / _GIB:.1f} GiB): use at least {size_text(suggested)}{also}"
+            f"the file ({file_bytes / MIB_BYTES:.0f} MiB) is smaller than twice the host's "
+            f"{memory_name} ({_memory_text(ram_bytes)}): use at least {size_text(suggested)}{also}"
         )
     if "buffered_io" in reasons:
         texts.append("buffered I/O (direct=0): the page cache is measured along with the disk")

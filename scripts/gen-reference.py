@@ -217,6 +217,7 @@ PLAN_SECTIONS = {
 INVENTORY_SECTIONS = {
     "host": "hosts.NAME (a host)",
     "interface": "hosts.NAME.interfaces.NAME (an interface)",
+    "volume": "hosts.NAME.volumes.NAME (a volume)",
     "vars": "vars (top level, a group's, a host's)",
 }
 
@@ -321,6 +322,12 @@ def inventory_reference() -> str:
         defs["interface"],
         "A plan names it as `HOST.INTERFACE` (`nas.ten`); `name` is what the OS calls it "
         "([how to find it](platforms.md#finding-the-interface-names)).",
+    )
+    lines += page.object_section(
+        INVENTORY_SECTIONS["volume"],
+        defs["volume"],
+        "A disk or transfer test names it as `volume: NAME` "
+        "([measurements](measurements.md#what-limited-a-transfer-verdicts) for its `rate`).",
     )
     lines += page.object_section(
         INVENTORY_SECTIONS["vars"],

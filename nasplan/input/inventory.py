@@ -27,7 +27,7 @@ from nasplan.input.loader import (
 from nasplan.input.localfile import MAX_KEY_FILE_BYTES, private_file_problem, read_bytes_bounded
 from nasplan.input.ssh_config import read_ssh_config
 from nasplan.input.ssh_keys import identity_problem
-from nasplan.units import parse_rate
+from nasplan.units import parse_rate, parse_size
 
 CONNECTION_KEYS = (
     "connection",
@@ -80,6 +80,8 @@ class Volume:
     share: str | None = None
     export: str | None = None
     description: str = ""
+    # its sequential rate (``rate: 180MiB/s``), None when the inventory does not say
+    bytes_per_second: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (run.json's ``hosts.<name>.volumes``, the plan's Jinja)."""
@@ -88,6 +90,7 @@ class Volume:
             "share": self.share,
             "export": self.export,
             "description": self.description or None,
+            "bytes_per_second": self.bytes_per_second,
         }
 
     def holds(self, path: str) -> bool:
@@ -427,6 +430,7 @@ def _parse_volumes(document: Document, raw: Any, where: tuple[Any, ...]) -> dict
             share=spec.get("share"),
             export=spec.get("export"),
             description=str(spec.get("description") or ""),
+            bytes_per_second=parse_size(str(spec["rate"])[:-2]) if spec.get("rate") else None,
         )
         for name, spec in raw.items()
     }

@@ -137,17 +137,28 @@ def _mounted(path: str) -> bool:
 
 def inventory_entry(volume: LabVolume, services: tuple[str, ...]) -> dict[str, str]:
     """What the lab inventory says of ``volume``: its path, its share and export where the host
-    serves them, and what it is in words."""
+    serves them, what it is in words, and its rate (``stated_rate``)."""
     disks = f"{volume.disks} disks ({volume.raid})" if volume.disks > 1 else "1 disk"
     entry = {
         "path": volume.path,
         "description": f"lab volume: {volume.filesystem} on {disks} of {volume.rate_text} each",
+        "rate": f"{stated_rate(volume) / 2**20:g}MiB/s",
     }
     if "smb" in services:
         entry["share"] = volume.name
     if "nfs" in services:
         entry["export"] = f"/{volume.name}"
     return entry
+
+
+def stated_rate(volume: LabVolume) -> int:
+    """The volume's sequential rate in bytes/s as its inventory states it: one disk's for one
+    disk and for RAID 1 (it writes every disk, and a single stream reads one mirror), the disks'
+    together for RAID 0, half of them for RAID 10."""
+    if volume.disks < 2 or volume.raid == "raid1":
+        return volume.bytes_per_second
+    stripes = volume.disks if volume.raid == "raid0" else volume.disks // 2
+    return volume.bytes_per_second * max(stripes, 1)
 
 
 def tools_missing() -> list[str]:

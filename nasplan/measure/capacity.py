@@ -5,11 +5,12 @@ each direction, and whether the NAS's cache may have served it).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from nasplan.analysis import MIN_TRUSTED_S, CoreLoad, attribute_bottleneck, cache_influence
+from nasplan.input.inventory import Host
 from nasplan.measure import together
 from nasplan.measure.series import COLD_READ, data_direction
 
@@ -21,7 +22,9 @@ class Capacity:
     """What the run measured one part of a path can carry, in one direction (``write``: towards
     the NAS): the network from ``client`` to ``host`` at ``address`` (bit/s), or ``host``'s
     own disk (bytes/s; ``client`` and ``address`` None), on ``volume`` when the disk test was
-    on a volume the inventory names (a transfer to that volume is judged against it alone)."""
+    on a volume the inventory names (a transfer to that volume is judged against it alone).
+    ``stated``: where a figure the run did not measure comes from, in words (``the
+    inventory's rate``: a volume's ``rate``); a measured one is taken before it."""
 
     what: str
     host: str
@@ -30,6 +33,7 @@ class Capacity:
     client: str | None = None
     address: str | None = None
     volume: str | None = None
+    stated: str | None = None
 
 
 def best(
@@ -43,13 +47,53 @@ def best(
 ) -> float | None:
     """The highest capacity the run measured for that part of the path, None when none; a
     disk's on ``volume`` (None: a disk test on no named volume)."""
-    found = [
-        c.value
+    found = _found(capacities, what, host, direction, client, address, volume)
+    return found[0] if found else None
+
+
+def best_disk(
+    capacities: Sequence[Capacity], host: str, direction: str, volume: str | None
+) -> tuple[float, str] | None:
+    """``host``'s disk on ``volume`` in ``direction``: the highest figure the run measured
+    (``fio``), else the one stated (the inventory's rate, and those words); None without any."""
+    return _found(capacities, DISK, host, direction, None, None, volume)
+
+
+def _found(
+    capacities: Sequence[Capacity],
+    what: str,
+    host: str,
+    direction: str,
+    client: str | None,
+    address: str | None,
+    volume: str | None,
+) -> tuple[float, str] | None:
+    matching = [
+        c
         for c in capacities
         if (c.what, c.host, c.direction) == (what, host, direction)
         and (c.volume == volume if what == DISK else (c.client, c.address) == (client, address))
     ]
-    return max(found) if found else None
+    measured = [c.value for c in matching if c.stated is None]
+    if measured:
+        return max(measured), "fio" if what == DISK else "iperf3"
+    stated = [c for c in matching if c.stated is not None]
+    if not stated:
+        return None
+    top = max(stated, key=lambda c: c.value)
+    return top.value, str(top.stated)
+
+
+def stated_volumes(hosts: Iterable[Host]) -> list[Capacity]:
+    """The hosts' volumes' sequential rates the inventory states (``rate``) as disk capacities
+    in both directions, named ``the inventory's rate``."""
+    return [
+        Capacity(DISK, host.name, way, float(rate), volume=name, stated="the inventory's rate")
+        for host in hosts
+        for name, volume in host.volumes.items()
+        if (rate := volume.bytes_per_second)
+        for way in ("write", "read")
+    ]
 
 
 def judged(
@@ -60,23 +104,19 @@ def judged(
     cpu_shared_with: Mapping[str, Sequence[str]],
 ) -> dict[str, Any]:
     """A copy between a client and the NAS (a file, a block range) with ``bottleneck`` (per
-    direction: network-, disk-, cpu-, protocol-bound, cache-served) and ``cache_warning`` set;
-    ``label``: what it moved with (``SMB``, ``iSCSI``). A copy on a volume is judged against
-    that volume's disk alone; a cold read is a read, its cache dropped before it."""
+    direction: network-, disk-, cpu-, protocol-bound, cache-served, faster-than-disk) and
+    ``cache_warning`` set; ``label``: what it moved with (``SMB``, ``iSCSI``). A copy on a
+    volume is judged against that volume's disk alone (fio's, else its stated rate); a cold
+    read is a read, its cache dropped before it; ``memory_bytes``: what each host's page cache
+    can hold (a rate above the disk's is cache-served only when that explains it)."""
     params = record.get("params") or {}
     server, client = str(params.get("server")), str(params.get("client"))
     path = record.get("path") or {}
-    resources = record.get("resources") or {}
-    cpu = {
-        host: (sample or {}).get("cpu_busy_percent_median") for host, sample in resources.items()
-    }
-    cores: dict[str, CoreLoad] = {
-        host: (sample.get("cpu_busiest_core_percent_median"), sample.get("cpu_cores"))
-        for host, sample in resources.items()
-        if sample
-    }
+    cpu, cores = _cpu(record.get("resources") or {})
     volume = params.get("volume")
     disk_name = f"volume {volume}'s" if volume else "the NAS's local"
+    limited = (record.get("cache") or {}).get("server_memory_limit_bytes")
+    size = params.get("size_bytes")
     verdicts: dict[str, Any] = {}
     for direction, summary in sorted((record.get("directions") or {}).items()):
         rate = (summary or {}).get("median")
@@ -87,6 +127,7 @@ def judged(
         source = "iperf3"
         if network is None:
             network, source = path.get("theoretical_bits_per_second"), "theoretical"
+        disk = best_disk(capacities, server, way, volume)
         verdicts[direction] = attribute_bottleneck(
             label=f"{label} {direction}",
             direction=way,
@@ -94,24 +135,49 @@ def judged(
             network_bits_per_second=network,
             network_source=source,
             path_speed_bits_per_second=path.get("speed_bits_per_second"),
-            disk_bytes_per_second=best(capacities, DISK, server, way, volume=volume),
+            disk_bytes_per_second=disk[0] if disk else None,
             cpu_busy_percent=cpu,
             cpu_shared_with=cpu_shared_with,
             cpu_cores=cores,
             disk_name=disk_name,
             cache_dropped=direction == COLD_READ,
+            disk_source=disk[1] if disk else "fio",
+            moved_bytes=size if isinstance(size, int) else None,
+            cache_bytes=memory_bytes.get(server),
+            cache_name="memory limit" if limited else "RAM",
         )
     out = dict(record)
     out["bottleneck"] = verdicts or None
-    size = params.get("size_bytes")
     if isinstance(size, int) and record.get("cache_warning") is None:
-        # the size it asks for lasts MIN_TRUSTED_S at the faster direction too: one answer
-        rates = [v.get("median") for v in (record.get("directions") or {}).values() if v]
-        fastest = max((r for r in rates if isinstance(r, (int, float))), default=0.0)
-        out["cache_warning"] = cache_influence(
-            size, memory_bytes.get(server), at_least_bytes=fastest * MIN_TRUSTED_S
-        )
+        name = "memory limit" if limited else "RAM"
+        out["cache_warning"] = _cache_warning(record, size, memory_bytes.get(server), name)
     return out
+
+
+def _cache_warning(
+    record: Mapping[str, Any], size: int, memory: int | None, name: str
+) -> dict[str, Any] | None:
+    """``analysis.cache_influence`` of a copy of ``size`` bytes on a NAS whose cache holds
+    ``memory`` (its ``name``: RAM, memory limit)."""
+    # the size it asks for lasts MIN_TRUSTED_S at the faster direction too: one answer
+    rates = [v.get("median") for v in (record.get("directions") or {}).values() if v]
+    fastest = max((r for r in rates if isinstance(r, (int, float))), default=0.0)
+    return cache_influence(size, memory, at_least_bytes=fastest * MIN_TRUSTED_S, memory_name=name)
+
+
+def _cpu(
+    resources: Mapping[str, Any],
+) -> tuple[dict[str, float | None], dict[str, CoreLoad]]:
+    """Each host's median CPU busy %, and its busiest core's with its cores."""
+    cpu = {
+        host: (sample or {}).get("cpu_busy_percent_median") for host, sample in resources.items()
+    }
+    cores: dict[str, CoreLoad] = {
+        host: (sample.get("cpu_busiest_core_percent_median"), sample.get("cpu_cores"))
+        for host, sample in resources.items()
+        if sample
+    }
+    return cpu, cores
 
 
 def judged_together(
@@ -139,9 +205,9 @@ def judged_together(
                 name: (rate * 8, (paths.get(name) or {}).get("theoretical_bits_per_second"))
                 for name, rate in shares.items()
             },
-            disk_bytes_per_second=best(
-                capacities, DISK, server, data_direction(direction), volume=volume
-            ),
+            disk_bytes_per_second=(
+                best_disk(capacities, server, data_direction(direction), volume) or (None,)
+            )[0],
             disk_name=f"volume {volume}'s disks" if volume else "the NAS's disks",
             nas_cpu_percent=cpu if isinstance(cpu, (int, float)) else None,
         )

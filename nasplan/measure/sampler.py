@@ -40,9 +40,25 @@ _TIMEOUT_S = 15.0
 # FLOAT_DURATION: fall back to whole seconds.
 # $1: the run's lease file (nasplan.hosts.lock): the loop ends once nasplan stopped renewing it
 # (kept in $lease: the NIC loop below reuses the positional parameters).
+# M is what the loop's own cgroup may still use where it has a memory limit below that: the limit
+# less its usage, its inactive file pages (reclaimable, as MemAvailable counts them) given back
+# (cgroup v2: memory.max, memory.current, memory.stat's inactive_file; v1: memory.limit_in_bytes,
+# memory.usage_in_bytes, total_inactive_file), so a NAS in a container or a lab host with a
+# 128 MiB limit reads its own memory, not the machine's.
 _LOOP = """\
 ticks=0
 lease=${1:-}
+cg_max= cg_use= cg_stat= cg_idle=inactive_file
+while IFS=: read -r _ cg_c cg_p; do
+  case ",$cg_c," in
+    ,,) cg_d=$cg_root$cg_p
+      [ -r "$cg_d/memory.max" ] && cg_max=$cg_d/memory.max cg_use=$cg_d/memory.current \
+        cg_stat=$cg_d/memory.stat ;;
+    *,memory,*) cg_d=$cg_root/memory$cg_p
+      [ -r "$cg_d/memory.limit_in_bytes" ] && cg_max=$cg_d/memory.limit_in_bytes \
+        cg_use=$cg_d/memory.usage_in_bytes cg_stat=$cg_d/memory.stat cg_idle=total_inactive_file ;;
+  esac
+done < /proc/self/cgroup 2>/dev/null
 while [ -e "$flag" ] && [ "$ticks" -lt "$limit" ]; do
   read -r up _ < /proc/uptime
   if [ -n "$lease" ] && [ -f "$lease" ]; then
@@ -65,6 +81,21 @@ while [ -e "$flag" ] && [ "$ticks" -lt "$limit" ]; do
   while read -r key value _; do
     case $key in MemAvailable:) mem=$value; break ;; esac
   done < /proc/meminfo
+  if [ -n "$cg_max" ]; then
+    read -r cg_l < "$cg_max" 2>/dev/null || cg_l=
+    read -r cg_u < "$cg_use" 2>/dev/null || cg_u=
+    case "$cg_l:$cg_u" in
+      *[!0-9:]*|:*|*:) ;;
+      *)
+        cg_i=0
+        while read -r key value _; do
+          [ "$key" = "$cg_idle" ] && { cg_i=$value; break; }
+        done < "$cg_stat" 2>/dev/null
+        cg_a=$(( (cg_l - cg_u + cg_i) / 1024 ))
+        [ "$cg_a" -ge 0 ] || cg_a=0
+        if [ -z "$mem" ] || [ "$cg_a" -lt "$mem" ]; then mem=$cg_a; fi ;;
+    esac
+  fi
   disks=
   while read -r _ _ name _ _ rsect _ _ _ wsect _; do
     case $name in ram*|loop*|zram*|sr*|fd*) continue ;; esac
@@ -118,11 +149,20 @@ def paths(token: str) -> tuple[str, str]:
     return f"{base}.txt", f"{base}.run"
 
 
+# where the loop finds its cgroup's memory files: cgroup v2's unified tree, v1's memory/ below it
+CGROUP_ROOT = "/sys/fs/cgroup"
+
+
+def loop_text(out: str, flag: str, limit: int, cgroup_root: str = CGROUP_ROOT) -> str:
+    """The sampling loop itself: a sample into ``out`` every SAMPLE_INTERVAL_S while ``flag``
+    exists, at most ``limit`` samples; its cgroup's memory files under ``cgroup_root``."""
+    return _assign({"out": out, "flag": flag, "limit": limit, "cg_root": cgroup_root}) + _LOOP
+
+
 def _start_body(token: str, max_s: float) -> str:
     """The loop's start (needs PRELUDE before it); prints its PID."""
     out, flag = paths(token)
-    limit = max(1, round(max_s / SAMPLE_INTERVAL_S))
-    loop = _assign({"out": out, "flag": flag, "limit": limit}) + _LOOP
+    loop = loop_text(out, flag, max(1, round(max_s / SAMPLE_INTERVAL_S)))
     return _assign({"out": out, "flag": flag, "loop": loop}) + _START
 
 

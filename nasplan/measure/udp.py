@@ -48,13 +48,17 @@ def caveats(
 ) -> list[Caveat]:
     """What the ok repetitions of a UDP test say a reader must be warned of: a rate asked over
     the path's ``udp_maximum``, loss over LOSS_PERCENT (all datagrams together), median jitter
-    over JITTER_MS, and (asked within the path's maximum) a median sent rate under SENT_RATIO
-    of ``asked``."""
+    over JITTER_MS, and a median sent rate under SENT_RATIO of what the sender could have sent
+    (``asked``, or the path's maximum when it asked more). Loss is put on the path only when
+    the sender reached that rate: a sender that did not (its CPU, its host) is named instead."""
     found = []
     over = asked is not None and udp_maximum is not None and asked > udp_maximum
     packets = sum(r.get("packets") or 0 for r in reps)
     lost = sum(r.get("lost_packets") or 0 for r in reps)
     asked_text = format_bits_per_second(asked) if asked is not None else "as fast as it could"
+    sent = _median(reps, "sent_bits_per_second")
+    reachable = udp_maximum if over else asked
+    held = reachable is not None and sent is not None and sent < SENT_RATIO * reachable
     if over:
         assert asked is not None and udp_maximum is not None
         found.append(
@@ -67,11 +71,7 @@ def caveats(
         )
     if packets and lost / packets * 100 > LOSS_PERCENT:
         loss = lost / packets * 100
-        why = (
-            "more than the path carries"
-            if over
-            else "the path, a switch or the receiving host dropped datagrams at that rate"
-        )
+        why = _loss_cause(sent if held else None, over)
         found.append(
             Caveat(
                 f"⚠ loss {loss:.1f} %",
@@ -88,15 +88,41 @@ def caveats(
                 "ms: datagrams arrived unevenly (queues filling on the path, or a busy receiver)",
             )
         )
-    sent = _median(reps, "sent_bits_per_second")
-    # asked over the path's maximum, the sender's own link holds it back: said above already
-    if asked is not None and sent is not None and sent < SENT_RATIO * asked and not over:
-        found.append(
-            Caveat(
-                "⚠ sent under the rate asked",
-                f"the UDP sender sent {format_bits_per_second(sent)} (median), "
-                f"{sent / asked * 100:.0f} % of the {asked_text} asked: the client could not "
-                "send faster (its CPU or NIC), so the path was not tested at the rate asked",
-            )
-        )
+    # asked over the path's maximum, the sender's own link holds it back to that maximum (said
+    # above already): only a sender under it was held back by its host
+    if held:
+        assert asked is not None and sent is not None and reachable is not None
+        found.append(_sent_under(sent, asked, reachable if over else None))
     return found
+
+
+def _loss_cause(held_at: float | None, over: bool) -> str:
+    """Why datagrams were lost: the sender held back by its host (``held_at``: the rate it
+    reached), else more than the path carries (``over``), else the path or the receiver."""
+    if held_at is not None:
+        return (
+            f"the sender reached only {format_bits_per_second(held_at)}, so its host (CPU) "
+            "limited it, not the path; datagrams were lost on the way or by a receiving host "
+            "too busy to take them"
+        )
+    if over:
+        return "more than the path carries"
+    return "the path, a switch or the receiving host dropped datagrams at that rate"
+
+
+def _sent_under(sent: float, asked: float, maximum: float | None) -> Caveat:
+    """The sender sent under what it asked (and under the path's UDP ``maximum`` when it asked
+    more than that)."""
+    of_path = (
+        f" and {sent / maximum * 100:.0f} % of the path's UDP maximum "
+        f"({format_bits_per_second(maximum)})"
+        if maximum is not None
+        else ""
+    )
+    return Caveat(
+        "⚠ sent under the rate asked",
+        f"the UDP sender sent {format_bits_per_second(sent)} (median), "
+        f"{sent / asked * 100:.0f} % of the {format_bits_per_second(asked)} asked{of_path}: the "
+        "client could not send faster (its CPU or NIC), so the path was not tested at the rate "
+        "asked",
+    )

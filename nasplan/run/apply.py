@@ -29,6 +29,7 @@ from nasplan.hosts.session import HostSession, close_sessions, prepare
 from nasplan.input.inventory import Host
 from nasplan.input.plan import Plan
 from nasplan.measure import kinds
+from nasplan.measure.capacity import stated_volumes
 from nasplan.measure.kind import RunContext
 from nasplan.measure.verdicts import annotated
 from nasplan.output import require_free_space, secrets_from_environ, sync_files
@@ -234,7 +235,8 @@ class Run:
         boot_ids = {n: f.boot_id if f else None for n, f in facts.items()}
         local = {n for n, s in self.sessions.items() if s.host.is_local}
         shared = shared_kernels(boot_ids, local_boot_id(), local)
-        self.concluded = tests = annotated(self.measure.records(), memory, shared)
+        stated = stated_volumes(s.host for s in self.sessions.values())
+        self.concluded = tests = annotated(self.measure.records(), memory, shared, stated)
         self.networks.teardown()
         # a host that was reached but cannot be used (sudo refused, tools missing) counts too
         unreachable = any(s.facts is None or s.error for s in self.sessions.values())

@@ -14,7 +14,7 @@ from nasplan.facts import storage, volumes
 from nasplan.hosts.session import HostSession, close_sessions, open_sessions, planned_installs
 from nasplan.input.inventory import Host
 from nasplan.input.plan import Plan
-from nasplan.measure import probes
+from nasplan.measure import estimate, probes
 from nasplan.measure.kind import PROBE_CANNOT_TELL, BoundTest, Probe
 from nasplan.progress import Progress
 from nasplan.remote import shell
@@ -142,7 +142,7 @@ def check(
             looked=looked,
             exit_code=EXIT_UNREACHABLE if unreachable else EXIT_INPUT if missing else would_fail,
             summary=listing.summary(plan),
-            estimate={**listing.estimate(plan).to_dict(), "tests": len(plan.tests)},
+            estimate={**_estimate(plan, sessions), "tests": len(plan.tests)},
         )
     finally:
         close_sessions(sessions)
@@ -188,6 +188,17 @@ def _answered(
         for probe, done in zip(found, probes.apart(result, len(found)), strict=True):
             answers[_key(probe)] = done
     return answers
+
+
+def _estimate(plan: Plan, sessions: Mapping[str, HostSession]) -> dict[str, Any]:
+    """The run's estimate with the link speeds the hosts negotiated (``--list-tests`` has only
+    the inventory's)."""
+    facts = {name: session.facts for name, session in sessions.items()}
+    speeds = estimate.negotiated_speeds(facts, plan)
+    found = listing.estimate(estimate.with_negotiated(plan, speeds)).to_dict()
+    if speeds:
+        found["assumptions"].append(estimate.NEGOTIATED)
+    return found
 
 
 def _look(

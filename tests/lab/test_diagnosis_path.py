@@ -148,6 +148,29 @@ def test_the_tcp_maximum_is_the_slower_links_not_the_servers(routed: dict[str, A
         assert f"**{found['cause']}**" in _diagnosis(routed["report"])
 
 
+def _estimates(state: Any, work: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``--list-tests``' and ``--check``'s estimates of a 256 MiB rsync each way over the p2p
+    link (--check connects and reads the facts; whatever it finds missing, it estimates)."""
+    plan = {
+        "name": "dg-nego-est",
+        "inventory": str(state.inventory_path),
+        "tests": [{"id": "copy", "kind": "transfer", "method": "rsync", "server": "nas",
+                   "client": "ws", "target": "nas.p2p", "path": "/tmp", "size": "256MiB",
+                   "repetitions": 1}],
+    }  # fmt: skip
+    plan_file = work / "plan.yaml"
+    plan_file.write_text(yaml.safe_dump(plan, sort_keys=False))
+    found = []
+    for how in ("--list-tests", "--check"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "nasplan", "apply", str(plan_file), how, "--format", "json"],
+            capture_output=True, text=True, cwd=ROOT, timeout=120, check=False,
+        )  # fmt: skip
+        assert proc.stdout.strip(), proc.stderr
+        found.append(json.loads(proc.stdout)["estimate"])
+    return found[0], found[1]
+
+
 def test_a_nic_that_negotiated_less_than_the_inventory_says_is_named(
     running_lab: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -160,6 +183,16 @@ def test_a_nic_that_negotiated_less_than_the_inventory_says_is_named(
         ).stdout.strip()  # fmt: skip
         assert seen == "1000"
         done = _apply(state, tmp_path_factory.mktemp("dg-nego"), "dg-nego", "nas.p2p")
+        listed, checked = _estimates(state, tmp_path_factory.mktemp("dg-nego-est"))
+    # --list-tests has the inventory's 2.5G; --check the 1G the NAS's port negotiated: a copy of
+    # 256 MiB each way takes longer at 1G, and the estimate says where its speeds come from
+    assert any("link speeds: the inventory's" in a for a in listed["assumptions"])
+    assert (
+        "interface speeds lowered to what the hosts negotiated, where less (their facts)"
+        in (checked["assumptions"])
+    )
+    at_1g, at_2g5 = 2 * 256 * 2**20 / (1e9 * 0.94 / 8), 2 * 256 * 2**20 / (2.5e9 * 0.94 / 8)
+    assert checked["seconds"] - listed["seconds"] == pytest.approx(at_1g - at_2g5, abs=0.2)
     diagnosis = _diagnosis(done["report"])
     assert "**nic-speed** (to-nas)" in diagnosis
     assert "nas dgn1 negotiated 1000 Mb/s, inventory says 2.5 Gbit/s" in diagnosis

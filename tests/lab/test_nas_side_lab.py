@@ -247,6 +247,9 @@ def test_a_cold_read_beside_a_cached_one_on_a_nas_with_a_memory_limit(
     report = (tmp_path / "run" / "report.md").read_text()
     assert "right after the write: NAS RAM 128 MiB (its memory limit) vs 48 MiB moved" in report
     assert "memory limit: 128.0 MiB (of" in report
+    # the NAS's sampler reads its memory limit, not the machine's RAM
+    available = smb["resources"]["nas"]["mem_available_bytes_min"]
+    assert 0 < available <= LIMIT, available / MIB
     # the lab dimension: the same NAS with less memory, changed while the lab is up
     assert lifecycle.set_memory(nas.state_dir, "nas", "64MiB") == "64 MiB"
     try:
@@ -256,6 +259,36 @@ def test_a_cold_read_beside_a_cached_one_on_a_nas_with_a_memory_limit(
         assert int(limit.read_text()) == 64 * MIB
     finally:
         lifecycle.set_memory(nas.state_dir, "nas", "128MiB")
+
+
+def test_without_a_disk_test_copies_are_judged_by_the_volume_s_rate_and_the_memory_limit(
+    nas: LabState, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # no disk test: the lab's inventory says volume hdd does 180 MiB/s; 192 MiB moved on a NAS
+    # whose memory limit is 128 MiB
+    plan = {
+        "name": "stated",
+        "tests": [
+            {"id": "smb", "kind": "transfer", "method": "smb", "server": "nas", "client": "pc",
+             "target": "nas.p2p10", "volume": "hdd", "size": "192MiB", "repetitions": 1, **SMB},
+        ],
+    }  # fmt: skip
+    run = run_plan(nas, tmp_path, plan, monkeypatch)
+    assert run["hosts"]["nas"]["volumes"]["hdd"]["bytes_per_second"] == 180 * MIB
+    (smb,) = run["tests"]
+    report = (tmp_path / "run" / "report.md").read_text()
+    for direction, verdict in smb["bottleneck"].items():
+        rate = smb["directions"][direction]["median"]
+        text = verdict["text"]
+        assert f"of volume hdd's sequential {direction} (180 MiB/s, the inventory's rate)" in text
+        assert "no disk test of this NAS" not in text
+        # 192 MiB do not fit in 128 MiB: above the volume's rate by far is not the NAS's cache
+        if rate > 180 * MIB / 0.85 * 192 / 64:
+            assert verdict["verdict"] == "faster-than-disk", text
+            assert "the 192 MiB moved do not fit in the NAS's 128 MiB memory limit" in text
+        elif 0.85 * 180 * MIB <= rate < 180 * MIB / 0.85:
+            assert verdict["verdict"] == "disk-bound", text
+        assert f"- **smb** ({direction}): {text}" in report
 
 
 def test_rsync_to_a_cable_address_with_no_hand_made_known_hosts(

@@ -64,6 +64,7 @@ PATTERN_SAMPLES = {
     "local_path": ["/dev/null", "keys/id", "~/.ssh/id_ed25519"],
     "rate": ["1G", "2.5G", "10G", 1000000000],
     "size": ["1MiB", "2MB", "64MiB", 1048576],
+    "byte_rate": ["180MiB/s", "900MiB/s", "1.5GiB/s", "200MB/s"],
     "env": ["NAS_PW", "SMB_PASSWORD"],
     "window": ["4M", "128K"],
     "matrix": [{"run": [1, 2]}, {"run": ["a"]}],
@@ -339,7 +340,7 @@ def test_generated_and_mutated_inventories_load_or_exit_2(tmp_path: Path) -> Non
     rng = random.Random(SEED + 1)
     path = tmp_path / "inventory.yaml"
     counts = {"ok": 0, "refused": 0}
-    for doc in inventory_documents(rng, 900):
+    for doc in inventory_documents(rng, 1000):
         text = _dump(doc)
         if rng.random() < 0.15:
             text = mutate_text(text, rng)

@@ -21,7 +21,7 @@ from nasplan.input.plan import Plan, PlanTest
 from nasplan.measure import probes, sampling, timeline
 from nasplan.measure.capacity import DISK, Capacity
 from nasplan.measure.commands import command
-from nasplan.measure.estimate import Estimate, parts
+from nasplan.measure.estimate import Estimate, parts, volume_rate
 from nasplan.measure.kind import Kind, Needs, Probe, Record, RunContext
 from nasplan.measure.pair import check_ready
 from nasplan.measure.record import finish, new_record, warn
@@ -328,9 +328,10 @@ class Disk(Kind[DiskSettings]):
         setup_s = parts(plan, test) * PART_S
         if s.path.find(":\\") == 1:  # diskspd on Windows runs duration_s
             return Estimate(setup_s + (s.duration_s + STEP_S) * each)
-        rate = ASSUMED_DISK_BYTES_PER_SECOND
+        stated = volume_rate(plan, s.host, s.volume)
+        rate, said = stated or (ASSUMED_DISK_BYTES_PER_SECOND, "disks at 200 MiB/s")
         seconds = setup_s + (s.size_bytes / rate + STEP_S) * each
-        return Estimate(seconds, ("disks at 200 MiB/s",))
+        return Estimate(seconds, (said,))
 
     def run(self, test: PlanTest, s: DiskSettings, ctx: RunContext) -> dict[str, Any]:
         """Every repetition of one disk test; failures are recorded, never raised."""

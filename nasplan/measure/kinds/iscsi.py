@@ -210,7 +210,7 @@ class Iscsi(Kind[IscsiSettings]):
         rate, said = copy_rate(plan, test)
         each_s = s.size_bytes / rate + STEP_S
         seconds = parts(plan, test) * PART_S + each_s * len(s.directions) * test.repetitions
-        return Estimate(seconds, (said,))
+        return Estimate(seconds, said)
 
     def run(self, test: PlanTest, s: IscsiSettings, ctx: RunContext) -> dict[str, Any]:
         """Every repetition of one iSCSI test; failures are recorded, never raised."""

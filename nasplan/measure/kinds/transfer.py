@@ -136,7 +136,7 @@ class FileTransfer(Kind[TransferSettings]):
         each repetition copies it each way at the path's rate, shared by the clients at once,
         a set's files each with a cost of their own and one file of the same bytes beside it,
         a cold read after the NAS dropped its cache."""
-        rate, said = copy_rate(plan, test)
+        rate, said = copy_rate(plan, test, s.volume)
         clients = len(test.clients)  # at once, sharing the NAS's link
         copy_s = s.size_bytes * clients / rate + STEP_S
         each_s = copy_s
@@ -148,7 +148,7 @@ class FileTransfer(Kind[TransferSettings]):
         part_s = PART_S + source_bytes / SOURCE_BYTES_PER_SECOND + seed_s
         cold_s = DROP_S * s.directions.count(COLD_READ) * test.repetitions
         copies_s = each_s * len(s.directions) * test.repetitions
-        return Estimate(parts(plan, test) * part_s + copies_s + cold_s, (said,))
+        return Estimate(parts(plan, test) * part_s + copies_s + cold_s, said)
 
     def probes(
         self,

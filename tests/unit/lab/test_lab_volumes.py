@@ -11,7 +11,7 @@ import yaml
 from nasplan.errors import InputError, LabError
 from nasplan.input.inventory import load_inventory
 from nasplan.lab import cgroups, hostfs, volumes
-from nasplan.lab.model import load_lab
+from nasplan.lab.model import LabVolume, load_lab
 from nasplan.lab.preview import preview_inventory
 
 LAB = """\
@@ -72,13 +72,26 @@ def test_the_inventory_lists_each_volume_with_its_share_and_export(tmp_path: Pat
     assert hdd == {
         "path": "/share/HDD",
         "description": "lab volume: ext4 on 1 disk of 180 MiB/s each",
+        "rate": "180MiB/s",
         "share": "hdd",
         "export": "/hdd",
     }
     assert "volumes" not in data["hosts"]["pc"]
-    # what lab up writes is a valid inventory: the plan's volume: ssd finds it
+    # what lab up writes is a valid inventory: the plan's volume: ssd finds it, with its rate
     (tmp_path / "inventory.yaml").write_text(yaml.safe_dump(data))
-    assert load_inventory(tmp_path / "inventory.yaml").hosts["nas"].volumes["ssd"].share == "ssd"
+    inventory = load_inventory(tmp_path / "inventory.yaml")
+    assert inventory.hosts["nas"].volumes["ssd"].share == "ssd"
+    assert inventory.hosts["nas"].volumes["hdd"].bytes_per_second == 180 * 2**20
+
+
+@pytest.mark.parametrize(
+    ("disks", "raid", "rate"), [(1, "raid1", 180), (2, "raid1", 180), (2, "raid0", 360),
+                                (4, "raid10", 360), (3, "raid0", 540)],
+)  # fmt: skip
+def test_a_volume_s_stated_rate_follows_its_raid(disks: int, raid: str, rate: int) -> None:
+    volume = LabVolume("hdd", "/share/HDD", 180 * 2**20, 2**30, "btrfs", disks, raid)
+    assert volumes.stated_rate(volume) == rate * 2**20
+    assert volumes.inventory_entry(volume, ())["rate"] == f"{rate}MiB/s"
 
 
 def test_the_memory_controller_of_either_cgroup_layout(tmp_path: Path) -> None:

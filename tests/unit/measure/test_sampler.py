@@ -257,3 +257,44 @@ def test_the_busiest_core_fits_run_json_s_resources() -> None:
     resources = schema["$defs"]["test"]["properties"]["resources"]
     parsed = sampler.parse((FIXTURES / "one-core-busy-dash.txt").read_text())
     jsonschema.validate({"nas": parsed}, {**resources, "$defs": schema["$defs"]})
+
+
+@pytest.mark.parametrize("layout", ["v1", "v2"])
+def test_the_loop_reads_its_own_cgroup_s_memory_limit_not_the_machine_s(
+    tmp_path: Path, layout: str
+) -> None:
+    # the loop's own groups (from /proc/self/cgroup, as a shell here sees them) under a cgroup
+    # tree of this test's: a 128 MiB limit with 100 MiB used, 40 MiB of it reclaimable file pages
+    mib = 2**20
+    lines = [line.split(":", 2) for line in Path("/proc/self/cgroup").read_text().splitlines()]
+    root = tmp_path / "cgroup"
+    if layout == "v2":
+        (group,) = [root / path.lstrip("/") for _, controllers, path in lines if not controllers]
+        files = {"memory.max": 128 * mib, "memory.current": 100 * mib}
+        stat = f"anon 60\nfile 40\ninactive_file {40 * mib}\nactive_file 0\n"
+    else:
+        memory = [path for _, controllers, path in lines if "memory" in controllers.split(",")]
+        if not memory:
+            pytest.skip("no cgroup v1 memory controller in this process's groups")
+        group = root / "memory" / memory[0].lstrip("/")
+        files = {"memory.limit_in_bytes": 128 * mib, "memory.usage_in_bytes": 100 * mib}
+        stat = f"cache 40\ninactive_file 1\ntotal_cache 40\ntotal_inactive_file {40 * mib}\n"
+    group.mkdir(parents=True, exist_ok=True)
+    for name, value in files.items():
+        (group / name).write_text(f"{value}\n")
+    (group / "memory.stat").write_text(stat)
+    out, flag = tmp_path / "out.txt", tmp_path / "run"
+    flag.touch()
+    loop = sampler.loop_text(str(out), str(flag), 2, cgroup_root=str(root))
+    done = LocalRunner().run(["sh", "-c", loop, "nasplan-sampler", ""], timeout_s=20)
+    assert done.ok, done.stderr
+    result = sampler.parse(out.read_text())
+    # (128 - 100 + 40) MiB: what the group may still take, not the machine's MemAvailable
+    assert result["mem_available_bytes_min"] == 68 * mib
+    # without a limit ("max"), the machine's
+    if layout == "v2":
+        (group / "memory.max").write_text("max\n")
+        out.unlink()
+        flag.touch()
+        LocalRunner().run(["sh", "-c", loop, "nasplan-sampler", ""], timeout_s=20)
+        assert sampler.parse(out.read_text())["mem_available_bytes_min"] > 68 * mib
