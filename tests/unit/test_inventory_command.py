@@ -105,7 +105,13 @@ def test_host_says_what_nasplan_will_connect_to_and_where_each_part_was_set(
         "connection": "ssh",
         "platform": "auto",
         "volumes": {
-            "pool": {"path": "/mnt/pool", "share": None, "export": None, "description": None}
+            "pool": {
+                "path": "/mnt/pool",
+                "share": None,
+                "export": None,
+                "description": None,
+                "bytes_per_second": None,
+            }
         },
     }
     assert shown["port"] == 8080  # the application's, not the login's
