@@ -18,7 +18,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Iterator, Mapping
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ from nasplan.results import new_run_dir
 from nasplan.run import leases, paths
 from nasplan.run.cell import Cell
 from nasplan.run.checkpoint import RunRecord, RunSaver, long_lived_objects_frozen
+from nasplan.run.clock import RunClock, step_text
 from nasplan.run.kind_hooks import KindHooks
 from nasplan.run.lapses import LapseGuard
 from nasplan.run.measure_phase import MeasurePhase
@@ -128,13 +129,17 @@ class Run:
         tasks: Tasks | None = None,
         verbosity: Verbosity | None = None,
         timeouts: Timeouts | None = None,
+        clock: RunClock | None = None,
     ) -> None:
         self.plan = plan = request.plan
         self.tasks: Tasks = tasks if tasks is not None else Overlap.concurrent()
         self.timeouts = timeouts or from_environ()
         self.sessions: dict[str, HostSession] = {}
         self.spans: dict[str, float] = {}
-        started = _utc_now()
+        # the wall clock stamps the start; the monotonic clock counts the run's time
+        self.clock = clock or RunClock()
+        started = self.clock.started.replace(microsecond=0)
+        self.before = request.previous.run if request.previous is not None else {}
         self.run_dir = _run_dir(request, base_dir, started)
         schedule = _schedule(request)
         known = _known_secrets(plan, request.become_passwords)
@@ -272,7 +277,11 @@ class Run:
             if self.early is not None:
                 self.early.join()
             releasing = self.tasks.start(self._release_all, "release")
-            self.record.run["finished_at"] = _iso(_utc_now())
+            ended = self.clock.ended(self.before)
+            self.record.run.update(ended)
+            steps = ended.get("clock_steps") or []
+            if len(steps) > len(self.before.get("clock_steps") or []):
+                self.warnings.append(step_text(steps[-1]["step_s"]))
             if self.concluded is None:  # cut short: the tests under way say so
                 self.measure.stop()
             written = self.record.snapshot()
@@ -390,10 +399,6 @@ def _known_secrets(plan: Plan, become_passwords: Mapping[str, str]) -> list[str]
     known = sorted(set(become_passwords.values()))
     structures = [plan.resolved, *(dataclasses.asdict(h) for h in plan.inventory.hosts.values())]
     return known + secrets_from_environ(structures, os.environ)
-
-
-def _utc_now() -> datetime:
-    return datetime.now(timezone.utc).replace(microsecond=0)
 
 
 def _iso(moment: datetime) -> str:
