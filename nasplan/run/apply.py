@@ -136,10 +136,8 @@ class Run:
         self.timeouts = timeouts or from_environ()
         self.sessions: dict[str, HostSession] = {}
         self.spans: dict[str, float] = {}
-        # the wall clock stamps the start; the monotonic clock counts the run's time
-        self.clock = clock or RunClock()
+        self.clock = clock or RunClock()  # the wall clock stamps, the monotonic clock counts
         started = self.clock.started.replace(microsecond=0)
-        self.before = request.previous.run if request.previous is not None else {}
         self.run_dir = _run_dir(request, base_dir, started)
         schedule = _schedule(request)
         known = _known_secrets(plan, request.become_passwords)
@@ -165,15 +163,9 @@ class Run:
         # the tests as concluded (their verdicts): None until then, the cells' records before
         self.concluded: list[dict[str, Any]] | None = None
         self.measure = MeasurePhase(
-            self.ctx,
-            self.hooks,
-            schedule,
-            self.networks,
-            lambda: self.record.checkpoint(),
-            header["sequence"],
-            self.early,
-            LapseGuard(self.keeper),
-        )
+            self.ctx, self.hooks, schedule, self.networks, lambda: self.record.checkpoint(),
+            header["sequence"], self.early, LapseGuard(self.keeper),
+        )  # fmt: skip
         self.record = RunRecord(
             header,
             self.sessions,
@@ -277,11 +269,7 @@ class Run:
             if self.early is not None:
                 self.early.join()
             releasing = self.tasks.start(self._release_all, "release")
-            ended = self.clock.ended(self.before)
-            self.record.run.update(ended)
-            steps = ended.get("clock_steps") or []
-            if len(steps) > len(self.before.get("clock_steps") or []):
-                self.warnings.append(step_text(steps[-1]["step_s"]))
+            self._ended()
             if self.concluded is None:  # cut short: the tests under way say so
                 self.measure.stop()
             written = self.record.snapshot()
@@ -293,6 +281,16 @@ class Run:
             if final != written:  # a release removed something the run left there: say so
                 self._write(final, synced=[])
             self.record.saver.close()
+
+    def _ended(self) -> None:
+        """run.json's end by the monotonic clock (``RunClock.ended``), a step of the wall
+        clock in the run's warnings."""
+        before = dict(self.record.run)  # a resumed run's earlier sessions: from its header
+        ended = self.clock.ended(before)
+        self.record.run.update(ended)
+        steps = ended.get("clock_steps") or []
+        if len(steps) > len(before.get("clock_steps") or []):
+            self.warnings.append(step_text(steps[-1]["step_s"]))
 
     def _release_all(self) -> None:
         """Release this run's lock on every host still locked (what it left there goes with
@@ -379,6 +377,8 @@ def _header(
     }
     if previous is not None:
         header["resumed_at"] = [*before.get("resumed_at", []), _iso(started)]
+        # the earlier sessions' time and the steps of the wall clock they saw (RunClock.ended)
+        header.update({k: before[k] for k in ("duration_s", "clock_steps") if k in before})
     if plan.subset is not None:  # --limit / --tests: a part of the plan
         header["subset"] = dict(plan.subset)
     return header
