@@ -146,26 +146,45 @@ def _merged_series(parts: Sequence[tuple[Mapping[str, Any], float]]) -> dict[str
     return merged
 
 
-def done_indices(record: Mapping[str, Any]) -> set[int]:
-    """The repetition numbers of ``record`` that ended ok: every direction of it there and ok
-    (a transfer's write whose read never ran is not done)."""
-    directions = 2 if (record.get("params") or {}).get("direction") == "both" else 1
-    entries: dict[int, list[bool]] = {}
-    for rep in record.get("repetitions") or []:
-        entries.setdefault(int(rep["index"]), []).append(rep.get("status") == "ok")
-    return {index for index, ok in entries.items() if len(ok) >= directions and all(ok)}
+Done = tuple[int, str | None]
+
+
+def done_pairs(record: Mapping[str, Any]) -> set[Done]:
+    """Each ``(repetition number, direction)`` of ``record`` that ended ok (a kind without
+    directions: None)."""
+    return {
+        (int(rep["index"]), rep.get("direction"))
+        for rep in record.get("repetitions") or []
+        if rep.get("status") == "ok"
+    }
+
+
+def done_indices(record: Mapping[str, Any], asked: Sequence[str | None]) -> set[int]:
+    """The repetition numbers of ``record`` that ended ok: every direction ``asked`` of it
+    there and ok (a transfer's write whose read never ran is not done)."""
+    pairs = done_pairs(record)
+    indices = {index for index, _ in pairs}
+    return {i for i in indices if all((i, direction) in pairs for direction in asked)}
 
 
 def kept_part(record: Mapping[str, Any]) -> Record | None:
-    """What a resumed run keeps of a test's record: its repetitions that ended ok, as a part
-    to merge the new ones with (None: nothing to keep)."""
-    done = done_indices(record)
+    """What a resumed run keeps of a test's record: each direction of each repetition that
+    ended ok (a write whose read did not run too), as a part to merge the new ones with
+    (None: nothing to keep)."""
+    done = done_pairs(record)
     if not done:
         return None
     kept = copy.deepcopy(dict(record))
-    kept["repetitions"] = [r for r in kept["repetitions"] if r["index"] in done]
+    kept["repetitions"] = [r for r in kept["repetitions"] if _pair(r, "index") in done]
     throughput = (kept.get("timeline") or {}).get("throughput") or []
-    kept_series = [s for s in throughput if s.get("repetition") in done]
+    # a series of a kind without directions may have one of its own (iperf3 -R: reverse)
+    kept_series = [
+        s for s in throughput if {_pair(s, "repetition"), (_pair(s, "repetition")[0], None)} & done
+    ]
     kept["timeline"] = {"throughput": kept_series} if kept_series else None
     kept.update(status="ok", error=None)
     return kept
+
+
+def _pair(entry: Mapping[str, Any], key: str) -> Done:
+    return int(entry.get(key) or 0), entry.get("direction")

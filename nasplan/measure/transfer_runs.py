@@ -260,17 +260,21 @@ def _remove_windows_copies(
 
 
 def run_directions(job: Job) -> None:
-    """Every repetition of every direction into the record, a checkpoint after each."""
+    """Every repetition of every direction into the record, a checkpoint after each; what a
+    resumed run kept (``PlanTest.kept``) is not measured again."""
     test = job.test
     speed = (job.record.get("path") or {}).get("speed_bits_per_second")
     total = test.repetitions * len(job.xfer.directions)
     total_s = total * job.xfer.size_bytes * 8 / speed if speed else 0.0
     for direction in job.xfer.directions:
+        indices = [index for index in test.indices if test.wants(index, direction)]
+        if not indices:
+            continue
         if direction != "write" and not _seeded(job):
             return
         if direction == COLD_READ and not _can_drop(job):
             continue
-        for index in test.indices:
+        for index in indices:
             job.ctx.progress.test(test.id, index, test.repetitions, total_s, direction)
             rep = _repetition(job, direction, index)
             job.record["repetitions"].append(rep)
