@@ -34,12 +34,15 @@ def merge(parts: Sequence[Part], summarize: Summarize) -> Record:
     """One record from a test's parts (in the order they ran); see the module's docstring.
 
     Everything but repetitions, resources, timeline and warnings (each once) is the last
-    part's (its parameters, a latency test's path-MTU probe); errors that no repetition
+    part's (a latency test's path-MTU probe); its parameters are the last part's over those
+    of the parts before it (a part that could not start, a client lost, does not unsay the
+    address and clients the repetitions before it measured with); errors that no repetition
     explains (a part that could not start, a cleanup that failed) are kept, each once.
     """
     if len(parts) == 1 and parts[0][1] == 0:
         return parts[0][0]
     record = copy.deepcopy(parts[-1][0])
+    record["params"] = _params([part for part, _ in parts])
     reps = [_shifted(rep, offset_s) for part, offset_s in parts for rep in part["repetitions"]]
     record["repetitions"] = sorted(reps, key=rep_key)
     record["params"]["repetitions"] = len({rep.get("index") for rep in reps})
@@ -58,6 +61,16 @@ def merge(parts: Sequence[Part], summarize: Summarize) -> Record:
     record = summarize(record)
     said = _errors(record)
     return finish(record, said + [e for e in extras if e not in said])
+
+
+def _params(parts: Sequence[Record]) -> dict[str, Any]:
+    """The parts' parameters, each key the last part's that says it (not None)."""
+    params: dict[str, Any] = {}
+    for part in parts:
+        said = part.get("params") or {}
+        params.update({k: copy.deepcopy(v) for k, v in said.items() if v is not None})
+        params.update({k: None for k, v in said.items() if v is None and k not in params})
+    return params
 
 
 def _errors(record: Mapping[str, Any]) -> list[str]:

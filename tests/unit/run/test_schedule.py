@@ -18,6 +18,7 @@ from nasplan.input.network import MtuSpec, NetworkSpec
 from nasplan.input.plan import Adaptive, Order, PlanTest, Target
 from nasplan.measure import kinds
 from nasplan.measure.merge import done_indices, kept_part, merge
+from nasplan.measure.record import skipped
 from nasplan.progress import Place, PlainProgress
 from nasplan.run.schedule import Cell, network_groups, slices, time_left_s
 
@@ -287,3 +288,27 @@ def test_a_resumed_transfer_keeps_each_finished_direction_and_measures_each_miss
     ]
     assert [r for r in reps if r["bytes_per_second"] == 1e8] == kept  # byte for byte
     assert cell.record()["status"] == "ok" and cell.stopped()
+
+
+def test_a_lost_client_leaves_the_kept_repetitions_labelled_with_the_clients_they_measured() -> (
+    None
+):
+    """Three clients at once: repetition 1 measured all three; the part of repetition 2 could
+    not start (laptop lost). The merged record still names the three clients and the address
+    repetition 1 measured with; its results row says so, not pc's alone."""
+    test = dataclasses.replace(_test("net", 2), settings={"clients": ["pc", "mac", "laptop"]})
+    measured = _record(dataclasses.replace(test, repetitions=1), [2.7e9])
+    measured["params"].update(client="pc", clients=["pc", "mac", "laptop"], address="198.18.0.10")
+    measured["repetitions"][0]["clients"] = {c: {"bits_per_second": 9e8} for c in test.clients}
+    lost = skipped(dataclasses.replace(test, first_repetition=2, repetitions=1), "")
+    lost.update(status="failed", error="laptop: the connection stopped answering")
+
+    merged = merge([(measured, 0.0), (lost, 5.0)], kinds.bind(test).summarize)
+
+    assert merged["params"]["clients"] == ["pc", "mac", "laptop"]
+    assert merged["params"]["address"] == "198.18.0.10"
+    assert set(merged["repetitions"][0]["clients"]) == {"pc", "mac", "laptop"}
+    flow = kinds.readout(merged).flow(merged, None)
+    assert flow.startswith("pc + mac + laptop → "), flow
+    # a record of such a test that never ran names its clients too
+    assert lost["params"]["clients"] == ["pc", "mac", "laptop"]
