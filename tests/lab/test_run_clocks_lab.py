@@ -99,7 +99,7 @@ def test_a_client_clock_set_back_an_hour_mid_copy_changes_no_rate(
     shim.write_text(text)
     shim.chmod(0o755)
     tests = [
-        smb_test("smb", "cka", "24MiB", 2, direction="write"),
+        smb_test("smb", "cka", "32MiB", 2, direction="write"),
         {"id": "after", "kind": "iperf3", "server": "cknas", "client": "cka", "duration_s": 1,
          "repetitions": 1},
     ]  # fmt: skip
@@ -107,8 +107,8 @@ def test_a_client_clock_set_back_an_hour_mid_copy_changes_no_rate(
     try:
         proc = start(lab, tmp_path, tests, order="sequential")
         seen = wait_for(proc, "test smb: write, repetition 1/2")
-        # 24 MiB at 200 Mbit/s take a second: the step lands in the middle of the first copy
-        subprocess.run(["sleep", "0.4"], check=True)
+        # 32 MiB at 200 Mbit/s take 1.4 s: the step lands in the middle of the first copy
+        subprocess.run(["sleep", "0.5"], check=True)
         flag.touch()
         err = finish(proc, seen)
     finally:

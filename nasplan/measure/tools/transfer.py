@@ -20,6 +20,8 @@ from nasplan.hosts.lock import PRELUDE
 
 ELAPSED_MARK = "NASPLAN_ELAPSED_NS="
 WALL_MARK = "NASPLAN_WALL_NS="
+# a wall clock read in whole seconds (a ``date`` without %N: BusyBox's, macOS's, FreeBSD's)
+COARSE_MARK = "NASPLAN_WALL_COARSE=1"
 EXIT_MARK = "NASPLAN_EXIT="
 # /proc/uptime counts hundredths of a second: within this of each other the two clocks agree
 # (and ntpd, chrony step the clock only past 0.128 s: a smaller difference is no step)
@@ -134,6 +136,14 @@ class Timed:
     wall_s: float | None
     exited: int
     output: str
+    # the wall clock's resolution: 1 s where ``date`` has no %N
+    wall_resolution_s: float = 0.0
+
+    @property
+    def _agree(self) -> bool:
+        mono, wall = self.monotonic_s, self.wall_s
+        assert mono is not None and wall is not None
+        return abs(wall - mono) <= CLOCK_AGREE_S + self.wall_resolution_s
 
     @property
     def duration_s(self) -> float:
@@ -143,7 +153,7 @@ class Timed:
         mono, wall = self.monotonic_s, self.wall_s
         if mono is None:
             return wall if wall is not None else 0.0
-        if wall is not None and abs(wall - mono) <= CLOCK_AGREE_S:
+        if wall is not None and not self.wall_resolution_s and self._agree:
             return wall
         return mono
 
@@ -152,7 +162,7 @@ class Timed:
         """How far the wall clock stepped while the command ran (its elapsed time less the
         monotonic clock's), None when it did not (or the host has no monotonic clock)."""
         mono, wall = self.monotonic_s, self.wall_s
-        if mono is None or wall is None or abs(wall - mono) <= CLOCK_AGREE_S:
+        if mono is None or wall is None or self._agree:
             return None
         return round(wall - mono, 3)
 
@@ -172,6 +182,7 @@ def timed_script(argv: Sequence[str], before: Sequence[Sequence[str]] = ()) -> s
         "wall1=$(nasplan_wall) mono1=$(nasplan_mono)",
         f'[ -n "$mono0" ] && [ -n "$mono1" ] && echo "{ELAPSED_MARK}$((mono1 - mono0))"',
         f'echo "{WALL_MARK}$((wall1 - wall0))"',
+        f'case $wall0 in *000000000) echo "{COARSE_MARK}" ;; esac',
         f'echo "{EXIT_MARK}$rc"',
         'exit "$rc"',
     ]
@@ -192,6 +203,7 @@ def parse_timing(text: str) -> Timed:
         int(wall.group(1)) / 1e9 if wall else None,
         int(status.group(1)),
         text[:first],
+        1.0 if re.search(rf"^{COARSE_MARK}$", text, re.MULTILINE) else 0.0,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import os
 import shlex
+import shutil
 import stat
 from pathlib import Path
 from typing import Any
@@ -139,6 +140,18 @@ def test_a_wall_clock_step_mid_copy_changes_no_duration(tmp_path: Path, step_s: 
     assert 0.55 < timed.duration_s < 1.5  # the monotonic clock's, not the wall clock's
     assert timed.step_s is not None and timed.step_s == pytest.approx(step_s, abs=0.2)
     assert timed.wall_s is not None and timed.wall_s == pytest.approx(step_s + 0.6, abs=0.5)
+
+
+@pytest.mark.skipif(shutil.which("busybox") is None, reason="needs busybox")
+def test_a_date_without_nanoseconds_is_no_clock_step(tmp_path: Path) -> None:
+    """BusyBox's ``date`` (QTS, DSM) prints ``%N`` as it is: its whole seconds are no step."""
+    (tmp_path / "date").symlink_to(str(shutil.which("busybox")))
+    env = f"PATH={shlex.quote(str(tmp_path))}:$PATH; export PATH\n"
+    script = env + transfer.timed_script(["sleep", "0.3"])
+    result = LocalRunner().run_script(f"exec busybox sh -c {shlex.quote(script)}", timeout_s=10)
+    timed = transfer.parse_timing(result.stdout)
+    assert timed.wall_resolution_s == 1.0 and timed.step_s is None
+    assert timed.duration_s == timed.monotonic_s and 0.25 < timed.duration_s < 1.5
 
 
 def test_without_a_step_the_duration_is_the_wall_clocks_nanoseconds() -> None:
