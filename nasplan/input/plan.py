@@ -111,11 +111,18 @@ class PlanTest:
     # the index of the first repetition this test runs: a part of a test (a run's slice, a
     # resumed run) runs repetitions first_repetition .. first_repetition + repetitions - 1
     first_repetition: int = 1
+    # (repetition, direction) of this part a resumed run kept, measured ok before: the kind
+    # measures none of them again (its other directions, yes)
+    kept: frozenset[tuple[int, str | None]] = frozenset()
 
     @property
     def indices(self) -> range:
         """The repetition numbers this test (or this part of it) runs."""
         return range(self.first_repetition, self.first_repetition + self.repetitions)
+
+    def wants(self, index: int, direction: str | None = None) -> bool:
+        """Whether this part measures ``direction`` of repetition ``index`` (not kept)."""
+        return (index, direction) not in self.kept
 
     @property
     def repetitions_text(self) -> str:

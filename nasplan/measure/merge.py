@@ -34,12 +34,15 @@ def merge(parts: Sequence[Part], summarize: Summarize) -> Record:
     """One record from a test's parts (in the order they ran); see the module's docstring.
 
     Everything but repetitions, resources, timeline and warnings (each once) is the last
-    part's (its parameters, a latency test's path-MTU probe); errors that no repetition
+    part's (a latency test's path-MTU probe); its parameters are the last part's over those
+    of the parts before it (a part that could not start, a client lost, does not unsay the
+    address and clients the repetitions before it measured with); errors that no repetition
     explains (a part that could not start, a cleanup that failed) are kept, each once.
     """
     if len(parts) == 1 and parts[0][1] == 0:
         return parts[0][0]
     record = copy.deepcopy(parts[-1][0])
+    record["params"] = _params([part for part, _ in parts])
     reps = [_shifted(rep, offset_s) for part, offset_s in parts for rep in part["repetitions"]]
     record["repetitions"] = sorted(reps, key=rep_key)
     record["params"]["repetitions"] = len({rep.get("index") for rep in reps})
@@ -58,6 +61,16 @@ def merge(parts: Sequence[Part], summarize: Summarize) -> Record:
     record = summarize(record)
     said = _errors(record)
     return finish(record, said + [e for e in extras if e not in said])
+
+
+def _params(parts: Sequence[Record]) -> dict[str, Any]:
+    """The parts' parameters, each key the last part's that says it (not None)."""
+    params: dict[str, Any] = {}
+    for part in parts:
+        said = part.get("params") or {}
+        params.update({k: copy.deepcopy(v) for k, v in said.items() if v is not None})
+        params.update({k: None for k, v in said.items() if v is None and k not in params})
+    return params
 
 
 def _errors(record: Mapping[str, Any]) -> list[str]:
@@ -146,26 +159,45 @@ def _merged_series(parts: Sequence[tuple[Mapping[str, Any], float]]) -> dict[str
     return merged
 
 
-def done_indices(record: Mapping[str, Any]) -> set[int]:
-    """The repetition numbers of ``record`` that ended ok: every direction of it there and ok
-    (a transfer's write whose read never ran is not done)."""
-    directions = 2 if (record.get("params") or {}).get("direction") == "both" else 1
-    entries: dict[int, list[bool]] = {}
-    for rep in record.get("repetitions") or []:
-        entries.setdefault(int(rep["index"]), []).append(rep.get("status") == "ok")
-    return {index for index, ok in entries.items() if len(ok) >= directions and all(ok)}
+Done = tuple[int, str | None]
+
+
+def done_pairs(record: Mapping[str, Any]) -> set[Done]:
+    """Each ``(repetition number, direction)`` of ``record`` that ended ok (a kind without
+    directions: None)."""
+    return {
+        (int(rep["index"]), rep.get("direction"))
+        for rep in record.get("repetitions") or []
+        if rep.get("status") == "ok"
+    }
+
+
+def done_indices(record: Mapping[str, Any], asked: Sequence[str | None]) -> set[int]:
+    """The repetition numbers of ``record`` that ended ok: every direction ``asked`` of it
+    there and ok (a transfer's write whose read never ran is not done)."""
+    pairs = done_pairs(record)
+    indices = {index for index, _ in pairs}
+    return {i for i in indices if all((i, direction) in pairs for direction in asked)}
 
 
 def kept_part(record: Mapping[str, Any]) -> Record | None:
-    """What a resumed run keeps of a test's record: its repetitions that ended ok, as a part
-    to merge the new ones with (None: nothing to keep)."""
-    done = done_indices(record)
+    """What a resumed run keeps of a test's record: each direction of each repetition that
+    ended ok (a write whose read did not run too), as a part to merge the new ones with
+    (None: nothing to keep)."""
+    done = done_pairs(record)
     if not done:
         return None
     kept = copy.deepcopy(dict(record))
-    kept["repetitions"] = [r for r in kept["repetitions"] if r["index"] in done]
+    kept["repetitions"] = [r for r in kept["repetitions"] if _pair(r, "index") in done]
     throughput = (kept.get("timeline") or {}).get("throughput") or []
-    kept_series = [s for s in throughput if s.get("repetition") in done]
+    # a series of a kind without directions may have one of its own (iperf3 -R: reverse)
+    kept_series = [
+        s for s in throughput if {_pair(s, "repetition"), (_pair(s, "repetition")[0], None)} & done
+    ]
     kept["timeline"] = {"throughput": kept_series} if kept_series else None
     kept.update(status="ok", error=None)
     return kept
+
+
+def _pair(entry: Mapping[str, Any], key: str) -> Done:
+    return int(entry.get(key) or 0), entry.get("direction")

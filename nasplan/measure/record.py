@@ -16,14 +16,19 @@ if TYPE_CHECKING:
 
 
 def path_params(test: PlanTest, target: str | None = None) -> dict[str, Any]:
-    """The params every client -> server kind records; ``address`` is filled in once known."""
-    return {
+    """The params every client -> server kind records; ``address`` is filled in once known;
+    several clients at once (``clients``) named from the start, so a part that could not
+    start (a client lost) still says whose test it is."""
+    params: dict[str, Any] = {
         "server": test.server,
         "client": test.client,
         "target": target or test.target.label(),
         "address": None,
         "repetitions": test.repetitions,
     }
+    if len(test.clients) > 1:
+        params["clients"] = list(test.clients)
+    return params
 
 
 def new_record(test: PlanTest, params: dict[str, Any], metric: str) -> dict[str, Any]:
@@ -47,11 +52,8 @@ def new_record(test: PlanTest, params: dict[str, Any], metric: str) -> dict[str,
 
 def skipped(test: PlanTest, reason: str) -> dict[str, Any]:
     """The record of a test that did not run at all (e.g. the network setup failed)."""
-    record = new_record(
-        test,
-        {"server": test.server, "client": test.client, "target": test.target.label()},
-        "bits_per_second",
-    )
+    params = {k: v for k, v in path_params(test).items() if k not in ("address", "repetitions")}
+    record = new_record(test, params, "bits_per_second")
     record.update(status="skipped", error=reason)
     return record
 

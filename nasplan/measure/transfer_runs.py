@@ -97,7 +97,8 @@ def repetition(
         result = client.run_script(transfer.timed_script(argv, before), timeout_s=xfer.timeout_s)
     raw = result.stdout + result.stderr
     try:
-        duration_s, exited, output = transfer.parse_timed(result.stdout.replace("\r\n", "\n"))
+        timed = transfer.parse_timing(result.stdout.replace("\r\n", "\n"))
+        exited, output = timed.exited, timed.output
         # a Windows copy is timed by its script itself: no tool rate to read
         tool = {"tool_bytes_per_second": None} if windows else xfer.method.parse(xfer, output)
     except transfer.TransferParseError as exc:
@@ -108,7 +109,12 @@ def repetition(
         said = (output.strip().splitlines() or [""])[-1]
         rep["error"] = f"{argv[0]} exited {exited}" + (f": {said}" if said else "")
         return rep, raw
-    return _timed(rep, xfer, duration_s, tool), raw
+    if timed.step_s is not None:  # said by the caller, who knows the host and the repetition
+        rep["clock_step_s"] = timed.step_s
+    if timed.duration_s <= 0:
+        rep["error"] = f"{argv[0]} took no measurable time on {client.name}'s clock"
+        return rep, raw
+    return _timed(rep, xfer, timed.duration_s, tool), raw
 
 
 def _timed(
@@ -131,6 +137,15 @@ def _timed(
     if xfer.groups:
         rep.update(files=xfer.files, files_per_second=xfer.files / duration_s if rate else None)
     return rep
+
+
+def clock_step_text(host: str, step_s: float, during: str) -> str:
+    """``ws's wall clock stepped -3600.0 s during write 2; the copy was timed by its monotonic
+    clock``: the note a repetition timed across a clock step leaves in its test's warnings."""
+    return (
+        f"{host}'s wall clock stepped {step_s:+.1f} s during {during}; "
+        "the copy was timed by its monotonic clock"
+    )
 
 
 def check_commands(xfer: Transfer, address: str) -> None:
@@ -252,17 +267,21 @@ def _remove_windows_copies(
 
 
 def run_directions(job: Job) -> None:
-    """Every repetition of every direction into the record, a checkpoint after each."""
+    """Every repetition of every direction into the record, a checkpoint after each; what a
+    resumed run kept (``PlanTest.kept``) is not measured again."""
     test = job.test
     speed = (job.record.get("path") or {}).get("speed_bits_per_second")
     total = test.repetitions * len(job.xfer.directions)
     total_s = total * job.xfer.size_bytes * 8 / speed if speed else 0.0
     for direction in job.xfer.directions:
+        indices = [index for index in test.indices if test.wants(index, direction)]
+        if not indices:
+            continue
         if direction != "write" and not _seeded(job):
             return
         if direction == COLD_READ and not _can_drop(job):
             continue
-        for index in test.indices:
+        for index in indices:
             job.ctx.progress.test(test.id, index, test.repetitions, total_s, direction)
             rep = _repetition(job, direction, index)
             job.record["repetitions"].append(rep)
@@ -305,6 +324,8 @@ def _measure(job: Job, side: Side, direction: str, index: int) -> dict[str, Any]
     rep, raw = repetition(side.runner, target, direction, side.local_dir, side.address)
     rep.update(started_s=started_s, ended_s=job.clock.now_s())
     rep["raw_file"] = job.ctx.save_raw(job.raw_name(side, f"{direction}-{index}"), raw)
+    if rep.get("clock_step_s") is not None:
+        warn(job.record, clock_step_text(side.name, rep["clock_step_s"], f"{direction} {index}"))
     if write and rep["status"] == "ok":
         side.on_nas = target
     if xfer.groups and job.one_file and rep["status"] == "ok":

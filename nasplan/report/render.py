@@ -161,11 +161,18 @@ FILTERS = {
 # --- the view: what the template shows, computed from the run alone --------------------------
 
 
-def _duration(started_at: str, finished_at: str | None) -> str | None:
+def _duration(run: Mapping[str, Any]) -> str | None:
+    """The run's time: its monotonic ``duration_s`` (a run before it: the stamps' difference)."""
+    started_at, finished_at = run["started_at"], run.get("finished_at")
     if not finished_at:
         return None
+    counted = run.get("duration_s")
     seconds = int(
-        (datetime.fromisoformat(finished_at) - datetime.fromisoformat(started_at)).total_seconds()
+        counted
+        if isinstance(counted, (int, float))
+        else (
+            datetime.fromisoformat(finished_at) - datetime.fromisoformat(started_at)
+        ).total_seconds()
     )
     minutes, seconds = divmod(max(seconds, 0), 60)
     return f"{minutes} min {seconds} s" if minutes else f"{seconds} s"
@@ -537,7 +544,7 @@ def build_view(
         "description": str(run["plan"].get("description") or "").strip(),
         "plan_file": _shown_file(run.get("plan_file")),
         "inventory_file": _shown_file(run.get("inventory_file")),
-        "duration": _duration(run["started_at"], run.get("finished_at")),
+        "duration": _duration(run),
         "status_meaning": STATUS_MEANING.get(run["status"], run["status"]),
         "warnings": (warned := run_warnings(run)),
         "status_text": str(run["status"])

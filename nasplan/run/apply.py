@@ -18,7 +18,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Iterator, Mapping
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ from nasplan.results import new_run_dir
 from nasplan.run import leases, paths
 from nasplan.run.cell import Cell
 from nasplan.run.checkpoint import RunRecord, RunSaver, long_lived_objects_frozen
+from nasplan.run.clock import RunClock, step_text
 from nasplan.run.kind_hooks import KindHooks
 from nasplan.run.lapses import LapseGuard
 from nasplan.run.measure_phase import MeasurePhase
@@ -129,13 +130,15 @@ class Run:
         tasks: Tasks | None = None,
         verbosity: Verbosity | None = None,
         timeouts: Timeouts | None = None,
+        clock: RunClock | None = None,
     ) -> None:
         self.plan = plan = request.plan
         self.tasks: Tasks = tasks if tasks is not None else Overlap.concurrent()
         self.timeouts = timeouts or from_environ()
         self.sessions: dict[str, HostSession] = {}
         self.spans: dict[str, float] = {}
-        started = _utc_now()
+        self.clock = clock or RunClock()  # the wall clock stamps, the monotonic clock counts
+        started = self.clock.started.replace(microsecond=0)
         self.run_dir = _run_dir(request, base_dir, started)
         schedule = _schedule(request)
         known = _known_secrets(plan, request.become_passwords)
@@ -161,15 +164,9 @@ class Run:
         # the tests as concluded (their verdicts): None until then, the cells' records before
         self.concluded: list[dict[str, Any]] | None = None
         self.measure = MeasurePhase(
-            self.ctx,
-            self.hooks,
-            schedule,
-            self.networks,
-            lambda: self.record.checkpoint(),
-            header["sequence"],
-            self.early,
-            LapseGuard(self.keeper),
-        )
+            self.ctx, self.hooks, schedule, self.networks, lambda: self.record.checkpoint(),
+            header["sequence"], self.early, LapseGuard(self.keeper),
+        )  # fmt: skip
         self.record = RunRecord(
             header,
             self.sessions,
@@ -272,7 +269,7 @@ class Run:
         finally:
             self.keeper.stop()
             releasing = self.tasks.start(self._release_all, "release")
-            self.record.run["finished_at"] = _iso(_utc_now())
+            self._ended()
             if self.concluded is None:  # cut short: the tests under way say so
                 self.measure.stop()
             written = self.record.snapshot()
@@ -284,6 +281,16 @@ class Run:
             if final != written:  # a release removed something the run left there: say so
                 self._write(final, synced=[])
             self.record.saver.close()
+
+    def _ended(self) -> None:
+        """run.json's end by the monotonic clock (``RunClock.ended``), a step of the wall
+        clock in the run's warnings."""
+        before = dict(self.record.run)  # a resumed run's earlier sessions: from its header
+        ended = self.clock.ended(before)
+        self.record.run.update(ended)
+        steps = ended.get("clock_steps") or []
+        if len(steps) > len(before.get("clock_steps") or []):
+            self.warnings.append(step_text(steps[-1]["step_s"]))
 
     def _release_all(self) -> None:
         """The releases under way (``EarlyRelease``) waited for, this run's lock released on
@@ -378,6 +385,8 @@ def _header(
     }
     if previous is not None:
         header["resumed_at"] = [*before.get("resumed_at", []), _iso(started)]
+        # the earlier sessions' time and the steps of the wall clock they saw (RunClock.ended)
+        header.update({k: before[k] for k in ("duration_s", "clock_steps") if k in before})
     if plan.subset is not None:  # --limit / --tests: a part of the plan
         header["subset"] = dict(plan.subset)
     return header
@@ -398,10 +407,6 @@ def _known_secrets(plan: Plan, become_passwords: Mapping[str, str]) -> list[str]
     known = sorted(set(become_passwords.values()))
     structures = [plan.resolved, *(dataclasses.asdict(h) for h in plan.inventory.hosts.values())]
     return known + secrets_from_environ(structures, os.environ)
-
-
-def _utc_now() -> datetime:
-    return datetime.now(timezone.utc).replace(microsecond=0)
 
 
 def _iso(moment: datetime) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 from nasplan.input.plan import PlanTest
 from nasplan.measure.kind import BoundTest
-from nasplan.measure.merge import Part, done_indices, kept_part, merge
+from nasplan.measure.merge import Done, Part, done_indices, done_pairs, kept_part, merge
 from nasplan.measure.record import lost_host_record, skipped, stopped_record
 
 Record = dict[str, Any]
@@ -76,8 +76,10 @@ class Cell:
     previous: dict[str, Any] | None = None
     log: list[Entry] = field(default_factory=list)
     closed: bool = False
-    # repetition numbers run (or kept) in this run, ok or not: none is run twice
+    # repetition numbers run (or kept whole) in this run, ok or not: none is run twice
     taken: set[int] = field(default_factory=set)
+    # (repetition, direction) a resumed run kept: a part measures the others of a repetition
+    kept: set[Done] = field(default_factory=set)
     # wall time of each part and its repetitions (for the time left)
     seconds: list[tuple[float, int]] = field(default_factory=list)
     _began: float | None = None
@@ -87,7 +89,10 @@ class Cell:
 
     def __post_init__(self) -> None:
         if self.previous is not None:
-            self.taken = done_indices(self.previous)
+            self.kept = done_pairs(self.previous)
+            self.taken = done_indices(
+                self.previous, self.bound.kind.directions_asked(self.previous)
+            )
 
     @property
     def test(self) -> PlanTest:
@@ -147,9 +152,11 @@ class Cell:
         self._number += 1
         if self._first is None:
             self._first = self._began
+        kept = frozenset(pair for pair in self.kept if first <= pair[0] < first + count)
         whole = first == 1 and count == self.test.repetitions and self.test.adaptive is None
-        return self.test if whole else dataclasses.replace(self.test, first_repetition=first,
-                                                           repetitions=count)  # fmt: skip
+        if whole and not kept:
+            return self.test
+        return dataclasses.replace(self.test, first_repetition=first, repetitions=count, kept=kept)
 
     def returned(self, record: Mapping[str, Any], *, ended: bool = False) -> None:
         """The running part's record as its kind handed it over (a copy is kept: the kind may

@@ -9,6 +9,7 @@ into a record a kind handed over: each cell builds its test's record from its lo
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -119,7 +120,9 @@ class MeasurePhase:
             self._mark_lost(exc)
             parts = cell.parts
             ran = parts[-1].record if parts and parts[-1].number == cell.number else None
-            return lost_host_record(ran or skipped(test, str(exc)), str(exc))
+            # as far as it got, summed up as its kind does (several clients: each one's share)
+            got = one.summarize(copy.deepcopy(dict(ran))) if ran else skipped(test, str(exc))
+            return lost_host_record(got, str(exc))
 
     def _checkpoint(self) -> None:
         """After a repetition: run.json saved, the console told where the run stands; a lease

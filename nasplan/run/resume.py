@@ -2,9 +2,9 @@
 
 A run records the fingerprints of what it ran (``fingerprints``: the plan as resolved, -e vars
 included, and the inventory as loaded) at its start; a resumed run must bring the same ones
-(``previous_run`` says which differs, before anything connects). It keeps every repetition
-that ended ok, runs the failed and missing ones again in the run's order (with its seed), in
-the same run directory.
+(``previous_run`` says which differs, before anything connects). It keeps each direction of
+each repetition that ended ok (a write whose read never ran too), runs the failed and missing
+ones again in the run's order (with its seed), none twice, in the same run directory.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 
 from nasplan.errors import InputError
 from nasplan.input.plan import Plan
+from nasplan.measure import kinds
 from nasplan.measure.merge import done_indices
 from nasplan.results import load_run
 
@@ -71,7 +72,7 @@ class Previous:
             record = records.get(test.id)
             if record is None or record.get("status") == "skipped":
                 return False
-            done = done_indices(record)
+            done = done_indices(record, kinds.readout(record).directions_asked(record))
             rule = (record.get("adaptive") or {}) if test.adaptive else None
             if rule is not None and (rule.get("reached") or len(done) >= test.repetitions):
                 continue

@@ -114,7 +114,7 @@ def _run_windows(
     """Windows: diskspd (the platform's disk tool, given for ``fio``), caches off."""
     assert session.runner is not None
     record["params"]["tool"] = "diskspd"
-    plan = [(d, i) for d in s.directions for i in test.indices]
+    plan = [(d, i) for d in s.directions for i in test.indices if test.wants(i, d)]
     reps, errors, warnings = disk_windows.run_repetitions(
         session.runner,
         diskspd_path,
@@ -153,7 +153,7 @@ def _repetitions(job: _Fio, errors: list[str]) -> list[dict[str, Any] | None]:
     throughput: list[dict[str, Any] | None] = []
     last_write: dict[str, Any] | None = None
     for direction in job.s.directions:
-        for index in test.indices:
+        for index in (i for i in test.indices if test.wants(i, direction)):
             ctx.progress.test(test.id, index, test.repetitions, 0.0, direction)
             started_s = clock.now_s()
             unwritten = _unwritten(last_write) if direction == "read" else None

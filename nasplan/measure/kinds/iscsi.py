@@ -129,7 +129,7 @@ def _repetitions(
     speed = (record["path"] or {}).get("speed_bits_per_second")
     total_s = total * s.size_bytes * 8 / speed if speed else 0.0
     for direction in s.directions:
-        for index in test.indices:
+        for index in (i for i in test.indices if test.wants(i, direction)):
             ctx.progress.test(test.id, index, test.repetitions, total_s, direction)
             rep: dict[str, Any] = {"index": index, "direction": direction, "status": "failed"}
             rep.update(error=None, raw_file=None)

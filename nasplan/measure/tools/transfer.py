@@ -1,8 +1,11 @@
 """File transfer commands (smbclient, rsync over SSH, libnfs nfs-cp, dd) and their parsers.
 
 Everything here is pure: argv lists, shell text quoted with shlex, parsers of real tool output.
-Rates are timed on the client around the whole command (``date +%s%N``), so they include
-connection setup (SMB session, SSH handshake): what a user waiting for a copy experiences.
+Rates are timed on the client around the whole command, so they include connection setup (SMB
+session, SSH handshake): what a user waiting for a copy experiences. The time is the client's
+monotonic clock's (``/proc/uptime``, else Perl's or Python's ``CLOCK_MONOTONIC``): a wall clock
+set back or forth mid-copy (NTP, a user) changes no duration. The wall clock is read beside it,
+only to say that it stepped (``Timed.step_s``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,13 @@ from nasplan.errors import NasplanError
 from nasplan.hosts.lock import PRELUDE
 
 ELAPSED_MARK = "NASPLAN_ELAPSED_NS="
+WALL_MARK = "NASPLAN_WALL_NS="
+# a wall clock read in whole seconds (a ``date`` without %N: BusyBox's, macOS's, FreeBSD's)
+COARSE_MARK = "NASPLAN_WALL_COARSE=1"
 EXIT_MARK = "NASPLAN_EXIT="
+# /proc/uptime counts hundredths of a second: within this of each other the two clocks agree
+# (and ntpd, chrony step the clock only past 0.128 s: a smaller difference is no step)
+CLOCK_AGREE_S = 0.1
 SOURCE_NAME = "source.bin"
 READ_NAME = "read.bin"
 AUTH_NAME = "smb-auth"
@@ -117,32 +126,104 @@ def smb_auth_file(user: str, password: str, domain: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def timed_script(argv: Sequence[str], before: Sequence[Sequence[str]] = ()) -> str:
-    """Shell text running ``before`` untimed, then timing ``argv``; prints elapsed ns and exit.
+# POSIX sh: ``nasplan_mono`` prints the monotonic clock in ns (nothing when the host has none),
+# ``nasplan_wall`` the wall clock in ns (seconds only where ``date`` has no %N: macOS, FreeBSD)
+CLOCKS = r"""nasplan_mono() {
+  if read -r u _ < /proc/uptime 2>/dev/null; then echo "$((${u%.*} * 100 + 1${u#*.} - 100))0000000"
+  elif perl -MTime::HiRes=clock_gettime,CLOCK_MONOTONIC \
+    -e 'printf "%.0f\n", clock_gettime(CLOCK_MONOTONIC) * 1e9' 2>/dev/null; then :
+  else python3 -c 'import time; print(time.monotonic_ns())' 2>/dev/null; fi
+}
+nasplan_wall() {
+  w=$(date +%s%N 2>/dev/null)
+  case $w in *[!0-9]*|'') echo "$(date +%s)000000000" ;; *) echo "$w" ;; esac
+}"""
 
-    The tool's stdout and stderr both go to stdout, followed by the two marker lines.
+
+@dataclass(frozen=True)
+class Timed:
+    """What ``timed_script`` printed: the monotonic and the wall clock's elapsed seconds (either
+    None when not said), the exit status, the tool's output."""
+
+    monotonic_s: float | None
+    wall_s: float | None
+    exited: int
+    output: str
+    # the wall clock's resolution: 1 s where ``date`` has no %N
+    wall_resolution_s: float = 0.0
+
+    @property
+    def _agree(self) -> bool:
+        mono, wall = self.monotonic_s, self.wall_s
+        assert mono is not None and wall is not None
+        return abs(wall - mono) <= CLOCK_AGREE_S + self.wall_resolution_s
+
+    @property
+    def duration_s(self) -> float:
+        """The command's time: the monotonic clock's, to the wall clock's nanoseconds where the
+        two agree (``/proc/uptime`` counts hundredths); the wall clock's alone only on a host
+        with no monotonic clock."""
+        mono, wall = self.monotonic_s, self.wall_s
+        if mono is None:
+            return wall if wall is not None else 0.0
+        if wall is not None and not self.wall_resolution_s and self._agree:
+            return wall
+        return mono
+
+    @property
+    def step_s(self) -> float | None:
+        """How far the wall clock stepped while the command ran (its elapsed time less the
+        monotonic clock's), None when it did not (or the host has no monotonic clock)."""
+        mono, wall = self.monotonic_s, self.wall_s
+        if mono is None or wall is None or self._agree:
+            return None
+        return round(wall - mono, 3)
+
+
+def timed_script(argv: Sequence[str], before: Sequence[Sequence[str]] = ()) -> str:
+    """Shell text running ``before`` untimed, then timing ``argv`` on the monotonic clock (the
+    wall clock read beside it); prints elapsed ns of each and the exit status.
+
+    The tool's stdout and stderr both go to stdout, followed by the marker lines.
     """
     lines = [f"{shlex.join(step)} || exit $?" for step in before]
     lines += [
-        "start=$(date +%s%N)",
+        CLOCKS,
+        "mono0=$(nasplan_mono) wall0=$(nasplan_wall)",
         f"{shlex.join(argv)} 2>&1",
         "rc=$?",
-        "end=$(date +%s%N)",
-        f'echo "{ELAPSED_MARK}$((end - start))"',
+        "wall1=$(nasplan_wall) mono1=$(nasplan_mono)",
+        f'[ -n "$mono0" ] && [ -n "$mono1" ] && echo "{ELAPSED_MARK}$((mono1 - mono0))"',
+        f'echo "{WALL_MARK}$((wall1 - wall0))"',
+        f'case $wall0 in *000000000) echo "{COARSE_MARK}" ;; esac',
         f'echo "{EXIT_MARK}$rc"',
         'exit "$rc"',
     ]
     return "\n".join(lines)
 
 
+def parse_timing(text: str) -> Timed:
+    """``Timed`` from ``timed_script`` output (or a Windows client's script, whose elapsed time
+    is its Stopwatch's); TransferParseError when it printed no time (killed?)."""
+    elapsed = re.search(rf"^{ELAPSED_MARK}(-?[0-9]+)$", text, re.MULTILINE)
+    wall = re.search(rf"^{WALL_MARK}(-?[0-9]+)$", text, re.MULTILINE)
+    status = re.search(rf"^{EXIT_MARK}([0-9]+)$", text, re.MULTILINE)
+    if (elapsed is None and wall is None) or status is None:
+        raise TransferParseError("the timed command printed no elapsed time (killed?)")
+    first = min(m.start() for m in (elapsed, wall) if m is not None)
+    return Timed(
+        int(elapsed.group(1)) / 1e9 if elapsed else None,
+        int(wall.group(1)) / 1e9 if wall else None,
+        int(status.group(1)),
+        text[:first],
+        1.0 if re.search(rf"^{COARSE_MARK}$", text, re.MULTILINE) else 0.0,
+    )
+
+
 def parse_timed(text: str) -> tuple[float, int, str]:
     """``(duration_s, exit status, tool output)`` from ``timed_script`` output."""
-    elapsed = re.search(rf"^{ELAPSED_MARK}(-?[0-9]+)$", text, re.MULTILINE)
-    status = re.search(rf"^{EXIT_MARK}([0-9]+)$", text, re.MULTILINE)
-    if elapsed is None or status is None:
-        raise TransferParseError("the timed command printed no elapsed time (killed?)")
-    tool_output = text[: elapsed.start()]
-    return int(elapsed.group(1)) / 1e9, int(status.group(1)), tool_output
+    timed = parse_timing(text)
+    return timed.duration_s, timed.exited, timed.output
 
 
 # --- smbclient -------------------------------------------------------------------------------

@@ -4,15 +4,16 @@ What Windows users do: copy a file to ``\\\\NAS\\share`` and back. Each repetiti
 with ``New-SmbMapping`` (credentials from stdin, never argv or the script), times only the copy
 with a Stopwatch, and closes the mapping. Writes use ``Copy-Item``; reads stream the NAS's copy
 into nothing, unbuffered, so neither the client's disk nor its cache is measured. The output
-ends with the same ``NASPLAN_ELAPSED_NS=`` / ``NASPLAN_EXIT=`` lines as the POSIX
-``transfer.timed_script``, parsed by ``transfer.parse_timed``.
+ends with the same ``NASPLAN_ELAPSED_NS=`` (the Stopwatch's: monotonic) / ``NASPLAN_WALL_NS=``
+(the wall clock's, only to say that it stepped) / ``NASPLAN_EXIT=`` lines as the POSIX
+``transfer.timed_script``, parsed by ``transfer.parse_timing``.
 """
 
 from __future__ import annotations
 
 import re
 
-from nasplan.measure.tools.transfer import ELAPSED_MARK, EXIT_MARK, SOURCE_NAME
+from nasplan.measure.tools.transfer import ELAPSED_MARK, EXIT_MARK, SOURCE_NAME, WALL_MARK
 from nasplan.remote.runner import Runner
 from nasplan.remote.shell import PowerShell
 
@@ -37,6 +38,7 @@ _CLOSE_SHARE = (
 
 _TIMED = """\
 $rc = 0
+$wall = [DateTime]::UtcNow.Ticks
 $watch = [Diagnostics.Stopwatch]::StartNew()
 try {
   if ($direction -eq 'write') {
@@ -50,7 +52,9 @@ try {
   $rc = 1
 }
 $watch.Stop()
+$wall = [DateTime]::UtcNow.Ticks - $wall
 "@ELAPSED@$([long]$watch.Elapsed.Ticks * 100)"
+"@WALL@$([long]$wall * 100)"
 "@EXIT@$rc"
 """
 
@@ -132,6 +136,7 @@ def timed_copy_script(share: str, remote: str, local_dir: str, direction: str, u
     timed = (
         _TIMED.replace("@NOBUF@", _NO_BUFFERING)
         .replace("@ELAPSED@", ELAPSED_MARK)
+        .replace("@WALL@", WALL_MARK)
         .replace("@EXIT@", EXIT_MARK)
     )
     return _assign(values) + _OPEN_SHARE + timed + _CLOSE_SHARE + "exit $rc\n"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from nasplan.input.plan import Plan, load_plan
 from nasplan.progress import PlainProgress
 from nasplan.remote.runner import Result
 from nasplan.run.apply import Run, apply
+from nasplan.run.clock import RunClock
 from nasplan.run.overlap import Overlap
 from nasplan.run.planned import EXIT_OK, EXIT_UNREACHABLE
 from nasplan.run.request import RunRequest
@@ -427,3 +429,60 @@ def test_resume_refuses_another_plan_and_says_when_there_is_nothing_to_do(
     ):
         refused = CliRunner().invoke(main, ["apply", *args])
         assert (refused.exit_code, refused.output.strip()) == (2, said)
+
+
+@pytest.mark.parametrize("step_s", [-3600.0, 3600.0], ids=["back-an-hour", "on-an-hour"])
+def test_a_step_of_the_control_nodes_wall_clock_leaves_the_runs_times_right(
+    tmp_path: Path, hosts: dict[str, Any], step_s: float
+) -> None:
+    """The wall clock steps an hour once the tests ran (each ping's repetition moves the
+    monotonic clock 7 s): run.json's finished_at is still after started_at, its duration and
+    the report's run time are the 14 s that passed, and the step is said."""
+    now = {"mono": 1000.0, "wall": datetime(2026, 12, 5, 7, 0, 0, tzinfo=timezone.utc)}
+
+    def ping(command: str) -> Result:
+        now["mono"] += 7.0
+        now["wall"] += timedelta(seconds=7)
+        return Result(command, PING_OK, "", 0)
+
+    def stepped(command: str) -> Result:
+        now["wall"] += timedelta(seconds=step_s)
+        return ping(command)
+
+    hosts["ws"].expect("ping -n -c 5", reply=ping).expect("ping -n -c 5", reply=stepped)
+    clock = RunClock(wall=lambda: now["wall"], monotonic=lambda: now["mono"])
+    progress = PlainProgress(io.StringIO())
+    request = RunRequest(_plan(tmp_path), out=tmp_path / "run")
+    run = Run(request, progress, None, lambda h: hosts[h.name], Overlap.serial(), clock=clock)
+    run.open_hosts()
+    run.prepare()
+    run.tests()
+    run.conclude()
+    run.finish()
+
+    saved = _saved(run)
+    assert (saved["started_at"], saved["finished_at"]) == (
+        "2026-12-05T07:00:00Z",
+        "2026-12-05T07:00:14Z",
+    )
+    assert saved["duration_s"] == 14.0
+    assert saved["clock_steps"] == [{"step_s": step_s, "at": "2026-12-05T07:00:14Z"}]
+    said = [w for w in saved["warnings"] if "wall clock stepped" in w]
+    assert said == [
+        f"the control node's wall clock stepped {step_s:+.1f} s during the run: "
+        "its times (the run's, each test's) were counted on its monotonic clock"
+    ]
+    report = (run.run_dir / "report.md").read_text()
+    assert "(the run took 14 s)" in report
+    assert "wall clock stepped" in report
+    assert saved["tests"][0]["status"] == "ok"
+
+
+def test_a_run_clock_without_a_step_notes_none() -> None:
+    ticks = iter([5.0, 65.5, 65.5])
+    wall = iter([datetime(2026, 1, 1, tzinfo=timezone.utc)] * 1
+                + [datetime(2026, 1, 1, 0, 1, 1, tzinfo=timezone.utc)])  # fmt: skip
+    clock = RunClock(wall=lambda: next(wall), monotonic=lambda: next(ticks))
+    ended = clock.ended({"duration_s": 100.0, "clock_steps": []})
+    # a resumed run: the earlier sessions' time added; a 0.5 s difference is no step
+    assert ended == {"finished_at": "2026-01-01T00:01:00Z", "duration_s": 160.5}

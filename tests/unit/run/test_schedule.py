@@ -3,6 +3,7 @@ and a test run in parts merged (``measure.merge``), on recorded series of real r
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import io
 import itertools
@@ -10,11 +11,14 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import pytest
+
 from nasplan.analysis import summarize
 from nasplan.input.network import MtuSpec, NetworkSpec
 from nasplan.input.plan import Adaptive, Order, PlanTest, Target
 from nasplan.measure import kinds
 from nasplan.measure.merge import done_indices, kept_part, merge
+from nasplan.measure.record import skipped
 from nasplan.progress import Place, PlainProgress
 from nasplan.run.schedule import Cell, network_groups, slices, time_left_s
 
@@ -147,7 +151,7 @@ def test_merged_parts_are_one_record_in_order_with_the_summary_of_all() -> None:
     assert [r["index"] for r in merged["repetitions"]] == [1, 2, 3]
     assert merged["summary"] == summarize([9e8, 7e8], "bits_per_second")
     assert (merged["status"], merged["error"]) == ("failed", "repetition 2: stalled")
-    assert done_indices(merged) == {1, 3}
+    assert done_indices(merged, [None]) == {1, 3}
     kept = kept_part(merged)
     assert kept is not None and [r["index"] for r in kept["repetitions"]] == [1, 3]
 
@@ -236,6 +240,75 @@ def test_a_transfer_in_parts_lists_its_writes_then_its_reads_as_one_run_does() -
         ("read", 1, 0.5),
         ("read", 2, 10.5),
     ]
-    assert done_indices(merged) == {1, 2}
+    assert done_indices(merged, ["write", "read"]) == {1, 2}
     merged["repetitions"].pop()  # read 2 never ran: repetition 2 is not done
-    assert done_indices(merged) == {1}
+    assert done_indices(merged, ["write", "read"]) == {1}
+
+
+def _transfer_rep(index: int, direction: str, rate: float = 1e8) -> dict[str, Any]:
+    return {"index": index, "direction": direction, "status": "ok", "error": None,
+            "raw_file": f"raw/smb/{direction}-{index}.txt", "bytes_per_second": rate,
+            "bits_per_second": rate * 8, "started_s": 1.0, "ended_s": 2.0}  # fmt: skip
+
+
+@pytest.mark.parametrize("order", ["sequential", "interleaved"])
+def test_a_resumed_transfer_keeps_each_finished_direction_and_measures_each_missing_one_once(
+    order: str,
+) -> None:
+    """Killed after write 2 (and with read 3 of an earlier try failed): the resumed run keeps
+    write 1, read 1, cold-read 1 and write 2 as they were, measures read 2, cold-read 2 and
+    every direction of 3, none twice."""
+    settings = {"method": "smb", "direction": "both", "read_cache": "both"}
+    test = dataclasses.replace(_test("smb", 3), kind="transfer", settings=settings)
+    before = _record(test, [])
+    before.update(kind="transfer", directions={})
+    before["params"].update(direction="both", read_cache="both")
+    before["repetitions"] = [
+        _transfer_rep(1, "write"), _transfer_rep(2, "write"), _transfer_rep(1, "read"),
+        _transfer_rep(1, "cold-read"),
+        {**_transfer_rep(3, "read"), "status": "failed", "error": "stalled"},
+    ]  # fmt: skip
+    kept = copy.deepcopy(before["repetitions"][:4])
+    cell = Cell(kinds.bind(test), before)
+    measured: list[tuple[int, str]] = []
+    for step in slices([cell], Order(order), 7):
+        part = cell.part(step.first, step.count)
+        pairs = [(i, d) for d in ("write", "read", "cold-read") for i in part.indices
+                 if part.wants(i, d)]  # fmt: skip
+        measured += pairs
+        record = copy.deepcopy(before)
+        record["repetitions"] = [_transfer_rep(i, d, 2e8) for i, d in pairs]
+        cell.returned(record, ended=True)
+
+    assert sorted(measured) == [(2, "cold-read"), (2, "read"), (3, "cold-read"), (3, "read"),
+                                (3, "write")]  # fmt: skip
+    reps = cell.record()["repetitions"]
+    assert sorted((r["index"], r["direction"]) for r in reps) == [
+        (i, d) for i in (1, 2, 3) for d in ("cold-read", "read", "write")
+    ]
+    assert [r for r in reps if r["bytes_per_second"] == 1e8] == kept  # byte for byte
+    assert cell.record()["status"] == "ok" and cell.stopped()
+
+
+def test_a_lost_client_leaves_the_kept_repetitions_labelled_with_the_clients_they_measured() -> (
+    None
+):
+    """Three clients at once: repetition 1 measured all three; the part of repetition 2 could
+    not start (laptop lost). The merged record still names the three clients and the address
+    repetition 1 measured with; its results row says so, not pc's alone."""
+    test = dataclasses.replace(_test("net", 2), settings={"clients": ["pc", "mac", "laptop"]})
+    measured = _record(dataclasses.replace(test, repetitions=1), [2.7e9])
+    measured["params"].update(client="pc", clients=["pc", "mac", "laptop"], address="198.18.0.10")
+    measured["repetitions"][0]["clients"] = {c: {"bits_per_second": 9e8} for c in test.clients}
+    lost = skipped(dataclasses.replace(test, first_repetition=2, repetitions=1), "")
+    lost.update(status="failed", error="laptop: the connection stopped answering")
+
+    merged = merge([(measured, 0.0), (lost, 5.0)], kinds.bind(test).summarize)
+
+    assert merged["params"]["clients"] == ["pc", "mac", "laptop"]
+    assert merged["params"]["address"] == "198.18.0.10"
+    assert set(merged["repetitions"][0]["clients"]) == {"pc", "mac", "laptop"}
+    flow = kinds.readout(merged).flow(merged, None)
+    assert flow.startswith("pc + mac + laptop → "), flow
+    # a record of such a test that never ran names its clients too
+    assert lost["params"]["clients"] == ["pc", "mac", "laptop"]

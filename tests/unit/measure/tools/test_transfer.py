@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import os
 import shlex
+import shutil
 import stat
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,62 @@ def test_timed_script_runs_for_real_and_keeps_the_exit_status() -> None:
     assert (result.exited, exited) == (3, 3)
     assert output.split() == ["out", "err"]
     assert 0 < seconds < 2
+
+
+# ``date`` as a host whose wall clock someone sets while a copy runs: once FLAG exists, the
+# clock it shows is STEP seconds off (GNU date does the formatting)
+DATE_SHIM = """#!/bin/sh
+now=$(/bin/date +%s.%N)
+[ -e "$NASPLAN_UNIT_FLAG" ] &&
+  now=$(echo "$now" | awk -v d="$NASPLAN_UNIT_STEP" '{printf "%.9f", $1 + d}')
+exec /bin/date -d "@$now" "$@"
+"""
+
+
+@pytest.mark.parametrize("step_s", [-3600, -5, 5])
+def test_a_wall_clock_step_mid_copy_changes_no_duration(tmp_path: Path, step_s: int) -> None:
+    shim = tmp_path / "bin" / "date"
+    shim.parent.mkdir()
+    shim.write_text(DATE_SHIM)
+    shim.chmod(0o755)
+    flag = tmp_path / "stepped"
+    env = (
+        f"PATH={shlex.quote(str(shim.parent))}:$PATH NASPLAN_UNIT_FLAG={shlex.quote(str(flag))}"
+        f" NASPLAN_UNIT_STEP={step_s}; export PATH NASPLAN_UNIT_FLAG NASPLAN_UNIT_STEP\n"
+    )
+    copy = ["sh", "-c", 'sleep 0.3; touch "$0"; sleep 0.3', str(flag)]
+    result = LocalRunner().run_script(env + transfer.timed_script(copy), timeout_s=10)
+    timed = transfer.parse_timing(result.stdout)
+    assert 0.55 < timed.duration_s < 1.5  # the monotonic clock's, not the wall clock's
+    assert timed.step_s is not None and timed.step_s == pytest.approx(step_s, abs=0.2)
+    assert timed.wall_s is not None and timed.wall_s == pytest.approx(step_s + 0.6, abs=0.5)
+
+
+@pytest.mark.skipif(shutil.which("busybox") is None, reason="needs busybox")
+def test_a_date_without_nanoseconds_is_no_clock_step(tmp_path: Path) -> None:
+    """BusyBox's ``date`` (QTS, DSM) prints ``%N`` as it is: its whole seconds are no step."""
+    (tmp_path / "date").symlink_to(str(shutil.which("busybox")))
+    env = f"PATH={shlex.quote(str(tmp_path))}:$PATH; export PATH\n"
+    script = env + transfer.timed_script(["sleep", "0.3"])
+    result = LocalRunner().run_script(f"exec busybox sh -c {shlex.quote(script)}", timeout_s=10)
+    timed = transfer.parse_timing(result.stdout)
+    assert timed.wall_resolution_s == 1.0 and timed.step_s is None
+    assert timed.duration_s == timed.monotonic_s and 0.25 < timed.duration_s < 1.5
+
+
+def test_without_a_step_the_duration_is_the_wall_clocks_nanoseconds() -> None:
+    both = "x\nNASPLAN_ELAPSED_NS=3010000000\nNASPLAN_WALL_NS=3004567891\nNASPLAN_EXIT=0\n"
+    timed = transfer.parse_timing(both)
+    assert (timed.duration_s, timed.step_s, timed.output) == (3.004567891, None, "x\n")
+    stepped = both.replace("3004567891", "-3596990000000")
+    assert transfer.parse_timed(stepped)[0] == 3.01
+    assert transfer.parse_timing(stepped).step_s == -3600.0
+    # a host with no monotonic clock: the wall clock alone, no step said
+    wall_only = "NASPLAN_WALL_NS=2000000000\nNASPLAN_EXIT=0\n"
+    assert (
+        transfer.parse_timing(wall_only).duration_s,
+        transfer.parse_timing(wall_only).step_s,
+    ) == (2.0, None)
 
 
 def test_timed_script_stops_when_a_step_before_fails() -> None:

@@ -115,7 +115,7 @@ def test_export_from_inventory_vars_makes_nfs_cp_commands(
     url = f"nfs://198.18.39.10/data/{xfer.remote_name}"
     assert f"nfs-cp /tmp/x/source.bin {url}" in write
     # nfs-cp creates its destination exclusively: the old read copy goes first.
-    assert "rm -f -- /tmp/x/read.bin || exit $?\nstart=" in read
+    assert "rm -f -- /tmp/x/read.bin || exit $?\nnasplan_mono() {" in read
     assert f"nfs-cp {url} /tmp/x/read.bin" in read
 
 
