@@ -40,7 +40,7 @@ def lab_spec(hosts: int) -> dict[str, Any]:
     return {
         "name": "bc",
         "description": f"{hosts} hosts on one 1G LAN: apply --check, disk tests against iperf3",
-        "lan": {"prefix": "198.19.140.0/24", "rate": "1G"},
+        "lan": {"prefix": "198.19.142.0/24", "rate": "1G"},
         "hosts": {name: {"personality": "debian"} for name in host_names(hosts)},
         "links": [],
     }

@@ -217,7 +217,7 @@ def test_the_check_bench_s_two_plans_load_over_the_same_hosts(tmp_path: Path) ->
     bench = _load("check_hosts")
     names = [f"h{i:02d}" for i in range(1, 5)]
     inventory = tmp_path / "inventory.yaml"
-    hosts = {name: {"address": f"198.19.140.{n}"} for n, name in enumerate(names, 2)}
+    hosts = {name: {"address": f"198.19.142.{n}"} for n, name in enumerate(names, 2)}
     inventory.write_text(yaml.safe_dump({"hosts": hosts}))
     loaded = {}
     for name, plan in bench.plans(SimpleNamespace(inventory_path=inventory), 4).items():
