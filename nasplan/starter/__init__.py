@@ -22,21 +22,9 @@ LAB_NAME = "starter-lab"
 def write(directory: Path, *, force: bool = False) -> list[Path]:
     """Write FILES into ``directory`` (made when missing); InputError, nothing written, when
     one is there already and ``force`` is not set. Their paths, in FILES' order."""
-    if directory.exists() and not directory.is_dir():
-        raise InputError(f"{directory}: not a directory")
-    targets = [directory / name for name in FILES]
-    there = [str(path) for path in targets if path.exists() or path.is_symlink()]
-    if there and not force:
-        raise InputError(
-            f"{', '.join(there)}: already there, nothing written (another directory, or "
-            "--force to overwrite)"
-        )
-    directory.mkdir(parents=True, exist_ok=True)
     source = resources.files("nasplan").joinpath("starter")
-    for name, target in zip(FILES, targets, strict=True):
-        target.unlink(missing_ok=True)  # a symlink is replaced, never written through
-        write_text(target, source.joinpath(name).read_text(encoding="utf-8"), redactor_of(()))
-    return targets
+    files = {name: source.joinpath(name).read_text(encoding="utf-8") for name in FILES}
+    return write_files(directory, files, force=force)
 
 
 def next_steps(directory: Path) -> list[str]:
