@@ -104,3 +104,13 @@ def format_size(size_bytes: int | None) -> str:
     if size_bytes >= gib:
         return f"{size_bytes / gib:.2f} GiB ({size_bytes} bytes)"
     return f"{size_bytes / mib:.1f} MiB ({size_bytes} bytes)"
+
+
+def format_free(size_bytes: int | None) -> str:
+    """Free space as a person says it: ``0 B``, ``512 KiB``, ``96.4 MiB``, ``1.2 GiB``; ``?``."""
+    if size_bytes is None:
+        return "?"
+    for power, unit in ((4, "TiB"), (3, "GiB"), (2, "MiB")):
+        if size_bytes >= 1024**power:
+            return f"{size_bytes / 1024**power:.1f} {unit}"
+    return f"{size_bytes // 1024} KiB" if size_bytes >= 1024 else f"{size_bytes} B"

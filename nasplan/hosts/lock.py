@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from nasplan.sections import split_sections
 
 EXIT_BUSY = 75
+# the lock could not be written (a full /tmp): its section ``unwritable`` says why
+EXIT_UNWRITABLE = 76
 
 # Shell text that sets nasplan_dir, nasplan_lease and the helpers every start script uses, with
 # as few processes as the shell allows (each one is dear on a NAS's slow CPU, and the prelude
@@ -90,25 +92,59 @@ nasplan_cleanup() {
 }
 """
 
+# The lock is made whole beside its place (owner and lease in nasplan-HOST.lock.PID.new) and
+# renamed into place: a lock without a readable owner is none (stale by construction: left by
+# an older nasplan, or half removed), and a /tmp that cannot hold the two lines is said (exit 76,
+# the shell's error and df's free KiB). mv of a directory onto one that exists moves it inside:
+# then the lock was someone else's, and the move is undone.
+# nasplan_take: rename the new lock into place; 0 when this run holds the lock.
 _ACQUIRE = r"""
 nasplan_clock; now=$nasplan_now_s
-if ! mkdir -m 755 "$nasplan_dir" 2>/dev/null; then
+nasplan_new="$nasplan_dir.$$.new"
+nasplan_make() {
+  rm -rf "$nasplan_new"
+  nasplan_err=$( { mkdir -m 755 "$nasplan_new" &&
+      printf '%s\nstarted_clock=%s\n' "$owner" "$now" > "$nasplan_new/owner" &&
+      echo $((now + lease_s)) > "$nasplan_new/lease"; } 2>&1 ) &&
+    nasplan_owns "$nasplan_new/owner" && [ -s "$nasplan_new/lease" ]
+}
+nasplan_unwritable() {
+  rm -rf "$nasplan_new"
+  set -- $(df -Pk /tmp 2>/dev/null | tail -n 1)
+  printf '@@nasplan:unwritable@@\nerror=%s\nfree_kib=%s\n' \
+    "$(printf '%s' "$nasplan_err" | tr '\n' ' ')" "${4:-}"
+  exit 76
+}
+nasplan_busy() { rm -rf "$nasplan_new"; exit 75; }
+nasplan_take() {
+  [ -d "$nasplan_new" ] || nasplan_make || nasplan_unwritable
+  [ -e "$nasplan_dir" ] && return 1
+  mv -- "$nasplan_new" "$nasplan_dir" 2>/dev/null || return 1
+  if [ -e "$nasplan_dir/${nasplan_new##*/}" ]; then  # moved into a lock made meanwhile
+    rm -rf -- "$nasplan_dir/${nasplan_new##*/}"; return 1
+  fi
+}
+nasplan_make || nasplan_unwritable
+nasplan_tries=0
+until nasplan_take; do
+  nasplan_tries=$((nasplan_tries + 1))
+  if [ ! -d "$nasplan_dir" ] && [ "$nasplan_tries" -lt 3 ]; then continue; fi  # released meanwhile
   until=
   [ -f "$nasplan_lease" ] && read -r until 2>/dev/null < "$nasplan_lease"
   case $until in *[!0-9]*) until= ;; esac
   printf '@@nasplan:owner@@\n'; cat "$nasplan_dir/owner" 2>/dev/null
   printf '\n@@nasplan:clock@@\nnow=%s\nlease_until=%s\n' "$now" "$until"
-  # no lease yet: another run is taking the lock this very moment (taken, not stale)
-  if [ -z "$until" ] && [ "$force" != 1 ]; then exit 75; fi
-  if [ "${until:-0}" -gt "$now" ] && [ "$force" != 1 ]; then exit 75; fi
+  if grep -q '^run_id=.' "$nasplan_dir/owner" 2>/dev/null; then
+    if [ "${until:-0}" -gt "$now" ] && [ "$force" != 1 ]; then nasplan_busy; fi
+  else
+    printf '@@nasplan:ownerless@@\n'
+  fi
   printf '@@nasplan:removed@@\n'
   nasplan_cleanup "$nasplan_dir"
   rm -rf "$nasplan_dir"
-  mkdir -m 755 "$nasplan_dir" 2>/dev/null || exit 75
-fi
-printf '%s\nstarted_clock=%s\n' "$owner" "$now" > "$nasplan_dir/owner"
-echo $((now + lease_s)) > "$nasplan_lease"
-nasplan_owns "$nasplan_dir/owner" || exit 75
+  nasplan_take || nasplan_busy
+  break
+done
 printf '\n@@nasplan:locked@@\n%s\n' "$nasplan_dir"
 """
 
