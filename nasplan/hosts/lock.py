@@ -15,7 +15,7 @@ import getpass
 import os
 import shlex
 import socket
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from nasplan.sections import split_sections
@@ -31,8 +31,10 @@ EXIT_UNWRITABLE = 76
 # nasplan_clock: sets nasplan_now_s to the host clock in whole seconds (no subshell).
 # nasplan_owns FILE: FILE has the line run_id=$run_id (grep -qxF, with the shell's own read).
 # nasplan_register PID TOKEN [FILE...]: what a stale lock's finder kills (PID, only while its
-# command line still holds TOKEN; ``-``: none) and removes (FILEs: /tmp/nasplan-*, a disk test's
-# nasplan-fio-* directory).
+# command line still holds TOKEN; ``-``: none) and removes (FILEs: absolute paths whose last
+# part starts with nasplan-: a temp dir, a disk test's nasplan-fio-* directory, a transfer's copy
+# on the NAS's volume), written BEFORE what it names is made; status 1 (said on stderr) when
+# the lock cannot hold the line: the caller makes nothing then.
 PRELUDE = r"""
 nasplan_dir=$(uname -n 2>/dev/null)
 case $nasplan_dir in *[!A-Za-z0-9_.-]*)
@@ -54,8 +56,17 @@ nasplan_owns() {
 nasplan_register() {
   [ -d "$nasplan_dir" ] || return 0
   nasplan_p=$1; nasplan_t=$2; shift 2
-  echo "$nasplan_p $nasplan_t" >> "$nasplan_dir/pids"
-  for nasplan_f in "$@"; do echo "$nasplan_f" >> "$nasplan_dir/files"; done
+  if [ "$nasplan_p" != - ]; then
+    # (a process is started before its PID is known: it stops by itself with the lease)
+    echo "$nasplan_p $nasplan_t" >> "$nasplan_dir/pids" || nasplan_unrecorded "$nasplan_p"
+  fi
+  for nasplan_f in "$@"; do
+    echo "$nasplan_f" >> "$nasplan_dir/files" || nasplan_unrecorded "$nasplan_f" || return 1
+  done
+}
+nasplan_unrecorded() {
+  echo "nasplan: cannot record $1 in the host's lock $nasplan_dir (/tmp full?)" >&2
+  return 1
 }
 """
 
@@ -82,15 +93,22 @@ nasplan_cleanup() {
       fi
     done < "$1/pids"
   fi
-  if [ -f "$1/files" ]; then
-    while read -r f; do
-      case $f in /tmp/nasplan-*|*/nasplan-fio-*) ;; *) continue ;; esac
-      [ -e "$f" ] || continue
-      rm -rf -- "$f" && echo "file $f"
-    done < "$1/files"
-  fi
+  [ -f "$1/files" ] && nasplan_remove_listed < "$1/files"
+  return 0
+}
+nasplan_remove_listed() {
+  while read -r f; do
+    case $f in /*) ;; *) continue ;; esac
+    case $f in */../*|*/..|*/./*) continue ;; esac
+    case ${f##*/} in nasplan-?*) ;; *) continue ;; esac
+    [ -e "$f" ] || [ -L "$f" ] || continue
+    # (what an NFS server wrote may be root's: sudo when the login user may not)
+    { rm -rf -- "$f" 2>/dev/null || sudo -n rm -rf -- "$f" 2>/dev/null; } && echo "file $f"
+  done
 }
 """
+
+_LISTED_END = "NASPLAN_LISTED_END"
 
 # The lock is made whole beside its place (owner and lease in nasplan-HOST.lock.PID.new) and
 # renamed into place: a lock without a readable owner is none (stale by construction: left by
@@ -186,6 +204,26 @@ fi
 
 def _assign(values: Mapping[str, str | int]) -> str:
     return "".join(f"{name}={shlex.quote(str(value))}\n" for name, value in values.items())
+
+
+def record_script(paths: Sequence[str]) -> str:
+    """POSIX sh: write ``paths`` (what the run is about to make on the host) into the host's
+    lock, before they are made; prints ``recorded``, else exits 1 saying why on stderr. Nothing
+    to do (prints ``recorded``) on a host this run holds no lock of."""
+    return PRELUDE + f"nasplan_register - - {shlex.join(paths)} && echo recorded\n"
+
+
+def remove_listed_script(paths: Sequence[str]) -> str:
+    """POSIX sh: remove ``paths`` (what run.json says a run made on the host: its lock may be
+    gone, a rebooted host's /tmp) by the lock's own rules (absolute, last part ``nasplan-*``);
+    prints a ``removed`` section naming each."""
+    listed = "".join(f"{p}\n" for p in paths if "\n" not in p and p != _LISTED_END)
+    return (
+        PRELUDE
+        + _CLEANUP
+        + "printf '@@nasplan:removed@@\\n'\n"
+        + f"nasplan_remove_listed <<'{_LISTED_END}'\n{listed}{_LISTED_END}\n"
+    )
 
 
 def owner_text(run_id: str) -> str:

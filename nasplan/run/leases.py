@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from nasplan.hosts.lock import (
     EXIT_BUSY,
     EXIT_UNWRITABLE,
+    LockHolder,
     acquire_script,
     parse_holder,
     release_script,
@@ -90,20 +91,23 @@ def acquire(
         )
         return None
     if "removed" in sections:
-        removed = [line for line in sections["removed"].splitlines() if line.strip()]
-        whose = (
-            "a lock with no readable owner (a run that could not write it there, or one "
-            "half removed)"
-            if "ownerless" in sections
-            else f"the stale lock of {holder.describe()}"
-        )
-        session.actions.append(
-            f"took over {whose}"
-            + (f"; removed its leftovers: {', '.join(removed)}" if removed else "")
-        )
-        session.warnings.append(f"{name}: {session.actions[-1]}")
+        _took_over(session, sections, holder)
     session.locked = True
     return None
+
+
+def _took_over(session: HostSession, sections: Mapping[str, str], holder: LockHolder) -> None:
+    """Say which stale lock the run took over and what it removed of it."""
+    removed = [line for line in sections["removed"].splitlines() if line.strip()]
+    whose = (
+        "a lock with no readable owner (a run that could not write it there, or one half removed)"
+        if "ownerless" in sections
+        else f"the stale lock of {holder.describe()}"
+    )
+    session.actions.append(
+        f"took over {whose}" + (f"; removed its leftovers: {', '.join(removed)}" if removed else "")
+    )
+    session.warnings.append(f"{session.host.name}: {session.actions[-1]}")
 
 
 def unwritable(name: str, section: str) -> str:

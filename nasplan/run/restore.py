@@ -101,6 +101,7 @@ def restore_run(
         )
         if outcome.runner is not None:
             _remove_stale_lock(outcome.runner, run_dir.name, name, progress, _ending(run))
+            _remove_created(outcome.runner, _created(run, name), name, progress)
         if outcome.runner is not None:
             with contextlib.suppress(Exception):
                 outcome.runner.close()
@@ -110,7 +111,14 @@ def restore_run(
     reached = [n for n, h in sorted((run.get("hosts") or {}).items()) if (h or {}).get("facts")]
     for name in reached:
         if name not in outcomes and name in inventory.hosts:
-            _leftovers_only(inventory.hosts[name], connector, run_dir.name, progress, _ending(run))
+            _leftovers_only(
+                inventory.hosts[name],
+                connector,
+                run_dir.name,
+                progress,
+                _ending(run),
+                _created(run, name),
+            )
     return outcomes
 
 
@@ -126,6 +134,7 @@ def _leftovers_only(
     run_name: str,
     progress: Progress,
     ending: str = "killed run",
+    created: list[str] | None = None,
 ) -> None:
     """What a killed run left on ``host`` (no network setting of its own to put back)."""
     try:
@@ -136,6 +145,7 @@ def _leftovers_only(
         return
     try:
         _remove_stale_lock(runner, run_name, host.name, progress, ending)
+        _remove_created(runner, created or [], host.name, progress)
     finally:
         with contextlib.suppress(Exception):
             runner.close()
@@ -166,6 +176,30 @@ def _remove_stale_lock(
         progress.host(name, f"removed the {ending}'s lock" + (f" and {listed}" if listed else ""))
     elif not ours:
         progress.host(name, "nothing left of this run")
+
+
+def _created(run: Mapping[str, Any], name: str) -> list[str]:
+    """What run.json says the run's tests made on host ``name`` (recorded before each was)."""
+    found: list[str] = []
+    for test in run.get("tests") or []:
+        for path in ((test or {}).get("created") or {}).get(name) or []:
+            if isinstance(path, str) and path not in found:
+                found.append(path)
+    return found
+
+
+def _remove_created(runner: Runner, paths: list[str], name: str, progress: Progress) -> None:
+    """What run.json lists and is still there (a lock lost with a rebooted host's /tmp)."""
+    if not paths:
+        return
+    try:
+        result = runner.run_script(hostlock.remove_listed_script(paths), timeout_s=60)
+    except Exception:  # the host went away again
+        return
+    removed = split_sections(result.stdout).get("removed") or ""
+    listed = ", ".join(line for line in removed.splitlines() if line.strip())
+    if listed:
+        progress.host(name, f"removed what run.json lists of the run there: {listed}")
 
 
 def record_restore(run_dir: Path, outcomes: Mapping[str, Restored]) -> None:

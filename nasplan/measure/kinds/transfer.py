@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nasplan.errors import CannotStart
+from nasplan.hosts.lock import record_script
 from nasplan.hosts.session import HostSession
 from nasplan.input.matrix import file_stem
 from nasplan.input.plan import Plan, PlanTest
@@ -84,6 +85,37 @@ def _side(test: PlanTest, s: TransferSettings, ctx: RunContext, token: str, clie
     elif xfer.method.windows:  # Windows copies to a UNC path: no smbclient syntax
         windows_paths(xfer, pair.address)  # ValueError for a name a share cannot hold
     return Side(pair.client, xfer, pair.address, pair.path)
+
+
+def record_copies(job: Job) -> bool:
+    """Write-ahead: every copy the test may write on the NAS (its volume's path, as the NAS sees
+    it) and through a client's mount, recorded in that host's lock and in the record
+    (``created``, checkpointed into run.json) before the first is made, so that the run's end,
+    ``nasplan restore``, ``--resume`` and the next run remove what a killed run left. False
+    (the record's error) when a host's lock cannot hold them: nothing is made then."""
+    wanted: dict[str, tuple[HostSession, list[str]]] = {}
+    for side in job.sides:
+        method = side.xfer.method
+        for session, paths in (
+            (job.server, method.nas_copies(side.xfer)),
+            (side.client, method.client_copies(side.xfer)),
+        ):
+            if paths and "\n" not in "".join(paths):
+                listed = wanted.setdefault(session.host.name, (session, []))[1]
+                listed += [p for p in paths if p not in listed]
+    if not wanted:
+        return True
+    job.record["created"] = {name: paths for name, (_, paths) in sorted(wanted.items())}
+    job.ctx.checkpoint(job.record)
+    for name, (session, paths) in sorted(wanted.items()):
+        if not session.locked or session.runner is None:
+            continue
+        result = session.runner.run_script(record_script(paths), timeout_s=30)
+        if result.stdout.strip() != "recorded":
+            said = (result.stderr.strip().splitlines() or [f"exit {result.exited}"])[-1]
+            job.record["error"] = f"{name}: the test's copies not recorded, none made: {said}"
+            return False
+    return True
 
 
 def _cache_facts(server: HostSession, xfer: Transfer) -> dict[str, Any]:
@@ -181,7 +213,7 @@ class FileTransfer(Kind[TransferSettings]):
         self._describe_run(record, s, sides, server, ctx)
         job = Job(test, ctx, server, sides, record, s.one_file)
         try:
-            if not self._prepared(job):
+            if not record_copies(job) or not self._prepared(job):
                 return record
             with sampling.sampling(ctx.sessions, test.hosts, token, ctx.tasks) as resources:
                 job.clock = timeline.Clock()  # on the samplers' clock, not the preparation's
