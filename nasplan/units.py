@@ -114,3 +114,13 @@ def format_free(size_bytes: int | None) -> str:
         if size_bytes >= 1024**power:
             return f"{size_bytes / 1024**power:.1f} {unit}"
     return f"{size_bytes // 1024} KiB" if size_bytes >= 1024 else f"{size_bytes} B"
+
+
+def format_seconds(seconds: float | None) -> str:
+    """Seconds as a person writes them: ``25 s`` (24.975...), ``2.5 s``, ``0.3 s``; ``? s``."""
+    if seconds is None:
+        return "? s"
+    if seconds >= 10:
+        return f"{seconds:.0f} s"
+    text = f"{seconds:.1f}".rstrip("0").rstrip(".")
+    return f"{text or '0'} s"
