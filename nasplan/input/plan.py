@@ -511,18 +511,6 @@ def _bytes(size_bytes: int) -> str:
     return f"{size_bytes} byte" + ("" if size_bytes == 1 else "s")
 
 
-def _check_conflicts(document: Document, raw: Mapping[str, Any], index: int) -> list[str]:
-    """Settings that pass one by one and fail together at run time: iperf3's ``bidir`` with
-    ``reverse`` (iperf3 refuses -R with --bidir)."""
-    if raw.get("kind") == "iperf3" and raw.get("bidir") is True and raw.get("reverse") is True:
-        message = (
-            "reverse: true with bidir: true: bidir already measures both directions at once "
-            "(iperf3 refuses -R with --bidir); keep one of them"
-        )
-        return [document.error(("tests", index, "reverse"), message)]
-    return []
-
-
 def _repetition_count(value: Any) -> int:
     """``repetitions: 5`` -> 5; ``{min: 3, max: 15, ...}`` -> 15 (the most it runs)."""
     return int(value["max"]) if isinstance(value, dict) else int(value)
@@ -589,7 +577,6 @@ def _build_tests(
             raw, volume_errors = volumes.resolve(doc, raw, index, inventory)
             host_errors += volume_errors
         host_errors += _check_blocks(doc, raw, index)
-        host_errors += _check_conflicts(doc, raw, index)
         host_errors += _check_adaptive(doc, raw, index)
         if host_errors:
             errors.extend(host_errors)

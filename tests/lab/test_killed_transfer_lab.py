@@ -149,3 +149,43 @@ def test_a_transfer_killed_mid_step_leaves_nothing_once_restore_resume_or_the_ne
     while leftovers(lab) - before and time.monotonic() < deadline:
         time.sleep(0.5)
     assert leftovers(lab) - before == set()  # every host's /tmp and processes: as they were
+
+
+def test_a_volume_too_small_for_the_copies_is_refused_before_anything_is_made(
+    lab: LabState, tmp_path: Path
+) -> None:
+    env = {**FAST, services.SMB_PASSWORD_ENV: services.read_password(lab.host_dir("kxnas")) or ""}
+    before = leftovers(lab)
+    test = {**COMMON, "method": "smb", "files": {"count": 100, "size": "4MiB"}, **SMB}
+    done = nasplan("apply", str(write_plan(lab, tmp_path, "big", test)), "--out",
+                   str(tmp_path / "big"), env=env)  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    run = json.loads((tmp_path / "big/run.json").read_text())
+    error = run["tests"][0]["error"]
+    assert error.startswith(f"kxnas: {VOLUME} has "), error
+    assert "free, the test writes 800.0 MiB there (the copies); nothing was made" in error
+    assert on_volume(lab) == set() and leftovers(lab) - before == set()
+
+
+def test_a_volume_that_fills_mid_copy_is_named_full(lab: LabState, tmp_path: Path) -> None:
+    """The volume fills (another writer) while nfs-cp writes a file of its own each repetition:
+    the test's error names the full volume first, not only what the tool said of it."""
+    env = {**FAST}
+    filler = lab.host_path("kxnas", f"{VOLUME}/filler")
+    test = {**COMMON, "method": "nfs", "size": "4MiB", "direction": "write", "repetitions": 12}
+    proc = nasplan_process("apply", str(write_plan(lab, tmp_path, "fills", test)), "--out",
+                           str(tmp_path / "fills"), env=env)  # fmt: skip
+    try:
+        wait_for(proc, "write, repetition 2/")
+        subprocess.run(["dd", "if=/dev/zero", f"of={filler}", "bs=1M"], capture_output=True)
+        proc.wait(timeout=120)
+        run = json.loads((tmp_path / "fills/run.json").read_text())
+        error = run["tests"][0]["error"]
+        assert error.startswith(f"kxnas: {VOLUME} is full ("), error
+        assert " B free)" in error or " KiB free)" in error, error
+    finally:
+        filler.unlink(missing_ok=True)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert on_volume(lab) == set()

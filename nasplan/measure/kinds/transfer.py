@@ -21,7 +21,7 @@ from nasplan.hosts.lock import record_script
 from nasplan.hosts.session import HostSession
 from nasplan.input.matrix import file_stem
 from nasplan.input.plan import Plan, PlanTest
-from nasplan.measure import methods, sampling, timeline, together
+from nasplan.measure import methods, sampling, space, timeline, together
 from nasplan.measure.capacity import Capacity, judged_together
 from nasplan.measure.estimate import Estimate, copy_rate, parts
 from nasplan.measure.kind import DASH, Kind, Needs, Probe, Record, RunContext
@@ -41,6 +41,7 @@ from nasplan.measure.transfer_runs import (
 )
 from nasplan.quantities import BYTES
 from nasplan.remote import shell
+from nasplan.remote.runner import Runner
 from nasplan.units import format_size
 
 # a repetition's own start and end besides its data: a connection, a login, the file opened
@@ -85,6 +86,58 @@ def _side(test: PlanTest, s: TransferSettings, ctx: RunContext, token: str, clie
     elif xfer.method.windows:  # Windows copies to a UNC path: no smbclient syntax
         windows_paths(xfer, pair.address)  # ValueError for a name a share cannot hold
     return Side(pair.client, xfer, pair.address, pair.path)
+
+
+def _runners(job: Job) -> dict[str, Runner]:
+    """Each POSIX host of the test by name (a Windows client's space is not read)."""
+    found: dict[str, Runner] = {}
+    for session in (job.server, *(side.client for side in job.sides)):
+        runner = session.runner
+        if runner is not None and not shell.of(runner).is_windows:
+            found[session.host.name] = runner
+    return found
+
+
+def space_needs(job: Job) -> list[space.Need]:
+    """What the test writes where: each client's source (a set and its one-file twin) and a
+    read's copy in its temp dir; each copy on the NAS's volume (nfs-cp: one file per write) or
+    through the client's mount."""
+    needs = []
+    reads = any(d != "write" for d in job.xfer.directions)
+    for side in job.sides:
+        xfer, client = side.xfer, side.name
+        twin = bool(xfer.groups and job.one_file)
+        needs.append(space.Need(client, space.CLIENT_TMP, xfer.size_bytes * (1 + twin),
+                                "its source files" if twin else "its source file"))  # fmt: skip
+        if reads:
+            needs.append(space.Need(client, space.CLIENT_TMP, xfer.size_bytes, "a read's copy"))
+        copies = len(xfer.method.copies(xfer)) * xfer.size_bytes
+        on_nas = space.directory_of(next(iter(xfer.method.nas_copies(xfer)), None))
+        if on_nas:
+            needs.append(space.Need(job.server.host.name, on_nas, copies, "the copies"))
+        through = space.directory_of(next(iter(xfer.method.client_copies(xfer)), None))
+        if through:
+            needs.append(space.Need(client, through, copies, "the copies"))
+    return needs
+
+
+def full_disks(job: Job) -> list[str]:
+    """After a failed write: each disk it filled, named (``nas: /srv/v1 is full (0 B free)``)
+    before what the tool said of it (``write call failed with ""``, NT_STATUS_DISK_FULL)."""
+    failed = any(
+        r.get("status") == "failed" and r.get("direction") == "write"
+        for r in job.record.get("repetitions") or []
+    ) or any("could not place the file" in e for e in job.errors)
+    if not failed:
+        return []
+    runners = _runners(job)
+    said = []
+    for need in space_needs(job):
+        runner = runners.get(need.host)
+        named = space.full_disk(runner, need.host, need.path) if runner is not None else None
+        if named is not None and named not in said:
+            said.append(named)
+    return said
 
 
 def record_copies(job: Job) -> bool:
@@ -212,6 +265,10 @@ class FileTransfer(Kind[TransferSettings]):
         server = ctx.sessions[test.server]
         self._describe_run(record, s, sides, server, ctx)
         job = Job(test, ctx, server, sides, record, s.one_file)
+        short = space.shortfalls(space_needs(job), _runners(job))
+        if short:  # before anything is made
+            record["error"] = "; ".join(short)
+            return record
         try:
             if not record_copies(job) or not self._prepared(job):
                 return record
@@ -220,6 +277,7 @@ class FileTransfer(Kind[TransferSettings]):
                 run_directions(job)
             record["resources"] = resources
             record["timeline"] = timeline.timeline(timeline.transfer_series(record, resources))
+            job.errors[:0] = full_disks(job)
         finally:
             self._clean(job)
         # the repetitions' errors, and a read's file that could not be placed, a copy left behind
