@@ -80,3 +80,21 @@ def test_what_validates_runs_and_what_does_not_is_one_short_line(
         assert not (planned.settings.get("bidir") and planned.settings.get("reverse"))
     seconds = estimate(plan).seconds
     assert math.isfinite(seconds) and 0 < seconds < 10**9
+
+
+def test_a_list_of_5000_file_groups_is_one_short_line(tmp_path: Path) -> None:
+    (tmp_path / "inv.yaml").write_text(
+        "hosts:\n  nas: {address: 198.18.44.10}\n  ws: {address: 198.18.44.20}\n"
+    )
+    test = {"id": "t", "kind": "transfer", "server": "nas", "client": "ws", "method": "nfs"}
+    test.update(export="/x", files=[{"count": 1, "size": "1KiB"}] * 5000)
+    plan_path = tmp_path / "plan.yaml"
+    plan_path.write_text(yaml.safe_dump({"name": "p", "inventory": "inv.yaml", "tests": [test]}))
+    try:
+        load_plan(plan_path)
+    except InputError as exc:
+        (line,) = exc.messages
+        assert ERROR.match(line) and len(line) < 600, line[:300]
+        assert "(5000 entries)" in line, line
+    else:
+        raise AssertionError("5000 groups validated")
