@@ -20,6 +20,7 @@ from nasplan.input.inventory import (
     load_inventory,
     ssh_file_errors,
 )
+from nasplan.input.jump_check import jump_errors
 from nasplan.input.lab_files import generated_by_lab
 from nasplan.input.loader import (
     Document,
@@ -716,6 +717,10 @@ def load_plan(
     network = parse_network(document, resolved, inventory)
     networks = cells.cell_networks(document, resolved, expansion, inventory)
     tests = _build_tests(document, resolved, inventory, network, expansion, networks)
+    used = sorted({name for test in tests for name in test.hosts if name in inventory.hosts})
+    jump_problems = jump_errors(inventory.hosts[name] for name in used)
+    if jump_problems:
+        raise InputError(jump_problems)
     table_problems = table_errors(document, resolved.get("table"), [t.cell for t in tests])
     if table_problems:
         raise InputError(table_problems)
