@@ -8,6 +8,7 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass
 
+from nasplan.measure.kind import PROBE_CANNOT_TELL, Probe
 from nasplan.remote.runner import Runner
 from nasplan.units import format_free
 
@@ -84,3 +85,34 @@ def full_disk(runner: Runner, host: str, path: str) -> str | None:
 def directory_of(path: str | None) -> str | None:
     """The directory a copy's path lies in (``/srv/v1`` of ``/srv/v1/nasplan-x.bin``)."""
     return posixpath.dirname(path.rstrip("/")) or "/" if path else None
+
+
+def probes(needs: list[Need]) -> list[Probe]:
+    """``apply --check``: each place's free space against what the test writes there, read
+    with df (nothing written); a host without df cannot tell."""
+    totals: dict[tuple[str, str], list[Need]] = {}
+    for need in needs:
+        totals.setdefault((need.host, need.path), []).append(need)
+    found = []
+    for (host, path), listed in sorted(totals.items()):
+        wanted = sum(need.bytes for need in listed)
+        what = " and ".join(dict.fromkeys(need.what for need in listed))
+        shown = "/tmp" if path == CLIENT_TMP else path  # ($TMPDIR, where a host sets it)
+        script = (
+            f"p={path if path == CLIENT_TMP else _quoted(path)}\n"
+            'while [ ! -e "$p" ] && [ "$p" != / ]; do p=$(dirname -- "$p"); done\n'
+            f'set -- $(df -P -k -- "$p" 2>/dev/null | tail -n 1) || exit {PROBE_CANNOT_TELL}\n'
+            f"case ${{4:-x}} in *[!0-9]*) exit {PROBE_CANNOT_TELL} ;; esac\n"
+            f'[ "$(($4 * 1024))" -ge {wanted} ] && exit 0\n'
+            'echo "$p has $4 KiB free"; exit 1\n'
+        )
+        found.append(
+            Probe(
+                host,
+                f"free space in {shown} for {format_free(wanted)}",
+                script,
+                f"{host}: the test writes {format_free(wanted)} in {shown} ({what}), more than "
+                "it has free",
+            )
+        )
+    return found

@@ -99,25 +99,27 @@ def _runners(job: Job) -> dict[str, Runner]:
 
 
 def space_needs(job: Job) -> list[space.Need]:
-    """What the test writes where: each client's source (a set and its one-file twin) and a
+    """What the test writes where, each client's share (``needs_of``)."""
+    server = job.server.host.name
+    return [n for side in job.sides for n in needs_of(side.xfer, side.name, server, job.one_file)]
+
+
+def needs_of(xfer: Transfer, client: str, server: str, one_file: bool) -> list[space.Need]:
+    """What one client's copies write where: its source (a set and its one-file twin) and a
     read's copy in its temp dir; each copy on the NAS's volume (nfs-cp: one file per write) or
     through the client's mount."""
-    needs = []
-    reads = any(d != "write" for d in job.xfer.directions)
-    for side in job.sides:
-        xfer, client = side.xfer, side.name
-        twin = bool(xfer.groups and job.one_file)
-        needs.append(space.Need(client, space.CLIENT_TMP, xfer.size_bytes * (1 + twin),
-                                "its source files" if twin else "its source file"))  # fmt: skip
-        if reads:
-            needs.append(space.Need(client, space.CLIENT_TMP, xfer.size_bytes, "a read's copy"))
-        copies = len(xfer.method.copies(xfer)) * xfer.size_bytes
-        on_nas = space.directory_of(next(iter(xfer.method.nas_copies(xfer)), None))
-        if on_nas:
-            needs.append(space.Need(job.server.host.name, on_nas, copies, "the copies"))
-        through = space.directory_of(next(iter(xfer.method.client_copies(xfer)), None))
-        if through:
-            needs.append(space.Need(client, through, copies, "the copies"))
+    twin = bool(xfer.groups and one_file)
+    what = "its source files" if twin else "its source file"
+    needs = [space.Need(client, space.CLIENT_TMP, xfer.size_bytes * (1 + twin), what)]
+    if any(d != "write" for d in xfer.directions):
+        needs.append(space.Need(client, space.CLIENT_TMP, xfer.size_bytes, "a read's copy"))
+    copies = len(xfer.method.copies(xfer)) * xfer.size_bytes
+    on_nas = space.directory_of(next(iter(xfer.method.nas_copies(xfer)), None))
+    if on_nas:
+        needs.append(space.Need(server, on_nas, copies, "the copies"))
+    through = space.directory_of(next(iter(xfer.method.client_copies(xfer)), None))
+    if through:
+        needs.append(space.Need(client, through, copies, "the copies"))
     return needs
 
 
@@ -248,7 +250,9 @@ class FileTransfer(Kind[TransferSettings]):
         if server is None or server.facts is None:
             return []
         xfer = transfer_for(s, test, server, "check")
-        return xfer.method.probes(xfer, test, target_address(test, plan, server))
+        found = xfer.method.probes(xfer, test, target_address(test, plan, server))
+        needs = [n for c in test.clients for n in needs_of(xfer, c, test.server, s.one_file)]
+        return found + space.probes(needs)
 
     def run(self, test: PlanTest, s: TransferSettings, ctx: RunContext) -> dict[str, Any]:
         """Every repetition of one transfer test; failures are recorded, never raised."""

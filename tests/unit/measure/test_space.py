@@ -39,3 +39,15 @@ def test_a_full_disk_is_named_with_what_is_left(fake_runner: Callable[[str], Any
     assert space.full_disk(nas, "nas", "/tmp") == "nas: /tmp is full (0 B free)"
     assert space.full_disk(nas, "nas", "/srv/v1") is None
     assert space.directory_of("/srv/v1/nasplan-x.bin") == "/srv/v1"
+
+
+def test_the_check_probe_compares_df_with_what_the_test_writes() -> None:
+    import subprocess
+
+    small, huge = space.probes(  # in host order
+        [space.Need("ws", "/", 10**18, "its source file"), space.Need("nas", "/tmp", 1, "x")]
+    )
+    said = subprocess.run(["sh", "-c", huge.script], capture_output=True, text=True)
+    assert said.returncode == 1 and said.stdout.strip().endswith(" KiB free"), said
+    assert huge.missing.startswith("ws: the test writes ") and "(its source file)" in huge.missing
+    assert subprocess.run(["sh", "-c", small.script]).returncode == 0
