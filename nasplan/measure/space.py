@@ -6,10 +6,16 @@ the test will write before anything is made, and named when a write failed on a 
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from nasplan.measure.kind import PROBE_CANNOT_TELL, Probe
+from nasplan.remote import shell
 from nasplan.remote.runner import Runner
+
+if TYPE_CHECKING:
+    from nasplan.hosts.session import HostSession
 from nasplan.units import format_free
 
 # Less than this free after a failed write: the disk is full (what failed was its last bytes).
@@ -116,3 +122,18 @@ def probes(needs: list[Need]) -> list[Probe]:
             )
         )
     return found
+
+
+def full_tmps(sessions: Mapping[str, HostSession], names: Iterable[str]) -> list[str]:
+    """``nas: /tmp is full (0 B free)`` for each of these hosts whose /tmp is (a test that
+    failed there: what nasplan and its tools write in /tmp could not be written)."""
+    said = []
+    for name in names:
+        session = sessions.get(name)
+        runner = session.runner if session is not None else None
+        if runner is None or shell.of(runner).is_windows or getattr(session, "lost", False):
+            continue
+        named = full_disk(runner, name, "/tmp")
+        if named is not None:
+            said.append(named)
+    return said
