@@ -130,8 +130,10 @@ def full_tmps(sessions: Mapping[str, HostSession], names: Iterable[str]) -> list
     said = []
     for name in names:
         session = sessions.get(name)
-        runner = session.runner if session is not None else None
-        if runner is None or shell.of(runner).is_windows or getattr(session, "lost", False):
+        if session is None or session.lost or session.runner is None:
+            continue
+        runner = session.runner
+        if shell.of(runner).is_windows:
             continue
         named = full_disk(runner, name, "/tmp")
         if named is not None:
