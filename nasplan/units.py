@@ -130,3 +130,23 @@ def significant(value: float, digits: int = 3) -> str:
     rounded past its units: ``4.58``, ``45.8``, ``1203``."""
     whole = len(str(int(abs(value)))) if abs(value) >= 1 else 1
     return f"{value:.{max(digits - whole, 0)}f}"
+
+
+def format_free(size_bytes: int | None) -> str:
+    """Free space as a person says it: ``0 B``, ``512 KiB``, ``96.4 MiB``, ``1.2 GiB``; ``?``."""
+    if size_bytes is None:
+        return "?"
+    for power, unit in ((4, "TiB"), (3, "GiB"), (2, "MiB")):
+        if size_bytes >= 1024**power:
+            return f"{size_bytes / 1024**power:.1f} {unit}"
+    return f"{size_bytes // 1024} KiB" if size_bytes >= 1024 else f"{size_bytes} B"
+
+
+def format_seconds(seconds: float | None) -> str:
+    """Seconds as a person writes them: ``25 s`` (24.975...), ``2.5 s``, ``0.3 s``; ``? s``."""
+    if seconds is None:
+        return "? s"
+    if seconds >= 10:
+        return f"{seconds:.0f} s"
+    text = f"{seconds:.1f}".rstrip("0").rstrip(".")
+    return f"{text or '0'} s"

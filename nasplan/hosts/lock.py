@@ -15,12 +15,14 @@ import getpass
 import os
 import shlex
 import socket
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from nasplan.sections import split_sections
 
 EXIT_BUSY = 75
+# the lock could not be written (a full /tmp): its section ``unwritable`` says why
+EXIT_UNWRITABLE = 76
 
 # Shell text that sets nasplan_dir, nasplan_lease and the helpers every start script uses, with
 # as few processes as the shell allows (each one is dear on a NAS's slow CPU, and the prelude
@@ -29,8 +31,10 @@ EXIT_BUSY = 75
 # nasplan_clock: sets nasplan_now_s to the host clock in whole seconds (no subshell).
 # nasplan_owns FILE: FILE has the line run_id=$run_id (grep -qxF, with the shell's own read).
 # nasplan_register PID TOKEN [FILE...]: what a stale lock's finder kills (PID, only while its
-# command line still holds TOKEN; ``-``: none) and removes (FILEs: /tmp/nasplan-*, a disk test's
-# nasplan-fio-* directory).
+# command line still holds TOKEN; ``-``: none) and removes (FILEs: absolute paths whose last
+# part starts with nasplan-: a temp dir, a disk test's nasplan-fio-* directory, a transfer's copy
+# on the NAS's volume), written BEFORE what it names is made; status 1 (said on stderr) when
+# the lock cannot hold the line: the caller makes nothing then.
 PRELUDE = r"""
 nasplan_dir=$(uname -n 2>/dev/null)
 case $nasplan_dir in *[!A-Za-z0-9_.-]*)
@@ -52,8 +56,17 @@ nasplan_owns() {
 nasplan_register() {
   [ -d "$nasplan_dir" ] || return 0
   nasplan_p=$1; nasplan_t=$2; shift 2
-  echo "$nasplan_p $nasplan_t" >> "$nasplan_dir/pids"
-  for nasplan_f in "$@"; do echo "$nasplan_f" >> "$nasplan_dir/files"; done
+  if [ "$nasplan_p" != - ]; then
+    # (a process is started before its PID is known: it stops by itself with the lease)
+    echo "$nasplan_p $nasplan_t" >> "$nasplan_dir/pids" || nasplan_unrecorded "$nasplan_p"
+  fi
+  for nasplan_f in "$@"; do
+    echo "$nasplan_f" >> "$nasplan_dir/files" || nasplan_unrecorded "$nasplan_f" || return 1
+  done
+}
+nasplan_unrecorded() {
+  echo "nasplan: cannot record $1 in the host's lock $nasplan_dir (/tmp full?)" >&2
+  return 1
 }
 """
 
@@ -80,35 +93,76 @@ nasplan_cleanup() {
       fi
     done < "$1/pids"
   fi
-  if [ -f "$1/files" ]; then
-    while read -r f; do
-      case $f in /tmp/nasplan-*|*/nasplan-fio-*) ;; *) continue ;; esac
-      [ -e "$f" ] || continue
-      rm -rf -- "$f" && echo "file $f"
-    done < "$1/files"
-  fi
+  [ -f "$1/files" ] && nasplan_remove_listed < "$1/files"
+  return 0
+}
+nasplan_remove_listed() {
+  while read -r f; do
+    case $f in /*) ;; *) continue ;; esac
+    case $f in */../*|*/..|*/./*) continue ;; esac
+    case ${f##*/} in nasplan-?*) ;; *) continue ;; esac
+    [ -e "$f" ] || [ -L "$f" ] || continue
+    # (what an NFS server wrote may be root's: sudo when the login user may not)
+    { rm -rf -- "$f" 2>/dev/null || sudo -n rm -rf -- "$f" 2>/dev/null; } && echo "file $f"
+  done
 }
 """
 
+_LISTED_END = "NASPLAN_LISTED_END"
+
+# The lock is made whole beside its place (owner and lease in nasplan-HOST.lock.PID.new) and
+# renamed into place: a lock without a readable owner is none (stale by construction: left by
+# an older nasplan, or half removed), and a /tmp that cannot hold the two lines is said (exit 76,
+# the shell's error and df's free KiB). mv of a directory onto one that exists moves it inside:
+# then the lock was someone else's, and the move is undone.
+# nasplan_take: rename the new lock into place; 0 when this run holds the lock.
 _ACQUIRE = r"""
 nasplan_clock; now=$nasplan_now_s
-if ! mkdir -m 755 "$nasplan_dir" 2>/dev/null; then
+nasplan_new="$nasplan_dir.$$.new"
+nasplan_make() {
+  rm -rf "$nasplan_new"
+  nasplan_err=$( { mkdir -m 755 "$nasplan_new" &&
+      printf '%s\nstarted_clock=%s\n' "$owner" "$now" > "$nasplan_new/owner" &&
+      echo $((now + lease_s)) > "$nasplan_new/lease"; } 2>&1 ) &&
+    nasplan_owns "$nasplan_new/owner" && [ -s "$nasplan_new/lease" ]
+}
+nasplan_unwritable() {
+  rm -rf "$nasplan_new"
+  set -- $(df -Pk /tmp 2>/dev/null | tail -n 1)
+  printf '@@nasplan:unwritable@@\nerror=%s\nfree_kib=%s\n' \
+    "$(printf '%s' "$nasplan_err" | tr '\n' ' ')" "${4:-}"
+  exit 76
+}
+nasplan_busy() { rm -rf "$nasplan_new"; exit 75; }
+nasplan_take() {
+  [ -d "$nasplan_new" ] || nasplan_make || nasplan_unwritable
+  [ -e "$nasplan_dir" ] && return 1
+  mv -- "$nasplan_new" "$nasplan_dir" 2>/dev/null || return 1
+  if [ -e "$nasplan_dir/${nasplan_new##*/}" ]; then  # moved into a lock made meanwhile
+    rm -rf -- "$nasplan_dir/${nasplan_new##*/}"; return 1
+  fi
+}
+nasplan_make || nasplan_unwritable
+nasplan_tries=0
+until nasplan_take; do
+  nasplan_tries=$((nasplan_tries + 1))
+  if [ ! -d "$nasplan_dir" ] && [ "$nasplan_tries" -lt 3 ]; then continue; fi  # released meanwhile
   until=
   [ -f "$nasplan_lease" ] && read -r until 2>/dev/null < "$nasplan_lease"
   case $until in *[!0-9]*) until= ;; esac
   printf '@@nasplan:owner@@\n'; cat "$nasplan_dir/owner" 2>/dev/null
   printf '\n@@nasplan:clock@@\nnow=%s\nlease_until=%s\n' "$now" "$until"
-  # no lease yet: another run is taking the lock this very moment (taken, not stale)
-  if [ -z "$until" ] && [ "$force" != 1 ]; then exit 75; fi
-  if [ "${until:-0}" -gt "$now" ] && [ "$force" != 1 ]; then exit 75; fi
+  if grep -q '^run_id=.' "$nasplan_dir/owner" 2>/dev/null; then
+    if [ "${until:-0}" -gt "$now" ] && [ "$force" != 1 ]; then nasplan_busy; fi
+  else
+    printf '@@nasplan:ownerless@@\n'
+  fi
   printf '@@nasplan:removed@@\n'
   nasplan_cleanup "$nasplan_dir"
   rm -rf "$nasplan_dir"
-  mkdir -m 755 "$nasplan_dir" 2>/dev/null || exit 75
-fi
-printf '%s\nstarted_clock=%s\n' "$owner" "$now" > "$nasplan_dir/owner"
-echo $((now + lease_s)) > "$nasplan_lease"
-nasplan_owns "$nasplan_dir/owner" || exit 75
+  nasplan_take || nasplan_busy
+  break
+done
 printf '\n@@nasplan:locked@@\n%s\n' "$nasplan_dir"
 """
 
@@ -150,6 +204,26 @@ fi
 
 def _assign(values: Mapping[str, str | int]) -> str:
     return "".join(f"{name}={shlex.quote(str(value))}\n" for name, value in values.items())
+
+
+def record_script(paths: Sequence[str]) -> str:
+    """POSIX sh: write ``paths`` (what the run is about to make on the host) into the host's
+    lock, before they are made; prints ``recorded``, else exits 1 saying why on stderr. Nothing
+    to do (prints ``recorded``) on a host this run holds no lock of."""
+    return PRELUDE + f"nasplan_register - - {shlex.join(paths)} && echo recorded\n"
+
+
+def remove_listed_script(paths: Sequence[str]) -> str:
+    """POSIX sh: remove ``paths`` (what run.json says a run made on the host: its lock may be
+    gone, a rebooted host's /tmp) by the lock's own rules (absolute, last part ``nasplan-*``);
+    prints a ``removed`` section naming each."""
+    listed = "".join(f"{p}\n" for p in paths if "\n" not in p and p != _LISTED_END)
+    return (
+        PRELUDE
+        + _CLEANUP
+        + "printf '@@nasplan:removed@@\\n'\n"
+        + f"nasplan_remove_listed <<'{_LISTED_END}'\n{listed}{_LISTED_END}\n"
+    )
 
 
 def owner_text(run_id: str) -> str:

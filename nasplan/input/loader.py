@@ -340,7 +340,19 @@ def load_schema(name: str) -> dict[str, Any]:
 
 
 def describe_error(error: jsonschema.ValidationError) -> tuple[JsonPath, str, bool]:
-    """(json path, message, whether the position is the key's rather than the value's)."""
+    """(json path, message, whether the position is the key's rather than the value's); the
+    message one short line whatever the value (a list of 5000 entries shown by its start and
+    its size)."""
+    json_path, message, at_key = _describe(error)
+    shown = repr(error.instance)
+    if len(shown) > 60 and shown in message:
+        message = message.replace(shown, _short_repr(error.instance))
+    if len(message) > _MAX_MESSAGE_CHARS:
+        message = message[:_MAX_MESSAGE_CHARS] + "…"
+    return json_path, message, at_key
+
+
+def _describe(error: jsonschema.ValidationError) -> tuple[JsonPath, str, bool]:
     json_path: JsonPath = tuple(error.absolute_path)
     schema = error.schema if isinstance(error.schema, dict) else {}
     if "x-message" in schema:
@@ -376,7 +388,7 @@ def describe_error(error: jsonschema.ValidationError) -> tuple[JsonPath, str, bo
     if error.validator in ("oneOf", "anyOf") and error.context:
         from jsonschema.exceptions import best_match
 
-        return describe_error(best_match(error.context))
+        return _describe(best_match(error.context))
     message = str(error.message)
     if len(message) <= _MAX_MESSAGE_CHARS:
         return json_path, message, False

@@ -21,6 +21,7 @@ from nasplan.input.inventory import (
     load_inventory,
     ssh_file_errors,
 )
+from nasplan.input.jump_check import jump_errors
 from nasplan.input.lab_files import generated_by_lab
 from nasplan.input.loader import (
     Document,
@@ -37,7 +38,7 @@ from nasplan.input.matrix import dir_name, to_json_cell
 from nasplan.input.network import NetworkSpec, parse_link_target, parse_network
 from nasplan.input.table import table_errors
 from nasplan.input.vars_files import ExtraVars, read_vars_files, unused_extra_vars
-from nasplan.units import parse_size
+from nasplan.units import format_size, parse_size
 
 _SINGLE_EXPRESSION = re.compile(r"^\s*\{\{[^{}]*\}\}\s*$")
 
@@ -436,29 +437,105 @@ def _check_hosts(
 
 
 def _check_blocks(document: Document, raw: Mapping[str, Any], index: int) -> list[str]:
-    """A size its kind moves in whole blocks (the plan schema's ``x-whole-blocks-bytes``: an
-    iSCSI LUN's 512-byte blocks), told at validation, not at run time."""
+    """Every size of the test as its kind's schema bounds it, whatever its spelling (``"0MiB"``
+    as 0): its minimum and maximum, a whole number of blocks where the kind moves blocks (the
+    schema's ``x-whole-blocks-bytes``: an iSCSI LUN's 512-byte blocks), a set of files
+    (``files``) each file's and, in all, the test's own size's; told at validation, not at run
+    time."""
     keys = load_schema("plan")["$defs"].get(str(raw.get("kind")), {}).get("properties", {})
     errors = []
     for key, spec in keys.items():
-        block = spec.get("x-whole-blocks-bytes")
-        if not block or key not in raw:
+        rule = _size_rule(spec)
+        if rule is None or key not in raw:
             continue
-        try:
-            size_bytes = parse_size(raw[key])
-        except ValueError:
-            continue  # the schema's pattern says what a size looks like
-        if size_bytes % block:
-            whole = size_bytes // block * block
-            errors.append(
-                document.error(
-                    ("tests", index, key),
-                    f"{raw[key]} = {size_bytes} bytes is not a whole number of "
-                    f"{block}-byte blocks, which a {raw['kind']} test reads and writes: "
-                    f"give it in MiB (MB is 10^6 bytes) or as {whole} bytes",
-                )
+        size_bytes, error = _bounded(document, ("tests", index, key), raw[key], rule)
+        errors += [error] if error else []
+        block = spec.get("x-whole-blocks-bytes")
+        if error or size_bytes is None or not block or size_bytes % block == 0:
+            continue
+        whole = size_bytes // block * block
+        errors.append(
+            document.error(
+                ("tests", index, key),
+                f"{raw[key]} = {size_bytes} bytes is not a whole number of "
+                f"{block}-byte blocks, which a {raw['kind']} test reads and writes: "
+                f"give it in MiB (MB is 10^6 bytes) or as {whole} bytes",
             )
+        )
+    for spec in keys.values():
+        if spec.get("x-total-of") in raw and (rule := _size_rule(spec)):
+            errors += _check_set(document, raw, index, str(spec["x-total-of"]), rule)
     return errors
+
+
+def _size_rule(spec: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """A size's rule (a string like 64MiB or a number of bytes): its number's branch, whose
+    minimum and maximum hold for the string too; None for a key that is no size."""
+    branches = [b for b in spec.get("oneOf") or [] if isinstance(b, Mapping)]
+    if not any(b.get("type") == "string" and "pattern" in b for b in branches):
+        return None
+    return next((b for b in branches if b.get("type") == "integer"), None)
+
+
+def _bounded(
+    document: Document, where: JsonPath, given: Any, rule: Mapping[str, Any]
+) -> tuple[int | None, str | None]:
+    """(bytes, the error of a size written as a string outside its rule's bounds)."""
+    try:
+        size_bytes = parse_size(given)
+    except ValueError:
+        return None, None  # the schema's pattern says what a size looks like
+    if not isinstance(given, str):
+        return size_bytes, None  # a number: the schema itself said it
+    low, high = rule.get("minimum"), rule.get("maximum")
+    if isinstance(low, int) and size_bytes < low:
+        return size_bytes, document.error(
+            where, f"{given!r} is {size_bytes} bytes: at least {_bytes(low)}"
+        )
+    if isinstance(high, int) and size_bytes > high:
+        return size_bytes, document.error(
+            where, f"{given!r} is {size_bytes} bytes: at most {_bytes(high)}"
+        )
+    return size_bytes, None
+
+
+def _check_set(
+    document: Document, raw: Mapping[str, Any], index: int, key: str, total: Mapping[str, Any]
+) -> list[str]:
+    """A set of files: each group's file size in its bounds, and all its bytes in ``total``'s."""
+    given = raw[key]
+    groups = given if isinstance(given, list) else [given]
+    rule = _size_rule(load_schema("plan")["$defs"]["file_set"]["properties"]["size"]) or {}
+    errors: list[str] = []
+    in_all = files = 0
+    for number, group in enumerate(groups):
+        if not isinstance(group, Mapping) or "size" not in group:
+            return errors
+        where = ("tests", index, key, *((number,) if isinstance(given, list) else ()), "size")
+        size_bytes, error = _bounded(document, where, group["size"], rule)
+        errors += [error] if error else []
+        count = group.get("count")
+        if size_bytes is None or not isinstance(count, int) or isinstance(count, bool):
+            return errors
+        in_all, files = in_all + count * size_bytes, files + count
+    high = total.get("maximum")
+    if not errors and isinstance(high, int) and in_all > high:
+        errors.append(
+            document.error(
+                ("tests", index, key),
+                f"{files} files of {in_all} bytes in all: at most {_bytes(high)}",
+            )
+        )
+    return errors
+
+
+def _bytes(size_bytes: int) -> str:
+    """``1 byte``, ``1 MiB``, ``16 TiB``: a bound as the message names it."""
+    if size_bytes >= 2**40 and size_bytes % 2**40 == 0:
+        return f"{size_bytes // 2**40} TiB"
+    if size_bytes >= 2**20 and size_bytes % 2**20 == 0:
+        return format_size(size_bytes)
+    return f"{size_bytes} byte" + ("" if size_bytes == 1 else "s")
 
 
 def _repetition_count(value: Any) -> int:
@@ -677,6 +754,10 @@ def load_plan(
     network = parse_network(document, resolved, inventory)
     networks = cells.cell_networks(document, resolved, expansion, inventory)
     tests = _build_tests(document, resolved, inventory, network, expansion, networks)
+    used = sorted({name for test in tests for name in test.hosts if name in inventory.hosts})
+    jump_problems = jump_errors(inventory.hosts[name] for name in used)
+    if jump_problems:
+        raise InputError(jump_problems)
     table_problems = table_errors(document, resolved.get("table"), [t.cell for t in tests])
     if table_problems:
         raise InputError(table_problems)

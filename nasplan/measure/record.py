@@ -83,19 +83,36 @@ def stopped_record(record: Mapping[str, Any], planned: int | None = None) -> dic
     """A new ``record`` of a test the run stopped (Ctrl-C, a full disk) before it wanted no
     more: ``interrupted``, saying after how many of its ``planned`` repetitions, with those it
     finished; a test that failed of its own before the stop stays failed, saying both."""
-    # a repetition of a kind with directions is one index over its directions' rows
-    done = len(
-        {rep.get("index") for rep in record.get("repetitions") or [] if rep.get("status") == "ok"}
-    )
-    of = f" of {planned}" if planned else ""
-    noun = "repetition" if (planned or done) == 1 else "repetitions"
-    said = f"the run was stopped after {done}{of} {noun}"
+    said = f"the run was stopped after {_done_text(record, planned)}"
     reps = record.get("repetitions") or []
     failed = [f"repetition {r.get('index')}: {r.get('error')}" for r in reps if r.get("error")]
     own = (record.get("error") if record.get("status") == "failed" else None) or "; ".join(failed)
     if own:
         return {**record, "status": "failed", "error": f"{own}; {said}"}
     return {**record, "status": "interrupted", "error": f"interrupted: {said}"}
+
+
+def _done_text(record: Mapping[str, Any], planned: int | None) -> str:
+    """``2 of 3 repetitions``; a test of several directions counts each direction's:
+    ``3 of 3 repetitions (write), 1 of 3 (read)`` (never ``6 of 3``)."""
+    # one repetition is one index of a direction (several clients' rows share their index)
+    ok = list(
+        dict.fromkeys(
+            (rep.get("direction"), rep.get("index"))
+            for rep in record.get("repetitions") or []
+            if rep.get("status") == "ok"
+        )
+    )
+    of = f" of {planned}" if planned else ""
+    noun = "repetition" if (planned or len(ok)) == 1 else "repetitions"
+    directions = list(dict.fromkeys(str(d) for d, _ in ok if d))
+    if len(directions) < 2:
+        return f"{len(ok)}{of} {noun}" + (f" ({directions[0]})" if directions else "")
+    counts = [sum(1 for d, _ in ok if d == one) for one in directions]
+    first = f"{counts[0]}{of} {noun} ({directions[0]})"
+    return ", ".join(
+        [first, *(f"{n}{of} ({d})" for n, d in zip(counts[1:], directions[1:], strict=True))]
+    )
 
 
 def summarize_directions(record: dict[str, Any], directions: tuple[str, ...] | list[str]) -> None:

@@ -15,6 +15,7 @@ from typing import IO, Protocol, runtime_checkable
 
 from nasplan.errors import NasplanError
 from nasplan.remote.shell import POSIX, HostShell
+from nasplan.units import format_seconds
 
 
 @dataclass(frozen=True)
@@ -236,7 +237,9 @@ class LocalRunner(RunnerBase):
             if left <= 0 or not select.select([proc.stdout], [], [], left)[0]:
                 text = out.decode(errors="replace")
                 return Launched(
-                    text, Result(script, text, f"timed out after {timeout_s} s", 124), close
+                    text,
+                    Result(script, text, f"timed out after {format_seconds(timeout_s)}", 124),
+                    close,
                 )
             chunk = os.read(proc.stdout.fileno(), 65536)
             if not chunk:
@@ -298,7 +301,12 @@ class LocalRunner(RunnerBase):
                 for pipe in (proc.stdout, proc.stderr):
                     if pipe is not None:
                         pipe.close()
-            return Result(shown, out.decode(errors="replace"), f"timed out after {limit_s} s", 124)
+            return Result(
+                shown,
+                out.decode(errors="replace"),
+                f"timed out after {format_seconds(limit_s)}",
+                124,
+            )
         finally:
             with self._launched_lock:
                 self._running.discard(proc)

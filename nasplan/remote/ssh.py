@@ -21,6 +21,7 @@ from nasplan.input.inventory import Host, ssh_file_errors
 from nasplan.remote import become, host_keys, local, shell, ssh_route
 from nasplan.remote.runner import Launched, Result, Runner, RunnerBase
 from nasplan.remote.timeouts import Timeouts, from_environ
+from nasplan.units import format_seconds
 
 _READ_CHUNK_BYTES = 65536
 T = TypeVar("T")
@@ -199,7 +200,9 @@ class SshRunner(RunnerBase):
         deadline = asked + timeout_s
         transport, channel = self._open(asked, deadline, mark_lost)
         if channel is None:
-            return timed_out(Result(command, "", f"timed out after {timeout_s} s", 124))
+            return timed_out(
+                Result(command, "", f"timed out after {format_seconds(timeout_s)}", 124)
+            )
         channel_s = self.timeouts.channel_s
         # paramiko waits for the answer to the exec request without a limit. Every channel_s
         # without it, the watchdog asks whether the connection still answers (a new channel
@@ -247,7 +250,9 @@ class SshRunner(RunnerBase):
             return collected
         except (paramiko.SSHException, OSError, EOFError) as exc:
             if outcome == ["timed out"]:
-                return timed_out(Result(command, "", f"timed out after {timeout_s} s", 124))
+                return timed_out(
+                    Result(command, "", f"timed out after {format_seconds(timeout_s)}", 124)
+                )
             reason = str(exc) or type(exc).__name__
             if transport is not self._current():
                 # its connection went silent and was replaced: the host answers on the new one,
@@ -362,7 +367,10 @@ class SshRunner(RunnerBase):
                 break
             if deadline is not None and time.monotonic() > deadline:
                 return Result(
-                    shown, stdout.decode(errors="replace"), f"timed out after {timeout_s} s", 124
+                    shown,
+                    stdout.decode(errors="replace"),
+                    f"timed out after {format_seconds(timeout_s)}",
+                    124,
                 )
             select.select([channel], [], [], 0.05)
         return Result(
@@ -438,7 +446,9 @@ def _until(
                 return Launched(text, ended)
             if time.monotonic() > deadline:
                 text = stdout.decode(errors="replace")
-                return Launched(text, Result(shown, text, f"timed out after {timeout_s} s", 124))
+                return Launched(
+                    text, Result(shown, text, f"timed out after {format_seconds(timeout_s)}", 124)
+                )
             select.select([channel], [], [], 0.05)
 
     return collect

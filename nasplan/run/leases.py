@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 from nasplan.hosts.lock import (
     EXIT_BUSY,
+    EXIT_UNWRITABLE,
+    LockHolder,
     acquire_script,
     parse_holder,
     release_script,
@@ -19,6 +21,7 @@ from nasplan.hosts.lock import (
 )
 from nasplan.remote import shell
 from nasplan.sections import split_sections
+from nasplan.units import format_free
 
 if TYPE_CHECKING:
     from nasplan.hosts.session import HostSession
@@ -31,10 +34,11 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Refusal:
     """Why a host's lock could not be had: another run (``holder``: its lock id, when its
-    owner file names it) holds it."""
+    owner file names it) holds it, or (``busy`` False) the host's /tmp cannot hold it."""
 
     message: str
     holder: str | None
+    busy: bool = True
 
 
 def acquire(
@@ -66,11 +70,10 @@ def acquire(
     if result.exited == EXIT_BUSY and holder.dead_here():
         result = runner.run_script(acquire_script(run_id, lease_s, force=True), timeout_s=30)
     sections = split_sections(result.stdout)
+    if result.exited == EXIT_UNWRITABLE and "unwritable" in sections:
+        return Refusal(unwritable(name, sections["unwritable"]), None, busy=False)
     if result.exited == EXIT_BUSY:
-        if holder.lease_left_s is None:
-            left = "; it is taking the lock this very moment"
-        else:
-            left = f"; its lease runs out in {holder.lease_left_s} s" if holder.lease_left_s else ""
+        left = f"; its lease runs out in {holder.lease_left_s} s" if holder.lease_left_s else ""
         return Refusal(
             f"{name}: in use by another nasplan {holder.describe()}{left}; refusing to measure "
             "alongside it (wait for it to finish, or run again once its lease has run out)",
@@ -86,15 +89,42 @@ def acquire(
             + "): a second run would not be refused"
         )
         return None
-    if holder.fields:
-        removed = [line for line in sections.get("removed", "").splitlines() if line.strip()]
-        session.actions.append(
-            f"took over the stale lock of {holder.describe()}"
-            + (f"; removed its leftovers: {', '.join(removed)}" if removed else "")
-        )
-        session.warnings.append(f"{name}: {session.actions[-1]}")
+    if "removed" in sections:
+        _took_over(session, sections, holder)
     session.locked = True
     return None
+
+
+def _took_over(session: HostSession, sections: Mapping[str, str], holder: LockHolder) -> None:
+    """Say which stale lock the run took over and what it removed of it."""
+    removed = [line for line in sections["removed"].splitlines() if line.strip()]
+    whose = (
+        "a lock with no readable owner (a run that could not write it there, or one half removed)"
+        if "ownerless" in sections
+        else f"the stale lock of {holder.describe()}"
+    )
+    session.actions.append(
+        f"took over {whose}" + (f"; removed its leftovers: {', '.join(removed)}" if removed else "")
+    )
+    session.warnings.append(f"{session.host.name}: {session.actions[-1]}")
+
+
+def unwritable(name: str, section: str) -> str:
+    """One line for a lock /tmp could not hold: ``nas: /tmp is full (0 B free): no space
+    left on device ...`` (dash says only ``printf: I/O error``: df's free space tells)."""
+    said = dict(line.split("=", 1) for line in section.splitlines() if "=" in line)
+    error = said.get("error", "").strip()
+    free = said.get("free_kib", "")
+    free_bytes = int(free) * 1024 if free.isdigit() else None
+    full = "no space" in error.lower() or free_bytes == 0
+    if full:
+        what = f"/tmp is full ({format_free(free_bytes)} free): no space left on device"
+    else:
+        what = "/tmp is not writable" + (f" ({error})" if error else "")
+    return (
+        f"{name}: {what} for the host's nasplan lock; nothing of this run was left there "
+        "(free some space in /tmp and run again)"
+    )
 
 
 class Contest:
@@ -128,6 +158,7 @@ class Contest:
     def settle(self, sessions: Mapping[str, HostSession], progress: Progress) -> None:
         """Yield to an earlier run, or wait for later ones to yield (saying so)."""
         holders = {r.holder for r in self.refused.values() if r.holder}
+        waiting = {name: r for name, r in self.refused.items() if r.holder and r.busy}
         if any(holder < self.run_id for holder in holders):
             earlier = min(holder for holder in holders if holder < self.run_id)
             for name, session in sessions.items():
@@ -139,20 +170,21 @@ class Contest:
                     )
                     self.refused[name] = Refusal(session.error, earlier)
             return
-        for name, refusal in sorted(self.refused.items()):
+        for name, refusal in sorted(waiting.items()):
             progress.host(
                 name,
                 f"in use by {refusal.holder}, started at the same moment: "
                 f"waiting up to {self.wait_s:.0f} s for it",
             )
         deadline = time.monotonic() + self.wait_s
-        while self.refused and time.monotonic() < deadline:
+        while waiting and time.monotonic() < deadline:
             time.sleep(self.pause_s)
-            for name in sorted(self.refused):
+            for name in sorted(waiting):
                 session = sessions[name]
                 session.error = None
                 del self.refused[name]
                 self.take(session, None)
+            waiting = {n: r for n, r in self.refused.items() if n in waiting and r.busy}
 
 
 def release(session: HostSession, run_id: str) -> None:

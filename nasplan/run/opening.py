@@ -56,7 +56,8 @@ def open_hosts(
     paths.guarded(lambda: contest.settle(sessions, progress), sessions, progress)
     for name, session in sorted(sessions.items()):
         if name in contest.refused:
-            progress.host(name, f"[in use] {session.error}")
+            tag = "in use" if contest.refused[name].busy else "failed"
+            progress.host(name, f"[{tag}] {session.error}")
         for action in session.actions:
-            if action.startswith("took over the stale lock"):
+            if action.startswith("took over "):
                 progress.host(name, action)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import socket
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -105,7 +106,8 @@ def restore_run(
             ),
         )
         if outcome.runner is not None:
-            _remove_stale_lock(outcome.runner, run_dir.name, name, progress)
+            _remove_stale_lock(outcome.runner, run_dir.name, name, progress, _ending(run))
+            _remove_created(outcome.runner, _created(run, name), name, progress)
         if outcome.runner is not None:
             with contextlib.suppress(Exception):
                 outcome.runner.close()
@@ -115,12 +117,30 @@ def restore_run(
     reached = [n for n, h in sorted((run.get("hosts") or {}).items()) if (h or {}).get("facts")]
     for name in reached:
         if name not in outcomes and name in inventory.hosts:
-            _leftovers_only(inventory.hosts[name], connector, run_dir.name, progress)
+            _leftovers_only(
+                inventory.hosts[name],
+                connector,
+                run_dir.name,
+                progress,
+                _ending(run),
+                _created(run, name),
+            )
     return outcomes
 
 
+def _ending(run: Mapping[str, Any]) -> str:
+    """How the run ended, as restore's lines name it: ``killed run`` (it never wrote its end),
+    else ``run`` (it ended, a host's lock left behind: one lost meanwhile)."""
+    return "killed run" if run.get("finished_at") is None else "run"
+
+
 def _leftovers_only(
-    host: Host, connector: Callable[[Host], Runner], run_name: str, progress: Progress
+    host: Host,
+    connector: Callable[[Host], Runner],
+    run_name: str,
+    progress: Progress,
+    ending: str = "killed run",
+    created: list[str] | None = None,
 ) -> None:
     """What a killed run left on ``host`` (no network setting of its own to put back)."""
     try:
@@ -130,30 +150,62 @@ def _leftovers_only(
                       "is removed by the next run on it")  # fmt: skip
         return
     try:
-        _remove_stale_lock(runner, run_name, host.name, progress)
+        _remove_stale_lock(runner, run_name, host.name, progress, ending)
+        _remove_created(runner, created or [], host.name, progress)
     finally:
         with contextlib.suppress(Exception):
             runner.close()
 
 
-def _remove_stale_lock(runner: Runner, run_name: str, name: str, progress: Progress) -> None:
-    """After a killed run: its lock on the host and what it lists (best effort, said): at once
-    when the run's process was on this machine and is gone, else once its lease ran out."""
+def _remove_stale_lock(
+    runner: Runner, run_name: str, name: str, progress: Progress, ending: str = "killed run"
+) -> None:
+    """What the run left on the host: its lock and what it lists (best effort, said). restore
+    holds the run directory, which the run holds while it lives (``HeldRunDir``): the run is
+    gone, and any lock of its own is removed at once, its lease run out or not (one held by
+    a process of this machine that is still alive is left to its lease)."""
     try:
         holder = hostlock.parse_holder(
             runner.run_script(hostlock.owner_script(), timeout_s=30).stdout
         )
         ours = holder.fields.get("run_id", "").startswith(f"{run_name}-")
-        script = hostlock.release_stale_script(run_name, force=ours and holder.dead_here())
+        alive_here = holder.fields.get("control") == socket.gethostname() and not (
+            holder.dead_here()
+        )
+        script = hostlock.release_stale_script(run_name, force=ours and not alive_here)
         result = runner.run_script(script, timeout_s=30)
     except Exception:  # the host went away again: the next run takes the lock over
         return
     removed = split_sections(result.stdout).get("removed")
     if removed is not None:
         listed = ", ".join(line for line in removed.splitlines() if line.strip())
-        progress.host(name, "removed the killed run's lock" + (f" and {listed}" if listed else ""))
+        progress.host(name, f"removed the {ending}'s lock" + (f" and {listed}" if listed else ""))
     elif not ours:
         progress.host(name, "nothing left of this run")
+
+
+def _created(run: Mapping[str, Any], name: str) -> list[str]:
+    """What run.json says the run's tests made on host ``name`` (recorded before each was)."""
+    found: list[str] = []
+    for test in run.get("tests") or []:
+        for path in ((test or {}).get("created") or {}).get(name) or []:
+            if isinstance(path, str) and path not in found:
+                found.append(path)
+    return found
+
+
+def _remove_created(runner: Runner, paths: list[str], name: str, progress: Progress) -> None:
+    """What run.json lists and is still there (a lock lost with a rebooted host's /tmp)."""
+    if not paths:
+        return
+    try:
+        result = runner.run_script(hostlock.remove_listed_script(paths), timeout_s=60)
+    except Exception:  # the host went away again
+        return
+    removed = split_sections(result.stdout).get("removed") or ""
+    listed = ", ".join(line for line in removed.splitlines() if line.strip())
+    if listed:
+        progress.host(name, f"removed what run.json lists of the run there: {listed}")
 
 
 def record_restore(run_dir: Path, outcomes: Mapping[str, Restored]) -> None:

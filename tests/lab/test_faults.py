@@ -471,25 +471,73 @@ def test_two_applies_started_at_the_same_instant_end_with_exactly_one_measuring(
     assert settle(lab, before_files) == set()
 
 
-def test_a_lock_being_taken_this_moment_by_a_live_run_is_not_taken_over(
+def test_a_lock_with_no_readable_owner_is_stale_and_taken_over_saying_so(
     lab: LabState, tmp_path: Path
 ) -> None:
-    """A lock directory with its owner written and no lease yet: another run is taking it."""
+    """A lock directory with an empty owner and lease (what a run whose /tmp was full left,
+    before locks were written whole and renamed into place): no run holds it."""
     lock_dir = lab.host_path("ftnas", "/tmp/nasplan-ftnas.lock")  # in ftnas's own /tmp
     lock_dir.mkdir()
-    owner = f"run_id=someone-else\npid={os.getpid()}\ncontrol={os.uname().nodename}\nuser=root\n"
-    (lock_dir / "owner").write_text(owner)
+    (lock_dir / "owner").write_text("")
+    (lock_dir / "lease").write_text("")
+    code, err = apply_once(write_plan(lab, tmp_path, name="late"), tmp_path / "late")
+    assert code == 0, err
+    assert "host ftnas: took over a lock with no readable owner" in err, err
+    run = json.loads((tmp_path / "late/run.json").read_text())
+    assert any("took over a lock with no readable owner" in w for w in run["warnings"])
+    assert not lock_dir.exists()  # released at the end, as any lock of a run
+
+
+def test_a_full_tmp_at_lock_time_is_named_and_leaves_nothing_then_the_next_run_works(
+    lab: LabState, tmp_path: Path
+) -> None:
+    """The NAS's /tmp (its own tmpfs, made 1 MiB) full when the run takes its lock: one line
+    says so, nothing is left in /tmp, and with the space back the next run takes the lock."""
+    nas = testinfra.get_host("ssh://ftnas", ssh_config=str(lab.ssh_config_path))
+    before_files = leftovers(lab)
+    nas.check_output("mount -o remount,size=1m /tmp")
     try:
-        code, err = apply_once(write_plan(lab, tmp_path, name="late"), tmp_path / "late")
+        nas.run("dd if=/dev/zero of=/tmp/filler bs=64k")  # until no space is left
+        code, err = apply_once(write_plan(lab, tmp_path, name="full"), tmp_path / "full")
         assert code == 3, err
-        assert "taking the lock this very moment" in err, err
-        assert (lock_dir / "owner").read_text() == owner  # untouched
-        run = json.loads((tmp_path / "late/run.json").read_text())
-        assert not any("took over" in w for w in run["warnings"])
+        assert "Traceback" not in err
+        line = next(x for x in err.splitlines() if "/tmp is full" in x)
+        assert (
+            "ftnas: /tmp is full (0 B free): no space left on device for the host's nasplan lock"
+        ) in line, line
+        assert "in use by" not in err, err
+        assert not nas.run("ls -d /tmp/nasplan-*").stdout.strip()  # no lock, nothing beside it
+        nas.check_output("rm -f /tmp/filler")
+        code, err = apply_once(write_plan(lab, tmp_path, name="back"), tmp_path / "back")
+        assert code == 0, err
+        assert "took over" not in err, err
     finally:
-        for child in lock_dir.iterdir():
-            child.unlink()
-        lock_dir.rmdir()
+        nas.run("rm -f /tmp/filler")
+        nas.check_output("mount -o remount,size=50% /tmp")
+    assert settle(lab, before_files) == set()
+
+
+def test_a_nearly_full_tmp_fails_the_test_naming_it_not_a_closed_control_socket(
+    lab: LabState, tmp_path: Path
+) -> None:
+    """The NAS's /tmp (a 4 MiB tmpfs) has room for the lock and little more (a QNAP's 64 MB
+    /tmp in ordinary use): the test fails naming the full /tmp first, and nothing is left."""
+    nas = testinfra.get_host("ssh://ftnas", ssh_config=str(lab.ssh_config_path))
+    before_files = leftovers(lab)
+    nas.check_output("mount -o remount,size=4m /tmp")
+    try:
+        nas.run("dd if=/dev/zero of=/tmp/filler bs=64k")
+        nas.check_output("truncate -s -16K /tmp/filler")  # the lock's owner and lease fit
+        code, err = apply_once(write_plan(lab, tmp_path, name="nearly"), tmp_path / "nearly")
+        assert code == 1, err
+        assert "Traceback" not in err
+        run = json.loads((tmp_path / "nearly/run.json").read_text())
+        error = run["tests"][0]["error"]
+        assert error.startswith("ftnas: /tmp is full ("), error
+    finally:
+        nas.run("rm -f /tmp/filler")
+        nas.check_output("mount -o remount,size=50% /tmp")
+    assert settle(lab, before_files) == set()
 
 
 def test_a_nas_frozen_during_a_network_change_is_left_to_its_own_revert_and_said_so(

@@ -372,11 +372,20 @@ def test_a_run_refused_only_by_a_later_run_waits_for_it_to_yield(
     assert contest.refused == {}
 
 
-def test_a_lock_with_an_owner_but_no_lease_yet_is_being_taken_not_stale(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("owner", "lease"),
+    [
+        ("", ""),  # a run whose /tmp was full wrote both as empty files (older nasplan)
+        ("control=elsewhere\n", "999999999\n"),  # an owner with no run id: unreadable
+        ("run_id=run-a\npid=1\ncontrol=elsewhere\nuser=ann\n", None),  # no lease at all
+    ],
+)
+def test_a_lock_without_a_readable_owner_or_lease_is_stale_and_taken_over_saying_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, owner: str, lease: str | None
 ) -> None:
-    """Another run made the lock directory and wrote its owner, not yet its lease: taken."""
-    node = f"leasewrite-{os.getpid()}"
+    """A lock is made whole (owner and lease) beside its place and renamed into place: one
+    without them is none, whoever left it; the run takes it over and says so."""
+    node = f"leaseless-{os.getpid()}"
     stub = tmp_path / "uname"
     stub.write_text(f'#!/bin/sh\n[ "$1" = -n ] && echo {node} || exec /bin/uname "$@"\n')
     stub.chmod(0o755)
@@ -384,15 +393,51 @@ def test_a_lock_with_an_owner_but_no_lease_yet_is_being_taken_not_stale(
     lock_dir = Path(f"/tmp/nasplan-{node}.lock")
     lock_dir.mkdir()
     try:
-        # the owner: a live process, on another control node
-        (lock_dir / "owner").write_text("run_id=run-a\npid=1\ncontrol=elsewhere\nuser=ann\n")
+        (lock_dir / "owner").write_text(owner)
+        if lease is not None:
+            (lock_dir / "lease").write_text(lease)
         session = HostSession(Host(name="nas", address="198.19.240.9"), LocalRunner("nas"))
 
-        refused = acquire(session, "run-b", 30)
+        assert acquire(session, "run-b", 30) is None
 
-        assert refused is not None and "taking the lock this very moment" in refused.message
-        assert not session.locked
-        assert (lock_dir / "owner").read_text().startswith("run_id=run-a\n")  # untouched
+        assert session.locked
+        assert (lock_dir / "owner").read_text().startswith("run_id=run-b\n")
+        assert (lock_dir / "lease").read_text().strip().isdigit()
+        assert sorted(p.name for p in lock_dir.iterdir()) == ["lease", "owner"]
+        assert not list(Path("/tmp").glob(f"nasplan-{node}.lock.*"))  # nothing beside it
+        said = session.warnings[-1]
+        if owner.startswith("run_id="):
+            assert said.startswith("nas: took over the stale lock of run run-a"), said
+        else:
+            assert said.startswith("nas: took over a lock with no readable owner"), said
+    finally:
+        shutil.rmtree(lock_dir, ignore_errors=True)
+
+
+def test_a_lock_being_held_is_refused_and_left_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rename of a second run's lock does not land inside the one in place."""
+    node = f"leaseheld-{os.getpid()}"
+    stub = tmp_path / "uname"
+    stub.write_text(f'#!/bin/sh\n[ "$1" = -n ] && echo {node} || exec /bin/uname "$@"\n')
+    stub.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    lock_dir = Path(f"/tmp/nasplan-{node}.lock")
+    runner = LocalRunner("nas")
+    try:
+        assert runner.run_script(acquire_script("run-a", 60)).exited == 0
+        before = {p.name: p.read_text() for p in lock_dir.iterdir()}
+        session = HostSession(Host(name="nas", address="198.19.240.9"), runner)
+
+        refused = acquire(session, "run-b", 60)
+
+        assert refused is not None and "in use by another nasplan run run-a" in refused.message
+        assert "lease runs out in 60 s" in refused.message or "lease runs out in 59 s" in (
+            refused.message
+        )
+        assert {p.name: p.read_text() for p in lock_dir.iterdir()} == before
+        assert not list(Path("/tmp").glob(f"nasplan-{node}.lock.*"))
     finally:
         shutil.rmtree(lock_dir, ignore_errors=True)
 
@@ -420,3 +465,15 @@ def test_a_host_whose_connection_ended_is_named_lost_by_the_next_renewal() -> No
 
     assert session.lost and session.error == "nas: SSH connection lost"
     assert "host nas: [lost] nas: SSH connection lost" in console.getvalue()
+
+
+def test_a_tmp_that_cannot_hold_the_lock_is_named_in_one_line() -> None:
+    from nasplan.run.leases import unwritable
+
+    full = unwritable("nas", "error=sh: 300: printf: printf: I/O error\nfree_kib=0\n")
+    assert full.startswith("nas: /tmp is full (0 B free): no space left on device for the host's")
+    assert "\n" not in full
+    other = unwritable("nas", "error=mkdir: cannot create directory: Read-only file system\n")
+    assert other.startswith(
+        "nas: /tmp is not writable (mkdir: cannot create directory: Read-only file system)"
+    )

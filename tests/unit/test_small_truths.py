@@ -326,5 +326,12 @@ tests:
         "problem: SMB share //198.18.0.10/data from ws: tree connect failed: "
         "NT_STATUS_BAD_NETWORK_NAME" in said
     )
-    assert [one["found"] for one in outcome.looked] == ["yes", "no", "no", "no"]
+    looks = [one for one in outcome.looked if not one["what"].startswith("free space in ")]
+    assert [one["found"] for one in looks] == ["yes", "no", "no", "no"]
+    # each transfer's bytes against the client's temp dir's free space (df, nothing written)
+    space = [one for one in outcome.looked if one["what"].startswith("free space in ")]
+    assert {(one["host"], one["what"], one["found"]) for one in space} >= {
+        ("ws", "free space in /tmp for 4.0 MiB", "yes"),  # the larger cell's source and read
+        ("nas", f"free space in {there}/none for 2.0 MiB", "yes"),  # rsync's copy there
+    }
     assert sorted(tmp_path.rglob("*")) == before  # nothing written

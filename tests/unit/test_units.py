@@ -128,3 +128,41 @@ def test_a_rate_is_one_grammar_in_every_schema_and_the_parser(schema: str) -> No
         assert not re.search(text["pattern"], bad), bad
         with pytest.raises(ValueError, match=r"expected a rate, e\.g\. 500M"):
             parse_rate(bad)
+
+
+def test_seconds_in_messages_are_rounded_as_a_person_writes_them() -> None:
+    from nasplan.units import format_seconds
+
+    assert format_seconds(24.975259855999866) == "25 s"
+    assert format_seconds(2.5) == "2.5 s"
+    assert format_seconds(3.0) == "3 s"
+    assert format_seconds(0.04) == "0 s"
+    assert format_seconds(None) == "? s"
+
+
+def test_free_space_is_said_as_a_person_says_it() -> None:
+    from nasplan.units import format_free
+
+    assert [format_free(n) for n in (0, 512, 4096, 96 * 2**20 + 2**19, 2**40)] == [
+        "0 B",
+        "512 B",
+        "4 KiB",
+        "96.5 MiB",
+        "1.0 TiB",
+    ]
+
+
+def test_a_stopped_test_of_two_directions_counts_each_directions_repetitions() -> None:
+    from nasplan.measure.record import stopped_record
+
+    reps = [
+        {"index": i, "direction": d, "status": "ok", "error": None}
+        for d in ("write", "read")
+        for i in (1, 2, 3)
+    ]
+    said = stopped_record({"repetitions": reps}, 3)["error"]
+    assert said == (
+        "interrupted: the run was stopped after 3 of 3 repetitions (write), 3 of 3 (read)"
+    )
+    one = stopped_record({"repetitions": reps[:2]}, 3)["error"]
+    assert one == "interrupted: the run was stopped after 2 of 3 repetitions (write)"

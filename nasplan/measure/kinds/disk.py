@@ -40,17 +40,17 @@ ASSUMED_DISK_BYTES_PER_SECOND = 200 * 2**20
 _SETUP_TIMEOUT_S = 60.0
 _WORKDIR_PREFIX = "nasplan-fio-"
 _FIO_FILE = "fio.bin"
-# $1: the plan's directory, $2: a fresh name. Makes $1/$2 (never an existing one: no -p),
-# registers it in the host's lock and prints its physical path, refusing when that is not the
+# $1: the plan's directory, $2: a fresh name. Records $1/$2 in the host's lock, then makes it
+# (never an existing one: no -p) and prints its physical path, refusing when that is not the
 # new directory itself.
 _MAKE_WORKDIR = """\
 base=$(cd -P -- "$1" && pwd -P) || exit 3
+nasplan_register - - "$base/$2" || exit 3
 mkdir -m 700 -- "$base/$2" || exit 3
 real=$(cd -P -- "$base/$2" && pwd -P) || exit 3
 if [ "$real" != "$base/$2" ]; then
   echo "$base/$2 resolves to $real" >&2; rmdir -- "$base/$2"; exit 4
 fi
-nasplan_register - "$real" "$real"
 echo "$real"
 """
 

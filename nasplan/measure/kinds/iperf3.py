@@ -16,7 +16,7 @@ from nasplan.analysis import (
 )
 from nasplan.errors import CannotStart
 from nasplan.input.plan import Plan, PlanTest
-from nasplan.measure import iperf3_runs, iperf3_together, timeline, together, udp
+from nasplan.measure import iperf3_runs, iperf3_together, space, timeline, together, udp
 from nasplan.measure.capacity import NETWORK, Capacity
 from nasplan.measure.estimate import Estimate, parts
 from nasplan.measure.kind import DASH, Caveat, Kind, Needs, Record, RunContext
@@ -186,7 +186,11 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
         except CannotStart as exc:
             record["error"] = str(exc)
             return record
-        return self.summarize(record, params)
+        summed = self.summarize(record, params)
+        if summed["status"] == "failed":  # a full /tmp (the server's log) said, before iperf3's
+            full = space.full_tmps(ctx.sessions, test.hosts)  # "control socket has closed"
+            summed["error"] = "; ".join([*full, summed["error"] or ""]).rstrip("; ")
+        return summed
 
     def summarize(self, record: dict[str, Any], params: iperf3.Iperf3Params) -> dict[str, Any]:
         """Its timeline, summary, efficiency, status and error."""

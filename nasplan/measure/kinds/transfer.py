@@ -17,10 +17,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nasplan.errors import CannotStart
+from nasplan.hosts.lock import record_script
 from nasplan.hosts.session import HostSession
 from nasplan.input.matrix import file_stem
 from nasplan.input.plan import Plan, PlanTest
-from nasplan.measure import methods, sampling, timeline, together
+from nasplan.measure import methods, sampling, space, timeline, together
 from nasplan.measure.capacity import Capacity, judged_together
 from nasplan.measure.estimate import Estimate, copy_rate, parts
 from nasplan.measure.kind import DASH, Kind, Needs, Probe, Record, RunContext
@@ -40,6 +41,7 @@ from nasplan.measure.transfer_runs import (
 )
 from nasplan.quantities import BYTES
 from nasplan.remote import shell
+from nasplan.remote.runner import Runner
 from nasplan.units import counted, format_size, significant
 
 # a repetition's own start and end besides its data: a connection, a login, the file opened
@@ -84,6 +86,91 @@ def _side(test: PlanTest, s: TransferSettings, ctx: RunContext, token: str, clie
     elif xfer.method.windows:  # Windows copies to a UNC path: no smbclient syntax
         windows_paths(xfer, pair.address)  # ValueError for a name a share cannot hold
     return Side(pair.client, xfer, pair.address, pair.path)
+
+
+def _runners(job: Job) -> dict[str, Runner]:
+    """Each POSIX host of the test by name (a Windows client's space is not read)."""
+    found: dict[str, Runner] = {}
+    for session in (job.server, *(side.client for side in job.sides)):
+        runner = session.runner
+        if runner is not None and not shell.of(runner).is_windows:
+            found[session.host.name] = runner
+    return found
+
+
+def space_needs(job: Job) -> list[space.Need]:
+    """What the test writes where, each client's share (``needs_of``)."""
+    server = job.server.host.name
+    return [n for side in job.sides for n in needs_of(side.xfer, side.name, server, job.one_file)]
+
+
+def needs_of(xfer: Transfer, client: str, server: str, one_file: bool) -> list[space.Need]:
+    """What one client's copies write where: its source (a set and its one-file twin) and a
+    read's copy in its temp dir; each copy on the NAS's volume (nfs-cp: one file per write) or
+    through the client's mount."""
+    twin = bool(xfer.groups and one_file)
+    what = "its source files" if twin else "its source file"
+    needs = [space.Need(client, space.CLIENT_TMP, xfer.size_bytes * (1 + twin), what)]
+    if any(d != "write" for d in xfer.directions):
+        needs.append(space.Need(client, space.CLIENT_TMP, xfer.size_bytes, "a read's copy"))
+    copies = len(xfer.method.copies(xfer)) * xfer.size_bytes
+    on_nas = space.directory_of(next(iter(xfer.method.nas_copies(xfer)), None))
+    if on_nas:
+        needs.append(space.Need(server, on_nas, copies, "the copies"))
+    through = space.directory_of(next(iter(xfer.method.client_copies(xfer)), None))
+    if through:
+        needs.append(space.Need(client, through, copies, "the copies"))
+    return needs
+
+
+def full_disks(job: Job) -> list[str]:
+    """After a failed write: each disk it filled, named (``nas: /srv/v1 is full (0 B free)``)
+    before what the tool said of it (``write call failed with ""``, NT_STATUS_DISK_FULL)."""
+    failed = any(
+        r.get("status") == "failed" and r.get("direction") == "write"
+        for r in job.record.get("repetitions") or []
+    ) or any("could not place the file" in e for e in job.errors)
+    if not failed:
+        return []
+    runners = _runners(job)
+    said = []
+    for need in space_needs(job):
+        runner = runners.get(need.host)
+        named = space.full_disk(runner, need.host, need.path) if runner is not None else None
+        if named is not None and named not in said:
+            said.append(named)
+    return said
+
+
+def record_copies(job: Job) -> bool:
+    """Write-ahead: every copy the test may write on the NAS (its volume's path, as the NAS sees
+    it) and through a client's mount, recorded in that host's lock and in the record
+    (``created``, checkpointed into run.json) before the first is made, so that the run's end,
+    ``nasplan restore``, ``--resume`` and the next run remove what a killed run left. False
+    (the record's error) when a host's lock cannot hold them: nothing is made then."""
+    wanted: dict[str, tuple[HostSession, list[str]]] = {}
+    for side in job.sides:
+        method = side.xfer.method
+        for session, paths in (
+            (job.server, method.nas_copies(side.xfer)),
+            (side.client, method.client_copies(side.xfer)),
+        ):
+            if paths and "\n" not in "".join(paths):
+                listed = wanted.setdefault(session.host.name, (session, []))[1]
+                listed += [p for p in paths if p not in listed]
+    if not wanted:
+        return True
+    job.record["created"] = {name: paths for name, (_, paths) in sorted(wanted.items())}
+    job.ctx.checkpoint(job.record)
+    for name, (session, paths) in sorted(wanted.items()):
+        if not session.locked or session.runner is None:
+            continue
+        result = session.runner.run_script(record_script(paths), timeout_s=30)
+        if result.stdout.strip() != "recorded":
+            said = (result.stderr.strip().splitlines() or [f"exit {result.exited}"])[-1]
+            job.record["error"] = f"{name}: the test's copies not recorded, none made: {said}"
+            return False
+    return True
 
 
 def _cache_facts(server: HostSession, xfer: Transfer) -> dict[str, Any]:
@@ -163,7 +250,9 @@ class FileTransfer(Kind[TransferSettings]):
         if server is None or server.facts is None:
             return []
         xfer = transfer_for(s, test, server, "check")
-        return xfer.method.probes(xfer, test, target_address(test, plan, server))
+        found = xfer.method.probes(xfer, test, target_address(test, plan, server))
+        needs = [n for c in test.clients for n in needs_of(xfer, c, test.server, s.one_file)]
+        return found + space.probes(needs)
 
     def run(self, test: PlanTest, s: TransferSettings, ctx: RunContext) -> dict[str, Any]:
         """Every repetition of one transfer test; failures are recorded, never raised."""
@@ -180,14 +269,19 @@ class FileTransfer(Kind[TransferSettings]):
         server = ctx.sessions[test.server]
         self._describe_run(record, s, sides, server, ctx)
         job = Job(test, ctx, server, sides, record, s.one_file)
+        short = space.shortfalls(space_needs(job), _runners(job))
+        if short:  # before anything is made
+            record["error"] = "; ".join(short)
+            return record
         try:
-            if not self._prepared(job):
+            if not record_copies(job) or not self._prepared(job):
                 return record
             with sampling.sampling(ctx.sessions, test.hosts, token, ctx.tasks) as resources:
                 job.clock = timeline.Clock()  # on the samplers' clock, not the preparation's
                 run_directions(job)
             record["resources"] = resources
             record["timeline"] = timeline.timeline(timeline.transfer_series(record, resources))
+            job.errors[:0] = full_disks(job)
         finally:
             self._clean(job)
         # the repetitions' errors, and a read's file that could not be placed, a copy left behind

@@ -184,6 +184,24 @@ class TransferMethod(abc.ABC):
         plan does not say (``server_path``, a volume)."""
         return join(xfer.server_path, xfer.remote_name) if xfer.server_path else None
 
+    def copies(self, xfer: Transfer) -> list[Transfer]:
+        """Every copy a run of the test may write: each write's target (and the untimed seed's),
+        a set's one-file twin's too."""
+        made = [xfer, xfer.one_file()] if xfer.groups else [xfer]
+        targets = [self.write_target(copy, index) for copy in made for index in (0, *copy.indices)]
+        return list({t.remote_name: t for t in targets}.values())
+
+    def nas_copies(self, xfer: Transfer) -> list[str]:
+        """The copies' paths as the NAS sees them (recorded in its lock before the first is
+        written); none when the plan does not say where they land there."""
+        paths = [self.nas_path(copy) for copy in self.copies(xfer)]
+        return [p for p in dict.fromkeys(paths) if p and p.startswith("/")]
+
+    def client_copies(self, xfer: Transfer) -> list[str]:
+        """The copies' paths as the client sees them, when it writes them through a path of its
+        own (a mount): recorded in the client's lock before the first is written."""
+        return []
+
     def client_files(self, xfer: Transfer) -> list[tuple[str, str]]:
         """(name, text) of each file the client's tool needs for this copy (a script, a
         known_hosts), written into its temp dir before the first copy."""

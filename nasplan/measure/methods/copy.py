@@ -75,6 +75,13 @@ class Copy(TransferMethod):
             return {"tool_bytes_per_second": None, "bytes": None, "files": xfer.files}
         return transfer.parse_dd(output)
 
+    def client_copies(self, xfer: Transfer) -> list[str]:
+        """Through the client's mount: the copies' paths there."""
+        if xfer.mounted_path is None or xfer.export is not None:
+            return []
+        paths = [join(xfer.mounted_path, copy.remote_name) for copy in self.copies(xfer)]
+        return [p for p in paths if p.startswith("/")]
+
     def probes(self, xfer: Transfer, test: PlanTest, address: str) -> list[Probe]:
         """The client's mount of the NAS, written into."""
         assert xfer.mounted_path is not None

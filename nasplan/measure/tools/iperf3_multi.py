@@ -9,6 +9,7 @@ line. The repetition that runs them is ``nasplan.measure.iperf3_repetition.run_p
 from __future__ import annotations
 
 import re
+import secrets
 import shlex
 from typing import Any
 
@@ -30,8 +31,9 @@ def client_script(argvs: list[list[str]], ports: list[int]) -> str:
     The outputs' directory and each client are registered in the host's lock: should the run
     die before the script removes the directory (its channel gone, the script ends at its next
     write), the next run, its ``--resume`` or ``nasplan restore`` removes it and stops them."""
-    lines = ["dir=$(mktemp -d /tmp/nasplan-iperf3-multi.XXXXXX) || exit 1"]
-    lines += [PRELUDE, 'nasplan_register - "$dir" "$dir"']
+    lines = [f"dir=/tmp/nasplan-iperf3-multi.{secrets.token_hex(6)}", PRELUDE]
+    # recorded in the lock before it is made
+    lines += ['nasplan_register - - "$dir" || exit 1', 'mkdir -m 700 -- "$dir" || exit 1']
     for argv, port in zip(argvs, ports, strict=True):
         lines.append(f'{shlex.join(argv)} > "$dir/{port}.json" 2>&1 &')
         # the lock's clean-up stops a PID only while its command line holds these arguments

@@ -11,6 +11,7 @@ only to say that it stepped (``Timed.step_s``).
 from __future__ import annotations
 
 import re
+import secrets
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -101,10 +102,11 @@ def setup_script(
     lines += [
         "set -e",
         "umask 077",
-        'dir=$(mktemp -d "${TMPDIR:-/tmp}/nasplan-xfer.XXXXXX")',
+        f'dir="${{TMPDIR:-/tmp}}/nasplan-xfer.{secrets.token_hex(6)}"',
     ]
-    # registered in the host's lock: should this run die, the next one removes the directory
-    lines += [PRELUDE, 'nasplan_register - "$dir" "$dir"']
+    # recorded in the host's lock before it is made (mkdir, never an existing one): should this
+    # run die, whoever finds the lock removes the directory
+    lines += [PRELUDE, 'nasplan_register - - "$dir"', 'mkdir -m 700 -- "$dir"']
     if with_auth:
         lines.append(f'cat > "$dir"/{AUTH_NAME}')
     if one_file:

@@ -45,7 +45,9 @@ def sampled(runner: Any) -> Any:
         rides = "pidfile=" in text or " -J -c " in text
         return None if rides else Result(text, samples, "", 0)
 
-    return runner.allow("nasplan-sampler", reply=start).allow('rm -f "$flag"', reply=stop)
+    runner.allow("nasplan-sampler", reply=start).allow('rm -f "$flag"', reply=stop)
+    # where a transfer writes: df -P -k's line of a roomy file system (space.free_bytes)
+    return runner.allow("df -P -k", "/tmp\n/dev/sda1 1000000000 1000 999999000 1% /\n")
 
 
 def riding_start(stdout: str = "") -> str:

@@ -51,7 +51,8 @@ def test_write_then_read_in_a_directory_removed_afterwards(
     (made,) = nas.texts(MKDIR)
     name = _made_name(made)
     assert f"set -- /volume1/test {name}" in made  # the plan's path and a fresh name
-    assert 'nasplan_register - "$real"' in made  # in the host's lock before fio writes
+    # in the host's lock before it is made
+    assert made.index('nasplan_register - - "$base/$2"') < made.index("mkdir -m 700")
     workdir = f"/volume1/test/{name}"
     assert name.startswith("nasplan-fio-")
     assert f"--filename={workdir}/fio.bin" in nas.texts("--rw=write")[0]

@@ -70,7 +70,7 @@ def test_the_smb_password_never_reaches_argv_and_is_masked_in_raw_files(
         "     repetitions: 1}\n",
         {"smbclient": "/usr/bin/smbclient"},
     )
-    ws.expect("mktemp -d", "/tmp/nasplan-xfer.Zz9\n")
+    ws.expect("nasplan-xfer.", "/tmp/nasplan-xfer.Zz9\n")
     refused = (TRANSFER / "timed-smbclient-logon-failure.txt").read_text()
     ws.expect("smbclient", refused + "echoed back: s3cr3t-pw\n")
     ws.expect("smbclient")  # the cleanup's del
@@ -80,7 +80,7 @@ def test_the_smb_password_never_reaches_argv_and_is_masked_in_raw_files(
 
     assert record["status"] == "failed"
     assert "s3cr3t-pw" not in " ".join(ws.texts())
-    setup = next(call for call in ws.calls if "mktemp" in call.text)
+    setup = next(call for call in ws.calls if "nasplan-xfer." in call.text)
     assert setup.stdin is not None and "s3cr3t-pw" in setup.stdin  # on stdin only
     raw = (ctx.hooks.run_dir / record["repetitions"][0]["raw_file"]).read_text()
     assert "s3cr3t-pw" not in raw and "********" in raw

@@ -1,0 +1,110 @@
+"""Jump hosts checked at validate, before anything connects: a host that is its own jump host,
+ProxyJump hops that loop (the inventory's, and through a named ssh_config's ProxyJump lines as
+OpenSSH follows a first hop's own), a chain past ``MAX_HOPS``, and an ssh_config
+``ProxyCommand`` nasplan will not use beside a jump host (it goes through the ProxyJump hops).
+
+Each problem is one line at the inventory's host (``FILE:LINE:COL: hosts.nas.proxy_jump: ...``)
+or at the ssh_config's line. Only the ssh_config the inventory names is read here; the user's
+own (``~/.ssh/config``) is checked when nasplan connects.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import paramiko
+
+from nasplan.errors import InputError
+from nasplan.input.inventory import Host
+from nasplan.input.proxy_jump import MAX_HOPS, parse_hops
+from nasplan.input.ssh_config import read_ssh_config
+
+
+def jump_errors(hosts: Iterable[Host]) -> list[str]:
+    """One line per problem of each host's way in (see the module)."""
+    errors: list[str] = []
+    configs: dict[Path, tuple[paramiko.SSHConfig, str]] = {}
+    for host in hosts:
+        if host.is_local:
+            continue
+        config = _config(host.ssh_config, configs) if host.ssh_config else None
+        problem = _problem(host, config)
+        if problem:
+            errors.append(problem)
+    return errors
+
+
+def _config(
+    path: Path, read: dict[Path, tuple[paramiko.SSHConfig, str]]
+) -> tuple[paramiko.SSHConfig, str] | None:
+    """The named ssh_config parsed (once per file); None for one that is not there or broken."""
+    if path in read:
+        return read[path]
+    if not path.is_file():
+        return None  # said by the inventory's own file checks
+    try:
+        text = read_ssh_config(path, named=True)
+        parsed = paramiko.SSHConfig()
+        parsed.parse(io.StringIO(text))
+    except (InputError, paramiko.SSHException, ValueError):
+        return None  # a broken file: said once by the inventory's own ssh file checks
+    read[path] = (parsed, text)
+    return read[path]
+
+
+def _problem(host: Host, config: tuple[paramiko.SSHConfig, str] | None) -> str | None:
+    where = f"{host.origin}.proxy_jump" if host.origin else host.name
+
+    def lookup(name: str) -> Mapping[str, Any]:
+        return config[0].lookup(name) if config else {}
+
+    options = lookup(host.address)
+    given = host.proxy_jump if host.proxy_jump is not None else options.get("proxyjump")
+    if given is None:
+        return None
+    if host.proxy_jump is None and config:
+        where = _line_of(config, "proxyjump", host)
+    try:
+        hops = parse_hops(str(given))
+    except ValueError:
+        return None  # the schema and the ssh_config's own checks say it
+    own_names = {host.name, host.address}
+    if any(hop.host in own_names for hop in hops):
+        return f"{where}: {host.name} is its own jump host ({given}): it cannot be reached so"
+    seen = set(own_names)
+    while hops and config:
+        first = hops[0]
+        try:
+            further = parse_hops(str(lookup(first.host).get("proxyjump") or "none"))
+        except ValueError:
+            break
+        if not further or any(hop.host == first.host for hop in further):
+            break  # a hop is not its own jump (``Host *`` with a ProxyJump matches it too)
+        if first.host in seen or any(hop.host in seen for hop in further):
+            return f"{where}: the jump hosts to {host.name} loop at {first.host} (ssh_config)"
+        seen.add(first.host)
+        hops = further + hops
+        if len(hops) > MAX_HOPS:
+            return f"{where}: more than {MAX_HOPS} jump hosts to reach {host.name}"
+    command = str(options.get("proxycommand") or "none")
+    if hops and command.lower() != "none" and config:
+        return (
+            f"{_line_of(config, 'proxycommand', host)}: {host.name}: ProxyCommand is not used: "
+            f"nasplan goes through the jump host ({given}); remove one of them"
+        )
+    return None
+
+
+def _line_of(config: tuple[paramiko.SSHConfig, str], keyword: str, host: Host) -> str:
+    """``FILE:LINE:COL: ssh_config`` of the first ``keyword`` line (what names the setting)."""
+    path = host.ssh_config
+    pattern = re.compile(rf"^\s*{keyword}\b", re.IGNORECASE)
+    for number, line in enumerate(config[1].splitlines(), 1):
+        if pattern.match(line):
+            column = len(line) - len(line.lstrip()) + 1
+            return f"{path}:{number}:{column}: ssh_config"
+    return f"{path}: ssh_config"
