@@ -81,7 +81,8 @@ def test_unknown_key_in_a_test(tmp_path: Path) -> None:
         load_plan(path)
     assert info.value.messages == [
         f"{path}:11:5: tests[0].repetition: unknown key 'repetition' (did you mean "
-        "'repetitions'? known keys: bidir, bitrate, client, clients, duration_s, id, kind, matrix, "
+        "'repetitions'? known keys: bidir, bind, bitrate, bytes, client, clients, congestion, "
+        "dscp, duration_s, id, ip_version, kind, length, matrix, "
         "mss, name, omit_s, parallel, port, protocol, repetitions, reverse, server, target, "
         "window, zerocopy)"
     ]
