@@ -33,7 +33,7 @@ from nasplan.input.loader import (
 )
 from nasplan.input.matrix import dir_name, to_json_cell
 from nasplan.input.network import NetworkSpec, parse_link_target, parse_network
-from nasplan.input.table import table_errors
+from nasplan.input.table import tables_errors
 from nasplan.units import parse_size
 
 _SINGLE_EXPRESSION = re.compile(r"^\s*\{\{[^{}]*\}\}\s*$")
@@ -640,7 +640,7 @@ def load_plan(
     network = parse_network(document, resolved, inventory)
     networks = cells.cell_networks(document, resolved, expansion, inventory)
     tests = _build_tests(document, resolved, inventory, network, expansion, networks)
-    table_problems = table_errors(document, resolved.get("table"), [t.cell for t in tests])
+    table_problems = tables_errors(document, resolved, [t.cell for t in tests])
     if table_problems:
         raise InputError(table_problems)
     if any(test.cell for test in tests):
