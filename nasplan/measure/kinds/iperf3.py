@@ -23,7 +23,7 @@ from nasplan.measure.estimate import Estimate, parts, path_rate
 from nasplan.measure.kind import DASH, Caveat, Kind, Needs, Record, RunContext
 from nasplan.measure.record import finish, new_record, path_params
 from nasplan.measure.series import Series, by_direction, single
-from nasplan.measure.tools import iperf3
+from nasplan.measure.tools import iperf3, loaded_ping
 from nasplan.units import format_bits_per_second, format_size, parse_rate, parse_size
 
 # Each test of a plan gets its own server port unless it names one: tests never share a server.
@@ -80,6 +80,15 @@ def _options(params: Mapping[str, Any]) -> list[str]:
     if params.get("bytes_total"):
         found.append(f"{format_size(int(params['bytes_total']))} each (-n)")
     return found
+
+
+def _under_load_also(record: Record) -> str | None:
+    """``RTT +10.5 ms under load (0.31 -> 10.8 ms)`` of a latency_under_load test."""
+    found = record.get("latency_under_load") or {}
+    idle, loaded = found.get("idle_rtt_median_ms"), found.get("loaded_rtt_median_ms")
+    if idle is None or loaded is None:
+        return None
+    return f"RTT {loaded - idle:+.1f} ms under load ({idle:.2f} -> {loaded:.2f} ms)"
 
 
 def _used(reps: Sequence[Mapping[str, Any]], key: str) -> list[str]:
@@ -201,11 +210,13 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
             ip_version=s.get("ip_version"),
             bytes_total=total,
             dscp=iperf3.DSCP_NAMES[dscp.upper()] if isinstance(dscp, str) else dscp,
+            latency_under_load=bool(s.get("latency_under_load", False)),
         )
 
     def needs(self, test: PlanTest, s: iperf3.Iperf3Params) -> Needs:
-        """iperf3 on both ends (every client's)."""
-        return {test.server: ("iperf3",), **{c: ("iperf3",) for c in test.clients}}
+        """iperf3 on both ends (every client's); ping on the client for latency under load."""
+        client: tuple[str, ...] = ("iperf3", "ping") if s.latency_under_load else ("iperf3",)
+        return {test.server: ("iperf3",), **{c: client for c in test.clients}}
 
     def describe(self, test: PlanTest, s: iperf3.Iperf3Params) -> str:
         streams = f", {s.parallel} streams" if s.parallel > 1 else ""
@@ -235,6 +246,8 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
             bits, assumed = path_rate(plan, test)
             data_s, said = s.bytes_total * 8 / bits, (assumed.replace("copies", "bytes"),)
         each_s = data_s + s.omit_s + STEP_S
+        if s.latency_under_load:  # the idle pings before each repetition
+            each_s += loaded_ping.IDLE_COUNT * loaded_ping.INTERVAL_S
         return Estimate(parts(plan, test) * PART_S + each_s * test.repetitions, said)
 
     def run(self, test: PlanTest, params: iperf3.Iperf3Params, ctx: RunContext) -> dict[str, Any]:
@@ -261,6 +274,9 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
         theoretical = record["path"]["theoretical_bits_per_second"]
         record["efficiency"] = efficiency(record["summary"]["median"], theoretical)
         errors = [f"repetition {r['index']}: {r['error']}" for r in reps if r["error"]]
+        if params.latency_under_load:
+            ok = [r for r in reps if r["status"] == "ok"]
+            record["latency_under_load"] = loaded_ping.summary(ok)
         if (record.get("params") or {}).get("clients"):
             record["together"] = {"forward": together.summary(reps, "bits_per_second")}
             if params.bidir:
@@ -348,6 +364,7 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
         retransmits = [r["retransmits"] for r in reps if r.get("retransmits") is not None]
         cpu = [_median_of(reps, f"cpu_{side}_percent") for side in ("client", "server")]
         parts = [f"retransmits {sum(retransmits)}" if retransmits else None]
+        parts.append(_under_load_also(record))
         if any(c is not None for c in cpu):
             shown = [DASH if c is None else f"{c:.1f} %" for c in cpu]
             parts.append(f"CPU client / server {shown[0]} / {shown[1]}")
@@ -368,7 +385,12 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
         if local and (params.get("bind_address") or params.get("ip_version")):
             used.append(f"from {' / '.join(local)}")
         text = "".join(f"; {o}" for o in _options(params))
-        return text + (f"; iperf3 used {', '.join(used)}" if used else "")
+        text += f"; iperf3 used {', '.join(used)}" if used else ""
+        if params.get("latency_under_load"):
+            found = record.get("latency_under_load")
+            said = loaded_ping.text(found) if found else "no ping replies (or not measured)"
+            text += f"; round-trip time {said}"
+        return text
 
     def tells_also(self, record: Record) -> bool:
         return _udp(record)

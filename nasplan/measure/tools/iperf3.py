@@ -97,6 +97,8 @@ class Iperf3Params:
     bytes_total: int | None = None
     # -S (dscp << 2): the DSCP code point its packets carry (-S exists in every iperf3 3.x)
     dscp: int | None = None
+    # the client pings the server idle and through the run (nasplan.measure.under_load)
+    latency_under_load: bool = False
 
     def __post_init__(self) -> None:
         if self.protocol not in ("tcp", "udp"):

@@ -3,6 +3,7 @@ validation, the argv a host gets, the record and what the report says of them.""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -123,3 +124,41 @@ def test_options_that_cannot_go_together_are_refused_at_validation(
     (said,) = caught.value.messages
     assert "plan.yaml:4:" in said
     assert message in said, said
+
+
+PING = Path(__file__).resolve().parents[3] / "fixtures" / "ping"
+
+
+def test_latency_under_load_rides_in_the_client_script_and_is_recorded(
+    kind_context: Callable[..., Any],
+) -> None:
+    ctx, nas, ws = kind_context(
+        _test("duration_s: 1, latency_under_load: true"), {**TOOLS, "ping": "/bin/ping"}
+    )
+    nas.expect("port=5201", riding_start())
+    nas.expect("kill", riding_stop((IPERF3 / "tcp-single-server-log.json").read_text()))
+    idle = (PING / "busybox-ok.txt").read_text()  # 5 replies, 0.056 to 0.089 ms
+    loaded = (PING / "iputils-ok.txt").read_text()  # 5 replies, 0.057 to 0.919 ms
+    client = riding_client((IPERF3 / "tcp-single.json").read_text())
+
+    def reply(text: str) -> Any:
+        said = client(text)
+        pings = f"\n@@nasplan:ping-idle@@\n{idle}\n@@nasplan:ping-loaded@@\n{loaded}"
+        return dataclasses.replace(said, stdout=said.stdout + pings)
+
+    ws.expect("/bin/ping -n -i 0.2 -c 5 -W 1 198.18.251.1", reply=reply)
+    cell = run_cell(ctx, ctx.plan.tests[0])
+    ctx.settle()
+    record = cell.record()
+
+    assert record["status"] == "ok", record["error"]
+    (rep,) = record["repetitions"]
+    assert rep["loaded_pings"] == 5
+    assert rep["idle_rtt_median_ms"] == 0.076 and rep["loaded_rtt_p95_ms"] == 0.919
+    under = record["latency_under_load"]
+    assert under["increase_ms"] == pytest.approx(rep["loaded_rtt_median_ms"] - 0.076)
+    # the client's pings end by themselves after the run's time and a margin
+    assert "-w 11 198.18.251.1" in ws.texts("/bin/ping")[0]
+    assert "round-trip time idle 0.08 ms (p95 0.09 ms), under load" in (
+        kinds.readout(record).detail_text(record)
+    )
