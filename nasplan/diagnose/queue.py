@@ -27,27 +27,35 @@ def findings(run: Mapping[str, Any]) -> list[dict[str, Any]]:
     found = []
     for test in run.get("tests") or []:
         under = test.get("latency_under_load") or {}
-        idle, loaded = under.get("idle_rtt_median_ms"), under.get("loaded_rtt_median_ms")
-        if idle is None or loaded is None:
-            continue
-        increase = loaded - idle
-        if increase < QUEUE_MS or loaded < QUEUE_RATIO * idle:
-            continue
-        params, path = test.get("params") or {}, test.get("path") or {}
-        client = params.get("client")
-        where = f"{client} → {target_text(params, path)}" if client else target_text(params, path)
-        p95 = under.get("loaded_rtt_p95_ms")
-        text = (
-            f"the path {where} queues {increase:.1f} ms under load: its round-trip time was "
-            f"{idle:.2f} ms idle and {loaded:.2f} ms (p95 {p95:.2f} ms) while the test ran"
-            if p95 is not None
-            else f"the path {where} queues {increase:.1f} ms under load: its round-trip time was "
-            f"{idle:.2f} ms idle and {loaded:.2f} ms while the test ran"
-        )
-        text += (
-            "; a buffer on the path (a switch's, a NIC's, a shaper's) holds a full link's "
-            "packets, and every other packet (a call, SMB's small requests) waits behind them"
-        )
-        evidence = {**under, "queue_ms": QUEUE_MS, "queue_ratio": QUEUE_RATIO}
-        found.append(finding(CAUSE, test["id"], client, text, evidence))
+        # a transfer's each direction (a queue on the way in shows in writes only)
+        each = under.get("directions") or {None: under}
+        for direction, one in each.items():
+            text = _text(test, one, direction)
+            if text:
+                evidence = {**one, "direction": direction, "queue_ms": QUEUE_MS,
+                            "queue_ratio": QUEUE_RATIO}  # fmt: skip
+                client = (test.get("params") or {}).get("client")
+                found.append(finding(CAUSE, test["id"], client, text, evidence))
     return found
+
+
+def _text(test: Mapping[str, Any], under: Mapping[str, Any], direction: str | None) -> str:
+    """The finding's sentence, "" when the rise is under QUEUE_MS or QUEUE_RATIO."""
+    idle, loaded = under.get("idle_rtt_median_ms"), under.get("loaded_rtt_median_ms")
+    if idle is None or loaded is None:
+        return ""
+    increase = loaded - idle
+    if increase < QUEUE_MS or loaded < QUEUE_RATIO * idle:
+        return ""
+    params, path = test.get("params") or {}, test.get("path") or {}
+    client = params.get("client")
+    where = f"{client} → {target_text(params, path)}" if client else target_text(params, path)
+    p95 = under.get("loaded_rtt_p95_ms")
+    during = f"while it {direction}s" if direction in ("write", "read") else "while the test ran"
+    loaded_text = f"{loaded:.2f} ms (p95 {p95:.2f} ms)" if p95 is not None else f"{loaded:.2f} ms"
+    return (
+        f"the path {where} queues {increase:.1f} ms under load: its round-trip time was "
+        f"{idle:.2f} ms idle and {loaded_text} {during}; a buffer on the path (a switch's, a "
+        "NIC's, a shaper's) holds a full link's packets, and every other packet (a call, SMB's "
+        "small requests) waits behind them"
+    )

@@ -1,6 +1,7 @@
 """Latency under load around one measurement: the client pings the far end idle, then all
 through the measurement (``tools.loaded_ping``), the pings riding in the client's own script
-beside its sampler (``sampler.Ride``): no round trip of their own."""
+(an iperf3 client's beside its sampler, ``sampler.Ride``; a transfer's timed copy): no round
+trip of their own."""
 
 from __future__ import annotations
 
@@ -30,6 +31,14 @@ class UnderLoad:
             self.ping_path, self.address, self.token, self.deadline_s
         )
         return Ride(base.before + before, base.said + after, base.stop)
+
+    def around(self, script: str) -> str:
+        """``script`` (POSIX sh ending in its own exit) in a subshell between the pings; its
+        exit status kept."""
+        before, after = loaded_ping.ride_texts(
+            self.ping_path, self.address, self.token, self.deadline_s
+        )
+        return f'{before}(\n{script}\n)\nnasplan_rc=$?\n{after}exit "$nasplan_rc"\n'
 
     def read(self, stdout: str) -> None:
         """The client script's whole output."""
