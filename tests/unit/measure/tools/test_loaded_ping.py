@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from nasplan.diagnose import queue
-from nasplan.measure.tools import loaded_ping
+from nasplan.measure.tools import loaded_ping, transfer
+from nasplan.measure.under_load import UnderLoad
 
 PING = Path(__file__).resolve().parents[3] / "fixtures" / "ping"
 
@@ -93,3 +94,17 @@ def test_a_queue_that_fills_under_load_is_a_finding_with_its_milliseconds() -> N
 def test_a_small_or_relative_small_rise_is_no_finding(idle: float, loaded: float) -> None:
     # under 5 ms more, or under twice the idle time (a long path's own round trip)
     assert queue.findings(_run(idle, loaded)) == []
+
+
+def test_a_timed_copy_between_the_pings_keeps_its_output_and_exit_status() -> None:
+    ping = shutil.which("ping")
+    if ping is None:
+        pytest.skip("no ping here")
+    pings = UnderLoad(ping, "127.0.0.1", "unit copy", 10)
+    script = pings.around(transfer.timed_script(["sh", "-c", "sleep 0.5; echo copied; exit 3"]))
+    result = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 3
+    duration_s, exited, output = transfer.parse_timed(result.stdout)
+    assert (exited, output.strip()) == (3, "copied") and 0.4 < duration_s < 2
+    pings.read(result.stdout)
+    assert pings.found["loaded_pings"] >= 2 and pings.found["idle_rtt_median_ms"] is not None
