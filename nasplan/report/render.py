@@ -27,7 +27,12 @@ from nasplan.quantities import BITS, BYTES
 from nasplan.report import headline, mermaid, pivot, timeline
 from nasplan.report.in_force import network_rows, run_in_force
 from nasplan.results import REPORT_FILE, counts_text, load_run
-from nasplan.units import format_bits_per_second, format_bytes_per_second, format_metric
+from nasplan.units import (
+    format_bits_per_second,
+    format_bytes_per_second,
+    format_metric,
+    format_size,
+)
 
 DASH = "–"
 LOOPBACK_NICS = frozenset({"lo", "lo0"})
@@ -132,6 +137,13 @@ def metric_value(value: float | None, metric: str) -> str:
     return DASH if value is None else format_metric(value, metric)
 
 
+def microseconds(value: float | None) -> str:
+    """A latency in µs, in ms from a millisecond on: ``297 µs``, ``2.15 ms``; ``–`` for None."""
+    if value is None:
+        return "–"
+    return f"{value / 1000:.2f} ms" if value >= 1000 else f"{value:.0f} µs"
+
+
 FILTERS = {
     "metric_value": metric_value,
     "value_range": lambda low, high, metric: headline.value_range(low, high, metric),
@@ -147,6 +159,8 @@ FILTERS = {
     "count": count,
     "bytes_rate": bytes_rate,
     "milliseconds": milliseconds,
+    "microseconds": microseconds,
+    "size": format_size,
     "cell": cell,
     "utc": utc,
 }
