@@ -237,6 +237,7 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
         each = format_size(s.bytes_total) if s.bytes_total else f"{s.duration_s} s"
         asked = {**dataclasses.asdict(s), "bytes_total": None}  # said as each repetition's
         options = "".join(f", {o}" for o in _options(asked))
+        options += ", pinged idle and under load" if s.latency_under_load else ""
         return f"{flow}{rate}{streams}{options}, {test.repetitions_text} x {each}"
 
     def estimate(self, test: PlanTest, s: iperf3.Iperf3Params, plan: Plan) -> Estimate:

@@ -144,6 +144,7 @@ class FileTransfer(Kind[TransferSettings]):
         return (
             f"transfer {s.method} {clients} <-> {target_label(test)}{volume}, "
             f"{s.direction}{cache.get(s.read_cache, '')}, {what} x {test.repetitions_text}"
+            + (", pinged idle and under load" if s.latency_under_load else "")
         )
 
     def estimate(self, test: PlanTest, s: TransferSettings, plan: Plan) -> Estimate:

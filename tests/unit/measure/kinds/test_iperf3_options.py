@@ -162,3 +162,10 @@ def test_latency_under_load_rides_in_the_client_script_and_is_recorded(
     assert "round-trip time idle 0.08 ms (p95 0.09 ms), under load" in (
         kinds.readout(record).detail_text(record)
     )
+
+
+def test_check_says_a_test_pings_under_load(kind_context: Callable[..., Any]) -> None:
+    ctx, _, _ = kind_context(_test("duration_s: 2, latency_under_load: true"), TOOLS)
+    bound = kinds.bind(ctx.plan.tests[0])
+    assert bound.description == "iperf3 TCP ws -> nas, pinged idle and under load, 1 x 2 s"
+    assert bound.needs["ws"] == ("iperf3", "ping") and bound.needs["nas"] == ("iperf3",)
