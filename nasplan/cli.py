@@ -643,18 +643,27 @@ def probe(
     help="Also draw charts with matplotlib into RUN_DIR/charts/ and show them in the report.",
 )
 @table_option
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write the report to this file (relative to RUN_DIR) instead of report.md: with "
+    "--table, a second layout beside report.md, whose tables stay the plan's.",
+)
 @gate_option
-def report(run_dir: Path, charts: str | None, table: str | None, gate: tuple[str, ...]) -> None:
+def report(
+    run_dir: Path, charts: str | None, table: str | None, out: Path | None, gate: tuple[str, ...]
+) -> None:
     """Render RUN_DIR/report.md again from RUN_DIR/run.json alone.
 
     Exit codes: 0 written, 1 written and (--fail-on warnings) the run carries a warning, 2 bad
-    input (no run.json, a --table naming a dimension the run lacks).
+    input (no run.json, a --table naming a dimension the run lacks, an --out that is report.md
+    itself with --table).
     """
     from nasplan.report.pivot import parse_table_option
     from nasplan.report.render import write_report
 
     spec = parse_table_option(table) if table else None
-    click.echo(str(write_report(run_dir, charts=charts, table=spec)))
+    click.echo(str(write_report(run_dir, charts=charts, table=spec, out=out)))
     sys.exit(_gated(run_dir, gate, 0))
 
 

@@ -11,7 +11,7 @@ import importlib
 from collections.abc import Mapping
 from typing import Any
 
-MODULES = ("path", "bus", "streams", "cpu", "short")
+MODULES = ("path", "bus", "streams", "cpu", "queue", "short")
 
 
 def diagnose(run: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -36,7 +36,7 @@ from nasplan.input.loader import (
 from nasplan.input.localfile import MAX_YAML_BYTES, read_text_bounded
 from nasplan.input.matrix import dir_name, to_json_cell
 from nasplan.input.network import NetworkSpec, parse_link_target, parse_network
-from nasplan.input.table import table_errors
+from nasplan.input.table import tables_errors
 from nasplan.input.vars_files import ExtraVars, read_vars_files, unused_extra_vars
 from nasplan.units import format_size, parse_size
 
@@ -758,7 +758,7 @@ def load_plan(
     jump_problems = jump_errors(inventory.hosts[name] for name in used)
     if jump_problems:
         raise InputError(jump_problems)
-    table_problems = table_errors(document, resolved.get("table"), [t.cell for t in tests])
+    table_problems = tables_errors(document, resolved, [t.cell for t in tests])
     if table_problems:
         raise InputError(table_problems)
     if any(test.cell for test in tests):

@@ -14,10 +14,26 @@ from nasplan.input.matrix import value_text
 PSEUDO_DIMENSIONS = ("test", "direction")
 
 
-def table_errors(document: Document, table: Any, cells: Sequence[Mapping[str, Any]]) -> list[str]:
-    """``FILE:LINE:COL: table.rows[0]: ...`` for each dimension of ``table`` that no test's
-    matrix cell (``cells``, one per test, empty outside a matrix), ``test`` or ``direction``
-    names, and each baseline value its dimension never takes."""
+def tables_errors(
+    document: Document, plan: Mapping[str, Any], cells: Sequence[Mapping[str, Any]]
+) -> list[str]:
+    """table_errors of the plan's ``table:`` and of each of its ``tables:``."""
+    listed = plan.get("tables") or []
+    found = table_errors(document, plan.get("table"), cells)
+    for index, one in enumerate(listed if isinstance(listed, list) else []):
+        found += table_errors(document, one, cells, where=("tables", index))
+    return found
+
+
+def table_errors(
+    document: Document,
+    table: Any,
+    cells: Sequence[Mapping[str, Any]],
+    where: tuple[str | int, ...] = ("table",),
+) -> list[str]:
+    """``FILE:LINE:COL: table.rows[0]: ...`` for each dimension of ``table`` (at ``where`` in
+    the plan) that no test's matrix cell (``cells``, one per test, empty outside a matrix),
+    ``test`` or ``direction`` names, and each baseline value its dimension never takes."""
     if not isinstance(table, Mapping):
         return []
     values: dict[str, list[str]] = {}
@@ -28,25 +44,25 @@ def table_errors(document: Document, table: Any, cells: Sequence[Mapping[str, An
     known = [*values, *PSEUDO_DIMENSIONS]
     there = f"(there are: {', '.join(known)})"
     errors = [
-        document.error(("table", key, index), f"no dimension {dim!r} in the plan {there}")
+        document.error((*where, key, index), f"no dimension {dim!r} in the plan {there}")
         for key in ("rows", "columns")
         for index, dim in enumerate(table.get(key) or [])
         if dim not in known
     ]
     both = set(table.get("rows") or []) & set(table.get("columns") or [])
     errors += [
-        document.error(("table", "columns"), f"{dim!r} is in rows and columns") for dim in both
+        document.error((*where, "columns"), f"{dim!r} is in rows and columns") for dim in both
     ]
     baselines: list[tuple[tuple[str | int, ...], Mapping[str, Any]]] = [
-        (("table", "baseline"), table.get("baseline") or {}),
-        *((("table", "against", i), one) for i, one in enumerate(table.get("against") or [])),
+        ((*where, "baseline"), table.get("baseline") or {}),
+        *(((*where, "against", i), one) for i, one in enumerate(table.get("against") or [])),
     ]
-    for where, baseline in baselines:
+    for at, baseline in baselines:
         for dim, value in baseline.items() if isinstance(baseline, Mapping) else ():
             if dim not in known:
-                errors.append(document.error((*where, dim), f"no dimension {dim!r} {there}"))
+                errors.append(document.error((*at, dim), f"no dimension {dim!r} {there}"))
             elif dim in values and value_text(value) not in values[dim]:
                 has = ", ".join(values[dim])
                 message = f"{dim} has no value {value_text(value)!r} (it has: {has})"
-                errors.append(document.error((*where, dim), message))
+                errors.append(document.error((*at, dim), message))
     return errors

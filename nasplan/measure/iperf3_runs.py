@@ -23,6 +23,7 @@ from nasplan.measure.pair import Pair, open_pair
 from nasplan.measure.sampler import Ride
 from nasplan.measure.sampling import Sampling
 from nasplan.measure.tools import iperf3, iperf3_multi
+from nasplan.measure.under_load import UnderLoad
 
 
 def run(
@@ -202,6 +203,7 @@ class _Around(Around):
     sampled: Sampling
     live: LiveRate
     last: _Teardown | None = None
+    under_load: UnderLoad | None = None  # latency_under_load: the client's pings
 
     def start_text(self) -> str:
         return self.sampled.start_text()
@@ -217,10 +219,13 @@ class _Around(Around):
         self.sampled.wait_started()
 
     def client_ride(self) -> Ride:
-        return self.sampled.client_ride(last=self.last is not None)
+        ride = self.sampled.client_ride(last=self.last is not None)
+        return self.under_load.ride(ride) if self.under_load is not None else ride
 
     def client_ended(self, stdout: str) -> None:
         self.sampled.client_rode(stdout)
+        if self.under_load is not None:
+            self.under_load.read(stdout)
 
     def after_result(self) -> None:
         self.live.stop()
@@ -246,12 +251,27 @@ def _repetitions(job: _Job, ctx: RunContext, record: dict[str, Any], teardown: _
     for index in test.indices:
         ctx.progress.test(test.id, index, test.repetitions, total_s)
         last = index == test.indices[-1]
-        around = _Around(ctx, teardown.sampled, live, teardown if last else None)
+        pings = _under_load(job, index)
+        around = _Around(ctx, teardown.sampled, live, teardown if last else None, pings)
         started_s = clock.now_s()
         rep = _repetition(job, ctx, index, around)
         rep.update(started_s=started_s, ended_s=clock.now_s())
+        if pings is not None and rep["status"] == "ok":
+            rep.update(pings.found)
         record["repetitions"].append(rep)
         ctx.checkpoint(record, last=last)
+
+
+def _under_load(job: _Job, index: int) -> UnderLoad | None:
+    """The pings of a ``latency_under_load`` repetition; None when not asked, or where nothing
+    rides in the client's script (a Windows end, one iperf3 process a stream)."""
+    if not job.params.latency_under_load or job.windows_end or job.processes:
+        return None
+    ping = job.pair.client.tools.get("ping")
+    if not ping:
+        return None
+    deadline_s = job.params.duration_s + job.params.omit_s + 10
+    return UnderLoad(ping, job.pair.address, f"{job.token}-{index}", deadline_s)
 
 
 def _repetition(job: _Job, ctx: RunContext, index: int, around: Around) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from nasplan.measure.methods.base import SETUP_TIMEOUT_S, SLOWEST_BYTES_PER_SECO
 from nasplan.measure.record import warn
 from nasplan.measure.series import COLD_READ, data_direction
 from nasplan.measure.tools import transfer, transfer_sets, transfer_windows
+from nasplan.measure.under_load import UnderLoad
 from nasplan.remote import shell
 from nasplan.remote.runner import Runner
 
@@ -76,9 +77,15 @@ class Job:
 
 
 def repetition(
-    client: Runner, xfer: Transfer, direction: str, local_dir: str, address: str
+    client: Runner,
+    xfer: Transfer,
+    direction: str,
+    local_dir: str,
+    address: str,
+    under_load: UnderLoad | None = None,
 ) -> tuple[dict[str, Any], str]:
-    """Run one timed transfer; return (repetition fields, raw output). Never raises."""
+    """Run one timed transfer; return (repetition fields, raw output). Never raises.
+    ``under_load``: the client's pings around it (a POSIX client's), read into its ``found``."""
     way = data_direction(direction)
     rep: dict[str, Any] = {"direction": direction, "status": "failed", "error": None}
     windows = shell.of(client).is_windows
@@ -94,7 +101,12 @@ def repetition(
             *(command(client.name, untimed, timed=False) for untimed in before),
             command(client.name, argv),
         ]
-        result = client.run_script(transfer.timed_script(argv, before), timeout_s=xfer.timeout_s)
+        script = transfer.timed_script(argv, before)
+        if under_load is not None:
+            script = under_load.around(script)
+        result = client.run_script(script, timeout_s=xfer.timeout_s)
+        if under_load is not None:
+            under_load.read(result.stdout)
     raw = result.stdout + result.stderr
     try:
         timed = transfer.parse_timing(result.stdout.replace("\r\n", "\n"))
@@ -321,8 +333,11 @@ def _measure(job: Job, side: Side, direction: str, index: int) -> dict[str, Any]
     write = direction == "write"
     target = xfer.method.write_target(xfer, index) if write else side.on_nas or xfer
     started_s = job.clock.now_s()
-    rep, raw = repetition(side.runner, target, direction, side.local_dir, side.address)
+    pings = _under_load(job, side, xfer, f"{direction}-{index}")
+    rep, raw = repetition(side.runner, target, direction, side.local_dir, side.address, pings)
     rep.update(started_s=started_s, ended_s=job.clock.now_s())
+    if pings is not None and rep["status"] == "ok":
+        rep.update(pings.found)
     rep["raw_file"] = job.ctx.save_raw(job.raw_name(side, f"{direction}-{index}"), raw)
     if rep.get("clock_step_s") is not None:
         warn(job.record, clock_step_text(side.name, rep["clock_step_s"], f"{direction} {index}"))
@@ -331,6 +346,18 @@ def _measure(job: Job, side: Side, direction: str, index: int) -> dict[str, Any]
     if xfer.groups and job.one_file and rep["status"] == "ok":
         rep.update(_one_file(job, side, direction, index))
     return rep
+
+
+def _under_load(job: Job, side: Side, xfer: Transfer, name: str) -> UnderLoad | None:
+    """The pings of a ``latency_under_load`` copy: None when not asked, on a Windows client,
+    or without ping there."""
+    ping = side.client.tools.get("ping")
+    if not job.test.settings.get("latency_under_load") or not ping:
+        return None
+    if shell.of(side.runner).is_windows:
+        return None
+    token = f"{job.test.dir_name}-{side.name}-{name}"
+    return UnderLoad(ping, side.address, token, int(xfer.timeout_s) + 10)
 
 
 def _one_file(job: Job, side: Side, direction: str, index: int) -> dict[str, Any]:

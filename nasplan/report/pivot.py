@@ -364,6 +364,35 @@ def not_reached(run: Mapping[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
+def run_tables(
+    run: Mapping[str, Any], asked: TableSpec | None = None
+) -> list[tuple[dict[str, Any] | None, str | None]]:
+    """Every table of a run's report, each with why it could not be laid out (run_table's
+    pairs): ``asked`` alone (``report --table``); else the plan's ``table:`` (when it has one)
+    and each of its ``tables:`` in order, a listed one that does not fit the run (a part of the
+    plan run) as its error with no table; else run_table's (the plan's ``table:`` or the
+    default)."""
+    plan = run.get("plan") or {}
+    listed = plan.get("tables") or []
+    if asked is not None or not listed:
+        return [run_table(run, asked)]
+    found = [run_table(run)] if plan.get("table") else []
+    tests = [*(run.get("tests") or []), *not_reached(run)]
+    dims = cell_dimensions(tests)
+    outside = [t for t in tests if not t.get("cell") and t.get("status") != NOT_RUN] if dims else []
+    for index, one in enumerate(listed):
+        origin = f"the plan's tables[{index}]"
+        try:
+            spec = spec_from_plan(one, origin)
+            points = points_of(tests, metric=spec.metric, matrix_only=bool(dims))
+            laid = build(points, spec, origin=origin, outside=outside)
+        except InputError as exc:
+            found.append((None, str(exc)))
+            continue
+        found.append(({**laid, "title": one.get("title") or laid["title"]}, None))
+    return found
+
+
 def run_table(
     run: Mapping[str, Any], asked: TableSpec | None = None
 ) -> tuple[dict[str, Any] | None, str | None]:
@@ -389,7 +418,8 @@ def run_table(
         try:
             spec = spec_from_plan(planned, origin)
             points = points_of(tests, metric=spec.metric, matrix_only=bool(dims))
-            return build(points, spec, origin=origin, outside=outside), None
+            laid = build(points, spec, origin=origin, outside=outside)
+            return {**laid, "title": planned.get("title") or laid["title"]}, None
         except InputError as exc:
             error = str(exc)
     if not dims:

@@ -19,6 +19,7 @@ from nasplan.analysis import (
     theoretical_udp_bits_per_second,
 )
 from nasplan.diagnose import diagnose
+from nasplan.errors import InputError
 from nasplan.facts import storage, volumes
 from nasplan.measure import kinds
 from nasplan.output import redactor_of, secrets_from_environ, write_text
@@ -32,6 +33,7 @@ from nasplan.units import (
     format_bits_per_second,
     format_bytes_per_second,
     format_metric,
+    format_size,
 )
 
 DASH = "–"
@@ -137,6 +139,13 @@ def metric_value(value: float | None, metric: str) -> str:
     return DASH if value is None else format_metric(value, metric)
 
 
+def microseconds(value: float | None) -> str:
+    """A latency in µs, in ms from a millisecond on: ``297 µs``, ``2.15 ms``; ``–`` for None."""
+    if value is None:
+        return "–"
+    return f"{value / 1000:.2f} ms" if value >= 1000 else f"{value:.0f} µs"
+
+
 FILTERS = {
     "metric_value": metric_value,
     "value_range": lambda low, high, metric: headline.value_range(low, high, metric),
@@ -152,6 +161,8 @@ FILTERS = {
     "count": count,
     "bytes_rate": bytes_rate,
     "milliseconds": milliseconds,
+    "microseconds": microseconds,
+    "size": format_size,
     "cell": cell,
     "utc": utc,
     "error_of": lambda test: error_of(test),  # defined with the view, below
@@ -535,10 +546,12 @@ def build_view(
         }
     )
     names = [h["name"] for h in hosts]
-    laid_out, table_error = pivot.run_table(run, table)
+    laid_out = pivot.run_tables(run, table)
     return {
-        "table": laid_out,
-        "table_error": table_error,
+        # the first of them as compare's template has it; report.md shows them all (`tables`)
+        "table": laid_out[0][0],
+        "table_error": laid_out[0][1],
+        "tables": [{"table": one, "table_error": error} for one, error in laid_out],
         "run": run,
         "plan": run["plan"],
         "description": str(run["plan"].get("description") or "").strip(),
@@ -694,8 +707,12 @@ def write_report(
     *,
     check: bool = True,
     table: pivot.TableSpec | None = None,
+    out: Path | None = None,
 ) -> Path:
-    """Render ``run_dir/run.json`` into ``run_dir/report.md``; return the report's path.
+    """Render ``run_dir/run.json`` into ``run_dir/report.md`` (or ``out``, relative to
+    ``run_dir``, so that its links to raw files and charts hold); return the report's path.
+    ``out`` never names report.md itself when a ``table`` is asked: that would replace the
+    plan's tables (InputError).
 
     ``charts="png"`` or ``"svg"`` also draws charts with matplotlib into ``run_dir/charts/``.
     ``secrets``: masked in the report; by default those the run's plan names by environment
@@ -706,6 +723,7 @@ def write_report(
     from nasplan.report.timeline_charts import write_timeline_charts
 
     run = load_run(run_dir, check=check)
+    path = report_path(run_dir, out, table) or run_dir / REPORT_FILE
     if table is not None:
         pivot.run_table(run, table)  # a --table the run cannot lay out: refused before any chart
     if secrets is None:
@@ -713,5 +731,21 @@ def write_report(
     chart_files = write_charts(run, run_dir, charts) if charts else []
     if charts:
         chart_files += write_timeline_charts(run, run_dir, charts)
-    path = run_dir / REPORT_FILE
     return write_text(path, render_report(run, chart_files, table), redactor_of(secrets))
+
+
+def report_path(run_dir: Path, out: Path | None, table: pivot.TableSpec | None) -> Path | None:
+    """Where ``report --out`` writes (relative to ``run_dir``), None for report.md; InputError
+    when it would replace report.md with a ``--table`` laid out instead of the plan's tables,
+    or is a directory."""
+    if out is None:
+        return None
+    path = run_dir / out
+    if path.is_dir():
+        raise InputError(f"--out {out}: a directory; name the file to write, e.g. table.md")
+    if table is not None and path.resolve() == (run_dir / REPORT_FILE).resolve():
+        raise InputError(
+            f"--out {out}: that is the run's {REPORT_FILE}, whose tables are the plan's; "
+            "name another file (e.g. files-table.md) to have this table beside them"
+        )
+    return path

@@ -78,10 +78,11 @@ def lines(plan: Plan) -> list[str]:
     """The listing for the console: ``plan NAME:``, one line per test, the summary."""
     out = [f"plan {plan.name}:"]
     width = max(len(test.id) for test in plan.tests)
+    kind_width = max([10, *(len(test.kind) for test in plan.tests)])  # disk-profile: 12
     for test in plan.tests:
         hosts = ", ".join(test.hosts)
         reps = f"{test.repetitions} rep{'s' if test.repetitions != 1 else ''}"
         if test.adaptive is not None:
             reps = f"{test.adaptive.min_n}-{test.repetitions} reps"
-        out.append(f"  {test.id:<{width}}  {test.kind:<10}  {hosts:<16}  {reps}")
+        out.append(f"  {test.id:<{width}}  {test.kind:<{kind_width}}  {hosts:<16}  {reps}")
     return [*out, summary(plan)]

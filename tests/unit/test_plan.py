@@ -81,7 +81,8 @@ def test_unknown_key_in_a_test(tmp_path: Path) -> None:
         load_plan(path)
     assert info.value.messages == [
         f"{path}:11:5: tests[0].repetition: unknown key 'repetition' (did you mean "
-        "'repetitions'? known keys: bidir, bitrate, client, clients, duration_s, id, kind, matrix, "
+        "'repetitions'? known keys: bidir, bind, bitrate, bytes, client, clients, congestion, "
+        "dscp, duration_s, id, ip_version, kind, latency_under_load, length, matrix, "
         "mss, name, omit_s, parallel, port, protocol, repetitions, reverse, server, target, "
         "window, zerocopy)"
     ]
@@ -100,8 +101,8 @@ def test_unknown_key_in_a_test(tmp_path: Path) -> None:
         ("    protocol: udp\n    bitrate: 500MB/s", "tests[0].bitrate: '500MB/s' is not valid: "
          "expected a UDP rate a stream (iperf3's -b), e.g. 500M"),
         ("    kind: smb", "tests[0].kind: 'smb' is not one of ['iperf3', 'transfer', 'iscsi', "
-         "'disk', 'latency', 'ping-sweep']: SMB is a method of the transfer kind: write "
-         "`kind: transfer` and `method: smb`"),
+         "'disk', 'disk-profile', 'latency', 'ping-sweep']: SMB is a method of the transfer "
+         "kind: write `kind: transfer` and `method: smb`"),
     ],
 )  # fmt: skip
 def test_what_people_write_gets_a_line_that_says_what_to_write(

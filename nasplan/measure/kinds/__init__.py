@@ -24,6 +24,7 @@ MODULES: dict[str, str] = {
     "transfer": "transfer",
     "iscsi": "iscsi",
     "disk": "disk",
+    "disk-profile": "disk_profile",
     "latency": "latency",
     "ping-sweep": "ping_sweep",
 }

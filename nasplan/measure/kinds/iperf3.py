@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -18,12 +19,12 @@ from nasplan.errors import CannotStart
 from nasplan.input.plan import Plan, PlanTest
 from nasplan.measure import iperf3_runs, iperf3_together, space, timeline, together, udp
 from nasplan.measure.capacity import NETWORK, Capacity
-from nasplan.measure.estimate import Estimate, parts
+from nasplan.measure.estimate import Estimate, parts, path_rate
 from nasplan.measure.kind import DASH, Caveat, Kind, Needs, Record, RunContext
 from nasplan.measure.record import finish, new_record, path_params
 from nasplan.measure.series import Series, by_direction, single
-from nasplan.measure.tools import iperf3
-from nasplan.units import format_bits_per_second, parse_rate
+from nasplan.measure.tools import iperf3, loaded_ping
+from nasplan.units import format_bits_per_second, format_size, parse_rate, parse_size
 
 # Each test of a plan gets its own server port unless it names one: tests never share a server.
 FIRST_PORT = 5201
@@ -35,11 +36,63 @@ PART_S = 0.05
 # on one path says whether one stream is limited (its window, one CPU core) or the link.
 STREAM_PARAMS = frozenset({"parallel", "parallel_mode"})
 RATE_ASKED, UDP_MAXIMUM = "rate asked", "UDP maximum"
+# the slowest rate a `bytes` repetition is waited for before it is given up
+BYTES_FLOOR_BITS_PER_SECOND = 10_000_000
 
 
 def _window_bytes(text: str) -> int:
     factor = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(text[-1:], 1)
     return int(text.rstrip("KMG")) * factor
+
+
+def _time_bound_s(total_bytes: int) -> int:
+    """How long a ``bytes`` repetition may take: its bytes at BYTES_FLOOR_BITS_PER_SECOND, at
+    least 10 s (iperf3 has no time limit with -n; the client is given up past it)."""
+    return max(10, math.ceil(total_bytes * 8 / BYTES_FLOOR_BITS_PER_SECOND))
+
+
+def _length_text(length: int, before_noun: bool = False) -> str:
+    """``16 KiB``, ``64 bytes`` (``64-byte`` before a noun)."""
+    if length >= 1024 and length % 1024 == 0:
+        return f"{length // 1024} KiB"
+    return f"{length}-byte" if before_noun else f"{length} bytes"
+
+
+def _options(params: Mapping[str, Any]) -> list[str]:
+    """The iperf3 options a test asked for beyond rate and streams, as its details name them:
+    ``-C reno``, ``64-byte datagrams (-l 64)``, ``-B 198.18.0.2``, ``IPv6 only (-6)``,
+    ``DSCP 46 (EF)``, ``64 MiB each (-n)``."""
+    found = []
+    if params.get("congestion"):
+        found.append(f"congestion control {params['congestion']} (-C)")
+    length = params.get("length_bytes")
+    if length:
+        what = "datagrams" if _udp({"params": params}) else "writes"
+        found.append(f"{_length_text(int(length), True)} {what} (-l {length})")
+    if params.get("bind_address"):
+        found.append(f"bound to {params['bind_address']} (-B)")
+    if params.get("ip_version"):
+        found.append(f"IPv{params['ip_version']} only (-{params['ip_version']})")
+    dscp = params.get("dscp")
+    if dscp is not None:
+        names = [n for n, code in iperf3.DSCP_NAMES.items() if code == dscp]
+        found.append(f"DSCP {dscp}{f' ({names[0]})' if names else ''} (-S {int(dscp) << 2})")
+    if params.get("bytes_total"):
+        found.append(f"{format_size(int(params['bytes_total']))} each (-n)")
+    return found
+
+
+def _under_load_also(record: Record) -> str | None:
+    """``RTT +10.5 ms under load (0.31 -> 10.8 ms)`` of a latency_under_load test."""
+    found = record.get("latency_under_load") or {}
+    idle, loaded = found.get("idle_rtt_median_ms"), found.get("loaded_rtt_median_ms")
+    if idle is None or loaded is None:
+        return None
+    return f"RTT {loaded - idle:+.1f} ms under load ({idle:.2f} -> {loaded:.2f} ms)"
+
+
+def _used(reps: Sequence[Mapping[str, Any]], key: str) -> list[str]:
+    return sorted({str(r[key]) for r in reps if r.get(key) is not None})
 
 
 def _series(rep: dict[str, Any], params: iperf3.Iperf3Params) -> dict[str, Any] | None:
@@ -79,11 +132,15 @@ def _median_of(reps: Sequence[Mapping[str, Any]], key: str) -> float | None:
     return statistics.median(values) if values else None
 
 
-def _udp_also(reps: Sequence[Mapping[str, Any]]) -> str:
+def _udp_also(reps: Sequence[Mapping[str, Any]], per_packet: bool = False) -> str:
+    """Sent, loss, jitter; ``per_packet`` (a test that set its datagrams' length): packets/s."""
     packets = sum(r.get("packets") or 0 for r in reps)
     lost = sum(r.get("lost_packets") or 0 for r in reps)
     sent, jitter = _median_of(reps, "sent_bits_per_second"), _median_of(reps, "jitter_ms")
     parts = [f"sent {format_bits_per_second(sent)}" if sent is not None else None]
+    seconds = sum(r.get("duration_s") or 0 for r in reps if r.get("packets"))
+    if per_packet and packets and seconds:
+        parts.append(f"{packets / seconds:,.0f} packets/s")
     parts.append(f"loss {lost / packets * 100:.2f} % ({lost} of {packets})" if packets else None)
     parts.append(f"jitter {jitter:.3f} ms" if jitter is not None else None)
     return "; ".join(p for p in parts if p)
@@ -132,9 +189,11 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
     def settings(self, test: PlanTest) -> iperf3.Iperf3Params:
         """The measurement's parameters (the port: FIRST_PORT + the test's index)."""
         s = test.settings
-        bitrate, window = s.get("bitrate"), s.get("window")
+        bitrate, window, length = s.get("bitrate"), s.get("window"), s.get("length")
+        total = None if s.get("bytes") is None else parse_size(s["bytes"])
+        dscp = s.get("dscp")
         return iperf3.Iperf3Params(
-            duration_s=int(s.get("duration_s", 10)),
+            duration_s=_time_bound_s(total) if total else int(s.get("duration_s", 10)),
             omit_s=int(s.get("omit_s", 0)),
             parallel=int(s.get("parallel", 1)),
             reverse=bool(s.get("reverse", False)),
@@ -145,11 +204,19 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
             window_bytes=_window_bytes(window) if window else None,
             mss_bytes=s.get("mss"),
             port=int(s.get("port", FIRST_PORT + test.index)),
+            bind_address=s.get("bind"),
+            congestion=s.get("congestion"),
+            length_bytes=None if length is None else _window_bytes(str(length)),
+            ip_version=s.get("ip_version"),
+            bytes_total=total,
+            dscp=iperf3.DSCP_NAMES[dscp.upper()] if isinstance(dscp, str) else dscp,
+            latency_under_load=bool(s.get("latency_under_load", False)),
         )
 
     def needs(self, test: PlanTest, s: iperf3.Iperf3Params) -> Needs:
-        """iperf3 on both ends (every client's)."""
-        return {test.server: ("iperf3",), **{c: ("iperf3",) for c in test.clients}}
+        """iperf3 on both ends (every client's); ping on the client for latency under load."""
+        client: tuple[str, ...] = ("iperf3", "ping") if s.latency_under_load else ("iperf3",)
+        return {test.server: ("iperf3",), **{c: client for c in test.clients}}
 
     def describe(self, test: PlanTest, s: iperf3.Iperf3Params) -> str:
         streams = f", {s.parallel} streams" if s.parallel > 1 else ""
@@ -167,11 +234,22 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
             rate = " at iperf3's default 1 Mbit/s (set `bitrate`)"
         elif s.protocol == "udp" and bitrate == 0:
             rate = " as fast as it can"
-        return f"{flow}{rate}{streams}, {test.repetitions_text} x {s.duration_s} s"
+        each = format_size(s.bytes_total) if s.bytes_total else f"{s.duration_s} s"
+        asked = {**dataclasses.asdict(s), "bytes_total": None}  # said as each repetition's
+        options = "".join(f", {o}" for o in _options(asked))
+        options += ", pinged idle and under load" if s.latency_under_load else ""
+        return f"{flow}{rate}{streams}{options}, {test.repetitions_text} x {each}"
 
     def estimate(self, test: PlanTest, s: iperf3.Iperf3Params, plan: Plan) -> Estimate:
-        each_s = s.duration_s + s.omit_s + STEP_S
-        return Estimate(parts(plan, test) * PART_S + each_s * test.repetitions)
+        said: tuple[str, ...] = ()
+        data_s: float = s.duration_s
+        if s.bytes_total:  # -n: its bytes at the path's rate
+            bits, assumed = path_rate(plan, test)
+            data_s, said = s.bytes_total * 8 / bits, (assumed.replace("copies", "bytes"),)
+        each_s = data_s + s.omit_s + STEP_S
+        if s.latency_under_load:  # the idle pings before each repetition
+            each_s += loaded_ping.IDLE_COUNT * loaded_ping.INTERVAL_S
+        return Estimate(parts(plan, test) * PART_S + each_s * test.repetitions, said)
 
     def run(self, test: PlanTest, params: iperf3.Iperf3Params, ctx: RunContext) -> dict[str, Any]:
         """Every repetition of one iperf3 test; failures are recorded, never raised."""
@@ -201,6 +279,9 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
         theoretical = record["path"]["theoretical_bits_per_second"]
         record["efficiency"] = efficiency(record["summary"]["median"], theoretical)
         errors = [f"repetition {r['index']}: {r['error']}" for r in reps if r["error"]]
+        if params.latency_under_load:
+            ok = [r for r in reps if r["status"] == "ok"]
+            record["latency_under_load"] = loaded_ping.summary(ok)
         if (record.get("params") or {}).get("clients"):
             record["together"] = {"forward": together.summary(reps, "bits_per_second")}
             if params.bidir:
@@ -262,6 +343,11 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
             text += " at iperf3's default 1 Mbit/s a stream"
         elif udp:
             text += " as fast as it can (bitrate 0)"
+        if params.get("length_bytes"):
+            length = _length_text(int(params["length_bytes"]), True)
+            text += f", {length} {'datagrams' if udp else 'writes'}"
+        if params.get("congestion"):
+            text += f", {params['congestion']}"
         if params.get("bidir") and series is not None:
             text += f", --bidir {series.direction}"
         if params.get("clients"):
@@ -276,16 +362,40 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
             return "; ".join(p for p in (str(verdict.get("verdict") or ""), said) if p) or DASH
         reps = self.ok_repetitions(record, series.direction)
         if _udp(record):
-            return _udp_also(reps) or DASH
+            per_packet = bool((record.get("params") or {}).get("length_bytes"))
+            return _udp_also(reps, per_packet) or DASH
         if series.metric != "bits_per_second":
             return DASH
         retransmits = [r["retransmits"] for r in reps if r.get("retransmits") is not None]
         cpu = [_median_of(reps, f"cpu_{side}_percent") for side in ("client", "server")]
         parts = [f"retransmits {sum(retransmits)}" if retransmits else None]
+        parts.append(_under_load_also(record))
         if any(c is not None for c in cpu):
             shown = [DASH if c is None else f"{c:.1f} %" for c in cpu]
             parts.append(f"CPU client / server {shown[0]} / {shown[1]}")
         return "; ".join(p for p in parts if p) or DASH
+
+    def detail_text(self, record: Record) -> str:
+        """The options asked (``_options``) and what iperf3 said it used: the sender's
+        congestion control, the bytes a write or datagram carried, the client's address."""
+        params = record.get("params") or {}
+        reps = [r for r in record.get("repetitions") or [] if r.get("status") == "ok"]
+        used = []
+        if congestion := _used(reps, "congestion"):
+            used.append(f"congestion control {' / '.join(congestion)}")
+        if blocks := _used(reps, "block_bytes"):
+            what = "datagram" if _udp(record) else "write"
+            used.append(f"{' / '.join(_length_text(int(b)) for b in blocks)} a {what}")
+        local = _used(reps, "local_address")
+        if local and (params.get("bind_address") or params.get("ip_version")):
+            used.append(f"from {' / '.join(local)}")
+        text = "".join(f"; {o}" for o in _options(params))
+        text += f"; iperf3 used {', '.join(used)}" if used else ""
+        if params.get("latency_under_load"):
+            found = record.get("latency_under_load")
+            said = loaded_ping.text(found) if found else "no ping replies (or not measured)"
+            text += f"; round-trip time {said}"
+        return text
 
     def tells_also(self, record: Record) -> bool:
         return _udp(record)

@@ -29,7 +29,7 @@ from nasplan.measure.methods.base import Transfer, TransferSettings
 from nasplan.measure.pair import nas_path, open_pair, server_names, target_address, target_label
 from nasplan.measure.record import finish, finish_directions, new_record, path_params, warn
 from nasplan.measure.series import COLD_READ, Series
-from nasplan.measure.tools import transfer_sets
+from nasplan.measure.tools import loaded_ping, transfer_sets
 from nasplan.measure.transfer_runs import (
     Job,
     Side,
@@ -184,6 +184,17 @@ def _cache_facts(server: HostSession, xfer: Transfer) -> dict[str, Any]:
     }
 
 
+def _under_load(reps: Sequence[Mapping[str, Any]], directions: Sequence[str]) -> Any:
+    """Latency under load over the ok repetitions (loaded_ping.summary), each direction's in
+    ``directions`` (a NAS that queues on the way in, not out, shows in one); None without any."""
+    ok = [r for r in reps if r.get("status") == "ok"]
+    whole = loaded_ping.summary(ok)
+    if whole is None:
+        return None
+    each = {d: loaded_ping.summary([r for r in ok if r.get("direction") == d]) for d in directions}
+    return {**whole, "directions": {d: found for d, found in each.items() if found}}
+
+
 class FileTransfer(Kind[TransferSettings]):
     """``kind: transfer``: file copies between a client (or several at once) and the NAS, in
     MiB/s (and files per second for a set), each direction judged against the run's network
@@ -205,8 +216,12 @@ class FileTransfer(Kind[TransferSettings]):
         return TransferSettings(**{k: v for k, v in test.settings.items() if k in known})
 
     def needs(self, test: PlanTest, s: TransferSettings) -> Needs:
-        """The client's tool for the method (rsync on both ends); a copy needs only the shell."""
-        return methods.method(s.method).needs(test, s)
+        """The client's tool for the method (rsync on both ends); a copy needs only the shell;
+        ping on the clients for latency under load."""
+        found = dict(methods.method(s.method).needs(test, s))
+        if s.latency_under_load:
+            found.update({c: (*found.get(c, ()), "ping") for c in test.clients})
+        return found
 
     def describe(self, test: PlanTest, s: TransferSettings) -> str:
         what = _set_text(s.groups) if s.groups else str(s.size)
@@ -216,6 +231,7 @@ class FileTransfer(Kind[TransferSettings]):
         return (
             f"transfer {s.method} {clients} <-> {target_label(test)}{volume}, "
             f"{s.direction}{cache.get(s.read_cache, '')}, {what} x {test.repetitions_text}"
+            + (", pinged idle and under load" if s.latency_under_load else "")
         )
 
     def estimate(self, test: PlanTest, s: TransferSettings, plan: Plan) -> Estimate:
@@ -342,6 +358,8 @@ class FileTransfer(Kind[TransferSettings]):
                 for d in s.directions
                 if any(r.get("direction") == d for r in record["repetitions"])
             }
+        if s.latency_under_load:
+            record["latency_under_load"] = _under_load(record["repetitions"], s.directions)
         return finish_directions(record, s.directions)
 
     # --- how its records read ---------------------------------------------------------------
@@ -371,13 +389,21 @@ class FileTransfer(Kind[TransferSettings]):
         parts += [f"together: {whole['verdict']}"] if whole.get("verdict") else []
         parts += [together.fairness_text(found, "bytes_per_second")] if found else []
         parts += [_cache_text(record, series.direction)]
+        by_direction = (record.get("latency_under_load") or {}).get("directions") or {}
+        found = by_direction.get(series.direction or "") or {}
+        if found.get("increase_ms") is not None:
+            parts.append(f"RTT {found['increase_ms']:+.1f} ms under load")
         return "; ".join(p for p in parts if p and p != DASH) or DASH
 
     def detail_text(self, record: Record) -> str:
         params = record.get("params") or {}
         if params.get("files"):
-            return f", {_set_text(TransferSettings(files=params['files']).groups)}"
-        return f", file {format_size(params.get('size_bytes'))}"
+            text = f", {_set_text(TransferSettings(files=params['files']).groups)}"
+        else:
+            text = f", file {format_size(params.get('size_bytes'))}"
+        by_direction = (record.get("latency_under_load") or {}).get("directions") or {}
+        said = [f"{d} {loaded_ping.text(found)}" for d, found in by_direction.items()]
+        return text + (f"; round-trip time {'; '.join(said)}" if said else "")
 
     def copy_label(self, record: Record) -> str | None:
         return methods.label(str((record.get("params") or {}).get("method") or "transfer"))

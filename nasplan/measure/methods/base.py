@@ -66,6 +66,8 @@ class TransferSettings:
     read_cache: str = "warm"
     # several clients at once (the test's ``clients``: nasplan.measure.together)
     clients: list[str] | None = None
+    # the client pings the NAS idle and through each copy (nasplan.measure.under_load)
+    latency_under_load: bool = False
 
     @property
     def groups(self) -> tuple[tuple[int, int], ...]:

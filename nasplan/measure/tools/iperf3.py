@@ -46,7 +46,18 @@ CONTRACT_KEYS: tuple[str, ...] = (
     "packets",
     "lost_percent",
     "per_stream",
+    "congestion",
+    "block_bytes",
+    "local_address",
 )
+
+# DSCP names (RFC 2474 class selectors, RFC 2597 assured forwarding, RFC 3246 expedited
+# forwarding) -> the code point; iperf3's -S takes the whole TOS byte: the code point << 2.
+DSCP_NAMES: dict[str, int] = {
+    **{f"CS{n}": 8 * n for n in range(8)},
+    **{f"AF{c}{d}": 8 * c + 2 * d for c in range(1, 5) for d in range(1, 4)},
+    "EF": 46,
+}
 
 
 class Iperf3Error(ToolError):
@@ -76,12 +87,30 @@ class Iperf3Params:
     mss_bytes: int | None = None
     port: int = 5201
     bind_address: str | None = None
+    # -C: the sender's TCP congestion control (Linux, FreeBSD), e.g. reno, cubic, bbr
+    congestion: str | None = None
+    # -l: bytes per write (TCP) or per datagram (UDP: its payload, what a packet-rate test sets)
+    length_bytes: int | None = None
+    # -4 / -6: only that address family
+    ip_version: int | None = None
+    # -n: bytes a repetition sends instead of a time (-t); duration_s is then its time bound
+    bytes_total: int | None = None
+    # -S (dscp << 2): the DSCP code point its packets carry (-S exists in every iperf3 3.x)
+    dscp: int | None = None
+    # the client pings the server idle and through the run (nasplan.measure.under_load)
+    latency_under_load: bool = False
 
     def __post_init__(self) -> None:
         if self.protocol not in ("tcp", "udp"):
             raise ValueError(f"iperf3 protocol must be tcp or udp, not {self.protocol!r}")
         if self.duration_s < 1 or self.parallel < 1 or self.omit_s < 0:
             raise ValueError("iperf3 needs duration_s >= 1, parallel >= 1 and omit_s >= 0")
+        if self.ip_version not in (None, 4, 6):
+            raise ValueError(f"iperf3 ip_version must be 4 or 6, not {self.ip_version!r}")
+        if self.dscp is not None and not 0 <= self.dscp <= 63:
+            raise ValueError(f"a DSCP code point is 0 to 63, not {self.dscp}")
+        if self.congestion is not None and not re.fullmatch(r"[a-z0-9_-]{1,15}", self.congestion):
+            raise ValueError(f"not a congestion control name: {self.congestion!r}")
 
 
 def version_tuple(version: str | None) -> tuple[int, ...] | None:
@@ -123,7 +152,11 @@ def client_argv(
 
     ``--connect-timeout`` is added unless ``iperf3_version`` is known to predate it (3.2).
     """
-    argv = [iperf3_path, "-J", "-c", address, "-p", str(params.port), "-t", str(params.duration_s)]
+    argv = [iperf3_path, "-J", "-c", address, "-p", str(params.port)]
+    if params.bytes_total is not None:
+        argv += ["-n", str(params.bytes_total)]
+    else:
+        argv += ["-t", str(params.duration_s)]
     version = version_tuple(iperf3_version)
     if version is None or version >= _CONNECT_TIMEOUT_SINCE:
         argv += ["--connect-timeout", str(CONNECT_TIMEOUT_MS)]
@@ -147,6 +180,14 @@ def client_argv(
         argv += ["-M", str(params.mss_bytes)]
     if params.bind_address:
         argv += ["-B", params.bind_address]
+    if params.congestion:
+        argv += ["-C", params.congestion]
+    if params.length_bytes is not None:
+        argv += ["-l", str(params.length_bytes)]
+    if params.ip_version is not None:
+        argv.append(f"-{params.ip_version}")
+    if params.dscp is not None:
+        argv += ["-S", str(params.dscp << 2)]
     return argv
 
 
@@ -272,6 +313,22 @@ def _udp_arrived(result: Mapping[str, Any]) -> dict[str, Any]:
     return {"bits_per_second": arrived, "received_bits_per_second": arrived}
 
 
+def _settings_used(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """What iperf3 says it used: the sender's congestion control (``sender_tcp_congestion``,
+    3.1+; None for UDP), the bytes a write or datagram carried (``test_start.blksize``), and
+    the client's end of its first data connection (``start.connected``: the bound address, the
+    family)."""
+    start, end = doc.get("start") or {}, doc.get("end") or {}
+    congestion = end.get("sender_tcp_congestion") if isinstance(end, dict) else None
+    connected = start.get("connected") or [{}]
+    local = connected[0].get("local_host") if isinstance(connected[0], dict) else None
+    return {
+        "congestion": str(congestion) if congestion else None,
+        "block_bytes": count(start.get("test_start"), "blksize"),
+        "local_address": str(local) if local else None,
+    }
+
+
 def _result_document(raw: str) -> dict[str, Any]:
     """The result object of ``raw``; Iperf3Error with iperf3's error, or saying that there is no
     JSON, or JSON of a layout nasplan does not know (in an UnknownOutput's words)."""
@@ -328,6 +385,7 @@ def parse(raw: str) -> dict[str, Any]:
         else count(start, "tcp_mss") or count(start, "tcp_mss_default"),
         "intervals": _intervals(doc, bidir),
         "per_stream": None if udp else _per_stream(end),
+        **_settings_used(doc),
     }
     if udp:
         result["retransmits"] = None
