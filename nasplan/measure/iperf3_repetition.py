@@ -143,13 +143,14 @@ def run_repetition(
 
 def _attempt(job: _Job, token: str, around: Around) -> tuple[str, dict[str, Any]]:
     one = _one_off(job, token)
-    launched = _start_server(one, job.launches, around)
+    launched, server_argv = _start_server(one, job.launches, around)
     measured = False
     try:
         if launched.read is not None:
             around.server_runs(launched.read)
         around.before_client()
         stdout, parsed = _run_client(job, around)
+        parsed["commands"].insert(0, command(one.runner.name, server_argv, server=True))
         measured = True
         around.after_result()
     finally:
@@ -167,10 +168,10 @@ def _one_off(job: _Job, token: str) -> _OneOff:
     return _OneOff(job.server, scripts, job.server_iperf3, job.params.port, pidfile, logfile)
 
 
-def _start_server(one: _OneOff, launches: bool, around: Around) -> Launched:
+def _start_server(one: _OneOff, launches: bool, around: Around) -> tuple[Launched, list[str]]:
     """``one`` listening, on its own channel when ``launches`` (and the runner can leave it
-    running: ``Runner.start_until``) on a POSIX host, else as a daemon; Iperf3Error when it
-    would not."""
+    running: ``Runner.start_until``) on a POSIX host, else as a daemon, and the server's argv
+    as it ran; Iperf3Error when it would not."""
     also = around.start_text()
     posix = one.scripts is iperf3_server
     launched = _launch(one, also) if launches and posix else None
@@ -182,13 +183,14 @@ def _start_server(one: _OneOff, launches: bool, around: Around) -> Launched:
         around.started(started.stdout)
         if not started.ok:
             _start_failed(one, started)
-        return Launched(started.stdout, None)
+        argv = one.scripts.server_argv(one.iperf3, one.port, one.pidfile, one.logfile)
+        return Launched(started.stdout, None), argv
     # the riding text's section ends at the launch section's line (one write: nothing of
     # iperf3's falls inside it)
     around.started(launched.output)
     if launched.ended is not None:
         _launch_failed(one, launched)
-    return launched
+    return launched, iperf3_server.launch_argv(one.iperf3, one.port)
 
 
 def _launch(one: _OneOff, also: str) -> Launched | None:
@@ -329,7 +331,13 @@ def _attempt_processes(job: _Processes, token: str, around: Around) -> tuple[str
         script = iperf3_multi.client_script(list(job.argvs), ports)
         raw = job.client.run_script(script, timeout_s=timeout_s).stdout
         parsed = iperf3_multi.parse(raw, ports)
-        parsed["commands"] = [command(job.client.name, argv) for argv in job.argvs]
+        servers = [
+            command(server.name, iperf3_server.server_argv(job.server_iperf3, port, *files),
+                    server=True)
+            for port, files in zip(ports, iperf3_multi.temp_paths(token, ports), strict=True)
+        ]  # fmt: skip
+        clients = [command(job.client.name, argv) for argv in job.argvs]
+        parsed["commands"] = servers + clients
         around.after_result()
         return raw, parsed
     finally:

@@ -165,8 +165,9 @@ def steps_chart(
     """An ``xychart-beta`` over a numeric x-axis ``x_start --> x_start + len - 1``, one point
     per step: ``values`` a bar each in ``colour`` (already in ``unit``); a step where nothing
     was measured (None) a full-height band in GAP_COLOUR drawn over it (mermaid draws a 0 as a
-    stub: the band covers it); then ``lines`` (whole series such as a flat limit, each with its
-    colour). None when nothing was measured.
+    stub: the band covers it), and no band at a measured step (its value there lies below the
+    axis: a rect of negative height, which no browser draws); then ``lines`` (whole series such
+    as a flat limit, each with its colour). None when nothing was measured.
     """
     if not any(v is not None for v in values):
         return None
@@ -185,7 +186,10 @@ def steps_chart(
     ]
     colours = [colour]
     if any(gaps):
-        body.append("bar [" + ", ".join(_number(y_top if g else 0.0) for g in gaps) + "]")
+        # a measured step's band value lies below the axis: its rect's height is negative,
+        # so no browser draws it (a 0 would leave a stub in the band's colour under the bar)
+        band = [_number(y_top if g else -y_top) for g in gaps]
+        body.append("bar [" + ", ".join(band) + "]")
         colours.append(GAP_COLOUR)
     body += ["line [" + ", ".join(_number(v) for v in series) + "]" for series in flat]
     colours += [c for _, c in lines]
@@ -358,7 +362,8 @@ def _validate_xychart(lines: list[str]) -> list[str]:
             errors.extend(
                 f"{keyword}: {v} outside the y-axis {low}..{high}"
                 for v in values
-                if not low <= v <= high
+                # a bar at minus the axis' top is no bar (steps_chart's band where measured)
+                if not low <= v <= high and not (keyword == "bar" and v == -high)
             )
     if categories is None and len(lengths) > 1:
         errors.append(f"series of different lengths on a numeric x-axis: {sorted(lengths)}")

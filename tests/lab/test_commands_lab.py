@@ -1,10 +1,11 @@
-"""Every command kept, for real: the iperf3 client command a repetition kept in run.json
-(``repetitions[].commands``), run again by hand on the same hosts against a one-off server,
-gives the same rate within noise (the lab's link is shaped, so the rate is the link's)."""
+"""Every command kept, for real: the iperf3 server and client commands a repetition kept in
+run.json (``repetitions[].commands``), run again by hand on the same hosts, give the same rate
+within noise (the lab's link is shaped, so the rate is the link's); a ping sweep's too."""
 
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -42,32 +43,44 @@ def test_a_kept_iperf3_command_run_again_by_hand_gives_the_same_rate(
         "name": "cmds",
         "inventory": str(lab.inventory_path),
         "tests": [{"kind": "iperf3", "id": "up", "server": "cmnas", "client": "cmws",
-                   "repetitions": 2, "duration_s": 2}],
+                   "repetitions": 2, "duration_s": 2},
+                  {"kind": "ping-sweep", "id": "mtu", "server": "cmnas", "client": "cmws",
+                   "sizes_bytes": [1500, 1600], "count": 2, "interval_s": 0.2}],
     }  # fmt: skip
     plan_path = tmp_path / "cmds.yaml"
     plan_path.write_text(yaml.safe_dump(plan))
     outcome = apply(RunRequest(load_plan(plan_path), out=tmp_path / "run"), PlainProgress())
     assert outcome.exit_code == EXIT_OK
     run = load_run(tmp_path / "run")
-    (test,) = run["tests"]
+    test, sweep = run["tests"]
     rep = test["repetitions"][0]
-    (kept,) = rep["commands"]
+    served, kept = rep["commands"]
     assert kept["host"] == "cmws" and Path(kept["argv"][0]).name == "iperf3"
     assert kept["argv"][1:3] == ["-J", "-c"]
     port = kept["argv"][kept["argv"].index("-p") + 1]
-    # the report lists it whole, as run.json keeps it
+    # its one-off server on the other host, first, on the client's port
+    assert served["host"] == "cmnas" and served["server"] is True
+    assert served["argv"][1:5] == ["-s", "-1", "-p", port]
+    # the report lists them whole, as run.json keeps them
     report = (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
     assert "cmws: " + " ".join(kept["argv"]) in report
+    assert "cmnas: " + " ".join(served["argv"]) + " (server, started first)" in report
+    # the ping sweep's: one a size, each in the report
+    pings = sweep["repetitions"][0]["commands"]
+    assert [p["argv"][p["argv"].index("-s") + 1] for p in pings] == ["1472", "1572"]
+    assert all("cmws: " + " ".join(p["argv"]) in report for p in pings)
 
     hosts = load_inventory(lab.inventory_path).hosts
     server, client = connect(hosts["cmnas"]), connect(hosts["cmws"])
     try:
+        # the kept server command as it is (a launched one says when it listens)
         launched = server.start_until(
-            f"iperf3 -s -1 -p {port} --forceflush", ["Server listening"], timeout_s=15
+            shlex.join(served["argv"]), ["Server listening"], timeout_s=15
         )
         assert launched is not None and launched.ended is None, launched
         again = client.run(kept["argv"], timeout_s=30)
         launched.close()
+        pinged = client.run(pings[0]["argv"], timeout_s=30)
     finally:
         client.close()
         server.close()
@@ -76,3 +89,6 @@ def test_a_kept_iperf3_command_run_again_by_hand_gives_the_same_rate(
     measured = rep["bits_per_second"]
     assert abs(by_hand - measured) <= 0.1 * measured, (by_hand, measured)
     assert 0.8 * 300e6 < by_hand < 300e6  # the shaped link's rate, not something else
+    # the sweep's 1500-byte DF pings again: answered, as in the run
+    assert pinged.ok and " 0% packet loss" in pinged.stdout, pinged.stdout
+    assert sweep["repetitions"][0]["sweep"][0]["received"] == 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import shlex
 import subprocess
 import time
 from collections.abc import Callable
@@ -168,3 +169,17 @@ def test_iscsi_write_and_read_beside_iperf3_and_fio_with_chap_kept_secret(
     assert "### blk (iscsi)" in report and "iSCSI (block storage)" in report
     assert "- **blk** (write): iSCSI write " in report
     assert "## Other tests" not in report  # iSCSI has its place beside the file transfers
+    # Every command kept and shown, the secret in none (checked in every file above): each
+    # iSCSI repetition's initiator (its login and timed write or read), iperf3's server too.
+    for rep in blk["repetitions"]:
+        (kept,) = rep["commands"]
+        assert kept["host"] == "ws" and kept["argv"][0] == "python3"
+        assert kept["argv"][kept["argv"].index("--direction") + 1] == rep["direction"]
+        assert kept["argv"][kept["argv"].index("--chap-user") + 1] == "nasplan"
+    commands = report.split("## Commands")[1]
+    shown = shlex.join(blk["repetitions"][0]["commands"][0]["argv"])
+    # (each part copies the initiator to a temporary directory of its own)
+    assert f"# write, repetition 1\nws: {shown}\n" in commands
+    served, _ = tests["lan"]["repetitions"][0]["commands"]
+    assert (served["host"], served["server"], served["argv"][1:3]) == ("nas", True, ["-s", "-1"])
+    assert f"nas: {shlex.join(served['argv'])} (server, started first)\n" in commands

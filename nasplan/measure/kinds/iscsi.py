@@ -18,6 +18,7 @@ from typing import Any
 from nasplan.errors import CannotStart
 from nasplan.input.plan import Plan, PlanTest
 from nasplan.measure import sampling, timeline
+from nasplan.measure.commands import command
 from nasplan.measure.estimate import Estimate, copy_rate, parts
 from nasplan.measure.kind import Kind, Record, RunContext
 from nasplan.measure.pair import open_pair, target_label
@@ -135,6 +136,13 @@ def _repetitions(
             rep.update(error=None, raw_file=None)
             record["repetitions"].append(rep)
             name = f"raw/{test.dir_name}/{direction}-{index}.txt"
+            # the initiator logs in, then times the write or read: one command (rw_argv is pure;
+            # the CHAP secret goes on its stdin, never in argv)
+            argv = iscsi.rw_argv(
+                "python3", directory, target, direction, s.size_bytes, s.request_bytes,
+                s.queue_depth,
+            )  # fmt: skip
+            rep["commands"] = [command(runner.name, argv)]
             rep["started_s"] = clock.now_s()
             try:
                 raw, parsed = iscsi.run_once(

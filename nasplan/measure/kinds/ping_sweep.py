@@ -15,6 +15,7 @@ from typing import Any
 
 from nasplan.analysis import summarize
 from nasplan.input.plan import Plan, PlanTest
+from nasplan.measure.commands import command
 from nasplan.measure.estimate import Estimate
 from nasplan.measure.kind import DASH, Kind, Record, RunContext
 from nasplan.measure.pair import open_client_tool, target_label
@@ -38,16 +39,21 @@ class SweepSettings:
     expect_mtu_bytes: int | None = None
 
 
-def _probe(
-    runner: Runner, ping_path: str, address: str, s: SweepSettings, size_bytes: int
-) -> tuple[str, dict[str, Any]]:
-    """DF pings of one size: ``(raw output under a header line, the size's sweep entry)``."""
-    params = ping.PingParams(
+def _params(s: SweepSettings, size_bytes: int) -> ping.PingParams:
+    """DF pings of one whole IPv4 packet size."""
+    return ping.PingParams(
         count=s.count,
         interval_s=s.interval_s,
         payload_bytes=size_bytes - ping.ICMP_IPV4_HEADER_BYTES,
         dont_fragment=True,
     )
+
+
+def _probe(
+    runner: Runner, ping_path: str, address: str, s: SweepSettings, size_bytes: int
+) -> tuple[str, dict[str, Any]]:
+    """DF pings of one size: ``(raw output under a header line, the size's sweep entry)``."""
+    params = _params(s, size_bytes)
     header = f"=== nasplan ping-sweep: {size_bytes} bytes: "
     header += " ".join(ping.ping_argv(ping_path, address, params)) + " ===\n"
     raw, parsed = ping.run_ping(runner, ping_path, address, params)
@@ -71,10 +77,13 @@ def _repetition(
     index: int,
 ) -> dict[str, Any]:
     rep: dict[str, Any] = {"index": index, "status": "failed", "error": None, "raw_file": None}
-    rep.update(path_mtu_bytes=None, sweep=[])
+    rep.update(path_mtu_bytes=None, sweep=[], commands=[])
     raws: list[str] = []
     try:
         for size_bytes in s.sizes_bytes:
+            # the argv _probe runs (ping_argv is pure)
+            argv = ping.ping_argv(ping_path, address, _params(s, size_bytes))
+            rep["commands"].append(command(runner.name, argv))
             raw, entry = _probe(runner, ping_path, address, s, size_bytes)
             raws.append(raw)
             rep["sweep"].append(entry)

@@ -344,6 +344,17 @@ def server_stop_script(pidfile: str, logfile: str, *, grace_s: float = 2.0, also
     return _assignments(values) + _SH_HELPERS + _STOP_BODY + also + "exit 0\n"
 
 
+def server_argv(iperf3_path: str, port: int, pidfile: str, logfile: str) -> list[str]:
+    """The one-off daemon server as ``server_start_script`` runs it (run.json keeps it)."""
+    return [iperf3_path, "-s", "-1", "-p", str(port), "--pidfile", pidfile, "-J", "--logfile",
+            logfile]  # fmt: skip
+
+
+def launch_argv(iperf3_path: str, port: int) -> list[str]:
+    """The one-off server as ``server_launch_script`` runs it on its own channel."""
+    return [iperf3_path, "-s", "-1", "-p", str(port), "-i", "1", "--forceflush"]
+
+
 def temp_paths(token: str, port: int) -> tuple[str, str]:
     """The server's pidfile and logfile under /tmp for this run token: ``(pidfile, logfile)``."""
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", token)

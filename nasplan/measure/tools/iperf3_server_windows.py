@@ -83,7 +83,7 @@ def server_start_script(
     what they cannot carry rather than pass it half-quoted.
     """
     _nothing_rides(also)
-    argv = [iperf3_path, "-s", "-1", "-p", str(port), "-J", "--logfile", logfile]
+    argv = server_argv(iperf3_path, port, pidfile, logfile)
     values: dict[str, str | int | float] = {
         "iperf3": iperf3_path,
         "port": port,
@@ -93,6 +93,12 @@ def server_start_script(
         "commandline": Cmd().join(argv),
     }
     return _assignments(values) + _START.replace("@PORT_IN_USE@", str(PORT_IN_USE_EXIT))
+
+
+def server_argv(iperf3_path: str, port: int, pidfile: str, logfile: str) -> list[str]:
+    """The one-off server as ``server_start_script`` starts it (its log a name in %TEMP%; the
+    script writes the PID Win32_Process.Create gives to ``pidfile``)."""
+    return [iperf3_path, "-s", "-1", "-p", str(port), "-J", "--logfile", logfile]
 
 
 def server_stop_script(pidfile: str, logfile: str, *, grace_s: float = 2.0, also: str = "") -> str:

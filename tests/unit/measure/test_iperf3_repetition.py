@@ -64,11 +64,20 @@ def test_run_repetition_retries_a_busy_server_then_succeeds(
     assert raw == fixture("tcp-single.json")
     assert rep["bits_per_second"] == pytest.approx(956948139.91649473)
     assert not server.queue and not client.queue
-    # the exact client command, kept for run.json: the argv the client host ran
-    (kept,) = rep["commands"]
-    assert kept["host"] == "ws"
+    # the exact commands, kept for run.json: the server's (the attempt that measured), then
+    # the argv the client host ran
+    served, kept = rep["commands"]
+    assert kept["host"] == "ws" and "server" not in kept
     assert kept["argv"][:8] == ["iperf3", "-J", "-c", "198.18.0.10", "-p", "5201", "-t", "2"]
     assert shlex.join(kept["argv"]) in client.texts()[-1]
+    assert served["host"] == "nas" and served["server"] is True
+    pidfile, logfile = served["argv"][6], served["argv"][9]
+    assert served["argv"] == ["iperf3", "-s", "-1", "-p", "5201", "--pidfile", pidfile, "-J",
+                              "--logfile", logfile]  # fmt: skip
+    started = server.texts("-s -1 -p")[-1]  # the daemon's start script runs just that argv
+    assert f"pidfile={pidfile}\n" in started and f"logfile={logfile}\n" in started
+    assert 'exec "$iperf3" -s -1 -p "$port" --pidfile "$pidfile" -J --logfile "$logfile"' in started
+    assert "tok-1" in pidfile  # the second attempt's files, not the busy first one's
 
 
 def test_run_repetition_retries_when_the_port_is_taken(fake_runner: Make) -> None:
@@ -150,6 +159,13 @@ def test_processes_mode_uses_three_round_trips_and_retries_a_taken_port(
     assert rep["processes"] == 2
     assert rep["bits_per_second"] == pytest.approx(2 * 956948139.91649473)
     assert not server.queue and not client.queue
+    # kept: a server per port, then a client per port
+    kept = rep["commands"]
+    assert [(c["host"], c.get("server", False)) for c in kept] == [
+        ("nas", True), ("nas", True), ("ws", False), ("ws", False)]  # fmt: skip
+    assert [c["argv"][4] for c in kept[:2]] == ["5201", "5202"]
+    for served in kept[:2]:
+        assert f"pidfile={served['argv'][6]}\n" in server.texts()[2]
 
 
 class Noted(Around):
@@ -295,11 +311,18 @@ def test_a_launched_servers_output_is_offered_while_its_client_runs(fake_runner:
 
     server.start_until = start_until
     around = Following()
-    run_repetition(
+    _, rep = run_repetition(
         server, client, "iperf3", "iperf3", "198.18.0.10", Iperf3Params(duration_s=1), "t",
         server_iperf3_version="3.12", around=around,
     )  # fmt: skip
     assert "-i 1 --forceflush" in launched[0]
+    served = rep["commands"][0]  # kept as the launched server ran it
+    assert served == {
+        "host": "nas",
+        "server": True,
+        "argv": ["iperf3", "-s", "-1", "-p", "5201", "-i", "1", "--forceflush"],
+    }
+    assert '"$iperf3" -s -1 -p "$port" -i 1 --forceflush' in launched[0]
     assert around.events[0] == "start_text" and around.events[1].startswith("started Server")
     assert around.events[2:5] == ["server_runs", "before_client", "after_result"]
     assert around.read is not None

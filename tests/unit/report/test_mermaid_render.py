@@ -307,6 +307,9 @@ def test_rendered_charts_draw_only_what_was_measured_and_hide_nothing(tmp_path: 
                 missing = band is not None and declared[band][1][slot] > 0
                 if missing and (band < index or not _covered(rect, plots[band]["rects"][slot])):
                     problems.append(f"{label}: slot {slot} unmeasured, yet a bar shows")
+                # a measured value has no band at all (a rect of no height is not drawn)
+                if band is not None and not missing and plots[band]["rects"][slot][3] > 0:
+                    problems.append(f"{label}: slot {slot} measured, yet the band shows under it")
             for other in data:
                 if other > index:
                     problems.extend(
@@ -318,3 +321,73 @@ def test_rendered_charts_draw_only_what_was_measured_and_hide_nothing(tmp_path: 
                     )
     assert problems[:20] == []
     assert bands >= 2  # the kept timelines have seconds where nothing was measured
+
+
+SHOT_PAGE = """<html><body style="margin:0"><div id="host" style="width:700px"></div>
+<script src="{bundle}"></script>
+<script>
+mermaid.initialize({{startOnLoad: false, theme: "{theme}"}});
+mermaid.render("shot", {chart}).then(r => {{ document.getElementById("host").innerHTML = r.svg; }});
+</script></body></html>
+"""
+
+
+def screenshot(chart: str, theme: str, tmp: Path) -> Any:
+    """``chart`` rendered by mermaid in ``theme``, as Chromium paints it: a Pillow RGB image."""
+    image = pytest.importorskip("PIL.Image")
+    page = tmp / f"shot-{theme}.html"
+    page.write_text(
+        SHOT_PAGE.format(bundle=BUNDLE.as_uri(), theme=theme, chart=json.dumps(chart)),
+        encoding="utf-8",
+    )
+    png = tmp / f"shot-{theme}.png"
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium is not None
+    subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=10000",
+         f"--user-data-dir={tmp / 'profile-shot'}", "--window-size=720,520", "--hide-scrollbars",
+         f"--screenshot={png}", page.as_uri()],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    return image.open(png).convert("RGB")
+
+
+def _columns(picture: Any, colour: str) -> set[int]:
+    """The x of every pixel column holding ``colour`` (within 4 per channel: no blend)."""
+    want = [int(colour[i : i + 2], 16) for i in (1, 3, 5)]
+    width, height = picture.size
+    pixels = picture.load()
+    return {
+        x
+        for x in range(width)
+        for y in range(height)
+        if all(abs(a - b) <= 4 for a, b in zip(pixels[x, y], want, strict=True))
+    }
+
+
+@pytest.mark.parametrize("theme", ["default", "dark"])
+def test_the_nothing_measured_band_paints_nothing_under_a_measured_bar(
+    tmp_path: Path, theme: str
+) -> None:
+    """As Chromium paints a timeline, light and dark: the band's colour stands only at the
+    seconds with no data, never under a measured bar (a 0 in the band's series used to leave a
+    brown strip there, and a measured stall at 0 looked like the band); a measured 0 is a
+    stub in the data's colour."""
+    require_browser(os.environ)
+    values = [None, None, 50.0, 80.0, 90.0, 0.0, None, 70.0, 75.0, None]
+    chart = mermaid.steps_chart("net: rate", "s", values, "Mbit/s", 100.0)
+    assert chart is not None
+    (body,) = mermaid.blocks(chart)
+    picture = screenshot(body, theme, tmp_path)
+    data = _columns(picture, mermaid.DATA_COLOURS[0])
+    band = _columns(picture, mermaid.GAP_COLOUR)
+    assert band and data  # both drawn
+    assert data & band == set()  # no column holds both: no band under a measured bar
+    # every measured second a bar (the stall at 0 too), every unmeasured one a band: 6 and 4
+    # runs of adjacent columns
+    assert (_runs(data), _runs(band)) == (6, 4)
+
+
+def _runs(columns: set[int]) -> int:
+    """How many runs of adjacent x a set of columns makes (one bar or band each)."""
+    return sum(1 for x in columns if x - 1 not in columns)

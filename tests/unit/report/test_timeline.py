@@ -88,9 +88,10 @@ def test_each_timeline_is_a_valid_mermaid_chart_of_a_bar_a_second(run: dict[str,
     assert set(flat.strip()[6:-1].split(", ")) == {"956.41"}
     values = [float(v) for v in rate.strip()[5:-1].split(", ")]
     # iperf3 3.12 over a 1G tbf: its first second bursts; second 0 measured nothing: the band
-    # (full height, drawn over it) stands there, not a bar at 0
+    # (full height, drawn over it) stands there, not a bar at 0; at a measured second the band
+    # lies below the axis (no rect drawn: a 0 would be a brown stub under the bar)
     assert values == [0, 982.79, 949.78]
-    assert band.strip() == "bar [1000, 0, 0]"
+    assert band.strip() == "bar [1000, -1000, -1000]"
     legend = report.split(network)[1].split("\n")[3]
     assert legend == (
         "*Blue bars: rate; grey line: TCP maximum; brown band: nothing measured then.*"
@@ -179,8 +180,8 @@ def test_report_of_a_real_lab_run_over_1g() -> None:
         # second 0 was not measured: a full-height band there, over the rate's 0, not a bar
         top = float(chart.split('y-axis "')[1].split("--> ")[1].split("\n")[0])
         gaps = [float(v) for v in band.split(", ")]
-        assert gaps[0] == top and set(gaps) == {0.0, top}
-        assert all(p == 0 for p, g in zip(points, gaps, strict=True) if g)
+        assert gaps[0] == top and set(gaps) == {-top, top}
+        assert all(p == 0 for p, g in zip(points, gaps, strict=True) if g > 0)
         # the rate blue, the band brown, the maximum grey, and the line under the chart says so
         assert mermaid.colours(chart) == [
             mermaid.DATA_COLOURS[0],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,15 @@ def test_write_then_read_of_a_scratch_lun_with_chap(
     install = next(call for call in ws.calls if "mktemp" in call.text)
     assert install.stdin is not None and "libiscsi" in install.stdin
     assert "0123456789abcdef" in ctx.hooks.secrets
+    # each repetition's command kept as the client ran it (its login and timed write or read),
+    # the CHAP user in it, the secret nowhere in run.json's record
+    for rep, call in zip(record["repetitions"], runs, strict=True):
+        (kept,) = rep["commands"]
+        assert kept["host"] == "ws" and " ".join(kept["argv"]) == call.text
+        assert kept["argv"][:2] == ["python3", "/tmp/nasplan-iscsi.Qw12/iscsi_rw.py"]
+        assert kept["argv"][kept["argv"].index("--chap-user") + 1] == "nasplan"
+        assert kept["argv"][kept["argv"].index("--direction") + 1] == rep["direction"]
+    assert "0123456789abcdef" not in json.dumps(record)
 
 
 def test_a_bad_iqn_is_one_clear_error_and_no_more_attempts(

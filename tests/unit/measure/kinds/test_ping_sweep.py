@@ -34,6 +34,10 @@ def test_sizes_are_tried_smallest_first_and_the_largest_answered_is_the_path_mtu
     assert record["params"]["sizes_bytes"] == [1500, 9000]
     raw = (ctx.hooks.run_dir / rep["raw_file"]).read_text()
     assert raw.count("=== nasplan ping-sweep:") == 2 and "100% packet loss" in raw
+    # each size's command kept, as the client ran it, smallest first
+    assert [c["host"] for c in rep["commands"]] == ["ws", "ws"]
+    assert [" ".join(c["argv"]) for c in rep["commands"]] == ws.texts("-M do")
+    assert [c["argv"][c["argv"].index("-s") + 1] for c in rep["commands"]] == ["1472", "8972"]
 
 
 def captured_sweep(command: str) -> Result:
