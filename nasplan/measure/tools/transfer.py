@@ -318,13 +318,31 @@ def rsync_remote(options: SshOptions, address: str, path: str) -> str:
 
 
 def rsync_argv(
-    options: SshOptions, source: str, destination: str, *, recursive: bool = False
+    options: SshOptions,
+    source: str,
+    destination: str,
+    *,
+    recursive: bool = False,
+    temp_dir: str | None = None,
 ) -> list[str]:
     """rsync of one file (``recursive``: of a directory), always sent whole and uncompressed,
-    with plain-number ``--stats``."""
+    with plain-number ``--stats``.
+
+    ``temp_dir``: a directory of the NAS (made by the NAS's rsync's own shell, first) where the
+    receiving rsync writes its ``.NAME.XXXXXX`` before renaming it into place: a killed copy
+    leaves it in a directory the run recorded, not beside the copy under a name of rsync's."""
+    scratch = []
+    if temp_dir is not None:
+        if not _RSYNC_SAFE.match(temp_dir):
+            raise ValueError(
+                f"{temp_dir!r}: an rsync temp dir holds only letters, digits, _.,+@=%/-"
+            )
+        made = shlex.join(["mkdir", "-p", "--", temp_dir])
+        scratch = [f"--temp-dir={temp_dir}", f"--rsync-path={made} && rsync"]
     return [
         "rsync",
         *(["--recursive"] if recursive else []),
+        *scratch,
         # Always send the whole file, even when the NAS already has one of the same size and age.
         "--ignore-times",
         "--whole-file",
