@@ -9,13 +9,13 @@ client's PowerShell script); its raw output is saved, its record appended, a che
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from nasplan.hosts.session import HostSession
 from nasplan.input.plan import PlanTest
-from nasplan.measure import nas_cache, timeline, together
+from nasplan.measure import nas_cache, space, timeline, together
 from nasplan.measure.commands import command
 from nasplan.measure.kind import RunContext
 from nasplan.measure.methods.base import SETUP_TIMEOUT_S, SLOWEST_BYTES_PER_SECOND, Transfer
@@ -185,10 +185,18 @@ def smb_password(xfer: Transfer) -> str:
 
 
 def prepare_client(
-    xfer: Transfer, client: HostSession, ctx: RunContext, one_file: bool = True
+    xfer: Transfer,
+    client: HostSession,
+    ctx: RunContext,
+    one_file: bool = True,
+    fits: Sequence[space.Need] = (),
+    record: Sequence[str] = (),
 ) -> tuple[str | None, str | None]:
-    """Check the tool, make the temp dir and the source (a file, a set of files and, beside a
-    set, ``one_file``: the same bytes as one file); return (local dir, error)."""
+    """Check the tool and the free space for ``fits`` (what the test writes in the temp dir and
+    through the client's mount), record ``record`` (the copies through the mount) with the temp
+    dir in the host's lock, then make the temp dir and the source (a file, a set of files and,
+    beside a set, ``one_file``: the same bytes as one file), in one round trip; return (local
+    dir, error)."""
     assert client.runner is not None
     way = xfer.method
     windows = shell.of(client.runner).is_windows
@@ -219,10 +227,15 @@ def prepare_client(
         also=also,
         one_file=one_file or not xfer.groups,
         tool=tool,
+        check=space.fit_lines(fits),
+        record=record,
     )
     result = client.runner.run_script(script, stdin=stdin, timeout_s=timeout_s)
     if result.stdout.strip() == transfer.NO_TOOL:
         return None, missing
+    short = space.said_short(fits, result.stdout)
+    if short:
+        return None, "; ".join(short)
     local_dir = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
     if not result.ok or not local_dir.startswith("/"):
         return None, f"cannot create the source file on {client.host.name}: {result.stderr.strip()}"
