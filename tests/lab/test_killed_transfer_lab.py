@@ -217,3 +217,41 @@ def test_a_volume_that_fills_mid_copy_is_named_full(lab: LabState, tmp_path: Pat
             proc.kill()
             proc.wait()
     assert on_volume(lab) == set()
+
+
+def test_an_smb_set_onto_a_volume_that_fills_says_no_word_of_copies_never_made(
+    lab: LabState, tmp_path: Path
+) -> None:
+    """Many files over SMB while the volume fills (another writer): the test fails naming the
+    full volume; its clean-up removes what was made and warns of nothing it never made (the
+    set's one-file twin a failed write never put)."""
+    env = {**FAST, services.SMB_PASSWORD_ENV: services.read_password(lab.host_dir("kxnas")) or ""}
+    filler = lab.host_path("kxnas", f"{VOLUME}/filler")
+    test = {**COMMON, "method": "smb", "files": {"count": 300, "size": "64KiB"},
+            "direction": "write", "repetitions": 2, **SMB}  # fmt: skip
+    proc = nasplan_process("apply", str(write_plan(lab, tmp_path, "setfills", test)), "--out",
+                           str(tmp_path / "setfills"), env=env)  # fmt: skip
+    try:
+        wait_for(proc, "write, repetition 1/")  # checked, recorded: the volume fills at once
+        with filler.open("wb") as taken:  # to the last block, root's reserve too (smbd's)
+            end = 0
+            for chunk in (16 * 2**20, 2**20, 64 * 2**10):
+                while True:
+                    try:
+                        os.posix_fallocate(taken.fileno(), end, chunk)
+                    except OSError:
+                        break
+                    end += chunk
+        proc.wait(timeout=120)
+        record = json.loads((tmp_path / "setfills/run.json").read_text())["tests"][0]
+        error = record["error"]
+        assert record["status"] == "failed", record["repetitions"]
+        assert error.startswith(f"kxnas: {VOLUME} is full ("), error
+        assert "cleanup" not in error, error
+        assert not [w for w in record.get("warnings") or [] if "cleanup" in w], record["warnings"]
+    finally:
+        filler.unlink(missing_ok=True)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert on_volume(lab) == set()
