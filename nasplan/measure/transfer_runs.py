@@ -110,12 +110,16 @@ def repetition(
     raw = result.stdout + result.stderr
     try:
         timed = transfer.parse_timing(result.stdout.replace("\r\n", "\n"))
-        exited, output = timed.exited, timed.output
-        # a Windows copy is timed by its script itself: no tool rate to read
-        tool = {"tool_bytes_per_second": None} if windows else xfer.method.parse(xfer, output)
-    except transfer.TransferParseError as exc:
+    except transfer.TransferParseError as exc:  # the script itself did not end (killed?)
         detail = (result.stdout.strip().splitlines() or [""])[-1]
         rep["error"] = f"{exc} (exit {result.exited})" + (f": {detail}" if detail else "")
+        return rep, raw
+    exited, output = timed.exited, timed.output
+    try:
+        # a Windows copy is timed by its script itself: no tool rate to read
+        tool = {"tool_bytes_per_second": None} if windows else xfer.method.parse(xfer, output)
+    except transfer.TransferParseError as exc:  # what the tool said, not the script's markers
+        rep["error"] = str(exc) + (f" ({argv[0]} exited {exited})" if exited else "")
         return rep, raw
     if exited != 0:
         said = (output.strip().splitlines() or [""])[-1]
