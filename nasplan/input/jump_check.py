@@ -28,36 +28,45 @@ from nasplan.input.ssh_config import DEFAULT_SSH_CONFIGS, read_ssh_config
 Parsed = tuple[paramiko.SSHConfig, tuple[tuple[Path, str], ...]]
 
 
-def jump_errors(hosts: Iterable[Host]) -> list[str]:
-    """One line per problem of each host's way in (see the module)."""
+def jump_errors(hosts: Iterable[Host], notes: list[str] | None = None) -> list[str]:
+    """One line per problem of each host's way in (see the module); ``notes`` gets one line for
+    each default ssh_config that could not be read for these checks (a warning, never an error)."""
     errors: list[str] = []
     configs: dict[tuple[Path, ...], Parsed | None] = {}
     for host in hosts:
         if host.is_local:
             continue
-        problem = _problem(host, _config(host.ssh_config, configs))
+        problem = _problem(host, _config(host.ssh_config, configs, notes))
         if problem:
             errors.append(problem)
     return errors
 
 
-def _config(named: Path | None, read: dict[tuple[Path, ...], Parsed | None]) -> Parsed | None:
+def _config(
+    named: Path | None, read: dict[tuple[Path, ...], Parsed | None], notes: list[str] | None
+) -> Parsed | None:
     """The ssh_config the connection reads, parsed once: the named file, else the user's and the
     system's; None when there is none. A named file that is not there or is broken: None (the
     inventory's own ssh file checks say it); a default one that cannot be read or parsed is left
-    out (never a validate failure of its own: the connection says it)."""
+    out, said in ``notes`` (never a validate failure of its own: the connection says it)."""
     paths = (named,) if named is not None else tuple(p.expanduser() for p in DEFAULT_SSH_CONFIGS)
     if paths not in read:
         parsed, texts = paramiko.SSHConfig(), []
         for path in paths:
             try:
-                if not path.is_file():
+                if not path.exists():
                     continue
+                if not path.is_file():
+                    raise OSError(f"{path}: not a file")
                 text = read_ssh_config(path, named=named is not None)
                 parsed.parse(io.StringIO(text))
-            except (InputError, paramiko.SSHException, ValueError, OSError):
+            except (InputError, paramiko.SSHException, ValueError, OSError) as exc:
                 if named is not None:
                     break
+                if notes is not None:
+                    why = exc.messages[0] if isinstance(exc, InputError) else str(exc)
+                    why = why if why.startswith(str(path)) else f"{path}: {why}"
+                    notes.append(f"{why[:240]} (jump hosts not checked against it)")
                 continue
             texts.append((path, text))
         whole = len(texts) == len(paths) if named is not None else bool(texts)

@@ -98,3 +98,6 @@ def test_a_user_s_ssh_config_that_cannot_be_read_never_fails_validate(
         config.write_bytes(b"Host\n" if broken == "cut short" else b"\x00\xff\xfe" * 100)
     monkeypatch.setenv("HOME", str(home))
     assert _validate(tmp_path, {"proxy_jump": "jump"}) == []
+    (said,) = load_plan(tmp_path / "plan.yaml").inventory.warnings  # one line, a warning
+    assert said.startswith(f"{config}") and said.endswith(" (jump hosts not checked against it)")
+    assert "\n" not in said and len(said) <= 300
