@@ -206,11 +206,12 @@ def _assign(values: Mapping[str, str | int]) -> str:
     return "".join(f"{name}={shlex.quote(str(value))}\n" for name, value in values.items())
 
 
-def record_script(paths: Sequence[str]) -> str:
+def record_script(paths: Sequence[str], before: str = "") -> str:
     """POSIX sh: write ``paths`` (what the run is about to make on the host) into the host's
     lock, before they are made; prints ``recorded``, else exits 1 saying why on stderr. Nothing
-    to do (prints ``recorded``) on a host this run holds no lock of."""
-    return PRELUDE + f"nasplan_register - - {shlex.join(paths)} && echo recorded\n"
+    to do (prints ``recorded``) on a host this run holds no lock of. ``before``: shell text run
+    first, in the same round trip (a check that exits to record nothing)."""
+    return PRELUDE + before + f"nasplan_register - - {shlex.join(paths)} && echo recorded\n"
 
 
 def remove_listed_script(paths: Sequence[str]) -> str:

@@ -755,9 +755,12 @@ def load_plan(
     networks = cells.cell_networks(document, resolved, expansion, inventory)
     tests = _build_tests(document, resolved, inventory, network, expansion, networks)
     used = sorted({name for test in tests for name in test.hosts if name in inventory.hosts})
-    jump_problems = jump_errors(inventory.hosts[name] for name in used)
+    unread: list[str] = []
+    jump_problems = jump_errors((inventory.hosts[name] for name in used), unread)
     if jump_problems:
         raise InputError(jump_problems)
+    if unread:  # (said where the inventory's warnings are: validate, apply, run.json)
+        inventory = dataclasses.replace(inventory, warnings=(*inventory.warnings, *unread))
     table_problems = tables_errors(document, resolved, [t.cell for t in tests])
     if table_problems:
         raise InputError(table_problems)

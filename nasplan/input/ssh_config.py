@@ -24,6 +24,10 @@ _MATCH_WITHOUT_VALUE = ("all", "canonical", "final")
 _NUMBERS = {"port": (1, 65535), "connecttimeout": (0, 86400), "connectionattempts": (1, 1000)}
 
 
+# What OpenSSH and Fabric read when no ssh_config is named: the user's, then the system's.
+DEFAULT_SSH_CONFIGS = (Path("~/.ssh/config"), Path("/etc/ssh/ssh_config"))
+
+
 def read_ssh_config(path: Path, *, named: bool) -> str:
     """The text of the ssh_config ``path``; InputError (one located line each) for a file that
     is not one. ``named``: the inventory names the file (``Include`` refused), rather than it

@@ -6,7 +6,7 @@ the test will write before anything is made, and named when a write failed on a 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -57,26 +57,63 @@ def _quoted(path: str) -> str:
     return "'" + path.replace("'", "'\\''") + "'"
 
 
-def shortfalls(needs: list[Need], runners: dict[str, Runner]) -> list[str]:
-    """One line per place where the test would not fit: ``ws: /tmp has 12.0 MiB free, the
-    test writes 24.0 MiB there (its source file and a read's copy)``; [] when all fit."""
+# what ``fit_lines`` prints of a place the test does not fit: its index, free KiB, directory
+SHORT_MARK = "NASPLAN_SHORT="
+
+
+def _places(needs: Sequence[Need]) -> list[tuple[str, str, int, str]]:
+    """(host, path, bytes wanted, what) of each place, in host and path order."""
     totals: dict[tuple[str, str], list[Need]] = {}
     for need in needs:
         totals.setdefault((need.host, need.path), []).append(need)
+    return [
+        (
+            host,
+            path,
+            sum(n.bytes for n in listed),
+            " and ".join(dict.fromkeys(n.what for n in listed)),
+        )
+        for (host, path), listed in sorted(totals.items())
+    ]
+
+
+def fit_lines(needs: Sequence[Need]) -> str:
+    """POSIX sh, to run first in the script that makes or records what the test writes (no round
+    trip of its own): each place's free space (``df -P -k`` of it or its nearest existing parent)
+    against what the test writes there; prints a SHORT_MARK line for each place that does not
+    fit, then exits 1; a place df cannot read passes. Empty without needs."""
+    if not needs:
+        return ""
+    lines = ["nasplan_short="]
+    for index, (_, path, wanted, _) in enumerate(_places(needs)):
+        lines += [
+            f"nasplan_fit={path if path == CLIENT_TMP else _quoted(path)}",
+            'while [ ! -e "$nasplan_fit" ] && [ "$nasplan_fit" != / ]; do '
+            'nasplan_fit=$(dirname -- "$nasplan_fit"); done',
+            'set -- $(df -P -k -- "$nasplan_fit" 2>/dev/null | tail -n 1)',
+            f'case ${{4:-x}} in *[!0-9]*) ;; *) [ "$(($4 * 1024))" -ge {wanted} ] || '
+            f'{{ echo "{SHORT_MARK}{index} $4 $nasplan_fit"; nasplan_short=1; }} ;; esac',
+        ]
+    lines.append('[ -z "$nasplan_short" ] || exit 1')
+    return "\n".join(lines) + "\n"
+
+
+def said_short(needs: Sequence[Need], stdout: str) -> list[str]:
+    """One line per place ``fit_lines`` found too small: ``ws: /tmp has 12.0 MiB free, the test
+    writes 24.0 MiB there (its source file and a read's copy); nothing was made``."""
+    places = _places(needs)
     problems = []
-    for (host, path), listed in sorted(totals.items()):
-        runner = runners.get(host)
-        found = free_bytes(runner, path) if runner is not None else None
-        if found is None:
+    for line in stdout.splitlines():
+        if not line.startswith(SHORT_MARK):
             continue
-        where, free = found
-        wanted = sum(need.bytes for need in listed)
-        if wanted > free:
-            what = " and ".join(dict.fromkeys(need.what for need in listed))
-            problems.append(
-                f"{host}: {where} has {format_free(free)} free, the test writes "
-                f"{format_free(wanted)} there ({what}); nothing was made"
-            )
+        index, free_kib, where = [*line[len(SHORT_MARK) :].split(" ", 2), "", ""][:3]
+        if not index.isdigit() or int(index) >= len(places) or not free_kib.isdigit():
+            continue
+        host, _, wanted, what = places[int(index)]
+        problems.append(
+            f"{host}: {where} has {format_free(int(free_kib) * 1024)} free, the test writes "
+            f"{format_free(wanted)} there ({what}); nothing was made"
+        )
     return problems
 
 
@@ -96,13 +133,8 @@ def directory_of(path: str | None) -> str | None:
 def probes(needs: list[Need]) -> list[Probe]:
     """``apply --check``: each place's free space against what the test writes there, read
     with df (nothing written); a host without df cannot tell."""
-    totals: dict[tuple[str, str], list[Need]] = {}
-    for need in needs:
-        totals.setdefault((need.host, need.path), []).append(need)
     found = []
-    for (host, path), listed in sorted(totals.items()):
-        wanted = sum(need.bytes for need in listed)
-        what = " and ".join(dict.fromkeys(need.what for need in listed))
+    for host, path, wanted, what in _places(needs):
         shown = "/tmp" if path == CLIENT_TMP else path  # ($TMPDIR, where a host sets it)
         script = (
             f"p={path if path == CLIENT_TMP else _quoted(path)}\n"

@@ -9,13 +9,13 @@ client's PowerShell script); its raw output is saved, its record appended, a che
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from nasplan.hosts.session import HostSession
 from nasplan.input.plan import PlanTest
-from nasplan.measure import nas_cache, timeline, together
+from nasplan.measure import nas_cache, space, timeline, together
 from nasplan.measure.commands import command
 from nasplan.measure.kind import RunContext
 from nasplan.measure.methods.base import SETUP_TIMEOUT_S, SLOWEST_BYTES_PER_SECOND, Transfer
@@ -110,12 +110,16 @@ def repetition(
     raw = result.stdout + result.stderr
     try:
         timed = transfer.parse_timing(result.stdout.replace("\r\n", "\n"))
-        exited, output = timed.exited, timed.output
-        # a Windows copy is timed by its script itself: no tool rate to read
-        tool = {"tool_bytes_per_second": None} if windows else xfer.method.parse(xfer, output)
-    except transfer.TransferParseError as exc:
+    except transfer.TransferParseError as exc:  # the script itself did not end (killed?)
         detail = (result.stdout.strip().splitlines() or [""])[-1]
         rep["error"] = f"{exc} (exit {result.exited})" + (f": {detail}" if detail else "")
+        return rep, raw
+    exited, output = timed.exited, timed.output
+    try:
+        # a Windows copy is timed by its script itself: no tool rate to read
+        tool = {"tool_bytes_per_second": None} if windows else xfer.method.parse(xfer, output)
+    except transfer.TransferParseError as exc:  # what the tool said, not the script's markers
+        rep["error"] = str(exc) + (f" ({argv[0]} exited {exited})" if exited else "")
         return rep, raw
     if exited != 0:
         said = (output.strip().splitlines() or [""])[-1]
@@ -185,10 +189,18 @@ def smb_password(xfer: Transfer) -> str:
 
 
 def prepare_client(
-    xfer: Transfer, client: HostSession, ctx: RunContext, one_file: bool = True
+    xfer: Transfer,
+    client: HostSession,
+    ctx: RunContext,
+    one_file: bool = True,
+    fits: Sequence[space.Need] = (),
+    record: Sequence[str] = (),
 ) -> tuple[str | None, str | None]:
-    """Check the tool, make the temp dir and the source (a file, a set of files and, beside a
-    set, ``one_file``: the same bytes as one file); return (local dir, error)."""
+    """Check the tool and the free space for ``fits`` (what the test writes in the temp dir and
+    through the client's mount), record ``record`` (the copies through the mount) with the temp
+    dir in the host's lock, then make the temp dir and the source (a file, a set of files and,
+    beside a set, ``one_file``: the same bytes as one file), in one round trip; return (local
+    dir, error)."""
     assert client.runner is not None
     way = xfer.method
     windows = shell.of(client.runner).is_windows
@@ -219,10 +231,15 @@ def prepare_client(
         also=also,
         one_file=one_file or not xfer.groups,
         tool=tool,
+        check=space.fit_lines(fits),
+        record=record,
     )
     result = client.runner.run_script(script, stdin=stdin, timeout_s=timeout_s)
     if result.stdout.strip() == transfer.NO_TOOL:
         return None, missing
+    short = space.said_short(fits, result.stdout)
+    if short:
+        return None, "; ".join(short)
     local_dir = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
     if not result.ok or not local_dir.startswith("/"):
         return None, f"cannot create the source file on {client.host.name}: {result.stderr.strip()}"

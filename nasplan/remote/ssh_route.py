@@ -28,12 +28,9 @@ from nasplan.errors import HostError, InputError
 from nasplan.input.inventory import Host
 from nasplan.input.localfile import MAX_KEY_FILE_BYTES, private_file_problem, read_bytes_bounded
 from nasplan.input.proxy_jump import MAX_HOPS, Hop, parse_hops
-from nasplan.input.ssh_config import read_ssh_config
+from nasplan.input.ssh_config import DEFAULT_SSH_CONFIGS, read_ssh_config
 from nasplan.input.ssh_keys import KeyFileError, read_private_key
 from nasplan.remote import host_keys
-
-# What OpenSSH and Fabric read when no ssh_config is named: the user's, then the system's.
-DEFAULT_SSH_CONFIGS = (Path("~/.ssh/config"), Path("/etc/ssh/ssh_config"))
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """nasplan killed (SIGKILL) at a step of a transfer: every copy it was making on the NAS's
-volume (an SMB file, a set of many files over SMB and NFS, an NFS cold read's file) was
-recorded in the NAS's lock and in run.json before it was made, so ``nasplan restore``, the
-next run and ``--resume`` remove it; every host and the volume are read back afterwards.
+volume (an SMB file, a set of many files over SMB and NFS, an NFS cold read's file, an rsync
+copy with its temp dir) or through the client's mount (``method: copy``) was recorded in that
+host's lock and in run.json before it was made, so ``nasplan restore``, the next run and
+``--resume`` remove it; every host and the volume (the mount) are read back afterwards.
 
 (The lab's nfs-ganesha keeps a file it wrote open a while after it is removed: its space comes
 back later, so the volume is larger than the copies need.)"""
@@ -67,6 +68,19 @@ CASES = {
         "cold-read, repetition 1/",
         "restore",
     ),
+    # rsync writes .NAME.XXXXXX first: in a recorded nasplan-* temp dir beside the copy
+    "rsync-file": (
+        {**COMMON, "method": "rsync", "size": "16MiB", "repetitions": 10},
+        "write, repetition 2/",
+        "restore",
+    ),
+    # dd through the client's mount (a directory every lab host sees stands in for it)
+    "copy-file": (
+        {**{k: v for k, v in COMMON.items() if k != "volume"}, "method": "copy",
+         "size": "16MiB", "repetitions": 10},
+        "write, repetition 2/",
+        "resume",
+    ),
 }  # fmt: skip
 
 
@@ -78,8 +92,13 @@ def lab(running_lab: Any) -> Iterator[LabState]:
 
 def on_volume(lab: LabState) -> set[str]:
     """What nasplan left on the NAS's volume (its copies are named nasplan-...)."""
-    found = lab.host_path("kxnas", VOLUME).iterdir()
-    return {p.name for p in found if p.name.startswith("nasplan")}
+    return left_in(lab.host_path("kxnas", VOLUME))
+
+
+def left_in(directory: Path) -> set[str]:
+    """What nasplan or its tools left in ``directory``: its copies (nasplan-...) and a tool's
+    hidden temp file of one (rsync's .nasplan-....XXXXXX)."""
+    return {p.name for p in directory.iterdir() if p.name.lstrip(".").startswith("nasplan")}
 
 
 def write_plan(lab: LabState, directory: Path, name: str, test: dict[str, Any]) -> Path:
@@ -103,12 +122,19 @@ def nasplan(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_transfer_killed_mid_step_leaves_nothing_once_restore_resume_or_the_next_run_ran(
-    lab: LabState, tmp_path: Path, case: str
+    lab: LabState, tmp_path: Path, shared_dir: Path, case: str
 ) -> None:
     test, step, cleaner = CASES[case]
     env = {**FAST, services.SMB_PASSWORD_ENV: services.read_password(lab.host_dir("kxnas")) or ""}
+    holder, where, place = "kxnas", VOLUME, lab.host_path("kxnas", VOLUME)
+    if test["method"] == "copy":  # through the client's mount: the client holds the copies
+        holder, where, place = "kxws", str(shared_dir), shared_dir
+        test = {**test, "mounted_path": where}
+    if test["method"] == "rsync":
+        test = {**test, "ssh_identity": str(lab.identity_path),
+                "ssh_known_hosts": str(lab.known_hosts_path)}  # fmt: skip
     before = leftovers(lab)
-    assert on_volume(lab) == set()
+    assert on_volume(lab) == set() and left_in(place) == set()
     run_dir = tmp_path / "run"
     proc = nasplan_process("apply", str(write_plan(lab, tmp_path, case, test)), "--out",
                            str(run_dir), env=env)  # fmt: skip
@@ -117,34 +143,36 @@ def test_a_transfer_killed_mid_step_leaves_nothing_once_restore_resume_or_the_ne
     proc.kill()
     proc.wait()
 
-    left = on_volume(lab)
+    left = left_in(place)
     assert left, "the kill came after the copies were removed: it tests nothing"
-    # recorded in run.json before they were made
+    # recorded in run.json before they were made (a tool's temp file inside one of them)
     run = json.loads((run_dir / "run.json").read_text())
-    created = run["tests"][0]["created"]["kxnas"]
+    reps = run["tests"][0]["repetitions"]  # (rsync's own temp dir made and used: copies ok)
+    assert reps and all(r["status"] == "ok" for r in reps), reps
+    created = run["tests"][0]["created"][holder]
     assert {Path(p).name for p in created} >= left, (created, left)
-    assert all(p.startswith(f"{VOLUME}/nasplan-") for p in created), created
+    assert all(p.startswith(f"{where}/nasplan-") for p in created), created
 
     if cleaner == "restore":
         done = nasplan("restore", str(run_dir), env=env)
         assert done.returncode == 0, done.stderr
-        assert "host kxnas: removed the killed run's lock and " in done.stderr, done.stderr
-        assert f"file {VOLUME}/nasplan-" in done.stderr, done.stderr
+        assert f"host {holder}: removed the killed run's lock and " in done.stderr, done.stderr
+        assert f"file {where}/nasplan-" in done.stderr, done.stderr
     elif cleaner == "next run":
         other = {**COMMON, "method": "nfs", "size": "1MiB", "repetitions": 1}
         done = nasplan("apply", str(write_plan(lab, tmp_path, "next", other)), "--out",
                        str(tmp_path / "next"), env=env)  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert "took over the stale lock of run" in done.stderr, done.stderr
-        assert f"file {VOLUME}/nasplan-" in done.stderr, done.stderr
+        assert f"file {where}/nasplan-" in done.stderr, done.stderr
     else:
         done = nasplan("apply", "--resume", str(run_dir), env=env)
         assert done.returncode == 0, done.stderr
         assert "took over the stale lock of run" in done.stderr, done.stderr
-        assert f"file {VOLUME}/nasplan-" in done.stderr, done.stderr
+        assert f"file {where}/nasplan-" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
 
-    assert on_volume(lab) == set()  # the volume: as it was
+    assert on_volume(lab) == set() and left_in(place) == set()  # the volume, the mount: as were
     deadline = time.monotonic() + 10  # a process the kill left stops with its lease
     while leftovers(lab) - before and time.monotonic() < deadline:
         time.sleep(0.5)
@@ -183,6 +211,45 @@ def test_a_volume_that_fills_mid_copy_is_named_full(lab: LabState, tmp_path: Pat
         error = run["tests"][0]["error"]
         assert error.startswith(f"kxnas: {VOLUME} is full ("), error
         assert " B free)" in error or " KiB free)" in error, error
+    finally:
+        filler.unlink(missing_ok=True)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert on_volume(lab) == set()
+
+
+def test_an_smb_set_onto_a_volume_that_fills_says_no_word_of_copies_never_made(
+    lab: LabState, tmp_path: Path
+) -> None:
+    """Many files over SMB while the volume fills (another writer): the test fails naming the
+    full volume; its clean-up removes what was made and warns of nothing it never made (the
+    set's one-file twin a failed write never put)."""
+    env = {**FAST, services.SMB_PASSWORD_ENV: services.read_password(lab.host_dir("kxnas")) or ""}
+    filler = lab.host_path("kxnas", f"{VOLUME}/filler")
+    test = {**COMMON, "method": "smb", "files": {"count": 300, "size": "64KiB"},
+            "direction": "write", "repetitions": 2, **SMB}  # fmt: skip
+    proc = nasplan_process("apply", str(write_plan(lab, tmp_path, "setfills", test)), "--out",
+                           str(tmp_path / "setfills"), env=env)  # fmt: skip
+    try:
+        wait_for(proc, "write, repetition 1/")  # checked, recorded: the volume fills at once
+        with filler.open("wb") as taken:  # to the last block, root's reserve too (smbd's)
+            end = 0
+            for chunk in (16 * 2**20, 2**20, 64 * 2**10):
+                while True:
+                    try:
+                        os.posix_fallocate(taken.fileno(), end, chunk)
+                    except OSError:
+                        break
+                    end += chunk
+        proc.wait(timeout=120)
+        record = json.loads((tmp_path / "setfills/run.json").read_text())["tests"][0]
+        error = record["error"]
+        assert record["status"] == "failed", record["repetitions"]
+        assert error.startswith(f"kxnas: {VOLUME} is full ("), error
+        assert "cleanup" not in error and "NASPLAN_" not in error, error
+        assert "write 1: smbclient: NT_STATUS_DISK_FULL " in error, error
+        assert not [w for w in record.get("warnings") or [] if "cleanup" in w], record["warnings"]
     finally:
         filler.unlink(missing_ok=True)
         if proc.poll() is None:

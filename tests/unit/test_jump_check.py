@@ -69,3 +69,35 @@ def test_a_way_in_that_cannot_work_is_refused_at_validate(
 def test_a_chain_that_ends_validates(tmp_path: Path) -> None:
     assert _validate(tmp_path, {"proxy_jump": "far", "ssh_config": "sshc"}) == []
     assert _validate(tmp_path, {"address": "nas2", "ssh_config": "sshc"}) == []  # its own way
+
+
+def test_the_user_s_own_ssh_config_is_read_as_the_connection_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No ssh_config named: the loop in ~/.ssh/config is found at validate, at its line."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh/config").write_text(SSH_CONFIG)
+    monkeypatch.setenv("HOME", str(home))
+    (line,) = _validate(tmp_path, {"proxy_jump": "jump"})
+    assert "hosts.nas.proxy_jump: the jump hosts to nas loop at gw (ssh_config)" in line, line
+    (line,) = _validate(tmp_path, {"address": "nas2", "proxy_jump": "admin@198.18.44.40"})
+    assert line.startswith(f"{home}/.ssh/config:9:3: ssh_config: nas: ProxyCommand is not used")
+
+
+@pytest.mark.parametrize("broken", ["directory", "cut short", "binary"])
+def test_a_user_s_ssh_config_that_cannot_be_read_never_fails_validate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, broken: str
+) -> None:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    config = home / ".ssh/config"
+    if broken == "directory":
+        config.mkdir()
+    else:
+        config.write_bytes(b"Host\n" if broken == "cut short" else b"\x00\xff\xfe" * 100)
+    monkeypatch.setenv("HOME", str(home))
+    assert _validate(tmp_path, {"proxy_jump": "jump"}) == []
+    (said,) = load_plan(tmp_path / "plan.yaml").inventory.warnings  # one line, a warning
+    assert said.startswith(f"{config}") and said.endswith(" (jump hosts not checked against it)")
+    assert "\n" not in said and len(said) <= 300

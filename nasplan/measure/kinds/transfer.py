@@ -142,12 +142,9 @@ def full_disks(job: Job) -> list[str]:
     return said
 
 
-def record_copies(job: Job) -> bool:
-    """Write-ahead: every copy the test may write on the NAS (its volume's path, as the NAS sees
-    it) and through a client's mount, recorded in that host's lock and in the record
-    (``created``, checkpointed into run.json) before the first is made, so that the run's end,
-    ``nasplan restore``, ``--resume`` and the next run remove what a killed run left. False
-    (the record's error) when a host's lock cannot hold them: nothing is made then."""
+def wanted_copies(job: Job) -> dict[str, tuple[HostSession, list[str]]]:
+    """Host name -> (its session, every copy the test may write there): on the NAS (its
+    volume's path, as the NAS sees it) and through a client's mount."""
     wanted: dict[str, tuple[HostSession, list[str]]] = {}
     for side in job.sides:
         method = side.xfer.method
@@ -158,14 +155,35 @@ def record_copies(job: Job) -> bool:
             if paths and "\n" not in "".join(paths):
                 listed = wanted.setdefault(session.host.name, (session, []))[1]
                 listed += [p for p in paths if p not in listed]
+    return wanted
+
+
+def record_copies(job: Job) -> bool:
+    """Write-ahead: every copy the test may write (``wanted_copies``) in the record
+    (``created``, checkpointed into run.json) and in that host's lock before the first is made,
+    so that the run's end, ``nasplan restore``, ``--resume`` and the next run remove it. The
+    same script compares that place's free space with what the test writes there first
+    (``space.fit_lines``: no round trip of its own). A client's are recorded and checked by its
+    set-up script (``_prepared``). False (the record's error) when the copies would not fit or
+    a host's lock cannot hold them: nothing is made then."""
+    wanted = wanted_copies(job)
     if not wanted:
         return True
     job.record["created"] = {name: paths for name, (_, paths) in sorted(wanted.items())}
     job.ctx.checkpoint(job.record)
+    runners = _runners(job)
+    clients = {side.name for side in job.sides}
     for name, (session, paths) in sorted(wanted.items()):
-        if not session.locked or session.runner is None:
+        fits = [n for n in space_needs(job) if n.host == name] if name in runners else []
+        if name in clients or session.runner is None or not (session.locked or fits):
             continue
-        result = session.runner.run_script(record_script(paths), timeout_s=30)
+        check = space.fit_lines(fits)
+        script = record_script(paths, before=check) if session.locked else check + "echo recorded\n"
+        result = session.runner.run_script(script, timeout_s=30)
+        short = space.said_short(fits, result.stdout)
+        if short:
+            job.record["error"] = "; ".join(short)
+            return False
         if result.stdout.strip() != "recorded":
             said = (result.stderr.strip().splitlines() or [f"exit {result.exited}"])[-1]
             job.record["error"] = f"{name}: the test's copies not recorded, none made: {said}"
@@ -285,10 +303,6 @@ class FileTransfer(Kind[TransferSettings]):
         server = ctx.sessions[test.server]
         self._describe_run(record, s, sides, server, ctx)
         job = Job(test, ctx, server, sides, record, s.one_file)
-        short = space.shortfalls(space_needs(job), _runners(job))
-        if short:  # before anything is made
-            record["error"] = "; ".join(short)
-            return record
         try:
             if not record_copies(job) or not self._prepared(job):
                 return record
@@ -326,9 +340,16 @@ class FileTransfer(Kind[TransferSettings]):
         record["cache"] = _cache_facts(server, first.xfer)
 
     def _prepared(self, job: Job) -> bool:
-        """Each client's temp dir and source; False with the record's error when one cannot."""
+        """Each client's temp dir and source, what it writes checked against its free space and
+        its copies through a mount recorded first, in one round trip (``prepare_client``); False
+        with the record's error when one cannot."""
+        needs, wanted, posix = space_needs(job), wanted_copies(job), _runners(job)
         for side in job.sides:
-            local_dir, error = prepare_client(side.xfer, side.client, job.ctx, job.one_file)
+            fits = [n for n in needs if n.host == side.name] if side.name in posix else []
+            record = wanted.get(side.name, (side.client, []))[1]
+            local_dir, error = prepare_client(
+                side.xfer, side.client, job.ctx, job.one_file, fits, record
+            )
             side.local_dir = local_dir or ""
             if error is not None:
                 job.record["error"] = error

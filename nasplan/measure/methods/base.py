@@ -196,8 +196,15 @@ class TransferMethod(abc.ABC):
     def nas_copies(self, xfer: Transfer) -> list[str]:
         """The copies' paths as the NAS sees them (recorded in its lock before the first is
         written); none when the plan does not say where they land there."""
-        paths = [self.nas_path(copy) for copy in self.copies(xfer)]
+        copies = self.copies(xfer)
+        paths = [self.nas_path(copy) for copy in copies]
+        paths += [scratch for copy in copies for scratch in self.nas_scratch(copy)]
         return [p for p in dict.fromkeys(paths) if p and p.startswith("/")]
+
+    def nas_scratch(self, xfer: Transfer) -> list[str]:
+        """Directories of the NAS the tool writes in besides the copy (rsync's temp dir),
+        recorded with the copies; none by default."""
+        return []
 
     def client_copies(self, xfer: Transfer) -> list[str]:
         """The copies' paths as the client sees them, when it writes them through a path of its

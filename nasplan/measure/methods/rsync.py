@@ -72,7 +72,9 @@ class Rsync(TransferMethod):
             return self._set_command(xfer, direction, local_dir, address, remote)
         read_copy = f"{local_dir}/{transfer.READ_NAME}"
         if direction == "write":
-            return transfer.rsync_argv(xfer.ssh, f"{local_dir}/{transfer.SOURCE_NAME}", remote), []
+            source = f"{local_dir}/{transfer.SOURCE_NAME}"
+            (scratch,) = self.nas_scratch(xfer)
+            return transfer.rsync_argv(xfer.ssh, source, remote, temp_dir=scratch), []
         return transfer.rsync_argv(xfer.ssh, remote, read_copy), [transfer.remove_argv(read_copy)]
 
     def _set_command(
@@ -93,6 +95,13 @@ class Rsync(TransferMethod):
             {**parsed, "files": transfer_sets.parse_rsync_files(output)} if xfer.groups else parsed
         )
 
+    def nas_scratch(self, xfer: Transfer) -> list[str]:
+        """A file's write: the directory rsync writes its temp file in (``--temp-dir``), beside
+        the copy on the same file system (renamed into place as without it: the same work is
+        measured), named ``nasplan-*`` so that the lock's clean-up removes what a killed copy
+        left there. A set's temp files are inside its own recorded directory already."""
+        return [] if xfer.groups else [join(xfer.remote_dir, f"{xfer.remote_name}.tmp")]
+
     def nas_path(self, xfer: Transfer) -> str | None:
         """rsync's ``path`` is the NAS's own."""
         return join(xfer.remote_dir, xfer.remote_name)
@@ -105,5 +114,5 @@ class Rsync(TransferMethod):
     def remove_copy(
         self, xfer: Transfer, client: Runner, server: Runner, local_dir: str, address: str
     ) -> list[str]:
-        path = join(xfer.remote_dir, xfer.remote_name)
-        return remove_on_nas(server, [path], recursive=bool(xfer.groups))
+        paths = [join(xfer.remote_dir, xfer.remote_name), *self.nas_scratch(xfer)]
+        return remove_on_nas(server, paths, recursive=True)

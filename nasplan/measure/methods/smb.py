@@ -28,6 +28,15 @@ if TYPE_CHECKING:
     from nasplan.measure.kind import Needs, Probe
 
 
+# what smbclient says of a name that is not on the share: a missing file in a directory that
+# is there (``del``: ``NT_STATUS_NO_SUCH_FILE listing \\NAME``), a missing name or directory
+NOT_THERE = (
+    "NT_STATUS_NO_SUCH_FILE",
+    "NT_STATUS_OBJECT_NAME_NOT_FOUND",
+    "NT_STATUS_OBJECT_PATH_NOT_FOUND",
+)
+
+
 class Smb(TransferMethod):
     """SMB to a share of the NAS."""
 
@@ -98,7 +107,10 @@ class Smb(TransferMethod):
             directory=xfer.remote_dir,
         )
         result = client.run(argv, timeout_s=SETUP_TIMEOUT_S)
-        gone = "NT_STATUS_OBJECT_NAME_NOT_FOUND" in result.stdout + result.stderr
+        said = result.stdout + result.stderr
+        # never made (a set's write that failed on a full volume before its one-file twin):
+        # nothing to remove, nothing to say
+        gone = any(status in said for status in NOT_THERE)
         if not result.ok and not gone:
             return [f"smbclient del {xfer.remote_name}: {result.stdout.strip()}"]
         return []

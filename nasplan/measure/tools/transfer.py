@@ -88,6 +88,8 @@ def setup_script(
     also: Sequence[str] = (),
     one_file: bool = True,
     tool: str | None = None,
+    check: str = "",
+    record: Sequence[str] = (),
 ) -> str:
     """Shell text: a private temp dir with an incompressible source file (``one_file``) and
     what ``also`` makes there (a set of many files: ``$dir`` is the directory); prints the dir.
@@ -95,10 +97,14 @@ def setup_script(
     With ``with_auth`` the script's stdin (the smbclient authentication file) goes to
     ``DIR/smb-auth``, mode 0600, so no password ever appears in argv. ``tool``: looked for
     first, in the same round trip; without it the script prints NO_TOOL and makes nothing.
+    ``check``: shell text run next (the temp dir's free space), which exits to make nothing;
+    ``record``: what the test will make through the client's mount, recorded in the host's lock
+    with the temp dir, before either is made.
     """
     lines = [] if tool is None else [
         f"command -v {shlex.quote(tool)} >/dev/null 2>&1 || {{ echo {NO_TOOL}; exit 1; }}"
     ]  # fmt: skip
+    lines += [check.rstrip("\n")] if check else []
     lines += [
         "set -e",
         "umask 077",
@@ -106,7 +112,8 @@ def setup_script(
     ]
     # recorded in the host's lock before it is made (mkdir, never an existing one): should this
     # run die, whoever finds the lock removes the directory
-    lines += [PRELUDE, 'nasplan_register - - "$dir"', 'mkdir -m 700 -- "$dir"']
+    lines += [PRELUDE, f'nasplan_register - - "$dir" {shlex.join(record)}'.rstrip()]
+    lines.append('mkdir -m 700 -- "$dir"')
     if with_auth:
         lines.append(f'cat > "$dir"/{AUTH_NAME}')
     if one_file:
@@ -318,13 +325,31 @@ def rsync_remote(options: SshOptions, address: str, path: str) -> str:
 
 
 def rsync_argv(
-    options: SshOptions, source: str, destination: str, *, recursive: bool = False
+    options: SshOptions,
+    source: str,
+    destination: str,
+    *,
+    recursive: bool = False,
+    temp_dir: str | None = None,
 ) -> list[str]:
     """rsync of one file (``recursive``: of a directory), always sent whole and uncompressed,
-    with plain-number ``--stats``."""
+    with plain-number ``--stats``.
+
+    ``temp_dir``: a directory of the NAS (made by the NAS's rsync's own shell, first) where the
+    receiving rsync writes its ``.NAME.XXXXXX`` before renaming it into place: a killed copy
+    leaves it in a directory the run recorded, not beside the copy under a name of rsync's."""
+    scratch = []
+    if temp_dir is not None:
+        if not _RSYNC_SAFE.match(temp_dir):
+            raise ValueError(
+                f"{temp_dir!r}: an rsync temp dir holds only letters, digits, _.,+@=%/-"
+            )
+        made = shlex.join(["mkdir", "-p", "--", temp_dir])
+        scratch = [f"--temp-dir={temp_dir}", f"--rsync-path={made} && rsync"]
     return [
         "rsync",
         *(["--recursive"] if recursive else []),
+        *scratch,
         # Always send the whole file, even when the NAS already has one of the same size and age.
         "--ignore-times",
         "--whole-file",

@@ -14,24 +14,37 @@ ROOMY = "/srv/v1\nFilesystem 1024-blocks Used Available Capacity Mounted on\n"
 ROOMY += "/dev/loop3 325632 13 12288 1% /srv/v1\n"
 
 
-def test_a_test_that_does_not_fit_is_named_with_both_numbers(
-    fake_runner: Callable[[str], Any],
-) -> None:
-    nas, ws = fake_runner("nas"), fake_runner("ws")
-    nas.expect("df -P -k", ROOMY)
-    ws.expect("df -P -k", FULL)
+def test_a_test_that_does_not_fit_is_named_with_both_numbers() -> None:
+    """fit_lines run by a real sh on this machine's df: a place far too small is named with
+    what df said and what the test writes; one that fits, and one df cannot read, pass."""
+    import subprocess
+
     needs = [
-        space.Need("ws", space.CLIENT_TMP, 2**20, "its source file"),
-        space.Need("ws", space.CLIENT_TMP, 2**20, "a read's copy"),
-        space.Need("nas", "/srv/v1", 8 * 2**20, "the copies"),
+        space.Need("ws", "/", 2**50, "its source file"),
+        space.Need("ws", "/", 2**50, "a read's copy"),
+        space.Need("ws", "/no/such/dir/at/all", 1, "the copies"),  # df of / (its parent)
     ]
+    said = subprocess.run(["sh", "-c", space.fit_lines(needs) + "echo made"],
+                          capture_output=True, text=True)  # fmt: skip
+    assert said.returncode == 1 and "made" not in said.stdout, said
+    (line,) = space.said_short(needs, said.stdout)
+    assert line.startswith("ws: / has ") and line.endswith(
+        " free, the test writes 2048.0 TiB there (its source file and a read's copy); "
+        "nothing was made"
+    ), line
+    fits = subprocess.run(["sh", "-c", space.fit_lines(needs[2:]) + "echo made"],
+                          capture_output=True, text=True)  # fmt: skip
+    assert fits.stdout == "made\n" and space.said_short(needs[2:], fits.stdout) == []
+    assert space.fit_lines([]) == ""
 
-    said = space.shortfalls(needs, {"nas": nas, "ws": ws})
 
+def test_what_df_says_of_a_full_tmp_reads_as_a_person_writes_it() -> None:
+    needs = [space.Need("ws", space.CLIENT_TMP, 24 * 2**20, "its source file")]
+    said = space.said_short(needs, "NASPLAN_SHORT=0 12288 /tmp\n")
     assert said == [
-        "ws: /tmp has 0 B free, the test writes 2.0 MiB there (its source file and a read's "
-        "copy); nothing was made"
-    ]  # the volume's 12 MiB hold the 8 MiB of copies
+        "ws: /tmp has 12.0 MiB free, the test writes 24.0 MiB there (its source file); "
+        "nothing was made"
+    ]
 
 
 def test_a_full_disk_is_named_with_what_is_left(fake_runner: Callable[[str], Any]) -> None:

@@ -46,8 +46,11 @@ def sampled(runner: Any) -> Any:
         return None if rides else Result(text, samples, "", 0)
 
     runner.allow("nasplan-sampler", reply=start).allow('rm -f "$flag"', reply=stop)
-    # where a transfer writes: df -P -k's line of a roomy file system (space.free_bytes)
-    return runner.allow("df -P -k", "/tmp\n/dev/sda1 1000000000 1000 999999000 1% /\n")
+    # a transfer's copies recorded (its place's free space checked in the same script): they fit
+    runner.allow("echo recorded", "recorded\n")
+    # where a transfer wrote, after a failure: df -P -k's line of a roomy file system
+    # (space.free_bytes)
+    return runner.allow('df -P -k -- "$p"', "/tmp\n/dev/sda1 1000000000 1000 999999000 1% /\n")
 
 
 def riding_start(stdout: str = "") -> str:

@@ -126,8 +126,28 @@ def test_a_client_without_the_tool_is_said_from_the_setup_s_own_round_trip(
 
     assert record["status"] == "failed"
     assert record["error"] == "dd is not installed on ws"
-    # no round trip of its own for the tool: besides the setup, only df's reads of free space
-    # (before anything is made, and after the failure: a full /tmp would be named first)
-    made = [call for call in ws.calls if "nasplan-xfer." in call.text]
-    assert len(made) == 1
-    assert all("df -P -k" in call.text for call in ws.calls if call not in made)
+    # one round trip: the tool, then the temp dir's free space, are looked for by the script
+    # that makes the temp dir and the source (the mount's free space: in the script that
+    # records the copies, not run for a tool that is not there)
+    assert [call.text for call in ws.calls if "nasplan-xfer." not in call.text] == []
+    (setup,) = ws.calls
+    assert setup.text.index("command -v dd") < setup.text.index("df -P -k")
+
+
+def test_a_client_temp_dir_too_small_is_said_from_the_setup_s_own_round_trip(
+    kind_context: Callable[..., Any],
+) -> None:
+    ctx, _, ws = kind_context(TEST)
+    # df's answer in the set-up script, before it records or makes anything (a real sh run of
+    # these lines: tests/unit/measure/test_space.py)
+    ws.expect("command -v dd", "NASPLAN_SHORT=0 12288 /tmp\n", exited=1)
+
+    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+
+    assert record["error"] == (
+        "ws: /tmp has 12.0 MiB free, the test writes 16.0 MiB there (its source file); "
+        "nothing was made"
+    )
+    (setup,) = ws.calls  # the mount's free space and its copy's record: in the same script
+    assert "'/mnt/nas'" in setup.text and "/mnt/nas/nasplan-nfs-" in setup.text
+    assert setup.text.index("NASPLAN_SHORT=") < setup.text.index("nasplan_register -")

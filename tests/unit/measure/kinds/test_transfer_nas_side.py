@@ -204,3 +204,31 @@ def test_the_estimate_counts_each_client_each_file_and_the_one_file_beside(
     assert seconds[2] == pytest.approx(
         n * (part_s + 125e6 / transfer_kind.SOURCE_BYTES_PER_SECOND) + 2 * set_s
     )
+
+
+def test_a_set_that_filled_the_share_warns_of_no_copy_it_never_made(
+    kind_context: Callable[..., Any], smb_password: None
+) -> None:
+    """The set's write failed on a full volume, so its one-file twin was never put: removing the
+    set's directory is all the clean-up says or does (smbclient's ``del`` of the twin that is
+    not there is no problem)."""
+    ctx, _nas, ws = kind_context(
+        "  - {id: many, kind: transfer, server: nas, client: ws, method: smb, share: data,\n"
+        "     password_env: NASPLAN_UNIT_SMB_PASSWORD, repetitions: 1, direction: write,\n"
+        "     files: {count: 3, size: 1MiB}}\n",
+        {"smbclient": "/usr/bin/smbclient"},
+    )
+    full = "NT_STATUS_DISK_FULL closing remote file \\nasplan-many\\f2\n"
+    ws.expect("split -b 1048576", SETUP_DIR + "\n")
+    ws.expect("mput nasplan-many-", full + "NASPLAN_ELAPSED_NS=9000000\nNASPLAN_EXIT=1\n", exited=1)
+    ws.allow("put /tmp/nasplan-xfer.Ab12Cd/source.bin", full + "NASPLAN_EXIT=1\n", exited=1)
+    ws.expect("deltree nasplan-many-")
+    ws.expect("del nasplan-many-", "NT_STATUS_NO_SUCH_FILE listing \\nasplan-many.set.bin\n",
+              exited=1)  # fmt: skip
+    ws.expect(f"rm -rf -- {SETUP_DIR}")
+
+    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+
+    assert record["status"] == "failed"
+    assert "NT_STATUS_DISK_FULL" in record["error"], record["error"]
+    assert "cleanup" not in record["error"] and not record.get("warnings"), record

@@ -14,6 +14,8 @@ import pytest
 
 from nasplan.errors import InputError
 from nasplan.input.plan import load_plan
+from nasplan.measure import methods
+from nasplan.measure.methods.base import Transfer
 from nasplan.measure.tools import transfer
 from nasplan.measure.verdicts import annotated
 from nasplan.remote.runner import LocalRunner
@@ -431,3 +433,21 @@ def test_password_never_in_argv_of_the_built_commands() -> None:
     )
     assert password in auth
     assert password not in transfer.timed_script(argv) + transfer.setup_script(1, with_auth=True)
+
+
+def test_a_file_s_rsync_write_keeps_its_temp_file_in_a_recorded_directory_beside_the_copy() -> None:
+    """rsync's .NAME.XXXXXX goes into DIR (made by the NAS's rsync's own shell first): a
+    nasplan-* path the run records with the copy, so the lock's clean-up can remove it."""
+    rsync = methods.method("rsync")
+    xfer = Transfer(rsync, ("write", "read"), 2**20, "nasplan-t-ab12.bin", remote_dir="/srv/v1")
+    assert rsync.nas_copies(xfer) == [
+        "/srv/v1/nasplan-t-ab12.bin",
+        "/srv/v1/nasplan-t-ab12.bin.tmp",
+    ]
+    argv, _ = rsync.command(xfer, "write", "/tmp/d", "198.18.44.10")
+    assert "--temp-dir=/srv/v1/nasplan-t-ab12.bin.tmp" in argv
+    assert "--rsync-path=mkdir -p -- /srv/v1/nasplan-t-ab12.bin.tmp && rsync" in argv
+    read, _ = rsync.command(xfer, "read", "/tmp/d", "198.18.44.10")  # into the client's temp dir
+    assert not [a for a in read if a.startswith(("--temp-dir", "--rsync-path"))]
+    with pytest.raises(ValueError, match="rsync temp dir"):
+        transfer.rsync_argv(transfer.SshOptions(), "/a", "h:/b", temp_dir="/srv/x y")
