@@ -121,8 +121,10 @@ def test_one_saturated_core_is_named_with_the_average_beside_it(
         found = [f for f in run["diagnosis"] if f["cause"] == "cpu-core"]
         if all(r["cpu_busy_percent_median"] < 85 for r in loads.values()):
             break
-        if any(r["cpu_busy_percent_median"] >= 90 for r in loads.values()):
-            assert found == []  # the whole machine was busy: not one core's limit
+        # a host whose whole machine was busy names no core of it (the hosts' samples of the
+        # one kernel differ a little: one may be at 91 % and the other at 89 %)
+        busy = {h for h, r in loads.items() if r["cpu_busy_percent_median"] >= 90}
+        assert not [f for f in found if f["host"] in busy], found
     else:
         pytest.fail(f"the machine stayed busy in three runs; no quiet one to name a core: {loads}")
     (one,) = found  # lab hosts share one kernel: its core is named once

@@ -21,8 +21,9 @@ ROOT = Path(__file__).resolve().parents[2]
 HOSTS = {"nas": {"services": ["smb"]}, "ws": {}, "box": {"personality": "qnap"}}
 LAB_A = {"name": "iso-a", "lan": {"prefix": "198.19.204.0/24", "rate": "1G"}, "hosts": HOSTS}
 LAB_B = {"name": "iso-b", "lan": {"prefix": "198.19.205.0/24", "rate": "1G"}, "hosts": HOSTS}
-# A run taking nasplan's lock on "nas" this very moment: a live owner, no lease yet. Any other run
-# on a host that sees this directory is refused (exit 3) rather than taking it over.
+# Another run's lock on "nas": a live owner and a lease ten minutes ahead on the host's clock
+# (/proc/uptime; the lab's hosts share this kernel). Any other run on a host that sees this
+# directory is refused (exit 3) rather than taking it over.
 LOCK = "/tmp/nasplan-nas.lock"
 OWNER = f"run_id=someone-else\npid={os.getpid()}\ncontrol={os.uname().nodename}\nuser=root\n"
 
@@ -71,16 +72,19 @@ def test_a_lock_on_a_host_of_one_lab_does_not_refuse_a_run_on_its_namesake_in_an
     lock = a.host_path("nas", LOCK)
     lock.mkdir()
     (lock / "owner").write_text(OWNER)
+    uptime_s = float(Path("/proc/uptime").read_text().split()[0])
+    (lock / "lease").write_text(f"{int(uptime_s) + 600}\n")
     try:
         code_b, said_b = finish(start(write_plan(b, tmp_path, "on-b"), tmp_path / "on-b"))
         code_a, said_a = finish(start(write_plan(a, tmp_path, "on-a"), tmp_path / "on-a"))
         assert (lock / "owner").read_text() == OWNER  # untouched
     finally:
         (lock / "owner").unlink()
+        (lock / "lease").unlink()
         lock.rmdir()
     assert code_b == 0, said_b
     # The same run on the lab that holds the lock is refused: the lock itself works.
-    assert code_a == 3 and "taking the lock this very moment" in said_a, said_a
+    assert code_a == 3 and "in use by another nasplan" in said_a, said_a
     assert not b.host_path("nas", LOCK).exists()
     assert not Path(LOCK).exists()
 
