@@ -16,6 +16,7 @@ from typing import Any
 from nasplan.errors import CannotStart
 from nasplan.input.plan import PlanTest
 from nasplan.measure import timeline, together
+from nasplan.measure.commands import command
 from nasplan.measure.kind import Needs, RunContext
 from nasplan.measure.pair import Pair, nas_path, open_pair
 from nasplan.measure.sampling import Sampling
@@ -95,7 +96,17 @@ def _repetition(
     finally:
         stop = iperf3_multi.servers_stop_script(list(each.values()), token, grace_s=STOP_GRACE_S)
         server.runner.run_script(stop, timeout_s=30)
-    return _combined({c: parts[c] for c in pairs}, params.bidir)
+    # each client's command is kept once, with the servers', on the repetition (not its part)
+    clients = [c for name in pairs for c in parts[name].pop("commands", [])]
+    rep = _combined({c: parts[c] for c in pairs}, params.bidir)
+    files = iperf3_multi.temp_paths(token, list(each.values()))
+    servers = [
+        command(server.host.name, iperf3_server.server_argv(server.tools["iperf3"], port, *f),
+                server=True)
+        for port, f in zip(each.values(), files, strict=True)
+    ]  # fmt: skip
+    rep["commands"] = servers + clients
+    return rep
 
 
 def _client(
@@ -111,11 +122,17 @@ def _client(
     version = client.facts.iperf3_version if client.facts else None
     argv = iperf3.client_argv(client.tools["iperf3"], pair.address, params, iperf3_version=version)
     started_s = clock.now_s()
+    kept = [command(client.host.name, argv)]
     result = client.runner.run_script(
         iperf3_server.client_script(argv),
         timeout_s=params.duration_s + params.omit_s + CLIENT_MARGIN_S,
     )
-    part: dict[str, Any] = {"status": "failed", "error": None, "started_s": started_s}
+    part: dict[str, Any] = {
+        "status": "failed",
+        "error": None,
+        "started_s": started_s,
+        "commands": kept,
+    }
     part["ended_s"] = clock.now_s()
     part["raw_file"] = ctx.save_raw(raw_name, result.stdout + result.stderr)
     try:

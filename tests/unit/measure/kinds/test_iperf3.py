@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import shlex
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -410,3 +411,16 @@ def test_two_clients_at_once_each_against_a_server_of_its_own(
     )
     assert "Jain 1.00 (fair)" in readout.also(record, forward)
     assert readout.flow(record, "reverse").endswith("→ ws + ws2")
+    # every command of the repetition is kept once on it: each server first, then each client
+    servers = [c for c in rep["commands"] if c.get("server")]
+    assert [(c["host"], c["argv"][c["argv"].index("-p") + 1]) for c in servers] == [
+        ("nas", "5301"),
+        ("nas", "6301"),
+    ]
+    for c in servers:  # the start script's servers, with its files
+        assert f"pidfile={c['argv'][c['argv'].index('--pidfile') + 1]}" in start
+    clients = [(c["host"], shlex.join(c["argv"])) for c in rep["commands"] if not c.get("server")]
+    for (name, kept), ran in zip(clients, (ws, ws2), strict=True):  # what each client ran
+        assert f"set -- {kept}\n" in ran.texts("iperf3 -J")[0], name
+    assert [name for name, _ in clients] == ["ws", "ws2"]
+    assert "commands" not in one
