@@ -6,6 +6,7 @@ the test will write before anything is made, and named when a write failed on a 
 from __future__ import annotations
 
 import posixpath
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -38,7 +39,7 @@ def free_bytes(runner: Runner, path: str) -> tuple[str, int] | None:
     """(the mount point's directory as asked, its free bytes) of ``path`` or its nearest
     existing parent; None when df cannot tell (a host without it, a path it cannot read)."""
     script = (
-        f"p={path if path == CLIENT_TMP else _quoted(path)}\n"
+        f"p={_place(path)}\n"
         'while [ ! -e "$p" ] && [ "$p" != / ]; do p=$(dirname -- "$p"); done\n'
         'printf \'%s\\n\' "$p"; df -P -k -- "$p" 2>/dev/null | tail -n 1\n'
     )
@@ -53,8 +54,9 @@ def free_bytes(runner: Runner, path: str) -> tuple[str, int] | None:
     return lines[0], int(fields[3]) * 1024
 
 
-def _quoted(path: str) -> str:
-    return "'" + path.replace("'", "'\\''") + "'"
+def _place(path: str) -> str:
+    """``path`` as shell text: the client's temp dir as the expression it is, any other quoted."""
+    return path if path == CLIENT_TMP else shlex.quote(path)
 
 
 # what ``fit_lines`` prints of a place the test does not fit: its index, free KiB, directory
@@ -87,7 +89,7 @@ def fit_lines(needs: Sequence[Need]) -> str:
     lines = ["nasplan_short="]
     for index, (_, path, wanted, _) in enumerate(_places(needs)):
         lines += [
-            f"nasplan_fit={path if path == CLIENT_TMP else _quoted(path)}",
+            f"nasplan_fit={_place(path)}",
             'while [ ! -e "$nasplan_fit" ] && [ "$nasplan_fit" != / ]; do '
             'nasplan_fit=$(dirname -- "$nasplan_fit"); done',
             'set -- $(df -P -k -- "$nasplan_fit" 2>/dev/null | tail -n 1)',
@@ -137,7 +139,7 @@ def probes(needs: list[Need]) -> list[Probe]:
     for host, path, wanted, what in _places(needs):
         shown = "/tmp" if path == CLIENT_TMP else path  # ($TMPDIR, where a host sets it)
         script = (
-            f"p={path if path == CLIENT_TMP else _quoted(path)}\n"
+            f"p={_place(path)}\n"
             'while [ ! -e "$p" ] && [ "$p" != / ]; do p=$(dirname -- "$p"); done\n'
             f'set -- $(df -P -k -- "$p" 2>/dev/null | tail -n 1) || exit {PROBE_CANNOT_TELL}\n'
             f"case ${{4:-x}} in *[!0-9]*) exit {PROBE_CANNOT_TELL} ;; esac\n"

@@ -39,7 +39,7 @@ PART_S = 0.1
 ASSUMED_DISK_BYTES_PER_SECOND = 200 * 2**20
 _SETUP_TIMEOUT_S = 60.0
 _WORKDIR_PREFIX = "nasplan-fio-"
-_FIO_FILE = "fio.bin"
+FIO_FILE = "fio.bin"
 # $1: the plan's directory, $2: a fresh name. Records $1/$2 in the host's lock, then makes it
 # (never an existing one: no -p) and prints its physical path, refusing when that is not the
 # new directory itself.
@@ -78,7 +78,7 @@ class DiskSettings:
         return directions_asked(self.direction)
 
 
-def _make_workdir(session: HostSession, path: str, token: str) -> str:
+def make_workdir(session: HostSession, path: str, token: str) -> str:
     """A fresh test directory under ``path`` on the host: its absolute path; CannotStart.
     Registered in the host's lock: should this run die here, the next run removes it."""
     assert session.runner is not None
@@ -95,7 +95,7 @@ def _make_workdir(session: HostSession, path: str, token: str) -> str:
     return workdir
 
 
-def _remove_workdir(session: HostSession, workdir: str, record: dict[str, Any]) -> None:
+def remove_workdir(session: HostSession, workdir: str, record: dict[str, Any]) -> None:
     """Remove the test directory; a warning of the test when it cannot."""
     assert session.runner is not None
     removed = session.runner.run(["rm", "-rf", "--", workdir], timeout_s=_SETUP_TIMEOUT_S)
@@ -361,7 +361,7 @@ class Disk(Kind[DiskSettings]):
         token = secrets.token_hex(4)
         path = s.path
         try:
-            fio.check_filename(f"{path.rstrip('/')}/{_WORKDIR_PREFIX}{token}/{_FIO_FILE}")
+            fio.check_filename(f"{path.rstrip('/')}/{_WORKDIR_PREFIX}{token}/{FIO_FILE}")
         except ValueError as exc:
             record["error"] = f"path {path!r}: {exc}"
             return record
@@ -369,14 +369,14 @@ class Disk(Kind[DiskSettings]):
         # first fio waits for it, so it sees every measurement whole.
         with sampling.overlapped(ctx.sessions, [session.host.name], token, ctx.tasks) as sampled:
             try:
-                workdir = _make_workdir(session, path, token)
+                workdir = make_workdir(session, path, token)
             except CannotStart as exc:
                 record["error"] = str(exc)
                 return record
             errors: list[str] = []
             throughput: list[dict[str, Any] | None] | None = None
             try:
-                filename = fio.check_filename(f"{workdir}/{_FIO_FILE}")
+                filename = fio.check_filename(f"{workdir}/{FIO_FILE}")
                 sampled.wait_started()
                 job = _Fio(test, s, ctx, session, fio_path, filename, record)
                 throughput = _repetitions(job, errors)
@@ -384,7 +384,7 @@ class Disk(Kind[DiskSettings]):
                 errors.append(f"path {path!r} resolves to {workdir!r}: {exc}")
             finally:
                 sampled.stop()
-                _remove_workdir(session, workdir, record)
+                remove_workdir(session, workdir, record)
         if throughput is not None:  # measured (the directory's path was one fio reads as given)
             record["resources"] = sampled.resources
             record["timeline"] = timeline.timeline(throughput)

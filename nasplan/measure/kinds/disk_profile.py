@@ -21,7 +21,7 @@ from nasplan.input.plan import Plan, PlanTest
 from nasplan.measure import probes
 from nasplan.measure.estimate import Estimate
 from nasplan.measure.kind import DASH, Kind, Needs, Probe, Record, RunContext
-from nasplan.measure.kinds.disk import _make_workdir, _remove_workdir
+from nasplan.measure.kinds.disk import FIO_FILE, make_workdir, remove_workdir
 from nasplan.measure.pair import check_ready
 from nasplan.measure.record import finish, new_record
 from nasplan.measure.series import Series
@@ -29,7 +29,6 @@ from nasplan.measure.tools import fio, fio_profiles
 from nasplan.measure.tools.fio_profiles import Job
 from nasplan.units import parse_size
 
-_FIO_FILE = "fio.bin"
 # a run's own start and end besides its time: fio started, the file laid out, its JSON read
 STEP_S = 1.0
 
@@ -172,12 +171,12 @@ class DiskProfile(Kind[ProfileSettings]):
         assert session.runner is not None
         token = secrets.token_hex(4)
         try:
-            workdir = _make_workdir(session, s.path, f"{token}")
+            workdir = make_workdir(session, s.path, f"{token}")
         except CannotStart as exc:
             record["error"] = str(exc)
             return record
         try:
-            filename = fio.check_filename(f"{workdir}/{_FIO_FILE}")
+            filename = fio.check_filename(f"{workdir}/{FIO_FILE}")
             for job in s.grid:
                 for mode in s.modes:
                     for index in test.indices:
@@ -191,7 +190,7 @@ class DiskProfile(Kind[ProfileSettings]):
         except ValueError as exc:
             record["error"] = f"path {s.path!r} resolves to {workdir!r}: {exc}"
         finally:
-            _remove_workdir(session, workdir, record)
+            remove_workdir(session, workdir, record)
         return self.summarize(record, s)
 
     def _one(

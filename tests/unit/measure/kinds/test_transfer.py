@@ -149,5 +149,5 @@ def test_a_client_temp_dir_too_small_is_said_from_the_setup_s_own_round_trip(
         "nothing was made"
     )
     (setup,) = ws.calls  # the mount's free space and its copy's record: in the same script
-    assert "'/mnt/nas'" in setup.text and "/mnt/nas/nasplan-nfs-" in setup.text
+    assert "nasplan_fit=/mnt/nas\n" in setup.text and "/mnt/nas/nasplan-nfs-" in setup.text
     assert setup.text.index("NASPLAN_SHORT=") < setup.text.index("nasplan_register -")
