@@ -9,7 +9,6 @@ into a record a kind handed over: each cell builds its test's record from its lo
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -17,7 +16,7 @@ from nasplan.errors import HostLostError
 from nasplan.hosts.session import HostSession, mark_lost_hosts
 from nasplan.input.plan import PlanTest
 from nasplan.measure.kind import RunContext
-from nasplan.measure.record import lost_host_record, skipped
+from nasplan.measure.record import lost_host_record, skipped, thawed
 from nasplan.progress import Place
 from nasplan.run import leases
 from nasplan.run.cell import Cell
@@ -121,7 +120,7 @@ class MeasurePhase:
             parts = cell.parts
             ran = parts[-1].record if parts and parts[-1].number == cell.number else None
             # as far as it got, summed up as its kind does (several clients: each one's share)
-            got = one.summarize(copy.deepcopy(dict(ran))) if ran else skipped(test, str(exc))
+            got = one.summarize(thawed(ran)) if ran else skipped(test, str(exc))
             return lost_host_record(got, str(exc))
 
     def _checkpoint(self) -> None:
