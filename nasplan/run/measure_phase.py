@@ -9,13 +9,14 @@ into a record a kind handed over: each cell builds its test's record from its lo
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from nasplan.errors import HostLostError
 from nasplan.hosts.session import HostSession, mark_lost_hosts
 from nasplan.input.plan import PlanTest
-from nasplan.measure.kind import RunContext
+from nasplan.measure.kind import Routes, RunContext
 from nasplan.measure.record import lost_host_record, skipped, thawed
 from nasplan.progress import Place
 from nasplan.run import leases
@@ -55,8 +56,10 @@ class MeasurePhase:
     def sessions(self) -> Mapping[str, HostSession]:
         return self.ctx.sessions
 
-    def run(self) -> None:
-        """Every part of every test, group by group (each group's settings made in turn)."""
+    def run(self, routes: Routes) -> None:
+        """Every part of every test, group by group (each group's settings made in turn), the
+        kinds given the ``routes`` the paths phase found (``RunContext.routes``)."""
+        self.ctx = dataclasses.replace(self.ctx, routes=routes)
         schedule = self.schedule
         for number, (spec, cells) in enumerate(schedule.groups):
             if number:
