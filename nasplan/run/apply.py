@@ -177,6 +177,7 @@ class Run:
             warnings=self._warnings,
             network=self.networks.part,
             saver=RunSaver(self.run_dir, frozen=("hosts",)),
+            sequence=lambda: self.measure.sequence,
         )
         self.dir_full = False  # the run directory filled up (RunDirError on its way out)
 

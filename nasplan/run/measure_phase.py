@@ -10,7 +10,7 @@ into a record a kind handed over: each cell builds its test's record from its lo
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from nasplan.errors import HostLostError
@@ -29,7 +29,8 @@ from nasplan.run.schedule import Schedule, Slice, slices, time_left_s
 
 class MeasurePhase:
     """The tests of one run as ``schedule`` says; ``networks``: each group's settings in turn;
-    ``sequence``: run.json's ``[test id, repetition]`` list, appended to as parts begin;
+    ``sequence``: run.json's ``[test id, repetition]`` pairs a resumed run ran before (a value:
+    ``self.sequence`` is a new tuple as each part begins, read by the run's record);
     ``save``: run.json now; ``early``: releases hosts the plan is done with (None: at the end,
     as with network changes); ``lapses``: no measurement across a lapse of a host's lease."""
 
@@ -40,13 +41,14 @@ class MeasurePhase:
         schedule: Schedule,
         networks: Networks,
         save: Callable[[], None],
-        sequence: list[list[Any]],
+        sequence: Sequence[Sequence[Any]],
         early: leases.EarlyRelease | None,
         lapses: LapseGuard,
     ) -> None:
         self.ctx, self.hooks, self.schedule, self.networks = ctx, hooks, schedule, networks
         self.cells = schedule.cells
-        self.save, self.sequence, self.early = save, sequence, early
+        self.save, self.early = save, early
+        self.sequence: tuple[tuple[Any, ...], ...] = tuple(tuple(pair) for pair in sequence)
         self.lapses = lapses
         self.cell: Cell | None = None  # the cell whose part runs now, or ran last
         self.released: set[str] = set()
@@ -86,12 +88,13 @@ class MeasurePhase:
         cell = step.cell
         test = cell.part(step.first, step.count)
         self.cell = cell
-        self.sequence += [[test.id, index] for index in test.indices]
+        before = self.sequence
+        self.sequence = (*before, *((test.id, index) for index in test.indices))
         self._say_where(test)
         record = self._run(cell, test)
         cell.returned(record, ended=True)
         if record["status"] == "skipped":  # it never ran: not in the order of what ran
-            del self.sequence[-step.count :]
+            self.sequence = before
         else:
             self.lapses.check(cell)
         for name in mark_lost_hosts(self.sessions):
