@@ -169,7 +169,13 @@ class Run:
             self.ctx, self.hooks, schedule, self.networks, lambda: self.record.checkpoint(),
             header["sequence"], self.early, LapseGuard(self.keeper),
         )  # fmt: skip
-        self.record = RunRecord(
+        self.record = self._run_record(header)
+        self.dir_full = False  # the run directory filled up (RunDirError on its way out)
+
+    def _run_record(self, header: dict[str, Any]) -> RunRecord:
+        """run.json as the run goes on: ``header``, and the tests, hosts, warnings, network
+        and sequence as the phases have them when it is saved."""
+        return RunRecord(
             header,
             self.sessions,
             secrets=lambda: self.hooks.secrets,
@@ -179,7 +185,6 @@ class Run:
             saver=RunSaver(self.run_dir, frozen=("hosts",)),
             sequence=lambda: self.measure.sequence,
         )
-        self.dir_full = False  # the run directory filled up (RunDirError on its way out)
 
     @contextlib.contextmanager
     def span(self, phase: str) -> Iterator[None]:
