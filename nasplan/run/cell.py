@@ -201,7 +201,9 @@ class Cell:
         self._logged(Stopped(self._number))
 
     def _logged(self, entry: Entry) -> None:
-        """``entry`` at the end of the log: a new tuple, the entries before it as they were."""
+        """``entry`` at the end of the log: a new tuple, the entries before it as they were
+        (only the run's own thread logs: a kind's checkpoints, and its teardown's result as
+        the run settles it)."""
         self.log = (*self.log, entry)
 
     @property
