@@ -131,25 +131,40 @@ def check(
         looked, cannot = _look(
             plan, bound, sessions, tasks or Overlap.concurrent(), _answered(early, with_facts)
         )
-        problems = missing + cannot
-        problems += [f"{o['missing']}: {o['why']}" for o in looked if o["found"] == "no"]
-        would_fail = EXIT_TEST_FAILED if len(problems) > len(missing) else EXIT_OK
-        checked = Checked(
-            hosts=_hosts(plan, sessions, bound),
-            changes=_changes(plan, sessions),
-            tests=[{"id": one.test.id, "would_run": one.description} for one in bound],
-            problems=problems,
-            looked=looked,
-            exit_code=EXIT_UNREACHABLE if unreachable else EXIT_INPUT if missing else would_fail,
-            summary=listing.summary(plan),
-            estimate={**_estimate(plan, sessions), "tests": len(plan.tests)},
-        )
+        checked = _checked(plan, bound, sessions, unreachable, missing, (looked, cannot))
     finally:
         close_sessions(sessions)
     if say:
         for line in checked.lines():
             progress.message(line)
     return checked
+
+
+def _checked(
+    plan: Plan,
+    bound: list[BoundTest],
+    sessions: Mapping[str, HostSession],
+    unreachable: bool,
+    missing: list[str],
+    found: tuple[list[dict[str, Any]], list[str]],
+) -> Checked:
+    """What ``--check`` found, from the hosts' sessions (``unreachable``: a host was, as they
+    opened) and what it read on them (``found``: ``_look``'s), with the password variables
+    ``missing``."""
+    looked, cannot = found
+    problems = missing + cannot
+    problems += [f"{o['missing']}: {o['why']}" for o in looked if o["found"] == "no"]
+    would_fail = EXIT_TEST_FAILED if len(problems) > len(missing) else EXIT_OK
+    return Checked(
+        hosts=_hosts(plan, sessions, bound),
+        changes=_changes(plan, sessions),
+        tests=[{"id": one.test.id, "would_run": one.description} for one in bound],
+        problems=problems,
+        looked=looked,
+        exit_code=EXIT_UNREACHABLE if unreachable else EXIT_INPUT if missing else would_fail,
+        summary=listing.summary(plan),
+        estimate={**_estimate(plan, sessions), "tests": len(plan.tests)},
+    )
 
 
 Key = tuple[str, str, str | None]
