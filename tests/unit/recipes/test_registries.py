@@ -22,6 +22,14 @@ def test_the_plan_schema_s_methods_are_the_registry_s_in_its_order() -> None:
     assert all(method.name == name and method.label for name, method in METHODS.items())
 
 
+def test_a_method_written_as_a_kind_gets_a_hint_and_the_manual_names_every_method() -> None:
+    hints = load_schema("plan")["$defs"]["test"]["properties"]["kind"]["x-hints"]
+    assert set(METHODS) <= hints.keys(), "plan.schema.json's kind x-hints"
+    manual = (ROOT / "docs" / "measurements.md").read_text(encoding="utf-8")
+    (line,) = re.findall(r"^    method: smb +# (.+)$", manual, re.MULTILINE)
+    assert set(METHODS) <= set(re.findall(r"[a-z0-9-]+", line)), "docs/measurements.md"
+
+
 def test_the_inventory_platform_enum_is_the_names_the_platforms_answer_to() -> None:
     enum = load_schema("inventory")["$defs"]["platform"]["enum"]
     answered = [hint for platform in registry() for hint in sorted(platform.hints)]
