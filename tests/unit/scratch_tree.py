@@ -11,13 +11,15 @@ The API a recipe test uses (``tests/unit/recipes/``; the kind recipe may use it 
     tree.replace("nasplan/...", old, new)                   # one exact change
     tree.edit_json("nasplan/schemas/plan.schema.json", change)  # change(document) in place
     tree.regenerate_references()            # scripts/gen-reference.py, as the recipe says
-    assert tree.changed() == recipe.files | recipe.other_files  # nothing else was touched
-    tree.assert_guards_pass()               # GUARDS in a fresh pytest, the tree's nasplan first
+    recipe.assert_touched(tree.changed(), applied={"nasplan/facts/gather.py"})  # those, no more
+    tree.assert_guards_pass(extra=[...])    # GUARDS in a fresh pytest, the tree's nasplan first
     tree.python(script)                     # a script's stdout, importing the tree's nasplan
 
 ``Recipe.files``: the ``nasplan/...`` paths of its steps that always apply; ``Recipe.only_when``
-those of its *Only when* steps (a test adds the ones its example needs); ``other_files``: the
-paths outside the package (``docs/...``, ``tests/...``) its steps name.
+those of its *Only when* steps (a test names the ones its example applied); ``other_files``:
+the paths outside the package (``docs/...``, ``tests/...``) its steps name. ``assert_touched``
+holds the tree's changes to exactly those. ``run_guards(extra)`` runs the tests a recipe wrote
+too (its ``tests/unit/...`` files), beside the guards.
 ``GUARDS``: the tests that hold the whole tree together (every module documented, the floors,
 the registries against the schemas, the generated reference pages, the docs' links); a recipe
 that leaves one red is not followed (or not true).
@@ -67,29 +69,44 @@ class Recipe:
         steps = re.split(r"^\d+\. ", section, flags=re.MULTILINE)[1:]
         return cls(heading, tuple(step.replace("NAME", name) for step in steps))
 
-    def _paths(self, always: bool, prefix: str) -> set[str]:
+    def _paths(self, always: bool) -> set[str]:
         return {
             path
             for step in self.steps
             if step.startswith("*Only when*") != always
             for path in re.findall(r"`((?:nasplan|docs|tests)/[^`*]+)`", step)
-            if path.startswith(prefix) == (prefix == "nasplan/")
         }
 
     @property
     def files(self) -> set[str]:
         """The package files its steps that always apply name."""
-        return self._paths(True, "nasplan/")
+        return {p for p in self._paths(True) if p.startswith("nasplan/")}
 
     @property
     def only_when(self) -> set[str]:
-        """The package files its *Only when* steps name."""
-        return self._paths(False, "nasplan/")
+        """The files its *Only when* steps name."""
+        return self._paths(False)
 
     @property
     def other_files(self) -> set[str]:
-        """The files outside the package (``docs/``, ``tests/``) its always-steps name."""
-        return {p for p in self._paths(True, "") if not p.startswith("nasplan/")}
+        """The files outside the package (``docs/``, ``tests/``) its always-steps name; a name
+        ending in ``/`` is a directory a new file goes into."""
+        return {p for p in self._paths(True) if not p.startswith("nasplan/")}
+
+    def assert_touched(self, changed: set[str], applied: Iterable[str] = ()) -> None:
+        """``changed`` is what the steps name: those that always apply, and the package files
+        ``applied`` of its *Only when* steps (each must be one of them); no file more, none
+        less, and a new file in each directory named."""
+        applied = set(applied)
+        assert applied <= self.only_when, f"not in an *Only when* step: {applied - self.only_when}"
+        expected = self.files | self.other_files | applied
+        folders = {name for name in expected if name.endswith("/")}
+        files = expected - folders
+        unnamed = {c for c in changed if c not in files and not c.startswith(tuple(folders))}
+        untouched = {f for f in files if f not in changed}
+        untouched |= {d for d in folders if not any(c.startswith(d) for c in changed)}
+        assert not unnamed, f"{self.heading}: touched, though no step names them: {unnamed}"
+        assert not untouched, f"{self.heading}: named by a step, not touched: {untouched}"
 
 
 class ScratchTree:
@@ -108,10 +125,8 @@ class ScratchTree:
         kept = set(guards)
         for source in _files(ROOT):
             relative = source.relative_to(ROOT).as_posix()
-            name = source.name
-            if relative.startswith("tests/") and name.startswith("test_") and name.endswith(".py"):
-                if relative not in kept:
-                    continue
+            if _is_test_module(relative) and relative not in kept:
+                continue
             target = root / relative
             target.parent.mkdir(parents=True, exist_ok=True)
             if source.is_symlink():
@@ -164,14 +179,17 @@ class ScratchTree:
         names = self._before.keys() | after.keys()
         return {name for name in names if self._before.get(name) != after.get(name)}
 
-    def run_guards(self, guards: Iterable[str] = GUARDS) -> subprocess.CompletedProcess[str]:
-        """The guard tests in a fresh pytest in the tree (its nasplan first on sys.path)."""
-        argv = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *guards]
+    def run_guards(self, extra: Iterable[str] = ()) -> subprocess.CompletedProcess[str]:
+        """The guard tests and ``extra`` (tests the recipe wrote) in a fresh pytest in the tree,
+        its nasplan first on sys.path."""
+        tests = [*GUARDS, *extra]
+        argv = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests]
         return self._run(argv, timeout_s=600, check=False)
 
-    def assert_guards_pass(self, guards: Iterable[str] = GUARDS) -> None:
-        done = self.run_guards(guards)
-        assert done.returncode == 0, f"a guard failed in the scratch tree:\n{done.stdout[-6000:]}"
+    def assert_guards_pass(self, extra: Iterable[str] = ()) -> None:
+        done = self.run_guards(extra)
+        said = done.stdout[-6000:] + done.stderr[-2000:]
+        assert done.returncode == 0, f"a guard failed in the scratch tree:\n{said}"
 
     def python(self, script: str) -> str:
         """``script`` (dedented) in a fresh interpreter in the tree; its stdout."""
@@ -208,6 +226,11 @@ class ScratchTree:
             for path in _files(self.root)
             if not path.is_symlink()
         }
+
+
+def _is_test_module(relative: str) -> bool:
+    name = relative.rsplit("/", 1)[-1]
+    return relative.startswith("tests/") and name.startswith("test_") and name.endswith(".py")
 
 
 def _files(root: Path) -> list[Path]:
