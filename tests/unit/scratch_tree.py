@@ -62,12 +62,16 @@ class Recipe:
     steps: tuple[str, ...]
 
     @classmethod
-    def read(cls, heading: str, name: str, doc: Path = DOC) -> Recipe:
+    def read(cls, heading: str, name: str, doc: Path = DOC, **words: str) -> Recipe:
+        """``## heading``'s steps with ``NAME`` as ``name`` (and ``TOOL="curl"``: each such
+        word of ``words`` as its value)."""
         text = doc.read_text(encoding="utf-8")
         assert f"\n## {heading}\n" in text, f"docs/architecture.md has no ## {heading}"
         section = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
         steps = re.split(r"^\d+\. ", section, flags=re.MULTILINE)[1:]
-        return cls(heading, tuple(step.replace("NAME", name) for step in steps))
+        for word, value in {"NAME": name, **words}.items():
+            steps = [step.replace(word, value) for step in steps]
+        return cls(heading, tuple(steps))
 
     def _paths(self, always: bool) -> set[str]:
         return {
