@@ -183,10 +183,12 @@ class ScratchTree:
         names = self._before.keys() | after.keys()
         return {name for name in names if self._before.get(name) != after.get(name)}
 
-    def run_guards(self, extra: Iterable[str] = ()) -> subprocess.CompletedProcess[str]:
+    def run_guards(
+        self, extra: Iterable[str] = (), guards: Iterable[str] = GUARDS
+    ) -> subprocess.CompletedProcess[str]:
         """The guard tests and ``extra`` (tests the recipe wrote) in a fresh pytest in the tree,
         its nasplan first on sys.path."""
-        tests = [*GUARDS, *extra]
+        tests = [*guards, *extra]
         argv = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests]
         return self._run(argv, timeout_s=600, check=False)
 
