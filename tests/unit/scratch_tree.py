@@ -2,9 +2,13 @@
 step, and on which the suite's guards then run: a recipe is true when doing exactly what it says
 touches exactly the files it names and leaves every guard green.
 
-The API a recipe test uses (``tests/unit/recipes/``; the kind recipe may use it too)::
+The API a recipe test uses (``tests/unit/recipes/``; the kind recipe of
+``tests/unit/test_recipes.py`` may move to it: ``Recipe.read("Add a test kind", "sleep").files``
+is its ``recipe_files``, and ``test_start_up_imports.py``, a guard, holds the kind registry to
+the plan schema)::
 
-    tree = ScratchTree.copy(tmp_path)       # the checkout without .git/.venv, tests but guards
+    tree = ScratchTree.copy(tmp_path)       # what git tracks or would add; of tests/ no test
+                                            # module but the guards
     recipe = Recipe.read("Add a transfer method", "ftp")   # the steps, NAME -> ftp
     tree.write("nasplan/measure/methods/ftp.py", text)     # a step's new file
     tree.insert_before("nasplan/...", anchor, text)         # a line into a registry
@@ -19,7 +23,8 @@ The API a recipe test uses (``tests/unit/recipes/``; the kind recipe may use it 
 those of its *Only when* steps (a test names the ones its example applied); ``other_files``:
 the paths outside the package (``docs/...``, ``tests/...``) its steps name. ``assert_touched``
 holds the tree's changes to exactly those. ``run_guards(extra)`` runs the tests a recipe wrote
-too (its ``tests/unit/...`` files), beside the guards.
+too (its ``tests/unit/...`` files) beside the guards, and returns the finished process (a test
+that leaves a step out expects its guard to fail: ``run_guards(guards=[one])``).
 ``GUARDS``: the tests that hold the whole tree together (every module documented, the floors,
 the registries against the schemas, the generated reference pages, the docs' links); a recipe
 that leaves one red is not followed (or not true).
@@ -50,8 +55,16 @@ GUARDS = (
     "tests/unit/test_start_up_imports.py",
     "tests/unit/recipes/test_registries.py",
 )
-# Left out of the copy: what git ignores, and tests other than the guards (and their helpers).
-_SKIPPED_DIRS = {".git", ".venv", "__pycache__", ".mypy_cache", ".ruff_cache", ".hypothesis"}
+# Not files of the tree (``changed`` reads the scratch tree, which has no git to ask).
+_SKIPPED_DIRS = {
+    ".git",
+    ".venv",
+    "__pycache__",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".hypothesis",
+    "build",
+}
 
 
 @dataclass(frozen=True)
@@ -122,13 +135,13 @@ class ScratchTree:
 
     @classmethod
     def copy(cls, tmp_path: Path, guards: Iterable[str] = GUARDS) -> ScratchTree:
-        """The checkout (the working tree, uncommitted edits too) under ``tmp_path/tree``:
-        everything but caches, and of ``tests/`` every file but the test modules not in
+        """The checkout (the working tree, uncommitted edits too) under ``tmp_path/tree``: the
+        files git tracks or would add, and of ``tests/`` every file but the test modules not in
         ``guards`` (symbolic links stay links)."""
         root = tmp_path / "tree"
         kept = set(guards)
-        for source in _files(ROOT):
-            relative = source.relative_to(ROOT).as_posix()
+        for relative in _checkout_files():
+            source = ROOT / relative
             if _is_test_module(relative) and relative not in kept:
                 continue
             target = root / relative
@@ -232,6 +245,19 @@ class ScratchTree:
             for path in _files(self.root)
             if not path.is_symlink()
         }
+
+
+def _checkout_files() -> list[str]:
+    """The checkout's files as git sees them: tracked, and new ones it does not ignore (no
+    build output, no runs, no caches); a file deleted but not yet committed left out. Without
+    git (an unpacked source archive): every file but caches."""
+    argv = ["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+    try:
+        listed = subprocess.run(argv, capture_output=True, check=True).stdout.decode()
+    except (OSError, subprocess.CalledProcessError):
+        return [path.relative_to(ROOT).as_posix() for path in _files(ROOT)]
+    names = sorted({name for name in listed.split("\0") if name})
+    return [name for name in names if os.path.lexists(ROOT / name)]
 
 
 def _is_test_module(relative: str) -> bool:
