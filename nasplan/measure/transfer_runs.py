@@ -213,7 +213,7 @@ def prepare_client(
     missing = f"{tool} is not installed on {client.host.name}"
     secret, error = way.credentials(xfer)
     if error is not None:  # a missing tool is said first, as when the setup looks for it
-        there = own or client.runner.run(["sh", "-c", 'command -v "$1"', "sh", tool]).ok
+        there = own is not None or client.runner.run(["sh", "-c", 'command -v "$1"', "sh", tool]).ok
         return None, error if there else missing
     stdin = None
     if secret is not None:
@@ -252,8 +252,9 @@ def _refused(
     if own is None and not platform.posix_shell:
         copies = (m.own_copy(platform) for m in methods.METHODS.values())
         found = next((copy for copy in copies if copy is not None), None)
-        said = f"{host} runs no POSIX sh: nasplan copies from it with no method"
-        return found.refusal(host, xfer.method.name) if found else f"{said} but its own"
+        if found is None:
+            return f"{host} runs no POSIX sh, and no transfer method copies from it"
+        return found.refusal(host, xfer.method.name)
     if own is not None and xfer.groups and not own.many_files:
         return f"{host}: many files (files:) are copied from Linux or macOS clients"
     return None
