@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nasplan import platforms
 from nasplan.errors import CannotStart
 from nasplan.facts import storage, volumes
 from nasplan.hosts.session import HostSession, close_sessions, open_sessions, planned_installs
@@ -17,7 +18,6 @@ from nasplan.input.plan import Plan
 from nasplan.measure import estimate, probes
 from nasplan.measure.kind import PROBE_CANNOT_TELL, BoundTest, Probe
 from nasplan.progress import Progress
-from nasplan.remote import shell
 from nasplan.remote.runner import Result, Runner
 from nasplan.remote.ssh import connect
 from nasplan.run import listing
@@ -240,7 +240,7 @@ def _look(
             session = sessions.get(probe.host)
             if session is None or session.error or session.runner is None:
                 continue  # an unreachable host is said as such
-            if shell.of(session.runner).is_windows:
+            if not platforms.of(session.runner).posix_shell:
                 continue  # the probes are POSIX sh; a Windows host is looked at by the run
             wanted.setdefault(_key(probe), (probe, []))[1].append(one.test.id)
     done: dict[Key, Result] = {key: answered[key] for key in wanted if key in answered}

@@ -12,6 +12,7 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from nasplan import platforms
 from nasplan.errors import CannotStart, HostLostError, NasplanError
 from nasplan.hosts.session import HostSession, mark_lost_hosts
 from nasplan.input.plan import Plan
@@ -76,7 +77,7 @@ def ask_routes(
 
     def ask(name: str) -> None:
         session = sessions[name]
-        if session.runner is None or session.runner.host_shell.is_windows:
+        if session.runner is None or not platforms.of(session.runner).posix_shell:
             return
         try:
             answered = route.gather(session.runner, wanted[name], route.Asker.of(session.facts))

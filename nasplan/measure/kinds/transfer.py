@@ -16,6 +16,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nasplan import platforms
 from nasplan.errors import CannotStart
 from nasplan.hosts.lock import record_script
 from nasplan.hosts.session import HostSession
@@ -33,14 +34,12 @@ from nasplan.measure.tools import loaded_ping, transfer_sets
 from nasplan.measure.transfer_runs import (
     Job,
     Side,
-    check_commands,
+    check_client,
     cleanup,
     prepare_client,
     run_directions,
-    windows_paths,
 )
 from nasplan.quantities import BYTES
-from nasplan.remote import shell
 from nasplan.remote.runner import Runner
 from nasplan.units import counted, format_size, significant
 
@@ -81,10 +80,8 @@ def _side(test: PlanTest, s: TransferSettings, ctx: RunContext, token: str, clie
     assert pair.server.runner is not None
     names = server_names(test, ctx, pair.address)
     xfer = dataclasses.replace(xfer, nas_key=pair.server.runner.host_key(), nas_names=names)
-    if not shell.of(pair.client.runner).is_windows:
-        check_commands(xfer, pair.address)
-    elif xfer.method.windows:  # Windows copies to a UNC path: no smbclient syntax
-        windows_paths(xfer, pair.address)  # ValueError for a name a share cannot hold
+    assert pair.client.runner is not None
+    check_client(xfer, pair.client.runner, pair.address)
     return Side(pair.client, xfer, pair.address, pair.path)
 
 
@@ -93,7 +90,7 @@ def _runners(job: Job) -> dict[str, Runner]:
     found: dict[str, Runner] = {}
     for session in (job.server, *(side.client for side in job.sides)):
         runner = session.runner
-        if runner is not None and not shell.of(runner).is_windows:
+        if runner is not None and platforms.of(runner).posix_shell:
             found[session.host.name] = runner
     return found
 
