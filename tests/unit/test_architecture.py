@@ -173,12 +173,13 @@ def test_no_product_code_looks_like_a_test_to_pytest() -> None:
     assert not looks_like_tests and not test_classes, looks_like_tests + test_classes
 
 
-THREAD_ROOMS = ("nasplan/run/overlap.py", "nasplan/remote/ssh.py", "nasplan/lab/")
+THREAD_ROOMS = ("nasplan/run/overlap.py", "nasplan/remote/ssh_channel.py", "nasplan/lab/")
 
 
 def test_threads_are_started_only_in_the_rooms_that_own_them() -> None:
     """``threading.Thread`` and ``ThreadPoolExecutor`` only in run/overlap.py (a run's work
-    beside the caller), ssh.py (its channel watchdog) and the lab: nowhere else starts a thread."""
+    beside the caller), ssh_channel.py (its channel watchdog) and the lab: nowhere else starts
+    a thread."""
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         relative = path.relative_to(ROOT).as_posix()
