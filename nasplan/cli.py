@@ -6,7 +6,7 @@ import gc
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 import click
 
@@ -17,6 +17,10 @@ if TYPE_CHECKING:  # imported where a command runs: the CLI's start stays light
     from nasplan.input.inventory import InventoryChoice
     from nasplan.input.plan import Plan
     from nasplan.run.check import Checked
+    from nasplan.run.planned import Outcome
+    from nasplan.run.request import RunRequest
+    from nasplan.run.signals import Stopped
+    from nasplan.verbosity import Verbosity
 
 EXIT_INTERRUPTED = 130
 F = TypeVar("F", bound=Callable[..., Any])
@@ -410,35 +414,22 @@ def apply(
     duration, and exits 0 without connecting; --limit and --tests run a part of the plan.
 
     Exit codes: 0 all ok, 1 a test failed, the run directory is full, or (--fail-on warnings)
-    the run carries a warning, 2 invalid input, 3 a host
-    was unreachable or could not be used (sudo refused, tools missing and not installable, in use
-    by another run, lost during the run), 130 interrupted (Ctrl-C), 143 / 129 ended by SIGTERM /
-    SIGHUP (the hosts put back and the report written first, as after Ctrl-C).
+    the run carries a warning, 2 invalid input, 3 a host was unreachable or could not be used
+    (sudo refused, tools missing and not installable, in use by another run, lost during the
+    run), 130 interrupted (Ctrl-C), 143 / 129 ended by SIGTERM / SIGHUP (the hosts put back and
+    the report written first, as after Ctrl-C).
     """
-    from nasplan.errors import InputError
     from nasplan.input.inventory import InventoryChoice, Login
-    from nasplan.progress import make_progress
-    from nasplan.run.planned import Outcome
     from nasplan.run.request import request
-    from nasplan.run.signals import Stopped, as_interrupts
+    from nasplan.run.signals import Stopped
     from nasplan.verbosity import Verbosity
 
     verbosity = Verbosity.from_flags(verbose, quiet)
     inventory = InventoryChoice(inventories, reader, Login(user, private_key))
-    if output_format == "json" and not (check or list_tests or list_hosts):
-        raise InputError(
-            "--format json goes with --check, --list-tests or --list-hosts (a run writes run.json)"
-        )
     if list_tests or list_hosts:
-        if plan_file is None:
-            raise InputError(f"apply --list-{'tests' if list_tests else 'hosts'} needs PLAN_FILE")
-        plan = _listed_plan(plan_file, inventory, extra_vars, limit, test_patterns)
-        if list_tests:
-            _list_tests(plan, output_format)
-        else:
-            _list_hosts(plan, output_format)
+        _list(plan_file, inventory, extra_vars, limit, test_patterns, list_tests, output_format)
         return
-    asked = _ask_become_pass if ask_become_pass else None
+    _json_only_with_check(output_format, check)
     wanted = request(
         plan_file,
         inventory,
@@ -449,38 +440,31 @@ def apply(
         tests=test_patterns,
         keep=keep,
         check=check,
-        ask_password=asked,
+        ask_password=_ask_become_pass if ask_become_pass else None,
     )
+    outcome = _carry_out(wanted, resume, check, output_format, verbosity)
+    if isinstance(outcome, Stopped):  # its report and how to finish it, then exit as it says
+        _stopped(outcome, extra_vars, limit, test_patterns, keep, ask_become_pass)
+    _exit(outcome, check, output_format, gate)
+
+
+def _say_notes(wanted: RunRequest, resume: Path | None, quiet: bool) -> None:
+    """What the run's request says before it starts; exit 0 when a resumed run has nothing
+    left to do."""
     if wanted.nothing_to_do:
         click.echo(f"nothing to do: every repetition of every test in {resume} ended ok")
         sys.exit(0)
-    for note in wanted.notes if not verbosity.quiet else ():  # run.json keeps them
+    for note in wanted.notes if not quiet else ():  # run.json keeps them
         click.echo(note, err=True)
-    progress = make_progress(quiet=verbosity.quiet)
-    outcome: Outcome | Checked
-    stopped: Stopped | None = None
-    as_json: dict[str, Any] | None = None  # --check --format json
-    try:
-        with as_interrupts():
-            if check:  # each imports only what its own way needs
-                from nasplan.run.check import check as check_hosts
 
-                say = output_format != "json"
-                checked = check_hosts(wanted.plan, progress, verbosity=verbosity, say=say)
-                outcome, as_json = checked, None if say else checked.to_dict()
-            else:
-                from nasplan.run.apply import apply as run_plan
 
-                outcome = run_plan(wanted, progress, verbosity=verbosity)
-    except Stopped as exc:
-        stopped = exc
-    finally:
-        progress.close()
-    if stopped is not None:  # its report and how to finish it, then exit as the signal says
-        _say_stopped(stopped.run_dir, extra_vars, limit, test_patterns, keep, ask_become_pass)
-        raise stopped.cause from None
-    if as_json is not None:
-        _json(as_json)
+def _exit(
+    outcome: Outcome | Checked, check: bool, output_format: str, gate: tuple[str, ...]
+) -> None:
+    """Say where the report is (``--check --format json``: what it found) and exit with the
+    run's code (``--fail-on``'s gates applied)."""
+    if check and output_format == "json":
+        _json(cast("Checked", outcome).to_dict())
     if outcome.run_dir is not None:
         click.echo(f"report: {outcome.run_dir / 'report.md'}")
     # the process ends here: its last garbage collection need not walk what the run built
@@ -488,18 +472,55 @@ def apply(
     sys.exit(outcome.exit_code if check else _gated(outcome.run_dir, gate, outcome.exit_code))
 
 
-def _say_stopped(
-    run_dir: Path,
+def _json_only_with_check(output_format: str, check: bool) -> None:
+    from nasplan.errors import InputError
+
+    if output_format == "json" and not check:
+        raise InputError(
+            "--format json goes with --check, --list-tests or --list-hosts (a run writes run.json)"
+        )
+
+
+def _carry_out(
+    wanted: RunRequest, resume: Path | None, check: bool, output_format: str, verbosity: Verbosity
+) -> Outcome | Checked | Stopped:
+    """``apply``'s run, or its ``--check``, under a progress display: what it came to, or the
+    signal that stopped it (a Ctrl-C: the hosts put back and the report written first)."""
+    from nasplan.progress import make_progress
+    from nasplan.run.signals import Stopped, as_interrupts
+
+    _say_notes(wanted, resume, verbosity.quiet)
+    progress = make_progress(quiet=verbosity.quiet)
+    try:
+        with as_interrupts():
+            if check:  # each imports only what its own way needs
+                from nasplan.run.check import check as check_hosts
+
+                say = output_format != "json"
+                return check_hosts(wanted.plan, progress, verbosity=verbosity, say=say)
+            from nasplan.run.apply import apply as run_plan
+
+            return run_plan(wanted, progress, verbosity=verbosity)
+    except Stopped as exc:
+        return exc
+    finally:
+        progress.close()
+
+
+def _stopped(
+    stopped: Stopped,
     extra_vars: tuple[str, ...],
     limit: tuple[str, ...],
     test_patterns: tuple[str, ...],
     keep: bool,
     ask_become_pass: bool,
-) -> None:
-    """A stopped run: its report, what it counted, and the command that finishes it."""
+) -> NoReturn:
+    """A stopped run: its report, what it counted, and the command that finishes it; then the
+    exit its signal asks for."""
     from nasplan.results import counts_text, load_run
     from nasplan.run.resume import resume_command
 
+    run_dir = stopped.run_dir
     report = run_dir / "report.md"
     counted = ""
     if (run_dir / "run.json").is_file():
@@ -513,6 +534,7 @@ def _say_stopped(
         run_dir, extra_vars, limit, test_patterns, keep=keep, ask_become_pass=ask_become_pass
     )
     click.echo(f"to finish this run, keeping what it measured: {command}", err=True)
+    raise stopped.cause from None
 
 
 def _ask_become_pass() -> str:
@@ -520,6 +542,27 @@ def _ask_become_pass() -> str:
     from nasplan.remote import become
 
     return become.prompt_password(lambda text: click.prompt(text, hide_input=True))
+
+
+def _list(
+    plan_file: Path | None,
+    inventory: InventoryChoice,
+    extra_vars: tuple[str, ...],
+    limit: tuple[str, ...],
+    test_patterns: tuple[str, ...],
+    tests: bool,
+    output_format: str,
+) -> None:
+    """``apply --list-tests`` (``tests``) or ``--list-hosts``."""
+    from nasplan.errors import InputError
+
+    if plan_file is None:
+        raise InputError(f"apply --list-{'tests' if tests else 'hosts'} needs PLAN_FILE")
+    plan = _listed_plan(plan_file, inventory, extra_vars, limit, test_patterns)
+    if tests:
+        _list_tests(plan, output_format)
+    else:
+        _list_hosts(plan, output_format)
 
 
 def _listed_plan(
