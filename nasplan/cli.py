@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
@@ -281,7 +281,6 @@ def _validate(
     """Validate as ``nasplan validate`` does; what to say when valid (warnings: appended)."""
     from nasplan.input.extra_vars import extra_vars as parse_extra_vars
     from nasplan.input.lab_files import is_lab_file
-    from nasplan.input.plan import lab_inventory, load_plan
 
     variables = parse_extra_vars(extra_vars)
     if is_lab_file(plan_file):
@@ -289,25 +288,39 @@ def _validate(
 
         load_lab(plan_file)
         return f"ok (a lab file: sudo nasplan lab up {plan_file})"
-    planned = lab_inventory(plan_file, inventory)
-    if planned is None:
-        plan = load_plan(plan_file, inventory.paths, variables, inventory.reader, inventory.login)
+    plan, previewed = _plan_or_preview(plan_file, inventory, variables, "nasplan-validate-")
+    if previewed is None:
         warnings += plan.inventory.warnings
         return "ok"
-    # The lab's code only for a plan whose inventory the lab writes.
-    import tempfile
-
-    from nasplan.lab import preview
-
-    with tempfile.TemporaryDirectory(prefix="nasplan-validate-") as directory:
-        previewed = Path(directory) / planned.name
-        lab_file = preview.write_preview(planned, previewed)
-        load_plan(plan_file, previewed, variables, inventory.reader, inventory.login)
+    planned, lab_file = previewed
     warnings.append(
         f"{planned} is not there yet (the lab is not up): checked against the "
         f"inventory `nasplan lab up {lab_file}` writes"
     )
     return "ok"
+
+
+def _plan_or_preview(
+    plan_file: Path, inventory: InventoryChoice, variables: Mapping[str, Any], prefix: str
+) -> tuple[Plan, tuple[Path, Path] | None]:
+    """The plan loaded; for one whose inventory a lab writes and that lab is not up, loaded
+    against the inventory it would write, with that inventory's path and the lab file."""
+    from nasplan.input.plan import lab_inventory, load_plan
+
+    planned = lab_inventory(plan_file, inventory)
+    if planned is None:
+        plan = load_plan(plan_file, inventory.paths, variables, inventory.reader, inventory.login)
+        return plan, None
+    # The lab's code only for a plan whose inventory the lab writes.
+    import tempfile
+
+    from nasplan.lab import preview
+
+    with tempfile.TemporaryDirectory(prefix=prefix) as directory:
+        previewed = Path(directory) / planned.name
+        lab_file = preview.write_preview(planned, previewed)
+        plan = load_plan(plan_file, previewed, variables, inventory.reader, inventory.login)
+    return plan, (planned, lab_file)
 
 
 @main.command()
@@ -575,22 +588,9 @@ def _listed_plan(
     """``apply --list-tests`` / ``--list-hosts``: the plan (against the inventory its lab will
     write when the lab is not up, as ``validate`` does), cut to --limit / --tests."""
     from nasplan.input.extra_vars import extra_vars as parse_extra_vars
-    from nasplan.input.plan import lab_inventory, load_plan
     from nasplan.input.subset import choose
 
-    variables = parse_extra_vars(extra_vars)
-    planned = lab_inventory(plan_file, inventory)
-    if planned is None:
-        plan = load_plan(plan_file, inventory.paths, variables, inventory.reader, inventory.login)
-    else:
-        import tempfile
-
-        from nasplan.lab import preview
-
-        with tempfile.TemporaryDirectory(prefix="nasplan-list-") as directory:
-            previewed = Path(directory) / planned.name
-            preview.write_preview(planned, previewed)
-            plan = load_plan(plan_file, previewed, variables, inventory.reader, inventory.login)
+    plan, _ = _plan_or_preview(plan_file, inventory, parse_extra_vars(extra_vars), "nasplan-list-")
     for warning in plan.inventory.warnings:
         click.echo(f"warning: {warning}", err=True)
     if limit or test_patterns:
