@@ -13,6 +13,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 import paramiko
 from fabric import Connection
@@ -28,34 +29,27 @@ _RECONNECT_PAUSE_S = 0.5
 Reconnect = Callable[[float], tuple[Connection, tuple[Connection, ...]]]
 
 
+@dataclass(eq=False)
 class SshLink:
     """One host's current SSH connection, the jump hosts' it rides on and those it replaced."""
 
-    def __init__(
-        self,
-        name: str,
-        connection: Connection,
-        jumps: tuple[Connection, ...],
-        timeouts: Timeouts,
-        reconnect: Reconnect,
-    ) -> None:
-        self.name = name
-        self.connection = connection
-        # the jump hosts' connections the host's rides on, first hop first (closed with it)
-        self.jumps = jumps
-        self.timeouts = timeouts
-        self._reconnect = reconnect
-        # Set once the host stopped answering: later commands fail at once, not after a timeout.
-        self.lost: str | None = None
-        # when the host last answered (time.monotonic): a channel opened, a command's result
-        self.heard_at = time.monotonic()
-        # connections that went silent and were replaced (and the jump connections they rode
-        # on): their commands may still end on them; closed with the link
-        self._silent: list[Connection] = []
-        self._replacing = threading.Lock()
-        self._closed = False
-        # why the last try at a new connection in place of a silent one failed
-        self._reconnect_error: str | None = None
+    name: str
+    connection: Connection
+    # the jump hosts' connections the host's rides on, first hop first (closed with it)
+    jumps: tuple[Connection, ...]
+    timeouts: Timeouts
+    reconnect: Reconnect
+    # Set once the host stopped answering: later commands fail at once, not after a timeout.
+    lost: str | None = field(default=None, init=False)
+    # when the host last answered (time.monotonic): a channel opened, a command's result
+    heard_at: float = field(default_factory=time.monotonic, init=False)
+    # connections that went silent and were replaced (and the jump connections they rode on):
+    # their commands may still end on them; closed with the link
+    _silent: list[Connection] = field(default_factory=list, init=False)
+    _replacing: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _closed: bool = field(default=False, init=False)
+    # why the last try at a new connection in place of a silent one failed
+    _reconnect_error: str | None = field(default=None, init=False)
 
     def heard(self) -> None:
         """The host answered just now."""
@@ -129,7 +123,7 @@ class SshLink:
                 if left_s <= 0:
                     return
                 try:
-                    connection, jumps = self._reconnect(min(self.timeouts.connect_s, left_s))
+                    connection, jumps = self.reconnect(min(self.timeouts.connect_s, left_s))
                 except HostError as exc:
                     self._reconnect_error = str(exc).removeprefix(f"{self.name}: ")
                     time.sleep(min(_RECONNECT_PAUSE_S, max(0.0, until - time.monotonic())))
