@@ -13,7 +13,7 @@ from fabric import Connection
 from nasplan.errors import HostLostError
 from nasplan.input.inventory import Host
 from nasplan.remote import become, host_keys, local, shell, ssh_output, ssh_route
-from nasplan.remote.runner import Launched, Result, Runner, RunnerBase
+from nasplan.remote.runner import Launched, Result, Runner
 from nasplan.remote.ssh_channel import on_channel
 from nasplan.remote.ssh_link import SshLink
 from nasplan.remote.ssh_open import open_host
@@ -25,7 +25,7 @@ _NO_INPUT = "exec </dev/null\n"
 _DRAIN_INPUT = "trap 'cat >/dev/null 2>&1' EXIT\n"
 
 
-class SshRunner(RunnerBase):
+class SshRunner(become.SudoRunner):
     """Runs commands on one host over one SSH connection (a ``nasplan.remote.runner.Runner``)."""
 
     def __init__(
@@ -73,43 +73,19 @@ class SshRunner(RunnerBase):
             # No sudo on Windows: an administrator's OpenSSH session is already elevated.
             self.is_root = True
 
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout_s: float | None = None,
-        stdin: str | None = None,
-        sudo: bool = False,
-    ) -> Result:
-        """Run ``argv`` (each argument quoted by the host's shell) and return its Result."""
-        script = self.host_shell.argv_script(argv)
-        return self.run_script(script, timeout_s=timeout_s, stdin=stdin, sudo=sudo)
+    def _as_login(self, script: str, timeout_s: float | None, stdin: str | None) -> Result:
+        sent = self._input_safe(script, stdin is not None)
+        return self._exec(self.host_shell.exec_line(sent), script, timeout_s, stdin)
 
-    def run_script(
-        self,
-        script: str,
-        *,
-        timeout_s: float | None = None,
-        stdin: str | None = None,
-        sudo: bool = False,
-    ) -> Result:
-        """Run a script (POSIX sh; PowerShell on Windows); ``sudo``: as root (sudo when not root).
+    def _send(self, command: str, shown: str, timeout_s: float | None, feed: str | None) -> Result:
+        return self._exec(command, shown, timeout_s, feed)
 
-        With a become password sudo reads it from stdin (never argv); without, ``sudo -n``.
-        Raises become.BecomeError when sudo itself refuses (wrong password, not allowed).
-        """
-        if not sudo or self.is_root:
-            sent = self._input_safe(script, stdin is not None)
-            return self._exec(self.host_shell.exec_line(sent), script, timeout_s, stdin)
+    def _for_sudo(self, script: str, fed: bool) -> str:
         # the script reads /dev/null unless sudo is fed (a password, or the command's input)
-        fed = stdin is not None or self.become_password is not None
-        return become.as_root(
-            lambda command, feed: self._exec(command, script, timeout_s, feed),
-            self._input_safe(script, fed),
-            stdin,
-            self.become_password,
-            (str(self.connection.user), self.name),
-        )
+        return self._input_safe(script, fed)
+
+    def login_user(self) -> str:
+        return str(self.connection.user)
 
     def try_script(self, script: str, *, timeout_s: float) -> Result | None:
         """Run shell text as the login user; None when the host did not answer within
