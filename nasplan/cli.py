@@ -24,6 +24,8 @@ if TYPE_CHECKING:  # imported where a command runs: the CLI's start stays light
 
 EXIT_INTERRUPTED = 130
 F = TypeVar("F", bound=Callable[..., Any])
+# A path nasplan reads itself (and says, in one line, what is wrong with it), not click.
+PATH = click.Path(path_type=Path, readable=False)
 
 
 class NasplanGroup(click.Group):
@@ -77,7 +79,7 @@ inventory_option = click.option(
     "--inventory",
     "inventories",
     multiple=True,
-    type=click.Path(path_type=Path, readable=False),
+    type=PATH,
     help="Use this inventory instead of the plan's: a file, an Ansible inventory directory or a "
     "host list (nas,ws,); repeated, merged in order as Ansible merges several -i.",
 )
@@ -102,7 +104,7 @@ private_key_option = click.option(
     "--private-key",
     "--key-file",
     "private_key",
-    type=click.Path(path_type=Path, readable=False),
+    type=PATH,
     help="Log in with this private key where the inventory sets none (as Ansible's "
     "--private-key: the inventory's ansible_ssh_private_key_file wins).",
 )
@@ -166,6 +168,11 @@ def _gated(run_dir: Path | None, gate: tuple[str, ...], code: int) -> int:
     return EXIT_FAIL_ON
 
 
+def _out_option(said: str) -> Callable[[F], F]:
+    """``--out PATH``: where a command writes (``said``: its help)."""
+    return click.option("--out", type=PATH, help=said)
+
+
 def _format_option(what: str) -> Callable[[F], F]:
     return click.option(
         "--format",
@@ -224,7 +231,7 @@ def init(directory: Path, force: bool, example: str | None, docs: bool) -> None:
 
 
 @main.command()
-@click.argument("plan_file", type=click.Path(path_type=Path, readable=False))
+@click.argument("plan_file", type=PATH)
 @inventory_option
 @reader_option
 @user_option
@@ -324,20 +331,16 @@ def _plan_or_preview(
 
 
 @main.command()
-@click.argument("plan_file", type=click.Path(path_type=Path, readable=False), required=False)
+@click.argument("plan_file", type=PATH, required=False)
 @inventory_option
 @reader_option
 @user_option
 @private_key_option
 @extra_vars_option
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path, readable=False),
-    help="Run directory (default runs/<UTC time>-<plan>).",
-)
+@_out_option("Run directory (default runs/<UTC time>-<plan>).")
 @click.option(
     "--resume",
-    type=click.Path(path_type=Path, readable=False),
+    type=PATH,
     metavar="RUN_DIR",
     help="Continue an interrupted or partly failed run in its directory: its ok repetitions "
     "kept, the others run again (the same plan, inventory and -e; PLAN_FILE: the run's).",
@@ -635,16 +638,12 @@ def _list_hosts(plan: Plan, output_format: str) -> None:
     "inventories",
     required=True,
     multiple=True,
-    type=click.Path(path_type=Path, readable=False),
+    type=PATH,
     help="The inventory that names HOST (its address, user, key, known_hosts); repeated, "
     "merged in order as Ansible merges several -i.",
 )
 @reader_option
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path, readable=False),
-    help="An empty or new directory for the outputs (default: nasplan-probe-HOST).",
-)
+@_out_option("An empty or new directory for the outputs (default: nasplan-probe-HOST).")
 @click.option(
     "--mask-addresses",
     is_flag=True,
@@ -679,7 +678,7 @@ def probe(
 
 
 @main.command()
-@click.argument("run_dir", type=click.Path(path_type=Path, readable=False))
+@click.argument("run_dir", type=PATH)
 @click.option(
     "--charts",
     type=click.Choice(["png", "svg"]),
@@ -711,10 +710,8 @@ def report(
 
 
 @main.command()
-@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path, readable=False))
-@click.option(
-    "--out", type=click.Path(path_type=Path, readable=False), help="Write here instead of stdout."
-)
+@click.argument("runs", nargs=-1, required=True, type=PATH)
+@_out_option("Write here instead of stdout.")
 @click.option(
     "--format",
     "output_format",
@@ -794,7 +791,7 @@ def compare(
 
 
 @main.command()
-@click.argument("run_dir", type=click.Path(path_type=Path, readable=False))
+@click.argument("run_dir", type=PATH)
 @verbose_option
 @quiet_option
 def restore(run_dir: Path, verbose: int, quiet: bool) -> None:
