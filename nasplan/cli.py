@@ -443,7 +443,7 @@ def apply(
     verbosity = Verbosity.from_flags(verbose, quiet)
     inventory = InventoryChoice(inventories, reader, Login(user, private_key))
     if list_tests or list_hosts:
-        _list(plan_file, inventory, extra_vars, limit, test_patterns, list_tests, output_format)
+        _list(plan_file, list_tests, output_format, inventory, extra_vars, limit, test_patterns)
         return
     _json_only_with_check(output_format, check)
     wanted = request(
@@ -562,37 +562,22 @@ def _ask_become_pass() -> str:
 
 def _list(
     plan_file: Path | None,
-    inventory: InventoryChoice,
-    extra_vars: tuple[str, ...],
-    limit: tuple[str, ...],
-    test_patterns: tuple[str, ...],
     tests: bool,
     output_format: str,
-) -> None:
-    """``apply --list-tests`` (``tests``) or ``--list-hosts``."""
-    from nasplan.errors import InputError
-
-    if plan_file is None:
-        raise InputError(f"apply --list-{'tests' if tests else 'hosts'} needs PLAN_FILE")
-    plan = _listed_plan(plan_file, inventory, extra_vars, limit, test_patterns)
-    if tests:
-        _list_tests(plan, output_format)
-    else:
-        _list_hosts(plan, output_format)
-
-
-def _listed_plan(
-    plan_file: Path,
     inventory: InventoryChoice,
     extra_vars: tuple[str, ...],
     limit: tuple[str, ...],
     test_patterns: tuple[str, ...],
-) -> Plan:
-    """``apply --list-tests`` / ``--list-hosts``: the plan (against the inventory its lab will
-    write when the lab is not up, as ``validate`` does), cut to --limit / --tests."""
+) -> None:
+    """``apply --list-tests`` (``tests``) or ``--list-hosts``: the plan (against the inventory
+    its lab will write when the lab is not up, as ``validate`` does), cut to --limit / --tests.
+    """
+    from nasplan.errors import InputError
     from nasplan.input.extra_vars import extra_vars as parse_extra_vars
     from nasplan.input.subset import choose
 
+    if plan_file is None:
+        raise InputError(f"apply --list-{'tests' if tests else 'hosts'} needs PLAN_FILE")
     plan, _ = _plan_or_preview(plan_file, inventory, parse_extra_vars(extra_vars), "nasplan-list-")
     for warning in plan.inventory.warnings:
         click.echo(f"warning: {warning}", err=True)
@@ -600,7 +585,10 @@ def _listed_plan(
         plan, subset = choose(plan, limit, test_patterns)
         for note in subset.notes:
             click.echo(f"warning: {note}", err=True)
-    return plan
+    if tests:
+        _list_tests(plan, output_format)
+    else:
+        _list_hosts(plan, output_format)
 
 
 def _list_tests(plan: Plan, output_format: str) -> None:
