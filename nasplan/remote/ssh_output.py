@@ -13,37 +13,15 @@ from nasplan.remote.runner import Launched, Result
 from nasplan.units import format_seconds
 
 _READ_CHUNK_BYTES = 65536
+# how a read of a channel's output ended
+_READY, _ENDED, _TIMED_OUT = "ready", "ended", "timed out"
 
 
 def collect(channel: paramiko.Channel, shown: str, timeout_s: float | None) -> Result:
     """What the command on ``channel`` printed and its exit status once it ended; 124 once
     ``timeout_s`` passed first (its output so far kept)."""
-    stdout, stderr = bytearray(), bytearray()
-    deadline = None if timeout_s is None else time.monotonic() + timeout_s
-    while True:
-        if channel.recv_ready():
-            stdout += channel.recv(_READ_CHUNK_BYTES)
-            continue
-        if channel.recv_stderr_ready():
-            stderr += channel.recv_stderr(_READ_CHUNK_BYTES)
-            continue
-        if channel.exit_status_ready() and (channel.eof_received or channel.closed):
-            break
-        if deadline is not None and time.monotonic() > deadline:
-            return _timed_out(shown, stdout, timeout_s)
-        select.select([channel], [], [], 0.05)
-    return Result(
-        shown,
-        stdout.decode(errors="replace"),
-        stderr.decode(errors="replace"),
-        channel.recv_exit_status(),
-    )
-
-
-def _timed_out(shown: str, stdout: bytearray, timeout_s: float | None) -> Result:
-    return Result(
-        shown, stdout.decode(errors="replace"), f"timed out after {format_seconds(timeout_s)}", 124
-    )
+    stdout, stderr, how = _read(channel, timeout_s, None)
+    return _result(channel, shown, stdout, stderr, timeout_s if how == _TIMED_OUT else None)
 
 
 def until(
@@ -54,36 +32,59 @@ def until(
     wanted = [marker.encode() for marker in markers]
 
     def collect_until(channel: paramiko.Channel) -> Launched:
-        stdout, stderr = bytearray(), bytearray()
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if channel.recv_ready():
-                stdout += channel.recv(_READ_CHUNK_BYTES)
-                if all(marker in stdout for marker in wanted):
-                    return Launched(
-                        stdout.decode(errors="replace"),
-                        None,
-                        channel.close,
-                        lambda seconds: _exits_within(channel, seconds),
-                        lambda: _read_ready(channel),
-                    )
-                continue
-            if channel.recv_stderr_ready():
-                stderr += channel.recv_stderr(_READ_CHUNK_BYTES)
-                continue
-            if channel.exit_status_ready() and (channel.eof_received or channel.closed):
-                text = stdout.decode(errors="replace")
-                ended = Result(
-                    shown, text, stderr.decode(errors="replace"), channel.recv_exit_status()
-                )
-                return Launched(text, ended)
-            if time.monotonic() > deadline:
-                return Launched(
-                    stdout.decode(errors="replace"), _timed_out(shown, stdout, timeout_s)
-                )
-            select.select([channel], [], [], 0.05)
+        stdout, stderr, how = _read(channel, timeout_s, wanted)
+        text = stdout.decode(errors="replace")
+        if how != _READY:
+            ended = _result(
+                channel, shown, stdout, stderr, timeout_s if how == _TIMED_OUT else None
+            )
+            return Launched(text, ended)
+        return Launched(
+            text,
+            None,
+            channel.close,
+            lambda seconds: _exits_within(channel, seconds),
+            lambda: _read_ready(channel),
+        )
 
     return collect_until
+
+
+def _read(
+    channel: paramiko.Channel, timeout_s: float | None, wanted: Sequence[bytes] | None
+) -> tuple[bytearray, bytearray, str]:
+    """A channel's standard output and error until its standard output holds every one of
+    ``wanted`` (None: until its end), its command ended, or ``timeout_s`` passed; and which."""
+    stdout, stderr = bytearray(), bytearray()
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while True:
+        if channel.recv_ready():
+            stdout += channel.recv(_READ_CHUNK_BYTES)
+            if wanted is not None and all(marker in stdout for marker in wanted):
+                return stdout, stderr, _READY
+            continue
+        if channel.recv_stderr_ready():
+            stderr += channel.recv_stderr(_READ_CHUNK_BYTES)
+            continue
+        if channel.exit_status_ready() and (channel.eof_received or channel.closed):
+            return stdout, stderr, _ENDED
+        if deadline is not None and time.monotonic() > deadline:
+            return stdout, stderr, _TIMED_OUT
+        select.select([channel], [], [], 0.05)
+
+
+def _result(
+    channel: paramiko.Channel,
+    shown: str,
+    stdout: bytearray,
+    stderr: bytearray,
+    timed_out_s: float | None,
+) -> Result:
+    """The Result of an ended command, or (``timed_out_s``) of one that outlived it (124)."""
+    text = stdout.decode(errors="replace")
+    if timed_out_s is not None:
+        return Result(shown, text, f"timed out after {format_seconds(timed_out_s)}", 124)
+    return Result(shown, text, stderr.decode(errors="replace"), channel.recv_exit_status())
 
 
 def _read_ready(channel: paramiko.Channel) -> str | None:
