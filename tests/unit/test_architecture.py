@@ -196,22 +196,6 @@ def test_threads_are_started_only_in_the_rooms_that_own_them() -> None:
     assert not found, f"threads outside {THREAD_ROOMS}: {sorted(set(found))}"
 
 
-MAX_FUNCTION_LINES = 60
-
-
-def test_no_function_of_run_or_measure_is_longer_than_60_lines() -> None:
-    long = [
-        f"{path.relative_to(ROOT).as_posix()}:{node.lineno} {node.name} "
-        f"({(node.end_lineno or node.lineno) - node.lineno + 1} lines)"
-        for room in ("run", "measure")
-        for path in sorted((PACKAGE / room).rglob("*.py"))
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-        and (node.end_lineno or node.lineno) - node.lineno + 1 > MAX_FUNCTION_LINES
-    ]
-    assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}"
-
-
 def _kind_and_method_names() -> dict[str, set[str]]:
     """Each kind's and each transfer method's plan name -> the files allowed to say it."""
     from nasplan.measure import kinds, methods
