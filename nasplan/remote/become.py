@@ -105,7 +105,7 @@ class SudoRunner(RunnerBase):
 
     A subclass says how it runs a script as its login user (``_as_login``), how it sends the
     sudo command line (``_send``), what of a script it sends through sudo (``_for_sudo``) and
-    who its login user is (``login_user``).
+    who its login user is (``_login_user``).
     """
 
     is_root: bool
@@ -145,10 +145,11 @@ class SudoRunner(RunnerBase):
             self._for_sudo(script, fed),
             stdin,
             self.become_password,
-            (self.login_user(), self.name),
+            (self._login_user(), self.name),
         )
 
     def _as_login(self, script: str, timeout_s: float | None, stdin: str | None) -> Result:
+        """Run ``script`` as the login user, ``stdin`` on its input."""
         raise NotImplementedError
 
     def _send(self, command: str, shown: str, timeout_s: float | None, feed: str | None) -> Result:
@@ -159,7 +160,7 @@ class SudoRunner(RunnerBase):
         """The script as sudo's shell runs it (``fed``: sudo's input carries something)."""
         return script
 
-    def login_user(self) -> str:
+    def _login_user(self) -> str:
         raise NotImplementedError
 
 

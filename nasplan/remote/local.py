@@ -37,7 +37,7 @@ class LocalHostRunner(become.SudoRunner, LocalRunner):
     def _send(self, command: str, shown: str, timeout_s: float | None, feed: str | None) -> Result:
         return self._exec(["sh", "-c", command], shown, timeout_s, feed)
 
-    def login_user(self) -> str:
+    def _login_user(self) -> str:
         return getpass.getuser()
 
 

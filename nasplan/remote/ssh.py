@@ -84,7 +84,7 @@ class SshRunner(become.SudoRunner):
         # the script reads /dev/null unless sudo is fed (a password, or the command's input)
         return self._input_safe(script, fed)
 
-    def login_user(self) -> str:
+    def _login_user(self) -> str:
         return str(self.connection.user)
 
     def try_script(self, script: str, *, timeout_s: float) -> Result | None:
