@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from nasplan.units import MIB_BYTES, format_bytes_per_second
@@ -28,12 +29,7 @@ def theoretical_tcp_bits_per_second(
 
     ``framing="tc"`` is a link shaped by tc in the lab (no preamble, FCS or inter-frame gap).
     """
-    if framing not in FRAME_OVERHEAD_BYTES:
-        raise ValueError(f"unknown framing {framing!r} (expected ethernet or tc)")
-    if mtu_bytes <= TCP_IPV4_HEADER_BYTES:
-        raise ValueError(f"MTU {mtu_bytes} bytes leaves no room for TCP payload")
-    payload_bytes = mtu_bytes - TCP_IPV4_HEADER_BYTES
-    return speed_bits_per_second * payload_bytes / (mtu_bytes + FRAME_OVERHEAD_BYTES[framing])
+    return _payload_rate(speed_bits_per_second, mtu_bytes, framing, TCP_IPV4_HEADER_BYTES, "TCP")
 
 
 def theoretical_udp_bits_per_second(
@@ -41,11 +37,18 @@ def theoretical_udp_bits_per_second(
 ) -> float:
     """Highest UDP payload rate over IPv4 in full-size datagrams, e.g. 957.1e6 at 1G/1500
     ethernet: MTU - 28 bytes of payload per packet for the same bytes on the wire as TCP's."""
+    return _payload_rate(speed_bits_per_second, mtu_bytes, framing, UDP_IPV4_HEADER_BYTES, "UDP")
+
+
+def _payload_rate(
+    speed_bits_per_second: float, mtu_bytes: int, framing: str, header_bytes: int, protocol: str
+) -> float:
+    """The payload rate of full-size packets, ``header_bytes`` of each not payload."""
     if framing not in FRAME_OVERHEAD_BYTES:
         raise ValueError(f"unknown framing {framing!r} (expected ethernet or tc)")
-    if mtu_bytes <= UDP_IPV4_HEADER_BYTES:
-        raise ValueError(f"MTU {mtu_bytes} bytes leaves no room for UDP payload")
-    payload_bytes = mtu_bytes - UDP_IPV4_HEADER_BYTES
+    if mtu_bytes <= header_bytes:
+        raise ValueError(f"MTU {mtu_bytes} bytes leaves no room for {protocol} payload")
+    payload_bytes = mtu_bytes - header_bytes
     return speed_bits_per_second * payload_bytes / (mtu_bytes + FRAME_OVERHEAD_BYTES[framing])
 
 
@@ -204,89 +207,158 @@ def attribute_bottleneck(
     ``SMB write 131 MiB/s = 12 % of the 10G path (9.4 Gbit/s) and 98 % of the NAS's local
     sequential write (134 MiB/s): disk-bound``.
     """
-    cpu = {host: value for host, value in (cpu_busy_percent or {}).items() if value is not None}
-    network_ratio = (
-        transfer_bytes_per_second * 8 / network_bits_per_second if network_bits_per_second else None
-    )
-    disk_ratio = (
-        transfer_bytes_per_second / disk_bytes_per_second if disk_bytes_per_second else None
-    )
-    busiest = max(cpu.items(), key=lambda item: item[1]) if cpu else None
-    # a core of a kernel other hosts share (lab namespaces) may be any of theirs: not this one's
-    own_cores = {
-        h: load for h, load in (cpu_cores or {}).items() if not (cpu_shared_with or {}).get(h)
-    }
-    core = saturated_core(own_cores, cpu)
-    evidence: dict[str, Any] = {
-        "direction": direction,
-        "transfer_bytes_per_second": transfer_bytes_per_second,
-        "network_bits_per_second": network_bits_per_second,
-        "network_source": network_source if network_bits_per_second else None,
-        "network_ratio": network_ratio,
-        "disk_bytes_per_second": disk_bytes_per_second,
-        "disk_ratio": disk_ratio,
-        "disk_source": disk_source if disk_bytes_per_second else None,
-        "moved_bytes": moved_bytes,
-        "cache_bytes": cache_bytes,
-        "cpu_busy_percent": dict(sorted(cpu.items())),
-        "cpu_whole_machine": sorted(h for h in cpu if (cpu_shared_with or {}).get(h)),
-        "bound_ratio": BOUND_RATIO,
-        "cpu_bound_percent": CPU_BOUND_PERCENT,
-        "cpu_busiest_core_percent": {h: load[0] for h, load in sorted((cpu_cores or {}).items())},
-    }
-    parts = []
-    if network_ratio is not None and network_bits_per_second is not None:
-        speed = f"{path_speed_bits_per_second / 1e9:g}G " if path_speed_bits_per_second else ""
-        what = "iperf3" if network_source == "iperf3" else "TCP maximum"
-        parts.append(
-            f"{network_ratio * 100:.0f} % of the {speed}path "
-            f"({what} {_bits_text(network_bits_per_second)})"
-        )
-    if disk_ratio is not None and disk_bytes_per_second is not None:
-        source = "" if disk_source == "fio" else f", {disk_source}"
-        parts.append(
-            f"{disk_ratio * 100:.0f} % of {disk_name} sequential {direction} "
-            f"({format_bytes_per_second(disk_bytes_per_second, 0)}{source})"
-        )
-    if core is not None:
-        parts.append(core_text(core, cpu_cores or {}, cpu))
-    elif busiest is not None:
-        parts.append(f"CPU {busiest[0]} {busiest[1]:.0f} % busy")
-    bound = [
-        (ratio, verdict)
-        for ratio, verdict in ((network_ratio, "network-bound"), (disk_ratio, "disk-bound"))
-        if ratio is not None and ratio >= BOUND_RATIO
-    ]
-    explained = disk_bytes_per_second is not None and cache_explains(
-        transfer_bytes_per_second, disk_bytes_per_second, moved_bytes, cache_bytes
-    )
-    if disk_ratio is not None and disk_ratio >= CACHE_RATIO:
-        verdict = "cache-served" if explained else "faster-than-disk"
-    elif bound:
-        verdict = max(bound)[1]
-    elif (busiest is not None and busiest[1] >= CPU_BOUND_PERCENT) or core is not None:
-        verdict = "cpu-bound"
-    elif network_ratio is None and disk_ratio is None:
-        verdict = "unknown"
-    else:
-        verdict = "protocol-bound"
-    head = f"{label} {format_bytes_per_second(transfer_bytes_per_second, 0)}"
-    text = f"{head} = {' and '.join(parts)}: {verdict}" if parts else f"{head}: {verdict}"
-    named = core or (busiest[0] if busiest is not None else None)
-    if named is not None and (shared := (cpu_shared_with or {}).get(named)):
-        text += (
-            f" (CPU {named} is the whole machine's, not {named}'s own: it shares one "
-            f"kernel with {', '.join(shared)}, as lab hosts do)"
-        )
-    if verdict == "cache-served":
-        text += _cache_text(direction, cache_dropped)
-    elif verdict == "faster-than-disk":
-        text += _beyond_text(direction, moved_bytes, cache_bytes, cache_name)
-    elif verdict == "unknown":
-        text += " (no network or disk measurement of this path and NAS to compare with)"
-    elif verdict == "protocol-bound":
-        text += _protocol_bound_text(disk_ratio is not None, busiest is not None)
-    return {"verdict": verdict, "text": text, "evidence": evidence}
+    # every argument, by name: one transfer's figures
+    return _Transfer(**locals()).attribution()
+
+
+@dataclass(frozen=True)
+class _Transfer:
+    """``attribute_bottleneck``'s arguments, and what follows from them."""
+
+    label: str
+    direction: str
+    transfer_bytes_per_second: float
+    network_bits_per_second: float | None
+    network_source: str
+    path_speed_bits_per_second: float | None
+    disk_bytes_per_second: float | None
+    cpu_busy_percent: Mapping[str, float | None] | None
+    cpu_shared_with: Mapping[str, Sequence[str]] | None
+    cpu_cores: Mapping[str, CoreLoad] | None
+    disk_name: str
+    cache_dropped: bool
+    disk_source: str
+    moved_bytes: int | None
+    cache_bytes: int | None
+    cache_name: str
+
+    def attribution(self) -> dict[str, Any]:
+        verdict = self.verdict()
+        head = f"{self.label} {format_bytes_per_second(self.transfer_bytes_per_second, 0)}"
+        parts = self.parts()
+        text = f"{head} = {' and '.join(parts)}: {verdict}" if parts else f"{head}: {verdict}"
+        return {"verdict": verdict, "text": text + self.why(verdict), "evidence": self.evidence()}
+
+    @property
+    def cpu(self) -> dict[str, float]:
+        """Each host's CPU busy %, those measured."""
+        busy = (self.cpu_busy_percent or {}).items()
+        return {host: value for host, value in busy if value is not None}
+
+    @property
+    def shared(self) -> Mapping[str, Sequence[str]]:
+        return self.cpu_shared_with or {}
+
+    @property
+    def network_ratio(self) -> float | None:
+        rate = self.network_bits_per_second
+        return self.transfer_bytes_per_second * 8 / rate if rate else None
+
+    @property
+    def disk_ratio(self) -> float | None:
+        rate = self.disk_bytes_per_second
+        return self.transfer_bytes_per_second / rate if rate else None
+
+    @property
+    def busiest(self) -> tuple[str, float] | None:
+        cpu = self.cpu
+        return max(cpu.items(), key=lambda item: item[1]) if cpu else None
+
+    @property
+    def core(self) -> str | None:
+        """The host one of whose cores was saturated (``saturated_core``)."""
+        # a core of a kernel other hosts share (lab namespaces) may be any of theirs: not this one's
+        own = {h: load for h, load in (self.cpu_cores or {}).items() if not self.shared.get(h)}
+        return saturated_core(own, self.cpu)
+
+    def evidence(self) -> dict[str, Any]:
+        cpu = self.cpu
+        return {
+            "direction": self.direction,
+            "transfer_bytes_per_second": self.transfer_bytes_per_second,
+            "network_bits_per_second": self.network_bits_per_second,
+            "network_source": self.network_source if self.network_bits_per_second else None,
+            "network_ratio": self.network_ratio,
+            "disk_bytes_per_second": self.disk_bytes_per_second,
+            "disk_ratio": self.disk_ratio,
+            "disk_source": self.disk_source if self.disk_bytes_per_second else None,
+            "moved_bytes": self.moved_bytes,
+            "cache_bytes": self.cache_bytes,
+            "cpu_busy_percent": dict(sorted(cpu.items())),
+            "cpu_whole_machine": sorted(h for h in cpu if self.shared.get(h)),
+            "bound_ratio": BOUND_RATIO,
+            "cpu_bound_percent": CPU_BOUND_PERCENT,
+            "cpu_busiest_core_percent": {
+                h: load[0] for h, load in sorted((self.cpu_cores or {}).items())
+            },
+        }
+
+    def parts(self) -> list[str]:
+        """Each limit the transfer is compared with: ``12 % of the 10G path (...)``."""
+        parts = []
+        network_ratio, network_rate = self.network_ratio, self.network_bits_per_second
+        if network_ratio is not None and network_rate is not None:
+            path = self.path_speed_bits_per_second
+            speed = f"{path / 1e9:g}G " if path else ""
+            what = "iperf3" if self.network_source == "iperf3" else "TCP maximum"
+            rate = _bits_text(network_rate)
+            parts.append(f"{network_ratio * 100:.0f} % of the {speed}path ({what} {rate})")
+        disk_ratio, disk_rate = self.disk_ratio, self.disk_bytes_per_second
+        if disk_ratio is not None and disk_rate is not None:
+            source = "" if self.disk_source == "fio" else f", {self.disk_source}"
+            parts.append(
+                f"{disk_ratio * 100:.0f} % of {self.disk_name} sequential {self.direction} "
+                f"({format_bytes_per_second(disk_rate, 0)}{source})"
+            )
+        core, busiest = self.core, self.busiest
+        if core is not None:
+            parts.append(core_text(core, self.cpu_cores or {}, self.cpu))
+        elif busiest is not None:
+            parts.append(f"CPU {busiest[0]} {busiest[1]:.0f} % busy")
+        return parts
+
+    def verdict(self) -> str:
+        network_ratio, disk_ratio, busiest = self.network_ratio, self.disk_ratio, self.busiest
+        bound = [
+            (ratio, verdict)
+            for ratio, verdict in ((network_ratio, "network-bound"), (disk_ratio, "disk-bound"))
+            if ratio is not None and ratio >= BOUND_RATIO
+        ]
+        if disk_ratio is not None and disk_ratio >= CACHE_RATIO:
+            disk = self.disk_bytes_per_second
+            explained = disk is not None and cache_explains(
+                self.transfer_bytes_per_second, disk, self.moved_bytes, self.cache_bytes
+            )
+            return "cache-served" if explained else "faster-than-disk"
+        if bound:
+            return max(bound)[1]
+        if (busiest is not None and busiest[1] >= CPU_BOUND_PERCENT) or self.core is not None:
+            return "cpu-bound"
+        if network_ratio is None and disk_ratio is None:
+            return "unknown"
+        return "protocol-bound"
+
+    def why(self, verdict: str) -> str:
+        """What the text adds after the verdict: whose CPU it is, why the cache did it or not."""
+        text = ""
+        busiest = self.busiest
+        named = self.core or (busiest[0] if busiest is not None else None)
+        if named is not None and (shared := self.shared.get(named)):
+            text += (
+                f" (CPU {named} is the whole machine's, not {named}'s own: it shares one "
+                f"kernel with {', '.join(shared)}, as lab hosts do)"
+            )
+        if verdict == "cache-served":
+            text += _cache_text(self.direction, self.cache_dropped)
+        elif verdict == "faster-than-disk":
+            text += _beyond_text(
+                self.direction, self.moved_bytes, self.cache_bytes, self.cache_name
+            )
+        elif verdict == "unknown":
+            text += " (no network or disk measurement of this path and NAS to compare with)"
+        elif verdict == "protocol-bound":
+            text += _protocol_bound_text(self.disk_ratio is not None, busiest is not None)
+        return text
 
 
 # host -> (its busiest core's busy %, how many cores it has), either None when unknown.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import gc
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 import click
 
@@ -17,9 +17,15 @@ if TYPE_CHECKING:  # imported where a command runs: the CLI's start stays light
     from nasplan.input.inventory import InventoryChoice
     from nasplan.input.plan import Plan
     from nasplan.run.check import Checked
+    from nasplan.run.planned import Outcome
+    from nasplan.run.request import RunRequest
+    from nasplan.run.signals import Stopped
+    from nasplan.verbosity import Verbosity
 
 EXIT_INTERRUPTED = 130
 F = TypeVar("F", bound=Callable[..., Any])
+# A path nasplan reads itself (and says, in one line, what is wrong with it), not click.
+PATH = click.Path(path_type=Path, readable=False)
 
 
 class NasplanGroup(click.Group):
@@ -73,7 +79,7 @@ inventory_option = click.option(
     "--inventory",
     "inventories",
     multiple=True,
-    type=click.Path(path_type=Path, readable=False),
+    type=PATH,
     help="Use this inventory instead of the plan's: a file, an Ansible inventory directory or a "
     "host list (nas,ws,); repeated, merged in order as Ansible merges several -i.",
 )
@@ -98,7 +104,7 @@ private_key_option = click.option(
     "--private-key",
     "--key-file",
     "private_key",
-    type=click.Path(path_type=Path, readable=False),
+    type=PATH,
     help="Log in with this private key where the inventory sets none (as Ansible's "
     "--private-key: the inventory's ansible_ssh_private_key_file wins).",
 )
@@ -162,6 +168,11 @@ def _gated(run_dir: Path | None, gate: tuple[str, ...], code: int) -> int:
     return EXIT_FAIL_ON
 
 
+def _out_option(said: str) -> Callable[[F], F]:
+    """``--out PATH``: where a command writes (``said``: its help)."""
+    return click.option("--out", type=PATH, help=said)
+
+
 def _format_option(what: str) -> Callable[[F], F]:
     return click.option(
         "--format",
@@ -220,7 +231,7 @@ def init(directory: Path, force: bool, example: str | None, docs: bool) -> None:
 
 
 @main.command()
-@click.argument("plan_file", type=click.Path(path_type=Path, readable=False))
+@click.argument("plan_file", type=PATH)
 @inventory_option
 @reader_option
 @user_option
@@ -277,7 +288,6 @@ def _validate(
     """Validate as ``nasplan validate`` does; what to say when valid (warnings: appended)."""
     from nasplan.input.extra_vars import extra_vars as parse_extra_vars
     from nasplan.input.lab_files import is_lab_file
-    from nasplan.input.plan import lab_inventory, load_plan
 
     variables = parse_extra_vars(extra_vars)
     if is_lab_file(plan_file):
@@ -285,20 +295,11 @@ def _validate(
 
         load_lab(plan_file)
         return f"ok (a lab file: sudo nasplan lab up {plan_file})"
-    planned = lab_inventory(plan_file, inventory)
-    if planned is None:
-        plan = load_plan(plan_file, inventory.paths, variables, inventory.reader, inventory.login)
+    plan, previewed = _plan_or_preview(plan_file, inventory, variables, "nasplan-validate-")
+    if previewed is None:
         warnings += plan.inventory.warnings
         return "ok"
-    # The lab's code only for a plan whose inventory the lab writes.
-    import tempfile
-
-    from nasplan.lab import preview
-
-    with tempfile.TemporaryDirectory(prefix="nasplan-validate-") as directory:
-        previewed = Path(directory) / planned.name
-        lab_file = preview.write_preview(planned, previewed)
-        load_plan(plan_file, previewed, variables, inventory.reader, inventory.login)
+    planned, lab_file = previewed
     warnings.append(
         f"{planned} is not there yet (the lab is not up): checked against the "
         f"inventory `nasplan lab up {lab_file}` writes"
@@ -306,21 +307,40 @@ def _validate(
     return "ok"
 
 
+def _plan_or_preview(
+    plan_file: Path, inventory: InventoryChoice, variables: Mapping[str, Any], prefix: str
+) -> tuple[Plan, tuple[Path, Path] | None]:
+    """The plan loaded; for one whose inventory a lab writes and that lab is not up, loaded
+    against the inventory it would write, with that inventory's path and the lab file."""
+    from nasplan.input.plan import lab_inventory, load_plan
+
+    planned = lab_inventory(plan_file, inventory)
+    if planned is None:
+        plan = load_plan(plan_file, inventory.paths, variables, inventory.reader, inventory.login)
+        return plan, None
+    # The lab's code only for a plan whose inventory the lab writes.
+    import tempfile
+
+    from nasplan.lab import preview
+
+    with tempfile.TemporaryDirectory(prefix=prefix) as directory:
+        previewed = Path(directory) / planned.name
+        lab_file = preview.write_preview(planned, previewed)
+        plan = load_plan(plan_file, previewed, variables, inventory.reader, inventory.login)
+    return plan, (planned, lab_file)
+
+
 @main.command()
-@click.argument("plan_file", type=click.Path(path_type=Path, readable=False), required=False)
+@click.argument("plan_file", type=PATH, required=False)
 @inventory_option
 @reader_option
 @user_option
 @private_key_option
 @extra_vars_option
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path, readable=False),
-    help="Run directory (default runs/<UTC time>-<plan>).",
-)
+@_out_option("Run directory (default runs/<UTC time>-<plan>).")
 @click.option(
     "--resume",
-    type=click.Path(path_type=Path, readable=False),
+    type=PATH,
     metavar="RUN_DIR",
     help="Continue an interrupted or partly failed run in its directory: its ok repetitions "
     "kept, the others run again (the same plan, inventory and -e; PLAN_FILE: the run's).",
@@ -410,35 +430,22 @@ def apply(
     duration, and exits 0 without connecting; --limit and --tests run a part of the plan.
 
     Exit codes: 0 all ok, 1 a test failed, the run directory is full, or (--fail-on warnings)
-    the run carries a warning, 2 invalid input, 3 a host
-    was unreachable or could not be used (sudo refused, tools missing and not installable, in use
-    by another run, lost during the run), 130 interrupted (Ctrl-C), 143 / 129 ended by SIGTERM /
-    SIGHUP (the hosts put back and the report written first, as after Ctrl-C).
+    the run carries a warning, 2 invalid input, 3 a host was unreachable or could not be used
+    (sudo refused, tools missing and not installable, in use by another run, lost during the
+    run), 130 interrupted (Ctrl-C), 143 / 129 ended by SIGTERM / SIGHUP (the hosts put back and
+    the report written first, as after Ctrl-C).
     """
-    from nasplan.errors import InputError
     from nasplan.input.inventory import InventoryChoice, Login
-    from nasplan.progress import make_progress
-    from nasplan.run.planned import Outcome
     from nasplan.run.request import request
-    from nasplan.run.signals import Stopped, as_interrupts
+    from nasplan.run.signals import Stopped
     from nasplan.verbosity import Verbosity
 
     verbosity = Verbosity.from_flags(verbose, quiet)
     inventory = InventoryChoice(inventories, reader, Login(user, private_key))
-    if output_format == "json" and not (check or list_tests or list_hosts):
-        raise InputError(
-            "--format json goes with --check, --list-tests or --list-hosts (a run writes run.json)"
-        )
     if list_tests or list_hosts:
-        if plan_file is None:
-            raise InputError(f"apply --list-{'tests' if list_tests else 'hosts'} needs PLAN_FILE")
-        plan = _listed_plan(plan_file, inventory, extra_vars, limit, test_patterns)
-        if list_tests:
-            _list_tests(plan, output_format)
-        else:
-            _list_hosts(plan, output_format)
+        _list(plan_file, list_tests, output_format, inventory, extra_vars, limit, test_patterns)
         return
-    asked = _ask_become_pass if ask_become_pass else None
+    _json_only_with_check(output_format, check)
     wanted = request(
         plan_file,
         inventory,
@@ -449,38 +456,31 @@ def apply(
         tests=test_patterns,
         keep=keep,
         check=check,
-        ask_password=asked,
+        ask_password=_ask_become_pass if ask_become_pass else None,
     )
+    outcome = _carry_out(wanted, resume, check, output_format, verbosity)
+    if isinstance(outcome, Stopped):  # its report and how to finish it, then exit as it says
+        _stopped(outcome, extra_vars, limit, test_patterns, keep, ask_become_pass)
+    _exit(outcome, check, output_format, gate)
+
+
+def _say_notes(wanted: RunRequest, resume: Path | None, quiet: bool) -> None:
+    """What the run's request says before it starts; exit 0 when a resumed run has nothing
+    left to do."""
     if wanted.nothing_to_do:
         click.echo(f"nothing to do: every repetition of every test in {resume} ended ok")
         sys.exit(0)
-    for note in wanted.notes if not verbosity.quiet else ():  # run.json keeps them
+    for note in wanted.notes if not quiet else ():  # run.json keeps them
         click.echo(note, err=True)
-    progress = make_progress(quiet=verbosity.quiet)
-    outcome: Outcome | Checked
-    stopped: Stopped | None = None
-    as_json: dict[str, Any] | None = None  # --check --format json
-    try:
-        with as_interrupts():
-            if check:  # each imports only what its own way needs
-                from nasplan.run.check import check as check_hosts
 
-                say = output_format != "json"
-                checked = check_hosts(wanted.plan, progress, verbosity=verbosity, say=say)
-                outcome, as_json = checked, None if say else checked.to_dict()
-            else:
-                from nasplan.run.apply import apply as run_plan
 
-                outcome = run_plan(wanted, progress, verbosity=verbosity)
-    except Stopped as exc:
-        stopped = exc
-    finally:
-        progress.close()
-    if stopped is not None:  # its report and how to finish it, then exit as the signal says
-        _say_stopped(stopped.run_dir, extra_vars, limit, test_patterns, keep, ask_become_pass)
-        raise stopped.cause from None
-    if as_json is not None:
-        _json(as_json)
+def _exit(
+    outcome: Outcome | Checked, check: bool, output_format: str, gate: tuple[str, ...]
+) -> None:
+    """Say where the report is (``--check --format json``: what it found) and exit with the
+    run's code (``--fail-on``'s gates applied)."""
+    if check and output_format == "json":
+        _json(cast("Checked", outcome).to_dict())
     if outcome.run_dir is not None:
         click.echo(f"report: {outcome.run_dir / 'report.md'}")
     # the process ends here: its last garbage collection need not walk what the run built
@@ -488,18 +488,55 @@ def apply(
     sys.exit(outcome.exit_code if check else _gated(outcome.run_dir, gate, outcome.exit_code))
 
 
-def _say_stopped(
-    run_dir: Path,
+def _json_only_with_check(output_format: str, check: bool) -> None:
+    from nasplan.errors import InputError
+
+    if output_format == "json" and not check:
+        raise InputError(
+            "--format json goes with --check, --list-tests or --list-hosts (a run writes run.json)"
+        )
+
+
+def _carry_out(
+    wanted: RunRequest, resume: Path | None, check: bool, output_format: str, verbosity: Verbosity
+) -> Outcome | Checked | Stopped:
+    """``apply``'s run, or its ``--check``, under a progress display: what it came to, or the
+    signal that stopped it (a Ctrl-C: the hosts put back and the report written first)."""
+    from nasplan.progress import make_progress
+    from nasplan.run.signals import Stopped, as_interrupts
+
+    _say_notes(wanted, resume, verbosity.quiet)
+    progress = make_progress(quiet=verbosity.quiet)
+    try:
+        with as_interrupts():
+            if check:  # each imports only what its own way needs
+                from nasplan.run.check import check as check_hosts
+
+                say = output_format != "json"
+                return check_hosts(wanted.plan, progress, verbosity=verbosity, say=say)
+            from nasplan.run.apply import apply as run_plan
+
+            return run_plan(wanted, progress, verbosity=verbosity)
+    except Stopped as exc:
+        return exc
+    finally:
+        progress.close()
+
+
+def _stopped(
+    stopped: Stopped,
     extra_vars: tuple[str, ...],
     limit: tuple[str, ...],
     test_patterns: tuple[str, ...],
     keep: bool,
     ask_become_pass: bool,
-) -> None:
-    """A stopped run: its report, what it counted, and the command that finishes it."""
+) -> NoReturn:
+    """A stopped run: its report, what it counted, and the command that finishes it; then the
+    exit its signal asks for."""
     from nasplan.results import counts_text, load_run
     from nasplan.run.resume import resume_command
 
+    run_dir = stopped.run_dir
     report = run_dir / "report.md"
     counted = ""
     if (run_dir / "run.json").is_file():
@@ -513,6 +550,7 @@ def _say_stopped(
         run_dir, extra_vars, limit, test_patterns, keep=keep, ask_become_pass=ask_become_pass
     )
     click.echo(f"to finish this run, keeping what it measured: {command}", err=True)
+    raise stopped.cause from None
 
 
 def _ask_become_pass() -> str:
@@ -522,39 +560,35 @@ def _ask_become_pass() -> str:
     return become.prompt_password(lambda text: click.prompt(text, hide_input=True))
 
 
-def _listed_plan(
-    plan_file: Path,
+def _list(
+    plan_file: Path | None,
+    tests: bool,
+    output_format: str,
     inventory: InventoryChoice,
     extra_vars: tuple[str, ...],
     limit: tuple[str, ...],
     test_patterns: tuple[str, ...],
-) -> Plan:
-    """``apply --list-tests`` / ``--list-hosts``: the plan (against the inventory its lab will
-    write when the lab is not up, as ``validate`` does), cut to --limit / --tests."""
+) -> None:
+    """``apply --list-tests`` (``tests``) or ``--list-hosts``: the plan (against the inventory
+    its lab will write when the lab is not up, as ``validate`` does), cut to --limit / --tests.
+    """
+    from nasplan.errors import InputError
     from nasplan.input.extra_vars import extra_vars as parse_extra_vars
-    from nasplan.input.plan import lab_inventory, load_plan
     from nasplan.input.subset import choose
 
-    variables = parse_extra_vars(extra_vars)
-    planned = lab_inventory(plan_file, inventory)
-    if planned is None:
-        plan = load_plan(plan_file, inventory.paths, variables, inventory.reader, inventory.login)
-    else:
-        import tempfile
-
-        from nasplan.lab import preview
-
-        with tempfile.TemporaryDirectory(prefix="nasplan-list-") as directory:
-            previewed = Path(directory) / planned.name
-            preview.write_preview(planned, previewed)
-            plan = load_plan(plan_file, previewed, variables, inventory.reader, inventory.login)
+    if plan_file is None:
+        raise InputError(f"apply --list-{'tests' if tests else 'hosts'} needs PLAN_FILE")
+    plan, _ = _plan_or_preview(plan_file, inventory, parse_extra_vars(extra_vars), "nasplan-list-")
     for warning in plan.inventory.warnings:
         click.echo(f"warning: {warning}", err=True)
     if limit or test_patterns:
         plan, subset = choose(plan, limit, test_patterns)
         for note in subset.notes:
             click.echo(f"warning: {note}", err=True)
-    return plan
+    if tests:
+        _list_tests(plan, output_format)
+    else:
+        _list_hosts(plan, output_format)
 
 
 def _list_tests(plan: Plan, output_format: str) -> None:
@@ -592,16 +626,12 @@ def _list_hosts(plan: Plan, output_format: str) -> None:
     "inventories",
     required=True,
     multiple=True,
-    type=click.Path(path_type=Path, readable=False),
+    type=PATH,
     help="The inventory that names HOST (its address, user, key, known_hosts); repeated, "
     "merged in order as Ansible merges several -i.",
 )
 @reader_option
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path, readable=False),
-    help="An empty or new directory for the outputs (default: nasplan-probe-HOST).",
-)
+@_out_option("An empty or new directory for the outputs (default: nasplan-probe-HOST).")
 @click.option(
     "--mask-addresses",
     is_flag=True,
@@ -636,7 +666,7 @@ def probe(
 
 
 @main.command()
-@click.argument("run_dir", type=click.Path(path_type=Path, readable=False))
+@click.argument("run_dir", type=PATH)
 @click.option(
     "--charts",
     type=click.Choice(["png", "svg"]),
@@ -668,10 +698,8 @@ def report(
 
 
 @main.command()
-@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path, readable=False))
-@click.option(
-    "--out", type=click.Path(path_type=Path, readable=False), help="Write here instead of stdout."
-)
+@click.argument("runs", nargs=-1, required=True, type=PATH)
+@_out_option("Write here instead of stdout.")
 @click.option(
     "--format",
     "output_format",
@@ -751,7 +779,7 @@ def compare(
 
 
 @main.command()
-@click.argument("run_dir", type=click.Path(path_type=Path, readable=False))
+@click.argument("run_dir", type=PATH)
 @verbose_option
 @quiet_option
 def restore(run_dir: Path, verbose: int, quiet: bool) -> None:

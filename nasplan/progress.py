@@ -7,7 +7,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from nasplan.units import format_bits_per_second
 
@@ -49,13 +49,16 @@ def _unit(seconds: float) -> tuple[float, str]:
     return (60.0, "min") if seconds < 5400 else (3600.0, "h")
 
 
-class Progress(Protocol):
+class Progress:
     """What apply reports while it works; ``place`` before each part of a test (a run of
-    several tests, or in parts, says where it stands)."""
+    several tests, or in parts, says where it stands). Each event does nothing here: a display
+    writes those it shows."""
 
-    def host(self, name: str, status: str) -> None: ...
+    def host(self, name: str, status: str) -> None:
+        """A host's state (``facts``, ``ready``, ``[unreachable] ...``)."""
 
-    def place(self, place: Place) -> None: ...
+    def place(self, place: Place) -> None:
+        """Where the run stands as a part of a test begins."""
 
     def test(
         self,
@@ -64,25 +67,28 @@ class Progress(Protocol):
         repetitions: int,
         total_s: float,
         direction: str | None = None,
-    ) -> None: ...
+    ) -> None:
+        """A repetition of ``test_id`` begins (``total_s``: the test's estimate, 0: none)."""
 
     def rate(self, test_id: str, bits_per_second: float, at_s: float, what: str = "") -> None:
         """The running repetition's rate in the second that ended ``at_s`` into it, as its tool
         said it meanwhile; ``what``: which rate (``sent``: the sender's; ``forward``: one of
         two directions), "" for what arrived. Only a live line shows it: a log would get a line
         a second."""
-        ...
 
     def waiting(self, test_id: str, summary: str) -> None:
         """A part of the test ended and it waits for its next one (an interleaved run's next
-        round): ``summary`` says how far it got; nothing of it runs meanwhile."""
-        ...
+        round): ``summary`` says how far it got; nothing of it runs meanwhile. A log does not
+        print it: its next line for the test says its next repetition began."""
 
-    def test_done(self, test_id: str, status: str, summary: str) -> None: ...
+    def test_done(self, test_id: str, status: str, summary: str) -> None:
+        """A test ended: its status (``ok``, ``failed``, ...) and its summary."""
 
-    def message(self, text: str) -> None: ...
+    def message(self, text: str) -> None:
+        """A line of its own (a problem, a network step)."""
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """The run ended: let go of the display."""
 
 
 def step_text(
@@ -96,8 +102,9 @@ def step_text(
     return f"{text} (~{total_s:.0f} s in all)" if total_s >= 1 else text
 
 
-class PlainProgress:
-    """One line per event, for logs and pipes."""
+class PlainProgress(Progress):
+    """One line per event, for logs and pipes (not a rate: a line each second would bury a log's
+    lines)."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stderr
@@ -130,20 +137,11 @@ class PlainProgress:
         step = step_text(repetition, place.repetitions, 0.0 if where else total_s, direction)
         self._print(f"test {test_id}: {step}" + (f" ({where})" if where else ""))
 
-    def rate(self, test_id: str, bits_per_second: float, at_s: float, what: str = "") -> None:
-        """Not printed: a line each second would bury a log's lines."""
-
-    def waiting(self, test_id: str, summary: str) -> None:
-        """Not printed: a log's next line for the test says its next repetition began."""
-
     def test_done(self, test_id: str, status: str, summary: str) -> None:
         self._print(f"test {test_id}: {status} {summary}".rstrip())
 
     def message(self, text: str) -> None:
         self._print(text)
-
-    def close(self) -> None:
-        pass
 
 
 def style_of(status: str) -> str:
@@ -158,7 +156,7 @@ def style_of(status: str) -> str:
     return "green" if word == "ok" else ""
 
 
-class LiveProgress:
+class LiveProgress(Progress):
     """A rich live view that fits the terminal: one overall line (rich.progress's columns:
     cells done of the plan's, a bar, repetitions done, the time left nasplan estimates, the
     time so far), the hosts, the last finished tests, and every running test, never cut (rich
@@ -334,7 +332,7 @@ class LiveProgress:
         self._live.stop()
 
 
-class QuietProgress:
+class QuietProgress(Progress):
     """``-q``: only what went wrong (a host's ``[unreachable]``, ``[lost]``, ``[failed]``..., a
     test that did not end ok, a problem or a failed network step), as plain lines."""
 
@@ -345,25 +343,6 @@ class QuietProgress:
         if status.startswith("[") or status.startswith("network: failed"):
             self.inner.host(name, status)
 
-    def place(self, place: Place) -> None:
-        pass
-
-    def test(
-        self,
-        test_id: str,
-        repetition: int,
-        repetitions: int,
-        total_s: float,
-        direction: str | None = None,
-    ) -> None:
-        pass
-
-    def rate(self, test_id: str, bits_per_second: float, at_s: float, what: str = "") -> None:
-        pass
-
-    def waiting(self, test_id: str, summary: str) -> None:
-        pass
-
     def test_done(self, test_id: str, status: str, summary: str) -> None:
         if status != "ok":
             self.inner.test_done(test_id, status, summary)
@@ -371,9 +350,6 @@ class QuietProgress:
     def message(self, text: str) -> None:
         if text.startswith(("nasplan:", "problem:", "network:")):
             self.inner.message(text)
-
-    def close(self) -> None:
-        pass
 
 
 def make_progress(stream: TextIO | None = None, *, quiet: bool = False) -> Progress:
@@ -388,7 +364,7 @@ def make_progress(stream: TextIO | None = None, *, quiet: bool = False) -> Progr
     return PlainProgress(target)
 
 
-class RedactedProgress:
+class RedactedProgress(Progress):
     """Progress whose every line passes the run's secrets (a live list: secrets learned during
     the run, such as an SMB password read from the environment, are masked from then on)."""
 

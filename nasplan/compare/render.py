@@ -111,11 +111,22 @@ def _verdicts(test: Mapping[str, Any], titles: Sequence[str]) -> tuple[str, str]
 
 
 def _opening(comparison: Mapping[str, Any], tests: list[dict[str, Any]]) -> str:
-    runs = comparison["runs"]
+    """The paragraph that opens a comparison: which runs, how much matched, the headline, the
+    verdicts counted, what changed in the environment."""
+    return (
+        _which_runs(comparison["runs"])
+        + _little_matched(comparison.get("matched") or {})
+        + _headline(comparison)
+        + _verdict_counts(tests)
+        + _environment(comparison["environment"]["changed"])
+    )
+
+
+def _which_runs(runs: list[Mapping[str, Any]]) -> str:
     plans = sorted({r["plan"] for r in runs})
     hosts = sorted({h for r in runs for h in r["hosts"]})
     first, others = runs[0], runs[1:]
-    text = (
+    return (
         f"nasplan compared {len(runs)} runs of plan{'s' if len(plans) > 1 else ''} "
         f"{join_and([f'`{p}`' for p in plans])}"
         + (f" between {join_and(hosts)}" if hosts else "")
@@ -123,55 +134,66 @@ def _opening(comparison: Mapping[str, Any], tests: list[dict[str, Any]]) -> str:
         + join_and([f"**{r['title']}** ({utc(r['started_at'])})" for r in others])
         + "."
     )
-    matched = comparison.get("matched") or {}
-    if matched.get("little"):
-        why = []
-        if len(matched["plans"]) > 1:
-            why.append(f"the runs are of other plans ({join_and(matched['plans'])})")
-        if not matched["shared_hosts"]:
-            why.append("they share no host")
-        text += (
-            f" ⚠ **Little matched**: {matched['compared']} of {matched['rows']} test rows could "
-            "be compared"
-            + (f" ({'; '.join(why)})" if why else "")
-            + ": the verdicts below say nothing of the rest, and little of the runs as a whole."
-        )
+
+
+def _little_matched(matched: Mapping[str, Any]) -> str:
+    if not matched.get("little"):
+        return ""
+    why = []
+    if len(matched["plans"]) > 1:
+        why.append(f"the runs are of other plans ({join_and(matched['plans'])})")
+    if not matched["shared_hosts"]:
+        why.append("they share no host")
+    return (
+        f" ⚠ **Little matched**: {matched['compared']} of {matched['rows']} test rows could "
+        "be compared"
+        + (f" ({'; '.join(why)})" if why else "")
+        + ": the verdicts below say nothing of the rest, and little of the runs as a whole."
+    )
+
+
+def _headline(comparison: Mapping[str, Any]) -> str:
     headline = comparison["headline"]
-    if headline:
-        test = next(t for t in comparison["tests"] if t["label"] == headline["label"])
-        before = test["runs"][0]["median"]
-        after = test["runs"][headline["run"]]["median"]
-        title = runs[headline["run"]]["title"]
-        short = any(s and s.get("short") for s in (test["runs"][0], test["runs"][headline["run"]]))
-        if headline["decided"]:
-            text += (
-                f" Headline: {test['label']} is **{headline['verdict']}** in {title}: "
-                f"{metric_value(after, test['metric'])} against "
-                f"{metric_value(before, test['metric'])}, {ratio(headline['ratio'])} "
-                f"({headline['explanation']})"
-            )
-            text += (
-                f" {SHORT}: repetitions this short measure set-up more than the path, each "
-                "run's Diagnosis says by how much."
-                if short
-                else "."
-            )
-        elif headline["undecided"] == [NOISE]:
-            text += (
-                " Headline: **no difference**: every compared test is within noise (its "
-                f"medians within {comparison['rules']['min_effect'] * 100:g} %)."
-            )
-        elif headline["verdict"] in (TOO_FEW, NOT_SIGNIFICANT):
-            text += (
-                f" No headline: no change could be told from chance; the largest difference "
-                f"is {test['label']}, {ratio(headline['ratio'])}, {headline['verdict']} "
-                f"({headline['explanation']})."
-            )
-        else:
-            text += (
-                f" No test changed beyond noise; the largest difference is {test['label']}, "
-                f"{ratio(headline['ratio'])} ({headline['explanation']})."
-            )
+    if not headline:
+        return ""
+    test = next(t for t in comparison["tests"] if t["label"] == headline["label"])
+    if headline["decided"]:
+        return _decided(test, headline, comparison["runs"][headline["run"]]["title"])
+    if headline["undecided"] == [NOISE]:
+        return (
+            " Headline: **no difference**: every compared test is within noise (its "
+            f"medians within {comparison['rules']['min_effect'] * 100:g} %)."
+        )
+    if headline["verdict"] in (TOO_FEW, NOT_SIGNIFICANT):
+        return (
+            f" No headline: no change could be told from chance; the largest difference "
+            f"is {test['label']}, {ratio(headline['ratio'])}, {headline['verdict']} "
+            f"({headline['explanation']})."
+        )
+    return (
+        f" No test changed beyond noise; the largest difference is {test['label']}, "
+        f"{ratio(headline['ratio'])} ({headline['explanation']})."
+    )
+
+
+def _decided(test: Mapping[str, Any], headline: Mapping[str, Any], title: str) -> str:
+    """The headline of a test whose change was told from chance."""
+    before, after = test["runs"][0], test["runs"][headline["run"]]
+    short = any(s and s.get("short") for s in (before, after))
+    return (
+        f" Headline: {test['label']} is **{headline['verdict']}** in {title}: "
+        f"{metric_value(after['median'], test['metric'])} against "
+        f"{metric_value(before['median'], test['metric'])}, {ratio(headline['ratio'])} "
+        f"({headline['explanation']})"
+    ) + (
+        f" {SHORT}: repetitions this short measure set-up more than the path, each "
+        "run's Diagnosis says by how much."
+        if short
+        else "."
+    )
+
+
+def _verdict_counts(tests: list[dict[str, Any]]) -> str:
     counts: dict[str, int] = {}
     for test in tests:
         for word in test["verdict_words"]:
@@ -180,18 +202,15 @@ def _opening(comparison: Mapping[str, Any], tests: list[dict[str, Any]]) -> str:
     not_compared = sum(1 for t in tests if not t["comparable"])
     if not_compared:
         summary.append(f"{not_compared} not compared")
-    if summary:
-        text += f" Verdicts: {', '.join(summary)}."
-    changed = comparison["environment"]["changed"]
-    if changed:
-        names = [c["aspect"] for c in changed]
-        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
-        text += (
-            f" Environment: {len(names)} aspect{'s' if len(names) != 1 else ''} changed ({shown})."
-        )
-    else:
-        text += " Environment: nothing nasplan records changed between the runs."
-    return text
+    return f" Verdicts: {', '.join(summary)}." if summary else ""
+
+
+def _environment(changed: list[Mapping[str, Any]]) -> str:
+    if not changed:
+        return " Environment: nothing nasplan records changed between the runs."
+    names = [c["aspect"] for c in changed]
+    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    return f" Environment: {len(names)} aspect{'s' if len(names) != 1 else ''} changed ({shown})."
 
 
 def _charts(comparison: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -242,57 +242,69 @@ def prepare(
     ``tool_errors``; a failed install or a refused sudo makes the whole host unusable.
     """
 
-    def one(session: HostSession) -> None:
-        if not session.ready or session.facts is None or session.platform is None:
-            return
-        facts, platform, runner = session.facts, session.platform, session.runner
-        assert runner is not None
-        wanted, commands = _installable(session, list(needs.get(session.host.name, ())), progress)
-        found: dict[str, str] = {}
-        for command in commands:
-            progress.host(session.host.name, command.description)
-            try:
-                result = runner.run_script(command.script, sudo=command.sudo, timeout_s=600)
-            except NasplanError as exc:  # sudo refused: wrong password, user not allowed
-                session.error = f"{session.host.name}: {exc}"
-                progress.host(session.host.name, f"[failed] {exc}")
-                return
-            if not result.ok:
-                detail = (result.stderr or result.stdout).strip().splitlines()
-                session.error = (
-                    f"{session.host.name}: {command.description} failed (exit {result.exited})"
-                    + (f": {detail[-1]}" if detail else "")
-                )
-                progress.host(session.host.name, f"[failed] {session.error}")
-                return
-            session.actions.append(command.description)
-            for line in result.stdout.splitlines():
-                printed = line.strip()
-                if printed.startswith("/"):
-                    found[printed.rsplit("/", 1)[-1]] = printed
-        for tool in wanted:
-            path = found.get(tool) or platform.tool_path(facts, tool)
-            if path is None:
-                session.error = f"{session.host.name}: {tool} is still not available after install"
-                return
-            session.tools[tool] = path
-        if found and session.facts is not None:
-            session.facts = dataclasses.replace(
-                session.facts,
-                tools={**session.facts.tools, **found},
-                iperf3_version=_installed_iperf3_version(runner, found)
-                or session.facts.iperf3_version,
-            )
-        progress.host(session.host.name, "ready")
-
     def guarded(session: HostSession) -> None:
         try:
-            one(session)
+            _prepare_one(session, list(needs.get(session.host.name, ())), progress)
         except HostLostError as exc:  # stopped answering half-way: its tests fail with why
             session.mark_lost(str(exc))
             progress.host(session.host.name, f"[lost] {exc}")
 
     tasks.each(sessions.values(), guarded)
+
+
+def _prepare_one(session: HostSession, needed: list[str], progress: Progress) -> None:
+    """``prepare`` for one host: install what is missing, then find each tool's path."""
+    if not session.ready or session.facts is None or session.platform is None:
+        return
+    facts, platform, runner = session.facts, session.platform, session.runner
+    assert runner is not None
+    wanted, commands = _installable(session, needed, progress)
+    found = _install(session, runner, commands, progress)
+    if found is None:
+        return
+    for tool in wanted:
+        path = found.get(tool) or platform.tool_path(facts, tool)
+        if path is None:
+            session.error = f"{session.host.name}: {tool} is still not available after install"
+            return
+        session.tools[tool] = path
+    if found and session.facts is not None:
+        session.facts = dataclasses.replace(
+            session.facts,
+            tools={**session.facts.tools, **found},
+            iperf3_version=_installed_iperf3_version(runner, found) or session.facts.iperf3_version,
+        )
+    progress.host(session.host.name, "ready")
+
+
+def _install(
+    session: HostSession, runner: Runner, commands: Sequence[Command], progress: Progress
+) -> dict[str, str] | None:
+    """Run the install ``commands``; the paths they printed, tool name -> path, or None (the
+    host's ``error`` set) when one failed or sudo refused."""
+    found: dict[str, str] = {}
+    for command in commands:
+        progress.host(session.host.name, command.description)
+        try:
+            result = runner.run_script(command.script, sudo=command.sudo, timeout_s=600)
+        except NasplanError as exc:  # sudo refused: wrong password, user not allowed
+            session.error = f"{session.host.name}: {exc}"
+            progress.host(session.host.name, f"[failed] {exc}")
+            return None
+        if not result.ok:
+            detail = (result.stderr or result.stdout).strip().splitlines()
+            session.error = (
+                f"{session.host.name}: {command.description} failed (exit {result.exited})"
+                + (f": {detail[-1]}" if detail else "")
+            )
+            progress.host(session.host.name, f"[failed] {session.error}")
+            return None
+        session.actions.append(command.description)
+        for line in result.stdout.splitlines():
+            printed = line.strip()
+            if printed.startswith("/"):
+                found[printed.rsplit("/", 1)[-1]] = printed
+    return found
 
 
 def _installed_iperf3_version(runner: Runner, found: Mapping[str, str]) -> str | None:

@@ -54,13 +54,20 @@ class VarsFiles(Protocol):
 
 
 @dataclass
-class Group:
-    """One group as the inventory files state it."""
+class _Entry:
+    """What a group and a host have alike: a name, where it first appears, its own vars and
+    where each was set."""
 
     name: str
     where: Origin
     vars: dict[str, Any] = field(default_factory=dict)
     origins: dict[str, Origin] = field(default_factory=dict)
+
+
+@dataclass
+class Group(_Entry):
+    """One group as the inventory files state it."""
+
     # dicts as ordered sets: a member is added or looked up in constant time (a list's
     # membership test made reading an inventory of many hosts quadratic)
     hosts: dict[str, None] = field(default_factory=dict)
@@ -72,13 +79,9 @@ class Group:
 
 
 @dataclass
-class HostEntry:
+class HostEntry(_Entry):
     """One host: its own vars from the inventory files, its groups, where it first appears."""
 
-    name: str
-    where: Origin
-    vars: dict[str, Any] = field(default_factory=dict)
-    origins: dict[str, Origin] = field(default_factory=dict)
     groups: dict[str, None] = field(default_factory=dict)
 
 

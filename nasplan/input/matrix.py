@@ -13,7 +13,6 @@ A cell's test id is ``base[dim=value,...]`` (``smb[link=p2p10,size=1GiB]``).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -356,8 +355,3 @@ def split_list(values: Iterable[str]) -> list[str]:
 def to_json_cell(cell: Cell) -> dict[str, Scalar]:
     """A cell's values alone, in order."""
     return {key: value for key, (value, _) in cell.items()}
-
-
-def cell_key(cell: Mapping[str, Any]) -> str:
-    """A cell as a hashable text (its values typed): to group equal cells."""
-    return json.dumps(list(cell.items()))

@@ -29,7 +29,6 @@ from nasplan.input.loader import Document, JsonPath
 if TYPE_CHECKING:
     from nasplan.input.inventory import Inventory
 
-MIN_MTU_BYTES, MAX_MTU_BYTES = 576, 9216
 DEFAULT_CONFIRM_TIMEOUT_S = 60
 DEFAULT_PREFIX_LENGTH = 30
 LINK_TARGET = re.compile(r"^link:(?P<link>[a-z0-9][a-z0-9_-]*)@(?P<host>[^@\s]+)$")

@@ -275,17 +275,6 @@ def _render_value(
     return rendered
 
 
-def resolve_templates(
-    document: Document, inventory: Inventory, extra_vars: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
-    """Render every Jinja expression of the plan over ``hosts``, ``groups`` and ``vars``.
-
-    Precedence of vars, lowest first: inventory vars, plan vars, ``extra_vars`` (``-e``).
-    A test with a matrix (its own or the plan's) is there once per cell (``nasplan.input.cells``).
-    """
-    return _resolve(document, inventory, extra_vars)[0]
-
-
 def _warn_unused(
     path: Path, document: Document, inventory: Inventory, extra_vars: Mapping[str, Any]
 ) -> Inventory:
@@ -300,8 +289,13 @@ def _warn_unused(
 def _resolve(
     document: Document, inventory: Inventory, extra_vars: Mapping[str, Any] | None = None
 ) -> tuple[dict[str, Any], cells.Expansion | None]:
-    """resolve_templates, with the expansion of the plan's tests into their cells (None when
-    ``tests`` is not a list, which the schema then tells)."""
+    """Every Jinja expression of the plan rendered over ``hosts``, ``groups`` and ``vars``, with
+    the expansion of the plan's tests into their cells (None when ``tests`` is not a list, which
+    the schema then tells).
+
+    Precedence of vars, lowest first: inventory vars, plan vars, ``extra_vars`` (``-e``).
+    A test with a matrix (its own or the plan's) is there once per cell (``nasplan.input.cells``).
+    """
     env = _Templates()
     data: dict[str, Any] = dict(document.data)
     context: dict[str, Any] = {

@@ -7,11 +7,11 @@ and every file nasplan writes masks it (``RunContext.secrets``).
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from nasplan.errors import HostError, InputError
 from nasplan.input.inventory import Host
-from nasplan.remote.runner import Result
+from nasplan.remote.runner import Result, RunnerBase
 
 # Printed by the root shell first: when it is missing, sudo itself failed, not the script.
 SUDO_OK_MARKER = "@@nasplan:sudo-ok@@"
@@ -97,6 +97,71 @@ def as_root(
     feed = stdin if password is None else sudo_stdin(password, stdin)
     result = send(sudo_command(script, with_password=with_password), feed)
     return check_sudo(result, *who, with_password=with_password)
+
+
+class SudoRunner(RunnerBase):
+    """A runner whose ``sudo=True`` commands become root through sudo when its login is not
+    root: ``become_password`` on sudo's standard input (never argv), else ``sudo -n``.
+
+    A subclass says how it runs a script as its login user (``_as_login``), how it sends the
+    sudo command line (``_send``), what of a script it sends through sudo (``_for_sudo``) and
+    who its login user is (``_login_user``).
+    """
+
+    is_root: bool
+    become_password: str | None
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout_s: float | None = None,
+        stdin: str | None = None,
+        sudo: bool = False,
+    ) -> Result:
+        """Run ``argv`` (each argument quoted by the host's shell) and return its Result."""
+        script = self.host_shell.argv_script(argv)
+        return self.run_script(script, timeout_s=timeout_s, stdin=stdin, sudo=sudo)
+
+    def run_script(
+        self,
+        script: str,
+        *,
+        timeout_s: float | None = None,
+        stdin: str | None = None,
+        sudo: bool = False,
+    ) -> Result:
+        """Run a script (POSIX sh; PowerShell on Windows); ``sudo``: as root (sudo when not root).
+
+        With a become password sudo reads it from stdin (never argv); without, ``sudo -n``.
+        Raises BecomeError when sudo itself refuses (wrong password, not allowed).
+        """
+        if not sudo or self.is_root:
+            return self._as_login(script, timeout_s, stdin)
+        # what sudo reads: a password, or the command's input
+        fed = stdin is not None or self.become_password is not None
+        return as_root(
+            lambda command, feed: self._send(command, script, timeout_s, feed),
+            self._for_sudo(script, fed),
+            stdin,
+            self.become_password,
+            (self._login_user(), self.name),
+        )
+
+    def _as_login(self, script: str, timeout_s: float | None, stdin: str | None) -> Result:
+        """Run ``script`` as the login user, ``stdin`` on its input."""
+        raise NotImplementedError
+
+    def _send(self, command: str, shown: str, timeout_s: float | None, feed: str | None) -> Result:
+        """Run the sudo ``command`` line (``shown`` in the Result), ``feed`` on its input."""
+        raise NotImplementedError
+
+    def _for_sudo(self, script: str, fed: bool) -> str:
+        """The script as sudo's shell runs it (``fed``: sudo's input carries something)."""
+        return script
+
+    def _login_user(self) -> str:
+        raise NotImplementedError
 
 
 def sudo_failure(stderr: str, exited: int, user: str, host: str, *, with_password: bool) -> str:

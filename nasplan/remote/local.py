@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import getpass
 import os
-import shlex
-from collections.abc import Sequence
 
 from nasplan.input.inventory import Host
 from nasplan.remote import become
@@ -20,8 +18,9 @@ from nasplan.remote.runner import LocalRunner, Result
 from nasplan.remote.timeouts import Timeouts, from_environ
 
 
-class LocalHostRunner(LocalRunner):
-    """Runs an inventory's local host's commands on this machine (a ``Runner``)."""
+class LocalHostRunner(become.SudoRunner, LocalRunner):
+    """Runs an inventory's local host's commands on this machine (a ``Runner``): POSIX sh
+    here, as root through sudo when nasplan is not root."""
 
     def __init__(
         self, host: Host, become_password: str | None = None, timeouts: Timeouts | None = None
@@ -32,39 +31,14 @@ class LocalHostRunner(LocalRunner):
         self.is_root = os.geteuid() == 0
         self.default_timeout_s = (timeouts or Timeouts()).command_s
 
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout_s: float | None = None,
-        stdin: str | None = None,
-        sudo: bool = False,
-    ) -> Result:
-        """Run ``argv`` (quoted for sh) and return its Result."""
-        return self.run_script(shlex.join(argv), timeout_s=timeout_s, stdin=stdin, sudo=sudo)
+    def _as_login(self, script: str, timeout_s: float | None, stdin: str | None) -> Result:
+        return LocalRunner.run_script(self, script, timeout_s=timeout_s, stdin=stdin)
 
-    def run_script(
-        self,
-        script: str,
-        *,
-        timeout_s: float | None = None,
-        stdin: str | None = None,
-        sudo: bool = False,
-    ) -> Result:
-        """Run POSIX sh here; ``sudo``: as root (through sudo when nasplan is not root).
+    def _send(self, command: str, shown: str, timeout_s: float | None, feed: str | None) -> Result:
+        return self._exec(["sh", "-c", command], shown, timeout_s, feed)
 
-        With a become password sudo reads it from stdin (never argv); without, ``sudo -n``.
-        Raises become.BecomeError when sudo itself refuses (wrong password, not allowed).
-        """
-        if not sudo or self.is_root:
-            return super().run_script(script, timeout_s=timeout_s, stdin=stdin)
-        return become.as_root(
-            lambda command, feed: self._exec(["sh", "-c", command], script, timeout_s, feed),
-            script,
-            stdin,
-            self.become_password,
-            (getpass.getuser(), self.name),
-        )
+    def _login_user(self) -> str:
+        return getpass.getuser()
 
 
 def connect(host: Host, *, become_password: str | None = None) -> LocalHostRunner:

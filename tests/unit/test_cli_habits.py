@@ -298,7 +298,7 @@ def test_connect_reasons_in_a_users_terms() -> None:
 
     import paramiko
 
-    from nasplan.remote.ssh import connect_reason
+    from nasplan.remote.ssh_open import connect_reason
 
     wrapped = paramiko.ssh_exception.NoValidConnectionsError(
         {("198.18.2.109", 22): ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")}
