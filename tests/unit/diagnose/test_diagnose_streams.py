@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from nasplan.analysis import summarize
-from nasplan.diagnose import diagnose, streams
-from nasplan.measure.tools.iperf3 import parse, repetition_fields
+from nasplan.diagnose import diagnose
+from nasplan.measure.kinds.iperf3 import streams
+from nasplan.measure.kinds.iperf3.tool import parse, repetition_fields
 
 IPERF3 = Path(__file__).resolve().parents[2] / "fixtures" / "iperf3" / "3.12"
 # 10 Gbit/s, MTU 1500, a tc-shaped lab link: the TCP maximum the captures ran against

@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from nasplan.measure.iperf3_repetition import (
+from nasplan.measure.kinds.iperf3 import multi as iperf3_multi
+from nasplan.measure.kinds.iperf3.repetition import (
     BUSY_BACKOFF_S,
     Around,
     run_processes,
     run_repetition,
 )
-from nasplan.measure.tools import iperf3_multi
-from nasplan.measure.tools.iperf3 import Iperf3Error, Iperf3Params
+from nasplan.measure.kinds.iperf3.tool import Iperf3Error, Iperf3Params
 from nasplan.remote.runner import Launched, Result
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "iperf3" / "3.12"

@@ -1,4 +1,4 @@
-"""The running iperf3 test's rate each second (nasplan/measure/live_rate.py): a launched server's
+"""The running iperf3 test's rate each second (kinds/iperf3/live_rate.py): a launched server's
 real output (iperf3 3.12, ``-i 1``) read as repeating work, each second to the progress."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from nasplan.measure.live_rate import LiveRate, what_of
-from nasplan.measure.tools.iperf3 import Iperf3Params
+from nasplan.measure.kinds.iperf3.live_rate import LiveRate, what_of
+from nasplan.measure.kinds.iperf3.tool import Iperf3Params
 from nasplan.progress import PlainProgress
 
 SERVER_TEXT = Path(__file__).resolve().parents[2] / "fixtures/iperf3/3.12/server-text"

@@ -14,8 +14,13 @@ from typing import Any
 import jsonschema
 import pytest
 
-from nasplan.measure.tools import iperf3_server
-from nasplan.measure.tools.iperf3 import (
+from nasplan.measure.kinds.iperf3 import server as iperf3_server
+from nasplan.measure.kinds.iperf3.server import (
+    READY_MARKER,
+    port_check_script,
+    server_launch_script,
+)
+from nasplan.measure.kinds.iperf3.tool import (
     CONTRACT_KEYS,
     Iperf3Error,
     Iperf3Params,
@@ -27,11 +32,6 @@ from nasplan.measure.tools.iperf3 import (
     server_start_script,
     server_stop_script,
     temp_paths,
-)
-from nasplan.measure.tools.iperf3_server import (
-    READY_MARKER,
-    port_check_script,
-    server_launch_script,
 )
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "iperf3" / "3.12"

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from nasplan.measure.iperf3_runs import version_warnings
-from nasplan.measure.tools.iperf3 import (
+from nasplan.measure.kinds.iperf3.runs import version_warnings
+from nasplan.measure.kinds.iperf3.tool import (
     Iperf3Error,
     Iperf3Params,
     client_argv,

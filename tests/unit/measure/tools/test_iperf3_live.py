@@ -1,4 +1,4 @@
-"""A running iperf3 server's interval lines (nasplan/measure/tools/iperf3_live.py), on the real
+"""A running iperf3 server's interval lines (nasplan/measure/kinds/iperf3/live.py), on the real
 text output of iperf3 3.12's one-off server (``-s -1 -i 1 --forceflush``)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nasplan.measure.tools.iperf3_live import Interval, LiveRates, interval
+from nasplan.measure.kinds.iperf3.live import Interval, LiveRates, interval
 
 SERVER_TEXT = Path(__file__).resolve().parents[3] / "fixtures/iperf3/3.12/server-text"
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from nasplan.measure.tools.iperf3 import (
+from nasplan.measure.kinds.iperf3.tool import (
     DSCP_NAMES,
     Iperf3Params,
     client_argv,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from nasplan.measure.tools import iperf3_multi
-from nasplan.measure.tools.iperf3 import parse, repetition_fields
+from nasplan.measure.kinds.iperf3 import multi as iperf3_multi
+from nasplan.measure.kinds.iperf3.tool import parse, repetition_fields
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "iperf3"
 

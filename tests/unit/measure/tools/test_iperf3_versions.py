@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from nasplan.measure.tools.iperf3 import parse, single_threaded
-from nasplan.measure.tools.iperf3_live import LiveRates
+from nasplan.measure.kinds.iperf3.live import LiveRates
+from nasplan.measure.kinds.iperf3.tool import parse, single_threaded
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "iperf3"
 MBIT = 1e6

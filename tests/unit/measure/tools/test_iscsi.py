@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nasplan.measure.tools import iscsi
+from nasplan.measure.kinds.iscsi import initiator as iscsi
 
 CAPTURES = Path(__file__).resolve().parents[3] / "fixtures" / "iscsi"
 

@@ -1,7 +1,7 @@
 """The ``iscsi`` test kind: sequential write and read of N bytes on an iSCSI LUN, from the client.
 
 The client logs in to the NAS's portal with a user-space initiator (libiscsi through
-nasplan/measure/tools/iscsi_rw.py): no kernel module, no mount, nothing to log out of after a
+nasplan/measure/kinds/iscsi/iscsi_rw.py): no kernel module, no mount, nothing to log out of after a
 failure. Writes destroy what the LUN holds, so they go only to a LUN the plan marks
 ``scratch: true`` (the plan schema refuses the rest before anything runs). The CHAP secret
 comes from the environment variable the plan names, reaches the client on stdin and is masked
@@ -21,6 +21,7 @@ from nasplan.measure import sampling, timeline
 from nasplan.measure.commands import command
 from nasplan.measure.estimate import Estimate, copy_rate, parts
 from nasplan.measure.kind import Kind, Record, RunContext
+from nasplan.measure.kinds.iscsi import initiator as iscsi
 from nasplan.measure.pair import open_pair, target_label
 from nasplan.measure.record import (
     finish,
@@ -31,7 +32,6 @@ from nasplan.measure.record import (
     warn,
 )
 from nasplan.measure.series import Series, directions_asked
-from nasplan.measure.tools import iscsi
 from nasplan.quantities import BYTES
 from nasplan.remote.runner import Runner
 from nasplan.units import format_size, parse_size

@@ -18,7 +18,7 @@ from nasplan.errors import ToolError
 from nasplan.remote.runner import Result, Runner
 
 SCRIPT_NAME = "iscsi_rw.py"
-SCRIPT = resources.files("nasplan.measure.tools").joinpath(SCRIPT_NAME).read_text()
+SCRIPT = resources.files("nasplan.measure.kinds.iscsi").joinpath(SCRIPT_NAME).read_text()
 DEFAULT_PORT = 3260
 INITIATOR_NAME = "iqn.2026-12.dev.nasplan:initiator"
 # The script's own exit status for a failure it explains in its JSON line.

@@ -15,9 +15,10 @@ from typing import Any
 
 from nasplan.hosts.session import HostSession
 from nasplan.input.plan import PlanTest
-from nasplan.measure import nas_cache, space, timeline, together
+from nasplan.measure import space, timeline, together
 from nasplan.measure.commands import command
 from nasplan.measure.kind import RunContext
+from nasplan.measure.kinds.transfer import nas_cache
 from nasplan.measure.methods.base import SETUP_TIMEOUT_S, SLOWEST_BYTES_PER_SECOND, Transfer
 from nasplan.measure.record import warn
 from nasplan.measure.series import COLD_READ, data_direction

@@ -18,9 +18,11 @@ from nasplan.input.plan import PlanTest
 from nasplan.measure import timeline, together
 from nasplan.measure.commands import command
 from nasplan.measure.kind import Needs, RunContext
+from nasplan.measure.kinds.iperf3 import multi as iperf3_multi
+from nasplan.measure.kinds.iperf3 import server as iperf3_server
+from nasplan.measure.kinds.iperf3 import tool as iperf3
 from nasplan.measure.pair import Pair, nas_path, open_pair
 from nasplan.measure.sampling import Sampling
-from nasplan.measure.tools import iperf3, iperf3_multi, iperf3_server
 
 PORT_STEP = 1000
 CLIENT_MARGIN_S = 30

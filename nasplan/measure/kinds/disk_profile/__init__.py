@@ -22,11 +22,12 @@ from nasplan.measure import probes
 from nasplan.measure.estimate import Estimate
 from nasplan.measure.kind import DASH, Kind, Needs, Probe, Record, RunContext
 from nasplan.measure.kinds.disk import FIO_FILE, make_workdir, remove_workdir
+from nasplan.measure.kinds.disk_profile import profiles as fio_profiles
+from nasplan.measure.kinds.disk_profile.profiles import Job
 from nasplan.measure.pair import check_ready
 from nasplan.measure.record import finish, new_record
 from nasplan.measure.series import Series
-from nasplan.measure.tools import fio, fio_profiles
-from nasplan.measure.tools.fio_profiles import Job
+from nasplan.measure.tools import fio
 from nasplan.units import parse_size
 
 # a run's own start and end besides its time: fio started, the file laid out, its JSON read

@@ -4,7 +4,7 @@ and from the NAS, timed, from one client or several at once.
 One source per client (``head -c SIZE /dev/urandom``; a set: ``head | split`` per group); each
 write repetition sends it to the NAS, each read repetition fetches the NAS's copy back (a cold
 read after the NAS dropped its cache), the way its method copies (``nasplan.measure.methods``);
-the repetitions themselves are ``nasplan.measure.transfer_runs``. The NAS's copies and the
+the repetitions themselves are ``nasplan.measure.kinds.transfer.runs``. The NAS's copies and the
 clients' temp dirs are removed in ``finally``, also after a failure.
 """
 
@@ -25,12 +25,7 @@ from nasplan.measure import methods, sampling, space, timeline, together
 from nasplan.measure.capacity import Capacity, judged_together
 from nasplan.measure.estimate import Estimate, copy_rate, parts
 from nasplan.measure.kind import DASH, Kind, Needs, Probe, Record, RunContext
-from nasplan.measure.methods.base import Transfer, TransferSettings
-from nasplan.measure.pair import nas_path, open_pair, server_names, target_address, target_label
-from nasplan.measure.record import finish, finish_directions, new_record, path_params, warn
-from nasplan.measure.series import COLD_READ, Series
-from nasplan.measure.tools import loaded_ping, transfer_sets
-from nasplan.measure.transfer_runs import (
+from nasplan.measure.kinds.transfer.runs import (
     Job,
     Side,
     check_commands,
@@ -39,6 +34,11 @@ from nasplan.measure.transfer_runs import (
     run_directions,
     windows_paths,
 )
+from nasplan.measure.methods.base import Transfer, TransferSettings
+from nasplan.measure.pair import nas_path, open_pair, server_names, target_address, target_label
+from nasplan.measure.record import finish, finish_directions, new_record, path_params, warn
+from nasplan.measure.series import COLD_READ, Series
+from nasplan.measure.tools import loaded_ping, transfer_sets
 from nasplan.quantities import BYTES
 from nasplan.remote import shell
 from nasplan.remote.runner import Runner

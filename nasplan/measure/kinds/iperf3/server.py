@@ -169,7 +169,7 @@ def _assignments(values: Mapping[str, str | int]) -> str:
 # taken, a bad option) ends without saying it; only then does nasplan look whether the port is
 # someone else's (``port_check_script``). `-i 1`: an interval line a second (and a `[SUM]` line
 # with -P), flushed at once, read while the client runs (``Launched.read``: the test's rate each
-# second on the console, ``nasplan.measure.live_rate``); what is not read waits in the channel
+# second on the console, ``kinds.iperf3.live_rate``); what is not read waits in the channel
 # (an SSH channel's window holds hours of it). The riding text's output and the LAUNCH_SECTION
 # line go out in one write: nothing of iperf3's falls between them: nasplan waits for both
 # markers (READY_MARKER and that line).

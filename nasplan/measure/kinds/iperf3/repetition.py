@@ -18,10 +18,13 @@ from types import ModuleType
 from typing import Any, NoReturn, TypeVar
 
 from nasplan.measure.commands import command
+from nasplan.measure.kinds.iperf3 import multi as iperf3_multi
+from nasplan.measure.kinds.iperf3 import server as iperf3_server
+from nasplan.measure.kinds.iperf3 import tool as iperf3
+from nasplan.measure.kinds.iperf3.server import PORT_IN_USE_EXIT, SERVER_READY_TIMEOUT_S
+from nasplan.measure.kinds.iperf3.tool import Iperf3Error, Iperf3Params, excerpt
 from nasplan.measure.sampler import NO_RIDE, Ride
-from nasplan.measure.tools import iperf3, iperf3_multi, iperf3_server, iperf3_server_windows
-from nasplan.measure.tools.iperf3 import Iperf3Error, Iperf3Params, excerpt
-from nasplan.measure.tools.iperf3_server import PORT_IN_USE_EXIT, SERVER_READY_TIMEOUT_S
+from nasplan.measure.tools import iperf3_server_windows
 from nasplan.remote import shell
 from nasplan.remote.runner import Launched, Result, Runner
 

@@ -17,13 +17,17 @@ from nasplan.analysis import (
 )
 from nasplan.errors import CannotStart
 from nasplan.input.plan import Plan, PlanTest
-from nasplan.measure import iperf3_runs, iperf3_together, space, timeline, together, udp
+from nasplan.measure import space, timeline, together
 from nasplan.measure.capacity import NETWORK, Capacity
 from nasplan.measure.estimate import Estimate, parts, path_rate
 from nasplan.measure.kind import DASH, Caveat, Kind, Needs, Record, RunContext
+from nasplan.measure.kinds.iperf3 import runs as iperf3_runs
+from nasplan.measure.kinds.iperf3 import together as iperf3_together
+from nasplan.measure.kinds.iperf3 import tool as iperf3
+from nasplan.measure.kinds.iperf3 import udp
 from nasplan.measure.record import finish, new_record, path_params
 from nasplan.measure.series import Series, by_direction, single
-from nasplan.measure.tools import iperf3, loaded_ping
+from nasplan.measure.tools import loaded_ping
 from nasplan.units import format_bits_per_second, format_size, parse_rate, parse_size
 
 # Each test of a plan gets its own server port unless it names one: tests never share a server.
@@ -293,7 +297,7 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
 
     def series(self, record: Record) -> list[Series]:
         """Forward (the client sent) or reverse (``-R``); a ``--bidir`` test both; UDP against
-        the rate it asked (``nasplan.measure.udp``), or the path's UDP maximum when it asked
+        the rate it asked (``kinds.iperf3.udp``), or the path's UDP maximum when it asked
         for none (``bitrate: 0``)."""
         params, path = record.get("params") or {}, record.get("path") or {}
         first = "reverse" if params.get("reverse") and not params.get("bidir") else "forward"
@@ -410,7 +414,7 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
 
     def caveats(self, record: Record) -> list[Caveat]:
         """A UDP test's loss, jitter, shortfall and a rate asked over the path's UDP maximum
-        (``nasplan.measure.udp``'s thresholds); none for TCP."""
+        (``nasplan.measure.kinds.iperf3.udp``'s thresholds); none for TCP."""
         if not _udp(record):
             return []
         params = record.get("params") or {}

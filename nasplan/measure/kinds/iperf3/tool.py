@@ -2,7 +2,7 @@
 
 The server's scripts are ``iperf3_server`` (POSIX sh) and ``iperf3_server_windows``; one
 repetition (a one-off server, the client, the server's stop) is
-``nasplan.measure.iperf3_repetition``.
+``nasplan.measure.kinds.iperf3.repetition``.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from nasplan.errors import ToolError, UnknownOutput
-from nasplan.measure.tools.iperf3_server import LAUNCH_SINCE
-from nasplan.measure.tools.iperf3_server import server_start_script as server_start_script
-from nasplan.measure.tools.iperf3_server import server_stop_script as server_stop_script
-from nasplan.measure.tools.iperf3_server import temp_paths as temp_paths
+from nasplan.measure.kinds.iperf3.server import LAUNCH_SINCE
+from nasplan.measure.kinds.iperf3.server import server_start_script as server_start_script
+from nasplan.measure.kinds.iperf3.server import server_stop_script as server_stop_script
+from nasplan.measure.kinds.iperf3.server import temp_paths as temp_paths
 from nasplan.measure.tools.jsondoc import count, find_object, number
 
 CONNECT_TIMEOUT_MS = 3000

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from nasplan.measure.tools.iperf3 import Iperf3Params
-from nasplan.measure.tools.iperf3_live import LiveRates
+from nasplan.measure.kinds.iperf3.live import LiveRates
+from nasplan.measure.kinds.iperf3.tool import Iperf3Params
 from nasplan.progress import Progress
 from nasplan.tasks import Repeating, Tasks
 

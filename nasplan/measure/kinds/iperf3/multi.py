@@ -3,7 +3,7 @@
 iperf3 before 3.16 runs all ``-P`` streams in one thread, so one CPU core caps the result.
 Here N one-off servers listen on consecutive ports (one script starts them all, one stops them)
 and one client script starts N clients with ``-P 1`` at once, printing each JSON after a marker
-line. The repetition that runs them is ``nasplan.measure.iperf3_repetition.run_processes``.
+line. The repetition that runs them is ``nasplan.measure.kinds.iperf3.repetition.run_processes``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import shlex
 from typing import Any
 
 from nasplan.hosts.lock import PRELUDE
-from nasplan.measure.tools import iperf3, iperf3_server
+from nasplan.measure.kinds.iperf3 import server as iperf3_server
+from nasplan.measure.kinds.iperf3 import tool as iperf3
 
 MARKER = "=== nasplan-iperf3-port "
 _MARKER_LINE = re.compile(r"^=== nasplan-iperf3-port (?P<port>[0-9]+) ===$", re.MULTILINE)

@@ -1,5 +1,5 @@
 """The repetitions of one iperf3 test on its pair of hosts: the pair opened, its samplers, each
-repetition (``nasplan.measure.iperf3_repetition``) into the test's record with a checkpoint
+repetition (``nasplan.measure.kinds.iperf3.repetition``) into the test's record with a checkpoint
 after each, the running rate to the console, and the last server's stop handed to the run as
 the test's teardown, whose result (the samplers' ``resources``) completes the record.
 """
@@ -16,13 +16,14 @@ from nasplan.analysis import stall_reason
 from nasplan.hosts.session import HostSession
 from nasplan.input.plan import PlanTest
 from nasplan.measure import timeline
-from nasplan.measure.iperf3_repetition import Around, run_processes, run_repetition
 from nasplan.measure.kind import Needs, RunContext
-from nasplan.measure.live_rate import LiveRate
+from nasplan.measure.kinds.iperf3 import multi as iperf3_multi
+from nasplan.measure.kinds.iperf3 import tool as iperf3
+from nasplan.measure.kinds.iperf3.live_rate import LiveRate
+from nasplan.measure.kinds.iperf3.repetition import Around, run_processes, run_repetition
 from nasplan.measure.pair import Pair, open_pair
 from nasplan.measure.sampler import Ride
 from nasplan.measure.sampling import Sampling
-from nasplan.measure.tools import iperf3, iperf3_multi
 from nasplan.measure.under_load import UnderLoad
 
 
