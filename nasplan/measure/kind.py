@@ -33,6 +33,9 @@ S = TypeVar("S")
 Needs = dict[str, tuple[str, ...]]
 Record = Mapping[str, Any]
 DASH = "–"
+# what diagnose/ lends a kind's own causes: (run, test, host) -> "one core of nas at 100 % ..."
+# when one core of the host was at its limit during the test while the machine was not, or None
+OneCore = Callable[[Record, Record, str], "str | None"]
 
 
 class RunHooks(Protocol):
@@ -314,6 +317,12 @@ class Readout:
     def streams_comparable(self, record: Record) -> bool:
         """Whether 1-vs-N-streams runs of the record's path compare (per-stream diagnosis)."""
         return False
+
+    def causes(self, run: Record, one_core: OneCore) -> list[dict[str, Any]]:
+        """What only this kind can tell of where the speed drops in ``run`` (run.json alone):
+        findings (``nasplan.measure.findings``) that diagnose/ asks of every kind in the run,
+        lending it ``one_core``; none by default."""
+        return []
 
     # --- what limited a transfer (nasplan.measure.verdicts) ---------------------------------
 

@@ -20,11 +20,11 @@ from nasplan.input.plan import Plan, PlanTest
 from nasplan.measure import space, timeline, together
 from nasplan.measure.capacity import NETWORK, Capacity
 from nasplan.measure.estimate import Estimate, parts, path_rate
-from nasplan.measure.kind import DASH, Caveat, Kind, Needs, Record, RunContext
+from nasplan.measure.kind import DASH, Caveat, Kind, Needs, OneCore, Record, RunContext
+from nasplan.measure.kinds.iperf3 import clients as iperf3_together
 from nasplan.measure.kinds.iperf3 import runs as iperf3_runs
-from nasplan.measure.kinds.iperf3 import together as iperf3_together
+from nasplan.measure.kinds.iperf3 import streams, udp
 from nasplan.measure.kinds.iperf3 import tool as iperf3
-from nasplan.measure.kinds.iperf3 import udp
 from nasplan.measure.record import finish, new_record, path_params
 from nasplan.measure.series import Series, by_direction, single
 from nasplan.measure.tools import loaded_ping
@@ -479,6 +479,10 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
                 f"streams over cores (one process each before 3.16)"
             )
         return f"{parallel} streams and still one core at its limit: interrupts, or the NIC's queue"
+
+    def causes(self, run: Record, one_core: OneCore) -> list[dict[str, Any]]:
+        """A stream held by its window, and 1 vs N streams of one path (``streams``)."""
+        return streams.findings(run, one_core)
 
     def streams_comparable(self, record: Record) -> bool:
         """An ok TCP test with a median, one way at a time."""

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nasplan.analysis import BOUND_RATIO
-from nasplan.diagnose import cpu
-from nasplan.diagnose.common import finding
 from nasplan.measure import kinds
+from nasplan.measure.findings import finding
+from nasplan.measure.kind import OneCore
 from nasplan.units import format_bits_per_second
 
 WINDOW_CAUSE = "stream-window"
@@ -175,16 +175,17 @@ def _candidates(run: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]]:
     return groups
 
 
-def _one_stream_limit(run: Mapping[str, Any], test: Mapping[str, Any]) -> str:
-    """What limits one stream of ``test``: its window, one core, or neither as far as known."""
+def _one_stream_limit(run: Mapping[str, Any], test: Mapping[str, Any], one_core: OneCore) -> str:
+    """What limits one stream of ``test``: its window, one core (``one_core``: diagnose's
+    reading of a host's busiest core), or neither as far as known."""
     limit = window_limit(test)
     if limit is not None and limit["held"]:
         return f"one stream is held by {_window_text(limit)}"
     params = test.get("params") or {}
     for host in (params.get("client"), params.get("server")):
-        load = cpu.core_load(run, test, str(host))
-        if cpu.saturated(load):
-            return f"one stream is held by one CPU core ({cpu.load_text(str(host), load)})"
+        held = one_core(run, test, str(host))
+        if held is not None:
+            return f"one stream is held by one CPU core ({held})"
     if limit is not None:
         return f"not {_window_text(limit)} nor, as far as sampled, one CPU core"
     return "its window or one CPU core (no per-stream figures to tell which)"
@@ -206,7 +207,7 @@ def _shared_limit(base: Mapping[str, Any], more: Mapping[str, Any]) -> str:
 
 
 def _scaling_finding(
-    run: Mapping[str, Any], base: Mapping[str, Any], more: Mapping[str, Any]
+    run: Mapping[str, Any], base: Mapping[str, Any], more: Mapping[str, Any], one_core: OneCore
 ) -> dict[str, Any]:
     params = base.get("params") or {}
     n0, n1 = int(params.get("parallel") or 1), int(more["params"].get("parallel") or 1)
@@ -232,7 +233,7 @@ def _scaling_finding(
         verdict = "more streams help in part: one stream is limited, and something shared too"
     text = f"{head}: {verdict}"
     if ratio >= NO_GAIN_RATIO:
-        text += f"; {_one_stream_limit(run, base)}"
+        text += f"; {_one_stream_limit(run, base, one_core)}"
     text += "."
     evidence = {
         "tests": [base["id"], more["id"]],
@@ -245,8 +246,9 @@ def _scaling_finding(
     return finding(SCALING_CAUSE, more["id"], params.get("client"), text, evidence)
 
 
-def findings(run: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Each held stream's window, then each 1-vs-N pair of one path."""
+def findings(run: Mapping[str, Any], one_core: OneCore) -> list[dict[str, Any]]:
+    """Each held stream's window, then each 1-vs-N pair of one path (the iperf3 kind's own
+    causes: ``Readout.causes``)."""
     found = []
     for test in run.get("tests") or []:
         if test.get("status") == "ok":  # (iperf3 alone records per-stream figures)
@@ -259,7 +261,7 @@ def findings(run: Mapping[str, Any]) -> list[dict[str, Any]]:
             continue
         fewest = min(by_streams)
         found.extend(
-            _scaling_finding(run, by_streams[fewest], by_streams[n])
+            _scaling_finding(run, by_streams[fewest], by_streams[n], one_core)
             for n in sorted(by_streams)
             if n != fewest
         )

@@ -1,4 +1,5 @@
-"""Per-stream findings from run.json alone: a stream held by its window, 1 vs N streams."""
+"""The iperf3 kind's own causes (kinds/iperf3/streams.py), from run.json alone: a stream held by
+its window, 1 vs N streams; the Diagnosis asks the kind for them."""
 
 from __future__ import annotations
 
@@ -9,12 +10,18 @@ import pytest
 
 from nasplan.analysis import summarize
 from nasplan.diagnose import diagnose
+from nasplan.diagnose.cpu import saturated_core
 from nasplan.measure.kinds.iperf3 import streams
 from nasplan.measure.kinds.iperf3.tool import parse, repetition_fields
 
-IPERF3 = Path(__file__).resolve().parents[2] / "fixtures" / "iperf3" / "3.12"
+IPERF3 = Path(__file__).resolve().parents[3] / "fixtures" / "iperf3" / "3.12"
 # 10 Gbit/s, MTU 1500, a tc-shaped lab link: the TCP maximum the captures ran against
 TC_10G = 10e9 * 1448 / 1514
+
+
+def findings(run: dict[str, Any]) -> list[dict[str, Any]]:
+    """The kind's causes, lent the Diagnosis's reading of one CPU core as diagnose/ lends it."""
+    return streams.findings(run, saturated_core)
 
 
 def iperf3_test(
@@ -66,7 +73,7 @@ def test_a_stream_held_by_a_small_window_is_named_with_its_numbers() -> None:
     assert limit["window_bits_per_second"] == pytest.approx(11584 * 8 / 11e-6)
     assert limit["best_bits_per_second"] == pytest.approx(11584 * 8 / 10e-6)
     assert limit["fill_window_bytes"] == pytest.approx(TC_10G * 10e-6 / 8)
-    (found,) = streams.findings(run_of(one))
+    (found,) = findings(run_of(one))
     assert found["cause"] == "stream-window" and found["test"] == "w1"
     assert found["text"] == (
         "its stream is held by the receiver's advertised window (11.3 KiB per round trip of "
@@ -89,7 +96,7 @@ def test_a_stream_under_half_of_what_its_window_allows_is_not_held_by_it() -> No
             stream["bits_per_second"] *= 0.45 / 0.78  # 45 % of its bound: something else
     limit = streams.window_limit(one)
     assert limit is not None and limit["held_share"] < 0.5 and not limit["held"]
-    assert streams.findings(run_of(one)) == []
+    assert findings(run_of(one)) == []
 
 
 def test_a_window_that_fills_the_link_is_no_finding() -> None:
@@ -98,11 +105,11 @@ def test_a_window_that_fills_the_link_is_no_finding() -> None:
     assert limit is not None and not limit["held"]  # 9.55 Gbit/s: the link
     four = iperf3_test("w4", "tcp-window-8k-parallel-4.json", 4)
     assert not streams.window_limit(four)["held"]  # type: ignore[index]
-    assert streams.findings(run_of(wide)) == []
+    assert findings(run_of(wide)) == []
 
 
 def test_one_against_four_streams_of_a_real_small_window() -> None:
-    found = streams.findings(
+    found = findings(
         run_of(
             iperf3_test("w1", "tcp-window-8k.json", 1),
             iperf3_test("w4", "tcp-window-8k-parallel-4.json", 4),
@@ -119,7 +126,7 @@ def test_one_against_four_streams_of_a_real_small_window() -> None:
 
 def test_the_qnap_case_scales_with_the_streams_so_each_stream_is_limited() -> None:
     # a QNAP 10G port: 3.06 Gbit/s with one stream, 6.12 with two
-    (found,) = streams.findings(run_of(synthetic("one", 1, 3.06e9), synthetic("two", 2, 6.12e9)))
+    (found,) = findings(run_of(synthetic("one", 1, 3.06e9), synthetic("two", 2, 6.12e9)))
     assert found["text"].startswith(
         "one vs two: 2 streams ×2.00 of 1 (3.06 Gbit/s → 6.12 Gbit/s, 64 % of the TCP maximum): "
         "each stream is limited (its window or one CPU core), not the link; its window or one "
@@ -137,7 +144,7 @@ def test_one_core_is_named_as_what_holds_one_stream() -> None:
             }
         }
     }
-    (found,) = streams.findings(
+    (found,) = findings(
         run_of(synthetic("one", 1, 3.06e9, **busy), synthetic("two", 2, 6.12e9))
     )  # fmt: skip
     assert found["text"].endswith(
@@ -146,12 +153,12 @@ def test_one_core_is_named_as_what_holds_one_stream() -> None:
 
 
 def test_streams_that_do_not_help_and_a_link_already_full() -> None:
-    flat = streams.findings(run_of(synthetic("a", 1, 4.0e9), synthetic("b", 4, 4.1e9)))
+    flat = findings(run_of(synthetic("a", 1, 4.0e9), synthetic("b", 4, 4.1e9)))
     assert flat[0]["text"].endswith(
         "more streams do not help: the limit is shared by every stream (a host's CPU, its NIC "
         "or the path), not one stream's window."
     )
-    full = streams.findings(run_of(synthetic("a", 1, 9.3e9), synthetic("b", 2, 9.4e9)))
+    full = findings(run_of(synthetic("a", 1, 9.3e9), synthetic("b", 2, 9.4e9)))
     assert full[0]["text"].endswith(": the link is the limit.")
 
 
@@ -161,7 +168,7 @@ def test_only_the_same_path_and_workload_pair_up() -> None:
     reverse = synthetic("c", 2, 6.12e9)
     reverse["params"]["reverse"] = True
     failed = synthetic("d", 2, 6.12e9, status="failed")
-    assert streams.findings(run_of(synthetic("a", 1, 3.06e9), other_path, reverse, failed)) == []
+    assert findings(run_of(synthetic("a", 1, 3.06e9), other_path, reverse, failed)) == []
 
 
 def test_matrix_cells_differing_only_in_streams_pair_up() -> None:
@@ -171,7 +178,7 @@ def test_matrix_cells_differing_only_in_streams_pair_up() -> None:
         for n, rate in ((1, 3.0e9), (2, 6.0e9))
     ] + [synthetic("m[parallel=4,mtu=9000]", 4, 9.0e9, base_id="m",
                    cell={"parallel": 4, "mtu": 9000})]  # fmt: skip
-    found = streams.findings(run_of(*cells))
+    found = findings(run_of(*cells))
     assert [f["evidence"]["tests"] for f in found] == [
         ["m[parallel=1,mtu=1500]", "m[parallel=2,mtu=1500]"]
     ]
@@ -188,7 +195,7 @@ def test_streams_whose_round_trip_grows_with_them_wait_on_something_shared() -> 
     four["summary"] = summarize([one["summary"]["median"] * 1.04])  # no gain, as in a busy lab
     for stream in four["repetitions"][0]["per_stream"]:
         stream["mean_rtt_us"] *= 6
-    (scaling,) = [f for f in streams.findings(run_of(one, four)) if f["test"] == "w4"]
+    (scaling,) = [f for f in findings(run_of(one, four)) if f["test"] == "w4"]
     assert scaling["text"].endswith(
         "more streams do not help: each stream's round trip grew from 11 µs to 78 µs with them, "
         "so they wait on something they share (a host's CPU, a queue on the path)."
