@@ -22,7 +22,8 @@ from nasplan.measure import probes, sampling, timeline
 from nasplan.measure.capacity import DISK, Capacity
 from nasplan.measure.commands import command
 from nasplan.measure.estimate import Estimate, parts, volume_rate
-from nasplan.measure.kind import Kind, Needs, Probe, Record, RunContext
+from nasplan.measure.kind import Kind, Needs, Probe, Record, RunContext, Section
+from nasplan.measure.kinds.disk import view
 from nasplan.measure.pair import check_ready
 from nasplan.measure.record import finish, new_record, warn
 from nasplan.measure.series import DIRECTIONS, Series, directions_asked
@@ -294,7 +295,7 @@ class Disk(Kind[DiskSettings]):
     timeline_quantity = BYTES
     directed = True
     short_start = "start-up (opening the file, the first requests)"
-    section = "disk"
+    section = Section(__name__, view.view)
 
     def settings(self, test: PlanTest) -> DiskSettings:
         """``host`` and ``path`` required; the defaults of DiskSettings."""

@@ -20,9 +20,10 @@ from nasplan.hosts.session import HostSession
 from nasplan.input.plan import Plan, PlanTest
 from nasplan.measure import probes
 from nasplan.measure.estimate import Estimate
-from nasplan.measure.kind import DASH, Kind, Needs, Probe, Record, RunContext
+from nasplan.measure.kind import DASH, Kind, Needs, Probe, Record, RunContext, Section
 from nasplan.measure.kinds.disk import FIO_FILE, make_workdir, remove_workdir
 from nasplan.measure.kinds.disk_profile import profiles as fio_profiles
+from nasplan.measure.kinds.disk_profile import view
 from nasplan.measure.kinds.disk_profile.profiles import Job
 from nasplan.measure.pair import check_ready
 from nasplan.measure.record import finish, new_record
@@ -116,7 +117,7 @@ class DiskProfile(Kind[ProfileSettings]):
     groups = ("Disk profiles",)
     metric = "bytes_per_second"
     short_start = None
-    section = "disk_profile"
+    section = Section(__name__, view.view)
 
     def settings(self, test: PlanTest) -> ProfileSettings:
         s = test.settings

@@ -20,10 +20,10 @@ from nasplan.input.plan import Plan, PlanTest
 from nasplan.measure import space, timeline, together
 from nasplan.measure.capacity import NETWORK, Capacity
 from nasplan.measure.estimate import Estimate, parts, path_rate
-from nasplan.measure.kind import DASH, Caveat, Kind, Needs, OneCore, Record, RunContext
+from nasplan.measure.kind import DASH, Caveat, Kind, Needs, OneCore, Record, RunContext, Section
 from nasplan.measure.kinds.iperf3 import clients as iperf3_together
 from nasplan.measure.kinds.iperf3 import runs as iperf3_runs
-from nasplan.measure.kinds.iperf3 import streams, udp
+from nasplan.measure.kinds.iperf3 import streams, udp, view
 from nasplan.measure.kinds.iperf3 import tool as iperf3
 from nasplan.measure.record import finish, new_record, path_params
 from nasplan.measure.series import Series, by_direction, single
@@ -187,7 +187,7 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
     # iperf3 times its data phase alone: a ratio of short runs still compares rates
     short_skews_ratio = False
     across_params = STREAM_PARAMS
-    section = "iperf3"
+    section = Section(__name__, view.view, view.numbers)
     settles_itself = True
 
     def settings(self, test: PlanTest) -> iperf3.Iperf3Params:

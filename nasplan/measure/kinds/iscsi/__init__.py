@@ -22,6 +22,7 @@ from nasplan.measure.commands import command
 from nasplan.measure.estimate import Estimate, copy_rate, parts
 from nasplan.measure.kind import Kind, Record, RunContext
 from nasplan.measure.kinds.iscsi import initiator as iscsi
+from nasplan.measure.kinds.transfer import view as transfer_view
 from nasplan.measure.pair import open_pair, target_label
 from nasplan.measure.record import (
     finish,
@@ -192,7 +193,7 @@ class Iscsi(Kind[IscsiSettings]):
     directed = True
     path_rate = True
     short_start = "start-up (the first requests, TCP slow start)"
-    section = "transfers"
+    section = transfer_view.SECTION
     section_note = (
         "iSCSI (block storage): the client's user-space initiator (libiscsi) writes or reads "
         "the size from LBA 0 of the LUN, several requests in flight; the time starts after the "

@@ -25,6 +25,7 @@ from nasplan.measure import methods, sampling, space, timeline, together
 from nasplan.measure.capacity import Capacity, judged_together
 from nasplan.measure.estimate import Estimate, copy_rate, parts
 from nasplan.measure.kind import DASH, Kind, Needs, Probe, Record, RunContext
+from nasplan.measure.kinds.transfer import view
 from nasplan.measure.kinds.transfer.runs import (
     Job,
     Side,
@@ -226,7 +227,7 @@ class FileTransfer(Kind[TransferSettings]):
     directed = True
     path_rate = True
     short_start = "start-up (the connection, a login, TCP slow start)"
-    section = "transfers"
+    section = view.SECTION
 
     def settings(self, test: PlanTest) -> TransferSettings:
         """The keys the plan schema allows for a transfer."""
