@@ -1,7 +1,7 @@
 """The ``disk-profile`` test kind: a disk benchmark's grid with fio on a directory of the NAS's
 volume, on the NAS: CrystalDiskMark's and KDiskMark's SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1 and
 RND4K Q1T1 (or jobs of the plan's own), each read, write and a mix, in MB/s, IOPS and latency
-percentiles from fio's own JSON (``tools.fio_profiles``).
+percentiles from fio's own JSON (``profiles`` beside it).
 
 Each test works in its own directory ``<path>/nasplan-fio-<token>``, removed in ``finally``.
 """

@@ -1,7 +1,7 @@
 """One iperf3 repetition on two hosts: a one-off server, the client, the server's stop.
 
 ``run_repetition``: one iperf3 process a side (``-P`` streams in it); ``run_processes``: one
-single-stream process per stream (iperf3 before 3.16, ``tools.iperf3_multi``). Both retry a busy
+single-stream process per stream (iperf3 before 3.16, ``multi``). Both retry a busy
 server or a taken port (BUSY_BACKOFF_S) and take an ``Around``: what the caller runs around the
 client (its test's samplers), rides in the server's scripts, and whether it takes the server's
 stop to run later (its test's teardown).
