@@ -348,3 +348,20 @@ def test_every_kind_folder_has_the_same_shape() -> None:
         if [p for p in inside if not p.endswith((".py", ".j2"))]:
             wrong.append(f"{module}/: a file neither Python nor a template")
     assert not wrong, wrong
+
+
+def test_a_kind_folder_imports_no_other_kind_but_a_section_it_shares() -> None:
+    """What two kinds use stands below them in measure/ (tools/, fio_workdir.py, ...): a kind's
+    folder imports another kind's only for the section they share (its ``view``: iSCSI's tests
+    in the transfers' section)."""
+    prefix = "nasplan.measure.kinds."
+    wrong = sorted(
+        f"{module} -> {target}"
+        for module, targets in imports().items()
+        if module.startswith(prefix)
+        for target in targets
+        if target.startswith(prefix)
+        and target.split(".")[3] != module.split(".")[3]
+        and not target.endswith(".view")
+    )
+    assert not wrong, f"a kind that imports another kind's code: {wrong}"

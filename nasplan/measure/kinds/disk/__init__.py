@@ -8,20 +8,19 @@ default) repeats with buffered I/O, marked cache-influenced.
 from __future__ import annotations
 
 import secrets
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from nasplan.analysis import MIN_TRUSTED_S, cache_influence, summarize
 from nasplan.errors import CannotStart
-from nasplan.hosts.lock import PRELUDE
 from nasplan.hosts.session import HostSession
 from nasplan.input.plan import Plan, PlanTest
 from nasplan.measure import probes, sampling, timeline
 from nasplan.measure.capacity import DISK, Capacity
 from nasplan.measure.commands import command
 from nasplan.measure.estimate import Estimate, parts, volume_rate
+from nasplan.measure.fio_workdir import FIO_FILE, WORKDIR_PREFIX, make_workdir, remove_workdir
 from nasplan.measure.kind import Kind, Needs, Probe, Record, RunContext, Section
 from nasplan.measure.kinds.disk import view
 from nasplan.measure.pair import check_ready
@@ -38,22 +37,6 @@ STEP_S = 0.3
 PART_S = 0.1
 # what a disk test's estimate assumes when the plan cannot say: a single hard disk's rate
 ASSUMED_DISK_BYTES_PER_SECOND = 200 * 2**20
-_SETUP_TIMEOUT_S = 60.0
-_WORKDIR_PREFIX = "nasplan-fio-"
-FIO_FILE = "fio.bin"
-# $1: the plan's directory, $2: a fresh name. Records $1/$2 in the host's lock, then makes it
-# (never an existing one: no -p) and prints its physical path, refusing when that is not the
-# new directory itself.
-_MAKE_WORKDIR = """\
-base=$(cd -P -- "$1" && pwd -P) || exit 3
-nasplan_register - - "$base/$2" || exit 3
-mkdir -m 700 -- "$base/$2" || exit 3
-real=$(cd -P -- "$base/$2" && pwd -P) || exit 3
-if [ "$real" != "$base/$2" ]; then
-  echo "$base/$2 resolves to $real" >&2; rmdir -- "$base/$2"; exit 4
-fi
-echo "$real"
-"""
 
 
 @dataclass(frozen=True)
@@ -77,31 +60,6 @@ class DiskSettings:
     @property
     def directions(self) -> tuple[str, ...]:
         return directions_asked(self.direction)
-
-
-def make_workdir(session: HostSession, path: str, token: str) -> str:
-    """A fresh test directory under ``path`` on the host: its absolute path; CannotStart.
-    Registered in the host's lock: should this run die here, the next run removes it."""
-    assert session.runner is not None
-    made = session.runner.run_script(
-        PRELUDE + f"set -- {shlex.join([path, _WORKDIR_PREFIX + token])}\n" + _MAKE_WORKDIR,
-        timeout_s=_SETUP_TIMEOUT_S,
-    )
-    workdir = made.stdout.strip().splitlines()[-1] if made.ok and made.stdout.strip() else ""
-    if not made.ok or not workdir.startswith("/"):
-        reason = made.stderr.strip() or made.stdout.strip()
-        raise CannotStart(
-            f"cannot create a test directory in {path} on {session.host.name}: {reason}"
-        )
-    return workdir
-
-
-def remove_workdir(session: HostSession, workdir: str, record: dict[str, Any]) -> None:
-    """Remove the test directory; a warning of the test when it cannot."""
-    assert session.runner is not None
-    removed = session.runner.run(["rm", "-rf", "--", workdir], timeout_s=_SETUP_TIMEOUT_S)
-    if not removed.ok:
-        warn(record, f"could not remove {workdir}: {removed.stderr.strip()}")
 
 
 def _run_windows(
@@ -362,7 +320,7 @@ class Disk(Kind[DiskSettings]):
         token = secrets.token_hex(4)
         path = s.path
         try:
-            fio.check_filename(f"{path.rstrip('/')}/{_WORKDIR_PREFIX}{token}/{FIO_FILE}")
+            fio.check_filename(f"{path.rstrip('/')}/{WORKDIR_PREFIX}{token}/{FIO_FILE}")
         except ValueError as exc:
             record["error"] = f"path {path!r}: {exc}"
             return record

@@ -20,8 +20,8 @@ from nasplan.hosts.session import HostSession
 from nasplan.input.plan import Plan, PlanTest
 from nasplan.measure import probes
 from nasplan.measure.estimate import Estimate
+from nasplan.measure.fio_workdir import FIO_FILE, make_workdir, remove_workdir
 from nasplan.measure.kind import DASH, Kind, Needs, Probe, Record, RunContext, Section
-from nasplan.measure.kinds.disk import FIO_FILE, make_workdir, remove_workdir
 from nasplan.measure.kinds.disk_profile import profiles as fio_profiles
 from nasplan.measure.kinds.disk_profile import view
 from nasplan.measure.kinds.disk_profile.profiles import Job
