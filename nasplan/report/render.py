@@ -13,10 +13,7 @@ from urllib.parse import quote
 
 import jinja2
 
-from nasplan.analysis import (
-    FRAME_OVERHEAD_BYTES,
-    TCP_IPV4_HEADER_BYTES,
-)
+from nasplan.analysis import FRAME_OVERHEAD_BYTES, TCP_IPV4_HEADER_BYTES
 from nasplan.diagnose import diagnose
 from nasplan.errors import InputError
 from nasplan.facts import storage, volumes
@@ -424,23 +421,20 @@ def _charts(run: Mapping[str, Any]) -> list[str]:
     return [c for c in charts if c]
 
 
-def _shown(test: Mapping[str, Any]) -> dict[str, Any]:
-    """A test as a section's view is handed it: run.json's record, its heading and its rows of
-    the results table beside."""
-    return {**test, "heading": heading(test), "results": headline.rows(test)}
-
-
 def _sections(
-    tests: Sequence[Mapping[str, Any]],
+    tests: Sequence[Mapping[str, Any]], rows: Sequence[list[dict[str, Any]]]
 ) -> list[tuple[Section, list[dict[str, Any]]]]:
     """Each section the run's kinds detail their tests in (``Readout.section``) with its tests in
-    run order, the sections in the order of their first kind (``kinds.position``)."""
+    run order, the sections in the order of their first kind (``kinds.position``). A section's
+    view is handed each test as run.json has it, with its heading and its ``rows`` of the
+    results table beside."""
     found: dict[Section, list[dict[str, Any]]] = {}
     first: dict[Section, int] = {}
-    for test in tests:
+    for test, its_rows in zip(tests, rows, strict=True):
         section = kinds.readout(test).section
         if section is not None:
-            found.setdefault(section, []).append(_shown(test))
+            shown = {**test, "heading": heading(test), "results": its_rows}
+            found.setdefault(section, []).append(shown)
             position = kinds.position(str(test.get("kind")))
             first[section] = min(first.get(section, position), position)
     return [(section, found[section]) for section in sorted(found, key=first.__getitem__)]
@@ -469,8 +463,9 @@ def build_view(
     # Every kind has its rows in the results table (headline.rows), in its own units; a kind
     # that details its tests has a section of its own (Readout.section), asked of the kind.
     everything = run["tests"]
-    sections = _sections(everything)
-    results = [row for test in everything for row in headline.rows(test)]
+    rows = [headline.rows(test) for test in everything]
+    sections = _sections(everything, rows)
+    results = [row for its_rows in rows for row in its_rows]
     with_path = [t for t in everything if t.get("path") and kinds.readout(t).path_rate]
     names = [h["name"] for h in hosts]
     laid_out = pivot.run_tables(run, table)
