@@ -13,7 +13,7 @@ import pytest
 from nasplan.measure.kinds.iperf3 import multi as iperf3_multi
 from nasplan.measure.kinds.iperf3.tool import parse, repetition_fields
 
-FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "iperf3"
+FIXTURES = Path(__file__).resolve().parents[4] / "fixtures" / "iperf3"
 
 
 def parsed(name: str) -> dict:

@@ -14,7 +14,7 @@ from nasplan.diagnose.cpu import saturated_core
 from nasplan.measure.kinds.iperf3 import streams
 from nasplan.measure.kinds.iperf3.tool import parse, repetition_fields
 
-IPERF3 = Path(__file__).resolve().parents[3] / "fixtures" / "iperf3" / "3.12"
+IPERF3 = Path(__file__).resolve().parents[4] / "fixtures" / "iperf3" / "3.12"
 # 10 Gbit/s, MTU 1500, a tc-shaped lab link: the TCP maximum the captures ran against
 TC_10G = 10e9 * 1448 / 1514
 

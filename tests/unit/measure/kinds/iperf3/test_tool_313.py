@@ -16,7 +16,7 @@ from nasplan.measure.kinds.iperf3.tool import (
     parse,
 )
 
-FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "iperf3" / "3.1.3"
+FIXTURES = Path(__file__).resolve().parents[4] / "fixtures" / "iperf3" / "3.1.3"
 
 
 def raw(name: str) -> str:

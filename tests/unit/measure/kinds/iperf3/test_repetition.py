@@ -20,7 +20,7 @@ from nasplan.measure.kinds.iperf3.repetition import (
 from nasplan.measure.kinds.iperf3.tool import Iperf3Error, Iperf3Params
 from nasplan.remote.runner import Launched, Result
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "iperf3" / "3.12"
+FIXTURES = Path(__file__).resolve().parents[4] / "fixtures" / "iperf3" / "3.12"
 
 
 def fixture(name: str) -> str:

@@ -8,7 +8,7 @@ import pytest
 
 from nasplan.measure.kinds.iscsi import initiator as iscsi
 
-CAPTURES = Path(__file__).resolve().parents[3] / "fixtures" / "iscsi"
+CAPTURES = Path(__file__).resolve().parents[4] / "fixtures" / "iscsi"
 
 
 def test_a_write_names_bytes_duration_and_that_the_target_synced() -> None:

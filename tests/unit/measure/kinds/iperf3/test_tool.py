@@ -34,8 +34,8 @@ from nasplan.measure.kinds.iperf3.tool import (
     temp_paths,
 )
 
-FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "iperf3" / "3.12"
-RUN_SCHEMA = Path(__file__).resolve().parents[4] / "nasplan" / "schemas" / "run.schema.json"
+FIXTURES = Path(__file__).resolve().parents[4] / "fixtures" / "iperf3" / "3.12"
+RUN_SCHEMA = Path(__file__).resolve().parents[5] / "nasplan" / "schemas" / "run.schema.json"
 SUCCESS_FIXTURES = sorted(
     p.name
     for p in FIXTURES.glob("*.json")

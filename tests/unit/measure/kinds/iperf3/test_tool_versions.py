@@ -17,7 +17,7 @@ import pytest
 from nasplan.measure.kinds.iperf3.live import LiveRates
 from nasplan.measure.kinds.iperf3.tool import parse, single_threaded
 
-FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "iperf3"
+FIXTURES = Path(__file__).resolve().parents[4] / "fixtures" / "iperf3"
 MBIT = 1e6
 
 

@@ -15,7 +15,7 @@ from nasplan.measure.kinds.iperf3.tool import (
     parse,
 )
 
-FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "iperf3" / "3.12"
+FIXTURES = Path(__file__).resolve().parents[4] / "fixtures" / "iperf3" / "3.12"
 
 
 def parsed(name: str) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from nasplan.measure.kinds.iperf3.live_rate import LiveRate, what_of
 from nasplan.measure.kinds.iperf3.tool import Iperf3Params
 from nasplan.progress import PlainProgress
 
-SERVER_TEXT = Path(__file__).resolve().parents[2] / "fixtures/iperf3/3.12/server-text"
+SERVER_TEXT = Path(__file__).resolve().parents[4] / "fixtures/iperf3/3.12/server-text"
 
 
 class Rates(PlainProgress):

@@ -9,7 +9,7 @@ import pytest
 
 from nasplan.measure.kinds.iperf3.live import Interval, LiveRates, interval
 
-SERVER_TEXT = Path(__file__).resolve().parents[3] / "fixtures/iperf3/3.12/server-text"
+SERVER_TEXT = Path(__file__).resolve().parents[4] / "fixtures/iperf3/3.12/server-text"
 
 
 def said(name: str) -> str:
