@@ -29,7 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from nasplan import __version__
+from nasplan import __version__, platforms
 from nasplan.errors import NasplanError, UnknownOutput
 from nasplan.facts.bsd import BSD_KERNELS
 from nasplan.facts.gather import HostFacts, gather, parse_checked
@@ -150,7 +150,8 @@ def probe(runner: Runner, *, tool_paths: Mapping[str, str] | None = None) -> lis
     answers = [Answer("facts/facts.txt", "facts script", raw.stdout, raw.stderr, raw.exited)]
     if facts is None:
         return answers
-    commands = _windows_commands() if shell.of(runner).is_windows else _posix_commands(facts)
+    posix = platforms.of(runner).posix_shell
+    commands = _posix_commands(facts) if posix else _windows_commands()
     for file, text in commands:
         result = runner.run_script(text, timeout_s=_TIMEOUT_S)
         answers.append(Answer(file, text, result.stdout, result.stderr, result.exited))

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from nasplan import platforms
 from nasplan.errors import HostLostError, NasplanError
 from nasplan.facts.gather import HostFacts, gather_with, parse_iperf3_version
 from nasplan.facts.volumes import describe as describe_volume
@@ -167,7 +168,7 @@ def open_sessions(
             said = session.error.removeprefix(f"{session.host.name}: ")
             progress.host(session.host.name, f"[unreachable] {said}")
             return
-        if session.host.tools and session.facts.kernel_name != "Windows":
+        if session.host.tools and platforms.of(session.runner).posix_shell:
             session.facts = with_inventory_tools(session.runner, session.facts, session.host.tools)
         session.platform = detect(session.facts)
         warning = _platform_warning(session)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from nasplan.analysis import MIN_TRUSTED_S, durations_under, size_text, size_to_use
@@ -69,6 +70,10 @@ class RunHooks(Protocol):
         ...
 
 
+# host -> address -> how that host routes to it (``nasplan.measure.route.parse``)
+Routes = Mapping[str, Mapping[str, Mapping[str, Any]]]
+
+
 @dataclass
 class RunContext:
     """Passed explicitly to every test kind: the plan, its hosts, the console, the run's
@@ -80,9 +85,10 @@ class RunContext:
     progress: Progress
     tasks: Tasks
     hooks: RunHooks
-    # host -> address -> how that host routes to it (nasplan.measure.route.parse), asked in
-    # the facts' round trip and after the network phase (apply); empty when nothing was asked
-    routes: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    # how each host routes to the others (``Routes``), asked in the facts' round trip and after
+    # the network phase (apply): a read-only value each phase returns and the next is given;
+    # empty when nothing was asked
+    routes: Routes = field(default_factory=lambda: MappingProxyType({}))
 
     def save_raw(self, relative_path: str, text: str) -> str:
         """A raw tool output saved with the secrets masked (``RunHooks.save_raw``)."""

@@ -7,22 +7,25 @@ makes the one record a run of all those repetitions at once gives: repetitions i
 the kind runs them (writes first, by number), times on one clock (each part shifted by when it
 began after the first), the hosts' resource series laid end to end, and the kind's summary
 computed again over all of them (``Kind.summarize``). One part at offset 0 is its own record.
+
+The parts may be frozen (``record.frozen``: a cell's log); the record ``merge`` returns is a
+new one in plain types that shares nothing with them (one part too: ``record.thawed``).
 """
 
 from __future__ import annotations
 
-import copy
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from nasplan.measure.record import finish
+from nasplan.measure.record import finish, thawed
 from nasplan.measure.series import direction_position
 
 Record = dict[str, Any]
 Summarize = Callable[[Record], Record]
-# a part's record and when it began on the test's clock (seconds after the first part)
-Part = tuple[Record, float]
+# a part's record (plain or frozen) and when it began on the test's clock (seconds after the
+# first part)
+Part = tuple[Mapping[str, Any], float]
 
 
 def rep_key(rep: Mapping[str, Any]) -> tuple[int, int]:
@@ -39,14 +42,15 @@ def merge(parts: Sequence[Part], summarize: Summarize) -> Record:
     address and clients the repetitions before it measured with); errors that no repetition
     explains (a part that could not start, a cleanup that failed) are kept, each once.
     """
+    record: Record = thawed(parts[-1][0])
     if len(parts) == 1 and parts[0][1] == 0:
-        return parts[0][0]
-    record = copy.deepcopy(parts[-1][0])
+        return record
     record["params"] = _params([part for part, _ in parts])
     reps = [_shifted(rep, offset_s) for part, offset_s in parts for rep in part["repetitions"]]
     record["repetitions"] = sorted(reps, key=rep_key)
     record["params"]["repetitions"] = len({rep.get("index") for rep in reps})
-    record["path"] = next((p["path"] for p, _ in parts if p.get("path")), record.get("path"))
+    path = next((p["path"] for p, _ in parts if p.get("path")), record.get("path"))
+    record["path"] = thawed(path)
     if any("resources" in part for part, _ in parts):
         record["resources"] = merge_resources([(p.get("resources"), off) for p, off in parts])
     if any("timeline" in part for part, _ in parts):
@@ -63,12 +67,12 @@ def merge(parts: Sequence[Part], summarize: Summarize) -> Record:
     return finish(record, said + [e for e in extras if e not in said])
 
 
-def _params(parts: Sequence[Record]) -> dict[str, Any]:
+def _params(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The parts' parameters, each key the last part's that says it (not None)."""
     params: dict[str, Any] = {}
     for part in parts:
         said = part.get("params") or {}
-        params.update({k: copy.deepcopy(v) for k, v in said.items() if v is not None})
+        params.update({k: thawed(v) for k, v in said.items() if v is not None})
         params.update({k: None for k, v in said.items() if v is None and k not in params})
     return params
 
@@ -77,18 +81,18 @@ def _errors(record: Mapping[str, Any]) -> list[str]:
     return str(record["error"]).split("; ") if record.get("error") else []
 
 
-def _unexplained(part: Record, summarize: Summarize) -> list[str]:
+def _unexplained(part: Mapping[str, Any], summarize: Summarize) -> list[str]:
     """The errors of a part that its repetitions do not explain."""
     said = _errors(part)
     if not said or not part["repetitions"]:
         return said
-    explained = _errors(summarize(copy.deepcopy(part)))
+    explained = _errors(summarize(thawed(part)))
     return [error for error in said if error not in explained]
 
 
 def _shifted(rep: Mapping[str, Any], offset_s: float) -> dict[str, Any]:
     """A repetition on the test's clock: its ``started_s`` / ``ended_s`` moved by ``offset_s``."""
-    moved = dict(rep)
+    moved: dict[str, Any] = thawed(rep)
     for key in ("started_s", "ended_s"):
         if offset_s and isinstance(moved.get(key), (int, float)):
             moved[key] = round(moved[key] + offset_s, 3)
@@ -100,7 +104,7 @@ def _merged_timeline(parts: Sequence[Part]) -> dict[str, Any] | None:
     found = []
     for part, offset_s in parts:
         for series in (part.get("timeline") or {}).get("throughput") or []:
-            moved = dict(series)
+            moved = thawed(series)
             moved["t_s"] = [round(t + offset_s, 2) for t in series.get("t_s") or []]
             found.append(moved)
     found.sort(key=lambda s: rep_key({"direction": s.get("direction"), "index": s["repetition"]}))
@@ -187,7 +191,7 @@ def kept_part(record: Mapping[str, Any]) -> Record | None:
     done = done_pairs(record)
     if not done:
         return None
-    kept = copy.deepcopy(dict(record))
+    kept: Record = thawed(record)
     kept["repetitions"] = [r for r in kept["repetitions"] if _pair(r, "index") in done]
     throughput = (kept.get("timeline") or {}).get("throughput") or []
     # a series of a kind without directions may have one of its own (iperf3 -R: reverse)

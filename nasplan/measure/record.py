@@ -1,12 +1,14 @@
 """A test's run.json record through its life: begun (``new_record``: failed until it succeeds),
 never run (``skipped``), ended (``finish``), failed by a host lost on the way
 (``lost_host_record``), stopped by the run (``stopped_record``); the summaries of a kind whose
-repetitions each have a direction; its warnings (``warn``).
+repetitions each have a direction; its warnings (``warn``); kept as a value (``frozen``: what a
+run logs of it cannot be changed in place) and given out as a copy of its own (``thawed``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from nasplan.analysis import efficiency, summarize
@@ -146,3 +148,39 @@ def warn(record: dict[str, Any], text: str) -> None:
     said = record.setdefault("warnings", [])
     if text not in said:
         said.append(text)
+
+
+class FrozenList(tuple[Any, ...]):
+    """A record's list as ``frozen`` keeps it: a tuple (nothing to append to, no item to set)
+    that ``thawed`` gives back as a list (a record's own tuples stay tuples)."""
+
+    __slots__ = ()
+
+
+def frozen(value: Any) -> Any:
+    """``value`` (a record or any part of it) as a deep value no one can change in place: each
+    mapping a read-only ``MappingProxyType`` over a copy, each list a ``FrozenList``, each tuple
+    a tuple of frozen items; the rest (numbers, strings, None) as it is. Writing into it raises
+    TypeError (``frozen(r)["status"] = ...``) or AttributeError (``...["repetitions"].append``)."""
+    if isinstance(value, Mapping):
+        return MappingProxyType({key: frozen(item) for key, item in value.items()})
+    if isinstance(value, FrozenList):
+        return value
+    if isinstance(value, list):
+        return FrozenList(frozen(item) for item in value)
+    if isinstance(value, tuple):
+        return tuple(frozen(item) for item in value)
+    return value
+
+
+def thawed(value: Any) -> Any:
+    """A deep copy of ``value`` that shares nothing with it, in plain types: each mapping a
+    dict, each list (and ``FrozenList``) a list, each tuple a tuple: a record to change as one
+    likes, or to write (``thawed(frozen(r)) == r``)."""
+    if isinstance(value, Mapping):
+        return {key: thawed(item) for key, item in value.items()}
+    if isinstance(value, list | FrozenList):
+        return [thawed(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(thawed(item) for item in value)
+    return value

@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from nasplan import platforms
 from nasplan.hosts.lock import PRELUDE
-from nasplan.remote import shell
 from nasplan.remote.runner import Runner
 
 SAMPLE_INTERVAL_S = 0.5
@@ -424,7 +424,7 @@ def parse(raw: str) -> dict[str, Any]:
 
 def start(runner: Runner, token: str, *, max_s: float = MAX_SAMPLING_S) -> int | None:
     """Start sampling on one host; its PID, or None when it could not start (never raises)."""
-    if shell.of(runner).is_windows:  # the sampler reads /proc: Linux only
+    if not platforms.of(runner).posix_shell:  # the sampler is POSIX sh reading /proc
         return None
     try:
         result = runner.run_script(start_script(token, max_s=max_s), timeout_s=_TIMEOUT_S)

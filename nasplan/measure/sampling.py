@@ -18,9 +18,9 @@ import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from nasplan import platforms
 from nasplan.measure import sampler
 from nasplan.measure.sampler import MAX_SAMPLING_S, SECTION, STARTED
-from nasplan.remote import shell
 from nasplan.remote.runner import Runner
 from nasplan.sections import split_sections
 
@@ -144,7 +144,7 @@ class Sampling:
 
     def _posix(self, name: str | None) -> HostSampler | None:
         host = self._hosts.get(name or "")
-        return host if host and not shell.of(host.runner).is_windows else None
+        return host if host and platforms.of(host.runner).posix_shell else None
 
     def _own(self) -> list[HostSampler]:
         riders = (self._rider, self._client)

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from nasplan import platforms
 from nasplan.measure.kind import PROBE_CANNOT_TELL, Probe
-from nasplan.remote import shell
 from nasplan.remote.runner import Runner
 
 if TYPE_CHECKING:
@@ -167,7 +167,7 @@ def full_tmps(sessions: Mapping[str, HostSession], names: Iterable[str]) -> list
         if session is None or session.lost or session.runner is None:
             continue
         runner = session.runner
-        if shell.of(runner).is_windows:
+        if not platforms.of(runner).posix_shell:  # the free-space script is POSIX sh
             continue
         named = full_disk(runner, name, "/tmp")
         if named is not None:

@@ -13,11 +13,21 @@ from nasplan.platforms.qnap import Qnap
 from nasplan.platforms.synology import Synology
 from nasplan.platforms.truenas import TrueNas
 from nasplan.platforms.windows import Windows
+from nasplan.remote import shell
 
 if TYPE_CHECKING:
     from nasplan.facts.gather import HostFacts
+    from nasplan.remote.runner import Runner
 
-__all__ = ["Command", "Platform", "PlatformError", "detect", "posix_by_hint", "registry"]
+__all__ = [
+    "Command",
+    "Platform",
+    "PlatformError",
+    "detect",
+    "of",
+    "posix_by_hint",
+    "registry",
+]
 
 
 def registry() -> tuple[Platform, ...]:
@@ -49,3 +59,12 @@ def posix_by_hint(hint: str) -> bool:
     """Whether a host whose inventory says ``platform: hint`` runs POSIX sh (its facts are
     gathered with sh first); True for ``auto``."""
     return all(platform.posix_shell for platform in registry() if hint in platform.hints)
+
+
+def of(runner: Runner | None) -> Platform:
+    """The platform whose shell layer ``runner`` speaks, as a test's scripts see it: the least
+    specific one of that script language (every POSIX platform runs the same scripts: generic
+    Linux), Windows for PowerShell. A caller asks it for what differs (``scripts``,
+    ``posix_shell``, ``equivalent``) and never branches on the host's name."""
+    spoken = shell.of(runner)
+    return next(p for p in reversed(registry()) if p.speaks(spoken))

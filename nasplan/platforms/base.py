@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import posixpath
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Protocol
 
 from nasplan.errors import NasplanError
+from nasplan.remote import shell
 
 if TYPE_CHECKING:
     from nasplan.facts.gather import HostFacts
@@ -55,6 +57,27 @@ class Platform(Protocol):
     @property
     def posix_shell(self) -> bool:
         """Whether the host runs POSIX sh (False: Windows, whose facts come from PowerShell)."""
+        ...
+
+    @property
+    def scripts(self) -> str:
+        """The language of the scripts a host of this platform runs: ``sh`` (POSIX sh) or
+        ``powershell``; a test's scripts for it are looked up by this name (the iperf3 server's
+        launcher, a transfer's timed copy)."""
+        ...
+
+    def host_shell(self, default_shell: str | None) -> shell.HostShell:
+        """Its shell layer: what SSH hands the exec string to (``default_shell``: the login
+        shell the host's facts name, None: the platform's own) and its scripts' language."""
+        ...
+
+    def speaks(self, host_shell: shell.HostShell) -> bool:
+        """True when a runner speaking ``host_shell`` speaks this platform's script language."""
+        ...
+
+    def equivalent(self, tool: str) -> str:
+        """The tool this platform runs for the job of ``tool`` (a disk test asks for ``fio``;
+        Windows runs ``diskspd``): ``tool`` itself unless it differs."""
         ...
 
     def matches(self, facts: HostFacts) -> bool:
@@ -117,10 +140,25 @@ class PlatformBase(Platform):
     # Other names an inventory's ``platform:`` may give it (``ubuntu`` for Debian).
     aliases: frozenset[str] = frozenset()
     posix_shell = True
+    scripts = "sh"
+    # The tool that does another's job here, by the name a test kind asks for ({"fio": ...}).
+    equivalents: Mapping[str, str] = MappingProxyType({})
 
     @property
     def hints(self) -> frozenset[str]:
         return frozenset({self.name}) | self.aliases
+
+    def host_shell(self, default_shell: str | None) -> shell.HostShell:
+        """POSIX sh both for the exec string and the scripts (``default_shell`` unused)."""
+        return shell.POSIX
+
+    def speaks(self, host_shell: shell.HostShell) -> bool:
+        """Whether ``host_shell``'s scripts are this platform's (its ``host_shell``'s)."""
+        return type(host_shell.scripts) is type(self.host_shell(None).scripts)
+
+    def equivalent(self, tool: str) -> str:
+        """``equivalents``' tool for ``tool``, else ``tool`` itself."""
+        return self.equivalents.get(tool, tool)
 
     def os_name(self, facts: HostFacts) -> str | None:
         """``/etc/os-release``'s PRETTY_NAME, else its ID and VERSION_ID."""

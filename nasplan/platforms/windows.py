@@ -7,9 +7,11 @@ or from PATH; when it is missing the message says how to get it on this very hos
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from nasplan.platforms.base import MANUAL, Command, PlatformBase, PlatformError
+from nasplan.remote import shell
 from nasplan.remote.shell import PowerShell, ShellQuoteError
 
 if TYPE_CHECKING:
@@ -37,6 +39,12 @@ class Windows(PlatformBase):
 
     name = "windows"
     posix_shell = False
+    scripts = "powershell"
+    equivalents = MappingProxyType(EQUIVALENTS)
+
+    def host_shell(self, default_shell: str | None) -> shell.HostShell:
+        """The OpenSSH ``DefaultShell`` (None: cmd.exe) as login shell, PowerShell scripts."""
+        return shell.windows(default_shell)
 
     def matches(self, facts: HostFacts) -> bool:
         return facts.kernel_name == "Windows"
@@ -46,13 +54,13 @@ class Windows(PlatformBase):
         return f"{caption} (build {facts.kernel})" if facts.kernel else caption
 
     def tool_path(self, facts: HostFacts, tool: str) -> str | None:
-        return BUILTIN.get(tool) or facts.tool(EQUIVALENTS.get(tool, tool))
+        return BUILTIN.get(tool) or facts.tool(self.equivalent(tool))
 
     def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
         missing = [p for p in packages if not self.tool_path(facts, p)]
         if missing:
             raise PlatformError(
-                " ".join(how_to_get(facts, EQUIVALENTS.get(tool, tool)) for tool in missing)
+                " ".join(how_to_get(facts, self.equivalent(tool)) for tool in missing)
             )
         return []
 

@@ -30,7 +30,7 @@ from nasplan.input.inventory import Host
 from nasplan.input.plan import Plan
 from nasplan.measure import kinds
 from nasplan.measure.capacity import stated_volumes
-from nasplan.measure.kind import RunContext
+from nasplan.measure.kind import Routes, RunContext
 from nasplan.measure.verdicts import annotated
 from nasplan.output import require_free_space, secrets_from_environ, sync_files
 from nasplan.progress import Progress, RedactedProgress
@@ -146,6 +146,8 @@ class Run:
         self.progress = RedactedProgress(progress, known)
         self.hooks = KindHooks(self.run_dir, self.tasks, self.sessions, self.progress, known)
         self.ctx = RunContext(plan, self.sessions, self.progress, self.tasks, self.hooks)
+        # what each phase learned of the hosts' routes, passed on to the next (none yet)
+        self.routes: Routes = self.ctx.routes
         # -v: each command said, redacted as every byte written
         self.connector = (verbosity or Verbosity()).traced(
             connector, self.progress.message, self.hooks.secrets
@@ -167,7 +169,13 @@ class Run:
             self.ctx, self.hooks, schedule, self.networks, lambda: self.record.checkpoint(),
             header["sequence"], self.early, LapseGuard(self.keeper),
         )  # fmt: skip
-        self.record = RunRecord(
+        self.record = self._run_record(header)
+        self.dir_full = False  # the run directory filled up (RunDirError on its way out)
+
+    def _run_record(self, header: dict[str, Any]) -> RunRecord:
+        """run.json as the run goes on: ``header``, and the tests, hosts, warnings, network
+        and sequence as the phases have them when it is saved."""
+        return RunRecord(
             header,
             self.sessions,
             secrets=lambda: self.hooks.secrets,
@@ -175,8 +183,8 @@ class Run:
             warnings=self._warnings,
             network=self.networks.part,
             saver=RunSaver(self.run_dir, frozen=("hosts",)),
+            sequence=lambda: self.measure.sequence,
         )
-        self.dir_full = False  # the run directory filled up (RunDirError on its way out)
 
     @contextlib.contextmanager
     def span(self, phase: str) -> Iterator[None]:
@@ -192,7 +200,7 @@ class Run:
         (``nasplan.run.opening``); then the leases are renewed."""
         bound = [cell.bound for cell in self.measure.cells]
         lease_s = self.timeouts.lease_s
-        open_hosts(self.reach, self.plan, bound, self.ctx.routes, self.lock_id, lease_s)
+        self.routes = open_hosts(self.reach, self.plan, bound, self.lock_id, lease_s)
         self.keeper.start()
 
     def prepare(self) -> None:
@@ -213,12 +221,15 @@ class Run:
         (``nasplan.run.paths``); nothing when the network setup failed."""
         if self.networks.ok:
             bound = [cell.bound for cell in self.measure.cells]
-            routes, tasks = self.ctx.routes, self.tasks
-            paths.ask_routes(self.plan, bound, self.sessions, routes, tasks, self.progress)
+            routes, tasks = self.routes, self.tasks
+            self.routes = paths.ask_routes(
+                self.plan, bound, self.sessions, routes, tasks, self.progress
+            )
 
     def tests(self) -> None:
-        """Every part of every test in the plan's order (``nasplan.run.measure_phase``)."""
-        self.measure.run()
+        """Every part of every test in the plan's order (``nasplan.run.measure_phase``), with
+        the routes the phases before found."""
+        self.measure.run(self.routes)
 
     def conclude(self) -> Outcome:
         """The last teardown settled, the transfers' verdicts, the network put back, and the

@@ -4,13 +4,19 @@ returned, from which its run.json record is built whenever it is asked for.
 A run runs a test in parts (``nasplan.run.schedule``); each part is one call of its kind. What a
 part hands over goes into the cell's log, which only grows: the part as far as it got after each
 repetition and as it ended (``Returned``), what its deferred teardown returned
-(``TornDown``), a host lost under it. Nothing in the log is changed once it is there; the
-record is the pure merge of the log (``nasplan.measure.merge``), built anew each time.
+(``TornDown``), a host lost under it. The record is the pure merge of the log
+(``nasplan.measure.merge``), built anew each time.
+
+Values, not shared objects: the log is a tuple of frozen entries, and what an entry holds of a
+record is a deep frozen copy taken as the kind hands it over (``record.frozen``: the kind may go
+on with its own record, and no one can change the entry afterwards: writing into it raises). The
+record a cell gives out (``Cell.record``) is a new one in plain types each time, sharing nothing
+with the log, so a caller may change it as it likes. Freezing at the boundary, rather than
+copying on the way out only, makes a write into the log fail loudly where it is made.
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import time
 from collections.abc import Mapping
@@ -20,15 +26,16 @@ from typing import Any
 from nasplan.input.plan import PlanTest
 from nasplan.measure.kind import BoundTest
 from nasplan.measure.merge import Done, Part, done_indices, done_pairs, kept_part, merge
-from nasplan.measure.record import lost_host_record, skipped, stopped_record
+from nasplan.measure.record import frozen, lost_host_record, skipped, stopped_record, thawed
 
 Record = dict[str, Any]
 
 
 @dataclass(frozen=True)
 class Returned:
-    """Part ``number`` of the test as its kind returned it: after a repetition (``ended``
-    False: the part goes on) or at its end; ``offset_s``: where it began on the test's clock."""
+    """Part ``number`` of the test as its kind returned it (``record``: frozen): after a
+    repetition (``ended`` False: the part goes on) or at its end; ``offset_s``: where it began
+    on the test's clock."""
 
     number: int
     record: Mapping[str, Any]
@@ -38,8 +45,8 @@ class Returned:
 
 @dataclass(frozen=True)
 class TornDown:
-    """What part ``number``'s deferred teardown returned (its record's ``resources``), and the
-    host it found lost (None: none)."""
+    """What part ``number``'s deferred teardown returned (its record's ``resources``, frozen),
+    and the host it found lost (None: none)."""
 
     number: int
     completes: Mapping[str, Any]
@@ -70,29 +77,33 @@ Entry = Returned | TornDown | Lapsed | Stopped
 @dataclass
 class Cell:
     """One test of the run: its bound test, what a resumed run kept of it (``previous``: its
-    record then), the log of its parts, and whether it wants no more (``closed``)."""
+    record then, frozen), the log of its parts (a tuple: ``_logged`` adds to it), and whether
+    it wants no more (``closed``)."""
 
     bound: BoundTest
-    previous: dict[str, Any] | None = None
-    log: list[Entry] = field(default_factory=list)
+    previous: Mapping[str, Any] | None = None
+    log: tuple[Entry, ...] = ()
     closed: bool = False
     # repetition numbers run (or kept whole) in this run, ok or not: none is run twice
-    taken: set[int] = field(default_factory=set)
+    taken: frozenset[int] = frozenset()
     # (repetition, direction) a resumed run kept: a part measures the others of a repetition
-    kept: set[Done] = field(default_factory=set)
+    kept: frozenset[Done] = frozenset()
     # wall time of each part and its repetitions (for the time left)
-    seconds: list[tuple[float, int]] = field(default_factory=list)
+    seconds: tuple[tuple[float, int], ...] = ()
     _began: float | None = None
     _count: int = 0
     _first: float | None = None
     _number: int = -1
+    # what a resumed run keeps of ``previous``, as a part (``merge.kept_part``), frozen
+    _kept_part: Mapping[str, Any] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.previous is not None:
-            self.kept = done_pairs(self.previous)
-            self.taken = done_indices(
-                self.previous, self.bound.kind.directions_asked(self.previous)
-            )
+            self.previous = previous = frozen(self.previous)
+            self._kept_part = frozen(kept_part(previous))
+            self.kept = frozenset(done_pairs(previous))
+            asked = self.bound.kind.directions_asked(previous)
+            self.taken = frozenset(done_indices(previous, asked))
 
     @property
     def test(self) -> PlanTest:
@@ -147,7 +158,7 @@ class Cell:
 
     def part(self, first: int, count: int) -> PlanTest:
         """The PlanTest of one part, noted as begun now."""
-        self.taken.update(range(first, first + count))
+        self.taken = self.taken | frozenset(range(first, first + count))
         self._began, self._count = time.monotonic(), count
         self._number += 1
         if self._first is None:
@@ -159,34 +170,41 @@ class Cell:
         return dataclasses.replace(self.test, first_repetition=first, repetitions=count, kept=kept)
 
     def returned(self, record: Mapping[str, Any], *, ended: bool = False) -> None:
-        """The running part's record as its kind handed it over (a copy is kept: the kind may
-        go on with its own); ``ended``: the part is over (a part that ran no repetition at all,
-        because it could not start, closes the cell)."""
+        """The running part's record as its kind handed it over (a frozen copy is kept: the
+        kind may go on with its own); ``ended``: the part is over (a part that ran no repetition
+        at all, because it could not start, closes the cell)."""
         if not self.running:
             return
-        kept = copy.deepcopy(dict(record))
-        self.log.append(Returned(self._number, kept, self._offset_s(), ended))
+        kept = frozen(record)
+        self._logged(Returned(self._number, kept, self._offset_s(), ended))
         if not ended:
             return
         assert self._began is not None
-        self.seconds.append((time.monotonic() - self._began, max(len(kept["repetitions"]), 1)))
+        took = (time.monotonic() - self._began, max(len(kept["repetitions"]), 1))
+        self.seconds = (*self.seconds, took)
         self._began = None
         if not kept["repetitions"] or kept.get("status") == "skipped":
             self.closed = True
 
     def torn_down(self, number: int, completes: Mapping[str, Any], lost: str | None) -> None:
-        """What part ``number``'s deferred teardown returned."""
-        self.log.append(TornDown(number, completes, lost))
+        """What part ``number``'s deferred teardown returned (a frozen copy is kept)."""
+        self._logged(TornDown(number, frozen(completes), lost))
 
     def lapsed(self, since: int, reason: str) -> None:
         """A lease of its hosts ran out: the running (or last) part's repetitions from the
         ``since``-th on are no measurement."""
-        self.log.append(Lapsed(self._number, since, reason))
+        self._logged(Lapsed(self._number, since, reason))
 
     def stop(self) -> None:
         """The run stopped before this test wanted no more (its running part, if any, keeps
         what it handed over last)."""
-        self.log.append(Stopped(self._number))
+        self._logged(Stopped(self._number))
+
+    def _logged(self, entry: Entry) -> None:
+        """``entry`` at the end of the log: a new tuple, the entries before it as they were
+        (only the run's own thread logs: a kind's checkpoints, and its teardown's result as
+        the run settles it)."""
+        self.log = (*self.log, entry)
 
     @property
     def number(self) -> int:
@@ -198,15 +216,15 @@ class Cell:
         repetitions the running part has still to run."""
         parts = self.parts
         if self._began is None or not parts:
-            return self.seconds, 0
+            return list(self.seconds), 0
         done = len({rep["index"] for rep in parts[-1].record["repetitions"]})
         running = [(time.monotonic() - self._began, done)] if done else []
-        return self.seconds + running, max(self._count - done, 0)
+        return [*self.seconds, *running], max(self._count - done, 0)
 
     def _offset_s(self) -> float:
         """Where the running part began on the test's clock: after what a resumed run kept."""
         kept_end = 0.0
-        kept = kept_part(self.previous) if self.previous is not None else None
+        kept = self._kept_part
         if kept is not None:
             ends = [r.get("ended_s") or 0.0 for r in kept["repetitions"]]
             kept_end = float(max(ends, default=0.0)) + 1.0
@@ -214,14 +232,15 @@ class Cell:
         return round(kept_end + self._began - self._first, 3)
 
     def record(self) -> Record:
-        """The test's run.json record: what was kept and its parts, merged."""
-        parts = [(_completed(entry, self.log), entry.offset_s) for entry in self.parts]
+        """The test's run.json record: what was kept and its parts, merged; a new record each
+        time, sharing nothing with the log (or with ``previous``)."""
+        parts: list[Part] = [(_completed(e, self.log), e.offset_s) for e in self.parts]
         if not parts and self.previous is not None:
-            record = self.previous
+            record: Record = thawed(self.previous)
         elif not parts:  # stopped in its first repetition: nothing handed over yet
             record = skipped(self.test, "")
         else:
-            kept = kept_part(self.previous) if self.previous is not None else None
+            kept = self._kept_part
             first: list[Part] = [(kept, 0.0)] if kept is not None else []
             record = merge([*first, *parts], self.bound.summarize)
         if any(isinstance(entry, Stopped) for entry in self.log):
@@ -233,9 +252,10 @@ class Cell:
         return record
 
 
-def _completed(part: Returned, log: list[Entry]) -> Record:
+def _completed(part: Returned, log: tuple[Entry, ...]) -> Record:
     """A part's record with what its teardown returned (a host it found lost fails it), and
-    its repetitions after a lapse of a host's lease failed."""
+    its repetitions after a lapse of a host's lease failed (the log's frozen values under new
+    dicts: ``merge`` copies them out)."""
     record = dict(part.record)
     for entry in log:
         if isinstance(entry, TornDown) and entry.number == part.number:

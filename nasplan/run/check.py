@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nasplan import platforms
 from nasplan.errors import CannotStart
 from nasplan.facts import storage, volumes
 from nasplan.hosts.session import HostSession, close_sessions, open_sessions, planned_installs
@@ -17,7 +18,6 @@ from nasplan.input.plan import Plan
 from nasplan.measure import estimate, probes
 from nasplan.measure.kind import PROBE_CANNOT_TELL, BoundTest, Probe
 from nasplan.progress import Progress
-from nasplan.remote import shell
 from nasplan.remote.runner import Result, Runner
 from nasplan.remote.ssh import connect
 from nasplan.run import listing
@@ -131,25 +131,40 @@ def check(
         looked, cannot = _look(
             plan, bound, sessions, tasks or Overlap.concurrent(), _answered(early, with_facts)
         )
-        problems = missing + cannot
-        problems += [f"{o['missing']}: {o['why']}" for o in looked if o["found"] == "no"]
-        would_fail = EXIT_TEST_FAILED if len(problems) > len(missing) else EXIT_OK
-        checked = Checked(
-            hosts=_hosts(plan, sessions, bound),
-            changes=_changes(plan, sessions),
-            tests=[{"id": one.test.id, "would_run": one.description} for one in bound],
-            problems=problems,
-            looked=looked,
-            exit_code=EXIT_UNREACHABLE if unreachable else EXIT_INPUT if missing else would_fail,
-            summary=listing.summary(plan),
-            estimate={**_estimate(plan, sessions), "tests": len(plan.tests)},
-        )
+        checked = _checked(plan, bound, sessions, unreachable, missing, (looked, cannot))
     finally:
         close_sessions(sessions)
     if say:
         for line in checked.lines():
             progress.message(line)
     return checked
+
+
+def _checked(
+    plan: Plan,
+    bound: list[BoundTest],
+    sessions: Mapping[str, HostSession],
+    unreachable: bool,
+    missing: list[str],
+    found: tuple[list[dict[str, Any]], list[str]],
+) -> Checked:
+    """What ``--check`` found, from the hosts' sessions (``unreachable``: a host was, as they
+    opened) and what it read on them (``found``: ``_look``'s), with the password variables
+    ``missing``."""
+    looked, cannot = found
+    problems = missing + cannot
+    problems += [f"{o['missing']}: {o['why']}" for o in looked if o["found"] == "no"]
+    would_fail = EXIT_TEST_FAILED if len(problems) > len(missing) else EXIT_OK
+    return Checked(
+        hosts=_hosts(plan, sessions, bound),
+        changes=_changes(plan, sessions),
+        tests=[{"id": one.test.id, "would_run": one.description} for one in bound],
+        problems=problems,
+        looked=looked,
+        exit_code=EXIT_UNREACHABLE if unreachable else EXIT_INPUT if missing else would_fail,
+        summary=listing.summary(plan),
+        estimate={**_estimate(plan, sessions), "tests": len(plan.tests)},
+    )
 
 
 Key = tuple[str, str, str | None]
@@ -225,7 +240,7 @@ def _look(
             session = sessions.get(probe.host)
             if session is None or session.error or session.runner is None:
                 continue  # an unreachable host is said as such
-            if shell.of(session.runner).is_windows:
+            if not platforms.of(session.runner).posix_shell:
                 continue  # the probes are POSIX sh; a Windows host is looked at by the run
             wanted.setdefault(_key(probe), (probe, []))[1].append(one.test.id)
     done: dict[Key, Result] = {key: answered[key] for key in wanted if key in answered}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -195,8 +195,9 @@ class HostsPart:
 class RunRecord:
     """One run's run.json as it grows, from its parts: the fixed header (``run``: what the run
     sets as it goes, its status and end), the tests (``tests()``), the hosts, the warnings of
-    every source (``warnings()``) and the network part (``network()``: None for a plan
-    without network changes); ``checkpoint`` saves it."""
+    every source (``warnings()``), the network part (``network()``: None for a plan
+    without network changes) and the ``[test id, repetition]`` order the parts ran in
+    (``sequence()``: the tests phase's value; None: the header's); ``checkpoint`` saves it."""
 
     def __init__(
         self,
@@ -207,6 +208,7 @@ class RunRecord:
         warnings: Callable[[list[dict[str, Any]]], list[str]],
         network: Callable[[], dict[str, Any] | None],
         saver: RunSaver,
+        sequence: Callable[[], Sequence[Sequence[Any]]] | None = None,
     ) -> None:
         self.run = run
         self._hosts = HostsPart(sessions)
@@ -214,11 +216,14 @@ class RunRecord:
         self._tests = tests
         self._warnings = warnings
         self._network = network
+        self._sequence = sequence
         self.saver = saver
 
     def snapshot(self) -> dict[str, Any]:
         """run.json now."""
         current = dict(self.run)
+        if self._sequence is not None:
+            current["sequence"] = [list(pair) for pair in self._sequence()]
         current["tests"] = tests = self._tests()
         current["hosts"] = self._hosts.now()
         current["warnings"] = self._warnings(tests)

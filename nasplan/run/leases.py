@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from nasplan import platforms
 from nasplan.hosts.lock import (
     EXIT_BUSY,
     EXIT_UNWRITABLE,
@@ -19,7 +20,6 @@ from nasplan.hosts.lock import (
     release_script,
     renew_script,
 )
-from nasplan.remote import shell
 from nasplan.sections import split_sections
 from nasplan.units import format_free
 
@@ -53,7 +53,7 @@ def acquire(
     """
     runner, name = session.runner, session.host.name
     assert runner is not None
-    if shell.of(runner).is_windows:
+    if not platforms.of(runner).posix_shell:
         # The lock, its lease and the leftovers registry are POSIX sh under /tmp.
         session.warnings.append(
             f"{name}: Windows hosts are not locked: a second nasplan run against it at the same "

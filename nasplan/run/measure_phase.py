@@ -9,15 +9,15 @@ into a record a kind handed over: each cell builds its test's record from its lo
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable, Mapping
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from nasplan.errors import HostLostError
 from nasplan.hosts.session import HostSession, mark_lost_hosts
 from nasplan.input.plan import PlanTest
-from nasplan.measure.kind import RunContext
-from nasplan.measure.record import lost_host_record, skipped
+from nasplan.measure.kind import Routes, RunContext
+from nasplan.measure.record import lost_host_record, skipped, thawed
 from nasplan.progress import Place
 from nasplan.run import leases
 from nasplan.run.cell import Cell
@@ -29,7 +29,8 @@ from nasplan.run.schedule import Schedule, Slice, slices, time_left_s
 
 class MeasurePhase:
     """The tests of one run as ``schedule`` says; ``networks``: each group's settings in turn;
-    ``sequence``: run.json's ``[test id, repetition]`` list, appended to as parts begin;
+    ``sequence``: run.json's ``[test id, repetition]`` pairs a resumed run ran before (a value:
+    ``self.sequence`` is a new tuple as each part begins, read by the run's record);
     ``save``: run.json now; ``early``: releases hosts the plan is done with (None: at the end,
     as with network changes); ``lapses``: no measurement across a lapse of a host's lease."""
 
@@ -40,13 +41,14 @@ class MeasurePhase:
         schedule: Schedule,
         networks: Networks,
         save: Callable[[], None],
-        sequence: list[list[Any]],
+        sequence: Sequence[Sequence[Any]],
         early: leases.EarlyRelease | None,
         lapses: LapseGuard,
     ) -> None:
         self.ctx, self.hooks, self.schedule, self.networks = ctx, hooks, schedule, networks
         self.cells = schedule.cells
-        self.save, self.sequence, self.early = save, sequence, early
+        self.save, self.early = save, early
+        self.sequence: tuple[tuple[Any, ...], ...] = tuple(tuple(pair) for pair in sequence)
         self.lapses = lapses
         self.cell: Cell | None = None  # the cell whose part runs now, or ran last
         self.released: set[str] = set()
@@ -56,8 +58,10 @@ class MeasurePhase:
     def sessions(self) -> Mapping[str, HostSession]:
         return self.ctx.sessions
 
-    def run(self) -> None:
-        """Every part of every test, group by group (each group's settings made in turn)."""
+    def run(self, routes: Routes) -> None:
+        """Every part of every test, group by group (each group's settings made in turn), the
+        kinds given the ``routes`` the paths phase found (``RunContext.routes``)."""
+        self.ctx = dataclasses.replace(self.ctx, routes=routes)
         schedule = self.schedule
         for number, (spec, cells) in enumerate(schedule.groups):
             if number:
@@ -84,12 +88,13 @@ class MeasurePhase:
         cell = step.cell
         test = cell.part(step.first, step.count)
         self.cell = cell
-        self.sequence += [[test.id, index] for index in test.indices]
+        before = self.sequence
+        self.sequence = (*before, *((test.id, index) for index in test.indices))
         self._say_where(test)
         record = self._run(cell, test)
         cell.returned(record, ended=True)
         if record["status"] == "skipped":  # it never ran: not in the order of what ran
-            del self.sequence[-step.count :]
+            self.sequence = before
         else:
             self.lapses.check(cell)
         for name in mark_lost_hosts(self.sessions):
@@ -121,7 +126,7 @@ class MeasurePhase:
             parts = cell.parts
             ran = parts[-1].record if parts and parts[-1].number == cell.number else None
             # as far as it got, summed up as its kind does (several clients: each one's share)
-            got = one.summarize(copy.deepcopy(dict(ran))) if ran else skipped(test, str(exc))
+            got = one.summarize(thawed(ran)) if ran else skipped(test, str(exc))
             return lost_host_record(got, str(exc))
 
     def _checkpoint(self) -> None:

@@ -8,17 +8,19 @@ at the same moment and yields to this one (``leases.Contest``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from nasplan.hosts.lock import acquire_script
 from nasplan.hosts.session import HostSession, open_sessions
 from nasplan.input.inventory import Host
 from nasplan.input.plan import Plan
 from nasplan.measure import route
-from nasplan.measure.kind import BoundTest
+from nasplan.measure.kind import BoundTest, Routes
+from nasplan.measure.record import frozen
+from nasplan.progress import Progress
 from nasplan.remote.runner import Result
 from nasplan.run import leases, paths
-from nasplan.run.paths import Routes
 from nasplan.run.planned import plan_hosts
 from nasplan.run.reach import Reach
 
@@ -27,13 +29,13 @@ def open_hosts(
     reach: Reach,
     plan: Plan,
     bound: Sequence[BoundTest],
-    routes: Routes,
     lock_id: str,
     lease_s: float,
-) -> None:
+) -> Routes:
     """``reach.sessions`` filled with every host of the plan, each locked for the run
-    ``lock_id`` (or said in use); ``routes`` with what the facts' round trip asked."""
+    ``lock_id`` (or said in use); returns the routes the facts' round trip asked."""
     sessions, progress = reach.sessions, reach.progress
+    routes: dict[str, Mapping[str, Any]] = {}
     contest = leases.Contest(lock_id, lease_s)
     lock_text = acquire_script(lock_id, lease_s)
     early = paths.early_probes(plan, bound)
@@ -54,6 +56,14 @@ def open_hosts(
     sessions.clear()
     sessions.update(opened)
     paths.guarded(lambda: contest.settle(sessions, progress), sessions, progress)
+    _say_refused(sessions, contest, progress)
+    return frozen(routes)  # type: ignore[no-any-return]
+
+
+def _say_refused(
+    sessions: Mapping[str, HostSession], contest: leases.Contest, progress: Progress
+) -> None:
+    """Each host another run holds (or whose lock failed), and each lock taken over, said."""
     for name, session in sorted(sessions.items()):
         if name in contest.refused:
             tag = "in use" if contest.refused[name].busy else "failed"

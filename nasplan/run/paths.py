@@ -2,7 +2,8 @@
 ``nasplan.measure.pair.open_pair``): what the facts' round trip asks of the addresses the
 inventory gives (``early_probes``), and the rest once the network is as the tests will see it
 (``ask_routes``: one script per host, all at once). A host that cannot say (Windows, an error) is
-left out: its path is then not known.
+left out: its path is then not known. Each phase returns the routes it knows as a new read-only
+value (``record.frozen``) that the next is given: nothing fills in a mapping another holds.
 """
 
 from __future__ import annotations
@@ -11,16 +12,16 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from nasplan import platforms
 from nasplan.errors import CannotStart, HostLostError, NasplanError
 from nasplan.hosts.session import HostSession, mark_lost_hosts
 from nasplan.input.plan import Plan
 from nasplan.measure import route
-from nasplan.measure.kind import BoundTest
+from nasplan.measure.kind import BoundTest, Routes
 from nasplan.measure.pair import target_address
+from nasplan.measure.record import frozen
 from nasplan.progress import Progress
 from nasplan.tasks import Tasks
-
-Routes = dict[str, dict[str, dict[str, Any]]]
 
 
 def guarded(
@@ -63,8 +64,40 @@ def ask_routes(
     routes: Routes,
     tasks: Tasks,
     progress: Progress,
-) -> None:
-    """What ``routes`` lacks of each client -> server test's path, asked of its hosts now."""
+) -> Routes:
+    """``routes`` with what it lacks of each client -> server test's path, asked of its hosts
+    now (a new value)."""
+    pairs = _test_pairs(plan, bound, sessions)
+    addresses = {
+        name: [a for nic in s.facts.interfaces for a in nic.addresses] if s.facts else []
+        for name, s in sessions.items()
+    }
+    wanted = route.missing_probes(pairs, routes, addresses)
+    found: dict[str, Mapping[str, Any]] = {}
+
+    def ask(name: str) -> None:
+        session = sessions[name]
+        if session.runner is None or not platforms.of(session.runner).posix_shell:
+            return
+        try:
+            answered = route.gather(session.runner, wanted[name], route.Asker.of(session.facts))
+        except HostLostError:
+            raise
+        except NasplanError:
+            return
+        found[name] = answered
+
+    tasks.each(sorted(wanted), lambda name: guarded(lambda: ask(name), sessions, progress))
+    merged = {name: dict(known) for name, known in routes.items()}
+    for name, answered in found.items():
+        merged.setdefault(name, {}).update(answered)
+    return frozen(merged)  # type: ignore[no-any-return]
+
+
+def _test_pairs(
+    plan: Plan, bound: Sequence[BoundTest], sessions: Mapping[str, HostSession]
+) -> list[tuple[str, str, str]]:
+    """``(client, server, address)`` of each client -> server test whose hosts are ready."""
     pairs = []
     for one in bound:
         test = one.test
@@ -74,22 +107,4 @@ def ask_routes(
         with contextlib.suppress(CannotStart):
             address = target_address(test, plan, sessions[test.server])
             pairs.append((test.client, test.server, address))
-    addresses = {
-        name: [a for nic in s.facts.interfaces for a in nic.addresses] if s.facts else []
-        for name, s in sessions.items()
-    }
-    wanted = route.missing_probes(pairs, routes, addresses)
-
-    def ask(name: str) -> None:
-        session = sessions[name]
-        if session.runner is None or session.runner.host_shell.is_windows:
-            return
-        try:
-            found = route.gather(session.runner, wanted[name], route.Asker.of(session.facts))
-        except HostLostError:
-            raise
-        except NasplanError:
-            return
-        routes.setdefault(name, {}).update(found)
-
-    tasks.each(sorted(wanted), lambda name: guarded(lambda: ask(name), sessions, progress))
+    return pairs

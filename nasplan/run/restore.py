@@ -81,39 +81,10 @@ def restore_run(
     snapshot = run_dir / SNAPSHOT_FILE
     data = load_snapshots(run_dir) if snapshot.exists() or snapshot.is_symlink() else {}
     inventory = _inventory_of(run, data)
-    outcomes: dict[str, Restored] = {}
-    for name, saved in (data.get("hosts") or {}).items():
-        host = inventory.hosts.get(name)
-        if host is None:
-            outcomes[name] = Restored("failed", error=f"{name} is not in {inventory.path}")
-            continue
-        if data.get("known_hosts"):
-            host = dataclasses.replace(host, known_hosts=Path(data["known_hosts"]))
-        changes = [
-            NicChange(c["nic"], c["mtu_bytes"], tuple(c["add_addresses"])) for c in saved["changes"]
-        ]
-        before = {n: NicState.from_dict(s) for n, s in saved["before"].items()}
-        progress.host(name, "restoring the network snapshot")
-        outcome = restore_host(
-            None,
-            lambda host=host: connector(host),  # type: ignore[misc]
-            saved["revert_dir"],
-            changes,
-            before,
-            deadline=time.monotonic() + 15,
-            backend=by_mechanism(
-                saved.get("mechanism"), NetTools.from_dict(saved.get("net_tools"))
-            ),
-        )
-        if outcome.runner is not None:
-            _remove_stale_lock(outcome.runner, run_dir.name, name, progress, _ending(run))
-            _remove_created(outcome.runner, _created(run, name), name, progress)
-        if outcome.runner is not None:
-            with contextlib.suppress(Exception):
-                outcome.runner.close()
-        outcome.runner = None
-        progress.host(name, outcome.status + (f": {outcome.error}" if outcome.error else ""))
-        outcomes[name] = outcome
+    outcomes = {
+        name: _restore_host(name, saved, data, inventory, run, run_dir, connector, progress)
+        for name, saved in (data.get("hosts") or {}).items()
+    }
     reached = [n for n, h in sorted((run.get("hosts") or {}).items()) if (h or {}).get("facts")]
     for name in reached:
         if name not in outcomes and name in inventory.hosts:
@@ -126,6 +97,48 @@ def restore_run(
                 _created(run, name),
             )
     return outcomes
+
+
+def _restore_host(
+    name: str,
+    saved: Mapping[str, Any],
+    data: Mapping[str, Any],
+    inventory: Inventory,
+    run: Mapping[str, Any],
+    run_dir: Path,
+    connector: Callable[[Host], Runner],
+    progress: Progress,
+) -> Restored:
+    """Host ``name`` put back as its snapshot (``saved``) says, and verified; what the run
+    left there removed."""
+    host = inventory.hosts.get(name)
+    if host is None:
+        return Restored("failed", error=f"{name} is not in {inventory.path}")
+    if data.get("known_hosts"):
+        host = dataclasses.replace(host, known_hosts=Path(data["known_hosts"]))
+    changes = [
+        NicChange(c["nic"], c["mtu_bytes"], tuple(c["add_addresses"])) for c in saved["changes"]
+    ]
+    before = {n: NicState.from_dict(s) for n, s in saved["before"].items()}
+    progress.host(name, "restoring the network snapshot")
+    outcome = restore_host(
+        None,
+        lambda host=host: connector(host),  # type: ignore[misc]
+        saved["revert_dir"],
+        changes,
+        before,
+        deadline=time.monotonic() + 15,
+        backend=by_mechanism(saved.get("mechanism"), NetTools.from_dict(saved.get("net_tools"))),
+    )
+    if outcome.runner is not None:
+        _remove_stale_lock(outcome.runner, run_dir.name, name, progress, _ending(run))
+        _remove_created(outcome.runner, _created(run, name), name, progress)
+    if outcome.runner is not None:
+        with contextlib.suppress(Exception):
+            outcome.runner.close()
+    outcome.runner = None
+    progress.host(name, outcome.status + (f": {outcome.error}" if outcome.error else ""))
+    return outcome
 
 
 def _ending(run: Mapping[str, Any]) -> str:

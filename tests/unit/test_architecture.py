@@ -316,7 +316,7 @@ def test_every_kind_folder_has_the_same_shape() -> None:
     """A kind is a folder under measure/kinds/ named in ``kinds.MODULES``: its ``__init__.py``
     defines ``KIND`` (an instance of the kind's own ``Kind`` subclass, whose ``name`` is the plan
     name); no folder inside; its own section is its ``section.md.j2`` with its ``view.py``, both
-    or neither, and a section the kind gives is a template that exists; a unit test of its own."""
+    or neither, and a section the kind gives is a template that exists."""
     from nasplan.measure import kinds
     from nasplan.measure.kind import Kind
 
@@ -343,8 +343,6 @@ def test_every_kind_folder_has_the_same_shape() -> None:
             source = PACKAGE.parent / section.package.replace(".", "/") / section.template
             if not source.is_file():
                 wrong.append(f"{module}/: its section {section.source} does not exist")
-        if not (ROOT / "tests" / "unit" / "measure" / "kinds" / f"test_{module}.py").is_file():
-            wrong.append(f"{module}/: no tests/unit/measure/kinds/test_{module}.py")
         if [p for p in inside if not p.endswith((".py", ".j2"))]:
             wrong.append(f"{module}/: a file neither Python nor a template")
     assert not wrong, wrong

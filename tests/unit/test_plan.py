@@ -8,6 +8,7 @@ import pytest
 
 from nasplan.errors import InputError
 from nasplan.input.plan import load_plan
+from nasplan.measure import kinds
 from nasplan.measure.kinds import iperf3 as iperf3_kind
 
 INVENTORY = """
@@ -100,9 +101,9 @@ def test_unknown_key_in_a_test(tmp_path: Path) -> None:
         ("    protocol: udp\n    bitrate: 500Mbps", None),
         ("    protocol: udp\n    bitrate: 500MB/s", "tests[0].bitrate: '500MB/s' is not valid: "
          "expected a UDP rate a stream (iperf3's -b), e.g. 500M"),
-        ("    kind: smb", "tests[0].kind: 'smb' is not one of ['iperf3', 'transfer', 'iscsi', "
-         "'disk', 'disk-profile', 'latency', 'ping-sweep']: SMB is a method of the transfer "
-         "kind: write `kind: transfer` and `method: smb`"),
+        # the kinds as the registry names them, in its (and the schema's) order
+        ("    kind: smb", f"tests[0].kind: 'smb' is not one of {list(kinds.MODULES)}: SMB is a "
+         "method of the transfer kind: write `kind: transfer` and `method: smb`"),
     ],
 )  # fmt: skip
 def test_what_people_write_gets_a_line_that_says_what_to_write(

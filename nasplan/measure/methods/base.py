@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from nasplan.hosts.session import HostSession
     from nasplan.input.plan import PlanTest
     from nasplan.measure.kind import Needs, Probe
+    from nasplan.platforms import Platform
 
 # Reads go to /dev/null where the tool allows it, so the client's own disk is not measured;
 # rsync needs a real file and writes into the client's temp dir.
@@ -140,19 +141,56 @@ class Transfer:
         return self.method.command(self, direction, local_dir, address)
 
 
+class ClientCopy(abc.ABC):
+    """A client's own copy tool for a method (``TransferMethod.own_copy``): its scripts make the
+    source, time each copy (the ``transfer.parse_timing`` lines: the copy's own stopwatch, no
+    tool rate to read) and remove both copies, in the client's script language."""
+
+    # copies a set of many files (``files:``); else such a test is refused on the client
+    many_files: bool = False
+
+    @abc.abstractmethod
+    def check(self, xfer: Transfer, address: str) -> None:
+        """ValueError for a value its scripts cannot carry (before anything is made)."""
+
+    @abc.abstractmethod
+    def refusal(self, host: str, method: str) -> str:
+        """Why a test of another ``method`` is not measured from ``host``."""
+
+    @abc.abstractmethod
+    def prepare(
+        self, xfer: Transfer, client: Runner, timeout_s: float
+    ) -> tuple[str | None, str | None]:
+        """Make the client's temp dir and the source: ``(temp dir, None)`` or ``(None, why)``."""
+
+    @abc.abstractmethod
+    def timed(
+        self, xfer: Transfer, way: str, local_dir: str, address: str
+    ) -> tuple[str, str, str | None]:
+        """(what it runs, as a message names it; its timed script; the script's stdin)."""
+
+    @abc.abstractmethod
+    def cleanup(self, xfer: Transfer, client: Runner, local_dir: str, address: str) -> list[str]:
+        """Remove the NAS's copy and the temp dir; what could not be removed."""
+
+
 class TransferMethod(abc.ABC):
     """A ``method:`` of a transfer test; ``name`` is the plan's, ``label`` how people say it."""
 
     name: str = ""
     label: str = ""
-    # a Windows client copies this way (its built-in SMB client); no other method there
-    windows: bool = False
     # copies a set of many files (``files:``) in one command
     many_files: bool = False
 
     def needs(self, test: PlanTest, s: TransferSettings) -> Needs:
         """Host -> the tools its platform must provide for this method."""
         return {}
+
+    def own_copy(self, platform: Platform) -> ClientCopy | None:
+        """How a client of ``platform`` copies this way with a copy tool of its own (Windows:
+        its built-in SMB client); None: with this method's ``tool``, timed by a POSIX sh
+        script, which a platform without POSIX sh cannot run (the method is refused there)."""
+        return None
 
     @abc.abstractmethod
     def concrete(self, s: TransferSettings, base: Transfer, server: HostSession) -> Transfer:

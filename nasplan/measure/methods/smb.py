@@ -1,5 +1,5 @@
 """``method: smb``: smbclient puts the file on a share and gets it back (a Windows client: its
-own SMB client, ``tools/transfer_windows.py``); the password from the environment, on stdin."""
+own SMB client, ``methods/smb_windows.py``); the password from the environment, on stdin."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ import os
 from typing import TYPE_CHECKING
 
 from nasplan.measure import probes
+from nasplan.measure.methods import smb_windows
 from nasplan.measure.methods.base import (
     DISCARD,
     SETUP_TIMEOUT_S,
+    ClientCopy,
     Command,
     Parsed,
     Transfer,
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
     from nasplan.hosts.session import HostSession
     from nasplan.input.plan import PlanTest
     from nasplan.measure.kind import Needs, Probe
+    from nasplan.platforms import Platform
 
 
 # what smbclient says of a name that is not on the share: a missing file in a directory that
@@ -42,11 +45,14 @@ class Smb(TransferMethod):
 
     name = "smb"
     label = "SMB"
-    windows = True
     many_files = True
 
     def needs(self, test: PlanTest, s: TransferSettings) -> Needs:
         return {test.client: ("smbclient",)}
+
+    def own_copy(self, platform: Platform) -> ClientCopy | None:
+        """A client whose scripts are PowerShell copies with Windows' own SMB client."""
+        return smb_windows.OWN_COPIES.get(platform.scripts)
 
     def concrete(self, s: TransferSettings, base: Transfer, server: HostSession) -> Transfer:
         if not s.share or not s.password_env:

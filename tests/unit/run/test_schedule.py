@@ -160,7 +160,8 @@ def test_a_resumed_cell_runs_only_what_failed_or_is_missing() -> None:
     test = _test("a", 4)
     before = _record(dataclasses.replace(test, repetitions=3), [9e8, 8e8, 7e8])
     before["repetitions"][1].update(status="failed", error="stalled")
-    cells = [_cell(test, before), _cell(_test("b", 1), _record(_test("b", 1), [1e9]))]
+    kept_b = _record(_test("b", 1), [1e9])
+    cells = [_cell(test, before), _cell(_test("b", 1), kept_b)]
 
     ran = _run(cells, Order("interleaved"))
 
@@ -172,7 +173,8 @@ def test_a_resumed_cell_runs_only_what_failed_or_is_missing() -> None:
         (3, "ok"),
         (4, "ok"),
     ]
-    assert cells[1].record() is cells[1].previous  # nothing to run: kept as it was
+    kept = cells[1].record()  # nothing to run: kept as it was, a copy of its own
+    assert kept == kept_b and kept is not kept_b
 
 
 def test_the_time_left_counts_each_cell_from_its_own_repetitions() -> None:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from nasplan import platforms
 from nasplan.analysis import MIN_TRUSTED_S, cache_influence, summarize
 from nasplan.errors import CannotStart
 from nasplan.hosts.session import HostSession
@@ -28,7 +29,6 @@ from nasplan.measure.record import finish, new_record, warn
 from nasplan.measure.series import DIRECTIONS, Series, directions_asked
 from nasplan.measure.tools import disk_windows, fio
 from nasplan.quantities import BYTES
-from nasplan.remote import shell
 from nasplan.units import parse_size
 
 # a repetition's own start and end besides its data: fio started, its output read back
@@ -62,7 +62,7 @@ class DiskSettings:
         return directions_asked(self.direction)
 
 
-def _run_windows(
+def _run_diskspd(
     test: PlanTest,
     s: DiskSettings,
     ctx: RunContext,
@@ -70,7 +70,7 @@ def _run_windows(
     diskspd_path: str,
     record: dict[str, Any],
 ) -> dict[str, Any]:
-    """Windows: diskspd (the platform's disk tool, given for ``fio``), caches off."""
+    """diskspd (Windows' tool for fio's job: ``Platform.equivalent``), caches off."""
     assert session.runner is not None
     record["params"]["tool"] = "diskspd"
     plan = [(d, i) for d in s.directions for i in test.indices if test.wants(i, d)]
@@ -88,6 +88,10 @@ def _run_windows(
         warn(record, text)
     _summarize(record, session, s.size_bytes)
     return finish(record, errors if reps else [*errors, "no repetition ran"])
+
+
+# A platform's own tool for fio's job (``Platform.equivalent("fio")``) -> how the test runs it.
+_OTHER_TOOLS = {"diskspd": _run_diskspd}
 
 
 @dataclass(frozen=True)
@@ -314,9 +318,10 @@ class Disk(Kind[DiskSettings]):
             record["error"] = str(exc)
             return record
         assert session.runner is not None
-        fio_path = session.tools["fio"]
-        if shell.of(session.runner).is_windows:
-            return _run_windows(test, s, ctx, session, fio_path, record)
+        fio_path = session.tools["fio"]  # the platform's tool for fio's job (``equivalent``)
+        other = _OTHER_TOOLS.get(platforms.of(session.runner).equivalent("fio"))
+        if other is not None:
+            return other(test, s, ctx, session, fio_path, record)
         token = secrets.token_hex(4)
         path = s.path
         try:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, NoReturn, TypeVar
 
+from nasplan import platforms
 from nasplan.measure.commands import command
 from nasplan.measure.kinds.iperf3 import multi as iperf3_multi
 from nasplan.measure.kinds.iperf3 import server as iperf3_server
@@ -25,7 +26,6 @@ from nasplan.measure.kinds.iperf3.server import PORT_IN_USE_EXIT, SERVER_READY_T
 from nasplan.measure.kinds.iperf3.tool import Iperf3Error, Iperf3Params, excerpt
 from nasplan.measure.sampler import NO_RIDE, Ride
 from nasplan.measure.tools import iperf3_server_windows
-from nasplan.remote import shell
 from nasplan.remote.runner import Launched, Result, Runner
 
 # "server is busy" is transient (someone else's test); retry after these pauses, in seconds.
@@ -164,8 +164,13 @@ def _attempt(job: _Job, token: str, around: Around) -> tuple[str, dict[str, Any]
     return stdout, parsed
 
 
+# The iperf3 server's launcher and stopper by the language of the host's scripts
+# (``Platform.scripts``): a platform of a new script language adds its module here.
+SERVER_SCRIPTS: dict[str, ModuleType] = {"sh": iperf3_server, "powershell": iperf3_server_windows}
+
+
 def _one_off(job: _Job, token: str) -> _OneOff:
-    scripts = iperf3_server_windows if shell.of(job.server).is_windows else iperf3_server
+    scripts = SERVER_SCRIPTS[platforms.of(job.server).scripts]
     # the server's name in the path: inventory hosts that are one machine tell their files apart
     pidfile, logfile = scripts.temp_paths(f"{token}-{job.server.name}", job.params.port)
     return _OneOff(job.server, scripts, job.server_iperf3, job.params.port, pidfile, logfile)
@@ -239,7 +244,7 @@ def _run_client(job: _Job, around: Around) -> tuple[str, dict[str, Any]]:
     """The client's raw output and its parse(); Iperf3Error when it measured nothing."""
     client, params = job.client, job.params
     timeout_s = params.duration_s + params.omit_s + CLIENT_TIMEOUT_MARGIN_S
-    if shell.of(client).is_windows:
+    if not platforms.of(client).posix_shell:  # the client's script below is POSIX sh
         result = client.run(job.argv, timeout_s=timeout_s)
         stdout = result.stdout
     else:  # under the host lease's watchdog, as the server; the host's sampler riding in it

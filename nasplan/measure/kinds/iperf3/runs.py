@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from nasplan import platforms
 from nasplan.analysis import stall_reason
 from nasplan.hosts.session import HostSession
 from nasplan.input.plan import PlanTest
@@ -94,13 +95,14 @@ def version_warnings(
 @dataclass(frozen=True)
 class _Job:
     """One iperf3 test as its repetitions see it: its hosts, settings and run token, whether
-    an end is Windows, and whether its streams run as one iperf3 process each (iperf3_multi)."""
+    an end runs no POSIX sh (Windows), and whether its streams run as one iperf3 process each
+    (iperf3_multi)."""
 
     test: PlanTest
     params: iperf3.Iperf3Params
     pair: Pair
     token: str
-    windows_end: bool
+    non_posix_end: bool
     processes: bool
 
 
@@ -118,8 +120,8 @@ def _open(
     record["params"]["address"] = pair.address
     # One process per stream needs POSIX sh on both ends (parallel clients, several servers);
     # a Windows end runs -P streams in one iperf3 and is warned about the shared thread.
-    windows_end = "Windows" in (server.kernel_name, client.kernel_name)
-    processes = not windows_end and iperf3_multi.needs_processes(
+    non_posix_end = not all(platforms.of(e.runner).posix_shell for e in (pair.server, pair.client))
+    processes = not non_posix_end and iperf3_multi.needs_processes(
         params.parallel, server.iperf3_version, client.iperf3_version
     )
     record["params"]["parallel_mode"] = "processes" if processes else "streams"
@@ -132,7 +134,7 @@ def _open(
         processes,
     )
     record["path"] = pair.path
-    return _Job(test, params, pair, secrets.token_hex(4), windows_end, processes)
+    return _Job(test, params, pair, secrets.token_hex(4), non_posix_end, processes)
 
 
 def _sampling(job: _Job, ctx: RunContext) -> Sampling:
@@ -141,7 +143,7 @@ def _sampling(job: _Job, ctx: RunContext) -> Sampling:
     iperf3 process a side and its scripts are sh, the server host's rides along in the
     server's own start and stop scripts, and the client host's in the client's script: no
     round trip of their own."""
-    alone = job.windows_end or job.processes
+    alone = job.non_posix_end or job.processes
     server, client = (None, None) if alone else (job.test.server, job.test.client)
     sampled = Sampling(
         ctx.sessions, job.test.hosts, job.token, ctx.tasks, riding=server, client=client
@@ -266,7 +268,7 @@ def _repetitions(job: _Job, ctx: RunContext, record: dict[str, Any], teardown: _
 def _under_load(job: _Job, index: int) -> UnderLoad | None:
     """The pings of a ``latency_under_load`` repetition; None when not asked, or where nothing
     rides in the client's script (a Windows end, one iperf3 process a stream)."""
-    if not job.params.latency_under_load or job.windows_end or job.processes:
+    if not job.params.latency_under_load or job.non_posix_end or job.processes:
         return None
     ping = job.pair.client.tools.get("ping")
     if not ping:

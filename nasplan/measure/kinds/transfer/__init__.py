@@ -16,6 +16,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nasplan import platforms
 from nasplan.errors import CannotStart
 from nasplan.hosts.lock import record_script
 from nasplan.hosts.session import HostSession
@@ -29,11 +30,10 @@ from nasplan.measure.kinds.transfer import view
 from nasplan.measure.kinds.transfer.runs import (
     Job,
     Side,
-    check_commands,
+    check_client,
     cleanup,
     prepare_client,
     run_directions,
-    windows_paths,
 )
 from nasplan.measure.methods.base import Transfer, TransferSettings
 from nasplan.measure.pair import nas_path, open_pair, server_names, target_address, target_label
@@ -41,7 +41,6 @@ from nasplan.measure.record import finish, finish_directions, new_record, path_p
 from nasplan.measure.series import COLD_READ, Series
 from nasplan.measure.tools import loaded_ping, transfer_sets
 from nasplan.quantities import BYTES
-from nasplan.remote import shell
 from nasplan.remote.runner import Runner
 from nasplan.units import counted, format_size, significant
 
@@ -82,10 +81,8 @@ def _side(test: PlanTest, s: TransferSettings, ctx: RunContext, token: str, clie
     assert pair.server.runner is not None
     names = server_names(test, ctx, pair.address)
     xfer = dataclasses.replace(xfer, nas_key=pair.server.runner.host_key(), nas_names=names)
-    if not shell.of(pair.client.runner).is_windows:
-        check_commands(xfer, pair.address)
-    elif xfer.method.windows:  # Windows copies to a UNC path: no smbclient syntax
-        windows_paths(xfer, pair.address)  # ValueError for a name a share cannot hold
+    assert pair.client.runner is not None
+    check_client(xfer, pair.client.runner, pair.address)
     return Side(pair.client, xfer, pair.address, pair.path)
 
 
@@ -94,7 +91,7 @@ def _runners(job: Job) -> dict[str, Runner]:
     found: dict[str, Runner] = {}
     for session in (job.server, *(side.client for side in job.sides)):
         runner = session.runner
-        if runner is not None and not shell.of(runner).is_windows:
+        if runner is not None and platforms.of(runner).posix_shell:
             found[session.host.name] = runner
     return found
 

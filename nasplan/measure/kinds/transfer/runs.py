@@ -3,8 +3,9 @@ files), each direction's repetitions timed (a read's file put on the NAS first, 
 read after the NAS dropped its cache; a set's copy beside the same bytes as one file), several
 clients at the same instant (``nasplan.measure.together``), and what the test left removed.
 
-A client's repetition is one timed command on it (``tools/transfer.timed_script``, or a Windows
-client's PowerShell script); its raw output is saved, its record appended, a checkpoint taken.
+A client's repetition is one timed command on it (``tools/transfer.timed_script``, or the
+script of its method's own copy for its platform: ``TransferMethod.own_copy``); its raw output is
+saved, its record appended, a checkpoint taken.
 """
 
 from __future__ import annotations
@@ -13,18 +14,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from nasplan import platforms
 from nasplan.hosts.session import HostSession
 from nasplan.input.plan import PlanTest
-from nasplan.measure import space, timeline, together
+from nasplan.measure import methods, space, timeline, together
 from nasplan.measure.commands import command
 from nasplan.measure.kind import RunContext
 from nasplan.measure.kinds.transfer import nas_cache
-from nasplan.measure.methods.base import SETUP_TIMEOUT_S, SLOWEST_BYTES_PER_SECOND, Transfer
+from nasplan.measure.methods.base import (
+    SETUP_TIMEOUT_S,
+    SLOWEST_BYTES_PER_SECOND,
+    ClientCopy,
+    Transfer,
+)
 from nasplan.measure.record import warn
 from nasplan.measure.series import COLD_READ, data_direction
-from nasplan.measure.tools import transfer, transfer_sets, transfer_windows
+from nasplan.measure.tools import transfer, transfer_sets
 from nasplan.measure.under_load import UnderLoad
-from nasplan.remote import shell
 from nasplan.remote.runner import Runner
 
 
@@ -89,13 +95,11 @@ def repetition(
     ``under_load``: the client's pings around it (a POSIX client's), read into its ``found``."""
     way = data_direction(direction)
     rep: dict[str, Any] = {"direction": direction, "status": "failed", "error": None}
-    windows = shell.of(client).is_windows
-    if windows:
-        argv = ["Copy-Item" if way == "write" else "FileStream.CopyTo"]
-        share, remote = windows_paths(xfer, address)
-        assert xfer.smb_user is not None
-        script = transfer_windows.timed_copy_script(share, remote, local_dir, way, xfer.smb_user)
-        result = client.run_script(script, stdin=smb_password(xfer), timeout_s=xfer.timeout_s)
+    own = xfer.method.own_copy(platforms.of(client))
+    if own is not None:
+        name, script, stdin = own.timed(xfer, way, local_dir, address)
+        argv = [name]
+        result = client.run_script(script, stdin=stdin, timeout_s=xfer.timeout_s)
     else:
         argv, before = xfer.command(way, local_dir, address)
         rep["commands"] = [
@@ -117,8 +121,8 @@ def repetition(
         return rep, raw
     exited, output = timed.exited, timed.output
     try:
-        # a Windows copy is timed by its script itself: no tool rate to read
-        tool = {"tool_bytes_per_second": None} if windows else xfer.method.parse(xfer, output)
+        # an own copy is timed by its script itself: no tool rate to read
+        tool = {"tool_bytes_per_second": None} if own else xfer.method.parse(xfer, output)
     except transfer.TransferParseError as exc:  # what the tool said, not the script's markers
         rep["error"] = str(exc) + (f" ({argv[0]} exited {exited})" if exited else "")
         return rep, raw
@@ -177,16 +181,14 @@ def check_commands(xfer: Transfer, address: str) -> None:
             xfer.one_file().command(direction, "/nasplan-check", address)
 
 
-def windows_paths(xfer: Transfer, address: str) -> tuple[str, str]:
-    """(``\\\\NAS\\share``, the NAS copy's UNC path) for a Windows client."""
-    assert xfer.share is not None
-    return transfer_windows.share_paths(address, xfer.share, xfer.remote_dir, xfer.remote_name)
-
-
-def smb_password(xfer: Transfer) -> str:
-    """The SMB password line for a Windows script's stdin (checked in ``prepare_client``)."""
-    secret, _ = xfer.method.credentials(xfer)
-    return (secret or "") + "\n"
+def check_client(xfer: Transfer, client: Runner, address: str) -> None:
+    """``check_commands``, or the client's own copy's check (its platform's: ``own_copy``);
+    ValueError when a value breaks their syntax."""
+    own = xfer.method.own_copy(platforms.of(client))
+    if own is not None:
+        own.check(xfer, address)
+    elif platforms.of(client).posix_shell:  # else prepare_client refuses the method there
+        check_commands(xfer, address)
 
 
 def prepare_client(
@@ -203,28 +205,24 @@ def prepare_client(
     beside a set, ``one_file``: the same bytes as one file), in one round trip; return (local
     dir, error)."""
     assert client.runner is not None
-    way = xfer.method
-    windows = shell.of(client.runner).is_windows
-    if windows and not way.windows:
-        return None, transfer_windows.only_smb(client.host.name, way.name)
-    if windows and xfer.groups:
-        return (
-            None,
-            f"{client.host.name}: many files (files:) are copied from Linux or macOS clients",
-        )
+    way, platform = xfer.method, platforms.of(client.runner)
+    own = way.own_copy(platform)
+    refused = _refused(xfer, client.host.name, platform, own)
+    if refused is not None:
+        return None, refused
     tool = way.tool(xfer)
     missing = f"{tool} is not installed on {client.host.name}"
     secret, error = way.credentials(xfer)
     if error is not None:  # a missing tool is said first, as when the setup looks for it
-        there = windows or client.runner.run(["sh", "-c", 'command -v "$1"', "sh", tool]).ok
+        there = own is not None or client.runner.run(["sh", "-c", 'command -v "$1"', "sh", tool]).ok
         return None, error if there else missing
     stdin = None
     if secret is not None:
         ctx.mask(secret)
         stdin = way.auth_stdin(xfer, secret)
     timeout_s = SETUP_TIMEOUT_S + xfer.size_bytes * 2 / SLOWEST_BYTES_PER_SECOND
-    if windows:
-        return transfer_windows.make_source(client.runner, xfer.size_bytes, timeout_s)
+    if own is not None:
+        return own.prepare(xfer, client.runner, timeout_s)
     also = transfer_sets.make_set_lines(xfer.remote_name, xfer.groups) if xfer.groups else []
     script = transfer.setup_script(
         xfer.size_bytes,
@@ -247,6 +245,22 @@ def prepare_client(
     return local_dir, _write_files(xfer, client.runner, local_dir)
 
 
+def _refused(
+    xfer: Transfer, host: str, platform: platforms.Platform, own: ClientCopy | None
+) -> str | None:
+    """Why ``host`` does not copy this test (a method its platform has no copy for, a set its
+    own copy does not copy); None: it does."""
+    if own is None and not platform.posix_shell:
+        copies = (m.own_copy(platform) for m in methods.METHODS.values())
+        found = next((copy for copy in copies if copy is not None), None)
+        if found is None:
+            return f"{host} runs no POSIX sh, and no transfer method copies from it"
+        return found.refusal(host, xfer.method.name)
+    if own is not None and xfer.groups and not own.many_files:
+        return f"{host}: many files (files:) are copied from Linux or macOS clients"
+    return None
+
+
 def _write_files(xfer: Transfer, client: Runner, local_dir: str) -> str | None:
     """The files the method's tool needs into the temp dir (a helper script, a known_hosts);
     why one could not be written, None when all were (or none is needed)."""
@@ -265,8 +279,9 @@ def cleanup(
     """Remove the NAS's copy (a set's one-file twin too) and the client's temp dir; return what
     could not be removed. The client's temp dir (with the SMB authentication file) is removed
     whatever happens."""
-    if shell.of(client).is_windows:  # one PowerShell script removes both copies
-        return _remove_windows_copies(xfer, client, local_dir, address)
+    own = xfer.method.own_copy(platforms.of(client))
+    if own is not None:  # its own scripts remove both copies
+        return own.cleanup(xfer, client, local_dir, address)
     problems: list[str] = []
     try:
         for copy in (xfer, xfer.one_file()) if xfer.groups else (xfer,):
@@ -279,18 +294,6 @@ def cleanup(
     if not result.ok:
         problems.append(f"rm -rf {local_dir}: {result.stderr.strip()}")
     return problems
-
-
-def _remove_windows_copies(
-    xfer: Transfer, client: Runner, local_dir: str, address: str
-) -> list[str]:
-    """A Windows client: the share's copy and the %TEMP% dir; what could not be removed."""
-    share, remote = windows_paths(xfer, address)
-    assert xfer.smb_user is not None
-    script = transfer_windows.cleanup_script(share, remote, local_dir, xfer.smb_user)
-    result = client.run_script(script, stdin=smb_password(xfer), timeout_s=SETUP_TIMEOUT_S)
-    said = [line.strip() for line in result.stdout.splitlines() if line.startswith("nasplan:")]
-    return said + ([] if result.ok else [f"cleanup exited {result.exited}"])
 
 
 # --- the repetitions -----------------------------------------------------------------------
@@ -372,7 +375,7 @@ def _under_load(job: Job, side: Side, xfer: Transfer, name: str) -> UnderLoad | 
     ping = side.client.tools.get("ping")
     if not job.test.settings.get("latency_under_load") or not ping:
         return None
-    if shell.of(side.runner).is_windows:
+    if not platforms.of(side.runner).posix_shell:
         return None
     token = f"{job.test.dir_name}-{side.name}-{name}"
     return UnderLoad(ping, side.address, token, int(xfer.timeout_s) + 10)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -40,7 +41,8 @@ def test_the_clients_nic_is_the_one_its_route_leaves_by_and_the_way_back_is_reco
         "source": "198.18.251.1",
         "error": None,
     }
-    ctx.routes.update({"ws": {"198.18.251.1": to}, "nas": {"198.18.77.1": back}})  # fmt: skip
+    routes = {"ws": {"198.18.251.1": to}, "nas": {"198.18.77.1": back}}
+    ctx = dataclasses.replace(ctx, routes=routes)
     path = pair_path(ctx.plan.tests[0], ctx, "198.18.251.1")
     assert path["client_interface"] == "eth7"
     assert path["route"] == {
