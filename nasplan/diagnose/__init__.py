@@ -11,7 +11,8 @@ import importlib
 from collections.abc import Mapping
 from typing import Any
 
-MODULES = ("path", "bus", "streams", "cpu", "queue", "short")
+# ``of_kinds``: the causes only a kind can tell (iperf3's streams), asked of the kinds in the run
+MODULES = ("path", "bus", "of_kinds", "cpu", "queue", "short")
 
 
 def diagnose(run: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -2,20 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from nasplan.measure.findings import finding
 
-
-def finding(
-    cause: str, test: Any, host: Any, text: str, evidence: dict[str, Any]
-) -> dict[str, Any]:
-    """One finding: ``{"cause", "test", "host", "text", "evidence"}`` (run.json ``diagnosis``)."""
-    return {
-        "cause": cause,
-        "test": None if test is None else str(test),
-        "host": None if host is None else str(host),
-        "text": text,
-        "evidence": evidence,
-    }
+__all__ = ["finding", "rate_text"]
 
 
 def rate_text(bits_per_second: float) -> str:

@@ -60,6 +60,13 @@ def saturated(load: Mapping[str, Any]) -> bool:
     return any(v is not None and v >= CPU_BOUND_PERCENT for v in figures)
 
 
+def saturated_core(run: Mapping[str, Any], test: Mapping[str, Any], host: str) -> str | None:
+    """``one core of nas at 100 % (average 27 % of 4)`` when one core of ``host`` was at its
+    limit during ``test`` while the machine was not (what a kind's own causes are lent)."""
+    load = core_load(run, test, host)
+    return load_text(host, load) if saturated(load) else None
+
+
 def load_text(host: str, load: Mapping[str, Any]) -> str:
     """``one core of nas at 100 % (average 27 % of 4)``, or iperf3's own figure."""
     core, average, cores = (load[k] for k in ("busiest_core_percent", "average_percent", "cores"))

@@ -34,6 +34,9 @@ S = TypeVar("S")
 Needs = dict[str, tuple[str, ...]]
 Record = Mapping[str, Any]
 DASH = "–"
+# what diagnose/ lends a kind's own causes: (run, test, host) -> "one core of nas at 100 % ..."
+# when one core of the host was at its limit during the test while the machine was not, or None
+OneCore = Callable[[Record, Record, str], "str | None"]
 
 
 class RunHooks(Protocol):
@@ -138,6 +141,42 @@ class Probe:
 PROBE_CANNOT_TELL = 3
 
 
+@dataclass(frozen=True)
+class Numbers:
+    """What a section adds to the report's *How the numbers were computed*: bullets before
+    *Units* (what a rate of its tests is), words after the median's, bullets after the TCP
+    maximum's, and the spreads its tests call wide."""
+
+    rates: tuple[str, ...] = ()
+    median: str = ""
+    maxima: tuple[str, ...] = ()
+    spread_thresholds: tuple[float, ...] = ()
+
+
+def no_numbers(tests: Sequence[Record]) -> Numbers:
+    """A section that adds nothing to *How the numbers were computed*."""
+    return Numbers()
+
+
+@dataclass(frozen=True)
+class Section:
+    """A section of report.md that details a kind's tests, asked of the kind (``Readout.section``):
+    its template (``template`` in the package ``package``: the kind's folder) and its view, which
+    turns the section's tests into what the template shows. The report hands the view each test
+    as run.json has it, with its ``heading`` and its results rows (``results``) beside; kinds
+    that share a section (iSCSI beside the file transfers) give the same one."""
+
+    package: str
+    view: Callable[[Sequence[Record]], Mapping[str, Any]]
+    numbers: Callable[[Sequence[Record]], Numbers] = no_numbers
+    template: str = "section.md.j2"
+
+    @property
+    def source(self) -> str:
+        """Its template's name for the report's loader: ``PACKAGE:FILE``."""
+        return f"{self.package}:{self.template}"
+
+
 class Readout:
     """How a kind's run.json record reads, from the record alone (old runs included).
 
@@ -169,8 +208,9 @@ class Readout:
     short_skews_ratio: bool = True
     # workload parameters ``compare`` compares across as a dimension of their own
     across_params: frozenset[str] = frozenset()
-    # the report section that details its tests (``report/templates/_SECTION.md.j2``)
-    section: str = ""
+    # the report's section that details its tests (its folder's ``section.md.j2`` and view),
+    # None for none: the results table and the headline tell them all the same
+    section: Section | None = None
     # said once in its section when a test of the kind is there
     section_note: str = ""
 
@@ -320,6 +360,12 @@ class Readout:
     def streams_comparable(self, record: Record) -> bool:
         """Whether 1-vs-N-streams runs of the record's path compare (per-stream diagnosis)."""
         return False
+
+    def causes(self, run: Record, one_core: OneCore) -> list[dict[str, Any]]:
+        """What only this kind can tell of where the speed drops in ``run`` (run.json alone):
+        findings (``nasplan.measure.findings``) that diagnose/ asks of every kind in the run,
+        lending it ``one_core``; none by default."""
+        return []
 
     # --- what limited a transfer (nasplan.measure.verdicts) ---------------------------------
 

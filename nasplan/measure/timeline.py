@@ -46,6 +46,14 @@ class Clock:
         return round(time.monotonic() - self._start, 3)
 
 
+# each series' ``source`` as the report says where its seconds came from
+SOURCE_TEXT = {
+    "iperf3": "iperf3's own 1 s intervals",
+    "fio": "fio's bandwidth log (one average per second)",
+    "nic": "bytes per second on the client's NIC towards the NAS (protocol headers included)",
+}
+
+
 def series(
     *,
     repetition: int,

@@ -3,25 +3,22 @@
 from __future__ import annotations
 
 import os
-import statistics
 from collections.abc import Iterable, Mapping, Sequence, Set
 from datetime import datetime
 from functools import cache
+from importlib import resources
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 from urllib.parse import quote
 
 import jinja2
 
-from nasplan.analysis import (
-    FRAME_OVERHEAD_BYTES,
-    TCP_IPV4_HEADER_BYTES,
-    theoretical_udp_bits_per_second,
-)
+from nasplan.analysis import FRAME_OVERHEAD_BYTES, TCP_IPV4_HEADER_BYTES
 from nasplan.diagnose import diagnose
 from nasplan.errors import InputError
 from nasplan.facts import storage, volumes
 from nasplan.measure import kinds
+from nasplan.measure.kind import Numbers, Section
 from nasplan.output import redactor_of, secrets_from_environ, write_text
 from nasplan.quantities import BITS, BYTES
 from nasplan.report import commands as report_commands
@@ -198,11 +195,6 @@ def _shown_file(path: str | None) -> str | None:
     return path
 
 
-def _median(values: Iterable[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return statistics.median(present) if present else None
-
-
 def _platform(host: Mapping[str, Any]) -> str:
     platform, hint = host.get("platform"), host.get("platform_hint")
     if platform is None:
@@ -298,75 +290,6 @@ def _host(name: str, host: Mapping[str, Any], used: Set[str] = frozenset()) -> d
         "storage": {**storage.aspects(facts.get("storage") or {}), **volumes.aspects(host)},
         "actions": list(host.get("actions", [])),
     }
-
-
-def _path_label(params: Mapping[str, Any], path: Mapping[str, Any] | None = None) -> str:
-    """``pc → nas.lan (198.18.0.10)``; a test without ``target:`` recorded by an older nasplan
-    as ``?`` is named by the server's interface that holds the address (``nas eth0``)."""
-    client, target, address = params.get("client"), params.get("target"), params.get("address")
-    if not target or target == "?":
-        nic = (path or {}).get("server_interface")
-        server = params.get("server")
-        target = f"{server} {nic}" if server and nic else server
-    to = target or address or DASH
-    if address and address != target:
-        to = f"{to} ({address})"
-    return f"{client} → {to}" if client else to
-
-
-def _sender(params: Mapping[str, Any]) -> str:
-    if params.get("bidir"):
-        return "both (--bidir)"
-    if params.get("reverse"):
-        return f"{params.get('server')} (-R)"
-    return str(params.get("client", DASH))
-
-
-def _test(test: Mapping[str, Any]) -> dict[str, Any]:
-    params = test.get("params") or {}
-    path = test.get("path") or {}
-    summary = test.get("summary") or {}
-    reps = test.get("repetitions", [])
-    ok_reps = [r for r in reps if r.get("status") == "ok"]
-    found = kinds.readout(test).series(test)
-    retransmits = [r["retransmits"] for r in ok_reps if r.get("retransmits") is not None]
-    return {
-        "id": test["id"],
-        "name": test.get("name") or test["id"],
-        "heading": heading(test),
-        "udp": str(params.get("protocol") or "tcp").lower() == "udp",
-        "udp_maximum": _udp_maximum(path),
-        "results": headline.rows(test),
-        "kind": test["kind"],
-        "status": test["status"],
-        "error": test.get("error"),
-        "path_label": _path_label(params, path),
-        "sender": _sender(params),
-        "parallel": params.get("parallel", 1),
-        "protocol": str(params.get("protocol", "tcp")).upper(),
-        "params": params,
-        "path": path,
-        "summary": summary,
-        "median": summary.get("median"),
-        "wide_spread": bool(summary.get("wide_spread")),
-        "efficiency": test.get("efficiency"),
-        "retransmits_total": sum(retransmits) if retransmits else None,
-        "cpu_client_percent": _median(r.get("cpu_client_percent") for r in ok_reps),
-        "cpu_server_percent": _median(r.get("cpu_server_percent") for r in ok_reps),
-        "repetitions": [
-            {**r, "raw_link": quote(r["raw_file"]) if r.get("raw_file") else None} for r in reps
-        ],
-        "failed_repetitions": [r for r in reps if r.get("status") != "ok"],
-        "reverse": next((s.summary for s in found if s.metric == "reverse_bits_per_second"), None),
-    }
-
-
-def _udp_maximum(path: Mapping[str, Any]) -> float | None:
-    """The path's UDP maximum (full-size datagrams), None when its speed or MTU is unknown."""
-    speed, mtu = path.get("speed_bits_per_second"), path.get("mtu_bytes")
-    if not speed or not mtu or path.get("framing", "ethernet") not in FRAME_OVERHEAD_BYTES:
-        return None
-    return theoretical_udp_bits_per_second(speed, mtu, path.get("framing") or "ethernet")
 
 
 def heading(test: Mapping[str, Any]) -> str:
@@ -498,25 +421,34 @@ def _charts(run: Mapping[str, Any]) -> list[str]:
     return [c for c in charts if c]
 
 
-def _sections(tests: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
-    """Section name -> the tests its kind details there (``Readout.section``), in run order."""
-    found: dict[str, list[Mapping[str, Any]]] = {}
-    for test in tests:
+def _sections(
+    tests: Sequence[Mapping[str, Any]], rows: Sequence[list[dict[str, Any]]]
+) -> list[tuple[Section, list[dict[str, Any]]]]:
+    """Each section the run's kinds detail their tests in (``Readout.section``) with its tests in
+    run order, the sections in the order of their first kind (``kinds.position``). A section's
+    view is handed each test as run.json has it, with its heading and its ``rows`` of the
+    results table beside."""
+    found: dict[Section, list[dict[str, Any]]] = {}
+    first: dict[Section, int] = {}
+    for test, its_rows in zip(tests, rows, strict=True):
         section = kinds.readout(test).section
-        if section:
-            found.setdefault(section, []).append(test)
-    return found
+        if section is not None:
+            shown = {**test, "heading": heading(test), "results": its_rows}
+            found.setdefault(section, []).append(shown)
+            position = kinds.position(str(test.get("kind")))
+            first[section] = min(first.get(section, position), position)
+    return [(section, found[section]) for section in sorted(found, key=first.__getitem__)]
 
 
-def _section_notes(tests: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
-    """Section name -> what its kinds say once there (each note once, in run order)."""
-    found: dict[str, list[str]] = {}
-    for test in tests:
-        kind = kinds.readout(test)
-        notes = found.setdefault(kind.section, [])
-        if kind.section_note and kind.section_note not in notes:
-            notes.append(kind.section_note)
-    return found
+def _numbers(sections: Sequence[tuple[Section, Sequence[Mapping[str, Any]]]]) -> Numbers:
+    """What the sections add to *How the numbers were computed*, in their order."""
+    added = [section.numbers(shown) for section, shown in sections]
+    return Numbers(
+        rates=tuple(line for one in added for line in one.rates),
+        median="".join(one.median for one in added),
+        maxima=tuple(line for one in added for line in one.maxima),
+        spread_thresholds=tuple(sorted({t for one in added for t in one.spread_thresholds})),
+    )
 
 
 def build_view(
@@ -528,23 +460,13 @@ def build_view(
     hosts = [
         _host(name, host, path_nics(run, name)) for name, host in sorted(in_force["hosts"].items())
     ]
-    # Every kind has its rows in the results table (headline.rows), in its own units; the
-    # details are iperf3's; transfers, disk and latency have sections of their own
-    # (_transfers.md.j2, _analysis.md.j2).
+    # Every kind has its rows in the results table (headline.rows), in its own units; a kind
+    # that details its tests has a section of its own (Readout.section), asked of the kind.
     everything = run["tests"]
-    sections = _sections(everything)
-    tests = [_test(test) for test in sections.get("iperf3", [])]
-    results = [row for test in everything for row in headline.rows(test)]
-    with_path = [
-        _test(test) for test in everything if test.get("path") and kinds.readout(test).path_rate
-    ]
-    thresholds = sorted(
-        {
-            t["summary"]["wide_spread_threshold"]
-            for t in tests
-            if t["summary"].get("wide_spread_threshold") is not None
-        }
-    )
+    rows = [headline.rows(test) for test in everything]
+    sections = _sections(everything, rows)
+    results = [row for its_rows in rows for row in its_rows]
+    with_path = [t for t in everything if t.get("path") and kinds.readout(t).path_rate]
     names = [h["name"] for h in hosts]
     laid_out = pivot.run_tables(run, table)
     return {
@@ -562,25 +484,22 @@ def build_view(
         "warnings": (warned := run_warnings(run)),
         "status_text": str(run["status"])
         + (f", {counted(len(warned), 'warning')}" if warned else ""),
-        "sections": sections,
-        "section_notes": _section_notes(everything),
-        "details": {t["id"]: kinds.readout(t).detail_text(t) for t in everything},
+        "sections": [
+            render_template(section.source, section.view(shown)) for section, shown in sections
+        ],
+        "numbers": _numbers(sections),
         "kinds_text": join_and(headline.kinds_text(everything)) or "nothing",
         "results": results,
         "headline": headline.headline(everything)
         if any(r["median"] is not None for r in results)
         else [],
         "over_maximum": [r for r in results if r["over_maximum"]],
-        "udp": any(t["udp"] for t in tests),
-        "tcp": any(not t["udp"] for t in tests),
         "hosts": hosts,
         "unreachable": [h for h in hosts if not h["reachable"]],
-        "tests": tests,
         "between_hosts": f" between {join_and(names)}" if names else "",
         "tests_text": counts_text(run),
         "failed": [_failure(t) for t in everything if t["status"] != "ok"],
         "framings": _framings(with_path),
-        "spread_thresholds": thresholds,
         "any_actions": any(h["actions"] for h in hosts),
         "paths_text": _paths_text(with_path),
         "charts": _charts(run),
@@ -660,10 +579,24 @@ def _adaptive_line(test: Mapping[str, Any]) -> str | None:
     return head + said + f"not within {wanted}{asked}: unclear"
 
 
+def _packaged(name: str) -> str | None:
+    """The template ``PACKAGE:FILE`` names (a kind's ``Section.source``), None for no such."""
+    package, colon, file = name.partition(":")
+    if not colon:
+        return None
+    try:
+        return resources.files(package).joinpath(file).read_text(encoding="utf-8")
+    except (ModuleNotFoundError, FileNotFoundError):
+        return None
+
+
 @cache
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("nasplan.report", "templates"),
+        # report.md.j2 and its parts here; a kind's section from its own folder (PACKAGE:FILE)
+        loader=jinja2.ChoiceLoader(
+            [jinja2.PackageLoader("nasplan.report", "templates"), jinja2.FunctionLoader(_packaged)]
+        ),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,

@@ -14,17 +14,13 @@ from typing import Any
 
 from nasplan.measure import kinds
 from nasplan.measure.kind import Readout
+from nasplan.measure.timeline import SOURCE_TEXT
 from nasplan.quantities import BYTES
 from nasplan.report import mermaid
 
 CHART_PREFIX = "charts/timeline-"
 # Mermaid draws every point; longer tests are averaged over a few seconds per point.
 MAX_CHART_POINTS = 240
-SOURCE_TEXT = {
-    "iperf3": "iperf3's own 1 s intervals",
-    "fio": "fio's bandwidth log (one average per second)",
-    "nic": "bytes per second on the client's NIC towards the NAS (protocol headers included)",
-}
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
-from nasplan.diagnose import streams
 from nasplan.input.plan import load_plan
 from nasplan.lab import LabState
+from nasplan.measure.kinds.iperf3 import streams
 from nasplan.progress import make_progress
 from nasplan.results import load_run
 from nasplan.run.apply import apply

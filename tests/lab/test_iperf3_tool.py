@@ -15,15 +15,15 @@ from typing import Any
 import pytest
 
 from nasplan.facts.gather import parse_iperf3_version
-from nasplan.measure.iperf3_repetition import run_repetition
-from nasplan.measure.tools.iperf3 import (
+from nasplan.measure.kinds.iperf3.repetition import run_repetition
+from nasplan.measure.kinds.iperf3.server import READY_MARKER, server_launch_script
+from nasplan.measure.kinds.iperf3.tool import (
     Iperf3Error,
     Iperf3Params,
     server_start_script,
     server_stop_script,
     temp_paths,
 )
-from nasplan.measure.tools.iperf3_server import READY_MARKER, server_launch_script
 from nasplan.remote.runner import Launched, LocalRunner, Result
 
 

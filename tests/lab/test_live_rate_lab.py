@@ -18,7 +18,7 @@ import yaml
 from nasplan.input.inventory import load_inventory
 from nasplan.input.plan import load_plan
 from nasplan.lab import LabState
-from nasplan.measure import live_rate
+from nasplan.measure.kinds.iperf3 import live_rate
 from nasplan.progress import PlainProgress
 from nasplan.remote.ssh import connect
 from nasplan.results import load_run

@@ -200,9 +200,7 @@ def _kind_and_method_names() -> dict[str, set[str]]:
     """Each kind's and each transfer method's plan name -> the files allowed to say it."""
     from nasplan.measure import kinds, methods
 
-    allowed = {
-        name: {f"nasplan/measure/kinds/{module}.py"} for name, module in kinds.MODULES.items()
-    }
+    allowed = {name: {f"nasplan/measure/kinds/{module}/"} for name, module in kinds.MODULES.items()}
     for name in methods.METHODS:
         allowed.setdefault(name, set()).add(f"nasplan/measure/methods/{name}.py")
     return allowed
@@ -244,16 +242,109 @@ def test_no_code_branches_on_a_kind_s_or_a_method_s_name_outside_its_own_module(
                 )
                 if names and ("kind" in other or "method" in other):
                     found += [
-                        f"{relative}:{node.lineno} {n}" for n in names if relative not in allowed[n]
+                        f"{relative}:{node.lineno} {n}"
+                        for n in names
+                        if not relative.startswith(tuple(allowed[n]))
                     ]
             elif isinstance(node, ast.Dict) and relative not in REGISTRIES:
                 keys = {s for key in node.keys if key is not None for s in _strings(key)}
                 for names in (kinds.MODULES.keys(), methods.METHODS.keys()):
                     if len(keys & names) >= 2:
                         found.append(f"{relative}:{node.lineno} {sorted(keys & names)}")
-    for path in sorted((PACKAGE / "report" / "templates").glob("*.j2")):
+    for path in sorted(PACKAGE.rglob("*.j2")):
         text = path.read_text(encoding="utf-8")
         for number, line in enumerate(text.splitlines(), 1):
             if re.search(r"\bkind\b\s*(==|!=|\bin\b)|\"kind\",\s*\"(equalto|in)\"", line):
                 found.append(f"{path.relative_to(ROOT).as_posix()}:{number}")
     assert not found, f"branches on a kind's or a method's name outside its module: {found}"
+
+
+KINDS = PACKAGE / "measure" / "kinds"
+
+
+def _kind_folders() -> list[Path]:
+    return sorted(path for path in KINDS.iterdir() if path.is_dir() and path.name != "__pycache__")
+
+
+def _kinds_and_sections() -> set[str]:
+    """Each kind's plan name and folder name, and the names report/ once picked sections by."""
+    from nasplan.measure import kinds
+
+    return {*kinds.MODULES, *kinds.MODULES.values(), "transfers"}
+
+
+def test_no_module_or_template_under_report_names_a_kind_or_a_section() -> None:
+    """report/ asks each kind for its section (``Readout.section``): no string in its modules,
+    no quoted name and no include in its templates picks a kind or a section by name."""
+    named = _kinds_and_sections()
+    own = {path.name for path in (PACKAGE / "report" / "templates").glob("*.j2")}
+    found = []
+    for path in sorted((PACKAGE / "report").rglob("*")):
+        relative = path.relative_to(ROOT).as_posix()
+        if path.suffix == ".py":
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Constant) and node.value in named:
+                    found.append(f"{relative}:{node.lineno} {node.value!r}")
+        elif path.suffix == ".j2":
+            lines = path.read_text(encoding="utf-8").splitlines()
+            for number, line in enumerate(lines, 1):
+                quoted = set(re.findall(r"[\"']([A-Za-z0-9_.-]+)[\"']", line))
+                included = set(re.findall(r"{%-? *include +[\"']([^\"']+)[\"']", line))
+                found += [f"{relative}:{number} {n!r}" for n in sorted(quoted & named)]
+                found += [f"{relative}:{number} include {n}" for n in sorted(included - own)]
+                if re.search(r"\bsections?(_notes)?\s*(\.get\(|\[)", line):
+                    found.append(f"{relative}:{number} a section picked by its name")
+    assert not found, f"report/ names a kind or a section; ask the kind instead: {found}"
+
+
+def test_every_kind_folder_has_the_same_shape() -> None:
+    """A kind is a folder under measure/kinds/ named in ``kinds.MODULES``: its ``__init__.py``
+    defines ``KIND`` (an instance of the kind's own ``Kind`` subclass, whose ``name`` is the plan
+    name); no folder inside; its own section is its ``section.md.j2`` with its ``view.py``, both
+    or neither, and a section the kind gives is a template that exists."""
+    from nasplan.measure import kinds
+    from nasplan.measure.kind import Kind
+
+    folders = _kind_folders()
+    assert {f.name for f in folders} == set(kinds.MODULES.values())
+    assert not [p for p in KINDS.glob("*.py") if p.name != "__init__.py"], "a kind is a folder"
+    wrong = []
+    for name, module in kinds.MODULES.items():
+        folder = KINDS / module
+        kind = kinds.kind(name)
+        if not isinstance(kind, Kind) or kind.name != name:
+            wrong.append(f"{module}/__init__.py: KIND is no Kind named {name!r}")
+        inside = {p.name for p in folder.iterdir() if p.name != "__pycache__"}
+        if [p for p in folder.iterdir() if p.is_dir() and p.name != "__pycache__"]:
+            wrong.append(f"{module}/: a folder inside")
+        if ("section.md.j2" in inside) != ("view.py" in inside):
+            wrong.append(f"{module}/: section.md.j2 and view.py go together")
+        if ("section.md.j2" in inside) and (
+            kind.section is None or kind.section.package != (f"{kinds.__name__}.{module}")
+        ):
+            wrong.append(f"{module}/: its section.md.j2 is not the section it gives")
+        section = kind.section
+        if section is not None:
+            source = PACKAGE.parent / section.package.replace(".", "/") / section.template
+            if not source.is_file():
+                wrong.append(f"{module}/: its section {section.source} does not exist")
+        if [p for p in inside if not p.endswith((".py", ".j2"))]:
+            wrong.append(f"{module}/: a file neither Python nor a template")
+    assert not wrong, wrong
+
+
+def test_a_kind_folder_imports_no_other_kind_but_a_section_it_shares() -> None:
+    """What two kinds use stands below them in measure/ (tools/, fio_workdir.py, ...): a kind's
+    folder imports another kind's only for the section they share (its ``view``: iSCSI's tests
+    in the transfers' section)."""
+    prefix = "nasplan.measure.kinds."
+    wrong = sorted(
+        f"{module} -> {target}"
+        for module, targets in imports().items()
+        if module.startswith(prefix)
+        for target in targets
+        if target.startswith(prefix)
+        and target.split(".")[3] != module.split(".")[3]
+        and not target.endswith(".view")
+    )
+    assert not wrong, f"a kind that imports another kind's code: {wrong}"

@@ -23,13 +23,8 @@ import tree_sitter
 import tree_sitter_powershell
 
 from nasplan.facts import windows as facts_windows
-from nasplan.measure.tools import (
-    disk_windows,
-    diskspd,
-    iperf3,
-    iperf3_server_windows,
-    transfer_windows,
-)
+from nasplan.measure.kinds.iperf3 import tool as iperf3
+from nasplan.measure.tools import disk_windows, diskspd, iperf3_server_windows, transfer_windows
 from nasplan.platforms.windows import refusal_commands
 from nasplan.remote import shell
 

@@ -96,7 +96,8 @@ from typing import Any
 from nasplan.analysis import summarize
 from nasplan.input.plan import Plan, PlanTest
 from nasplan.measure.estimate import Estimate
-from nasplan.measure.kind import Kind, Record, RunContext
+from nasplan.measure.kind import Kind, Record, RunContext, Section
+from nasplan.measure.kinds.sleep import view
 from nasplan.measure.record import finish, new_record
 from nasplan.measure.series import Series
 
@@ -118,6 +119,7 @@ class Sleep(Kind[SleepSettings]):
     groups = ("Sleep",)
     lower_is_better = True
     metric = METRIC
+    section = Section(__name__, view.view)
 
     def settings(self, test: PlanTest) -> SleepSettings:
         return SleepSettings(float(test.settings.get("seconds", SleepSettings.seconds)))
@@ -131,11 +133,13 @@ class Sleep(Kind[SleepSettings]):
     def run(self, test: PlanTest, s: SleepSettings, ctx: RunContext) -> dict[str, Any]:
         record = new_record(test, {"repetitions": test.repetitions}, METRIC)
         for index in test.indices:
+            ctx.progress.test(test.id, index, test.repetitions, s.seconds * test.repetitions)
             started = time.monotonic()
             time.sleep(s.seconds)
             slept_s = time.monotonic() - started
             rep = {"index": index, "status": "ok", "error": None, "raw_file": None}
             record["repetitions"].append({**rep, METRIC: slept_s})
+            ctx.checkpoint(record)
         return self.summarize(record, s)
 
     def summarize(self, record: dict[str, Any], s: SleepSettings) -> dict[str, Any]:
@@ -149,16 +153,44 @@ class Sleep(Kind[SleepSettings]):
 KIND = Sleep()
 '''
 
+SLEEP_VIEW = '''\
+"""The sleep tests' section of report.md."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from nasplan.measure.kind import Record
+
+
+def view(tests: Sequence[Record]) -> dict[str, Any]:
+    return {"tests": list(tests)}
+'''
+
+SLEEP_SECTION = """\
+## Pauses
+
+{% for t in tests %}
+- {{ t.heading }}: {{ t.results[0].median_text }} a pause, {{ t.repetitions | length }} pauses
+{% endfor %}
+"""
+
 
 def add_sleep_kind(root: Path) -> None:
     """The add-a-kind recipe, step by step, for ``kind: sleep``."""
     package = root / "nasplan"
-    # 1. the kind's module
-    (package / "measure" / "kinds" / "sleep.py").write_text(SLEEP_KIND, encoding="utf-8")
-    # 3. the registry
+    # 1. the kind's folder, its KIND in __init__.py
+    folder = package / "measure" / "kinds" / "sleep"
+    folder.mkdir()
+    (folder / "__init__.py").write_text(SLEEP_KIND, encoding="utf-8")
+    # 2. its section of report.md: template and view
+    (folder / "view.py").write_text(SLEEP_VIEW, encoding="utf-8")
+    (folder / "section.md.j2").write_text(SLEEP_SECTION, encoding="utf-8")
+    # 4. the registry
     insert_before(package / "measure" / "kinds" / "__init__.py", "}\n", '    "sleep": "sleep",\n')
 
-    # 4. the plan schema: kind enum, if/then, $defs entry
+    # 5. the plan schema: kind enum, if/then, $defs entry
     def plan(schema: dict[str, Any]) -> None:
         test = schema["$defs"]["test"]
         test["properties"]["kind"]["enum"].append("sleep")
@@ -181,7 +213,7 @@ def add_sleep_kind(root: Path) -> None:
 
     edit_json(package / "schemas" / "plan.schema.json", plan)
 
-    # 5. the run schema: kind enum, the repetition's new key
+    # 6. the run schema: kind enum, the repetition's new key
     def run(schema: dict[str, Any]) -> None:
         schema["$defs"]["test"]["properties"]["kind"]["enum"].append("sleep")
         schema["$defs"]["repetition"]["properties"]["slept_s"] = {
@@ -198,7 +230,9 @@ def test_the_add_a_kind_recipe_touches_the_files_it_lists_and_gives_a_working_ki
 ) -> None:
     listed = recipe_files("Add a test kind", "sleep")
     assert listed == {
-        "nasplan/measure/kinds/sleep.py",
+        "nasplan/measure/kinds/sleep/__init__.py",
+        "nasplan/measure/kinds/sleep/view.py",
+        "nasplan/measure/kinds/sleep/section.md.j2",
         "nasplan/measure/kinds/__init__.py",
         "nasplan/schemas/plan.schema.json",
         "nasplan/schemas/run.schema.json",
@@ -209,6 +243,7 @@ def test_the_add_a_kind_recipe_touches_the_files_it_lists_and_gives_a_working_ki
 
     assert changed(root, before) == listed
     (root / "inventory.yaml").write_text("hosts:\n  nas: {address: 198.18.0.10}\n")
+    shutil.copy(ROOT / "tests" / "fixtures" / "runs" / "sample" / "run.json", root / "run.json")
     (root / "plan.yaml").write_text(
         "name: recipe\ninventory: inventory.yaml\n"
         "tests:\n  - {kind: sleep, host: nas, seconds: 0.001, repetitions: 2}\n"
@@ -216,6 +251,7 @@ def test_the_add_a_kind_recipe_touches_the_files_it_lists_and_gives_a_working_ki
     said = run_in_copy(
         root,
         """
+        import io
         import json
         from pathlib import Path
 
@@ -227,13 +263,21 @@ def test_the_add_a_kind_recipe_touches_the_files_it_lists_and_gives_a_working_ki
 
         assert Path(nasplan.__file__).parent == Path("nasplan").resolve(), nasplan.__file__
         from nasplan.measure.kinds import readout
+        from nasplan.progress import PlainProgress
         from nasplan.report import headline
+        from nasplan.report.render import render_report
         from nasplan.run import listing
+        from nasplan.run.kind_hooks import run_context
+        from nasplan.run.overlap import Overlap
 
         assert Path(nasplan.__file__).parent == Path("nasplan").resolve(), nasplan.__file__
         plan = load_plan(Path("plan.yaml"))
         bound = bind(plan.tests[0])
-        record = bound.run(None)  # a sleep needs nothing of its run
+        console = io.StringIO()
+        ctx = run_context(plan, {}, PlainProgress(console), Path("run"), Overlap.serial())
+        kept = []
+        ctx.hooks.on_checkpoint = lambda: kept.append(1)
+        record = bound.run(ctx)
         run_schema = json.loads(Path("nasplan/schemas/run.schema.json").read_text())
         test_schema = {"$defs": run_schema["$defs"], "$ref": "#/$defs/test"}
         jsonschema.validate({**record, "path": None}, test_schema)
@@ -246,6 +290,11 @@ def test_the_add_a_kind_recipe_touches_the_files_it_lists_and_gives_a_working_ki
         (row,) = headline.rows(record)
         print(row["group"], "|", row["measured"], "|", row["median_text"], "|", row["flow"])
         print(headline.headline([record, {**record, "id": "other"}])[0])
+        # where it stood on the console, its checkpoints, its section of report.md
+        print(console.getvalue().splitlines()[0], "|", len(kept), "checkpoints")
+        run = json.loads(Path("run.json").read_text())
+        report = render_report({**run, "tests": [*run["tests"], {**record, "path": None}]})
+        print(next(line for line in report.splitlines() if line.startswith("- sleep")))
         """,
     )
     lines = said.splitlines()
@@ -258,6 +307,9 @@ def test_the_add_a_kind_recipe_touches_the_files_it_lists_and_gives_a_working_ki
     assert re.fullmatch(r"median 0\.00[0-9] s", lines[3]), lines[3]
     assert re.fullmatch(r"Sleep \| a pause on the host \| 0\.00[0-9] s \| –", lines[4])
     assert lines[5].startswith("Sleep: lowest 0.00"), lines[5]
+    assert lines[6].startswith("test sleep"), lines[6]
+    assert lines[6].endswith("| 2 checkpoints"), lines[6]
+    assert re.fullmatch(r"- sleep-1: 0\.00[0-9] s a pause, 2 pauses", lines[7]), lines[7]
 
 
 def test_the_add_a_platform_recipe_touches_the_files_it_lists_and_the_inventory_takes_it(

@@ -21,7 +21,7 @@ from os_facts import framed, real
 
 from nasplan.errors import PROBE_ADVICE, UnknownOutput
 from nasplan.facts.gather import parse_checked
-from nasplan.measure.tools import iperf3
+from nasplan.measure.kinds.iperf3 import tool as iperf3
 from nasplan.network import bsd, ifconfig, iptext, state, tools
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

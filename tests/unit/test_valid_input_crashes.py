@@ -9,11 +9,11 @@ import pytest
 
 from nasplan.input.plan import load_plan
 from nasplan.measure import methods
+from nasplan.measure.kinds.transfer.runs import check_commands
+from nasplan.measure.kinds.transfer.runs import cleanup as _cleanup
 from nasplan.measure.methods.base import Transfer
 from nasplan.measure.record import skipped
 from nasplan.measure.tools import fio, transfer
-from nasplan.measure.transfer_runs import check_commands
-from nasplan.measure.transfer_runs import cleanup as _cleanup
 from nasplan.remote.runner import LocalRunner
 from nasplan.report import render_report
 from nasplan.results import load_run

@@ -1,8 +1,9 @@
 """Every plan kind, by the name a plan gives it (``kind: iperf3``): the explicit registry.
 
-A kind's module is imported when a test of that kind is first bound or a record of it is read,
-not before: a plan of iperf3 tests does not pay, at every start, for importing the fio, SMB,
-NFS and iSCSI code.
+A kind is a folder here (``kinds/iperf3/``: its ``KIND`` in ``__init__.py``, beside everything
+only it knows). Its package is imported when a test of that kind is first bound or a record of
+it is read, not before: a plan of iperf3 tests does not pay, at every start, for importing the
+fio, SMB, NFS and iSCSI code.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ if TYPE_CHECKING:
     from nasplan.input.plan import PlanTest
     from nasplan.measure.kind import BoundTest, Kind
 
-# plan name -> module under nasplan/measure/kinds/ whose ``KIND`` it is, in the order the
-# report tells their results
+# plan name -> folder under nasplan/measure/kinds/ whose ``KIND`` it is, in the order the
+# report tells their results and details their tests (each kind's section)
 MODULES: dict[str, str] = {
     "iperf3": "iperf3",
     "transfer": "transfer",

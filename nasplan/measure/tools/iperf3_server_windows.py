@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from nasplan.measure.tools.iperf3_server import PORT_IN_USE_EXIT, SERVER_READY_TIMEOUT_S
+from nasplan.measure.kinds.iperf3.server import PORT_IN_USE_EXIT, SERVER_READY_TIMEOUT_S
 from nasplan.remote.shell import Cmd, PowerShell
 
 _START = """\

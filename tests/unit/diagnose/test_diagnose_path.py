@@ -81,7 +81,7 @@ def test_nothing_is_said_of_a_path_nasplan_did_not_ask() -> None:
 
 
 def test_diagnose_calls_every_module_in_order() -> None:
-    assert MODULES[:4] == ("path", "bus", "streams", "cpu")
+    assert MODULES[:4] == ("path", "bus", "of_kinds", "cpu")
     to = _captured("script-client-routed-and-direct.txt")["198.19.250.6"]
     run = {"hosts": {}, "tests": [_test(to, None, "dgcapn0")]}
     found = diagnose(run)

@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 
 from nasplan.measure import sampler
-from nasplan.measure.tools import iperf3_server
+from nasplan.measure.kinds.iperf3 import server as iperf3_server
 from nasplan.remote.runner import LocalRunner
 from nasplan.sections import split_sections
 

@@ -10,7 +10,8 @@ import pytest
 
 from nasplan.analysis import rate_fall
 from nasplan.measure import timeline
-from nasplan.measure.tools import fio, iperf3
+from nasplan.measure.kinds.iperf3 import tool as iperf3
+from nasplan.measure.tools import fio
 from nasplan.remote.runner import LocalRunner, Result
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from nasplan.cli import main
 from nasplan.errors import InputError
 from nasplan.facts.storage import parse_mdstat
+from nasplan.measure import kinds
 from nasplan.report import render_report, write_report
 from nasplan.report.render import bits_per_second_range, cell, gibibytes, nominal_speed, percent
 from nasplan.results import load_run, save_run
@@ -310,3 +311,54 @@ def test_a_loopback_the_inventory_declares_and_a_path_uses_is_in_the_nic_table(
     # and a loopback nothing used stays out
     test["path"].update(server_interface="eth0")
     assert "| lo |" not in render_report(run)
+
+
+def _headings(report: str) -> list[str]:
+    return [line for line in report.splitlines() if line.startswith("## ")]
+
+
+def test_each_kind_s_section_stands_in_the_kinds_order_before_what_every_kind_shares() -> None:
+    """The kept lab run of every kind: iperf3's *Details*, the file transfers, the disk and the
+    latency sections (each asked of its kind, in the registry's order), then the verdicts and
+    the cache warnings and the resources any kind's tests have, then how it was computed."""
+    report = render_report(load_run(SAMPLE.parent / "all-kinds"))
+    headings = _headings(report)
+    kinds_then_shared = [
+        "## Details",
+        "## File transfers",
+        "## Disk (fio on the host)",
+        "## Latency (ping)",
+        "## What limits the transfers",
+        "## Cache warnings",
+        "## Resource use during the tests",
+        "## How the numbers were computed",
+    ]
+    assert [h for h in headings if h in kinds_then_shared] == kinds_then_shared
+
+
+def test_kinds_that_share_a_section_are_told_in_it_once(run: dict[str, Any]) -> None:
+    """iSCSI gives the transfers' section: a run of SMB and iSCSI tests has one *File transfers*
+    with both, the iSCSI test's note once; a run of iSCSI alone has that section too."""
+    rate = 8 * 2**20 / 0.065878
+    rep = {"index": 1, "direction": "write", "status": "ok", "error": None, "raw_file": None,
+           "bytes": 8 * 2**20, "duration_s": 0.065878, "bytes_per_second": rate}  # fmt: skip
+    lun = {
+        "id": "blk", "kind": "iscsi", "name": "iSCSI", "status": "ok", "error": None,
+        "params": {"server": "nas", "client": "ws", "target": "nas", "address": "198.18.0.10",
+                   "method": "iscsi", "iqn": "iqn.2026-12.lab:nas", "lun": 1, "scratch": True,
+                   "size_bytes": 8 * 2**20, "repetitions": 1},
+        "path": None, "repetitions": [rep], "efficiency": None,
+        "summary": {"metric": "bits_per_second", "n": 1, "median": rate * 8},
+        "directions": {"write": {"metric": "bytes_per_second", "n": 1, "median": rate,
+                                 "min": rate, "max": rate, "wide_spread": False}},
+    }  # fmt: skip
+    mixed = load_run(SAMPLE.parent / "mixed")
+    both = render_report({**mixed, "tests": [*mixed["tests"], lun, {**lun, "id": "blk2"}]})
+    assert _headings(both).count("## File transfers") == 1
+    transfers = both.split("## File transfers", 1)[1].split("\n## ", 1)[0]
+    assert "### smb" in transfers and "### blk: iSCSI (iscsi)" in transfers
+    assert "### blk2: iSCSI (iscsi)" in transfers
+    note = kinds.kind("iscsi").section_note
+    assert note and transfers.count(note) == 1
+    alone = render_report({**run, "tests": [lun]})
+    assert "### blk: iSCSI (iscsi)" in alone.split("## File transfers", 1)[1]

@@ -10,7 +10,8 @@ import pytest
 
 from nasplan.analysis import summarize
 from nasplan.measure import timeline
-from nasplan.measure.tools import fio, iperf3
+from nasplan.measure.kinds.iperf3 import tool as iperf3
+from nasplan.measure.tools import fio
 from nasplan.report import mermaid, render_report
 from nasplan.report import timeline as report_timeline
 from nasplan.report.render import write_report

@@ -13,8 +13,8 @@ import pytest
 
 from nasplan.errors import HostLostError
 from nasplan.measure import kinds
-from nasplan.measure.iperf3_runs import version_warnings
 from nasplan.measure.kind import RunContext
+from nasplan.measure.kinds.iperf3.runs import version_warnings
 from nasplan.progress import PlainProgress
 from nasplan.remote.runner import Launched, Result
 from nasplan.run.cell import Cell

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from nasplan.measure.iperf3_repetition import run_repetition
+from nasplan.measure.kinds.iperf3.repetition import run_repetition
+from nasplan.measure.kinds.iperf3.tool import Iperf3Params
 from nasplan.measure.tools import iperf3_server_windows as win
-from nasplan.measure.tools.iperf3 import Iperf3Params
 from nasplan.remote import shell
 
 FIXTURE = Path(__file__).resolve().parents[3] / "fixtures" / "iperf3" / "3.1.3"

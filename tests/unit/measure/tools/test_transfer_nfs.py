@@ -14,8 +14,8 @@ from nasplan.hosts.session import HostSession
 from nasplan.input import plan as plan_module
 from nasplan.input.inventory import Host
 from nasplan.input.plan import load_plan
-from nasplan.measure import transfer_runs
 from nasplan.measure.kinds import transfer as transfer_kind
+from nasplan.measure.kinds.transfer import runs as transfer_runs
 from nasplan.measure.tools import transfer
 from nasplan.platforms import detect
 

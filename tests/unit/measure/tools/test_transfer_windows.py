@@ -14,7 +14,7 @@ import pytest
 from nasplan.hosts.session import HostSession
 from nasplan.input.inventory import Host
 from nasplan.measure import methods
-from nasplan.measure import transfer_runs as transfer_test
+from nasplan.measure.kinds.transfer import runs as transfer_test
 from nasplan.measure.tools import transfer_windows
 from nasplan.remote import shell
 

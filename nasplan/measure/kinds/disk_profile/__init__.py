@@ -1,0 +1,309 @@
+"""The ``disk-profile`` test kind: a disk benchmark's grid with fio on a directory of the NAS's
+volume, on the NAS: CrystalDiskMark's and KDiskMark's SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1 and
+RND4K Q1T1 (or jobs of the plan's own), each read, write and a mix, in MB/s, IOPS and latency
+percentiles from fio's own JSON (``profiles`` beside it).
+
+Each test works in its own directory ``<path>/nasplan-fio-<token>``, removed in ``finally``.
+"""
+
+from __future__ import annotations
+
+import secrets
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from nasplan.analysis import summarize
+from nasplan.errors import CannotStart
+from nasplan.hosts.session import HostSession
+from nasplan.input.plan import Plan, PlanTest
+from nasplan.measure import probes
+from nasplan.measure.estimate import Estimate
+from nasplan.measure.fio_workdir import FIO_FILE, make_workdir, remove_workdir
+from nasplan.measure.kind import DASH, Kind, Needs, Probe, Record, RunContext, Section
+from nasplan.measure.kinds.disk_profile import profiles as fio_profiles
+from nasplan.measure.kinds.disk_profile import view
+from nasplan.measure.kinds.disk_profile.profiles import Job
+from nasplan.measure.pair import check_ready
+from nasplan.measure.record import finish, new_record
+from nasplan.measure.series import Series
+from nasplan.measure.tools import fio
+from nasplan.units import parse_size
+
+# a run's own start and end besides its time: fio started, the file laid out, its JSON read
+STEP_S = 1.0
+
+
+@dataclass(frozen=True)
+class ProfileSettings:
+    """A disk-profile test's settings, each default stated here once."""
+
+    host: str
+    path: str
+    volume: str | None = None
+    profile: str = "crystaldiskmark"
+    # jobs of the plan's own instead of a named profile's: {block_size, queue_depth, threads,
+    # pattern: sequential | random}
+    jobs: tuple[Job, ...] = ()
+    modes: tuple[str, ...] = ("read", "write")
+    read_percent: int = fio_profiles.MIX_READ_PERCENT
+    size: str | int = "1GiB"  # CrystalDiskMark's default test file
+    duration_s: int = 5  # CrystalDiskMark's default measure time
+
+    @property
+    def size_bytes(self) -> int:
+        return parse_size(self.size)
+
+    @property
+    def grid(self) -> tuple[Job, ...]:
+        return self.jobs or fio_profiles.PROFILES[self.profile]
+
+
+def _job(given: Mapping[str, Any]) -> Job:
+    return Job(
+        block_bytes=parse_size(given["block_size"]),
+        queue_depth=int(given.get("queue_depth", 1)),
+        threads=int(given.get("threads", 1)),
+        random=given.get("pattern", "sequential") == "random",
+    )
+
+
+def _cell(reps: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """A grid cell: the medians of its ok repetitions, None without any."""
+    ok = [r for r in reps if r.get("status") == "ok"]
+    if not ok:
+        return None
+
+    def median(key: str) -> float | None:
+        values = [float(r[key]) for r in ok if isinstance(r.get(key), (int, float))]
+        return statistics.median(values) if values else None
+
+    keys = ("bytes_per_second", "iops", "latency_p50_us", "latency_p99_us", "latency_p999_us")
+    return {key: median(key) for key in keys} | {"n": len(ok)}
+
+
+def grid(record: Record) -> list[dict[str, Any]]:
+    """The grid in the shape the benchmarks print it: a row per job, in the profile's order,
+    a cell per mode (``_cell``; None where that mode did not run or failed)."""
+    reps = record.get("repetitions") or []
+    modes = list((record.get("params") or {}).get("modes") or fio_profiles.MODES)
+    jobs = list(dict.fromkeys(str(r.get("profile_job")) for r in reps))
+    return [
+        {
+            "job": job,
+            "cells": {
+                mode: _cell(
+                    [r for r in reps if (r.get("profile_job"), r.get("direction")) == (job, mode)]
+                )
+                for mode in modes
+            },
+        }
+        for job in jobs
+    ]
+
+
+def _us_text(us: float | None) -> str:
+    if us is None:
+        return DASH
+    return f"{us / 1000:.2f} ms" if us >= 1000 else f"{us:.0f} µs"
+
+
+class DiskProfile(Kind[ProfileSettings]):
+    """``kind: disk-profile``: a disk benchmark's grid on the NAS itself, in MB/s and IOPS."""
+
+    name = "disk-profile"
+    phrase = "disk profiles with fio"
+    groups = ("Disk profiles",)
+    metric = "bytes_per_second"
+    short_start = None
+    section = Section(__name__, view.view)
+
+    def settings(self, test: PlanTest) -> ProfileSettings:
+        s = test.settings
+        keys = ("volume", "profile", "read_percent", "size", "duration_s")
+        given = {k: s[k] for k in keys if k in s}
+        jobs = tuple(_job(j) for j in s.get("jobs") or ())
+        modes = tuple(s.get("modes") or ("read", "write"))
+        return ProfileSettings(
+            host=str(s["host"]), path=str(s["path"]), jobs=jobs, modes=modes, **given
+        )
+
+    def needs(self, test: PlanTest, s: ProfileSettings) -> Needs:
+        return {host: ("fio",) for host in test.hosts}
+
+    def probes(
+        self, test: PlanTest, s: ProfileSettings, plan: Plan, sessions: Mapping[str, HostSession]
+    ) -> list[Probe]:
+        return [probes.writable_directory(s.host, s.path, "the disk profile's path")]
+
+    def describe(self, test: PlanTest, s: ProfileSettings) -> str:
+        named = "its own jobs" if s.jobs else s.profile
+        jobs = ", ".join(j.name for j in s.grid)
+        return (
+            f"fio {named} ({jobs}) {'/'.join(s.modes)} on {s.host}:{s.path}, "
+            f"{s.size} file, {s.duration_s} s each, x {test.repetitions_text}"
+        )
+
+    def estimate(self, test: PlanTest, s: ProfileSettings, plan: Plan) -> Estimate:
+        runs = len(s.grid) * len(s.modes) * test.repetitions
+        return Estimate(runs * (s.duration_s + STEP_S), ("fio laying its file out in 1 s",))
+
+    def run(self, test: PlanTest, s: ProfileSettings, ctx: RunContext) -> dict[str, Any]:
+        """Every job of the grid in every mode, repetitions of each; failures recorded."""
+        params = {
+            "host": s.host,
+            "path": s.path,
+            "volume": s.volume,
+            "profile": None if s.jobs else s.profile,
+            "jobs": [j.name for j in s.grid],
+            "modes": list(s.modes),
+            "read_percent": s.read_percent,
+            "size_bytes": s.size_bytes,
+            "duration_s": s.duration_s,
+            "repetitions": test.repetitions,
+        }
+        record = new_record(test, params, "bytes_per_second")
+        session = ctx.sessions[s.host]
+        try:
+            check_ready(test, ctx, self.needs(test, s))
+        except CannotStart as exc:
+            record["error"] = str(exc)
+            return record
+        assert session.runner is not None
+        token = secrets.token_hex(4)
+        try:
+            workdir = make_workdir(session, s.path, f"{token}")
+        except CannotStart as exc:
+            record["error"] = str(exc)
+            return record
+        try:
+            filename = fio.check_filename(f"{workdir}/{FIO_FILE}")
+            for job in s.grid:
+                for mode in s.modes:
+                    for index in test.indices:
+                        rep = self._one(session, session.tools["fio"], filename, job, mode, s)
+                        name = f"{job.name.replace(' ', '-').lower()}-{mode}-{index}"
+                        raw = rep.pop("raw", "")
+                        rep["raw_file"] = ctx.save_raw(f"raw/{test.dir_name}/{name}.json", raw)
+                        rep["index"] = index
+                        record["repetitions"].append(rep)
+                        ctx.checkpoint(record)
+        except ValueError as exc:
+            record["error"] = f"path {s.path!r} resolves to {workdir!r}: {exc}"
+        finally:
+            remove_workdir(session, workdir, record)
+        return self.summarize(record, s)
+
+    def _one(
+        self, session: HostSession, fio_path: str, filename: str, job: Job, mode: str,
+        s: ProfileSettings,
+    ) -> dict[str, Any]:  # fmt: skip
+        argv = fio_profiles.job_argv(
+            fio_path, filename, job, mode, size_bytes=s.size_bytes, duration_s=s.duration_s,
+            read_percent=s.read_percent,
+        )  # fmt: skip
+        assert session.runner is not None
+        result = session.runner.run(
+            argv, timeout_s=fio_profiles.timeout_s(s.size_bytes, s.duration_s)
+        )
+        raw = result.stdout + (result.stderr if not result.ok else "")
+        rep: dict[str, Any] = {"status": "failed", "error": None, "profile_job": job.name}
+        rep.update(direction=mode, raw=raw)
+        try:
+            sides = fio_profiles.parse(result.stdout)
+        except fio.FioError as exc:
+            rep["error"] = f"{exc} (exit {result.exited}): {result.stderr.strip()[:200]}"
+            return rep
+        read, write = sides["read"] or {}, sides["write"] or {}
+        main = write if mode == "write" else read
+        if not main:
+            rep["error"] = f"fio moved nothing in {mode}"
+            return rep
+        total = (read.get("bytes_per_second") or 0) + (write.get("bytes_per_second") or 0)
+        rep.update(
+            status="ok",
+            bytes_per_second=total,
+            iops=(read.get("iops") or 0) + (write.get("iops") or 0),
+            **{k: main.get(k) for k in ("latency_mean_us", "latency_p50_us", "latency_p99_us",
+                                         "latency_p999_us")},
+        )  # fmt: skip
+        if mode == "mix":
+            rep.update(
+                read_bytes_per_second=read.get("bytes_per_second"),
+                write_bytes_per_second=write.get("bytes_per_second"),
+            )
+        return rep
+
+    def summarize(self, record: dict[str, Any], s: ProfileSettings) -> dict[str, Any]:
+        """The grid, the first cell's summary as the record's, the status."""
+        record["grid"] = grid(record)
+        found = self.series(record)
+        if found:
+            record["summary"] = found[0].summary
+        reps = record["repetitions"]
+        errors = [
+            f"{r['profile_job']} {r['direction']} {r['index']}: {r['error']}"
+            for r in reps
+            if r["error"]
+        ]
+        return finish(record, [*errors, *([record["error"]] if record.get("error") else [])])
+
+    # --- how its records read ---------------------------------------------------------------
+
+    def series(self, record: Record) -> list[Series]:
+        """One per job and mode, in the order they ran: ``SEQ1M Q8T1 read``."""
+        reps = record.get("repetitions") or []
+        keys = list(
+            dict.fromkeys((str(r.get("profile_job")), str(r.get("direction"))) for r in reps)
+        )
+        found = []
+        for job, mode in keys:
+            values = [
+                float(r["bytes_per_second"])
+                for r in reps
+                if (r.get("profile_job"), r.get("direction")) == (job, mode)
+                and r.get("status") == "ok"
+            ]
+            summary = summarize(values, "bytes_per_second")
+            found.append(Series(f"{job} {mode}", "bytes_per_second", values, summary, None, None))
+        return found
+
+    def named(self, record: Record, found: Sequence[Series]) -> bool:
+        return True
+
+    def ok_repetitions(self, record: Record, direction: str | None) -> list[Mapping[str, Any]]:
+        return [
+            r
+            for r in record.get("repetitions") or []
+            if r.get("status") == "ok"
+            and (direction is None or f"{r.get('profile_job')} {r.get('direction')}" == direction)
+        ]
+
+    def flow(self, record: Record, direction: str | None) -> str:
+        params = record.get("params") or {}
+        on = f" (volume {params['volume']})" if params.get("volume") else ""
+        return f"{params.get('host', '–')} {params.get('path', '')}{on}".strip()
+
+    def measured(self, record: Record, series: Series | None) -> str:
+        return f"fio {series.direction}" if series else "fio"
+
+    def also(self, record: Record, series: Series) -> str:
+        cell = _cell(self.ok_repetitions(record, series.direction))
+        if not cell:
+            return DASH
+        iops = cell["iops"]
+        return (
+            f"{iops:,.0f} IOPS; latency p50 {_us_text(cell['latency_p50_us'])}, "
+            f"p99 {_us_text(cell['latency_p99_us'])}"
+            if iops is not None
+            else DASH
+        )
+
+    def storage_path(self, record: Record) -> tuple[str, str] | None:
+        params = record.get("params") or {}
+        host, path = params.get("host"), params.get("path")
+        return (str(host), path) if isinstance(path, str) else None
+
+
+KIND = DiskProfile()
