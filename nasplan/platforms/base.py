@@ -192,15 +192,6 @@ def marker_values(text: str, separator: str = "=") -> dict[str, str]:
     return values
 
 
-def manual_network_refusal(os_name: str, example: str) -> str:
-    """The refusal of a platform nasplan cannot change the network of, with what to do instead."""
-    return (
-        f"nasplan changes MTU and addresses only where it can arm a revert and read the state "
-        f"back (Linux, macOS, FreeBSD, the TrueNAS middleware); on {os_name} set it yourself, e.g. "
-        f"`{example}`, and run the plan without its network: section"
-    )
-
-
 def missing_tools(facts: HostFacts, packages: Sequence[str]) -> list[str]:
     """The tools of ``packages`` the host's facts did not find, in the order asked."""
     return [p for p in packages if not facts.tool(p)]

@@ -22,8 +22,6 @@ if TYPE_CHECKING:
 BREW_HOWTO = "https://brew.sh"
 # Homebrew's package names for nasplan's tools (others are named as the tool).
 PACKAGES = {"nfs-cp": "libnfs"}
-# Apple silicon installs under /opt/homebrew, Intel Macs under /usr/local (facts look in both).
-HOMEBREW_PREFIXES = ("/opt/homebrew", "/usr/local")
 
 
 class MacOs(PlatformBase):
