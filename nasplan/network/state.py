@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from nasplan.errors import UnknownOutput
@@ -45,13 +45,7 @@ class Route:
         return argv
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "dst": self.dst,
-            "gateway": self.gateway,
-            "metric": self.metric,
-            "protocol": self.protocol,
-            "scope": self.scope,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
