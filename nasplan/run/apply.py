@@ -40,7 +40,7 @@ from nasplan.remote.timeouts import Timeouts, from_environ
 from nasplan.results import new_run_dir
 from nasplan.run import leases, paths
 from nasplan.run.cell import Cell
-from nasplan.run.checkpoint import RunRecord, RunSaver, long_lived_objects_frozen
+from nasplan.run.checkpoint import HostsPart, RunRecord, RunSaver, long_lived_objects_frozen
 from nasplan.run.clock import RunClock, step_text
 from nasplan.run.kind_hooks import KindHooks
 from nasplan.run.lapses import LapseGuard
@@ -177,7 +177,7 @@ class Run:
         and sequence as the phases have them when it is saved."""
         return RunRecord(
             header,
-            self.sessions,
+            HostsPart(self.sessions),
             secrets=lambda: self.hooks.secrets,
             tests=lambda: self.concluded if self.concluded is not None else self.measure.records(),
             warnings=self._warnings,
