@@ -20,6 +20,11 @@ if TYPE_CHECKING:
     from nasplan.facts.gather import HostFacts
 
 VERSION_FILE = "/etc/version"
+NO_INSTALL = (
+    "TrueNAS CORE ships iperf3 in /usr/local/bin; nasplan never runs pkg on the appliance (an "
+    "update would undo it, and it can break the middleware): check the host, or measure from "
+    "another"
+)
 
 
 def _is_freebsd(facts: HostFacts) -> bool:
@@ -44,13 +49,7 @@ class TrueNasCore(PlatformBase):
         return f"TrueNAS CORE ({facts.os_pretty})" if facts.os_pretty else "TrueNAS CORE"
 
     def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
-        return ships_with_it(
-            facts,
-            packages,
-            "TrueNAS CORE ships iperf3 in /usr/local/bin; nasplan never runs pkg on the "
-            "appliance (an update would undo it, and it can break the middleware): check the "
-            "host, or measure from another",
-        )
+        return ships_with_it(facts, packages, NO_INSTALL)
 
     def network_mechanism(self, facts: HostFacts) -> str:
         """The middleware's own commit with rollback (``interface.commit``), read back with BSD

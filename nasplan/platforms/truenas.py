@@ -17,6 +17,10 @@ if TYPE_CHECKING:
     from nasplan.facts.gather import HostFacts
 
 MARKERS = ("/data/manifest.json", "/etc/truenas_version")
+NO_INSTALL = (
+    "TrueNAS SCALE ships iperf3 and fio; nasplan never installs packages on TrueNAS (apt is "
+    "disabled there and would break the appliance): check the host, or measure from another host"
+)
 
 
 class TrueNas(PlatformBase):
@@ -32,13 +36,7 @@ class TrueNas(PlatformBase):
         return f"TrueNAS SCALE {version}" if version else "TrueNAS SCALE"
 
     def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
-        return ships_with_it(
-            facts,
-            packages,
-            "TrueNAS SCALE ships iperf3 and fio; nasplan never installs packages on TrueNAS (apt "
-            "is disabled there and would break the appliance): check the host, or measure from "
-            "another host",
-        )
+        return ships_with_it(facts, packages, NO_INSTALL)
 
     def network_mechanism(self, facts: HostFacts) -> str:
         """The middleware's own commit-confirmed change when ``midclt`` is there, else ``ip``."""
