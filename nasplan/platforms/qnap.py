@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import posixpath
 import shlex
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from nasplan.platforms.base import (
@@ -12,7 +11,6 @@ from nasplan.platforms.base import (
     PlatformBase,
     installer_path,
     marker_values,
-    missing_tools,
     print_installed_paths,
 )
 
@@ -40,10 +38,7 @@ class Qnap(PlatformBase):
         build = system.get("Build Number")
         return f"QTS {version}" + (f" build {build}" if build else "")
 
-    def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
-        missing = missing_tools(facts, packages)
-        if not missing:
-            return []
+    def install_missing(self, facts: HostFacts, missing: list[str]) -> list[Command]:
         opkg = installer_path(
             facts,
             missing,

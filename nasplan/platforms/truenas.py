@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from nasplan.platforms.base import (
@@ -10,7 +9,7 @@ from nasplan.platforms.base import (
     TRUENAS_INTERFACE_COMMIT,
     Command,
     PlatformBase,
-    ships_with_it,
+    not_shipped,
 )
 
 if TYPE_CHECKING:
@@ -35,8 +34,8 @@ class TrueNas(PlatformBase):
         version = facts.markers.get("/etc/version", "").strip()
         return f"TrueNAS SCALE {version}" if version else "TrueNAS SCALE"
 
-    def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
-        return ships_with_it(facts, packages, NO_INSTALL)
+    def install_missing(self, facts: HostFacts, missing: list[str]) -> list[Command]:
+        raise not_shipped(missing, NO_INSTALL)
 
     def network_mechanism(self, facts: HostFacts) -> str:
         """The middleware's own commit-confirmed change when ``midclt`` is there, else ``ip``."""

@@ -331,10 +331,9 @@ def test_the_add_a_platform_recipe_touches_the_files_it_lists_and_the_inventory_
 
             from __future__ import annotations
 
-            from collections.abc import Sequence
             from typing import TYPE_CHECKING
 
-            from nasplan.platforms.base import Command, PlatformBase, ships_with_it
+            from nasplan.platforms.base import Command, PlatformBase, not_shipped
 
             if TYPE_CHECKING:
                 from nasplan.facts.gather import HostFacts
@@ -347,10 +346,8 @@ def test_the_add_a_platform_recipe_touches_the_files_it_lists_and_the_inventory_
                 def matches(self, facts: HostFacts) -> bool:
                     return facts.kernel_name == "Plan9"
 
-                def install_commands(
-                    self, facts: HostFacts, packages: Sequence[str]
-                ) -> list[Command]:
-                    return ships_with_it(facts, packages, "Plan 9 has no packages")
+                def install_missing(self, facts: HostFacts, missing: list[str]) -> list[Command]:
+                    raise not_shipped(missing, "Plan 9 has no packages")
             '''
         ),
         encoding="utf-8",
