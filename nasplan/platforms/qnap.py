@@ -20,6 +20,10 @@ if TYPE_CHECKING:
 ULINUX_CONF = "/etc/config/uLinux.conf"
 GETCFG_VERSION = "getcfg System Version"
 ENTWARE_HOWTO = "https://qnapclub.eu/en/howto/1"
+NO_OPKG = (
+    f"Entware's opkg is not installed (no /opt/bin/opkg). In App Center add the qnapclub "
+    f"repository ({ENTWARE_HOWTO}), install Entware-std, then run nasplan again"
+)
 
 
 class Qnap(PlatformBase):
@@ -39,13 +43,7 @@ class Qnap(PlatformBase):
         return f"QTS {version}" + (f" build {build}" if build else "")
 
     def install_missing(self, facts: HostFacts, missing: list[str]) -> list[Command]:
-        opkg = installer_path(
-            facts,
-            missing,
-            "opkg",
-            f"Entware's opkg is not installed (no /opt/bin/opkg). In App Center add the qnapclub "
-            f"repository ({ENTWARE_HOWTO}), install Entware-std, then run nasplan again",
-        )
+        opkg = installer_path(facts, missing, "opkg", NO_OPKG)
         bin_dir = posixpath.dirname(opkg)
         install = shlex.join([opkg, "install", *missing])
         update = shlex.join([opkg, "update"])
