@@ -232,6 +232,7 @@ def build_lab(document: Document) -> Lab:
             control_address = f"{lan_net.network_address + 1}/{lan_net.prefixlen}"
             for index, (host_name, spec) in enumerate(host_items):
                 _check_net_tools(document, host_name, spec or {}, errors)
+                _check_iscsi_volume(document, host_name, spec or {}, errors)
                 address = lan_net.network_address + FIRST_HOST_OFFSET + index
                 hosts.append(
                     LabHost(
@@ -415,6 +416,21 @@ def _check_net_tools(
                 ("hosts", host, "personality_options", "net_tools"),
                 f"{net_tools} is for the {' and '.join(NET_TOOLS_PERSONALITIES)} personalities, "
                 f"not {personality}",
+            )
+        )
+
+
+def _check_iscsi_volume(
+    document: Document, host: str, spec: dict[str, Any], errors: list[str]
+) -> None:
+    """An iSCSI LUN on a volume: one of the host's own."""
+    volume = (spec.get("iscsi") or {}).get("volume")
+    known = sorted(spec.get("volumes") or {})
+    if volume is not None and volume not in known:
+        have = f"its volumes: {', '.join(known)}" if known else "it has no volumes"
+        errors.append(
+            document.error(
+                ("hosts", host, "iscsi", "volume"), f"{volume!r} is not a volume of {host} ({have})"
             )
         )
 

@@ -226,7 +226,7 @@ def start_services(
     if "iscsi" in services:
         try:
             address = addresses[0].split("/")[0]
-            pids += iscsi.start_iscsi(sshd_pid, address, host_dir, host.name, host.iscsi)
+            pids += iscsi.start_iscsi(sshd_pid, address, host_dir, host.name, host.iscsi, volumes)
         except LabError:
             netns.stop_pids(pids)
             raise

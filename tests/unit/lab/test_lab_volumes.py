@@ -10,7 +10,7 @@ import yaml
 
 from nasplan.errors import InputError, LabError
 from nasplan.input.inventory import load_inventory
-from nasplan.lab import cgroups, hostfs, volumes
+from nasplan.lab import cgroups, hostfs, iscsi, volumes
 from nasplan.lab.model import LabVolume, WriteCache, load_lab
 from nasplan.lab.preview import preview_inventory
 from nasplan.measure import capacity
@@ -181,3 +181,22 @@ def test_a_volume_without_a_rate_each_way_is_one_line_naming_it(tmp_path: Path) 
         load_lab(path)
     (message,) = info.value.messages
     assert message.startswith(f"{path}:") and "hosts.nas.volumes.ssd: no read rate" in message
+
+
+def test_an_iscsi_lun_on_a_volume_is_a_file_at_its_root_and_names_one_of_the_host_s(
+    tmp_path: Path,
+) -> None:
+    text = LAB.replace("services: [smb, nfs]", "services: [smb, iscsi]\n    iscsi: {volume: hdd}")
+    data = preview_inventory(lab_file(tmp_path, text), tmp_path / ".lab" / "vol")
+    assert data["hosts"]["nas"]["vars"]["iscsi"]["volume"] == "hdd"
+    files = iscsi.iscsi_files(tmp_path)
+    settings = iscsi.target_settings("nas", {"volume": "hdd"})
+    assert iscsi.lun_path(files, settings, {"hdd": "/share/HDD"}) == (
+        f"/share/HDD/{iscsi.VOLUME_LUN_NAME}")  # fmt: skip
+    assert iscsi.lun_path(files, iscsi.target_settings("nas", {}), {}) == str(files.lun_path)
+    path = lab_file(tmp_path, text.replace("{volume: hdd}", "{volume: nvme}"))
+    with pytest.raises(InputError) as info:
+        load_lab(path)
+    (message,) = info.value.messages
+    assert message.endswith("hosts.nas.iscsi.volume: 'nvme' is not a volume of nas "
+                            "(its volumes: hdd, ssd)")  # fmt: skip
