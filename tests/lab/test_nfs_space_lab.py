@@ -45,7 +45,8 @@ def test_two_400mib_copies_fit_a_1gib_volume_one_after_the_other(
     running_lab: LabContext, tmp_path: Path
 ) -> None:
     copy = {"kind": "transfer", "server": "nas", "client": "ws", "method": "nfs",
-            "volume": "small", "size": "400MiB", "direction": "write", "repetitions": 1}  # fmt: skip
+            "volume": "small", "size": "400MiB", "direction": "write",
+            "repetitions": 1}  # fmt: skip
     plan = {"name": "nfs-space", "tests": [{**copy, "id": "first"}, {**copy, "id": "second"}]}
     with running_lab(LAB) as state:
         sshd = state.hosts["nas"].sshd_pid
