@@ -1,11 +1,12 @@
-"""A lab NFS server's removed files give their space back while it still holds them open."""
+"""A lab NAS's services shared by tests and hosts: removed NFS files give their space back while
+ganesha still holds them open, and one SMB password serves every host of a lab."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from nasplan.lab import nfs, nfs_release
+from nasplan.lab import nfs, nfs_release, services
 
 
 def test_a_removed_file_still_held_open_is_emptied_and_others_are_left_alone(
@@ -35,3 +36,15 @@ def test_a_removed_file_still_held_open_is_emptied_and_others_are_left_alone(
 def test_the_server_s_releaser_watches_its_exports() -> None:
     argv = nfs.release_argv(4242, ["/srv/hdd", "/lab/nfs/export"])
     assert argv[1:] == ["-m", "nasplan.lab.nfs_release", "4242", "/srv/hdd", "/lab/nfs/export"]
+
+
+def test_a_lab_s_hosts_share_one_smb_password_as_the_inventory_names_one_variable(
+    tmp_path: Path,
+) -> None:
+    first, second = tmp_path / "hosts" / "nas1", tmp_path / "hosts" / "nas2"
+    second.mkdir(parents=True)
+    fresh = services.lab_password(first)
+    assert len(fresh) >= 24
+    services.smb_files(first).root.mkdir(parents=True)
+    services.smb_files(first).password_path.write_text(fresh + "\n")
+    assert services.lab_password(second) == fresh
