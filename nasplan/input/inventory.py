@@ -92,16 +92,19 @@ class Volume:
         return own or self.bytes_per_second
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form (run.json's ``hosts.<name>.volumes``, the plan's Jinja)."""
-        return {
+        """JSON form (run.json's ``hosts.<name>.volumes``, the plan's Jinja); each way's rate
+        only where the inventory states one."""
+        found: dict[str, Any] = {
             "path": self.path,
             "share": self.share,
             "export": self.export,
             "description": self.description or None,
             "bytes_per_second": self.bytes_per_second,
-            "read_bytes_per_second": self.read_bytes_per_second,
-            "write_bytes_per_second": self.write_bytes_per_second,
         }
+        if self.read_bytes_per_second or self.write_bytes_per_second:
+            found["read_bytes_per_second"] = self.read_bytes_per_second
+            found["write_bytes_per_second"] = self.write_bytes_per_second
+        return found
 
     def holds(self, path: str) -> bool:
         """Whether ``path`` on the host lies on this volume (its directory or below)."""
