@@ -23,8 +23,11 @@ import tree_sitter
 import tree_sitter_powershell
 
 from nasplan.facts import windows as facts_windows
+from nasplan.measure.kinds.disk import diskspd
+from nasplan.measure.kinds.disk import windows as disk_windows
+from nasplan.measure.kinds.iperf3 import server_windows as iperf3_server_windows
 from nasplan.measure.kinds.iperf3 import tool as iperf3
-from nasplan.measure.tools import disk_windows, diskspd, iperf3_server_windows, transfer_windows
+from nasplan.measure.tools import transfer_windows
 from nasplan.platforms.windows import refusal_commands
 from nasplan.remote import shell
 

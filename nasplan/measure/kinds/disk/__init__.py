@@ -24,10 +24,11 @@ from nasplan.measure.estimate import Estimate, parts, volume_rate
 from nasplan.measure.fio_workdir import FIO_FILE, WORKDIR_PREFIX, make_workdir, remove_workdir
 from nasplan.measure.kind import Kind, Needs, Probe, Record, RunContext, Section
 from nasplan.measure.kinds.disk import view
+from nasplan.measure.kinds.disk import windows as disk_windows
 from nasplan.measure.pair import check_ready
 from nasplan.measure.record import finish, new_record, warn
 from nasplan.measure.series import DIRECTIONS, Series, directions_asked
-from nasplan.measure.tools import disk_windows, fio
+from nasplan.measure.tools import fio
 from nasplan.quantities import BYTES
 from nasplan.units import parse_size
 

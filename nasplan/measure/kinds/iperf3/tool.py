@@ -1,6 +1,6 @@
 """iperf3: the client's argv, version rules, pure parsers of its ``-J`` output, its error.
 
-The server's scripts are ``iperf3_server`` (POSIX sh) and ``iperf3_server_windows``; one
+The server's scripts are ``server`` (POSIX sh) and ``server_windows`` (PowerShell); one
 repetition (a one-off server, the client, the server's stop) is
 ``nasplan.measure.kinds.iperf3.repetition``.
 """
