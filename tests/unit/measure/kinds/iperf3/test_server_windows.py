@@ -15,7 +15,7 @@ import pytest
 
 from nasplan.measure.kinds.iperf3 import server_windows as win
 from nasplan.measure.kinds.iperf3.repetition import run_repetition
-from nasplan.measure.kinds.iperf3.tool import Iperf3Params
+from nasplan.measure.kinds.iperf3.settings import Iperf3Params
 from nasplan.remote import shell
 
 FIXTURE = Path(__file__).resolve().parents[4] / "fixtures" / "iperf3" / "3.1.3"
