@@ -82,16 +82,29 @@ class Volume:
     description: str = ""
     # its sequential rate (``rate: 180MiB/s``), None when the inventory does not say
     bytes_per_second: int | None = None
+    # each direction's where they differ (``read_rate``, ``write_rate``); None: ``rate``
+    read_bytes_per_second: int | None = None
+    write_bytes_per_second: int | None = None
+
+    def rate(self, direction: str) -> int | None:
+        """Its sequential rate in bytes/s one way (``read``, ``write``); None when not stated."""
+        own = self.read_bytes_per_second if direction == "read" else self.write_bytes_per_second
+        return own or self.bytes_per_second
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form (run.json's ``hosts.<name>.volumes``, the plan's Jinja)."""
-        return {
+        """JSON form (run.json's ``hosts.<name>.volumes``, the plan's Jinja); each way's rate
+        only where the inventory states one."""
+        found: dict[str, Any] = {
             "path": self.path,
             "share": self.share,
             "export": self.export,
             "description": self.description or None,
             "bytes_per_second": self.bytes_per_second,
         }
+        if self.read_bytes_per_second or self.write_bytes_per_second:
+            found["read_bytes_per_second"] = self.read_bytes_per_second
+            found["write_bytes_per_second"] = self.write_bytes_per_second
+        return found
 
     def holds(self, path: str) -> bool:
         """Whether ``path`` on the host lies on this volume (its directory or below)."""
@@ -430,10 +443,17 @@ def _parse_volumes(document: Document, raw: Any, where: tuple[Any, ...]) -> dict
             share=spec.get("share"),
             export=spec.get("export"),
             description=str(spec.get("description") or ""),
-            bytes_per_second=parse_size(str(spec["rate"])[:-2]) if spec.get("rate") else None,
+            bytes_per_second=_byte_rate(spec.get("rate")),
+            read_bytes_per_second=_byte_rate(spec.get("read_rate")),
+            write_bytes_per_second=_byte_rate(spec.get("write_rate")),
         )
         for name, spec in raw.items()
     }
+
+
+def _byte_rate(value: Any) -> int | None:
+    """``180MiB/s`` (the schema checked its form) in bytes per second; None when not given."""
+    return parse_size(str(value)[:-2]) if value else None
 
 
 def _build_host(

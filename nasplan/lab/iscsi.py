@@ -4,7 +4,10 @@ tgtd runs in the host's network namespace and in a mount namespace of its own, a
 host's (its private /tmp), with its own ``/run``, so its control socket never meets the
 machine's or another lab host's; ``tgtadm`` reaches it with ``nsenter`` into tgtd's namespaces.
 Everything else (the LUN's backing file, the CHAP secret in a 0600 file, logs) lives under
-``<state>/hosts/<host>/iscsi``. tgtd ignores SIGTERM: ``stop`` asks it to exit through tgtadm.
+``<state>/hosts/<host>/iscsi``, unless the LUN is on one of the host's volumes
+(``iscsi: {volume: NAME}``): then it is a sparse file at the volume's root, on the same disks
+as the volume's SMB share and NFS export, so iSCSI and SMB compare protocols, not storage.
+tgtd ignores SIGTERM: ``stop`` asks it to exit through tgtadm.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ CHAP_SECRET_ENV = "NASPLAN_LAB_ISCSI_SECRET"
 DEFAULT_LUN_SIZE = "64MiB"
 READY_TIMEOUT_S = 15.0
 TGTADM_TIMEOUT_S = 10.0
+# a LUN on one of the host's volumes (``iscsi: {volume: NAME}``): this file at the volume's root
+VOLUME_LUN_NAME = ".nasplan-iscsi-lun1.img"
 
 
 @dataclass(frozen=True)
@@ -95,7 +100,7 @@ def tgtadm(pid: int, args: Sequence[str]) -> subprocess.CompletedProcess[str]:
         raise LabError(f"tgtadm {' '.join(args[:4])} timed out") from exc
 
 
-def configure_commands(iqn: str, lun_path: Path, chap_secret: str | None) -> list[list[str]]:
+def configure_commands(iqn: str, lun_path: Path | str, chap_secret: str | None) -> list[list[str]]:
     """tgtadm arguments: target, LUN 1 on ``lun_path``, open to all initiators, CHAP account.
 
     tgtadm takes the CHAP password only as an argument: it lives there for the few
@@ -118,24 +123,50 @@ def configure_commands(iqn: str, lun_path: Path, chap_secret: str | None) -> lis
 
 def target_settings(host_name: str, options: Mapping[str, Any]) -> dict[str, Any]:
     """What target.json holds for a host's ``iscsi`` options: ``{iqn, lun, lun_size_bytes,
-    chap_user}`` (chap_user None without CHAP), from the lab file alone."""
+    chap_user, volume}`` (chap_user None without CHAP; volume None for a LUN in the lab's
+    state directory), from the lab file alone."""
     chap = bool(options.get("chap", True))
     return {
         "iqn": target_iqn(host_name),
         "lun": LUN,
         "lun_size_bytes": parse_size(options.get("lun_size", DEFAULT_LUN_SIZE)),
         "chap_user": CHAP_USER if chap else None,
+        "volume": options.get("volume"),
     }
 
 
-def setup_iscsi(host_dir: Path, host_name: str, options: Mapping[str, Any]) -> IscsiFiles:
-    """Make the sparse LUN file, the CHAP secret (0600) and target.json; the layout."""
+def lun_path(
+    files: IscsiFiles, settings: Mapping[str, Any], volumes: Mapping[str, str] | None
+) -> str:
+    """The LUN's backing file as tgtd sees it: a hidden file at the root of its volume
+    (``volumes``: name -> path where tgtd sees it), else in the state directory."""
+    if settings.get("volume") is None:
+        return str(files.lun_path)
+    return f"{(volumes or {})[settings['volume']].rstrip('/')}/{VOLUME_LUN_NAME}"
+
+
+def setup_iscsi(
+    host_dir: Path,
+    host_name: str,
+    options: Mapping[str, Any],
+    *,
+    sshd_pid: int | None = None,
+    volumes: Mapping[str, str] | None = None,
+) -> IscsiFiles:
+    """Make the sparse LUN file (``lun_path``: on its volume, in the mount namespace of the
+    host whose sshd is ``sshd_pid``, where the options name one), the CHAP secret (0600) and
+    target.json; the layout."""
     files = iscsi_files(host_dir)
     files.root.mkdir(parents=True, exist_ok=True)
     files.root.chmod(0o700)
     settings = target_settings(host_name, options)
-    with files.lun_path.open("wb") as handle:
-        handle.truncate(settings["lun_size_bytes"])
+    if settings["volume"] is not None:
+        assert sshd_pid is not None
+        path = lun_path(files, settings, volumes)
+        _make_lun_on_host(sshd_pid, path, settings["lun_size_bytes"])
+    else:
+        with files.lun_path.open("wb") as handle:
+            handle.truncate(settings["lun_size_bytes"])
     if settings["chap_user"]:
         descriptor = os.open(files.secret_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w") as handle:
@@ -143,6 +174,15 @@ def setup_iscsi(host_dir: Path, host_name: str, options: Mapping[str, Any]) -> I
             handle.write(secrets.token_hex(8) + "\n")
     files.settings_path.write_text(json.dumps(settings) + "\n")
     return files
+
+
+def _make_lun_on_host(sshd_pid: int, path: str, size_bytes: int) -> None:
+    """A sparse file of ``size_bytes`` at ``path`` in the host's mount namespace."""
+    argv = ["nsenter", f"--target={sshd_pid}", "--mount", "--",
+            "truncate", "-s", str(size_bytes), "--", path]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise LabError(f"cannot make the iSCSI LUN {path}: {done.stderr.strip()}")
 
 
 def read_secret(host_dir: Path) -> str | None:
@@ -154,21 +194,28 @@ def read_secret(host_dir: Path) -> str | None:
 
 
 def start_iscsi(
-    sshd_pid: int, address: str, host_dir: Path, host_name: str, options: Mapping[str, Any]
+    sshd_pid: int,
+    address: str,
+    host_dir: Path,
+    host_name: str,
+    options: Mapping[str, Any],
+    volumes: Mapping[str, str] | None = None,
 ) -> list[int]:
-    """Set up and start tgtd on ``address``:3260 of the host whose sshd is ``sshd_pid``,
+    """Set up and start tgtd on ``address``:3260 of the host whose sshd is ``sshd_pid``
+    (its LUN on one of ``volumes``, name -> path where tgtd sees it, when options name one),
     configure it; its PID."""
     for program in (TGTD, TGTADM):
         if not Path(program).exists():
             raise LabError(f"{program} is missing: apt-get install tgt")
-    files = setup_iscsi(host_dir, host_name, options)
+    files = setup_iscsi(host_dir, host_name, options, sshd_pid=sshd_pid, volumes=volumes)
     argv = [*daemon.OWN_MOUNTS, "sh", "-c", start_script(), "sh", f"{address}:{ISCSI_PORT}"]
     pid = daemon.spawn_on_host(sshd_pid, argv, files.out_path)
     files.pid_path.write_text(f"{pid}\n")
     try:
         daemon.wait_listening("tgtd", address, ISCSI_PORT, pid, files.out_path, READY_TIMEOUT_S)
         settings = json.loads(files.settings_path.read_text())
-        for args in configure_commands(settings["iqn"], files.lun_path, read_secret(host_dir)):
+        lun = lun_path(files, settings, volumes)
+        for args in configure_commands(settings["iqn"], lun, read_secret(host_dir)):
             done = tgtadm(pid, args)
             if done.returncode != 0:
                 raise LabError(f"tgtadm {' '.join(args[:4])}: {done.stderr.strip()}")
@@ -210,6 +257,8 @@ def vars_of(settings: Mapping[str, Any], files: IscsiFiles) -> dict[str, Any]:
         "lun_size_bytes": settings["lun_size_bytes"],
         "scratch": True,
     }
+    if settings.get("volume"):
+        found["volume"] = settings["volume"]
     if settings.get("chap_user"):
         found.update(
             chap_user=settings["chap_user"],

@@ -51,9 +51,19 @@ class Link:
 
 
 @dataclass(frozen=True)
+class WriteCache:
+    """A disk's write cache (an SSD's SLC cache): the first ``size_bytes`` written go at
+    ``bytes_per_second``, then writes go at the disk's write rate (``nasplan.lab.disk_pacing``)."""
+
+    size_bytes: int
+    bytes_per_second: int
+
+
+@dataclass(frozen=True)
 class LabVolume:
-    """A lab host's volume: a filesystem on ``disks`` disks of ``bytes_per_second`` each (reads
-    and writes), mounted at ``path`` in the host (``nasplan.lab.volumes``)."""
+    """A lab host's volume: a filesystem on ``disks`` disks, mounted at ``path`` in the host
+    (``nasplan.lab.volumes``). Each disk reads at ``bytes_per_second`` and writes at
+    ``write_bytes_per_second`` (None: the same), behind its ``write_cache`` if it has one."""
 
     name: str
     path: str
@@ -62,11 +72,38 @@ class LabVolume:
     filesystem: str = "ext4"
     disks: int = 1
     raid: str = "raid1"
+    write_bytes_per_second: int | None = None
+    write_cache: WriteCache | None = None
+
+    @property
+    def read_rate(self) -> int:
+        return self.bytes_per_second
+
+    @property
+    def write_rate(self) -> int:
+        return self.write_bytes_per_second or self.bytes_per_second
+
+    @property
+    def shaped(self) -> bool:
+        """Whether its disks need more than one rate (``nasplan.lab.shaped_disk``)."""
+        return self.write_rate != self.read_rate or self.write_cache is not None
 
     @property
     def rate_text(self) -> str:
-        """``180 MiB/s``."""
-        return f"{self.bytes_per_second / 2**20:g} MiB/s"
+        """``180 MiB/s``; ``reads 550 MiB/s, writes 200 MiB/s``; with a write cache, ``..., the
+        first 4 GiB written at 1500 MiB/s``."""
+        text = _mib(self.read_rate)
+        if self.write_rate != self.read_rate:
+            text = f"reads {text}, writes {_mib(self.write_rate)}"
+        if self.write_cache is not None:
+            cache = self.write_cache
+            text += f", the first {cache.size_bytes / 2**30:g} GiB written at "
+            text += _mib(cache.bytes_per_second)
+        return text
+
+
+def _mib(bytes_per_second: int) -> str:
+    return f"{bytes_per_second / 2**20:g} MiB/s"
 
 
 @dataclass(frozen=True)
@@ -195,6 +232,7 @@ def build_lab(document: Document) -> Lab:
             control_address = f"{lan_net.network_address + 1}/{lan_net.prefixlen}"
             for index, (host_name, spec) in enumerate(host_items):
                 _check_net_tools(document, host_name, spec or {}, errors)
+                _check_iscsi_volume(document, host_name, spec or {}, errors)
                 address = lan_net.network_address + FIRST_HOST_OFFSET + index
                 hosts.append(
                     LabHost(
@@ -263,25 +301,63 @@ def _volumes(
     found = []
     for name, raw in (spec.get("volumes") or {}).items():
         where: tuple[str | int, ...] = ("hosts", host, "volumes", name)
-        rate = _size(document, (*where, "rate"), {"rate": str(raw["rate"])[:-2]}, errors)
+        read, write = _volume_rates(document, where, raw, errors)
         size = _size(document, (*where, "size"), {"size": raw.get("size", "1GiB")}, errors)
+        cache = _write_cache(document, where, raw, errors)
         filesystem, disks = raw.get("filesystem", "ext4"), int(raw.get("disks", 1))
         if disks > 1 and filesystem != "btrfs":
             message = f"{disks} disks need filesystem btrfs (it makes the RAID), not {filesystem}"
             errors.append(document.error((*where, "disks"), message))
-        if rate is not None and size is not None:
+        if read is not None and write is not None and size is not None:
             found.append(
                 LabVolume(
                     name=name,
                     path=str(raw.get("path") or f"/srv/{name}"),
-                    bytes_per_second=rate,
+                    bytes_per_second=read,
                     size_bytes=size,
                     filesystem=filesystem,
                     disks=disks,
                     raid=str(raw.get("raid", "raid1")),
+                    write_bytes_per_second=write if write != read else None,
+                    write_cache=cache,
                 )
             )
     return tuple(found)
+
+
+def _byte_rate(
+    document: Document, where: tuple[str | int, ...], value: Any, errors: list[str]
+) -> int | None:
+    """``180MiB/s`` (the schema checked its form) at ``where`` in bytes per second."""
+    return _size(document, where, {where[-1]: str(value)[:-2]}, errors)
+
+
+def _volume_rates(
+    document: Document, where: tuple[str | int, ...], raw: dict[str, Any], errors: list[str]
+) -> tuple[int | None, int | None]:
+    """A volume's read and write rates: ``read`` and ``write``, each ``rate`` when not given."""
+    rates: list[int | None] = []
+    for key in ("read", "write"):
+        if raw.get(key, raw.get("rate")) is None:
+            errors.append(document.error(where, f"no {key} rate: give rate (reads and writes "
+                                                f"alike) or read and write"))  # fmt: skip
+            rates.append(None)
+            continue
+        field_name = key if key in raw else "rate"
+        rates.append(_byte_rate(document, (*where, field_name), raw[field_name], errors))
+    return rates[0], rates[1]
+
+
+def _write_cache(
+    document: Document, where: tuple[str | int, ...], raw: dict[str, Any], errors: list[str]
+) -> WriteCache | None:
+    """The volume's disks' write cache, None when they have none."""
+    spec = raw.get("write_cache")
+    if spec is None:
+        return None
+    size = _size(document, (*where, "write_cache", "size"), spec, errors)
+    rate = _byte_rate(document, (*where, "write_cache", "rate"), spec["rate"], errors)
+    return WriteCache(size, rate) if size is not None and rate is not None else None
 
 
 def _with_link_address(
@@ -340,6 +416,21 @@ def _check_net_tools(
                 ("hosts", host, "personality_options", "net_tools"),
                 f"{net_tools} is for the {' and '.join(NET_TOOLS_PERSONALITIES)} personalities, "
                 f"not {personality}",
+            )
+        )
+
+
+def _check_iscsi_volume(
+    document: Document, host: str, spec: dict[str, Any], errors: list[str]
+) -> None:
+    """An iSCSI LUN on a volume: one of the host's own."""
+    volume = (spec.get("iscsi") or {}).get("volume")
+    known = sorted(spec.get("volumes") or {})
+    if volume is not None and volume not in known:
+        have = f"its volumes: {', '.join(known)}" if known else "it has no volumes"
+        errors.append(
+            document.error(
+                ("hosts", host, "iscsi", "volume"), f"{volume!r} is not a volume of {host} ({have})"
             )
         )
 

@@ -4,12 +4,14 @@ The export is served as NFSv3 and NFSv4 under ``/data``; clients use libnfs (``n
 whose NFSv3 needs the portmapper. rpcbind and ganesha run in a mount namespace of their own, a
 child of the host's (so they see its private /tmp), with their own ``/run``: their Unix sockets
 and lock files never meet the machine's, the host sshd's or another lab host's. Everything else
-lives under ``<state>/hosts/<host>/nfs``.
+lives under ``<state>/hosts/<host>/nfs``. Beside ganesha, ``nasplan.lab.nfs_release`` gives back
+the space of test files removed on the NAS that ganesha still holds open.
 """
 
 from __future__ import annotations
 
 import shlex
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +54,10 @@ class NfsFiles:
     @property
     def out_path(self) -> Path:
         return self.root / "ganesha.out"
+
+    @property
+    def release_log_path(self) -> Path:
+        return self.root / "release.log"
 
     @property
     def pid_path(self) -> Path:
@@ -171,11 +177,19 @@ def start_nfs(
         for port in (PORTMAP_PORT, MOUNT_PORT, NFS_PORT):
             daemon.wait_listening("ganesha", address, port, pid, files.out_path, READY_TIMEOUT_S)
         pids.append(int(files.rpcbind_pid_path.read_text().split()[0]))
+        roots = [str(files.export_path.resolve()), *(volumes or {}).values()]
+        pids.append(daemon.spawn_here(release_argv(pid, roots), files.release_log_path))
     except (LabError, OSError, ValueError, IndexError) as exc:
         netns.stop_pids(pids)
         tail = daemon.log_tail(files.log_path)
         raise LabError(f"NFS server for {address} did not start: {exc} | {tail}") from exc
     return pids
+
+
+def release_argv(ganesha_pid: int, roots: list[str]) -> list[str]:
+    """``nasplan.lab.nfs_release``: the space of files removed under ``roots`` (the exports,
+    as ganesha sees them) given back while ganesha still holds them open."""
+    return [sys.executable, "-m", "nasplan.lab.nfs_release", str(ganesha_pid), *roots]
 
 
 def inventory_vars(host_dir: Path) -> dict[str, Any]:

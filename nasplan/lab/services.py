@@ -130,8 +130,8 @@ def render_smb_conf(
 def setup_smb(
     host_dir: Path, addresses: list[str], volumes: Mapping[str, str] | None = None
 ) -> SmbFiles:
-    """Write smb.conf (a share of each volume too), the share, a fresh password (0600) and a
-    private passdb for the user."""
+    """Write smb.conf (a share of each volume too), the share, the lab's password (0600,
+    ``lab_password``) and a private passdb for the user."""
     files = smb_files(host_dir)
     files.root.mkdir(parents=True, exist_ok=True)
     files.root.chmod(0o700)
@@ -143,7 +143,7 @@ def setup_smb(
     link.symlink_to(files.root.resolve(), target_is_directory=True)
     files.conf_path.write_text(render_smb_conf(files, addresses, volumes))
     (files.root / "users.map").write_text(f"{SMB_UNIX_USER} = {SMB_USER}\n")
-    password = secrets.token_urlsafe(18)
+    password = lab_password(host_dir)
     descriptor = os.open(files.password_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(descriptor, "w") as handle:
         handle.write(password + "\n")
@@ -162,6 +162,15 @@ def remove(host_dir: Path) -> None:
     link = short_root(smb_files(host_dir))
     if link.is_symlink():
         link.unlink()
+
+
+def lab_password(host_dir: Path) -> str:
+    """The Samba password of a lab's hosts: one for all of them, as the inventory names one
+    variable (``NASPLAN_LAB_SMB_PASSWORD``) for each; fresh for the lab's first host."""
+    for other in sorted(host_dir.parent.iterdir()):
+        if other != host_dir and (found := read_password(other)):
+            return found
+    return secrets.token_urlsafe(18)
 
 
 def read_password(host_dir: Path) -> str | None:
@@ -225,7 +234,7 @@ def start_services(
     if "iscsi" in services:
         try:
             address = addresses[0].split("/")[0]
-            pids += iscsi.start_iscsi(sshd_pid, address, host_dir, host.name, host.iscsi)
+            pids += iscsi.start_iscsi(sshd_pid, address, host_dir, host.name, host.iscsi, volumes)
         except LabError:
             netns.stop_pids(pids)
             raise

@@ -1,7 +1,8 @@
 """A lab host's volumes: filesystems on disks of a shaped rate, mounted inside the host.
 
 Each disk is nbdkit's ``memory`` plugin behind its ``rate`` filter (reads and writes at the
-disk's rate in bytes per second), served by ``nbdfuse`` as one file in a FUSE mount of the
+disk's rate in bytes per second; a disk whose reads and writes differ, or with a write cache,
+is ``nasplan.lab.shaped_disk`` instead), served by ``nbdfuse`` as one file in a FUSE mount of the
 host's state directory and attached to a loop device with direct I/O (so the machine's page
 cache does not sit between the filesystem and its disk: the host's own page cache is the NAS's
 cache, bounded by its memory limit, ``nasplan.lab.cgroups``). The filesystem (ext4, xfs, or a
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,13 +52,30 @@ class Made:
 
 def disk_argv(fuse_dir: Path, volume: LabVolume) -> list[str]:
     """nbdfuse serving one disk of ``volume`` as ``fuse_dir/nbd``: nbdkit's memory plugin (sparse:
-    only what is written takes the machine's memory) behind the rate filter (bits per second)."""
+    only what is written takes the machine's memory) behind the rate filter (bits per second),
+    or for a disk of more than one rate (``LabVolume.shaped``) ``nasplan.lab.shaped_disk``."""
+    if volume.shaped:
+        return [NBDFUSE, str(fuse_dir), "--command", *shaped_disk_argv(volume)]
     bits = volume.bytes_per_second * 8
     return [
         NBDFUSE, str(fuse_dir), "--command",
         NBDKIT, "-s", "--exit-with-parent", "--filter=rate",
         "memory", str(volume.size_bytes), f"rate={bits}", f"burstiness={BURSTINESS_S}",
     ]  # fmt: skip
+
+
+def shaped_disk_argv(volume: LabVolume) -> list[str]:
+    """``python3 -m nasplan.lab.shaped_disk``'s argv for one disk of ``volume``."""
+    argv = [
+        sys.executable, "-m", "nasplan.lab.shaped_disk", str(volume.size_bytes),
+        f"--read-rate={volume.read_rate}", f"--write-rate={volume.write_rate}",
+    ]  # fmt: skip
+    if volume.write_cache is not None:
+        argv += [
+            f"--cache-bytes={volume.write_cache.size_bytes}",
+            f"--cache-rate={volume.write_cache.bytes_per_second}",
+        ]
+    return argv
 
 
 def mkfs_argv(volume: LabVolume, loops: list[str]) -> list[str]:
@@ -137,13 +156,17 @@ def _mounted(path: str) -> bool:
 
 def inventory_entry(volume: LabVolume, services: tuple[str, ...]) -> dict[str, str]:
     """What the lab inventory says of ``volume``: its path, its share and export where the host
-    serves them, what it is in words, and its rate (``stated_rate``)."""
+    serves them, what it is in words, and its rates (``stated_rate``): ``rate``, the slower
+    direction's, and where reads and writes differ ``read_rate`` and ``write_rate`` too."""
     disks = f"{volume.disks} disks ({volume.raid})" if volume.disks > 1 else "1 disk"
+    read, write = stated_rate(volume, "read"), stated_rate(volume, "write")
     entry = {
         "path": volume.path,
         "description": f"lab volume: {volume.filesystem} on {disks} of {volume.rate_text} each",
-        "rate": f"{stated_rate(volume) / 2**20:g}MiB/s",
+        "rate": _mib_per_s(min(read, write)),
     }
+    if read != write:
+        entry |= {"read_rate": _mib_per_s(read), "write_rate": _mib_per_s(write)}
     if "smb" in services:
         entry["share"] = volume.name
     if "nfs" in services:
@@ -151,14 +174,20 @@ def inventory_entry(volume: LabVolume, services: tuple[str, ...]) -> dict[str, s
     return entry
 
 
-def stated_rate(volume: LabVolume) -> int:
-    """The volume's sequential rate in bytes/s as its inventory states it: one disk's for one
-    disk and for RAID 1 (it writes every disk, and a single stream reads one mirror), the disks'
-    together for RAID 0, half of them for RAID 10."""
+def _mib_per_s(bytes_per_second: int) -> str:
+    return f"{bytes_per_second / 2**20:g}MiB/s"
+
+
+def stated_rate(volume: LabVolume, direction: str = "read") -> int:
+    """The volume's sequential rate in bytes/s one way (``read``, ``write``) as its inventory
+    states it: one disk's for one disk and for RAID 1 (it writes every disk, and a single stream
+    reads one mirror), the disks' together for RAID 0, half of them for RAID 10. A write cache's
+    rate is left out: a long copy outlasts it."""
+    rate = volume.read_rate if direction == "read" else volume.write_rate
     if volume.disks < 2 or volume.raid == "raid1":
-        return volume.bytes_per_second
+        return rate
     stripes = volume.disks if volume.raid == "raid0" else volume.disks // 2
-    return volume.bytes_per_second * max(stripes, 1)
+    return rate * max(stripes, 1)
 
 
 def tools_missing() -> list[str]:

@@ -97,14 +97,14 @@ def _found(
 
 
 def stated_volumes(hosts: Iterable[Host]) -> list[Capacity]:
-    """The hosts' volumes' sequential rates the inventory states (``rate``) as disk capacities
-    in both directions, named ``the inventory's rate``."""
+    """The hosts' volumes' sequential rates the inventory states (``rate``, or ``read_rate``
+    and ``write_rate``) as disk capacities each way, named ``the inventory's rate``."""
     return [
         Capacity(DISK, host.name, way, float(rate), volume=name, stated="the inventory's rate")
         for host in hosts
         for name, volume in host.volumes.items()
-        if (rate := volume.bytes_per_second)
         for way in ("write", "read")
+        if (rate := volume.rate(way))
     ]
 
 

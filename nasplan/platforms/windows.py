@@ -27,7 +27,7 @@ DOWNLOAD_PAGES = {
 
 
 # Tools Windows has built in, by the name a test kind asks for: an SMB transfer needs no
-# smbclient (nasplan times New-SmbMapping + Copy-Item, nasplan/measure/transfer_windows.py).
+# smbclient (nasplan times New-SmbMapping + Copy-Item, nasplan/measure/tools/transfer_windows.py).
 BUILTIN = {"smbclient": "builtin: Windows SMB client (New-SmbMapping, Copy-Item)"}
 # The Windows tool that does a Linux tool's job: a disk test asks for fio, Windows runs diskspd.
 EQUIVALENTS = {"fio": "diskspd"}

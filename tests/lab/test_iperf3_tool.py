@@ -17,9 +17,9 @@ import pytest
 from nasplan.facts.gather import parse_iperf3_version
 from nasplan.measure.kinds.iperf3.repetition import run_repetition
 from nasplan.measure.kinds.iperf3.server import READY_MARKER, server_launch_script
+from nasplan.measure.kinds.iperf3.settings import Iperf3Params
 from nasplan.measure.kinds.iperf3.tool import (
     Iperf3Error,
-    Iperf3Params,
     server_start_script,
     server_stop_script,
     temp_paths,

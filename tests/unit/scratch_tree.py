@@ -2,10 +2,7 @@
 step, and on which the suite's guards then run: a recipe is true when doing exactly what it says
 touches exactly the files it names and leaves every guard green.
 
-The API a recipe test uses (``tests/unit/recipes/``; the kind recipe of
-``tests/unit/test_recipes.py`` may move to it: ``Recipe.read("Add a test kind", "sleep").files``
-is its ``recipe_files``, and ``test_start_up_imports.py``, a guard, holds the kind registry to
-the plan schema)::
+The API a recipe test uses (``tests/unit/recipes/``)::
 
     tree = ScratchTree.copy(tmp_path)       # what git tracks or would add; of tests/ no test
                                             # module but the guards
@@ -18,6 +15,7 @@ the plan schema)::
     recipe.assert_touched(tree.changed(), applied={"nasplan/facts/gather.py"})  # those, no more
     tree.assert_guards_pass(extra=[...])    # GUARDS in a fresh pytest, the tree's nasplan first
     tree.python(script)                     # a script's stdout, importing the tree's nasplan
+    tree.cli("apply", "plan.yaml")          # nasplan itself, run from the tree
 
 ``Recipe.files``: the ``nasplan/...`` paths of its steps that always apply; ``Recipe.only_when``
 those of its *Only when* steps (a test names the ones its example applied); ``other_files``:
@@ -216,6 +214,10 @@ class ScratchTree:
         check = "import nasplan, pathlib\nassert pathlib.Path(nasplan.__file__).parent == "
         check += "pathlib.Path('nasplan').resolve(), nasplan.__file__\n"
         return self._run([sys.executable, "-c", check + code], timeout_s=120).stdout
+
+    def cli(self, *args: str, timeout_s: float = 120) -> subprocess.CompletedProcess[str]:
+        """``nasplan ARGS`` run from the tree, its nasplan; the finished process."""
+        return self._run([sys.executable, "-m", "nasplan", *args], timeout_s, check=False)
 
     def _run(
         self, argv: list[str], timeout_s: float, check: bool = True

@@ -23,8 +23,12 @@ import tree_sitter
 import tree_sitter_powershell
 
 from nasplan.facts import windows as facts_windows
+from nasplan.measure.kinds.disk import diskspd
+from nasplan.measure.kinds.disk import windows as disk_windows
+from nasplan.measure.kinds.iperf3 import server_windows as iperf3_server_windows
 from nasplan.measure.kinds.iperf3 import tool as iperf3
-from nasplan.measure.tools import disk_windows, diskspd, iperf3_server_windows, transfer_windows
+from nasplan.measure.kinds.iperf3.settings import Iperf3Params
+from nasplan.measure.tools import transfer_windows
 from nasplan.platforms.windows import refusal_commands
 from nasplan.remote import shell
 
@@ -175,7 +179,7 @@ def _remove_dir(value: str) -> tuple[str, list[str]]:
 
 
 def _iperf3_client(value: str) -> tuple[str, list[str]]:
-    argv = iperf3.client_argv(_pathlike(value), "198.18.0.10", iperf3.Iperf3Params(duration_s=2))
+    argv = iperf3.client_argv(_pathlike(value), "198.18.0.10", Iperf3Params(duration_s=2))
     return shell.windows(None).argv_script(argv), [_pathlike(value)]
 
 

@@ -225,10 +225,16 @@ class TransferMethod(abc.ABC):
         return join(xfer.server_path, xfer.remote_name) if xfer.server_path else None
 
     def copies(self, xfer: Transfer) -> list[Transfer]:
-        """Every copy a run of the test may write: each write's target (and the untimed seed's),
-        a set's one-file twin's too."""
+        """Every copy a run of the test may write: each write's target when it writes, the
+        untimed seed's when it reads, a set's one-file twin's too."""
         made = [xfer, xfer.one_file()] if xfer.groups else [xfer]
-        targets = [self.write_target(copy, index) for copy in made for index in (0, *copy.indices)]
+        seed = (0,) if any(d != "write" for d in xfer.directions) else ()
+        writes = "write" in xfer.directions
+        targets = [
+            self.write_target(copy, index)
+            for copy in made
+            for index in (*seed, *(copy.indices if writes else ()))
+        ]
         return list({t.remote_name: t for t in targets}.values())
 
     def nas_copies(self, xfer: Transfer) -> list[str]:

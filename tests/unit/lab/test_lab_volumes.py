@@ -10,9 +10,10 @@ import yaml
 
 from nasplan.errors import InputError, LabError
 from nasplan.input.inventory import load_inventory
-from nasplan.lab import cgroups, hostfs, volumes
-from nasplan.lab.model import LabVolume, load_lab
+from nasplan.lab import cgroups, hostfs, iscsi, volumes
+from nasplan.lab.model import LabVolume, WriteCache, load_lab
 from nasplan.lab.preview import preview_inventory
+from nasplan.measure import capacity
 
 LAB = """\
 name: vol
@@ -117,3 +118,85 @@ def test_a_limited_host_sees_its_cgroup_as_a_system_does() -> None:
                       "/sys/fs/cgroup/memory"]  # fmt: skip
     # a daemon joins the group before it execs: the PID is still the daemon's own
     assert cgroups.join_argv(Path("/sys/fs/cgroup/g"))[:3] == ["sh", "-c", cgroups.JOIN_SCRIPT]
+
+
+SHAPED = """\
+name: vol
+lan: {prefix: 198.18.165.0/24, rate: 1G}
+hosts:
+  nas:
+    services: [smb]
+    volumes:
+      ssd:
+        read: 550MiB/s
+        write: 200MiB/s
+        write_cache: {size: 4GiB, rate: 1500MiB/s}
+      mirror: {rate: 180MiB/s, write: 90MiB/s, filesystem: btrfs, disks: 2}
+"""
+
+
+def test_a_volume_reads_and_writes_at_rates_of_their_own_behind_a_write_cache(
+    tmp_path: Path,
+) -> None:
+    ssd, mirror = load_lab(lab_file(tmp_path, SHAPED)).host("nas").volumes
+    assert (ssd.read_rate, ssd.write_rate) == (550 * 2**20, 200 * 2**20)
+    assert ssd.write_cache == WriteCache(4 * 2**30, 1500 * 2**20)
+    assert (mirror.read_rate, mirror.write_rate, mirror.write_cache) == (
+        180 * 2**20, 90 * 2**20, None)  # fmt: skip
+    # such a disk is the shaped disk's, each rate and the cache on its command line
+    argv = volumes.disk_argv(tmp_path / "disk0", ssd)
+    assert argv[argv.index("--command") + 2 : argv.index("--command") + 4] == [
+        "-m", "nasplan.lab.shaped_disk"]  # fmt: skip
+    assert f"--write-rate={200 * 2**20}" in argv and f"--cache-bytes={4 * 2**30}" in argv
+    # a plain volume stays nbdkit's
+    plain = load_lab(lab_file(tmp_path)).host("nas").volumes[0]
+    assert "nbdkit" in volumes.disk_argv(tmp_path / "disk0", plain)
+
+
+def test_the_inventory_states_each_way_s_rate_of_a_volume_whose_reads_and_writes_differ(
+    tmp_path: Path,
+) -> None:
+    data = preview_inventory(lab_file(tmp_path, SHAPED), tmp_path / ".lab" / "vol")
+    ssd = data["hosts"]["nas"]["volumes"]["ssd"]
+    assert ssd["description"] == (
+        "lab volume: ext4 on 1 disk of reads 550 MiB/s, writes 200 MiB/s, "
+        "the first 4 GiB written at 1500 MiB/s each"
+    )
+    assert (ssd["rate"], ssd["read_rate"], ssd["write_rate"]) == (
+        "200MiB/s", "550MiB/s", "200MiB/s")  # fmt: skip
+    (tmp_path / "inventory.yaml").write_text(yaml.safe_dump(data))
+    loaded = load_inventory(tmp_path / "inventory.yaml").hosts["nas"].volumes
+    assert (loaded["ssd"].rate("read"), loaded["ssd"].rate("write")) == (550 * 2**20, 200 * 2**20)
+    # a RAID 1's writes: one disk's write rate
+    assert loaded["mirror"].rate("write") == 90 * 2**20
+    # a copy is judged against the rate of its own direction
+    host = load_inventory(tmp_path / "inventory.yaml").hosts["nas"]
+    stated = {(c.volume, c.direction): c.value for c in capacity.stated_volumes([host])}
+    assert stated[("ssd", "read")] == 550 * 2**20 and stated[("ssd", "write")] == 200 * 2**20
+
+
+def test_a_volume_without_a_rate_each_way_is_one_line_naming_it(tmp_path: Path) -> None:
+    path = lab_file(tmp_path, SHAPED.replace("        read: 550MiB/s\n", ""))
+    with pytest.raises(InputError) as info:
+        load_lab(path)
+    (message,) = info.value.messages
+    assert message.startswith(f"{path}:") and "hosts.nas.volumes.ssd: no read rate" in message
+
+
+def test_an_iscsi_lun_on_a_volume_is_a_file_at_its_root_and_names_one_of_the_host_s(
+    tmp_path: Path,
+) -> None:
+    text = LAB.replace("services: [smb, nfs]", "services: [smb, iscsi]\n    iscsi: {volume: hdd}")
+    data = preview_inventory(lab_file(tmp_path, text), tmp_path / ".lab" / "vol")
+    assert data["hosts"]["nas"]["vars"]["iscsi"]["volume"] == "hdd"
+    files = iscsi.iscsi_files(tmp_path)
+    settings = iscsi.target_settings("nas", {"volume": "hdd"})
+    assert iscsi.lun_path(files, settings, {"hdd": "/share/HDD"}) == (
+        f"/share/HDD/{iscsi.VOLUME_LUN_NAME}")  # fmt: skip
+    assert iscsi.lun_path(files, iscsi.target_settings("nas", {}), {}) == str(files.lun_path)
+    path = lab_file(tmp_path, text.replace("{volume: hdd}", "{volume: nvme}"))
+    with pytest.raises(InputError) as info:
+        load_lab(path)
+    (message,) = info.value.messages
+    assert message.endswith("hosts.nas.iscsi.volume: 'nvme' is not a volume of nas "
+                            "(its volumes: hdd, ssd)")  # fmt: skip

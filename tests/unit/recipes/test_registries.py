@@ -1,6 +1,7 @@
 """The registries against what names them elsewhere: the plan schema's transfer methods, the
-inventory schema's platforms, the diagnosis causes in run.json's schema and in the manual. A
-guard (``scratch_tree.GUARDS``): a recipe followed in a scratch tree keeps these true."""
+inventory schema's platforms, the diagnosis causes in run.json's schema and in the manual, the
+kinds in the manual, the secrets a test names in the check before a run. A guard
+(``scratch_tree.GUARDS``): a recipe followed in a scratch tree keeps these true."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import re
 from pathlib import Path
 
 from nasplan.input.loader import load_schema
+from nasplan.measure.kinds import MODULES
 from nasplan.measure.methods import METHODS
 from nasplan.platforms import registry
 
@@ -28,6 +30,34 @@ def test_a_method_written_as_a_kind_gets_a_hint_and_the_manual_names_every_metho
     manual = (ROOT / "docs" / "measurements.md").read_text(encoding="utf-8")
     (line,) = re.findall(r"^    method: smb +# (.+)$", manual, re.MULTILINE)
     assert set(METHODS) <= set(re.findall(r"[a-z0-9-]+", line)), "docs/measurements.md"
+
+
+def test_the_manual_shows_every_kind_in_a_plan() -> None:
+    manual = (ROOT / "docs" / "measurements.md").read_text(encoding="utf-8")
+    missing = [name for name in MODULES if not re.search(rf"\bkind: {name}\b", manual)]
+    assert not missing, f"docs/measurements.md shows no plan with kind: {missing}"
+
+
+def test_every_secret_a_test_names_is_asked_for_before_the_run() -> None:
+    """A test's ``*_env`` key (an environment variable holding a secret) is one that
+    ``unset_variables`` of run/planned.py looks up, so a run stops before it starts when the
+    variable is not set."""
+    definitions = load_schema("plan")["$defs"].values()
+    keys = {
+        key
+        for definition in definitions
+        if isinstance(definition, dict)
+        for key in definition.get("properties", {})
+        if key.endswith("_env")
+    }
+    assert {"password_env", "chap_secret_env"} <= keys
+    source = (PACKAGE / "run" / "planned.py").read_text(encoding="utf-8")
+    named = {
+        node.value
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    }
+    assert keys <= named, f"run/planned.py's unset_variables misses {sorted(keys - named)}"
 
 
 def test_the_inventory_platform_enum_is_the_names_the_platforms_answer_to() -> None:

@@ -24,12 +24,13 @@ from nasplan.measure.estimate import Estimate, parts, volume_rate
 from nasplan.measure.fio_workdir import FIO_FILE, WORKDIR_PREFIX, make_workdir, remove_workdir
 from nasplan.measure.kind import Kind, Needs, Probe, Record, RunContext, Section
 from nasplan.measure.kinds.disk import view
+from nasplan.measure.kinds.disk import windows as disk_windows
+from nasplan.measure.kinds.disk.settings import DiskSettings
 from nasplan.measure.pair import check_ready
 from nasplan.measure.record import finish, new_record, warn
-from nasplan.measure.series import DIRECTIONS, Series, directions_asked
-from nasplan.measure.tools import disk_windows, fio
+from nasplan.measure.series import DIRECTIONS, Series
+from nasplan.measure.tools import fio
 from nasplan.quantities import BYTES
-from nasplan.units import parse_size
 
 # a repetition's own start and end besides its data: fio started, its output read back
 STEP_S = 0.3
@@ -37,29 +38,6 @@ STEP_S = 0.3
 PART_S = 0.1
 # what a disk test's estimate assumes when the plan cannot say: a single hard disk's rate
 ASSUMED_DISK_BYTES_PER_SECOND = 200 * 2**20
-
-
-@dataclass(frozen=True)
-class DiskSettings:
-    """A disk test's settings: where fio writes, which directions, how much, how."""
-
-    host: str
-    path: str
-    # the inventory's volume the path lies on (``volume:``, or found from the path)
-    volume: str | None = None
-    direction: str = "both"
-    size: str | int = "64MiB"
-    direct: bool = True
-    fallback_buffered: bool = True
-    duration_s: int = 10  # diskspd (Windows) runs for a time; fio writes ``size`` once
-
-    @property
-    def size_bytes(self) -> int:
-        return parse_size(self.size)
-
-    @property
-    def directions(self) -> tuple[str, ...]:
-        return directions_asked(self.direction)
 
 
 def _run_diskspd(

@@ -25,6 +25,7 @@ from nasplan.measure.kinds.iperf3 import clients as iperf3_together
 from nasplan.measure.kinds.iperf3 import runs as iperf3_runs
 from nasplan.measure.kinds.iperf3 import streams, udp, view
 from nasplan.measure.kinds.iperf3 import tool as iperf3
+from nasplan.measure.kinds.iperf3.settings import Iperf3Params
 from nasplan.measure.record import finish, new_record, path_params
 from nasplan.measure.series import Series, by_direction, single
 from nasplan.measure.tools import loaded_ping
@@ -99,7 +100,7 @@ def _used(reps: Sequence[Mapping[str, Any]], key: str) -> list[str]:
     return sorted({str(r[key]) for r in reps if r.get(key) is not None})
 
 
-def _series(rep: dict[str, Any], params: iperf3.Iperf3Params) -> dict[str, Any] | None:
+def _series(rep: dict[str, Any], params: Iperf3Params) -> dict[str, Any] | None:
     """A repetition's per-second rates from iperf3's own intervals, on the test's clock."""
     if rep["status"] != "ok":
         return None
@@ -176,7 +177,7 @@ def _together_verdict(record: Record) -> dict[str, Any]:
     return found
 
 
-class Iperf3(Kind[iperf3.Iperf3Params]):
+class Iperf3(Kind[Iperf3Params]):
     """``kind: iperf3``: what the network carries between two hosts, TCP or UDP, in bit/s."""
 
     name = "iperf3"
@@ -190,13 +191,13 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
     section = Section(__name__, view.view, view.numbers)
     settles_itself = True
 
-    def settings(self, test: PlanTest) -> iperf3.Iperf3Params:
+    def settings(self, test: PlanTest) -> Iperf3Params:
         """The measurement's parameters (the port: FIRST_PORT + the test's index)."""
         s = test.settings
         bitrate, window, length = s.get("bitrate"), s.get("window"), s.get("length")
         total = None if s.get("bytes") is None else parse_size(s["bytes"])
         dscp = s.get("dscp")
-        return iperf3.Iperf3Params(
+        return Iperf3Params(
             duration_s=_time_bound_s(total) if total else int(s.get("duration_s", 10)),
             omit_s=int(s.get("omit_s", 0)),
             parallel=int(s.get("parallel", 1)),
@@ -217,12 +218,12 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
             latency_under_load=bool(s.get("latency_under_load", False)),
         )
 
-    def needs(self, test: PlanTest, s: iperf3.Iperf3Params) -> Needs:
+    def needs(self, test: PlanTest, s: Iperf3Params) -> Needs:
         """iperf3 on both ends (every client's); ping on the client for latency under load."""
         client: tuple[str, ...] = ("iperf3", "ping") if s.latency_under_load else ("iperf3",)
         return {test.server: ("iperf3",), **{c: client for c in test.clients}}
 
-    def describe(self, test: PlanTest, s: iperf3.Iperf3Params) -> str:
+    def describe(self, test: PlanTest, s: Iperf3Params) -> str:
         streams = f", {s.parallel} streams" if s.parallel > 1 else ""
         protocol, target = s.protocol.upper(), test.target.label()
         client = f"{' + '.join(test.clients)} at once" if len(test.clients) > 1 else test.client
@@ -244,7 +245,7 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
         options += ", pinged idle and under load" if s.latency_under_load else ""
         return f"{flow}{rate}{streams}{options}, {test.repetitions_text} x {each}"
 
-    def estimate(self, test: PlanTest, s: iperf3.Iperf3Params, plan: Plan) -> Estimate:
+    def estimate(self, test: PlanTest, s: Iperf3Params, plan: Plan) -> Estimate:
         said: tuple[str, ...] = ()
         data_s: float = s.duration_s
         if s.bytes_total:  # -n: its bytes at the path's rate
@@ -255,7 +256,7 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
             each_s += loaded_ping.IDLE_COUNT * loaded_ping.INTERVAL_S
         return Estimate(parts(plan, test) * PART_S + each_s * test.repetitions, said)
 
-    def run(self, test: PlanTest, params: iperf3.Iperf3Params, ctx: RunContext) -> dict[str, Any]:
+    def run(self, test: PlanTest, params: Iperf3Params, ctx: RunContext) -> dict[str, Any]:
         """Every repetition of one iperf3 test; failures are recorded, never raised."""
         record = new_record(
             test,
@@ -274,7 +275,7 @@ class Iperf3(Kind[iperf3.Iperf3Params]):
             summed["error"] = "; ".join([*full, summed["error"] or ""]).rstrip("; ")
         return summed
 
-    def summarize(self, record: dict[str, Any], params: iperf3.Iperf3Params) -> dict[str, Any]:
+    def summarize(self, record: dict[str, Any], params: Iperf3Params) -> dict[str, Any]:
         """Its timeline, summary, efficiency, status and error."""
         reps = record["repetitions"]
         record["timeline"] = timeline.timeline([_series(rep, params) for rep in reps])

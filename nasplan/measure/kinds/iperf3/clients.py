@@ -21,6 +21,7 @@ from nasplan.measure.kind import Needs, RunContext
 from nasplan.measure.kinds.iperf3 import multi as iperf3_multi
 from nasplan.measure.kinds.iperf3 import server as iperf3_server
 from nasplan.measure.kinds.iperf3 import tool as iperf3
+from nasplan.measure.kinds.iperf3.settings import Iperf3Params
 from nasplan.measure.pair import Pair, nas_path, open_pair
 from nasplan.measure.sampling import Sampling
 
@@ -29,7 +30,7 @@ CLIENT_MARGIN_S = 30
 STOP_GRACE_S = 2.0
 
 
-def ports(params: iperf3.Iperf3Params, count: int) -> list[int]:
+def ports(params: Iperf3Params, count: int) -> list[int]:
     """Each client's server port, in the order of the clients."""
     found = [params.port + PORT_STEP * i for i in range(count)]
     return found if found[-1] <= 65535 else [params.port - PORT_STEP * i for i in range(count)]
@@ -37,7 +38,7 @@ def ports(params: iperf3.Iperf3Params, count: int) -> list[int]:
 
 def run(
     test: PlanTest,
-    params: iperf3.Iperf3Params,
+    params: Iperf3Params,
     ctx: RunContext,
     record: dict[str, Any],
     needs: Needs,
@@ -67,7 +68,7 @@ def run(
 
 def _repetition(
     test: PlanTest,
-    params: iperf3.Iperf3Params,
+    params: Iperf3Params,
     ctx: RunContext,
     pairs: dict[str, Pair],
     index: int,
@@ -112,7 +113,7 @@ def _repetition(
 
 
 def _client(
-    params: iperf3.Iperf3Params,
+    params: Iperf3Params,
     ctx: RunContext,
     pair: Pair,
     clock: timeline.Clock,

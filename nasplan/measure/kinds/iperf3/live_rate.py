@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from nasplan.measure.kinds.iperf3.live import LiveRates
-from nasplan.measure.kinds.iperf3.tool import Iperf3Params
+from nasplan.measure.kinds.iperf3.settings import Iperf3Params
 from nasplan.progress import Progress
 from nasplan.tasks import Repeating, Tasks
 

@@ -21,11 +21,12 @@ from nasplan import platforms
 from nasplan.measure.commands import command
 from nasplan.measure.kinds.iperf3 import multi as iperf3_multi
 from nasplan.measure.kinds.iperf3 import server as iperf3_server
+from nasplan.measure.kinds.iperf3 import server_windows as iperf3_server_windows
 from nasplan.measure.kinds.iperf3 import tool as iperf3
 from nasplan.measure.kinds.iperf3.server import PORT_IN_USE_EXIT, SERVER_READY_TIMEOUT_S
-from nasplan.measure.kinds.iperf3.tool import Iperf3Error, Iperf3Params, excerpt
+from nasplan.measure.kinds.iperf3.settings import Iperf3Params
+from nasplan.measure.kinds.iperf3.tool import Iperf3Error, excerpt
 from nasplan.measure.sampler import NO_RIDE, Ride
-from nasplan.measure.tools import iperf3_server_windows
 from nasplan.remote.runner import Launched, Result, Runner
 
 # "server is busy" is transient (someone else's test); retry after these pauses, in seconds.

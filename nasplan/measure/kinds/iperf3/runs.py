@@ -22,6 +22,7 @@ from nasplan.measure.kinds.iperf3 import multi as iperf3_multi
 from nasplan.measure.kinds.iperf3 import tool as iperf3
 from nasplan.measure.kinds.iperf3.live_rate import LiveRate
 from nasplan.measure.kinds.iperf3.repetition import Around, run_repetition
+from nasplan.measure.kinds.iperf3.settings import Iperf3Params
 from nasplan.measure.pair import Pair, open_pair
 from nasplan.measure.sampler import Ride
 from nasplan.measure.sampling import Sampling
@@ -30,7 +31,7 @@ from nasplan.measure.under_load import UnderLoad
 
 def run(
     test: PlanTest,
-    params: iperf3.Iperf3Params,
+    params: Iperf3Params,
     ctx: RunContext,
     record: dict[str, Any],
     needs: Needs,
@@ -99,7 +100,7 @@ class _Job:
     (iperf3_multi)."""
 
     test: PlanTest
-    params: iperf3.Iperf3Params
+    params: Iperf3Params
     pair: Pair
     token: str
     non_posix_end: bool
@@ -108,7 +109,7 @@ class _Job:
 
 def _open(
     test: PlanTest,
-    params: iperf3.Iperf3Params,
+    params: Iperf3Params,
     ctx: RunContext,
     record: dict[str, Any],
     needs: Needs,

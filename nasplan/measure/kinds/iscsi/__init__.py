@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import secrets
-from dataclasses import dataclass
 from typing import Any
 
 from nasplan.errors import CannotStart
@@ -22,6 +21,7 @@ from nasplan.measure.commands import command
 from nasplan.measure.estimate import Estimate, copy_rate, parts
 from nasplan.measure.kind import Kind, Record, RunContext
 from nasplan.measure.kinds.iscsi import initiator as iscsi
+from nasplan.measure.kinds.iscsi.settings import SETUP_TIMEOUT_S, IscsiSettings
 from nasplan.measure.kinds.transfer import view as transfer_view
 from nasplan.measure.pair import open_pair, target_label
 from nasplan.measure.record import (
@@ -32,56 +32,21 @@ from nasplan.measure.record import (
     summarize_directions,
     warn,
 )
-from nasplan.measure.series import Series, directions_asked
+from nasplan.measure.series import Series
 from nasplan.quantities import BYTES
 from nasplan.remote.runner import Runner
-from nasplan.units import format_size, parse_size
+from nasplan.units import format_size
 
 # a repetition's own start and end besides its data: the initiator started, its login
 STEP_S = 0.5
 # a part's own start and end besides its repetitions: the initiator copied to the client, loaded
 PART_S = 0.5
-SETUP_TIMEOUT_S = 60.0
-# Slowest rate a repetition may take before it is killed: 0.5 MB/s (10^6 bytes/s).
-SLOWEST_BYTES_PER_SECOND = 500_000
 _LOGIN_HINTS = {
     "Target not found": "no target with this IQN behind the portal "
     "(`iscsi-ls iscsi://{portal}` lists the portal's targets)",
     "Authentication failure": "the target refused the CHAP user or secret",
     "reconnect": "no iSCSI target answers on {portal}: address, port or a firewall",
 }
-
-
-@dataclass(frozen=True)
-class IscsiSettings:
-    """An iscsi test's settings as the plan gives them, each default stated here once."""
-
-    iqn: str
-    lun: int
-    scratch: bool = False
-    direction: str = "both"
-    size: str | int = "64MiB"
-    request_size: str | int = "1MiB"
-    queue_depth: int = 8
-    port: int = iscsi.DEFAULT_PORT
-    chap_user: str | None = None
-    chap_secret_env: str | None = None
-
-    @property
-    def directions(self) -> tuple[str, ...]:
-        return directions_asked(self.direction)
-
-    @property
-    def size_bytes(self) -> int:
-        return parse_size(self.size)
-
-    @property
-    def request_bytes(self) -> int:
-        return parse_size(self.request_size)
-
-    @property
-    def timeout_s(self) -> float:
-        return SETUP_TIMEOUT_S + self.size_bytes / SLOWEST_BYTES_PER_SECOND
 
 
 def _secret(s: IscsiSettings, ctx: RunContext) -> str | None:

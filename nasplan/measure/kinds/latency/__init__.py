@@ -13,6 +13,7 @@ from nasplan.measure.commands import command
 from nasplan.measure.estimate import Estimate
 from nasplan.measure.kind import DASH, Kind, Record, RunContext, Section, target_text
 from nasplan.measure.kinds.latency import view
+from nasplan.measure.kinds.latency.settings import LatencySettings
 from nasplan.measure.pair import open_client_tool
 from nasplan.measure.record import finish, new_record, path_params, warn
 from nasplan.measure.series import Series
@@ -23,14 +24,6 @@ METRIC = "rtt_avg_ms"
 # a repetition's own start and end besides its pings: one command on the client
 STEP_S = 0.3
 _RTT_KEYS = ("rtt_min_ms", "rtt_avg_ms", "rtt_max_ms", "rtt_mdev_ms")
-
-
-@dataclass(frozen=True)
-class LatencySettings:
-    """A latency test's settings: one ping run's parameters, and whether to probe the path MTU."""
-
-    params: ping.PingParams
-    mtu_probe: bool = True
 
 
 @dataclass(frozen=True)

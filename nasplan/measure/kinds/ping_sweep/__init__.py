@@ -10,7 +10,6 @@ transfer down.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from nasplan.analysis import summarize
@@ -18,6 +17,7 @@ from nasplan.input.plan import Plan, PlanTest
 from nasplan.measure.commands import command
 from nasplan.measure.estimate import Estimate
 from nasplan.measure.kind import DASH, Kind, Record, RunContext
+from nasplan.measure.kinds.ping_sweep.settings import SweepSettings
 from nasplan.measure.pair import open_client_tool, target_label
 from nasplan.measure.record import finish, new_record, path_params
 from nasplan.measure.series import Series
@@ -27,16 +27,6 @@ from nasplan.remote.runner import Runner
 METRIC = "path_mtu_bytes"
 # a repetition's own start and end besides its pings: one command on the client per size
 STEP_S = 0.3
-
-
-@dataclass(frozen=True)
-class SweepSettings:
-    """A sweep's sizes (IPv4 packet bytes, ascending), pings per size, and the MTU expected."""
-
-    sizes_bytes: tuple[int, ...] = (1500, 9000)
-    count: int = 2
-    interval_s: float = 0.2
-    expect_mtu_bytes: int | None = None
 
 
 def _params(s: SweepSettings, size_bytes: int) -> ping.PingParams:

@@ -35,7 +35,8 @@ from nasplan.measure.kinds.transfer.runs import (
     prepare_client,
     run_directions,
 )
-from nasplan.measure.methods.base import Transfer, TransferSettings
+from nasplan.measure.kinds.transfer.settings import TransferSettings
+from nasplan.measure.methods.base import Transfer
 from nasplan.measure.pair import nas_path, open_pair, server_names, target_address, target_label
 from nasplan.measure.record import finish, finish_directions, new_record, path_params, warn
 from nasplan.measure.series import COLD_READ, Series

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from nasplan.measure.kinds.iperf3.live_rate import LiveRate, what_of
-from nasplan.measure.kinds.iperf3.tool import Iperf3Params
+from nasplan.measure.kinds.iperf3.settings import Iperf3Params
 from nasplan.progress import PlainProgress
 
 SERVER_TEXT = Path(__file__).resolve().parents[4] / "fixtures/iperf3/3.12/server-text"

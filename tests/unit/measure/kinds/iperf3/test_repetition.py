@@ -16,7 +16,8 @@ from nasplan.measure.kinds.iperf3.repetition import (
     Around,
     run_repetition,
 )
-from nasplan.measure.kinds.iperf3.tool import Iperf3Error, Iperf3Params
+from nasplan.measure.kinds.iperf3.settings import Iperf3Params
+from nasplan.measure.kinds.iperf3.tool import Iperf3Error
 from nasplan.remote.runner import Launched, Result
 
 FIXTURES = Path(__file__).resolve().parents[4] / "fixtures" / "iperf3" / "3.12"

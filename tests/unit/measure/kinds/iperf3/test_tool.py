@@ -20,10 +20,10 @@ from nasplan.measure.kinds.iperf3.server import (
     port_check_script,
     server_launch_script,
 )
+from nasplan.measure.kinds.iperf3.settings import Iperf3Params
 from nasplan.measure.kinds.iperf3.tool import (
     CONTRACT_KEYS,
     Iperf3Error,
-    Iperf3Params,
     client_argv,
     is_server_busy,
     parse,

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from nasplan.measure.kinds.iperf3.runs import version_warnings
+from nasplan.measure.kinds.iperf3.settings import Iperf3Params
 from nasplan.measure.kinds.iperf3.tool import (
     Iperf3Error,
-    Iperf3Params,
     client_argv,
     parse,
 )

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from nasplan.measure.kinds.iperf3.settings import Iperf3Params
 from nasplan.measure.kinds.iperf3.tool import (
     DSCP_NAMES,
-    Iperf3Params,
     client_argv,
     parse,
 )

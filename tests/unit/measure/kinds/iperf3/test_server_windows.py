@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
+from nasplan.measure.kinds.iperf3 import server_windows as win
 from nasplan.measure.kinds.iperf3.repetition import run_repetition
-from nasplan.measure.kinds.iperf3.tool import Iperf3Params
-from nasplan.measure.tools import iperf3_server_windows as win
+from nasplan.measure.kinds.iperf3.settings import Iperf3Params
 from nasplan.remote import shell
 
-FIXTURE = Path(__file__).resolve().parents[3] / "fixtures" / "iperf3" / "3.1.3"
+FIXTURE = Path(__file__).resolve().parents[4] / "fixtures" / "iperf3" / "3.1.3"
 
 
 def test_start_script_quotes_every_value_for_powershell_and_the_command_line_for_msvcrt() -> None:

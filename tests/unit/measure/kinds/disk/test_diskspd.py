@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from nasplan.measure.tools.diskspd import DiskspdError, DiskspdParams, diskspd_argv, parse
+from nasplan.measure.kinds.disk.diskspd import DiskspdError, DiskspdParams, diskspd_argv, parse
 
-FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "diskspd"
+FIXTURES = Path(__file__).resolve().parents[4] / "fixtures" / "diskspd"
 
 
 def test_mixed_read_write_result_per_direction() -> None:

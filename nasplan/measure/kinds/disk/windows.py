@@ -10,7 +10,7 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from nasplan.measure.tools import diskspd
+from nasplan.measure.kinds.disk import diskspd
 from nasplan.remote.runner import Runner
 from nasplan.remote.shell import PowerShell
 

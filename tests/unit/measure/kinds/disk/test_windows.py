@@ -1,4 +1,4 @@
-"""A Windows disk test's directory and diskspd repetitions (tools/disk_windows.py)."""
+"""A Windows disk test's directory and diskspd repetitions (kinds/disk/windows.py)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from nasplan.measure.tools import disk_windows
+from nasplan.measure.kinds.disk import windows as disk_windows
 from nasplan.remote import shell
 
-FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "diskspd"
+FIXTURES = Path(__file__).resolve().parents[4] / "fixtures" / "diskspd"
 
 
 def test_a_windows_disk_test_runs_diskspd_in_its_own_directory_and_removes_it(

@@ -135,3 +135,22 @@ def test_debian_installs_nfs_cp_from_its_package() -> None:
     assert command.description == "apt-get install libnfs-utils"
     assert "--no-install-recommends libnfs-utils" in command.script
     assert "command -v nfs-cp" in command.script
+
+
+@pytest.mark.parametrize(("direction", "files"), [("write", 2), ("read", 1), ("both", 3)])
+def test_nfs_space_counts_the_seed_only_when_the_test_reads(
+    tmp_path: Path, direction: str, files: int
+) -> None:
+    """nfs-cp writes a file per write, and an untimed seed only for a test that reads: a
+    write-only test of two repetitions needs room for two copies on the NAS, not three (a 1 GiB
+    volume took no two 400 MiB writes)."""
+    test = load_test(
+        tmp_path,
+        f"direction: {direction}, repetitions: 2, export: /data, server_path: /srv/nfs/export",
+    )
+    settings = transfer_kind.KIND.settings(test)
+    xfer = transfer_kind.transfer_for(
+        settings, test, HostSession(Host("nas", "198.18.39.10")), "abcd"
+    )
+    on_nas = [n for n in transfer_kind.needs_of(xfer, "ws", "nas", False) if n.host == "nas"]
+    assert [n.bytes for n in on_nas] == [files * 2**20]
