@@ -24,7 +24,7 @@ from nasplan.hosts.lock import PRELUDE
 from nasplan.remote.runner import Runner
 from nasplan.sections import split_sections
 
-METHODS = ("smb", "nfs", "iscsi")
+PROTOCOLS = ("smb", "nfs", "iscsi")
 # how a share is mounted: auto picks the kernel's client where the client has one, else FUSE
 HOWS = ("auto", "kernel", "fuse")
 ISCSI_PORT = 3260
@@ -151,9 +151,10 @@ printf '@@nasplan:unmounted@@\n'
 
 @dataclass(frozen=True)
 class Share:
-    """What to mount: ``name`` is the SMB share, the NFS export or the iSCSI target's IQN."""
+    """What to mount: ``name`` is the SMB share, the NFS export or the iSCSI target's IQN;
+    ``protocol``: smb, nfs or iscsi."""
 
-    method: str
+    protocol: str
     server: str
     name: str
     user: str | None = None
@@ -166,11 +167,20 @@ class Share:
 
     def describe(self) -> str:
         """``SMB //198.18.1.1/data``, ``NFS 198.18.1.1:/data``, ``iSCSI iqn... LUN 0``."""
-        if self.method == "smb":
-            return f"SMB //{self.server}/{self.name}"
-        if self.method == "nfs":
-            return f"NFS {self.server}:{self.name}"
-        return f"iSCSI {self.name} LUN {self.lun} on {self.server}:{self.port}"
+        return dict(_SHOWN)[self.protocol].format(s=self)
+
+
+# how each protocol's share is named, and the script that mounts it
+_SHOWN = (
+    ("smb", "SMB //{s.server}/{s.name}"),
+    ("nfs", "NFS {s.server}:{s.name}"),
+    ("iscsi", "iSCSI {s.name} LUN {s.lun} on {s.server}:{s.port}"),
+)
+_MOUNTS = (
+    ("smb", 'if [ "$how" = fuse ]; then ' + _MOUNT_SMB_FUSE + "else " + _MOUNT_SMB_KERNEL + "fi\n"),
+    ("nfs", _MOUNT_NFS),
+    ("iscsi", _LOGIN_ISCSI),
+)
 
 
 @dataclass(frozen=True)
@@ -196,7 +206,7 @@ class Mounted:
 
 def _values(share: Share, token: str, how: str) -> str:
     values = {
-        "method": share.method,
+        "method": share.protocol,
         "how": how,
         "server": share.server,
         "share": share.name,
@@ -214,18 +224,10 @@ def _values(share: Share, token: str, how: str) -> str:
 def mount_script(share: Share, token: str) -> str:
     """POSIX sh: register, then mount ``share`` (the password on stdin); prints a ``mounted``
     section (how, mount_point, dir), else a ``failed`` one with the stage, why on stderr."""
-    if share.method not in METHODS or share.how not in HOWS:
-        raise ValueError(f"cannot mount {share.method!r} with {share.how!r}")
+    if share.protocol not in PROTOCOLS or share.how not in HOWS:
+        raise ValueError(f"cannot mount {share.protocol!r} with {share.how!r}")
     body = _MOUNT_BODY.replace("PICK_SMB", _PICK_SMB)  # (it ends with a newline)
-    mount = {
-        "smb": 'if [ "$how" = fuse ]; then '
-        + _MOUNT_SMB_FUSE
-        + "else "
-        + _MOUNT_SMB_KERNEL
-        + "fi\n",
-        "nfs": _MOUNT_NFS,
-        "iscsi": _LOGIN_ISCSI,
-    }[share.method]
+    mount = dict(_MOUNTS)[share.protocol]
     said = (
         'printf \'@@nasplan:mounted@@\\nhow=%s\\nmount_point=%s\\ndir=%s\\n\' "$how" "$mp" "$dir"\n'
     )
@@ -248,8 +250,8 @@ def parse_mounted(share: Share, token: str, stdout: str) -> Mounted | None:
     return Mounted(
         share,
         fields.get("how", ""),
-        fields.get("mount_point", "") if share.method != "iscsi" else "",
-        f"/tmp/nasplan-mntcfg-{token}" if share.method != "iscsi" else "",
+        fields.get("mount_point", "") if fields.get("how") != "iscsi" else "",
+        f"/tmp/nasplan-mntcfg-{token}" if fields.get("how") != "iscsi" else "",
         fields.get("dir", ""),
     )
 
