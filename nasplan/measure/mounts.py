@@ -65,7 +65,7 @@ fi
 
 _MOUNT_SMB_KERNEL = r"""
 { printf 'username=%s\n' "$user"; printf 'password=%s\n' "$password"
-  [ -n "$domain" ] && printf 'domain=%s\n' "$domain"; } > "$cfg/credentials" ||
+  if [ -n "$domain" ]; then printf 'domain=%s\n' "$domain"; fi; } > "$cfg/credentials" ||
   nasplan_fail config "cannot write $cfg/credentials"
 opts="credentials=$cfg/credentials,uid=$(id -u),gid=$(id -g)${version:+,vers=$version}"
 err=$(nasplan_root mount -t cifs "//$server/$share" "$mp" -o "$opts" 2>&1)
