@@ -104,6 +104,10 @@ def test_a_profile_through_smb_runs_at_the_links_rate_and_leaves_no_mount(
     for mode in ("read", "write"):
         rate = cells[mode]["bytes_per_second"]
         assert 0.3 * LINK_BYTES_PER_SECOND < rate < 1.1 * LINK_BYTES_PER_SECOND, (mode, rate)
+        # one request in flight: each takes about 1/IOPS, all of it while fio submits it
+        # (FUSE): the whole request's latency, not completion's few microseconds
+        per_request_us = 1e6 / cells[mode]["iops"]
+        assert 0.5 * per_request_us < cells[mode]["latency_p50_us"] < 2 * per_request_us
     report = (tmp_path / "run" / "report.md").read_text()
     assert "shws through SMB //198.18.241.10/v1 mounted with smbnetfs (FUSE) of shnas" in report
     assert password not in report and password not in (tmp_path / "run/run.json").read_text()

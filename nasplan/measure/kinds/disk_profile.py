@@ -228,7 +228,7 @@ class DiskProfile(Kind[ProfileSettings]):
     ) -> dict[str, Any]:  # fmt: skip
         argv = fio_profiles.job_argv(
             fio_path, filename, job, mode, size_bytes=s.size_bytes, duration_s=s.duration_s,
-            read_percent=s.read_percent,
+            read_percent=s.read_percent, total_latency=s.through is not None,
         )  # fmt: skip
         assert session.runner is not None
         result = session.runner.run(

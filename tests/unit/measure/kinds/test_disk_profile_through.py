@@ -13,6 +13,7 @@ import pytest
 
 from nasplan.errors import InputError
 from nasplan.measure import kinds
+from nasplan.measure.tools import fio_profiles
 from nasplan.remote.runner import Result
 
 from .test_disk import MKDIR, made_in
@@ -62,6 +63,7 @@ def test_the_grid_runs_on_the_client_in_the_mounted_share_then_it_is_unmounted(
     (mount,) = [c for c in ws.calls if MOUNT in c.text]
     assert mount.stdin == PASSWORD + "\n" and PASSWORD not in mount.text
     assert "server=198.18.251.1\n" in mount.text and "share=data\n" in mount.text
+    assert "--lat_percentiles=1" in ws.texts("--name=nasplan-seq1m-q1t1-read")[0]
     layout = ws.texts("--name=nasplan-layout")[0]
     assert "--size=16777216" in layout and "--rw=write" in layout
     assert record["params"]["path"] is None
@@ -138,3 +140,18 @@ def test_a_through_the_plan_gets_wrong_is_refused_naming_it(
     with pytest.raises(InputError) as caught:
         kind_context(_test(through), TOOLS)
     assert any(said in message for message in caught.value.messages), caught.value.messages
+
+
+def test_through_fuse_the_latency_is_the_whole_requests_not_completions() -> None:
+    """A real read through smbnetfs in the lab: completion latency 5 µs (the request is done
+    while fio submits it), the whole request 43.8 ms at 22.7 IOPS; the grid keeps the latter."""
+    raw = (PROFILES / "smbnetfs-seq1m-q1t1-read-total-latency.json").read_text()
+    read = fio_profiles.parse(raw)["read"]
+    assert read["iops"] == pytest.approx(22.660099)
+    assert read["latency_p50_us"] == pytest.approx(43778.048)
+    assert 0.5 < read["latency_p50_us"] * read["iops"] / 1e6 < 2  # one request at a time
+    argv = fio_profiles.job_argv(
+        "fio", "/tmp/f", fio_profiles.GRID[1], "read", size_bytes=1, duration_s=1,
+        total_latency=True,
+    )  # fmt: skip
+    assert argv[-1] == "--lat_percentiles=1"
