@@ -130,6 +130,33 @@ mounts with the kernel's client (mount -t nfs)"
 fi
 """
 
+# The mount's watchdog, as every process nasplan leaves on a host (nasplan.hosts.lock): once the
+# run's lease ($1) runs out (nasplan killed or cut off) or its lock is gone, the mount is undone
+# lazily, its empty mount point and config (the password) removed; it ends by itself once the
+# mount point is gone (unmounted by the run). $2: how it was mounted.
+_WATCH = r"""
+how=$2 made=1
+nasplan_now() { if read -r u _ < /proc/uptime 2>/dev/null; then echo "${u%.*}"; else date +%s; fi; }
+while [ -d "$mp" ]; do
+  until=$(cat "$1" 2>/dev/null)
+  case $until in ''|*[!0-9]*) break ;; esac
+  [ "$(nasplan_now)" -ge "$until" ] && break
+  sleep 1
+done
+[ -d "$mp" ] && nasplan_undo
+exit 0
+"""
+
+# started once mounted, on a host this run holds the lock of; registered (token: the mount
+# point) so that the next run's clean-up stops it before it unmounts
+_WATCH_START = r"""
+if [ "$how" != iscsi ] && [ -f "$nasplan_lease" ]; then
+  ( trap '' HUP; exec sh -c "$watch" nasplan-mount-watch "$nasplan_lease" "$how" ) \
+    > /dev/null 2>&1 < /dev/null &
+  nasplan_register "$!" "$mp"
+fi
+"""
+
 _UNMOUNT = r"""
 case $how in
   iscsi) err=$(nasplan_root iscsiadm -m node -T "$share" -p "$portal" --logout 2>&1) ||
@@ -231,7 +258,9 @@ def mount_script(share: Share, token: str) -> str:
     said = (
         'printf \'@@nasplan:mounted@@\\nhow=%s\\nmount_point=%s\\ndir=%s\\n\' "$how" "$mp" "$dir"\n'
     )
-    return _values(share, token, share.how) + PRELUDE + _HELPERS + body + mount + said
+    values = _values(share, token, share.how)
+    watch = f"watch={shlex.quote(values + _HELPERS + _WATCH)}\n" + _WATCH_START
+    return values + PRELUDE + _HELPERS + body + mount + watch + said
 
 
 def unmount_script(mounted: Mounted) -> str:

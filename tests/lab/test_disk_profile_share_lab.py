@@ -1,7 +1,8 @@
 """In the lab: a disk profile from a client through the NAS's SMB share, mounted by nasplan on
 the client with smbnetfs (FUSE: the lab's kernel has no cifs) and unmounted after the run,
 after a failure, and, when nasplan is killed (SIGKILL) with the share mounted, by the next run,
-which removes only the client's own files: the NAS's files under the mount are untouched.
+which removes only the client's own files (the NAS's files under the mount are untouched), or,
+with no next run, by the mount's watchdog once the killed run's lease ran out.
 
 The link is shaped to 200 Mbit/s (25 MB/s), below the volume's disk: the rate through the share
 is the link's."""
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -128,6 +130,22 @@ def test_a_share_that_will_not_mount_fails_the_test_and_leaves_nothing(
     assert mounts_on_client(lab) == [] and leftovers(lab) - before == set()
 
 
+def kill_mid_profile(lab: LabState, tmp_path: Path, env: dict[str, str]) -> Path:
+    """Start a long profile through the share, SIGKILL nasplan while fio runs through the
+    mount; the killed run's directory."""
+    long_run = plan_file(lab, tmp_path, "long", duration_s=2, repetitions=20)
+    there = on_volume(lab)
+    proc = nasplan_process("apply", str(long_run), "--out", str(tmp_path / "long"), env=env)
+    deadline = time.monotonic() + 60
+    while not on_volume(lab) - there and time.monotonic() < deadline:  # its test directory
+        time.sleep(0.2)
+    time.sleep(1.0)  # fio under way through the mount
+    proc.kill()
+    proc.wait()
+    assert mounts_on_client(lab), "killed before it mounted: it tests nothing"
+    return tmp_path / "long"
+
+
 def test_killed_with_the_share_mounted_the_next_run_unmounts_it_and_removes_only_its_own(
     lab: LabState, tmp_path: Path, password: str
 ) -> None:
@@ -135,16 +153,10 @@ def test_killed_with_the_share_mounted_the_next_run_unmounts_it_and_removes_only
     nas_file.mkdir()
     (nas_file / "photo.jpg").write_bytes(b"\xff" * 4096)
     before = leftovers(lab)
-    env = {**FAST, services.SMB_PASSWORD_ENV: password}
-    long_run = plan_file(lab, tmp_path, "long", duration_s=2, repetitions=20)
-    proc = nasplan_process("apply", str(long_run), "--out", str(tmp_path / "long"), env=env)
-    deadline = time.monotonic() + 60
-    while not any(on_volume(lab) - {"nasplan-precious"}) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    time.sleep(1.0)  # fio under way through the mount
-    proc.kill()
-    proc.wait()
-    assert mounts_on_client(lab), "killed before it mounted: it tests nothing"
+    # a lease longer than the next run takes to start: the mount's watchdog waits, the next
+    # run's take-over of the lock is what unmounts
+    env = {**FAST, "NASPLAN_LEASE_S": "60", services.SMB_PASSWORD_ENV: password}
+    kill_mid_profile(lab, tmp_path, env)
 
     proc = nasplan_process("apply", str(plan_file(lab, tmp_path, "next")), "--out",
                            str(tmp_path / "next"), env={**os.environ, **env})  # fmt: skip
@@ -163,3 +175,29 @@ def test_killed_with_the_share_mounted_the_next_run_unmounts_it_and_removes_only
     while leftovers(lab) - before and time.monotonic() < deadline:
         time.sleep(0.5)
     assert leftovers(lab) - before == set()
+    for name in on_volume(lab):  # the killed run's test directory, by hand; the NAS's own
+        shutil.rmtree(lab.host_path("shnas", VOLUME) / name)
+
+
+def test_killed_with_the_share_mounted_and_no_next_run_the_lease_undoes_the_mount(
+    lab: LabState, tmp_path: Path, password: str
+) -> None:
+    """As every process nasplan leaves on a host: once the killed run's lease ran out (4 s),
+    the mount's watchdog unmounts it and removes its config, the password with it."""
+    before = leftovers(lab)
+    env = {**FAST, services.SMB_PASSWORD_ENV: password}
+    run_dir = kill_mid_profile(lab, tmp_path, env)
+    deadline = time.monotonic() + 20
+    while mounts_on_client(lab) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert mounts_on_client(lab) == []
+    tmp = {p.name for p in lab.host_path("shws", "/tmp").glob("nasplan-mnt*")}
+    assert tmp == set(), tmp
+    done = finish(nasplan_process("restore", str(run_dir), env=env))
+    assert "removed the killed run's lock" in done, done
+    deadline = time.monotonic() + 10
+    while leftovers(lab) - before and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert leftovers(lab) - before == set()
+    for left in on_volume(lab):  # the killed run's test directory on the share, by hand
+        shutil.rmtree(lab.host_path("shnas", VOLUME) / left)

@@ -14,6 +14,7 @@ import secrets
 import shutil
 import stat
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -207,3 +208,44 @@ def test_an_smb_password_with_a_double_quote_is_refused_for_smbnetfs(
     with pytest.raises(CannotStart, match=r"\(config\): smbnetfs cannot read a user or password"):
         mounts.mount(runner, smb(how="fuse", password='a"b'), "unit" + secrets.token_hex(3))
     assert not any(a[0] == "smbnetfs" for a in argvs(log))
+
+
+def test_once_the_runs_lease_runs_out_the_watchdog_unmounts_and_removes_the_password(
+    host: tuple[Here, Path, Path],
+) -> None:
+    """nasplan killed with the share mounted: the watchdog started with the mount (registered
+    in the lock) sees the lease run out and undoes it, as every process nasplan leaves does."""
+    runner, log, lock = host
+    (Path(runner.env["PATH"].split(":")[0]) / "mount.cifs").unlink()  # smbnetfs
+    (lock / "lease").write_text("99999999\n")  # the run alive
+    found = mounts.mount(runner, smb(), "unit" + secrets.token_hex(3))
+    pid, token = (lock / "pids").read_text().split()
+    assert token == found.mount_point
+    assert Path(f"/proc/{pid}/cmdline").read_bytes().count(b"nasplan-mount-watch") == 1
+    time.sleep(1.5)
+    assert Path(found.config_dir).exists()  # lease ahead: nothing done
+    (lock / "lease").write_text("0\n")  # nasplan stopped renewing it
+    deadline = time.monotonic() + 10
+    while Path(found.config_dir).exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not Path(found.config_dir).exists()  # the password with it
+    assert argvs(log)[-1] == ["fusermount3", "-u", "-z", found.mount_point]
+    assert not Path(f"/proc/{pid}").exists() or _zombie(pid)
+
+
+def _zombie(pid: str) -> bool:
+    stat_line = Path(f"/proc/{pid}/stat").read_text()
+    return stat_line.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def test_a_run_that_unmounts_ends_its_watchdog(host: tuple[Here, Path, Path]) -> None:
+    runner, log, lock = host
+    (lock / "lease").write_text("99999999\n")
+    found = mounts.mount(runner, smb(), "unit" + secrets.token_hex(3))
+    pid = (lock / "pids").read_text().split()[0]
+    assert mounts.unmount(runner, found) is None
+    deadline = time.monotonic() + 5
+    while Path(f"/proc/{pid}").exists() and not _zombie(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not Path(f"/proc/{pid}").exists() or _zombie(pid)
+    assert [a[0] for a in argvs(log)].count("umount") == 1  # the run's own, not the watchdog's
