@@ -39,8 +39,28 @@ nasplan_fail() {
   [ "${made:-}" = 1 ] && nasplan_undo
   exit 3
 }
+# nasplan_stop_users: stop what works in the mount (a file or its directory there: fio left
+# running by a cut-off command would keep it busy, then write on under the bare mount point);
+# Linux's /proc, one ls and one awk whatever the number of processes; TERM, then KILL
+nasplan_users() {
+  ls -l /proc/[0-9]*/fd /proc/[0-9]*/cwd 2>/dev/null | nasplan_m=$mp awk '
+    BEGIN { m = ENVIRON["nasplan_m"] }
+    /^\/proc\/[0-9]+\/fd:$/ { split($0, a, "/"); pid = a[3]; next }
+    / -> / { q = pid; if ($(NF-2) ~ /^\/proc\/[0-9]+\/cwd$/) { split($(NF-2), a, "/"); q = a[3] }
+      if ($NF == m || index($NF, m "/") == 1) print q }' | sort -u | grep -vx "$$"
+}
+nasplan_stop_users() {
+  [ -n "$mp" ] && [ -d /proc/self/fd ] || return 0
+  for nasplan_sig in TERM TERM KILL; do
+    nasplan_pids=$(nasplan_users) || return 0
+    [ -n "$nasplan_pids" ] || return 0
+    kill -s "$nasplan_sig" $nasplan_pids 2>/dev/null
+    sleep 1
+  done
+}
 # a mount that failed half way: whatever of it is there undone, lazily, quietly
 nasplan_undo() {
+  nasplan_stop_users
   case $how in
     fuse) fusermount3 -u -z "$mp" || fusermount -u -z "$mp" ;;
     kernel) nasplan_root umount -l "$mp" ;;
@@ -157,7 +177,15 @@ if [ "$how" != iscsi ] && [ -f "$nasplan_lease" ]; then
 fi
 """
 
+# $1: a directory in the share where what this test made (nasplan-*-TOKEN) is removed once
+# nothing works there any more (a file fio still held open would not go)
 _UNMOUNT = r"""
+nasplan_stop_users
+case ${1:-} in "$mp"/*|"$mp")
+  for nasplan_f in "$1"/nasplan-*-"$token"; do
+    [ -e "$nasplan_f" ] && rm -rf -- "$nasplan_f"
+  done ;;
+esac
 case $how in
   iscsi) err=$(nasplan_root iscsiadm -m node -T "$share" -p "$portal" --logout 2>&1) ||
     nasplan_fail logout "iscsiadm logout of $share: $err" ;;
@@ -263,11 +291,17 @@ def mount_script(share: Share, token: str) -> str:
     return values + PRELUDE + _HELPERS + body + mount + watch + said
 
 
-def unmount_script(mounted: Mounted) -> str:
-    """POSIX sh: undo ``mounted`` and remove its empty mount point and config; prints an
-    ``unmounted`` section, else a ``failed`` one, why on stderr."""
+def unmount_script(mounted: Mounted, inside: str = "") -> str:
+    """POSIX sh: stop what works in ``mounted``, remove what the test made in its directory
+    ``inside`` (``nasplan-*-TOKEN``), undo it and remove its empty mount point and config;
+    prints an ``unmounted`` section, else a ``failed`` one, why on stderr."""
     token = mounted.mount_point.rsplit("nasplan-mnt-", 1)[-1] if mounted.mount_point else "-"
-    return _values(mounted.share, token, mounted.how) + _HELPERS + _UNMOUNT
+    return (
+        _values(mounted.share, token, mounted.how)
+        + f"token={shlex.quote(token)}\nset -- {shlex.quote(inside)}\n"
+        + _HELPERS
+        + _UNMOUNT
+    )
 
 
 def parse_mounted(share: Share, token: str, stdout: str) -> Mounted | None:
@@ -302,10 +336,11 @@ def mount(runner: Runner, share: Share, token: str) -> Mounted:
     return found
 
 
-def unmount(runner: Runner, mounted: Mounted) -> str | None:
-    """Undo ``mounted``; None when done, else why not (the host's lock undoes it later)."""
+def unmount(runner: Runner, mounted: Mounted, inside: str = "") -> str | None:
+    """Undo ``mounted`` (``unmount_script``); None when done, else why not (the host's lock
+    undoes it later)."""
     try:
-        result = runner.run_script(unmount_script(mounted), timeout_s=MOUNT_TIMEOUT_S)
+        result = runner.run_script(unmount_script(mounted, inside), timeout_s=MOUNT_TIMEOUT_S)
     except Exception as exc:  # the client went away: its lock's next cleanup unmounts it
         return f"{runner.name}: could not unmount {mounted.share.describe()}: {exc}"
     if result.ok and "unmounted" in split_sections(result.stdout):
@@ -315,13 +350,17 @@ def unmount(runner: Runner, mounted: Mounted) -> str | None:
 
 
 @contextmanager
-def mounted(runner: Runner, share: Share, token: str, problems: list[str]) -> Iterator[Mounted]:
-    """``share`` mounted for the ``with`` block and unmounted on every way out of it (an
-    unmount that failed is appended to ``problems``)."""
+def mounted(
+    runner: Runner, share: Share, token: str, problems: list[str], subdir: str = ""
+) -> Iterator[Mounted]:
+    """``share`` mounted for the ``with`` block and unmounted on every way out of it, what the
+    test made in its ``subdir`` (``nasplan-*-TOKEN``) removed first (an unmount that failed is
+    appended to ``problems``)."""
     found = mount(runner, share, token)
     try:
         yield found
     finally:
-        problem = unmount(runner, found)
+        inside = "/".join(p for p in (found.path, subdir) if p) if found.how != "iscsi" else ""
+        problem = unmount(runner, found, inside)
         if problem:
             problems.append(problem)

@@ -110,7 +110,7 @@ def client_place(
     problems: list[str] = []
     share = share_of(through, server, ctx)
     try:
-        with mounts.mounted(session.runner, share, token, problems) as found:
+        with mounts.mounted(session.runner, share, token, problems, through.path) as found:
             record["params"]["through"]["mounted"] = found.describe()
             yield session, "/".join(p for p in (found.path, through.path) if p)
     finally:

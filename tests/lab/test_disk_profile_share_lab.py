@@ -2,7 +2,8 @@
 the client with smbnetfs (FUSE: the lab's kernel has no cifs) and unmounted after the run,
 after a failure, and, when nasplan is killed (SIGKILL) with the share mounted, by the next run,
 which removes only the client's own files (the NAS's files under the mount are untouched), or,
-with no next run, by the mount's watchdog once the killed run's lease ran out.
+with no next run, by the mount's watchdog once the killed run's lease ran out; Ctrl-C stops fio
+in the share, removes the test's directory there and unmounts.
 
 The link is shaped to 200 Mbit/s (25 MB/s), below the volume's disk: the rate through the share
 is the link's."""
@@ -12,6 +13,7 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -201,3 +203,25 @@ def test_killed_with_the_share_mounted_and_no_next_run_the_lease_undoes_the_moun
     assert leftovers(lab) - before == set()
     for left in on_volume(lab):  # the killed run's test directory on the share, by hand
         shutil.rmtree(lab.host_path("shnas", VOLUME) / left)
+
+
+def test_ctrl_c_mid_profile_removes_the_test_directory_and_unmounts(
+    lab: LabState, tmp_path: Path, password: str
+) -> None:
+    before = leftovers(lab)
+    there = on_volume(lab)
+    env = {**FAST, services.SMB_PASSWORD_ENV: password}
+    long_run = plan_file(lab, tmp_path, "intr", duration_s=2, repetitions=20)
+    proc = nasplan_process("apply", str(long_run), "--out", str(tmp_path / "intr"), env=env)
+    deadline = time.monotonic() + 60
+    while not on_volume(lab) - there and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(1.0)
+    assert mounts_on_client(lab)
+    proc.send_signal(signal.SIGINT)
+    said = finish(proc)
+    assert proc.returncode == 130, said
+    assert "Traceback" not in said
+    assert mounts_on_client(lab) == []
+    assert on_volume(lab) == there  # its test directory removed through the mount first
+    assert leftovers(lab) - before == set()

@@ -249,3 +249,21 @@ def test_a_run_that_unmounts_ends_its_watchdog(host: tuple[Here, Path, Path]) ->
         time.sleep(0.1)
     assert not Path(f"/proc/{pid}").exists() or _zombie(pid)
     assert [a[0] for a in argvs(log)].count("umount") == 1  # the run's own, not the watchdog's
+
+
+def test_unmounting_removes_what_the_test_made_in_the_share_and_nothing_else(
+    host: tuple[Here, Path, Path],
+) -> None:
+    """A test cut short (Ctrl-C) leaves its directory in the share: removed before unmounting,
+    by this test's token only (another run's and the NAS's own are not this test's). The
+    stand-in mount leaves the share's files in the mount point: rmdir keeps them too."""
+    runner, _, _ = host
+    token = "unit" + secrets.token_hex(3)
+    found = mounts.mount(runner, smb(), token)
+    share = Path(found.path)
+    (share / f"nasplan-fio-{token}").mkdir()
+    (share / f"nasplan-fio-{token}" / "fio.bin").write_text("x")
+    (share / "nasplan-fio-otherrun").mkdir()
+    (share / "photos").mkdir()
+    assert mounts.unmount(runner, found, str(share)) is None
+    assert {p.name for p in share.iterdir()} == {"nasplan-fio-otherrun", "photos"}
