@@ -13,7 +13,7 @@ import pytest
 
 from nasplan.errors import InputError
 from nasplan.measure import kinds
-from nasplan.measure.tools import fio_profiles
+from nasplan.measure.kinds import disk_profile
 from nasplan.remote.runner import Result
 
 from .test_disk import MKDIR, made_in
@@ -145,6 +145,7 @@ def test_a_through_the_plan_gets_wrong_is_refused_naming_it(
 def test_through_fuse_the_latency_is_the_whole_requests_not_completions() -> None:
     """A real read through smbnetfs in the lab: completion latency 5 µs (the request is done
     while fio submits it), the whole request 43.8 ms at 22.7 IOPS; the grid keeps the latter."""
+    fio_profiles = disk_profile.fio_profiles  # (wherever the profiles module lives)
     raw = (PROFILES / "smbnetfs-seq1m-q1t1-read-total-latency.json").read_text()
     read = fio_profiles.parse(raw)["read"]
     assert read["iops"] == pytest.approx(22.660099)
