@@ -13,7 +13,6 @@ from __future__ import annotations
 import secrets
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from nasplan.analysis import summarize
@@ -27,6 +26,7 @@ from nasplan.measure.kind import DASH, Kind, Needs, Probe, Record, RunContext, S
 from nasplan.measure.kinds.disk_profile import profiles as fio_profiles
 from nasplan.measure.kinds.disk_profile import view
 from nasplan.measure.kinds.disk_profile.profiles import Job
+from nasplan.measure.kinds.disk_profile.settings import ProfileSettings
 from nasplan.measure.pair import check_ready
 from nasplan.measure.record import finish, new_record
 from nasplan.measure.series import Series
@@ -35,32 +35,6 @@ from nasplan.units import parse_size
 
 # a run's own start and end besides its time: fio started, the file laid out, its JSON read
 STEP_S = 1.0
-
-
-@dataclass(frozen=True)
-class ProfileSettings:
-    """A disk-profile test's settings, each default stated here once."""
-
-    host: str
-    path: str
-    volume: str | None = None
-    profile: str = "crystaldiskmark"
-    # jobs of the plan's own instead of a named profile's: {block_size, queue_depth, threads,
-    # pattern: sequential | random}
-    jobs: tuple[Job, ...] = ()
-    modes: tuple[str, ...] = ("read", "write")
-    read_percent: int = fio_profiles.MIX_READ_PERCENT
-    size: str | int = "1GiB"  # CrystalDiskMark's default test file
-    duration_s: int = 5  # CrystalDiskMark's default measure time
-    through: through.Through | None = None  # on a client through the NAS's share
-
-    @property
-    def size_bytes(self) -> int:
-        return parse_size(self.size)
-
-    @property
-    def grid(self) -> tuple[Job, ...]:
-        return self.jobs or fio_profiles.PROFILES[self.profile]
 
 
 def _job(given: Mapping[str, Any]) -> Job:
