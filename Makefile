@@ -11,7 +11,7 @@ PLAN ?= plans/examples/nas-upgrade.yaml
 # the Mermaid render test, scripts/ensure-mermaid.sh; tmux: the live view's test; npm only when no npm is there:
 # NodeSource's nodejs carries its own and conflicts with Debian's).
 APT_PACKAGES := iperf3 openssh-server openssh-client iproute2 ethtool iputils-ping procps util-linux sudo openssl
-TEST_APT_PACKAGES := $(APT_PACKAGES) iputils-tracepath samba smbclient rsync fio busybox libnfs-utils nfs-ganesha nfs-ganesha-vfs tgt libiscsi-bin chromium nftables tmux \
+TEST_APT_PACKAGES := $(APT_PACKAGES) iputils-tracepath samba smbclient smbnetfs rsync fio busybox libnfs-utils nfs-ganesha nfs-ganesha-vfs tgt libiscsi-bin chromium nftables tmux \
   nbdkit libnbd-bin fuse3 btrfs-progs xfsprogs \
   $(if $(shell command -v npm),,npm)
 

@@ -35,6 +35,9 @@ EXIT_UNWRITABLE = 76
 # part starts with nasplan-: a temp dir, a disk test's nasplan-fio-* directory, a transfer's copy
 # on the NAS's volume), written BEFORE what it names is made; status 1 (said on stderr) when
 # the lock cannot hold the line: the caller makes nothing then.
+# nasplan_register_mount KIND WHAT [EXTRA]: a mount (or an iSCSI login) a stale lock's finder
+# undoes before it removes any file: ``fuse PATH``, ``kernel PATH``, ``iscsi IQN PORTAL``;
+# written BEFORE the mount is made, status 1 as nasplan_register's.
 PRELUDE = r"""
 nasplan_dir=$(uname -n 2>/dev/null)
 case $nasplan_dir in *[!A-Za-z0-9_.-]*)
@@ -64,6 +67,10 @@ nasplan_register() {
     echo "$nasplan_f" >> "$nasplan_dir/files" || nasplan_unrecorded "$nasplan_f" || return 1
   done
 }
+nasplan_register_mount() {
+  [ -d "$nasplan_dir" ] || return 0
+  echo "$*" >> "$nasplan_dir/mounts" || nasplan_unrecorded "$*"
+}
 nasplan_unrecorded() {
   echo "nasplan: cannot record $1 in the host's lock $nasplan_dir (/tmp full?)" >&2
   return 1
@@ -71,17 +78,46 @@ nasplan_unrecorded() {
 """
 
 # Kill the PIDs a run registered (only while their command line still names its token: a
-# reused PID is someone else's) and remove its files; print what was removed.
+# reused PID is someone else's), undo its mounts, then remove its files; print what was undone.
+# A file is never removed through a mount: a share mounted inside a listed directory is the
+# NAS's own data, so a path with a mount at or under it is kept ("kept PATH ..."), never
+# rm -rf'd. Mounts are read from /proc/self/mountinfo (Linux, BusyBox), else from `mount`'s
+# "DEV on PATH ..." lines (macOS, FreeBSD).
 # nasplan_cmdline PID: /proc where there is one (Linux, BusyBox); macOS and FreeBSD have none,
 # so `ps -o args=` (POSIX); -ww: never cut to a terminal's or $COLUMNS' width (procps cuts at
 # $COLUMNS; BSD ps at the window width). Prints nothing for a PID that is gone.
-# nasplan_proc: where /proc is (a test points it elsewhere to take the ps path).
+# nasplan_proc, nasplan_mountinfo: where /proc and the mount table are (a test points them
+# elsewhere to take the ps path or to show a mount).
+# nasplan_mount_in PATH [at]: status 0 when a mount is at PATH or under it (with ``at``: at PATH
+# itself), 1 when none is.
 _CLEANUP = r"""
 nasplan_proc=/proc
+nasplan_mountinfo=/proc/self/mountinfo
 nasplan_cmdline() {
   if [ -r "$nasplan_proc/$1/cmdline" ]; then tr '\000' ' ' < "$nasplan_proc/$1/cmdline"
   else ps -ww -o args= -p "$1" 2>/dev/null; fi
 }
+nasplan_mount_in() {
+  if [ -r "$nasplan_mountinfo" ]; then
+    # mountinfo's 5th field is the mount point, with space, tab, newline and \ as octal escapes
+    nasplan_m=$(printf '%s\n' "$1" | sed 's/\\/\\134/g; s/ /\\040/g; s/	/\\011/g')
+    nasplan_m=$nasplan_m nasplan_at=${2:-} awk 'BEGIN { p = ENVIRON["nasplan_m"] }
+      $5 == p || (ENVIRON["nasplan_at"] == "" && index($5, p "/") == 1) { found = 1 }
+      END { exit !found }' "$nasplan_mountinfo"
+  else
+    mount 2>/dev/null | nasplan_m=$1 nasplan_at=${2:-} awk 'BEGIN { p = ENVIRON["nasplan_m"] }
+      index($0, " on " p " ") || (ENVIRON["nasplan_at"] == "" && index($0, " on " p "/")) {
+        found = 1 }
+      END { exit !found }'
+  fi
+}
+nasplan_listable() {
+  case $1 in /*) ;; *) return 1 ;; esac
+  case $1 in */../*|*/..|*/./*) return 1 ;; esac
+  case ${1##*/} in nasplan-?*) return 0 ;; esac
+  return 1
+}
+nasplan_as_root() { "$@" 2>/dev/null || sudo -n "$@" 2>/dev/null; }
 nasplan_cleanup() {
   if [ -f "$1/pids" ]; then
     while read -r pid token; do
@@ -93,15 +129,39 @@ nasplan_cleanup() {
       fi
     done < "$1/pids"
   fi
+  [ -f "$1/mounts" ] && nasplan_unmount_listed < "$1/mounts"
   [ -f "$1/files" ] && nasplan_remove_listed < "$1/files"
   return 0
 }
+# Undo each listed mount still in place; a FUSE one (its daemon may be gone: "transport endpoint
+# is not connected") and a busy one are detached lazily (-z, -l): off the tree at once.
+nasplan_unmount_listed() {
+  while read -r kind what extra; do
+    case $kind in
+      iscsi) [ -n "$what" ] && [ -n "$extra" ] || continue
+        nasplan_as_root iscsiadm -m node -T "$what" -p "$extra" --logout >/dev/null &&
+          echo "iscsi $what ($extra)"
+        continue ;;
+      fuse|kernel) nasplan_listable "$what" || continue ;;
+      *) continue ;;
+    esac
+    nasplan_mount_in "$what" at || continue
+    if [ "$kind" = fuse ]; then
+      { fusermount3 -u -z "$what" || fusermount -u -z "$what" || nasplan_as_root umount -l "$what"
+      } >/dev/null 2>&1
+    else
+      { nasplan_as_root umount "$what" || nasplan_as_root umount -l "$what" ||
+        nasplan_as_root umount -f "$what"; } >/dev/null 2>&1
+    fi
+    if nasplan_mount_in "$what" at; then echo "kept mount $what (it would not unmount)"
+    else echo "mount $what"; fi
+  done
+}
 nasplan_remove_listed() {
   while read -r f; do
-    case $f in /*) ;; *) continue ;; esac
-    case $f in */../*|*/..|*/./*) continue ;; esac
-    case ${f##*/} in nasplan-?*) ;; *) continue ;; esac
+    nasplan_listable "$f" || continue
     [ -e "$f" ] || [ -L "$f" ] || continue
+    if nasplan_mount_in "$f"; then echo "kept $f (a mount is in it)"; continue; fi
     # (what an NFS server wrote may be root's: sudo when the login user may not)
     { rm -rf -- "$f" 2>/dev/null || sudo -n rm -rf -- "$f" 2>/dev/null; } && echo "file $f"
   done

@@ -148,7 +148,9 @@ class PlanTest:
         """The hosts the test runs on: ``host:`` of a one-host kind (disk), else the clients
         and the server."""
         if self.settings.get("host"):
-            return (str(self.settings["host"]),)
+            through = self.settings.get("through") or {}
+            # (with through: the client that mounts the host's share and runs there)
+            return (str(self.settings["host"]), *([str(through["client"])] if through else []))
         return (*self.clients, self.server)
 
 
@@ -416,6 +418,8 @@ def _check_hosts(
     clients: list[tuple[JsonPath, Any]] = [
         (("tests", index, "clients", i), c) for i, c in enumerate(raw.get("clients") or [])
     ]
+    if isinstance(raw.get("through"), dict) and "client" in raw["through"]:
+        roles.append((("tests", index, "through", "client"), raw["through"]["client"]))
     for where, name in [*roles, *clients]:
         if name in inventory.unusable:
             errors += inventory.refusals_of([name])

@@ -299,11 +299,6 @@ def test_no_module_or_template_under_report_names_a_kind_or_a_section() -> None:
     assert not found, f"report/ names a kind or a section; ask the kind instead: {found}"
 
 
-# Kind folders not yet in the shape below: disk_profile's settings are being reworked on
-# another branch; its settings.py follows once that is merged (then remove this).
-_SETTINGS_PENDING = {"disk_profile"}
-
-
 def _settings_type(kind: object) -> type:
     """The ``S`` of the kind's ``Kind[S]``."""
     from nasplan.measure.kind import Kind
@@ -319,8 +314,6 @@ def _settings_type(kind: object) -> type:
 def _settings_wrong(module: str, kind: object) -> list[str]:
     """Its ``settings.py`` holds (defines, or names where the kind's methods share it) the frozen
     dataclass the kind's ``settings(test)`` gives."""
-    if module in _SETTINGS_PENDING:
-        return []
     if not (KINDS / module / "settings.py").is_file():
         return [f"{module}/: no settings.py"]
     settings = importlib.import_module(f"nasplan.measure.kinds.{module}.settings")

@@ -4,6 +4,8 @@ RND4K Q1T1 (or jobs of the plan's own), each read, write and a mix, in MB/s, IOP
 percentiles from fio's own JSON (``profiles`` beside it).
 
 Each test works in its own directory ``<path>/nasplan-fio-<token>``, removed in ``finally``.
+With ``through:`` it runs on a client instead, in that directory of the NAS's share, which
+nasplan mounts there for the test (``nasplan.measure.through``).
 """
 
 from __future__ import annotations
@@ -11,20 +13,20 @@ from __future__ import annotations
 import secrets
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from nasplan.analysis import summarize
 from nasplan.errors import CannotStart
 from nasplan.hosts.session import HostSession
 from nasplan.input.plan import Plan, PlanTest
-from nasplan.measure import probes
+from nasplan.measure import probes, through
 from nasplan.measure.estimate import Estimate
 from nasplan.measure.fio_workdir import FIO_FILE, make_workdir, remove_workdir
 from nasplan.measure.kind import DASH, Kind, Needs, Probe, Record, RunContext, Section
 from nasplan.measure.kinds.disk_profile import profiles as fio_profiles
 from nasplan.measure.kinds.disk_profile import view
 from nasplan.measure.kinds.disk_profile.profiles import Job
+from nasplan.measure.kinds.disk_profile.settings import ProfileSettings
 from nasplan.measure.pair import check_ready
 from nasplan.measure.record import finish, new_record
 from nasplan.measure.series import Series
@@ -33,31 +35,6 @@ from nasplan.units import parse_size
 
 # a run's own start and end besides its time: fio started, the file laid out, its JSON read
 STEP_S = 1.0
-
-
-@dataclass(frozen=True)
-class ProfileSettings:
-    """A disk-profile test's settings, each default stated here once."""
-
-    host: str
-    path: str
-    volume: str | None = None
-    profile: str = "crystaldiskmark"
-    # jobs of the plan's own instead of a named profile's: {block_size, queue_depth, threads,
-    # pattern: sequential | random}
-    jobs: tuple[Job, ...] = ()
-    modes: tuple[str, ...] = ("read", "write")
-    read_percent: int = fio_profiles.MIX_READ_PERCENT
-    size: str | int = "1GiB"  # CrystalDiskMark's default test file
-    duration_s: int = 5  # CrystalDiskMark's default measure time
-
-    @property
-    def size_bytes(self) -> int:
-        return parse_size(self.size)
-
-    @property
-    def grid(self) -> tuple[Job, ...]:
-        return self.jobs or fio_profiles.PROFILES[self.profile]
 
 
 def _job(given: Mapping[str, Any]) -> Job:
@@ -126,22 +103,28 @@ class DiskProfile(Kind[ProfileSettings]):
         jobs = tuple(_job(j) for j in s.get("jobs") or ())
         modes = tuple(s.get("modes") or ("read", "write"))
         return ProfileSettings(
-            host=str(s["host"]), path=str(s["path"]), jobs=jobs, modes=modes, **given
-        )
+            host=str(s["host"]), path=str(s.get("path") or ""), jobs=jobs, modes=modes,
+            through=through.through_of(s), **given,
+        )  # fmt: skip
 
     def needs(self, test: PlanTest, s: ProfileSettings) -> Needs:
-        return {host: ("fio",) for host in test.hosts}
+        return {s.through.client if s.through else s.host: ("fio",)}
 
     def probes(
         self, test: PlanTest, s: ProfileSettings, plan: Plan, sessions: Mapping[str, HostSession]
     ) -> list[Probe]:
+        if s.through:  # a directory of the share, once mounted
+            return []
         return [probes.writable_directory(s.host, s.path, "the disk profile's path")]
 
     def describe(self, test: PlanTest, s: ProfileSettings) -> str:
         named = "its own jobs" if s.jobs else s.profile
         jobs = ", ".join(j.name for j in s.grid)
+        where = f"{s.host}:{s.path}"
+        if s.through:
+            where = f"{s.through.client} through {s.through.method} {s.host}:{s.through.share}"
         return (
-            f"fio {named} ({jobs}) {'/'.join(s.modes)} on {s.host}:{s.path}, "
+            f"fio {named} ({jobs}) {'/'.join(s.modes)} on {where}, "
             f"{s.size} file, {s.duration_s} s each, x {test.repetitions_text}"
         )
 
@@ -153,7 +136,7 @@ class DiskProfile(Kind[ProfileSettings]):
         """Every job of the grid in every mode, repetitions of each; failures recorded."""
         params = {
             "host": s.host,
-            "path": s.path,
+            "path": None if s.through else s.path,
             "volume": s.volume,
             "profile": None if s.jobs else s.profile,
             "jobs": [j.name for j in s.grid],
@@ -162,23 +145,43 @@ class DiskProfile(Kind[ProfileSettings]):
             "size_bytes": s.size_bytes,
             "duration_s": s.duration_s,
             "repetitions": test.repetitions,
+            "through": s.through.params() if s.through else None,
         }
         record = new_record(test, params, "bytes_per_second")
-        session = ctx.sessions[s.host]
         try:
             check_ready(test, ctx, self.needs(test, s))
         except CannotStart as exc:
             record["error"] = str(exc)
             return record
-        assert session.runner is not None
         token = secrets.token_hex(4)
+        if s.through is None:
+            return self._run_in(test, s, ctx, ctx.sessions[s.host], s.path, token, record)
         try:
-            workdir = make_workdir(session, s.path, f"{token}")
+            with through.client_place(ctx, s.host, s.through, token, record) as (session, path):
+                return self._run_in(test, s, ctx, session, path, token, record)
+        except CannotStart as exc:
+            record["error"] = str(exc)
+            return self.summarize(record, s)
+
+    def _run_in(
+        self, test: PlanTest, s: ProfileSettings, ctx: RunContext, session: HostSession,
+        path: str, token: str, record: dict[str, Any],
+    ) -> dict[str, Any]:  # fmt: skip
+        """The grid in a fresh directory under ``path`` on ``session``'s host."""
+        assert session.runner is not None
+        try:
+            workdir = make_workdir(session, path, f"{token}")
         except CannotStart as exc:
             record["error"] = str(exc)
             return record
         try:
             filename = fio.check_filename(f"{workdir}/{FIO_FILE}")
+            if s.through:
+                failed = through.lay_out(session.runner, session.tools["fio"], filename,
+                                         s.size_bytes)  # fmt: skip
+                if failed:
+                    record["error"] = failed
+                    return self.summarize(record, s)
             for job in s.grid:
                 for mode in s.modes:
                     for index in test.indices:
@@ -190,7 +193,7 @@ class DiskProfile(Kind[ProfileSettings]):
                         record["repetitions"].append(rep)
                         ctx.checkpoint(record)
         except ValueError as exc:
-            record["error"] = f"path {s.path!r} resolves to {workdir!r}: {exc}"
+            record["error"] = f"path {path!r} resolves to {workdir!r}: {exc}"
         finally:
             remove_workdir(session, workdir, record)
         return self.summarize(record, s)
@@ -201,7 +204,7 @@ class DiskProfile(Kind[ProfileSettings]):
     ) -> dict[str, Any]:  # fmt: skip
         argv = fio_profiles.job_argv(
             fio_path, filename, job, mode, size_bytes=s.size_bytes, duration_s=s.duration_s,
-            read_percent=s.read_percent,
+            read_percent=s.read_percent, total_latency=s.through is not None,
         )  # fmt: skip
         assert session.runner is not None
         result = session.runner.run(
@@ -283,6 +286,10 @@ class DiskProfile(Kind[ProfileSettings]):
     def flow(self, record: Record, direction: str | None) -> str:
         params = record.get("params") or {}
         on = f" (volume {params['volume']})" if params.get("volume") else ""
+        via = params.get("through") or {}
+        if via:
+            mounted = via.get("mounted") or f"{via.get('method')} {via.get('share')}"
+            return f"{via.get('client')} through {mounted} of {params.get('host', '–')}{on}"
         return f"{params.get('host', '–')} {params.get('path', '')}{on}".strip()
 
     def measured(self, record: Record, series: Series | None) -> str:

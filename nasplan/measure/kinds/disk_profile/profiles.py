@@ -77,9 +77,12 @@ def job_argv(
     duration_s: int,
     read_percent: int = MIX_READ_PERCENT,
     direct: bool = True,
+    total_latency: bool = False,
 ) -> list[str]:
     """One fio run of ``job`` in ``mode`` on ``filename`` for ``duration_s`` seconds (time
-    based: the file of ``size_bytes`` is laid out first, untimed), JSON out."""
+    based: the file of ``size_bytes`` is laid out first, untimed), JSON out. ``total_latency``:
+    percentiles of each request's whole latency too (submission and completion: a file system
+    that finishes a request while fio submits it, FUSE's, leaves completion latency near 0)."""
     argv = [
         fio_path,
         f"--name=nasplan-{job.name.replace(' ', '-').lower()}-{mode}",
@@ -99,6 +102,8 @@ def job_argv(
     ]
     if mode == "mix":
         argv.append(f"--rwmixread={read_percent}")
+    if total_latency:
+        argv.append("--lat_percentiles=1")
     return argv
 
 
@@ -108,10 +113,12 @@ def timeout_s(size_bytes: int, duration_s: int) -> float:
 
 
 def _side(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """One side (read or write) of fio's job: None when it moved nothing."""
+    """One side (read or write) of fio's job: None when it moved nothing. Its latency is the
+    whole request's where fio gave its percentiles (``--lat_percentiles``), else completion's."""
     if not isinstance(section, Mapping) or not section.get("io_bytes"):
         return None
-    clat: Mapping[str, Any] = section.get("clat_ns") or {}
+    total: Mapping[str, Any] = section.get("lat_ns") or {}
+    clat: Mapping[str, Any] = total if total.get("percentile") else section.get("clat_ns") or {}
     percentiles: Mapping[str, Any] = clat.get("percentile") or {}
     found = {
         "bytes_per_second": number(section, "bw_bytes"),

@@ -1,0 +1,366 @@
+"""A NAS's share mounted on a Linux client for a test, and always unmounted: SMB (the kernel's
+``mount -t cifs`` with a 0600 credentials file, else the FUSE client ``smbnetfs`` where the
+kernel has no cifs), NFS (``mount -t nfs``) and an iSCSI LUN (``iscsiadm`` login: a block
+device, no mount).
+
+Every mount (and login) is written into the client's host lock before it is made
+(``nasplan_register_mount``), so should nasplan die with it in place, whoever cleans the lock
+up (the next run, ``nasplan restore``) undoes it before it removes a single file, and never
+removes through it (``nasplan.hosts.lock``). ``mounted`` unmounts it on every way out (the test
+ends, fails, Ctrl-C). The mount point is ``/tmp/nasplan-mnt-TOKEN``; the password never appears
+in argv: it reaches the client on stdin and lives only in a 0600 file of a 0700 directory
+(``/tmp/nasplan-mntcfg-TOKEN``) while the mount needs it.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from nasplan.errors import CannotStart
+from nasplan.hosts.lock import PRELUDE
+from nasplan.remote.runner import Runner
+from nasplan.sections import split_sections
+
+PROTOCOLS = ("smb", "nfs", "iscsi")
+# how a share is mounted: auto picks the kernel's client where the client has one, else FUSE
+HOWS = ("auto", "kernel", "fuse")
+ISCSI_PORT = 3260
+MOUNT_TIMEOUT_S = 60.0
+
+# sh helpers of both scripts: nasplan_root CMD: as root (sudo -n when the login user is not);
+# nasplan_fail STAGE TEXT: say why and stop.
+_HELPERS = r"""
+nasplan_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo -n "$@"; fi; }
+nasplan_fail() {
+  printf '@@nasplan:failed@@\nstage=%s\n' "$1"; printf '%s\n' "$2" >&2
+  [ "${made:-}" = 1 ] && nasplan_undo
+  exit 3
+}
+# nasplan_stop_users: stop what works in the mount (a file or its directory there: fio left
+# running by a cut-off command would keep it busy, then write on under the bare mount point);
+# Linux's /proc, one ls and one awk whatever the number of processes; TERM, then KILL
+nasplan_users() {
+  ls -l /proc/[0-9]*/fd /proc/[0-9]*/cwd 2>/dev/null | nasplan_m=$mp awk '
+    BEGIN { m = ENVIRON["nasplan_m"] }
+    /^\/proc\/[0-9]+\/fd:$/ { split($0, a, "/"); pid = a[3]; next }
+    / -> / { q = pid; if ($(NF-2) ~ /^\/proc\/[0-9]+\/cwd$/) { split($(NF-2), a, "/"); q = a[3] }
+      if ($NF == m || index($NF, m "/") == 1) print q }' | sort -u | grep -vx "$$"
+}
+nasplan_stop_users() {
+  [ -n "$mp" ] && [ -d /proc/self/fd ] || return 0
+  for nasplan_sig in TERM TERM KILL; do
+    nasplan_pids=$(nasplan_users) || return 0
+    [ -n "$nasplan_pids" ] || return 0
+    kill -s "$nasplan_sig" $nasplan_pids 2>/dev/null
+    sleep 1
+  done
+}
+# a mount that failed half way: whatever of it is there undone, lazily, quietly
+nasplan_undo() {
+  nasplan_stop_users
+  case $how in
+    fuse) fusermount3 -u -z "$mp" || fusermount -u -z "$mp" ;;
+    kernel) nasplan_root umount -l "$mp" ;;
+    iscsi) nasplan_root iscsiadm -m node -T "$share" -p "$portal" --logout ;;
+  esac > /dev/null 2>&1
+  [ "$how" = iscsi ] || { rmdir -- "$mp"; rm -rf -- "$cfg"; } 2> /dev/null
+}
+"""
+
+# Which client mounts SMB: the kernel's when it has cifs (loaded or a module) and mount.cifs is
+# there, else smbnetfs on FUSE.
+_PICK_SMB = r"""
+if [ "$how" = auto ]; then
+  if command -v mount.cifs >/dev/null 2>&1 && { grep -qw cifs /proc/filesystems 2>/dev/null ||
+      modinfo cifs >/dev/null 2>&1; }; then how=kernel
+  elif command -v smbnetfs >/dev/null 2>&1 && [ -e /dev/fuse ]; then how=fuse
+  else nasplan_fail client "no SMB client on this host: the kernel has no cifs (or mount.cifs \
+is missing: cifs-utils) and smbnetfs (FUSE) is not installed"
+  fi
+fi
+"""
+
+_MOUNT_SMB_KERNEL = r"""
+{ printf 'username=%s\n' "$user"; printf 'password=%s\n' "$password"
+  if [ -n "$domain" ]; then printf 'domain=%s\n' "$domain"; fi; } > "$cfg/credentials" ||
+  nasplan_fail config "cannot write $cfg/credentials"
+opts="credentials=$cfg/credentials,uid=$(id -u),gid=$(id -g)${version:+,vers=$version}"
+err=$(nasplan_root mount -t cifs "//$server/$share" "$mp" -o "$opts" 2>&1)
+st=$?
+rm -f -- "$cfg/credentials"
+[ "$st" = 0 ] || nasplan_fail mount "mount -t cifs //$server/$share: $err"
+dir=$mp
+"""
+
+# smbnetfs shows every server as a directory and its shares below: MP/SERVER/SHARE. Its config
+# (with the password) stays while it is mounted: it reads the file again now and then.
+_MOUNT_SMB_FUSE = r"""
+case $password$user in *'"'*) nasplan_fail config "smbnetfs cannot read a user or password \
+holding a double quote" ;; esac
+mkdir -m 700 -- "$cfg/.smb" && : > "$cfg/.smb/smb.conf" &&
+  printf 'auth "%s/%s" "%s%s" "%s"\n' "$server" "$share" "${domain:+$domain/}" "$user" \
+    "$password" > "$cfg/.smb/smbnetfs.conf" || nasplan_fail config "cannot write $cfg/.smb"
+# (it stays as a daemon: never holding the script's output, which would wait for it)
+HOME=$cfg smbnetfs "$mp" -o "config=$cfg/.smb/smbnetfs.conf,smb_query_browsers=false" \
+  < /dev/null > "$cfg/smbnetfs.out" 2>&1 ||
+  nasplan_fail mount "smbnetfs: $(cat "$cfg/smbnetfs.out")"
+dir=$mp/$server/$share
+# smbnetfs logs in on first use: a wrong password or share shows here
+ls -- "$dir" >/dev/null 2>"$cfg/ls.err" ||
+  nasplan_fail login "//$server/$share through smbnetfs: $(cat "$cfg/ls.err")"
+"""
+
+_MOUNT_NFS = r"""
+err=$(nasplan_root mount -t nfs ${version:+-o "vers=$version"} "$server:$share" "$mp" 2>&1) ||
+  nasplan_fail mount "mount -t nfs $server:$share: $err"
+dir=$mp
+"""
+
+# A LUN: discovery, login, then the by-path device udev makes for it.
+_LOGIN_ISCSI = r"""
+err=$(nasplan_root iscsiadm -m discovery -t sendtargets -p "$portal" 2>&1) ||
+  nasplan_fail discovery "iscsiadm discovery on $portal: $err"
+err=$(nasplan_root iscsiadm -m node -T "$share" -p "$portal" --login 2>&1) ||
+  nasplan_fail login "iscsiadm login to $share on $portal: $err"
+link="/dev/disk/by-path/ip-$portal-iscsi-$share-lun-$lun"
+tries=0
+until [ -b "$link" ] || [ "$tries" -ge 20 ]; do sleep 0.5; tries=$((tries + 1)); done
+[ -b "$link" ] || nasplan_fail device "logged in, but no $link appeared"
+dir=$(readlink -f -- "$link")
+"""
+
+_MOUNT_BODY = r"""
+IFS= read -r password || [ -n "$password" ] || password=
+umask 077
+if [ "$method" = iscsi ]; then
+  nasplan_register_mount iscsi "$share" "$portal" || nasplan_fail record "the lock is full"
+  how=iscsi made=1
+else
+  if [ "$method" = smb ]; then PICK_SMB  fi
+  [ "$method" = nfs ] && [ "$how" != fuse ] && how=kernel
+  [ "$method" = nfs ] && [ "$how" = fuse ] && nasplan_fail client "no FUSE NFS client: NFS \
+mounts with the kernel's client (mount -t nfs)"
+  nasplan_register_mount "$how" "$mp" && nasplan_register - - "$mp" "$cfg" ||
+    nasplan_fail record "the lock is full"
+  mkdir -m 700 -- "$cfg" && mkdir -m 700 -- "$mp" || nasplan_fail mkdir "cannot make $mp"
+  made=1
+fi
+"""
+
+# The mount's watchdog, as every process nasplan leaves on a host (nasplan.hosts.lock): once the
+# run's lease ($1) runs out (nasplan killed or cut off) or its lock is gone, the mount is undone
+# lazily, its empty mount point and config (the password) removed; it ends by itself once the
+# mount point is gone (unmounted by the run). $2: how it was mounted.
+_WATCH = r"""
+how=$2 made=1
+nasplan_now() { if read -r u _ < /proc/uptime 2>/dev/null; then echo "${u%.*}"; else date +%s; fi; }
+while [ -d "$mp" ]; do
+  until=$(cat "$1" 2>/dev/null)
+  case $until in ''|*[!0-9]*) break ;; esac
+  [ "$(nasplan_now)" -ge "$until" ] && break
+  sleep 1
+done
+[ -d "$mp" ] && nasplan_undo
+exit 0
+"""
+
+# started once mounted, on a host this run holds the lock of; registered (token: the mount
+# point) so that the next run's clean-up stops it before it unmounts
+_WATCH_START = r"""
+if [ "$how" != iscsi ] && [ -f "$nasplan_lease" ]; then
+  ( trap '' HUP; exec sh -c "$watch" nasplan-mount-watch "$nasplan_lease" "$how" ) \
+    > /dev/null 2>&1 < /dev/null &
+  nasplan_register "$!" "$mp"
+fi
+"""
+
+# $1: a directory in the share where what this test made (nasplan-*-TOKEN) is removed once
+# nothing works there any more (a file fio still held open would not go)
+_UNMOUNT = r"""
+nasplan_stop_users
+case ${1:-} in "$mp"/*|"$mp")
+  for nasplan_f in "$1"/nasplan-*-"$token"; do
+    [ -e "$nasplan_f" ] && rm -rf -- "$nasplan_f"
+  done ;;
+esac
+case $how in
+  iscsi) err=$(nasplan_root iscsiadm -m node -T "$share" -p "$portal" --logout 2>&1) ||
+    nasplan_fail logout "iscsiadm logout of $share: $err" ;;
+  fuse) err=$( { fusermount3 -u "$mp" || fusermount -u "$mp" ||
+      fusermount3 -u -z "$mp" || fusermount -u -z "$mp"; } 2>&1) ||
+    nasplan_fail unmount "fusermount -u $mp: $err" ;;
+  kernel) err=$(nasplan_root umount -- "$mp" 2>&1 || nasplan_root umount -l -- "$mp" 2>&1) ||
+    nasplan_fail unmount "umount $mp: $err" ;;
+esac
+if [ "$how" != iscsi ]; then
+  # nothing is mounted there any more: the mount point is an empty directory of ours
+  rmdir -- "$mp" 2>/dev/null
+  rm -rf -- "$cfg"
+fi
+printf '@@nasplan:unmounted@@\n'
+"""
+
+
+@dataclass(frozen=True)
+class Share:
+    """What to mount: ``name`` is the SMB share, the NFS export or the iSCSI target's IQN;
+    ``protocol``: smb, nfs or iscsi."""
+
+    protocol: str
+    server: str
+    name: str
+    user: str | None = None
+    password: str | None = None
+    domain: str | None = None
+    version: str | None = None  # SMB's vers= or NFS's vers=
+    lun: int = 0
+    port: int = ISCSI_PORT
+    how: str = "auto"
+
+    def describe(self) -> str:
+        """``SMB //198.18.1.1/data``, ``NFS 198.18.1.1:/data``, ``iSCSI iqn... LUN 0``."""
+        return dict(_SHOWN)[self.protocol].format(s=self)
+
+
+# how each protocol's share is named, and the script that mounts it
+_SHOWN = (
+    ("smb", "SMB //{s.server}/{s.name}"),
+    ("nfs", "NFS {s.server}:{s.name}"),
+    ("iscsi", "iSCSI {s.name} LUN {s.lun} on {s.server}:{s.port}"),
+)
+_MOUNTS = (
+    ("smb", 'if [ "$how" = fuse ]; then ' + _MOUNT_SMB_FUSE + "else " + _MOUNT_SMB_KERNEL + "fi\n"),
+    ("nfs", _MOUNT_NFS),
+    ("iscsi", _LOGIN_ISCSI),
+)
+
+
+@dataclass(frozen=True)
+class Mounted:
+    """A share in place on the client: ``path`` is its directory there (an iSCSI LUN's block
+    device); ``how``: kernel, fuse or iscsi."""
+
+    share: Share
+    how: str
+    mount_point: str
+    config_dir: str
+    path: str
+
+    def describe(self) -> str:
+        """``SMB //198.18.1.1/data mounted with smbnetfs (FUSE)``."""
+        with_ = {
+            "kernel": "with the kernel's client",
+            "fuse": "with smbnetfs (FUSE)",
+            "iscsi": f"logged in with iscsiadm ({self.path})",
+        }[self.how]
+        return f"{self.share.describe()} {'' if self.how == 'iscsi' else 'mounted '}{with_}"
+
+
+def _values(share: Share, token: str, how: str) -> str:
+    values = {
+        "method": share.protocol,
+        "how": how,
+        "server": share.server,
+        "share": share.name,
+        "user": share.user or "",
+        "domain": share.domain or "",
+        "version": share.version or "",
+        "lun": share.lun,
+        "portal": f"{share.server}:{share.port}",
+        "mp": f"/tmp/nasplan-mnt-{token}",
+        "cfg": f"/tmp/nasplan-mntcfg-{token}",
+    }
+    return "".join(f"{k}={shlex.quote(str(v))}\n" for k, v in values.items())
+
+
+def mount_script(share: Share, token: str) -> str:
+    """POSIX sh: register, then mount ``share`` (the password on stdin); prints a ``mounted``
+    section (how, mount_point, dir), else a ``failed`` one with the stage, why on stderr."""
+    if share.protocol not in PROTOCOLS or share.how not in HOWS:
+        raise ValueError(f"cannot mount {share.protocol!r} with {share.how!r}")
+    body = _MOUNT_BODY.replace("PICK_SMB", _PICK_SMB)  # (it ends with a newline)
+    mount = dict(_MOUNTS)[share.protocol]
+    said = (
+        'printf \'@@nasplan:mounted@@\\nhow=%s\\nmount_point=%s\\ndir=%s\\n\' "$how" "$mp" "$dir"\n'
+    )
+    values = _values(share, token, share.how)
+    watch = f"watch={shlex.quote(values + _HELPERS + _WATCH)}\n" + _WATCH_START
+    return values + PRELUDE + _HELPERS + body + mount + watch + said
+
+
+def unmount_script(mounted: Mounted, inside: str = "") -> str:
+    """POSIX sh: stop what works in ``mounted``, remove what the test made in its directory
+    ``inside`` (``nasplan-*-TOKEN``), undo it and remove its empty mount point and config;
+    prints an ``unmounted`` section, else a ``failed`` one, why on stderr."""
+    token = mounted.mount_point.rsplit("nasplan-mnt-", 1)[-1] if mounted.mount_point else "-"
+    return (
+        _values(mounted.share, token, mounted.how)
+        + f"token={shlex.quote(token)}\nset -- {shlex.quote(inside)}\n"
+        + _HELPERS
+        + _UNMOUNT
+    )
+
+
+def parse_mounted(share: Share, token: str, stdout: str) -> Mounted | None:
+    """The ``mounted`` section a mount script printed -> Mounted; None without one."""
+    section = split_sections(stdout).get("mounted")
+    if section is None:
+        return None
+    fields = dict(line.split("=", 1) for line in section.splitlines() if "=" in line)
+    return Mounted(
+        share,
+        fields.get("how", ""),
+        fields.get("mount_point", "") if fields.get("how") != "iscsi" else "",
+        f"/tmp/nasplan-mntcfg-{token}" if fields.get("how") != "iscsi" else "",
+        fields.get("dir", ""),
+    )
+
+
+def mount(runner: Runner, share: Share, token: str) -> Mounted:
+    """Mount ``share`` on the client ``runner`` reaches; CannotStart saying why not."""
+    result = runner.run_script(
+        mount_script(share, token), stdin=(share.password or "") + "\n", timeout_s=MOUNT_TIMEOUT_S
+    )
+    found = parse_mounted(share, token, result.stdout) if result.ok else None
+    if found is None or not found.path:
+        stage = split_sections(result.stdout).get("failed", "").strip().removeprefix("stage=")
+        why = result.stderr.strip().splitlines()[-1:] or [f"exit {result.exited}"]
+        raise CannotStart(
+            f"{runner.name}: cannot mount {share.describe()}"
+            + (f" ({stage})" if stage else "")
+            + f": {why[0]}"
+        )
+    return found
+
+
+def unmount(runner: Runner, mounted: Mounted, inside: str = "") -> str | None:
+    """Undo ``mounted`` (``unmount_script``); None when done, else why not (the host's lock
+    undoes it later)."""
+    try:
+        result = runner.run_script(unmount_script(mounted, inside), timeout_s=MOUNT_TIMEOUT_S)
+    except Exception as exc:  # the client went away: its lock's next cleanup unmounts it
+        return f"{runner.name}: could not unmount {mounted.share.describe()}: {exc}"
+    if result.ok and "unmounted" in split_sections(result.stdout):
+        return None
+    why = (result.stderr.strip().splitlines() or [f"exit {result.exited}"])[-1]
+    return f"{runner.name}: could not unmount {mounted.share.describe()}: {why}"
+
+
+@contextmanager
+def mounted(
+    runner: Runner, share: Share, token: str, problems: list[str], subdir: str = ""
+) -> Iterator[Mounted]:
+    """``share`` mounted for the ``with`` block and unmounted on every way out of it, what the
+    test made in its ``subdir`` (``nasplan-*-TOKEN``) removed first (an unmount that failed is
+    appended to ``problems``)."""
+    found = mount(runner, share, token)
+    try:
+        yield found
+    finally:
+        inside = "/".join(p for p in (found.path, subdir) if p) if found.how != "iscsi" else ""
+        problem = unmount(runner, found, inside)
+        if problem:
+            problems.append(problem)

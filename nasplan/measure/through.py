@@ -1,0 +1,134 @@
+"""``through:`` of a test that works in a directory of the NAS (``kind: disk-profile``): run on a
+client through the NAS's share instead of on the NAS, the share mounted there by nasplan for
+the test and unmounted on every way out (``nasplan.measure.mounts``).
+
+``through: {method: smb, client: ws, share: data, user: ann, password_env: NAS_PW}`` or
+``{method: nfs, client: ws, export: /volume1/data}``; ``path``: a directory inside the share.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from nasplan.errors import CannotStart
+from nasplan.hosts.session import HostSession
+from nasplan.measure import mounts
+from nasplan.measure.kind import RunContext
+from nasplan.measure.record import warn
+from nasplan.remote.runner import Runner
+
+# writing the test file once, at 0.5 MB/s at worst
+_LAYOUT_BYTES_PER_SECOND = 500_000
+_LAYOUT_MARGIN_S = 60
+
+
+@dataclass(frozen=True)
+class Through:
+    """Where a test runs instead of on the NAS: ``client``, through the NAS's share."""
+
+    method: str
+    client: str
+    share: str  # the SMB share or the NFS export
+    path: str = ""  # a directory inside the share
+    user: str | None = None
+    password_env: str | None = None
+    domain: str | None = None
+    version: str | None = None
+    how: str = "auto"
+
+    def params(self) -> dict[str, Any]:
+        """What run.json's params say of it (no secret: the variable's name only)."""
+        return {
+            "method": self.method,
+            "client": self.client,
+            "share": self.share,
+            "path": self.path or None,
+            "user": self.user,
+            "mount": self.how,
+        }
+
+
+def through_of(settings: Mapping[str, Any]) -> Through | None:
+    """The test's ``through:`` (schema-checked), None without one."""
+    given = settings.get("through")
+    if not given:
+        return None
+    share = given.get("share") or given.get("export")  # (the schema allows one: the method's)
+    version = given.get("version")
+    return Through(
+        method=str(given["method"]),
+        client=str(given["client"]),
+        share=str(share),
+        path=str(given.get("path") or "").strip("/"),
+        user=given.get("user"),
+        password_env=given.get("password_env"),
+        domain=given.get("domain"),
+        version=None if version is None else str(version),
+        how=str(given.get("mount", "auto")),
+    )
+
+
+def share_of(through: Through, server: str, ctx: RunContext) -> mounts.Share:
+    """The share to mount from ``server`` (the NAS's address); its password from the control
+    node's environment (masked in every file the run writes); CannotStart when it is unset."""
+    password = None
+    if through.password_env:
+        password = os.environ.get(through.password_env)
+        if not password:
+            raise CannotStart(
+                f"the environment variable {through.password_env} (through's password_env) "
+                "is not set on this machine"
+            )
+        ctx.mask(password)
+    return mounts.Share(
+        protocol=through.method,
+        server=server,
+        name=through.share,
+        user=through.user,
+        password=password,
+        domain=through.domain,
+        version=through.version,
+        how=through.how,
+    )
+
+
+@contextmanager
+def client_place(
+    ctx: RunContext, nas: str, through: Through, token: str, record: dict[str, Any]
+) -> Iterator[tuple[HostSession, str]]:
+    """The client's session and the share's directory there (``through.path`` inside it),
+    mounted for the ``with`` block; said in the record's params (``through.mounted``); an
+    unmount that failed is a warning of the test. CannotStart when it cannot be mounted."""
+    server = ctx.sessions[nas].host.address
+    session = ctx.sessions[through.client]
+    if session.runner is None:
+        raise CannotStart(f"{through.client}: not reachable to mount the share")
+    problems: list[str] = []
+    share = share_of(through, server, ctx)
+    try:
+        with mounts.mounted(session.runner, share, token, problems, through.path) as found:
+            record["params"]["through"]["mounted"] = found.describe()
+            yield session, "/".join(p for p in (found.path, through.path) if p)
+    finally:
+        for problem in problems:
+            warn(record, f"{problem} (the next run's clean-up of {through.client} unmounts it)")
+
+
+def lay_out(runner: Runner, fio_path: str, filename: str, size_bytes: int) -> str | None:
+    """Write the test file in full before the grid runs (CrystalDiskMark's preparation): fio
+    lays a missing file out with ftruncate, which smbnetfs refuses (EIO); a file already its
+    size is used as it is. None when done, else what fio said."""
+    argv = [
+        fio_path, "--name=nasplan-layout", f"--filename={filename}", "--rw=write",
+        "--bs=1048576", f"--size={size_bytes}", "--ioengine=psync", "--end_fsync=1",
+        "--output-format=json",
+    ]  # fmt: skip
+    timeout = size_bytes / _LAYOUT_BYTES_PER_SECOND + _LAYOUT_MARGIN_S
+    result = runner.run(argv, timeout_s=timeout)
+    if result.ok:
+        return None
+    return f"fio could not write the test file {filename}: {result.stderr.strip()[-300:]}"
