@@ -70,11 +70,6 @@ def new_run_dir(base: Path, plan_name: str, started_at: datetime, out: Path | No
     return run_dir
 
 
-def redact(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret replaced by ``********`` (longest secrets first)."""
-    return redactor_of(secrets).text(text)
-
-
 def _clean(value: Any, redactor: Redactor) -> Any:
     """A JSON-ready copy: secrets masked, NaN/infinity (not JSON) turned into null."""
     if isinstance(value, str):

@@ -150,3 +150,15 @@ def format_seconds(seconds: float | None) -> str:
         return f"{seconds:.0f} s"
     text = f"{seconds:.1f}".rstrip("0").rstrip(".")
     return f"{text or '0'} s"
+
+
+def positive_int(value: object) -> int | None:
+    """A whole number above 0 from a tool's text (``" 9000\\n"``) or a JSON number; None for
+    anything else (0, -1, ``unknown``, a boolean, nothing)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        number = int(str(value).strip())
+    except (TypeError, ValueError):
+        return None
+    return number if number > 0 else None

@@ -80,12 +80,9 @@ def _speed(host: str, nic: Mapping[str, Any], nominal: int | None) -> dict[str, 
         f"{host} {nic['name']} " + " and ".join(said) + ": the link carries no more than that "
         "(a cable, a switch port or the other end that cannot do more)."
     )
-    evidence = {
-        "interface": nic["name"],
-        "speed_mbps": speed_mbps,
-        "duplex": duplex,
-        "inventory_speed_bits_per_second": nominal,
-    }
+    evidence = _evidence(
+        nic, speed_mbps=speed_mbps, duplex=duplex, inventory_speed_bits_per_second=nominal
+    )
     return finding("nic-speed", None, host, text, evidence)
 
 
@@ -124,13 +121,10 @@ def _pcie(host: str, nic: Mapping[str, Any], nominal: int | None) -> dict[str, A
         f"{host} {nic['name']}'s PCIe link runs at {gt:g} GT/s x{width}, "
         f"{usable / 1e9:.3g} Gbit/s of data, below its {rate_text(link)} link{could}."
     )
-    evidence = {
-        "interface": nic["name"],
-        **{k: bus.get(k) for k in ("pcie_gt_per_s", "pcie_width")},
-        **{k: bus.get(k) for k in ("pcie_max_gt_per_s", "pcie_max_width")},
-        "pcie_bits_per_second": usable,
-        "link_bits_per_second": link,
-    }
+    read = ("pcie_gt_per_s", "pcie_width", "pcie_max_gt_per_s", "pcie_max_width")
+    evidence = _evidence(
+        nic, **{k: bus.get(k) for k in read}, pcie_bits_per_second=usable, link_bits_per_second=link
+    )
     return finding("pcie", None, host, text, evidence)
 
 
@@ -148,10 +142,12 @@ def _usb(host: str, nic: Mapping[str, Any], nominal: int | None) -> dict[str, An
         f"{host} {nic['name']} is a USB NIC on {name} ({rate_text(float(speed) * 1e6)}, "
         f"{rate_text(usable)} of data), below its {rate_text(link)} link: the bus is the limit."
     )
-    evidence = {
-        "interface": nic["name"],
-        "usb_speed_mbps": speed,
-        "usb_bits_per_second": usable,
-        "link_bits_per_second": link,
-    }
+    evidence = _evidence(
+        nic, usb_speed_mbps=speed, usb_bits_per_second=usable, link_bits_per_second=link
+    )
     return finding("usb-bus", None, host, text, evidence)
+
+
+def _evidence(nic: Mapping[str, Any], **read: Any) -> dict[str, Any]:
+    """A NIC finding's evidence: the interface's name, then what was read of it."""
+    return {"interface": nic["name"], **read}

@@ -12,6 +12,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nasplan.units import positive_int
+
 BSD_KERNELS = ("Darwin", "FreeBSD")
 
 HEADER = re.compile(r"^(\S+?):\s+flags=\w+<([^>]*)>(?:.*?\bmtu (\d+))?")
@@ -54,8 +56,8 @@ def system_fields(kernel_name: str, sysctl: Mapping[str, str]) -> dict[str, Any]
         "os_version": version,
         "os_pretty": pretty,
         "cpu_model": cpu or None,
-        "cpu_cores": _positive(sysctl.get("hw.ncpu")),
-        "memory_bytes": _positive(memory),
+        "cpu_cores": positive_int(sysctl.get("hw.ncpu")),
+        "memory_bytes": positive_int(memory),
     }
 
 
@@ -69,7 +71,7 @@ def parse_ifconfig(lines: Sequence[str], kernel_name: str) -> list[dict[str, Any
             flags = header.group(2).split(",")
             current = {
                 "name": header.group(1),
-                "mtu_bytes": _positive(header.group(3)),
+                "mtu_bytes": positive_int(header.group(3)),
                 "state": "up" if "UP" in flags and "RUNNING" in flags else "down",
                 "mac": None,
                 "speed_mbps": None,
@@ -153,11 +155,3 @@ def inet_cidr(line: str) -> str | None:
         return str(ipaddress.ip_interface(f"{address}/{prefix or 32}"))
     except ValueError:
         return None
-
-
-def _positive(value: str | None) -> int | None:
-    try:
-        number = int(str(value).strip())
-    except (TypeError, ValueError):
-        return None
-    return number if number > 0 else None

@@ -17,6 +17,7 @@ from nasplan.facts import storage, volumes
 from nasplan.facts import windows as facts_windows
 from nasplan.remote import shell
 from nasplan.remote.runner import Result, Runner
+from nasplan.units import positive_int
 
 # Looked up on PATH and in vendor directories; each is a key of HostFacts.tools (None: absent).
 TOOL_NAMES = (
@@ -359,8 +360,8 @@ def parse_facts(stdout: str) -> HostFacts:
         kernel=_first(single.get("kernel")),
         arch=_first(single.get("arch")),
         cpu_model=_cpu_model(single.get("cpu-model", [])),
-        cpu_cores=_positive(_first(single.get("cpu-processors")))
-        or _positive(_first(single.get("nproc"))),
+        cpu_cores=positive_int(_first(single.get("cpu-processors")))
+        or positive_int(_first(single.get("nproc"))),
         memory_bytes=_memory_bytes(single.get("meminfo", [])),
         memory_limit_bytes=volumes.parse_memory_limit(
             single.get("memory-limit", []), _memory_bytes(single.get("meminfo", []))
@@ -505,7 +506,7 @@ def _nic(values: Mapping[str, str], addresses: Mapping[str, list[str]]) -> NicFa
     speed = _int_or_none(values.get("speed"))
     return NicFacts(
         name=name,
-        mtu_bytes=_positive(values.get("mtu")),
+        mtu_bytes=positive_int(values.get("mtu")),
         state=_str_or_none(values.get("operstate")),
         mac=_str_or_none(values.get("address")),
         speed_mbps=speed if speed is not None and 0 < speed < _MAX_SPEED_MBPS else None,
@@ -532,9 +533,9 @@ def nic_bus(values: Mapping[str, str]) -> dict[str, Any] | None:
     if "pcie_current_link_speed" in values:
         bus.update(
             pcie_gt_per_s=_gt_per_s(values.get("pcie_current_link_speed")),
-            pcie_width=_positive(values.get("pcie_current_link_width")),
+            pcie_width=positive_int(values.get("pcie_current_link_width")),
             pcie_max_gt_per_s=_gt_per_s(values.get("pcie_max_link_speed")),
-            pcie_max_width=_positive(values.get("pcie_max_link_width")),
+            pcie_max_width=positive_int(values.get("pcie_max_link_width")),
         )
     if "usb_speed" in values:
         # sysfs says 1.5, 12, 480, 5000, 10000, 20000 (Mbit/s)
@@ -576,11 +577,6 @@ def _valid_interface(cidr: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _positive(value: str | None) -> int | None:
-    number = _int_or_none(value)
-    return number if number is not None and number > 0 else None
 
 
 def _int_or_none(value: object) -> int | None:

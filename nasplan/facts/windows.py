@@ -14,6 +14,7 @@ from typing import Any
 
 from nasplan.errors import UnknownOutput
 from nasplan.remote.shell import PowerShell
+from nasplan.units import positive_int
 
 # Looked up where the inventory says, then on PATH (each without ".exe").
 TOOL_NAMES = ("iperf3", "robocopy", "diskspd", "winget", "choco")
@@ -114,7 +115,7 @@ def adapters(
         nics.append(
             {
                 "name": name,
-                "mtu_bytes": _positive(record.get("MtuSize")),
+                "mtu_bytes": positive_int(record.get("MtuSize")),
                 "state": "up" if record.get("Status", "").lower() == "up" else "down",
                 "mac": record.get("MacAddress", "").replace("-", ":").lower() or None,
                 "speed_mbps": link_speed_mbps(record),
@@ -132,8 +133,8 @@ def system_fields(single: Mapping[str, list[str]]) -> dict[str, Any]:
     _require(os_records, "Get-CimInstance Win32_OperatingSystem", _OS_FIELDS, at_least_one=True)
     os_record = os_records[0]
     cpus = parse_format_list(single.get("win-cpu", []))
-    cores = sum(_positive(c.get("NumberOfLogicalProcessors")) or 0 for c in cpus) or None
-    memory_kib = _positive(os_record.get("TotalVisibleMemorySize"))  # Win32 reports KiB
+    cores = sum(positive_int(c.get("NumberOfLogicalProcessors")) or 0 for c in cpus) or None
+    memory_kib = positive_int(os_record.get("TotalVisibleMemorySize"))  # Win32 reports KiB
     admin = _first(single.get("win-admin"))
     return {
         "os_id": "windows",
@@ -181,11 +182,3 @@ def _require(
 
 def _first(lines: list[str] | None) -> str | None:
     return next((line.strip() for line in lines or () if line.strip()), None)
-
-
-def _positive(value: object) -> int | None:
-    try:
-        number = int(str(value).strip())
-    except (TypeError, ValueError):
-        return None
-    return number if number > 0 else None

@@ -55,15 +55,15 @@ SSH_ARGUMENTS = (
     "ansible_scp_extra_args",
     "ansible_sftp_extra_args",
 )
+_HOST_KEYS_CHECKED = "nasplan always checks host keys (known_hosts: FILE names the file)"
+_SHELL_FOUND = "nasplan finds the host's shell itself"
 IGNORED_BECAUSE = {
     "ansible_become": "nasplan uses sudo by itself where a command needs root and the user is "
     "not root",
-    "ansible_host_key_checking": "nasplan always checks host keys (known_hosts: FILE names the "
-    "file)",
-    "ansible_ssh_host_key_checking": "nasplan always checks host keys (known_hosts: FILE names "
-    "the file)",
-    "ansible_shell_type": "nasplan finds the host's shell itself",
-    "ansible_shell_executable": "nasplan finds the host's shell itself",
+    "ansible_host_key_checking": _HOST_KEYS_CHECKED,
+    "ansible_ssh_host_key_checking": _HOST_KEYS_CHECKED,
+    "ansible_shell_type": _SHELL_FOUND,
+    "ansible_shell_executable": _SHELL_FOUND,
     "ansible_ssh_executable": "nasplan's SSH client is built in (paramiko)",
 }
 

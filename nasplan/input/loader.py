@@ -8,7 +8,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -69,13 +69,7 @@ class Located:
     message: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "file": self.file,
-            "line": self.line,
-            "column": self.column,
-            "path": self.path,
-            "message": self.message,
-        }
+        return asdict(self)
 
 
 def located(text: str) -> Located | None:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from nasplan.errors import InputError, LabError
 from nasplan.lab import build, cgroups, netns, shaping
@@ -14,6 +15,7 @@ from nasplan.lab.state import HostState, LabState, LinkState, load_state
 from nasplan.units import format_size, parse_rate, parse_size
 
 Report = Callable[[str], None]
+T = TypeVar("T")
 ROOT_MESSAGE = "nasplan lab needs root (network namespaces)"
 
 
@@ -154,15 +156,26 @@ def status(lab_file: Path | None = None, state_dir: Path | None = None) -> LabSt
     return LabStatus(state, hosts, links, build.problems(state))
 
 
-def reshape(state_dir: Path, link_name: str, rate: str | int) -> LinkState:
-    """Shape every end of ``link_name`` (``lan`` or a link's name) to ``rate``; return the link."""
+def _running(state_dir: Path) -> LabState:
+    """The state of the lab up in ``state_dir`` (root only); LabError when none is."""
     require_root()
     state = load_state(state_dir.resolve())
     if state is None:
         raise LabError(f"no lab is up with state in {state_dir}")
-    link = state.links.get(link_name)
-    if link is None:
-        raise InputError(f"unknown link {link_name!r} (links: {', '.join(state.links)})")
+    return state
+
+
+def _named(found: Mapping[str, T], what: str, name: str) -> T:
+    """The lab's ``what`` (link, host) called ``name``; InputError naming those there are."""
+    if name not in found:
+        raise InputError(f"unknown {what} {name!r} ({what}s: {', '.join(found)})")
+    return found[name]
+
+
+def reshape(state_dir: Path, link_name: str, rate: str | int) -> LinkState:
+    """Shape every end of ``link_name`` (``lan`` or a link's name) to ``rate``; return the link."""
+    state = _running(state_dir)
+    link = _named(state.links, "link", link_name)
     try:
         bits_per_second = parse_rate(rate)
     except ValueError as exc:
@@ -180,13 +193,8 @@ def reshape(state_dir: Path, link_name: str, rate: str | int) -> LinkState:
 def set_memory(state_dir: Path, host_name: str, size: str) -> str:
     """Give the running lab's ``host_name`` a memory limit of ``size`` (its cgroup's, which the
     lab file's ``memory:`` made); the limit as said back."""
-    require_root()
-    state = load_state(state_dir.resolve())
-    if state is None:
-        raise LabError(f"no lab is up with state in {state_dir}")
-    host = state.hosts.get(host_name)
-    if host is None:
-        raise InputError(f"unknown host {host_name!r} (hosts: {', '.join(state.hosts)})")
+    state = _running(state_dir)
+    host = _named(state.hosts, "host", host_name)
     if host.cgroup is None:
         raise InputError(
             f"host {host_name} has no memory limit: give it one in the lab file (memory: 1GiB) "

@@ -36,7 +36,6 @@ SMB_USER = "nasplan"
 # system user to the machine the lab runs on.
 SMB_UNIX_USER = "root"
 SMB_PASSWORD_ENV = "NASPLAN_LAB_SMB_PASSWORD"
-SERVICES = ("smb", "nfs", "iscsi")
 SHORT_LINK_DIR = Path("/run")
 _PRIVATE_DIRS = ("private", "lock", "state", "cache", "run", "ncalrpc", "log")
 

@@ -36,6 +36,18 @@ class Capacity:
     stated: str | None = None
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """What the whole run says of its hosts, against which each copy is judged: the
+    ``capacities`` its records show (and the inventory states), what each host's page cache can
+    hold (``memory_bytes``: its RAM, or a lower memory limit) and what shares each host's kernel
+    (``cpu_shared_with``: ``analysis.attribute_bottleneck``)."""
+
+    capacities: Sequence[Capacity]
+    memory_bytes: Mapping[str, int | None]
+    cpu_shared_with: Mapping[str, Sequence[str]]
+
+
 def best(
     capacities: Sequence[Capacity],
     what: str,
@@ -96,19 +108,14 @@ def stated_volumes(hosts: Iterable[Host]) -> list[Capacity]:
     ]
 
 
-def judged(
-    record: Mapping[str, Any],
-    capacities: Sequence[Capacity],
-    label: str,
-    memory_bytes: Mapping[str, int | None],
-    cpu_shared_with: Mapping[str, Sequence[str]],
-) -> dict[str, Any]:
+def judged(record: Mapping[str, Any], label: str, evidence: Evidence) -> dict[str, Any]:
     """A copy between a client and the NAS (a file, a block range) with ``bottleneck`` (per
     direction: network-, disk-, cpu-, protocol-bound, cache-served, faster-than-disk) and
     ``cache_warning`` set; ``label``: what it moved with (``SMB``, ``iSCSI``). A copy on a
     volume is judged against that volume's disk alone (fio's, else its stated rate); a cold
-    read is a read, its cache dropped before it; ``memory_bytes``: what each host's page cache
-    can hold (a rate above the disk's is cache-served only when that explains it)."""
+    read is a read, its cache dropped before it; a rate above the disk's is cache-served only
+    when what the NAS's page cache can hold explains it."""
+    capacities, memory_bytes = evidence.capacities, evidence.memory_bytes
     params = record.get("params") or {}
     server, client = str(params.get("server")), str(params.get("client"))
     path = record.get("path") or {}
@@ -137,7 +144,7 @@ def judged(
             path_speed_bits_per_second=path.get("speed_bits_per_second"),
             disk_bytes_per_second=disk[0] if disk else None,
             cpu_busy_percent=cpu,
-            cpu_shared_with=cpu_shared_with,
+            cpu_shared_with=evidence.cpu_shared_with,
             cpu_cores=cores,
             disk_name=disk_name,
             cache_dropped=direction == COLD_READ,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from nasplan.analysis import MIN_TRUSTED_S, durations_under, size_text, size_to_use
 from nasplan.measure import series as shapes
-from nasplan.measure.capacity import Capacity, judged
+from nasplan.measure.capacity import Capacity, Evidence, judged
 from nasplan.measure.estimate import Estimate
 from nasplan.measure.series import TCP_MAXIMUM, Series
 from nasplan.quantities import BITS, Quantity
@@ -378,19 +378,13 @@ class Readout:
         against the run's capacities; None: the record is no copy between a client and the NAS."""
         return None
 
-    def annotated(
-        self,
-        record: Record,
-        capacities: Sequence[Capacity],
-        memory_bytes: Mapping[str, int | None],
-        cpu_shared_with: Mapping[str, Sequence[str]],
-    ) -> dict[str, Any]:
+    def annotated(self, record: Record, evidence: Evidence) -> dict[str, Any]:
         """The record with what the run's capacities say of it (a copy's verdicts), else as
         it is."""
         label = self.copy_label(record)
         if label is None:
             return dict(record)
-        return judged(record, capacities, label, memory_bytes, cpu_shared_with)
+        return judged(record, label, evidence)
 
 
 class Kind(Readout, abc.ABC, Generic[S]):

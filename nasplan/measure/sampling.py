@@ -214,12 +214,7 @@ class Sampling:
 
 @contextlib.contextmanager
 def sampling(
-    sessions: Mapping[str, HostSession],
-    hosts: Sequence[str],
-    token: str,
-    tasks: Tasks,
-    *,
-    max_s: float = MAX_SAMPLING_S,
+    sessions: Mapping[str, HostSession], hosts: Sequence[str], token: str, tasks: Tasks
 ) -> Iterator[Resources]:
     """Sample every ready host of ``hosts`` while the block runs; stopped in ``finally``.
 
@@ -227,7 +222,7 @@ def sampling(
     there), for run.json's ``resources`` of the test.
     """
     resources: Resources = {}
-    with overlapped(sessions, hosts, token, tasks, max_s=max_s) as sampled:
+    with overlapped(sessions, hosts, token, tasks) as sampled:
         sampled.wait_started()  # the hosts' starts at once, not one after another
         yield resources
     resources.update(sampled.resources)
@@ -235,16 +230,11 @@ def sampling(
 
 @contextlib.contextmanager
 def overlapped(
-    sessions: Mapping[str, HostSession],
-    hosts: Sequence[str],
-    token: str,
-    tasks: Tasks,
-    *,
-    max_s: float = MAX_SAMPLING_S,
+    sessions: Mapping[str, HostSession], hosts: Sequence[str], token: str, tasks: Tasks
 ) -> Iterator[Sampling]:
     """A started Sampling the block waits for (``wait_started``) before it measures and may stop
     early (``stop``, once the last measurement ended); stopped and collected in ``finally``."""
-    sampled = Sampling(sessions, hosts, token, tasks, max_s=max_s)
+    sampled = Sampling(sessions, hosts, token, tasks)
     sampled.start()
     try:
         yield sampled

@@ -24,7 +24,6 @@ from typing import Any
 from nasplan.analysis import rate_fall
 from nasplan.measure.series import data_direction
 
-SOURCES = ("iperf3", "fio", "nic")
 # A sampler point (the rate over the second before it) belongs to a repetition when that second
 # lies inside the repetition, give or take this much clock skew between controller and host.
 _SLACK_S = 0.25
@@ -171,9 +170,3 @@ def timeline(throughput: Sequence[dict[str, Any] | None]) -> dict[str, Any] | No
     """run.json ``timeline`` of a test: ``{"throughput": [series, ...]}``, None when empty."""
     present = [s for s in throughput if s is not None]
     return {"throughput": present} if present else None
-
-
-def falls(record: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The series of a test record whose rate fell, each with its repetition and direction."""
-    throughput = (record.get("timeline") or {}).get("throughput") or []
-    return [s for s in throughput if s.get("fall")]

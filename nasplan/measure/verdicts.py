@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nasplan.measure import kinds
-from nasplan.measure.capacity import Capacity
+from nasplan.measure.capacity import Capacity, Evidence
 
 
 def annotated(
@@ -29,7 +29,5 @@ def annotated(
     (``analysis.attribute_bottleneck``); ``stated``: capacities the run did not measure (a
     volume's inventory ``rate``: ``capacity.stated_volumes``), a measured one taken first."""
     capacities = [*(c for t in tests for c in kinds.readout(t).capacities(t)), *stated]
-    return [
-        kinds.readout(t).annotated(t, capacities, memory_bytes, cpu_shared_with or {})
-        for t in tests
-    ]
+    evidence = Evidence(capacities, memory_bytes, cpu_shared_with or {})
+    return [kinds.readout(t).annotated(t, evidence) for t in tests]

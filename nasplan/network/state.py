@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from nasplan.errors import UnknownOutput
+from nasplan.units import positive_int
 
 # Link-scope addresses (IPv6 fe80::) come and go with the link; nasplan never sets them.
 TRACKED_SCOPES = ("global", "host", "site")
@@ -44,13 +45,7 @@ class Route:
         return argv
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "dst": self.dst,
-            "gateway": self.gateway,
-            "metric": self.metric,
-            "protocol": self.protocol,
-            "scope": self.scope,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -144,12 +139,9 @@ def _json_list(text: str, command: str, keys: tuple[str, ...]) -> list[dict[str,
 
 def speed_mbps(value: str | None) -> int | None:
     """A sysfs ``speed`` file's text -> Mbit/s, None when the driver knows no speed."""
-    try:
-        number = int(str(value).strip())
-    except (TypeError, ValueError):
-        return None
+    number = positive_int(value)
     # Drivers without a link report speed -1 (or 4294967295 as unsigned).
-    return number if 0 < number < 4_000_000 else None
+    return number if number is not None and number < 4_000_000 else None
 
 
 def parse_routes(route_json: str) -> dict[str, tuple[Route, ...]]:

@@ -135,7 +135,7 @@ echo 3 > /proc/sys/vm/drop_caches && echo "nasplan: dropped the whole page cache
 
 class PlatformBase(Platform):
     """The defaults of a Linux host with ``ip``: a platform sets ``name``, writes ``matches`` and
-    ``install_commands``, and overrides only what differs."""
+    ``install_missing``, and overrides only what differs."""
 
     # Other names an inventory's ``platform:`` may give it (``ubuntu`` for Debian).
     aliases: frozenset[str] = frozenset()
@@ -168,6 +168,17 @@ class PlatformBase(Platform):
         """Where the facts found ``tool``."""
         return facts.tool(tool)
 
+    def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
+        """None when every tool of ``packages`` is there (``tool_path``), else the commands of
+        ``install_missing``."""
+        missing = [p for p in packages if not self.tool_path(facts, p)]
+        return self.install_missing(facts, missing) if missing else []
+
+    def install_missing(self, facts: HostFacts, missing: list[str]) -> list[Command]:
+        """Commands that install the ``missing`` tools, their last output line each tool's path;
+        PlatformError with what the user should do when this platform cannot."""
+        raise NotImplementedError
+
     def network_mechanism(self, facts: HostFacts) -> str:
         """``ip`` changes under a ``setsid`` timer that undoes them unless confirmed."""
         return SETSID_TIMER
@@ -192,20 +203,6 @@ def marker_values(text: str, separator: str = "=") -> dict[str, str]:
     return values
 
 
-def manual_network_refusal(os_name: str, example: str) -> str:
-    """The refusal of a platform nasplan cannot change the network of, with what to do instead."""
-    return (
-        f"nasplan changes MTU and addresses only where it can arm a revert and read the state "
-        f"back (Linux, macOS, FreeBSD, the TrueNAS middleware); on {os_name} set it yourself, e.g. "
-        f"`{example}`, and run the plan without its network: section"
-    )
-
-
-def missing_tools(facts: HostFacts, packages: Sequence[str]) -> list[str]:
-    """The tools of ``packages`` the host's facts did not find, in the order asked."""
-    return [p for p in packages if not facts.tool(p)]
-
-
 def installer_path(facts: HostFacts, missing: Sequence[str], installer: str, advice: str) -> str:
     """The full path of the package manager ``installer``; without it ``PlatformError``:
     ``<missing> not found and <advice>; nothing was changed on this host``."""
@@ -227,12 +224,7 @@ def print_installed_paths(bin_dir: str, tools: Sequence[str]) -> list[str]:
     return lines
 
 
-def ships_with_it(
-    facts: HostFacts, packages: Sequence[str], why_not_installed: str
-) -> list[Command]:
-    """An appliance whose tools come with it: nothing to install, or ``PlatformError`` naming the
-    missing tools and ``why_not_installed`` (nasplan never installs packages there)."""
-    missing = missing_tools(facts, packages)
-    if missing:
-        raise PlatformError(f"{' '.join(missing)} not found, though {why_not_installed}")
-    return []
+def not_shipped(missing: Sequence[str], why_not_installed: str) -> PlatformError:
+    """The refusal of an appliance whose tools come with it: the ``missing`` ones named, and
+    ``why_not_installed`` (nasplan never installs packages there)."""
+    return PlatformError(f"{' '.join(missing)} not found, though {why_not_installed}")

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from nasplan.platforms.base import Command, PlatformBase, missing_tools
+from nasplan.platforms.base import Command, PlatformBase
 
 if TYPE_CHECKING:
     from nasplan.facts.gather import HostFacts
@@ -27,10 +26,7 @@ class Debian(PlatformBase):
         ids = {facts.os_id or "", *(facts.os_like or "").split()}
         return bool(ids & {"debian", "ubuntu"})
 
-    def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
-        missing = missing_tools(facts, packages)
-        if not missing:
-            return []
+    def install_missing(self, facts: HostFacts, missing: list[str]) -> list[Command]:
         preseed = "\n".join(_DEBCONF[p] for p in missing if p in _DEBCONF)
         names = sorted({PACKAGES.get(p, p) for p in missing})
         install = shlex.join(["apt-get", "install", "-y", "-q", "--no-install-recommends", *names])

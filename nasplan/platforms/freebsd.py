@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from nasplan.platforms.base import (
@@ -12,14 +11,18 @@ from nasplan.platforms.base import (
     Command,
     PlatformBase,
     installer_path,
-    missing_tools,
-    ships_with_it,
+    not_shipped,
 )
 
 if TYPE_CHECKING:
     from nasplan.facts.gather import HostFacts
 
 VERSION_FILE = "/etc/version"
+NO_INSTALL = (
+    "TrueNAS CORE ships iperf3 in /usr/local/bin; nasplan never runs pkg on the appliance (an "
+    "update would undo it, and it can break the middleware): check the host, or measure from "
+    "another"
+)
 
 
 def _is_freebsd(facts: HostFacts) -> bool:
@@ -43,14 +46,8 @@ class TrueNasCore(PlatformBase):
             return version.replace("-", " ", 1)
         return f"TrueNAS CORE ({facts.os_pretty})" if facts.os_pretty else "TrueNAS CORE"
 
-    def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
-        return ships_with_it(
-            facts,
-            packages,
-            "TrueNAS CORE ships iperf3 in /usr/local/bin; nasplan never runs pkg on the "
-            "appliance (an update would undo it, and it can break the middleware): check the "
-            "host, or measure from another",
-        )
+    def install_missing(self, facts: HostFacts, missing: list[str]) -> list[Command]:
+        raise not_shipped(missing, NO_INSTALL)
 
     def network_mechanism(self, facts: HostFacts) -> str:
         """The middleware's own commit with rollback (``interface.commit``), read back with BSD
@@ -73,10 +70,7 @@ class FreeBsd(PlatformBase):
     def matches(self, facts: HostFacts) -> bool:
         return _is_freebsd(facts)
 
-    def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
-        missing = missing_tools(facts, packages)
-        if not missing:
-            return []
+    def install_missing(self, facts: HostFacts, missing: list[str]) -> list[Command]:
         installer_path(facts, missing, "pkg", "pkg is not available")
         install = shlex.join(["env", "ASSUME_ALWAYS_YES=yes", "pkg", "install", "-y", *missing])
         lines = ["set -e", f"{install} >/dev/null"]

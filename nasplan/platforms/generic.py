@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from nasplan.platforms.base import Command, PlatformBase, PlatformError, missing_tools
+from nasplan.platforms.base import Command, PlatformBase, PlatformError
 
 if TYPE_CHECKING:
     from nasplan.facts.gather import HostFacts
@@ -24,12 +23,9 @@ class GenericLinux(PlatformBase):
     def matches(self, facts: HostFacts) -> bool:
         return True
 
-    def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
-        missing = missing_tools(facts, packages)
-        if missing:
-            os_name = facts.os_pretty or facts.os_id or "this host's OS"
-            raise PlatformError(
-                f"{', '.join(missing)} not found and nasplan does not know how to install "
-                f"packages on {os_name}; install {' '.join(missing)} by hand"
-            )
-        return []
+    def install_missing(self, facts: HostFacts, missing: list[str]) -> list[Command]:
+        os_name = facts.os_pretty or facts.os_id or "this host's OS"
+        raise PlatformError(
+            f"{', '.join(missing)} not found and nasplan does not know how to install "
+            f"packages on {os_name}; install {' '.join(missing)} by hand"
+        )

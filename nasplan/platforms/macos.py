@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import posixpath
 import shlex
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from nasplan.platforms.base import (
@@ -12,7 +11,6 @@ from nasplan.platforms.base import (
     Command,
     PlatformBase,
     installer_path,
-    missing_tools,
     print_installed_paths,
 )
 
@@ -22,8 +20,6 @@ if TYPE_CHECKING:
 BREW_HOWTO = "https://brew.sh"
 # Homebrew's package names for nasplan's tools (others are named as the tool).
 PACKAGES = {"nfs-cp": "libnfs"}
-# Apple silicon installs under /opt/homebrew, Intel Macs under /usr/local (facts look in both).
-HOMEBREW_PREFIXES = ("/opt/homebrew", "/usr/local")
 
 
 class MacOs(PlatformBase):
@@ -37,10 +33,7 @@ class MacOs(PlatformBase):
     def os_name(self, facts: HostFacts) -> str | None:
         return facts.os_pretty or "macOS"
 
-    def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
-        missing = missing_tools(facts, packages)
-        if not missing:
-            return []
+    def install_missing(self, facts: HostFacts, missing: list[str]) -> list[Command]:
         brew = installer_path(
             facts,
             missing,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import posixpath
 import shlex
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from nasplan.platforms.base import (
@@ -12,7 +11,6 @@ from nasplan.platforms.base import (
     PlatformBase,
     installer_path,
     marker_values,
-    missing_tools,
     print_installed_paths,
 )
 
@@ -22,6 +20,10 @@ if TYPE_CHECKING:
 ULINUX_CONF = "/etc/config/uLinux.conf"
 GETCFG_VERSION = "getcfg System Version"
 ENTWARE_HOWTO = "https://qnapclub.eu/en/howto/1"
+NO_OPKG = (
+    f"Entware's opkg is not installed (no /opt/bin/opkg). In App Center add the qnapclub "
+    f"repository ({ENTWARE_HOWTO}), install Entware-std, then run nasplan again"
+)
 
 
 class Qnap(PlatformBase):
@@ -40,17 +42,8 @@ class Qnap(PlatformBase):
         build = system.get("Build Number")
         return f"QTS {version}" + (f" build {build}" if build else "")
 
-    def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
-        missing = missing_tools(facts, packages)
-        if not missing:
-            return []
-        opkg = installer_path(
-            facts,
-            missing,
-            "opkg",
-            f"Entware's opkg is not installed (no /opt/bin/opkg). In App Center add the qnapclub "
-            f"repository ({ENTWARE_HOWTO}), install Entware-std, then run nasplan again",
-        )
+    def install_missing(self, facts: HostFacts, missing: list[str]) -> list[Command]:
+        opkg = installer_path(facts, missing, "opkg", NO_OPKG)
         bin_dir = posixpath.dirname(opkg)
         install = shlex.join([opkg, "install", *missing])
         update = shlex.join([opkg, "update"])

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import posixpath
 import shlex
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from nasplan.platforms.base import (
@@ -12,7 +10,7 @@ from nasplan.platforms.base import (
     PlatformBase,
     PlatformError,
     marker_values,
-    missing_tools,
+    print_installed_paths,
 )
 
 if TYPE_CHECKING:
@@ -42,11 +40,8 @@ class Synology(PlatformBase):
         text = f"DSM {product}" + (f"-{build}" if build else "")
         return text + (f" Update {fix}" if fix and fix != "0" else "")
 
-    def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
+    def install_missing(self, facts: HostFacts, missing: list[str]) -> list[Command]:
         # Checked on every run: the Diagnosis Tool can be removed (synogear remove, DSM update).
-        missing = missing_tools(facts, packages)
-        if not missing:
-            return []
         unknown = [p for p in missing if p not in SYNOGEAR_TOOLS]
         if unknown:
             raise PlatformError(
@@ -61,7 +56,5 @@ class Synology(PlatformBase):
             )
         # synogear is written for interactive shells: no terminal, no input, only its effect.
         lines = ["set -e", f"{shlex.join([synogear, 'install'])} </dev/null >/dev/null 2>&1"]
-        for tool in missing:
-            path = shlex.quote(posixpath.join(TOOL_DIR, tool))
-            lines.append(f"[ -x {path} ] && printf '%s\\n' {path}")
+        lines += print_installed_paths(TOOL_DIR, missing)
         return [Command("\n".join(lines), f"synogear install ({' '.join(missing)})", sudo=True)]

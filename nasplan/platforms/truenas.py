@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from nasplan.platforms.base import (
@@ -10,13 +9,17 @@ from nasplan.platforms.base import (
     TRUENAS_INTERFACE_COMMIT,
     Command,
     PlatformBase,
-    ships_with_it,
+    not_shipped,
 )
 
 if TYPE_CHECKING:
     from nasplan.facts.gather import HostFacts
 
 MARKERS = ("/data/manifest.json", "/etc/truenas_version")
+NO_INSTALL = (
+    "TrueNAS SCALE ships iperf3 and fio; nasplan never installs packages on TrueNAS (apt is "
+    "disabled there and would break the appliance): check the host, or measure from another host"
+)
 
 
 class TrueNas(PlatformBase):
@@ -31,14 +34,8 @@ class TrueNas(PlatformBase):
         version = facts.markers.get("/etc/version", "").strip()
         return f"TrueNAS SCALE {version}" if version else "TrueNAS SCALE"
 
-    def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
-        return ships_with_it(
-            facts,
-            packages,
-            "TrueNAS SCALE ships iperf3 and fio; nasplan never installs packages on TrueNAS (apt "
-            "is disabled there and would break the appliance): check the host, or measure from "
-            "another host",
-        )
+    def install_missing(self, facts: HostFacts, missing: list[str]) -> list[Command]:
+        raise not_shipped(missing, NO_INSTALL)
 
     def network_mechanism(self, facts: HostFacts) -> str:
         """The middleware's own commit-confirmed change when ``midclt`` is there, else ``ip``."""

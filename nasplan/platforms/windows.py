@@ -6,7 +6,6 @@ or from PATH; when it is missing the message says how to get it on this very hos
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
@@ -56,13 +55,8 @@ class Windows(PlatformBase):
     def tool_path(self, facts: HostFacts, tool: str) -> str | None:
         return BUILTIN.get(tool) or facts.tool(self.equivalent(tool))
 
-    def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
-        missing = [p for p in packages if not self.tool_path(facts, p)]
-        if missing:
-            raise PlatformError(
-                " ".join(how_to_get(facts, self.equivalent(tool)) for tool in missing)
-            )
-        return []
+    def install_missing(self, facts: HostFacts, missing: list[str]) -> list[Command]:
+        raise PlatformError(" ".join(how_to_get(facts, self.equivalent(tool)) for tool in missing))
 
     def network_mechanism(self, facts: HostFacts) -> str:
         """No mechanism: nasplan does not change this host's network (``network_refusal``)."""

@@ -89,17 +89,6 @@ def block(body: list[str], colours: Sequence[str] = (), caption: str | None = No
     return f"{fenced}\n\n*{caption}*" if caption else fenced
 
 
-def bar_chart(
-    title: str,
-    categories: Sequence[str],
-    bits_per_second: Sequence[float | None],
-    line_bits_per_second: Sequence[float | None] | None = None,
-) -> str | None:
-    """An ``xychart-beta`` of bit rates; ``line_bits_per_second`` (e.g. the TCP maximum) is
-    drawn per category as a bar behind each bar, never as a line between unrelated tests."""
-    return quantity_chart(title, "bits", categories, bits_per_second, line_bits_per_second)
-
-
 def quantity_chart(
     title: str,
     quantity: str,

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nasplan.analysis import ok_values
@@ -21,7 +21,7 @@ from nasplan.errors import InputError
 from nasplan.measure import kinds
 from nasplan.report import pivot_match, pivot_notes
 from nasplan.report.pivot_cell import DASH, NOT_RUN, Point, cell
-from nasplan.report.pivot_match import DIRECTION, TEST, key, matches
+from nasplan.report.pivot_match import DIRECTION, TEST, Key, key, matches
 
 
 def value_text(value: Any) -> str:
@@ -231,6 +231,24 @@ def _title(fixed: Mapping[str, str]) -> str:
     return ", ".join(named) or (f"without {', '.join(lacking)}" if lacking else "")
 
 
+@dataclass
+class _Layout:
+    """How the placed points lie in the tables: the dimensions that page them (``pages``), go
+    beside the rows (``tied``) or are laid out (``every``: pages, rows, columns); and what the
+    cells' baselines found on the way (``differs``, ``each``), for the notes."""
+
+    spec: TableSpec
+    placed: list[Point]
+    baseline: dict[str, str]
+    tied: list[str]
+    pages: list[str]
+    every: tuple[str, ...]
+    loose: list[str]
+    keyed: list[tuple[Key, Point]]
+    differs: set[tuple[tuple[str, str, str], ...]] = field(default_factory=set)
+    each: set[tuple[str, ...]] = field(default_factory=set)
+
+
 def build(
     points: Sequence[Point],
     spec: TableSpec,
@@ -247,15 +265,35 @@ def build(
     Raises InputError (check_spec) when the spec names what the points lack."""
     dims = dimensions(points)
     check_spec(spec, dims, origin)
-    placed, rowless = [], []
-    for point in points:
-        if any(v != DASH for v in key(point, spec.rows)):
-            placed.append(point)
-        else:
-            rowless.append(point.test)
+    placed = [p for p in points if any(v != DASH for v in key(p, spec.rows))]
+    rowless = [p.test for p in points if all(v == DASH for v in key(p, spec.rows))]
     first_row = not spec.baseline
     if first_row:  # against the first row, as write-ups are
         spec = replace(spec, baseline=((spec.rows[0], _values(placed, spec.rows[0])[0]),))
+    laid = _layout(placed, spec, dims)
+    tables = [_table(laid, fixed) for fixed in _combinations(placed, laid.pages)]
+    every_cell = [c for t in tables for r in t["rows"] for c in r["cells"]]
+    matched = pivot_match.notes(laid.baseline, spec.rows, laid.tied, laid.differs, laid.each)
+    matched += pivot_notes.short_notes(every_cell)
+    marked = any(c["verdict"] for c in every_cell)
+    left_out = pivot_notes.outside_notes(rowless, outside, spec.rows)
+    said = pivot_notes.notes(spec, default, marked, first_row, matched, left_out)
+    return {
+        "rows": list(spec.rows),
+        "columns": list(spec.columns),
+        "baseline": laid.baseline,
+        "beside": laid.tied,
+        "against": [dict(one) for one in spec.against],
+        "metric": spec.metric,
+        "default": default,
+        "title": " × ".join(p for p in (", ".join(spec.rows), ", ".join(spec.columns)) if p),
+        "tables": tables,
+        "notes": said,
+    }
+
+
+def _layout(placed: list[Point], spec: TableSpec, dims: Iterable[str]) -> _Layout:
+    """Which varying dimensions the spec leaves out go beside the rows, which page the tables."""
     laid = (*spec.rows, *spec.columns)
     baseline = dict(spec.baseline)
     varying = [d for d in dims if d not in laid and len(_values(placed, d)) > 1]
@@ -268,60 +306,48 @@ def build(
     every = (*pages, *laid)
     loose = pivot_match.loose_dimensions(pages, baseline)
     keyed = [(key(p, every), p) for p in placed]
-    differs: set[tuple[tuple[str, str, str], ...]] = set()
-    each: set[tuple[str, ...]] = set()
-    tables: list[dict[str, Any]] = []
-    for fixed in _combinations(placed, pages):
-        mine = [p for p in placed if matches(key(p, pages), fixed)]
-        columns = _combinations(mine, spec.columns)
-        rows: list[dict[str, Any]] = []
-        for row in _combinations(mine, spec.rows):
-            cells = []
-            for column in columns:
-                where = dict(zip(every, (*fixed, *row, *column), strict=True))
-                here = [p for k, p in keyed if matches(k, tuple(where.values()))]
-                main = pivot_match.near(where, "", baseline, keyed, every, loose)
-                others = [
-                    pivot_match.near(where, pivot_match.label(one), dict(one), keyed, every, loose)
-                    for one in spec.against
-                ]
-                one = cell(here, main.compared, [o.compared for o in others])
-                for near, entries in ((main, [one]), *((o, one["against"]) for o in others)):
-                    if near.found.differs and any(e.get("ratio") is not None for e in entries):
-                        differs.add(near.found.differs)
-                    if near.compared.each and one["values"]:
-                        each.add(near.compared.each)
-                cells.append(one)
-            beside = [pivot_match.row_values(placed, row, spec.rows, d) for d in tied]
-            rows.append({"values": [*row, *beside], "cells": cells})
-        named = [_header(c) for c in columns] if spec.columns else ["result"]
-        fixed_dims = dict(zip(pages, fixed, strict=True))
-        tables.append(
-            {
-                "title": _title(fixed_dims),
-                "fixed": fixed_dims,
-                "header": [*spec.rows, *tied, *named],
-                "rows": rows,
-            }
-        )
-    every_cell = [c for t in tables for r in t["rows"] for c in r["cells"]]
-    matched = pivot_match.notes(baseline, spec.rows, tied, differs, each)
-    matched += pivot_notes.short_notes(every_cell)
-    marked = any(c["verdict"] for c in every_cell)
-    left_out = pivot_notes.outside_notes(rowless, outside, spec.rows)
-    said = pivot_notes.notes(spec, default, marked, first_row, matched, left_out)
+    return _Layout(spec, placed, baseline, tied, pages, every, loose, keyed)
+
+
+def _table(laid: _Layout, fixed: tuple[str, ...]) -> dict[str, Any]:
+    """The table of the points with the page values ``fixed``."""
+    spec = laid.spec
+    mine = [p for p in laid.placed if matches(key(p, laid.pages), fixed)]
+    columns = _combinations(mine, spec.columns)
+    rows: list[dict[str, Any]] = []
+    for row in _combinations(mine, spec.rows):
+        cells = [_cell_at(laid, (*fixed, *row, *column)) for column in columns]
+        beside = [pivot_match.row_values(laid.placed, row, spec.rows, d) for d in laid.tied]
+        rows.append({"values": [*row, *beside], "cells": cells})
+    named = [_header(c) for c in columns] if spec.columns else ["result"]
+    fixed_dims = dict(zip(laid.pages, fixed, strict=True))
     return {
-        "rows": list(spec.rows),
-        "columns": list(spec.columns),
-        "baseline": baseline,
-        "beside": tied,
-        "against": [dict(one) for one in spec.against],
-        "metric": spec.metric,
-        "default": default,
-        "title": " × ".join(p for p in (", ".join(spec.rows), ", ".join(spec.columns)) if p),
-        "tables": tables,
-        "notes": said,
+        "title": _title(fixed_dims),
+        "fixed": fixed_dims,
+        "header": [*spec.rows, *laid.tied, *named],
+        "rows": rows,
     }
+
+
+def _cell_at(laid: _Layout, values: tuple[str, ...]) -> dict[str, Any]:
+    """The cell at ``values`` (pages, rows, columns) against its baselines; what they found
+    noted in ``laid``."""
+    where = dict(zip(laid.every, values, strict=True))
+    here = [p for k, p in laid.keyed if matches(k, tuple(where.values()))]
+    main = pivot_match.near(where, "", laid.baseline, laid.keyed, laid.every, laid.loose)
+    others = [
+        pivot_match.near(
+            where, pivot_match.label(one), dict(one), laid.keyed, laid.every, laid.loose
+        )
+        for one in laid.spec.against
+    ]
+    one = cell(here, main.compared, [o.compared for o in others])
+    for near, entries in ((main, [one]), *((o, one["against"]) for o in others)):
+        if near.found.differs and any(e.get("ratio") is not None for e in entries):
+            laid.differs.add(near.found.differs)
+        if near.compared.each and one["values"]:
+            laid.each.add(near.compared.each)
+    return one
 
 
 def cell_dimensions(tests: Sequence[Mapping[str, Any]]) -> list[str]:

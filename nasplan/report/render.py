@@ -460,20 +460,39 @@ def build_view(
     hosts = [
         _host(name, host, path_nics(run, name)) for name, host in sorted(in_force["hosts"].items())
     ]
-    # Every kind has its rows in the results table (headline.rows), in its own units; a kind
-    # that details its tests has a section of its own (Readout.section), asked of the kind.
-    everything = run["tests"]
-    rows = [headline.rows(test) for test in everything]
-    sections = _sections(everything, rows)
-    results = [row for its_rows in rows for row in its_rows]
-    with_path = [t for t in everything if t.get("path") and kinds.readout(t).path_rate]
-    names = [h["name"] for h in hosts]
+    return {
+        **_tables_view(run, table),
+        **_run_view(run),
+        **_tests_view(run["tests"]),
+        **_hosts_view(hosts),
+        "tests_text": counts_text(run),
+        "charts": _charts(run),
+        "topology": mermaid.topology(in_force),
+        "network_rows": network_rows(run),
+        "chart_files": [f for f in chart_files if not timeline.is_timeline_file(f)],
+        "timelines": timeline.views(run, chart_files),
+        "commands": report_commands.views(run),
+        # run.json's own diagnosis; a run written before it had one is diagnosed here
+        "diagnosis": run["diagnosis"] if "diagnosis" in run else diagnose(run),
+        "order_text": _order_text(run),
+    }
+
+
+def _tables_view(run: Mapping[str, Any], table: pivot.TableSpec | None) -> dict[str, Any]:
+    """The run's tables; ``table`` and ``table_error``: the first, as compare's template has it
+    (report.md shows them all: ``tables``)."""
     laid_out = pivot.run_tables(run, table)
     return {
-        # the first of them as compare's template has it; report.md shows them all (`tables`)
         "table": laid_out[0][0],
         "table_error": laid_out[0][1],
         "tables": [{"table": one, "table_error": error} for one, error in laid_out],
+    }
+
+
+def _run_view(run: Mapping[str, Any]) -> dict[str, Any]:
+    """The run itself: its plan and files, how long it took, its status and warnings."""
+    warned = run_warnings(run)
+    return {
         "run": run,
         "plan": run["plan"],
         "description": str(run["plan"].get("description") or "").strip(),
@@ -481,9 +500,21 @@ def build_view(
         "inventory_file": _shown_file(run.get("inventory_file")),
         "duration": _duration(run),
         "status_meaning": STATUS_MEANING.get(run["status"], run["status"]),
-        "warnings": (warned := run_warnings(run)),
+        "warnings": warned,
         "status_text": str(run["status"])
         + (f", {counted(len(warned), 'warning')}" if warned else ""),
+    }
+
+
+def _tests_view(everything: list[dict[str, Any]]) -> dict[str, Any]:
+    """The tests' results: every kind has its rows in the results table (headline.rows), in its
+    own units; a kind that details its tests has a section of its own (Readout.section), asked
+    of the kind."""
+    rows = [headline.rows(test) for test in everything]
+    sections = _sections(everything, rows)
+    results = [row for its_rows in rows for row in its_rows]
+    with_path = [t for t in everything if t.get("path") and kinds.readout(t).path_rate]
+    return {
         "sections": [
             render_template(section.source, section.view(shown)) for section, shown in sections
         ],
@@ -494,24 +525,21 @@ def build_view(
         if any(r["median"] is not None for r in results)
         else [],
         "over_maximum": [r for r in results if r["over_maximum"]],
+        "failed": [_failure(t) for t in everything if t["status"] != "ok"],
+        "framings": _framings(with_path),
+        "paths_text": _paths_text(with_path),
+        "adaptive": [line for t in everything if (line := _adaptive_line(t))],
+    }
+
+
+def _hosts_view(hosts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The hosts, those that could not be reached, and what was done on them."""
+    names = [h["name"] for h in hosts]
+    return {
         "hosts": hosts,
         "unreachable": [h for h in hosts if not h["reachable"]],
         "between_hosts": f" between {join_and(names)}" if names else "",
-        "tests_text": counts_text(run),
-        "failed": [_failure(t) for t in everything if t["status"] != "ok"],
-        "framings": _framings(with_path),
         "any_actions": any(h["actions"] for h in hosts),
-        "paths_text": _paths_text(with_path),
-        "charts": _charts(run),
-        "topology": mermaid.topology(in_force),
-        "network_rows": network_rows(run),
-        "chart_files": [f for f in chart_files if not timeline.is_timeline_file(f)],
-        "timelines": timeline.views(run, chart_files),
-        "commands": report_commands.views(run),
-        # run.json's own diagnosis; a run written before it had one is diagnosed here
-        "diagnosis": run["diagnosis"] if "diagnosis" in run else diagnose(run),
-        "order_text": _order_text(run),
-        "adaptive": [line for t in everything if (line := _adaptive_line(t))],
     }
 
 

@@ -40,7 +40,7 @@ from nasplan.remote.timeouts import Timeouts, from_environ
 from nasplan.results import new_run_dir
 from nasplan.run import leases, paths
 from nasplan.run.cell import Cell
-from nasplan.run.checkpoint import RunRecord, RunSaver, long_lived_objects_frozen
+from nasplan.run.checkpoint import HostsPart, RunRecord, RunSaver, long_lived_objects_frozen
 from nasplan.run.clock import RunClock, step_text
 from nasplan.run.kind_hooks import KindHooks
 from nasplan.run.lapses import LapseGuard
@@ -71,13 +71,12 @@ def apply(
     request: RunRequest,
     progress: Progress,
     *,
-    base_dir: Path | None = None,
     connector: Callable[[Host], Runner] = connect,
     tasks: Tasks | None = None,
     verbosity: Verbosity | None = None,
 ) -> Outcome:
-    """Run the request's plan into a new run directory (its ``out``, else ``base_dir``/runs/<id>),
-    or on in the directory of the run it resumes (its ok repetitions kept).
+    """Run the request's plan into a new run directory (its ``out``, else runs/<id> in the
+    working directory), or on in the directory of the run it resumes (its ok repetitions kept).
 
     Declared network changes are made after prepare and undone at the end (``keep``: left).
     Sudo passwords go to sudo on stdin and are masked in files. ``tasks``: where the run's
@@ -86,7 +85,7 @@ def apply(
     """
     if request.become_passwords and connector is connect:
         connector = connect_with_passwords(request.become_passwords)
-    run = Run(request, progress, base_dir, connector, tasks, verbosity)
+    run = Run(request, progress, connector, tasks, verbosity)
     try:
         return _phases(run)
     except KeyboardInterrupt as exc:  # after finish: the report says what ran and what did not
@@ -125,7 +124,6 @@ class Run:
         self,
         request: RunRequest,
         progress: Progress,
-        base_dir: Path | None = None,
         connector: Callable[[Host], Runner] = connect,
         tasks: Tasks | None = None,
         verbosity: Verbosity | None = None,
@@ -139,7 +137,7 @@ class Run:
         self.spans: dict[str, float] = {}
         self.clock = clock or RunClock()  # the wall clock stamps, the monotonic clock counts
         started = self.clock.started.replace(microsecond=0)
-        self.run_dir = _run_dir(request, base_dir, started)
+        self.run_dir = _run_dir(request, started)
         schedule = _schedule(request)
         known = _known_secrets(plan, request.become_passwords)
         # one list of secrets for every byte written: files (the hooks) and progress lines
@@ -177,7 +175,7 @@ class Run:
         and sequence as the phases have them when it is saved."""
         return RunRecord(
             header,
-            self.sessions,
+            HostsPart(self.sessions),
             secrets=lambda: self.hooks.secrets,
             tests=lambda: self.concluded if self.concluded is not None else self.measure.records(),
             warnings=self._warnings,
@@ -351,12 +349,12 @@ def _schedule(request: RunRequest) -> Schedule:
     return Schedule.of(cells, plan.network, plan.order, _seed(plan, previous))
 
 
-def _run_dir(request: RunRequest, base_dir: Path | None, started: datetime) -> Path:
+def _run_dir(request: RunRequest, started: datetime) -> Path:
     """The new run directory (a resumed run's own), after checking there is room for it."""
     if request.previous is not None:
         require_free_space(request.previous.run_dir)
         return request.previous.run_dir
-    base = base_dir or Path.cwd()
+    base = Path.cwd()
     out = request.out
     require_free_space(out if out is not None else base / "runs")
     return new_run_dir(base, request.plan.name, started, out)

@@ -127,11 +127,10 @@ def check(
         hosts, progress, connector, then=then, also=also, tasks=tasks or Overlap.concurrent()
     )
     try:
-        unreachable = any(s.error for s in sessions.values())
         looked, cannot = _look(
             plan, bound, sessions, tasks or Overlap.concurrent(), _answered(early, with_facts)
         )
-        checked = _checked(plan, bound, sessions, unreachable, missing, (looked, cannot))
+        checked = _checked(plan, bound, sessions, missing, (looked, cannot))
     finally:
         close_sessions(sessions)
     if say:
@@ -144,13 +143,13 @@ def _checked(
     plan: Plan,
     bound: list[BoundTest],
     sessions: Mapping[str, HostSession],
-    unreachable: bool,
     missing: list[str],
     found: tuple[list[dict[str, Any]], list[str]],
 ) -> Checked:
-    """What ``--check`` found, from the hosts' sessions (``unreachable``: a host was, as they
-    opened) and what it read on them (``found``: ``_look``'s), with the password variables
-    ``missing``."""
+    """What ``--check`` found, from the hosts' sessions (a host unreachable as they opened: its
+    error) and what it read on them (``found``: ``_look``'s, which marks no host lost), with the
+    password variables ``missing``."""
+    unreachable = any(s.error for s in sessions.values())
     looked, cannot = found
     problems = missing + cannot
     problems += [f"{o['missing']}: {o['why']}" for o in looked if o["found"] == "no"]

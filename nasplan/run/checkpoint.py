@@ -12,6 +12,7 @@ import contextlib
 import gc
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -192,49 +193,39 @@ class HostsPart:
         return self._part
 
 
+@dataclass(frozen=True, eq=False)
 class RunRecord:
     """One run's run.json as it grows, from its parts: the fixed header (``run``: what the run
-    sets as it goes, its status and end), the tests (``tests()``), the hosts, the warnings of
+    sets as it goes, its status and end), the hosts, the tests (``tests()``), the warnings of
     every source (``warnings()``), the network part (``network()``: None for a plan
     without network changes) and the ``[test id, repetition]`` order the parts ran in
     (``sequence()``: the tests phase's value; None: the header's); ``checkpoint`` saves it."""
 
-    def __init__(
-        self,
-        run: dict[str, Any],
-        sessions: Mapping[str, HostSession],
-        secrets: Callable[[], list[str]],
-        tests: Callable[[], list[dict[str, Any]]],
-        warnings: Callable[[list[dict[str, Any]]], list[str]],
-        network: Callable[[], dict[str, Any] | None],
-        saver: RunSaver,
-        sequence: Callable[[], Sequence[Sequence[Any]]] | None = None,
-    ) -> None:
-        self.run = run
-        self._hosts = HostsPart(sessions)
-        self._secrets = secrets
-        self._tests = tests
-        self._warnings = warnings
-        self._network = network
-        self._sequence = sequence
-        self.saver = saver
+    run: dict[str, Any]
+    hosts: HostsPart
+    secrets: Callable[[], list[str]]
+    tests: Callable[[], list[dict[str, Any]]]
+    warnings: Callable[[list[dict[str, Any]]], list[str]]
+    network: Callable[[], dict[str, Any] | None]
+    saver: RunSaver
+    sequence: Callable[[], Sequence[Sequence[Any]]] | None = None
 
     def snapshot(self) -> dict[str, Any]:
         """run.json now."""
         current = dict(self.run)
-        if self._sequence is not None:
-            current["sequence"] = [list(pair) for pair in self._sequence()]
-        current["tests"] = tests = self._tests()
-        current["hosts"] = self._hosts.now()
-        current["warnings"] = self._warnings(tests)
-        network = self._network()
+        if self.sequence is not None:
+            current["sequence"] = [list(pair) for pair in self.sequence()]
+        current["tests"] = tests = self.tests()
+        current["hosts"] = self.hosts.now()
+        current["warnings"] = self.warnings(tests)
+        network = self.network()
         if network is not None:
             current["network"] = network
         return current
 
     def checkpoint(self) -> None:
         """Save run.json now (atomic; on disk by the run's end)."""
-        self.saver.save(self.snapshot(), self._secrets(), durable=False)
+        self.saver.save(self.snapshot(), self.secrets(), durable=False)
 
 
 @contextlib.contextmanager

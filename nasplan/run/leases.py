@@ -7,7 +7,7 @@ import contextlib
 import functools
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from nasplan import platforms
@@ -203,35 +203,27 @@ def release(session: HostSession, run_id: str) -> None:
         session.locked = False
 
 
+@dataclass(eq=False)
 class LeaseKeeper:
     """Renews every locked host's lease, each host on its own (a hung host does not hold the
     others' leases), until ``stop``; the hosts' first renewals are spread over one interval so
     that they do not all land on whatever the run measures at that moment."""
 
-    def __init__(
-        self,
-        sessions: Mapping[str, HostSession],
-        run_id: str,
-        lease_s: float,
-        renew_s: float,
-        tasks: Tasks,
-        progress: Progress,
-    ) -> None:
-        self.sessions = sessions
-        self.progress = progress
-        self.run_id = run_id
-        self.lease_s = lease_s
-        self.renew_s = renew_s
-        self.tasks = tasks
-        self._renewing: list[Repeating] = []
-        # hosts released before the end (EarlyRelease): no longer renewed
-        self._dropped: set[str] = set()
-        # host -> when its last renewal that got through started (time.monotonic), and why the
-        # last one that failed did
-        self._renewed_at: dict[str, float] = {}
-        self._why: dict[str, str] = {}
-        # host -> why its lease ran out
-        self._lapses: dict[str, str] = {}
+    sessions: Mapping[str, HostSession]
+    run_id: str
+    lease_s: float
+    renew_s: float
+    tasks: Tasks
+    progress: Progress
+    _renewing: list[Repeating] = field(default_factory=list, init=False)
+    # hosts released before the end (EarlyRelease): no longer renewed
+    _dropped: set[str] = field(default_factory=set, init=False)
+    # host -> when its last renewal that got through started (time.monotonic), and why the
+    # last one that failed did
+    _renewed_at: dict[str, float] = field(default_factory=dict, init=False)
+    _why: dict[str, str] = field(default_factory=dict, init=False)
+    # host -> why its lease ran out
+    _lapses: dict[str, str] = field(default_factory=dict, init=False)
 
     def start(self) -> None:
         """Start renewing each locked host's lease (every ``renew_s``)."""

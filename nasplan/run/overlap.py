@@ -19,24 +19,12 @@ T = TypeVar("T")
 MAX_PARALLEL_HOSTS = 64
 
 
-class _Thread:
-    """A task running in a daemon thread of its own (a hung host never holds the process)."""
+class _Outcome:
+    """What a task ended with: its ``result``, or the ``error`` it raised (handed to whoever
+    waits, ``Task.error``)."""
 
-    def __init__(self, work: Callable[[], object], name: str) -> None:
-        self._work = work
-        self._error: BaseException | None = None
-        self._result: object = None
-        self._finished = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"nasplan-{name}", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._result = self._work()
-        except BaseException as exc:  # handed to whoever waits (Task.error)
-            self._error = exc
-        finally:
-            self._finished.set()
+    _error: BaseException | None = None
+    _result: object = None
 
     @property
     def error(self) -> BaseException | None:
@@ -45,6 +33,28 @@ class _Thread:
     @property
     def result(self) -> object:
         return self._result
+
+    def _settle(self, work: Callable[[], object]) -> None:
+        try:
+            self._result = work()
+        except BaseException as exc:  # handed to whoever waits, as ``error``
+            self._error = exc
+
+
+class _Thread(_Outcome):
+    """A task running in a daemon thread of its own (a hung host never holds the process)."""
+
+    def __init__(self, work: Callable[[], object], name: str) -> None:
+        self._work = work
+        self._finished = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"nasplan-{name}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._settle(self._work)
+        finally:
+            self._finished.set()
 
     def done(self) -> bool:
         return self._finished.is_set()
@@ -53,24 +63,11 @@ class _Thread:
         return self._finished.wait(timeout_s)
 
 
-class _Ran:
+class _Ran(_Outcome):
     """A task already run in the caller's thread (serial mode): nothing left to wait for."""
 
     def __init__(self, work: Callable[[], object]) -> None:
-        self._error: BaseException | None = None
-        self._result: object = None
-        try:
-            self._result = work()
-        except BaseException as exc:  # handed to whoever waits, as a thread's would be
-            self._error = exc
-
-    @property
-    def error(self) -> BaseException | None:
-        return self._error
-
-    @property
-    def result(self) -> object:
-        return self._result
+        self._settle(work)
 
     def done(self) -> bool:
         return True

@@ -12,13 +12,12 @@ from typing import Any
 import pytest
 
 from nasplan.errors import InputError, NasplanError, RunDirBusy
-from nasplan.output import HeldRunDir
+from nasplan.output import HeldRunDir, redactor_of
 from nasplan.results import (
     SCHEMA_VERSION,
     counts_text,
     load_run,
     new_run_dir,
-    redact,
     run_errors,
     save_raw,
     save_run,
@@ -200,10 +199,10 @@ def test_an_interrupted_run_counts_what_ran_what_was_cut_short_and_what_never_be
 
 def test_redact_masks_every_secret_longest_first() -> None:
     text = "sudo -S <<< hunter2; pass=hunter2abc; nothing else"
-    assert redact(text, ["hunter2", "hunter2abc", ""]) == (
+    assert redactor_of(["hunter2", "hunter2abc", ""]).text(text) == (
         "sudo -S <<< ********; pass=********; nothing else"
     )
-    assert redact("unchanged", []) == "unchanged"
+    assert redactor_of([]).text("unchanged") == "unchanged"
 
 
 def test_save_run_and_save_raw_never_write_a_secret(tmp_path: Path) -> None:

@@ -73,7 +73,6 @@ def common_inside(hide: Iterable[str] = HIDDEN_TOOLS) -> list[str]:
     return lines
 
 
-NET_TOOLS = ("iproute2", "busybox", "busybox-ifconfig")
 # Where iproute2's ip and net-tools' ifconfig/route live on Debian (merged /usr: /bin, /sbin
 # lead here too); BusyBox's go first on PATH for root and for users (sudo's secure_path too).
 _SYSTEM_NET_TOOLS = ("/usr/bin/ip", "/usr/sbin/ip", "/usr/sbin/ifconfig", "/usr/sbin/route")

@@ -7,23 +7,15 @@ from typing import TYPE_CHECKING
 
 from nasplan.errors import CannotStart
 from nasplan.measure import probes
-from nasplan.measure.methods.base import (
-    DISCARD,
-    SETUP_TIMEOUT_S,
-    Command,
-    Parsed,
-    Transfer,
-    TransferMethod,
-    TransferSettings,
-    join,
-)
+from nasplan.measure.methods.base import DISCARD, SETUP_TIMEOUT_S, TransferMethod, join
 from nasplan.measure.tools import transfer, transfer_sets
-from nasplan.remote.runner import Runner
 
 if TYPE_CHECKING:
     from nasplan.hosts.session import HostSession
     from nasplan.input.plan import PlanTest
     from nasplan.measure.kind import Probe
+    from nasplan.measure.methods.base import Command, Parsed, Transfer, TransferSettings
+    from nasplan.remote.runner import Runner
 
 
 class Copy(TransferMethod):

@@ -7,23 +7,16 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from nasplan.measure import probes
-from nasplan.measure.methods.base import (
-    SETUP_TIMEOUT_S,
-    Command,
-    Parsed,
-    Transfer,
-    TransferSettings,
-    join,
-    remove_on_nas,
-)
+from nasplan.measure.methods.base import SETUP_TIMEOUT_S, join, remove_on_nas
 from nasplan.measure.methods.copy import Copy
 from nasplan.measure.tools import transfer, transfer_sets
-from nasplan.remote.runner import Runner
 
 if TYPE_CHECKING:
     from nasplan.hosts.session import HostSession
     from nasplan.input.plan import PlanTest
     from nasplan.measure.kind import Needs, Probe
+    from nasplan.measure.methods.base import Command, Parsed, Transfer, TransferSettings
+    from nasplan.remote.runner import Runner
 
 
 class Nfs(Copy):

@@ -7,22 +7,15 @@ from typing import TYPE_CHECKING
 
 from nasplan.errors import CannotStart
 from nasplan.measure import probes
-from nasplan.measure.methods.base import (
-    Command,
-    Parsed,
-    Transfer,
-    TransferMethod,
-    TransferSettings,
-    join,
-    remove_on_nas,
-)
+from nasplan.measure.methods.base import TransferMethod, join, remove_on_nas
 from nasplan.measure.tools import transfer, transfer_sets
-from nasplan.remote.runner import Runner
 
 if TYPE_CHECKING:
     from nasplan.hosts.session import HostSession
     from nasplan.input.plan import PlanTest
     from nasplan.measure.kind import Needs, Probe
+    from nasplan.measure.methods.base import Command, Parsed, Transfer, TransferSettings
+    from nasplan.remote.runner import Runner
 
 
 # the known_hosts nasplan writes in the client's temp dir for rsync's ssh

@@ -13,22 +13,19 @@ from nasplan.measure.methods.base import (
     DISCARD,
     SETUP_TIMEOUT_S,
     ClientCopy,
-    Command,
-    Parsed,
-    Transfer,
     TransferMethod,
-    TransferSettings,
     join,
     needs_setting,
 )
 from nasplan.measure.tools import transfer, transfer_sets
-from nasplan.remote.runner import Runner
 
 if TYPE_CHECKING:
     from nasplan.hosts.session import HostSession
     from nasplan.input.plan import PlanTest
     from nasplan.measure.kind import Needs, Probe
+    from nasplan.measure.methods.base import Command, Parsed, Transfer, TransferSettings
     from nasplan.platforms import Platform
+    from nasplan.remote.runner import Runner
 
 
 # what smbclient says of a name that is not on the share: a missing file in a directory that

@@ -15,10 +15,9 @@ ALPINE = '''\
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from nasplan.platforms.base import Command, PlatformBase, installer_path, missing_tools
+from nasplan.platforms.base import Command, PlatformBase, installer_path
 
 if TYPE_CHECKING:
     from nasplan.facts.gather import HostFacts
@@ -35,10 +34,7 @@ class Alpine(PlatformBase):
     def matches(self, facts: HostFacts) -> bool:
         return facts.os_id == "alpine"
 
-    def install_commands(self, facts: HostFacts, packages: Sequence[str]) -> list[Command]:
-        missing = missing_tools(facts, packages)
-        if not missing:
-            return []
+    def install_missing(self, facts: HostFacts, missing: list[str]) -> list[Command]:
         apk = installer_path(facts, missing, "apk", "this Alpine host has no apk")
         names = sorted({PACKAGES.get(p, p) for p in missing})
         lines = [shlex.join([apk, "add", "--no-progress", "-q", *names])]

@@ -82,9 +82,9 @@ def test_validator_rejects_what_mermaid_would_not_draw() -> None:
 
 
 def test_axis_tops_are_round_numbers() -> None:
-    chart = mermaid.bar_chart("t", ["a"], [956e6])
+    chart = mermaid.quantity_chart("t", "bits", ["a"], [956e6])
     assert chart is not None and 'y-axis "Mbit/s" 0 --> 1000' in chart
-    assert mermaid.bar_chart("t", ["a"], [None]) is None
+    assert mermaid.quantity_chart("t", "bits", ["a"], [None]) is None
 
 
 def test_report_charts_without_matplotlib_say_how_to_get_them(

@@ -93,7 +93,7 @@ def _run(tmp_path: Path, plan: Plan, hosts: dict[str, Any]) -> Run:
         return hosts[host.name]
 
     progress = PlainProgress(io.StringIO())
-    return Run(RunRequest(plan, out=tmp_path / "run"), progress, None, connector, Overlap.serial())
+    return Run(RunRequest(plan, out=tmp_path / "run"), progress, connector, Overlap.serial())
 
 
 def _saved(run: Run) -> dict[str, Any]:
@@ -453,7 +453,7 @@ def test_a_step_of_the_control_nodes_wall_clock_leaves_the_runs_times_right(
     clock = RunClock(wall=lambda: now["wall"], monotonic=lambda: now["mono"])
     progress = PlainProgress(io.StringIO())
     request = RunRequest(_plan(tmp_path), out=tmp_path / "run")
-    run = Run(request, progress, None, lambda h: hosts[h.name], Overlap.serial(), clock=clock)
+    run = Run(request, progress, lambda h: hosts[h.name], Overlap.serial(), clock=clock)
     run.open_hosts()
     run.prepare()
     run.tests()

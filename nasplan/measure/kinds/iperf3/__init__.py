@@ -18,7 +18,7 @@ from nasplan.analysis import (
 from nasplan.errors import CannotStart
 from nasplan.input.plan import Plan, PlanTest
 from nasplan.measure import space, timeline, together
-from nasplan.measure.capacity import NETWORK, Capacity
+from nasplan.measure.capacity import NETWORK, Capacity, Evidence
 from nasplan.measure.estimate import Estimate, parts, path_rate
 from nasplan.measure.kind import DASH, Caveat, Kind, Needs, OneCore, Record, RunContext, Section
 from nasplan.measure.kinds.iperf3 import clients as iperf3_together
@@ -443,13 +443,7 @@ class Iperf3(Kind[Iperf3Params]):
         address = params.get("address")
         return [Capacity(NETWORK, server, direction, float(median), client, address)]
 
-    def annotated(
-        self,
-        record: Record,
-        capacities: Sequence[Capacity],
-        memory_bytes: Mapping[str, int | None],
-        cpu_shared_with: Mapping[str, Sequence[str]],
-    ) -> dict[str, Any]:
+    def annotated(self, record: Record, evidence: Evidence) -> dict[str, Any]:
         """Clients at once: what limited the whole (the NAS's link, each client's, its CPU)."""
         out = dict(record)
         if (record.get("params") or {}).get("clients"):

@@ -3,7 +3,8 @@
 iperf3 before 3.16 runs all ``-P`` streams in one thread, so one CPU core caps the result.
 Here N one-off servers listen on consecutive ports (one script starts them all, one stops them)
 and one client script starts N clients with ``-P 1`` at once, printing each JSON after a marker
-line. The repetition that runs them is ``nasplan.measure.kinds.iperf3.repetition.run_processes``.
+line. The repetition that runs them is ``nasplan.measure.kinds.iperf3.repetition.run_repetition``
+(``processes``).
 """
 
 from __future__ import annotations

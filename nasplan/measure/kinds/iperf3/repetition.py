@@ -1,6 +1,6 @@
 """One iperf3 repetition on two hosts: a one-off server, the client, the server's stop.
 
-``run_repetition``: one iperf3 process a side (``-P`` streams in it); ``run_processes``: one
+``run_repetition``: one iperf3 process a side (``-P`` streams in it), or (``processes``) one
 single-stream process per stream (iperf3 before 3.16, ``multi``). Both retry a busy
 server or a taken port (BUSY_BACKOFF_S) and take an ``Around``: what the caller runs around the
 client (its test's samplers), rides in the server's scripts, and whether it takes the server's
@@ -52,7 +52,7 @@ class Around:
     measurement: True when it takes it (to run later, ``stopped`` with it), False to have it run
     now; after a failure it runs at once. The texts are asked once per attempt and are POSIX sh:
     a caller gives none for a Windows server (its scripts are PowerShell) nor to
-    ``run_processes`` (not asked).
+    a repetition in ``processes`` (not asked).
     """
 
     def start_text(self) -> str:
@@ -129,6 +129,7 @@ def run_repetition(
     *,
     client_iperf3_version: str | None = None,
     server_iperf3_version: str | None = None,
+    processes: bool = False,
     sleep: Callable[[float], None] = time.sleep,
     around: Around = NOTHING,
 ) -> tuple[str, dict[str, Any]]:
@@ -138,7 +139,17 @@ def run_repetition(
     runs on its own channel when its version is known to allow it (``iperf3.launches``) on a
     POSIX host whose runner can leave it running, else as a daemon. The server's stop runs
     before this returns unless ``around.defer_stop`` takes it.
+
+    ``processes``: ``params.parallel`` single-stream clients against as many one-off servers,
+    summed (raw: marker-separated client JSON, ``iperf3_multi.combine()``'s result). One round
+    trip starts every server, one runs every client, one stops every server (always, at once:
+    ``around``'s texts and ``defer_stop`` are not asked).
     """
+    if processes:
+        ports = tuple(params.port + i for i in range(params.parallel))
+        argvs = _stream_argvs(client_iperf3, address, params, ports, client_iperf3_version)
+        many = _Processes(server, client, server_iperf3, params, argvs, ports)
+        return retry_when_busy(lambda n: _attempt_processes(many, f"{token}-{n}", around), sleep)
     argv = iperf3.client_argv(client_iperf3, address, params, iperf3_version=client_iperf3_version)
     launches = iperf3.launches(server_iperf3_version)
     job = _Job(server, client, server_iperf3, launches, tuple(argv), params)
@@ -279,37 +290,21 @@ def _stop_server(
     around.stopped(stopped.stdout)
 
 
-def run_processes(
-    server: Runner,
-    client: Runner,
-    server_iperf3: str,
-    client_iperf3: str,
+def _stream_argvs(
+    iperf3_path: str,
     address: str,
     params: Iperf3Params,
-    token: str,
-    *,
-    client_iperf3_version: str | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-    around: Around = NOTHING,
-) -> tuple[str, dict[str, Any]]:
-    """Run ``params.parallel`` single-stream clients against as many one-off servers, summed.
-
-    Returns ``(raw marker-separated client JSON, iperf3_multi.combine() result)``; raises
-    Iperf3Error. One round trip starts every server, one runs every client, one stops every
-    server (always, at once: ``around``'s texts and ``defer_stop`` are not asked).
-    """
-    ports = [params.port + i for i in range(params.parallel)]
-    argvs = [
+    ports: tuple[int, ...],
+    version: str | None,
+) -> tuple[list[str], ...]:
+    """A single-stream client's argv for each of ``ports``."""
+    return tuple(
         iperf3.client_argv(
-            client_iperf3,
-            address,
-            dataclasses.replace(params, parallel=1, port=port),
-            iperf3_version=client_iperf3_version,
+            iperf3_path, address, dataclasses.replace(params, parallel=1, port=port),
+            iperf3_version=version,
         )
         for port in ports
-    ]
-    job = _Processes(server, client, server_iperf3, params, tuple(argvs), tuple(ports))
-    return retry_when_busy(lambda n: _attempt_processes(job, f"{token}-{n}", around), sleep)
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from nasplan.measure.kind import Needs, RunContext
 from nasplan.measure.kinds.iperf3 import multi as iperf3_multi
 from nasplan.measure.kinds.iperf3 import tool as iperf3
 from nasplan.measure.kinds.iperf3.live_rate import LiveRate
-from nasplan.measure.kinds.iperf3.repetition import Around, run_processes, run_repetition
+from nasplan.measure.kinds.iperf3.repetition import Around, run_repetition
 from nasplan.measure.kinds.iperf3.settings import Iperf3Params
 from nasplan.measure.pair import Pair, open_pair
 from nasplan.measure.sampler import Ride
@@ -310,14 +310,11 @@ def _measure(job: _Job, token: str, around: Around) -> tuple[str, dict[str, Any]
     assert server.runner is not None and client.runner is not None
     ends = (server.runner, client.runner, server.tools["iperf3"], client.tools["iperf3"])
     args = (*ends, job.pair.address, job.params, token)
-    client_version = _iperf3_version(client)
-    if job.processes:
-        return run_processes(*args, client_iperf3_version=client_version, around=around)
-    server_version = _iperf3_version(server)
     return run_repetition(
         *args,
-        client_iperf3_version=client_version,
-        server_iperf3_version=server_version,
+        client_iperf3_version=_iperf3_version(client),
+        server_iperf3_version=_iperf3_version(server),
+        processes=job.processes,
         around=around,
     )
 

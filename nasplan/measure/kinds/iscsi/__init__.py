@@ -111,10 +111,7 @@ def _repetitions(
             rep["commands"] = [command(runner.name, argv)]
             rep["started_s"] = clock.now_s()
             try:
-                raw, parsed = iscsi.run_once(
-                    runner, "python3", directory, target, direction, s.size_bytes,
-                    s.request_bytes, s.queue_depth, secret, s.timeout_s,
-                )  # fmt: skip
+                raw, parsed = iscsi.run_once(runner, argv, secret, s.timeout_s)
             except iscsi.IscsiError as exc:
                 rep["ended_s"] = clock.now_s()
                 rep["error"] = _explain(exc, target)

@@ -135,19 +135,10 @@ def parse_output(stdout: str) -> dict[str, Any]:
 
 
 def run_once(
-    runner: Runner,
-    python: str,
-    directory: str,
-    target: Target,
-    direction: str,
-    size_bytes: int,
-    request_bytes: int,
-    queue_depth: int,
-    secret: str | None,
-    timeout_s: float,
+    runner: Runner, argv: list[str], secret: str | None, timeout_s: float
 ) -> tuple[str, dict[str, Any]]:
-    """One timed run on the client: (raw output, parsed result); IscsiError when it failed."""
-    argv = rw_argv(python, directory, target, direction, size_bytes, request_bytes, queue_depth)
+    """One timed run of ``rw_argv``'s ``argv`` on the client: (raw output, parsed result);
+    IscsiError when it failed."""
     result: Result = runner.run(
         argv, stdin=f"{secret}\n" if secret is not None else None, timeout_s=timeout_s
     )

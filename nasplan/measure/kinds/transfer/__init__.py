@@ -23,7 +23,7 @@ from nasplan.hosts.session import HostSession
 from nasplan.input.matrix import file_stem
 from nasplan.input.plan import Plan, PlanTest
 from nasplan.measure import methods, sampling, space, timeline, together
-from nasplan.measure.capacity import Capacity, judged_together
+from nasplan.measure.capacity import Evidence, judged_together
 from nasplan.measure.estimate import Estimate, copy_rate, parts
 from nasplan.measure.kind import DASH, Kind, Needs, Probe, Record, RunContext
 from nasplan.measure.kinds.transfer import view
@@ -428,18 +428,12 @@ class FileTransfer(Kind[TransferSettings]):
     def copy_label(self, record: Record) -> str | None:
         return methods.label(str((record.get("params") or {}).get("method") or "transfer"))
 
-    def annotated(
-        self,
-        record: Record,
-        capacities: Sequence[Capacity],
-        memory_bytes: Mapping[str, int | None],
-        cpu_shared_with: Mapping[str, Sequence[str]],
-    ) -> dict[str, Any]:
+    def annotated(self, record: Record, evidence: Evidence) -> dict[str, Any]:
         """Each direction judged (``Readout.annotated``); several clients at once: the whole."""
-        out = super().annotated(record, capacities, memory_bytes, cpu_shared_with)
+        out = super().annotated(record, evidence)
         label = self.copy_label(record)
         if (record.get("params") or {}).get("clients") and label:
-            out["together_verdict"] = judged_together(record, capacities, label)
+            out["together_verdict"] = judged_together(record, evidence.capacities, label)
         return out
 
 

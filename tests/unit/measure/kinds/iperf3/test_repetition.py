@@ -14,7 +14,6 @@ from nasplan.measure.kinds.iperf3 import multi as iperf3_multi
 from nasplan.measure.kinds.iperf3.repetition import (
     BUSY_BACKOFF_S,
     Around,
-    run_processes,
     run_repetition,
 )
 from nasplan.measure.kinds.iperf3.settings import Iperf3Params
@@ -149,9 +148,10 @@ def test_processes_mode_uses_three_round_trips_and_retries_a_taken_port(
     both = f"{iperf3_multi.MARKER}5201 ===\n{single}\n{iperf3_multi.MARKER}5202 ===\n{single}\n"
     client = scripted(fake_runner, "ws", [("-c 198.18.0.10", ok(both))])
     pauses: list[float] = []
-    raw, rep = run_processes(
+    raw, rep = run_repetition(
         server, client, "iperf3", "iperf3", "198.18.0.10",
-        Iperf3Params(duration_s=2, parallel=2, port=5201), "tok", sleep=pauses.append,
+        Iperf3Params(duration_s=2, parallel=2, port=5201), "tok", processes=True,
+        sleep=pauses.append,
     )  # fmt: skip
     assert raw == both
     assert pauses == [BUSY_BACKOFF_S[0]]
@@ -278,9 +278,9 @@ def test_processes_mode_waits_for_the_caller_around_its_clients(fake_runner: Mak
     server = scripted(fake_runner, "nas", [("-s -1 -p", ok()), ("kill", ok())])
     client = scripted(fake_runner, "ws", [("-c 198.18.0.10", ok(both))])
     around = Noted()
-    run_processes(
+    run_repetition(
         server, client, "iperf3", "iperf3", "198.18.0.10",
-        Iperf3Params(duration_s=2, parallel=2, port=5201), "tok", around=around,
+        Iperf3Params(duration_s=2, parallel=2, port=5201), "tok", processes=True, around=around,
     )  # fmt: skip
     # no text rides along in several servers' scripts; their stop is never deferred
     assert around.events == ["before_client", "after_result"]
