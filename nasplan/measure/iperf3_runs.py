@@ -204,6 +204,7 @@ class _Around(Around):
     live: LiveRate
     last: _Teardown | None = None
     under_load: UnderLoad | None = None  # latency_under_load: the client's pings
+    measuring: tuple[str, ...] = ()  # the test's hosts: a teardown elsewhere is not waited for
 
     def start_text(self) -> str:
         return self.sampled.start_text()
@@ -215,7 +216,7 @@ class _Around(Around):
         self.live.follow(read)
 
     def before_client(self) -> None:
-        self.ctx.settle()
+        self.ctx.settle(self.measuring or None)
         self.sampled.wait_started()
 
     def client_ride(self) -> Ride:
@@ -252,7 +253,9 @@ def _repetitions(job: _Job, ctx: RunContext, record: dict[str, Any], teardown: _
         ctx.progress.test(test.id, index, test.repetitions, total_s)
         last = index == test.indices[-1]
         pings = _under_load(job, index)
-        around = _Around(ctx, teardown.sampled, live, teardown if last else None, pings)
+        around = _Around(
+            ctx, teardown.sampled, live, teardown if last else None, pings, tuple(test.hosts)
+        )
         started_s = clock.now_s()
         rep = _repetition(job, ctx, index, around)
         rep.update(started_s=started_s, ended_s=clock.now_s())

@@ -61,8 +61,9 @@ class RunHooks(Protocol):
         released without waiting for it."""
         ...
 
-    def settle(self) -> None:
-        """Wait for a deferred clean-up (before a measurement)."""
+    def settle(self, hosts: Collection[str] | None = None) -> None:
+        """Wait for a deferred clean-up (before a measurement); ``hosts``: the measurement's,
+        when a clean-up on other hosts may go on beside it."""
         ...
 
 
@@ -99,9 +100,10 @@ class RunContext:
         """Clean-up after the measurement (``RunHooks.defer``)."""
         self.hooks.defer(work, hosts)
 
-    def settle(self) -> None:
-        """Wait for the previous clean-up (``RunHooks.settle``)."""
-        self.hooks.settle()
+    def settle(self, hosts: Collection[str] | None = None) -> None:
+        """Wait for the previous clean-up (``RunHooks.settle``); ``hosts``: only one working
+        on these (the next measurement's)."""
+        self.hooks.settle(hosts)
 
 
 @dataclass(frozen=True)

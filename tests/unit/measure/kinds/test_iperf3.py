@@ -424,3 +424,58 @@ def test_two_clients_at_once_each_against_a_server_of_its_own(
         assert f"set -- {kept}\n" in ran.texts("iperf3 -J")[0], name
     assert [name for name, _ in clients] == ["ws", "ws2"]
     assert "commands" not in one
+
+
+def test_a_next_test_on_other_hosts_measures_while_the_last_ones_teardown_still_runs(
+    kind_context: Callable[..., Any],
+) -> None:
+    # the second test's hosts are not the first's: the first's server stop (on nas) goes on
+    # across the second's measurement; nothing of it runs on a host that measures
+    second_pair = "  - {id: other, kind: iperf3, server: ws2, client: ws3, duration_s: 2, " \
+        "repetitions: 1, port: 5202}\n"  # fmt: skip
+    ctx, nas, ws = kind_context(TEST + second_pair, TOOLS, Overlap.concurrent(), ("ws2", "ws3"))
+    ws2, ws3 = ctx.sessions["ws2"].runner, ctx.sessions["ws3"].runner
+    client_output = (IPERF3 / "tcp-single.json").read_text()
+    events: list[str] = []
+
+    def noted(what: str, reply: Callable[[str], Result]) -> Callable[[str], Result]:
+        def answer(text: str) -> Result:
+            events.append(what)
+            return reply(text)
+
+        return answer
+
+    def first_stop(text: str) -> Result | None:
+        if "grace=" not in text:
+            return None  # the sampler's own stop
+        events.append("stop 1 begins")
+        deadline = time.monotonic() + 2
+        while "client 2" not in events and time.monotonic() < deadline:
+            time.sleep(0.01)  # the next test measures meanwhile
+        events.append("stop 1 ends")
+        return Result(text, riding_stop(SERVER_LOG), "", 0)
+
+    def started(text: str) -> Result:
+        return Result(text, riding_start(), "", 0)
+
+    def stopped(text: str) -> Result:
+        return Result(text, riding_stop(SERVER_LOG), "", 0)
+
+    nas.standing[:0] = [("port=5201", noted("start 1", started)), ("grace=", first_stop)]
+    ws.standing[:0] = [("-p 5201", noted("client 1", riding_client(client_output)))]
+    ws2.standing[:0] = [("port=5202", noted("start 2", started)), ("grace=", stopped)]
+    ws3.standing[:0] = [("-p 5202", noted("client 2", riding_client(client_output)))]
+
+    cells = [run_cell(ctx, ctx.plan.tests[0]), run_cell(ctx, ctx.plan.tests[1])]
+    ctx.settle()
+    first, second = (cell.record() for cell in cells)
+
+    assert first["status"] == second["status"] == "ok"
+    assert events == [
+        "start 1", "client 1", "stop 1 begins", "start 2", "client 2", "stop 1 ends"
+    ]  # fmt: skip
+    # one server start and one stop a test, each on its own server's host
+    assert len(nas.texts("grace=")) == len(ws2.texts("grace=")) == 1
+    assert not ws.texts("grace=") and not ws3.texts("port=")
+    # the first test's record is completed once settled, after the second measured
+    assert first["resources"]["nas"]["samples"] > 1
