@@ -26,6 +26,7 @@ from nasplan.units import format_metric
 if TYPE_CHECKING:
     from nasplan.hosts.session import HostSession
     from nasplan.input.plan import Plan, PlanTest
+    from nasplan.measure.ahead import Ahead
     from nasplan.progress import Progress
     from nasplan.tasks import Tasks
 
@@ -37,6 +38,9 @@ DASH = "–"
 
 class RunHooks(Protocol):
     """What the run lends a kind while its test runs (``nasplan.run.kind_hooks.KindHooks``)."""
+
+    # the next test's opening, made while this one measures (``nasplan.measure.ahead``)
+    ahead: Ahead
 
     def save_raw(self, relative_path: str, text: str) -> str:
         """Write a raw tool output under ``raw/``, the run's secrets masked; its run-relative

@@ -21,6 +21,7 @@ from nasplan import results
 from nasplan.errors import HostLostError
 from nasplan.hosts.session import HostSession
 from nasplan.input.plan import Plan
+from nasplan.measure.ahead import Ahead
 from nasplan.measure.kind import RunContext
 from nasplan.progress import Progress
 from nasplan.run.cell import Cell
@@ -58,6 +59,7 @@ class KindHooks:
         # the hosts the pending teardown works on (None: any); work run beside it (releases)
         self._on: frozenset[str] | None = None
         self._beside: list[Task] = []
+        self.ahead = Ahead()  # the next test's start, made while one measures
 
     def save_raw(self, relative_path: str, text: str) -> str:
         written = results.save_raw(self.run_dir, relative_path, text, self.secrets, durable=False)
