@@ -59,6 +59,7 @@ def offer_next(
         return
     if upcoming.server in test.hosts:
         return
+    ctx.settle((upcoming.server,))  # an earlier test's teardown still on its host: over first
     delay_s = max(seconds - LEAD_S, 0.0)
     ctx.hooks.ahead.schedule(upcoming.id, ctx.tasks, delay_s, lambda: make(upcoming))
 
