@@ -372,6 +372,12 @@ class SshRunner(RunnerBase):
                     f"timed out after {format_seconds(timeout_s)}",
                     124,
                 )
+            if channel.eof_received:
+                # after EOF paramiko's pipe stays readable: select would return at once until
+                # the exit status comes (sshd sends it once it reaped the command), a busy loop
+                # on the control node's CPU for every command; wait for the status itself
+                channel.status_event.wait(0.05)
+                continue
             select.select([channel], [], [], 0.05)
         return Result(
             shown,
