@@ -60,7 +60,8 @@ demo-down: venv
 # apply's start to its first connection (imports), nasplan's overhead against the SSH floor at 1,
 # 2, 10 and 30 lab hosts and against ansible-playbook on the same work, --check at 30 hosts with
 # disk tests against iperf3 tests, the dead time per cell of a 24-cell matrix, repetitions until
-# clear against a fixed five on an 8-cell matrix, then where one apply's time goes, then how close
+# clear against a fixed five on an 8-cell matrix, then where one apply's time goes, the control
+# node's CPU and memory per host to 60 hosts as lines, then how close
 # --list-tests' estimates come (root: it uses the lab). About 40 minutes; not part of `make test`.
 bench: test-setup
 	$(BIN)/python bench/apply_imports.py
@@ -70,6 +71,7 @@ bench: test-setup
 	$(BIN)/python bench/matrix_dead_time.py
 	$(BIN)/python bench/adaptive_matrix.py
 	$(BIN)/python bench/profile_apply.py
+	$(BIN)/python bench/control_per_host.py
 	$(BIN)/python bench/estimate_accuracy.py
 
 # docs/examples/ (linked from the README) drawn again from their kept run.json files, no lab:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shlex
 import statistics
 import subprocess
@@ -142,7 +143,14 @@ def fio_argv(filename: str) -> list[str]:
     return fio.fio_argv("fio", filename, params)
 
 
+def children_cpu_s() -> float:
+    """User + system CPU seconds of every child process waited for so far (this machine's)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def run_floor(spec: dict[str, Any]) -> dict[str, Any]:
+    cpu_s = children_cpu_s()
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, str(HERE / "floor.py"), json.dumps(list(TOOL_NAMES))],
@@ -154,14 +162,15 @@ def run_floor(spec: dict[str, Any]) -> dict[str, Any]:
     wall_s = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"floor failed: {done.stderr.strip()[-500:]}")
-    result = json.loads(done.stdout)
-    result["wall_s"] = wall_s
+    result: dict[str, Any] = json.loads(done.stdout)
+    result.update(wall_s=wall_s, cpu_s=children_cpu_s() - cpu_s)
     return result
 
 
 def run_nasplan(plan_path: Path, out: Path, extra: Sequence[str] = ()) -> dict[str, Any]:
     """``nasplan apply PLAN --out OUT [extra...]`` as a new process: wall and measured seconds."""
     nasplan = Path(sys.executable).with_name("nasplan")
+    cpu_s = children_cpu_s()
     started = time.perf_counter()
     done = subprocess.run(
         [str(nasplan), "apply", str(plan_path), "--out", str(out), *extra],
@@ -171,6 +180,7 @@ def run_nasplan(plan_path: Path, out: Path, extra: Sequence[str] = ()) -> dict[s
         env={**os.environ, "TERM": "dumb"},
     )
     wall_s = time.perf_counter() - started
+    cpu_s = children_cpu_s() - cpu_s
     if done.returncode != 0:
         # said, kept out of the numbers, and counted in the table (not hidden by a retry)
         failed = [line for line in done.stderr.splitlines() if "failed" in line or "lost" in line]
@@ -183,7 +193,7 @@ def run_nasplan(plan_path: Path, out: Path, extra: Sequence[str] = ()) -> dict[s
             measured_s += rep.get("duration_s") or 0
             if rep.get("bits_per_second"):
                 rates.append(rep["bits_per_second"])
-    return {"wall_s": wall_s, "measured_s": measured_s, "rates": rates}
+    return {"wall_s": wall_s, "cpu_s": cpu_s, "measured_s": measured_s, "rates": rates}
 
 
 def floor_facts_wall_s(state: LabState, names: Sequence[str]) -> float:
@@ -239,6 +249,8 @@ def measure(state: LabState, sizes: Sequence[int], rounds: int, workdir: Path) -
     overhead: dict[int, dict[str, list[float]]] = {
         size: {"floor": [], "nasplan": []} for size in sizes
     }
+    # the control node's CPU seconds (user + system) of each process, by size
+    cpu: dict[int, dict[str, list[float]]] = {size: {"floor": [], "nasplan": []} for size in sizes}
     # each round's nasplan / floor overhead, the two run one right after the other
     paired: dict[int, list[float]] = {size: [] for size in sizes}
     accuracy: dict[str, list[float]] = {"floor": [], "nasplan": []}
@@ -264,6 +276,7 @@ def measure(state: LabState, sizes: Sequence[int], rounds: int, workdir: Path) -
                     rates = result["rates"]
                 this_round[who] = result["wall_s"] - result["measured_s"]
                 overhead[size][who].append(this_round[who])
+                cpu[size][who].append(result["cpu_s"])
                 if size == 2:
                     accuracy[who].extend(rates)
             if len(this_round) == 2:
@@ -274,6 +287,7 @@ def measure(state: LabState, sizes: Sequence[int], rounds: int, workdir: Path) -
         print(f"round {round_index + 1}/{rounds} done", file=sys.stderr)
     return {
         "overhead": overhead,
+        "cpu": cpu,
         "paired": paired,
         "accuracy": accuracy,
         "facts": facts,
@@ -301,6 +315,11 @@ def table(results: dict[str, Any]) -> str:
             f"| {ratio:.2f} | {paired:.2f} ({min(pairs):.2f} / {max(pairs):.2f}) | {verdict} |"
         )
     lines.append("")
+    for size, sides in results["cpu"].items():
+        lines.append(
+            f"control node CPU s (user + system), {size} hosts: floor {spread(sides['floor'])}, "
+            f"nasplan {spread(sides['nasplan'])}"
+        )
     for who, key in (("nasplan", "facts"), ("floor", "floor_facts")):
         (_, one_s), (many, many_s) = sorted(results[key].items())
         facts_ratio = statistics.median(many_s) / statistics.median(one_s)

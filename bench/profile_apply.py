@@ -16,6 +16,7 @@ Usage: .venv/bin/python bench/profile_apply.py [--repeat 5] [--hosts 2]
 from __future__ import annotations
 
 import argparse
+import itertools
 import re
 import statistics
 import subprocess
@@ -79,10 +80,13 @@ class Timings:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.spans: dict[str, list[float]] = defaultdict(list)
+        # (phase, started, ended) of every remote command: the steps between two clients
+        self.events: list[tuple[str, float, float]] = []
 
     def add(self, phase: str, seconds: float) -> None:
         with self.lock:
             self.spans[phase].append(seconds)
+            self.events.append((phase, time.perf_counter() - seconds, time.perf_counter()))
 
     def wrap(
         self, phase: str | Callable[..., str], function: Callable[..., Any]
@@ -96,6 +100,29 @@ class Timings:
                 self.add(name, time.perf_counter() - started)
 
         return timed
+
+
+CLIENT = "iperf3 client"
+START, STOP = "iperf3 server start + readiness", "iperf3 server stop + log"
+
+
+def steps_ms(events: list[tuple[str, float, float]]) -> dict[str, list[float]]:
+    """From one client's end to the next one's start, per test (ms): the whole gap, what of it
+    lies before the next server's start begins, the start itself, and from the server
+    listening to the client's start (the previous teardown waited for, the samplers)."""
+    clients = sorted((start, end) for phase, start, end in events if phase == CLIENT)
+    starts = sorted((start, end) for phase, start, end in events if phase == START)
+    out: dict[str, list[float]] = defaultdict(list)
+    for (_, ended), (begun, _) in itertools.pairwise(clients):
+        server = [s for s in starts if ended <= s[0] <= begun]
+        out["gap: client end to the next client's start"].append((begun - ended) * 1e3)
+        if server:
+            out["... to the next server's start"].append((server[0][0] - ended) * 1e3)
+            out["... the server's start and readiness"].append((server[0][1] - server[0][0]) * 1e3)
+            out["... server listening to the client's start"].append((begun - server[0][1]) * 1e3)
+    stops = [end - start for phase, start, end in events if phase == STOP]
+    out["a server's stop (beside the next test's start)"] = [s * 1e3 for s in stops]
+    return out
 
 
 def command_kind(_runner: Any, command: str, *_: Any, **__: Any) -> str:
@@ -175,6 +202,7 @@ def main() -> None:
     }
     walls: list[float] = []
     per_run: dict[str, list[float]] = defaultdict(list)
+    steps: dict[str, list[float]] = defaultdict(list)
     with tempfile.TemporaryDirectory(prefix="nasplan-profile-") as tmp:
         workdir = Path(tmp)
         lab_file = workdir / "lab.yaml"
@@ -213,6 +241,8 @@ def main() -> None:
                 timings.add("tail: the last test's end to the report written", tail)
                 for phase, spans in timings.spans.items():
                     per_run[phase].append(sum(spans))
+                for step, values in steps_ms(timings.events).items():
+                    steps[step] += values
         finally:
             lab.down(lab_file, workdir / "state")
     print("| step | seconds per apply (median; summed over hosts) |")
@@ -223,6 +253,12 @@ def main() -> None:
         print(f"| {phase} | {statistics.median(values):.3f} |")
     wall = statistics.median(walls)
     print(f"| **apply wall time** (in-process, {len(names) // 2} s of iperf3) | {wall:.3f} |")
+    if steps:
+        print("\n| between two tests, ms | median | min / max | n |\n|---|---|---|---|")
+        for step, values in steps.items():
+            low, high = min(values), max(values)
+            median = statistics.median(values)
+            print(f"| {step} | {median:.1f} | {low:.1f} / {high:.1f} | {len(values)} |")
 
 
 if __name__ == "__main__":

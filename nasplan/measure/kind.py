@@ -27,6 +27,7 @@ from nasplan.units import format_metric
 if TYPE_CHECKING:
     from nasplan.hosts.session import HostSession
     from nasplan.input.plan import Plan, PlanTest
+    from nasplan.measure.ahead import Ahead
     from nasplan.progress import Progress
     from nasplan.tasks import Tasks
 
@@ -41,6 +42,9 @@ OneCore = Callable[[Record, Record, str], "str | None"]
 
 class RunHooks(Protocol):
     """What the run lends a kind while its test runs (``nasplan.run.kind_hooks.KindHooks``)."""
+
+    # the next test's opening, made while this one measures (``nasplan.measure.ahead``)
+    ahead: Ahead
 
     def save_raw(self, relative_path: str, text: str) -> str:
         """Write a raw tool output under ``raw/``, the run's secrets masked; its run-relative
@@ -65,8 +69,9 @@ class RunHooks(Protocol):
         released without waiting for it."""
         ...
 
-    def settle(self) -> None:
-        """Wait for a deferred clean-up (before a measurement)."""
+    def settle(self, hosts: Collection[str] | None = None) -> None:
+        """Wait for a deferred clean-up (before a measurement); ``hosts``: the measurement's,
+        when a clean-up on other hosts may go on beside it."""
         ...
 
 
@@ -108,9 +113,10 @@ class RunContext:
         """Clean-up after the measurement (``RunHooks.defer``)."""
         self.hooks.defer(work, hosts)
 
-    def settle(self) -> None:
-        """Wait for the previous clean-up (``RunHooks.settle``)."""
-        self.hooks.settle()
+    def settle(self, hosts: Collection[str] | None = None) -> None:
+        """Wait for the previous clean-up (``RunHooks.settle``); ``hosts``: only one working
+        on these (the next measurement's)."""
+        self.hooks.settle(hosts)
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,12 @@ def _read(
             return stdout, stderr, _ENDED
         if deadline is not None and time.monotonic() > deadline:
             return stdout, stderr, _TIMED_OUT
+        if channel.eof_received:
+            # after EOF paramiko's pipe stays readable: select would return at once until the
+            # exit status comes (sshd sends it once it reaped the command), a busy loop on the
+            # control node's CPU for every command; wait for the status itself
+            channel.status_event.wait(0.05)
+            continue
         select.select([channel], [], [], 0.05)
 
 

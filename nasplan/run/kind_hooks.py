@@ -4,9 +4,11 @@ running test's checkpoints, and a finished test's clean-up beside the next test'
 Whatever a kind hands over is a value for the run: a checkpoint's record is copied into the log
 of the test's cell (``nasplan.run.cell``), and a teardown's work returns what completes its
 part (``TornDown``), appended to that cell's log once the run settles it. A teardown runs while
-the next test starts and is settled (waited for) before that test measures, so nothing of one
-test runs on the hosts while another measures. With ``Overlap.serial()`` it runs when it is
-deferred: the same order, one thread.
+the next test starts and is settled (waited for) before that test measures on a host it works
+on, so nothing of one test runs on a host while another measures there; a test measuring on
+other hosts lets it (and the releases beside it) go on across its measurement
+(``settle(hosts)``). With ``Overlap.serial()`` it runs when it is deferred: the same order,
+one thread.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from nasplan import results
 from nasplan.errors import HostLostError
 from nasplan.hosts.session import HostSession
 from nasplan.input.plan import Plan
+from nasplan.measure.ahead import Ahead
 from nasplan.measure.kind import RunContext
 from nasplan.progress import Progress
 from nasplan.run.cell import Cell
@@ -56,6 +59,7 @@ class KindHooks:
         # the hosts the pending teardown works on (None: any); work run beside it (releases)
         self._on: frozenset[str] | None = None
         self._beside: list[Task] = []
+        self.ahead = Ahead()  # the next test's start, made while one measures
 
     def save_raw(self, relative_path: str, text: str) -> str:
         written = results.save_raw(self.run_dir, relative_path, text, self.secrets, durable=False)
@@ -84,7 +88,13 @@ class KindHooks:
         that it never runs across the next measurement either."""
         self._beside += tasks
 
-    def settle(self) -> None:
+    def settle(self, hosts: Collection[str] | None = None) -> None:
+        """Wait for the deferred teardown and the work beside it (releases). ``hosts``: the
+        next measurement's; then only when the teardown works on one of them: one on other
+        hosts goes on across that measurement and is settled by the next full settle (the
+        next teardown's ``defer``, the end). A release is of a host no later test uses."""
+        if hosts is not None and not self._works_on(hosts):
+            return
         beside, self._beside = self._beside, []
         for task in beside:  # their errors are their own (a release is best effort)
             task.wait()
@@ -105,6 +115,12 @@ class KindHooks:
                 session.mark_lost(str(error))
             if cell is not None:
                 self.progress.test_done(cell.test.id, "failed", f"after its measurement: {error}")
+
+    def _works_on(self, hosts: Collection[str]) -> bool:
+        """Whether the pending teardown works on any of ``hosts`` (unknown hosts: it may)."""
+        if self._pending is None:
+            return False
+        return self._on is None or not self._on.isdisjoint(hosts)
 
     def teardown_on(self, host: str) -> Task | None:
         """The deferred teardown still working on ``host``, if any (what its release waits

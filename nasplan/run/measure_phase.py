@@ -24,6 +24,7 @@ from nasplan.run.cell import Cell
 from nasplan.run.kind_hooks import KindHooks
 from nasplan.run.lapses import LapseGuard
 from nasplan.run.networks import Networks
+from nasplan.run.next_part import upcoming
 from nasplan.run.schedule import Schedule, Slice, slices, time_left_s
 
 
@@ -53,6 +54,7 @@ class MeasurePhase:
         self.cell: Cell | None = None  # the cell whose part runs now, or ran last
         self.released: set[str] = set()
         hooks.on_checkpoint = self._checkpoint
+        hooks.ahead.upcoming = lambda: upcoming(self.schedule, self.cell)
 
     @property
     def sessions(self) -> Mapping[str, HostSession]:
@@ -63,13 +65,16 @@ class MeasurePhase:
         kinds given the ``routes`` the paths phase found (``RunContext.routes``)."""
         self.ctx = dataclasses.replace(self.ctx, routes=routes)
         schedule = self.schedule
-        for number, (spec, cells) in enumerate(schedule.groups):
-            if number:
-                self.hooks.settle()  # a test's teardown may still run over the settings
-                self.networks.switch(spec)
-                self.save()
-            for step in slices(cells, schedule.order, schedule.seed):
-                self._part(step)
+        try:
+            for number, (spec, cells) in enumerate(schedule.groups):
+                if number:
+                    self.hooks.settle()  # a test's teardown may still run over the settings
+                    self.networks.switch(spec)
+                    self.save()
+                for step in slices(cells, schedule.order, schedule.seed):
+                    self._part(step)
+        finally:
+            self.hooks.ahead.drop()  # a start made ahead that no test took
 
     def records(self) -> list[dict[str, Any]]:
         """run.json's tests now: every test a part ran (or a resumed run kept), in plan order."""

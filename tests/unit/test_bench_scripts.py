@@ -228,3 +228,46 @@ def test_the_check_bench_s_two_plans_load_over_the_same_hosts(tmp_path: Path) ->
     assert [t.kind for t in loaded["iperf3"].tests] == ["iperf3"] * 2
     used = {name: {h for t in p.tests for h in t.hosts} for name, p in loaded.items()}
     assert used["disk"] == used["iperf3"] == set(names)
+
+
+def test_the_per_host_bench_fits_a_line_and_its_plan_loads_at_60_hosts(tmp_path: Path) -> None:
+    """bench/control_per_host.py: its 60-host plan as nasplan reads it (one iperf3 test per
+    pair), and the line it fits with each size's residual."""
+    import pytest
+    import yaml
+
+    from nasplan.input.plan import load_plan
+
+    bench = _load("control_per_host")
+    names = [f"h{i:02d}" for i in range(1, 61)]
+    inventory = tmp_path / "inventory.yaml"
+    hosts = {name: {"address": f"198.19.160.{n}"} for n, name in enumerate(names, 2)}
+    inventory.write_text(yaml.safe_dump({"hosts": hosts}))
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(bench.plan(60, inventory), sort_keys=False))
+    assert [t.kind for t in load_plan(path).tests] == ["iperf3"] * 30
+    a, b, r2 = bench.fit([(2, 1.1), (10, 2.7), (30, 6.7)])
+    assert (a, b, r2) == (pytest.approx(0.7), pytest.approx(0.2), pytest.approx(1.0))
+    runs = {2: [{"cpu_s": 1.2, "rss_mib": 60.0, "wall_s": 2.0}],
+            10: [{"cpu_s": 2.6, "rss_mib": 61.0, "wall_s": 6.0}],
+            30: [{"cpu_s": 6.7, "rss_mib": 62.0, "wall_s": 16.0}]}  # fmt: skip
+    shown = bench.lines(runs)
+    assert "CPU (user + system): " in shown and "peak RSS: " in shown
+    assert shown.count("| 30 | 1 |") == 2  # each size's median, line and residual, for both
+
+
+def test_the_profile_s_steps_between_two_clients() -> None:
+    """bench/profile_apply.py's steps between one client's end and the next one's start."""
+    import pytest
+
+    profile = _load("profile_apply")
+    events = [
+        (profile.CLIENT, 0.0, 1.0),
+        (profile.STOP, 1.0, 1.03),
+        (profile.START, 1.005, 1.02),
+        (profile.CLIENT, 1.021, 2.0),
+    ]
+    steps = profile.steps_ms(events)
+    assert steps["gap: client end to the next client's start"] == [pytest.approx(21.0)]
+    assert steps["... the server's start and readiness"] == [pytest.approx(15.0)]
+    assert steps["a server's stop (beside the next test's start)"] == [pytest.approx(30.0)]

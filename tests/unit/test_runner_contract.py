@@ -16,7 +16,7 @@ from nasplan.errors import NasplanError
 from nasplan.facts.gather import gather_with
 from nasplan.hosts.session import HostSession, close_sessions, mark_lost_hosts
 from nasplan.input.inventory import Host
-from nasplan.remote import shell
+from nasplan.remote import shell, ssh_output
 from nasplan.remote.local import LocalHostRunner
 from nasplan.remote.runner import LocalRunner, Result, Runner, RunnerBase
 from nasplan.remote.ssh import SshRunner
@@ -176,3 +176,41 @@ def test_no_product_code_probes_a_runner_for_a_capability() -> None:
         if ("getattr(" in line and "runner" in line) or "isinstance(server, Launcher)" in line
     ]
     assert not probes, f"capabilities belong in nasplan.remote.runner.Runner: {probes}"
+
+
+class _EndedChannel:
+    """A channel whose output ended (EOF: paramiko's pipe then stays readable) while its exit
+    status comes ``after_s`` later, as sshd sends it once it has reaped the command."""
+
+    def __init__(self, after_s: float) -> None:
+        import os
+        import threading
+
+        self._read, write = os.pipe()
+        os.write(write, b"x")  # readable for good, as paramiko's pipe after EOF
+        self.status_event = threading.Event()
+        threading.Timer(after_s, self.status_event.set).start()
+        self.eof_received, self.closed, self.looks = True, False, 0
+
+    def fileno(self) -> int:
+        return self._read
+
+    def recv_ready(self) -> bool:
+        self.looks += 1
+        return False
+
+    def recv_stderr_ready(self) -> bool:
+        return False
+
+    def exit_status_ready(self) -> bool:
+        return self.status_event.is_set()
+
+    def recv_exit_status(self) -> int:
+        return 0
+
+
+def test_a_commands_end_is_waited_for_not_polled_between_its_eof_and_its_exit_status() -> None:
+    channel = _EndedChannel(after_s=0.3)
+    result = ssh_output.collect(channel, "true", timeout_s=5)  # type: ignore[arg-type]
+    assert result.exited == 0
+    assert channel.looks < 20  # a busy loop looked thousands of times in 0.3 s

@@ -40,3 +40,20 @@ def test_work_beside_the_teardown_is_settled_with_it(tmp_path: Path) -> None:
     hooks.beside([tasks.start(lambda: time.sleep(0.2) or ended.append("release"), "release")])
     hooks.settle()  # what the next measurement waits for: both
     assert sorted(ended) == ["release", "teardown"]
+
+
+def test_a_measurement_on_other_hosts_does_not_wait_for_the_teardown(tmp_path: Path) -> None:
+    hooks = _hooks(tmp_path)
+    tasks = Overlap.concurrent()
+    stopping = threading.Event()
+    hooks.defer(lambda: stopping.wait() and {}, hosts={"nas"})
+    hooks.beside([tasks.start(stopping.wait, "release ws")])
+    hooks.settle({"nas2", "ws2"})  # returns at once: nothing of it runs there
+    assert hooks.teardown_on("nas") is not None  # still pending, settled later
+    waited = threading.Thread(target=hooks.settle, args=({"ws2", "nas"},))
+    waited.start()
+    waited.join(0.1)
+    assert waited.is_alive()  # a measurement on nas waits for the teardown there
+    stopping.set()
+    waited.join(2)
+    assert not waited.is_alive() and hooks.teardown_on("nas") is None

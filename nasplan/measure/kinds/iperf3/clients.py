@@ -56,7 +56,7 @@ def run(
     clock = timeline.Clock()
     try:
         for index in test.indices:
-            ctx.settle()
+            ctx.settle(test.hosts)
             sampled.wait_started()
             ctx.progress.test(test.id, index, test.repetitions, float(params.duration_s))
             rep = _repetition(test, params, ctx, pairs, index, (token, clock))

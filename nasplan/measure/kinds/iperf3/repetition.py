@@ -118,6 +118,43 @@ class _OneOff:
     logfile: str
 
 
+@dataclass(frozen=True)
+class Started:
+    """A repetition's first server, launched before its turn (``start_ahead``)."""
+
+    one: _OneOff
+    launched: Launched
+    argv: list[str]
+
+    def stop(self, also: str = "", around: Around = NOTHING) -> None:
+        """Stop it unused (no test took it)."""
+        _stop_server(self.one, self.launched, 0, also, around)
+
+
+def start_ahead(
+    server: Runner,
+    server_iperf3: str,
+    params: Iperf3Params,
+    token: str,
+    *,
+    server_iperf3_version: str | None,
+    around: Around,
+) -> Started | None:
+    """The first attempt's server of the repetition ``token`` (as ``run_repetition`` is given
+    it) launched now, on its own channel; None where it would be a daemon (an older iperf3, a
+    Windows host) or its runner cannot leave it running. Raises Iperf3Error as its start."""
+    if not iperf3.launches(server_iperf3_version) or not platforms.of(server).posix_shell:
+        return None
+    one = _one_off_on(server, server_iperf3, params, f"{token}-0")
+    launched = _launch(one, around.start_text())
+    if launched is None:
+        return None
+    around.started(launched.output)
+    if launched.ended is not None:
+        _launch_failed(one, launched)
+    return Started(one, launched, iperf3_server.launch_argv(one.iperf3, one.port))
+
+
 def run_repetition(
     server: Runner,
     client: Runner,
@@ -132,13 +169,15 @@ def run_repetition(
     processes: bool = False,
     sleep: Callable[[float], None] = time.sleep,
     around: Around = NOTHING,
+    started: Started | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """Run one iperf3 test: start a one-off server, run the client, always stop the server.
 
     Returns ``(raw client JSON text, iperf3.parse() result)``; raises Iperf3Error. The server
     runs on its own channel when its version is known to allow it (``iperf3.launches``) on a
     POSIX host whose runner can leave it running, else as a daemon. The server's stop runs
-    before this returns unless ``around.defer_stop`` takes it.
+    before this returns unless ``around.defer_stop`` takes it. ``started``: the first
+    attempt's server, launched ahead (``start_ahead``).
 
     ``processes``: ``params.parallel`` single-stream clients against as many one-off servers,
     summed (raw: marker-separated client JSON, ``iperf3_multi.combine()``'s result). One round
@@ -153,12 +192,19 @@ def run_repetition(
     argv = iperf3.client_argv(client_iperf3, address, params, iperf3_version=client_iperf3_version)
     launches = iperf3.launches(server_iperf3_version)
     job = _Job(server, client, server_iperf3, launches, tuple(argv), params)
-    return retry_when_busy(lambda n: _attempt(job, f"{token}-{n}", around), sleep)
+    return retry_when_busy(
+        lambda n: _attempt(job, f"{token}-{n}", around, started if n == 0 else None), sleep
+    )
 
 
-def _attempt(job: _Job, token: str, around: Around) -> tuple[str, dict[str, Any]]:
-    one = _one_off(job, token)
-    launched, server_argv = _start_server(one, job.launches, around)
+def _attempt(
+    job: _Job, token: str, around: Around, ahead: Started | None = None
+) -> tuple[str, dict[str, Any]]:
+    one = ahead.one if ahead is not None else _one_off(job, token)
+    if ahead is not None:
+        launched, server_argv = ahead.launched, ahead.argv
+    else:
+        launched, server_argv = _start_server(one, job.launches, around)
     measured = False
     try:
         if launched.read is not None:
@@ -182,10 +228,14 @@ SERVER_SCRIPTS: dict[str, ModuleType] = {"sh": iperf3_server, "powershell": iper
 
 
 def _one_off(job: _Job, token: str) -> _OneOff:
-    scripts = SERVER_SCRIPTS[platforms.of(job.server).scripts]
+    return _one_off_on(job.server, job.server_iperf3, job.params, token)
+
+
+def _one_off_on(server: Runner, server_iperf3: str, params: Iperf3Params, token: str) -> _OneOff:
+    scripts = SERVER_SCRIPTS[platforms.of(server).scripts]
     # the server's name in the path: inventory hosts that are one machine tell their files apart
-    pidfile, logfile = scripts.temp_paths(f"{token}-{job.server.name}", job.params.port)
-    return _OneOff(job.server, scripts, job.server_iperf3, job.params.port, pidfile, logfile)
+    pidfile, logfile = scripts.temp_paths(f"{token}-{server.name}", params.port)
+    return _OneOff(server, scripts, server_iperf3, params.port, pidfile, logfile)
 
 
 def _start_server(one: _OneOff, launches: bool, around: Around) -> tuple[Launched, list[str]]:

@@ -14,14 +14,16 @@ from typing import Any
 
 from nasplan import platforms
 from nasplan.analysis import stall_reason
+from nasplan.errors import CannotStart, NasplanError
 from nasplan.hosts.session import HostSession
 from nasplan.input.plan import PlanTest
 from nasplan.measure import timeline
 from nasplan.measure.kind import Needs, RunContext
+from nasplan.measure.kinds.iperf3 import ahead as iperf3_ahead
 from nasplan.measure.kinds.iperf3 import multi as iperf3_multi
 from nasplan.measure.kinds.iperf3 import tool as iperf3
 from nasplan.measure.kinds.iperf3.live_rate import LiveRate
-from nasplan.measure.kinds.iperf3.repetition import Around, run_repetition
+from nasplan.measure.kinds.iperf3.repetition import Around, Started, run_repetition, start_ahead
 from nasplan.measure.kinds.iperf3.settings import Iperf3Params
 from nasplan.measure.pair import Pair, open_pair
 from nasplan.measure.sampler import Ride
@@ -37,11 +39,18 @@ def run(
     needs: Needs,
 ) -> None:
     """Every repetition of ``test`` into ``record``; CannotStart when its pair cannot start."""
-    job = _open(test, params, ctx, record, needs)
-    record["resources"] = None  # what its teardown returns (``_Teardown``)
-    teardown = _Teardown(ctx, _sampling(job, ctx), job.test.server)
+    opening = iperf3_ahead.taken(ctx, test)  # its first server, started as the last test ended
     try:
-        _repetitions(job, ctx, record, teardown)
+        job = _open(test, params, ctx, record, needs, opening.token if opening else None)
+    except BaseException:
+        if opening is not None:
+            opening.abandon()
+        raise
+    record["resources"] = None  # what its teardown returns (``_Teardown``)
+    sampled = opening.sampled if opening is not None else _sampling(job, ctx)
+    teardown = _Teardown(ctx, sampled, job.test.server)
+    try:
+        _repetitions(job, ctx, record, teardown, opening.started if opening else None)
     except BaseException:
         teardown.abandon()
         raise
@@ -113,8 +122,10 @@ def _open(
     ctx: RunContext,
     record: dict[str, Any],
     needs: Needs,
+    token: str | None = None,
 ) -> _Job:
-    """Open the pair and decide processes or streams, into ``record``; CannotStart."""
+    """Open the pair and decide processes or streams, into ``record``; CannotStart.
+    ``token``: the run token its opening made ahead took (else a new one)."""
     pair = open_pair(test, ctx, needs)
     server, client = pair.server.facts, pair.client.facts
     assert server is not None and client is not None
@@ -135,7 +146,60 @@ def _open(
         processes,
     )
     record["path"] = pair.path
-    return _Job(test, params, pair, secrets.token_hex(4), non_posix_end, processes)
+    return _Job(test, params, pair, token or secrets.token_hex(4), non_posix_end, processes)
+
+
+def _ahead(ctx: RunContext) -> Callable[[PlanTest], iperf3_ahead.Opening | None]:
+    """How the next iperf3 test's start is made ahead (``iperf3_ahead.offer_next``): its pair
+    opened, its samplers, its first server launched with the server host's sampler riding in
+    it; None where that does not apply (several processes, a Windows end, a daemon server) or
+    fails (the test then starts as ever and says why)."""
+
+    def make(upcoming: PlanTest) -> iperf3_ahead.Opening | None:
+        from nasplan.measure import kinds  # (the kinds import this module)
+
+        params = kinds.kind(upcoming.kind).settings(upcoming)
+        if not isinstance(params, Iperf3Params):
+            return None
+        try:
+            job = _open(upcoming, params, ctx, {"params": {}}, kinds.bind(upcoming).needs)
+        except CannotStart:
+            return None
+        if job.non_posix_end or job.processes:
+            return None
+        sampled = _sampling(job, ctx)
+        index, server = upcoming.indices[0], job.pair.server
+        assert server.runner is not None
+        try:
+            started = start_ahead(
+                server.runner,
+                server.tools["iperf3"],
+                params,
+                f"{job.token}-{index}",
+                server_iperf3_version=_iperf3_version(server),
+                around=_Samplers(sampled),
+            )
+        except (iperf3.Iperf3Error, NasplanError):
+            started = None
+        if started is None:
+            sampled.close()
+            return None
+        return iperf3_ahead.Opening(upcoming.id, job.token, index, sampled, started)
+
+    return make
+
+
+@dataclass(frozen=True)
+class _Samplers(Around):
+    """Around a server started ahead: the server host's sampler rides in its start."""
+
+    sampled: Sampling
+
+    def start_text(self) -> str:
+        return self.sampled.start_text()
+
+    def started(self, stdout: str) -> None:
+        self.sampled.started(stdout)
 
 
 def _sampling(job: _Job, ctx: RunContext) -> Sampling:
@@ -208,6 +272,8 @@ class _Around(Around):
     live: LiveRate
     last: _Teardown | None = None
     under_load: UnderLoad | None = None  # latency_under_load: the client's pings
+    measuring: tuple[str, ...] = ()  # the test's hosts: a teardown elsewhere is not waited for
+    offer: Callable[[], None] | None = None  # the last client's: the next test's start ahead
 
     def start_text(self) -> str:
         return self.sampled.start_text()
@@ -219,8 +285,10 @@ class _Around(Around):
         self.live.follow(read)
 
     def before_client(self) -> None:
-        self.ctx.settle()
+        self.ctx.settle(self.measuring or None)
         self.sampled.wait_started()
+        if self.offer is not None:
+            self.offer()
 
     def client_ride(self) -> Ride:
         ride = self.sampled.client_ride(last=self.last is not None)
@@ -246,19 +314,36 @@ class _Around(Around):
         return self.last.take(stop) if self.last is not None else False
 
 
-def _repetitions(job: _Job, ctx: RunContext, record: dict[str, Any], teardown: _Teardown) -> None:
-    """Every repetition into ``record``, a checkpoint after each."""
+def _repetitions(
+    job: _Job,
+    ctx: RunContext,
+    record: dict[str, Any],
+    teardown: _Teardown,
+    started: Started | None = None,
+) -> None:
+    """Every repetition into ``record``, a checkpoint after each; ``started``: the first one's
+    server, started ahead."""
     test = job.test
-    total_s = (job.params.duration_s + job.params.omit_s + 1) * test.repetitions
+    measure_s = job.params.duration_s + job.params.omit_s
+    total_s = (measure_s + 1) * test.repetitions
     clock = timeline.Clock()
     live = LiveRate(ctx.tasks, ctx.progress, test.id, job.params)
+    ahead = functools.partial(iperf3_ahead.offer_next, ctx, test, measure_s, _ahead(ctx))
     for index in test.indices:
         ctx.progress.test(test.id, index, test.repetitions, total_s)
         last = index == test.indices[-1]
         pings = _under_load(job, index)
-        around = _Around(ctx, teardown.sampled, live, teardown if last else None, pings)
+        around = _Around(
+            ctx,
+            teardown.sampled,
+            live,
+            teardown if last else None,
+            pings,
+            tuple(test.hosts),
+            ahead if last else None,
+        )
         started_s = clock.now_s()
-        rep = _repetition(job, ctx, index, around)
+        rep = _repetition(job, ctx, index, around, started if index == test.indices[0] else None)
         rep.update(started_s=started_s, ended_s=clock.now_s())
         if pings is not None and rep["status"] == "ok":
             rep.update(pings.found)
@@ -278,13 +363,15 @@ def _under_load(job: _Job, index: int) -> UnderLoad | None:
     return UnderLoad(ping, job.pair.address, f"{job.token}-{index}", deadline_s)
 
 
-def _repetition(job: _Job, ctx: RunContext, index: int, around: Around) -> dict[str, Any]:
+def _repetition(
+    job: _Job, ctx: RunContext, index: int, around: Around, started: Started | None = None
+) -> dict[str, Any]:
     """One repetition's run.json entry; its raw output saved (also that of a failure)."""
     # Several processes give several JSON documents, one after another under a marker line each.
     raw_name = f"raw/{job.test.dir_name}/rep-{index}.{'txt' if job.processes else 'json'}"
     rep: dict[str, Any] = {"index": index, "status": "failed", "error": None, "raw_file": None}
     try:
-        raw, parsed = _measure(job, f"{job.token}-{index}", around)
+        raw, parsed = _measure(job, f"{job.token}-{index}", around, started)
     except iperf3.Iperf3Error as exc:
         rep["error"] = str(exc)
         if exc.raw:
@@ -304,7 +391,9 @@ def _repetition(job: _Job, ctx: RunContext, index: int, around: Around) -> dict[
     return rep
 
 
-def _measure(job: _Job, token: str, around: Around) -> tuple[str, dict[str, Any]]:
+def _measure(
+    job: _Job, token: str, around: Around, started: Started | None = None
+) -> tuple[str, dict[str, Any]]:
     """One repetition on the test's hosts: one iperf3 process a side, or one per stream."""
     server, client = job.pair.server, job.pair.client
     assert server.runner is not None and client.runner is not None
@@ -316,6 +405,7 @@ def _measure(job: _Job, token: str, around: Around) -> tuple[str, dict[str, Any]
         server_iperf3_version=_iperf3_version(server),
         processes=job.processes,
         around=around,
+        started=started,
     )
 
 

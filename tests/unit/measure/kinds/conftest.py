@@ -97,7 +97,9 @@ def kind_context(
         tasks: Overlap | None = None,
         clients: tuple[str, ...] = (),
     ) -> tuple[RunContext, Any, Any]:
-        others = "".join(f"  {c}: {{address: {c}.example}}\n" for c in clients)
+        others = "".join(
+            f"  {c}: {{address: 198.18.251.{10 + i}}}\n" for i, c in enumerate(clients)
+        )
         (tmp_path / "inventory.yaml").write_text(
             "hosts:\n  nas: {address: 198.18.251.1}\n  ws: {address: 198.18.251.2}\n" + others
         )

@@ -424,3 +424,175 @@ def test_two_clients_at_once_each_against_a_server_of_its_own(
         assert f"set -- {kept}\n" in ran.texts("iperf3 -J")[0], name
     assert [name for name, _ in clients] == ["ws", "ws2"]
     assert "commands" not in one
+
+
+def test_a_next_test_on_other_hosts_measures_while_the_last_ones_teardown_still_runs(
+    kind_context: Callable[..., Any],
+) -> None:
+    # the second test's hosts are not the first's: the first's server stop (on nas) goes on
+    # across the second's measurement; nothing of it runs on a host that measures
+    second_pair = "  - {id: other, kind: iperf3, server: ws2, client: ws3, duration_s: 2, " \
+        "repetitions: 1, port: 5202}\n"  # fmt: skip
+    ctx, nas, ws = kind_context(TEST + second_pair, TOOLS, Overlap.concurrent(), ("ws2", "ws3"))
+    ws2, ws3 = ctx.sessions["ws2"].runner, ctx.sessions["ws3"].runner
+    client_output = (IPERF3 / "tcp-single.json").read_text()
+    events: list[str] = []
+
+    def noted(what: str, reply: Callable[[str], Result]) -> Callable[[str], Result]:
+        def answer(text: str) -> Result:
+            events.append(what)
+            return reply(text)
+
+        return answer
+
+    def first_stop(text: str) -> Result | None:
+        if "grace=" not in text:
+            return None  # the sampler's own stop
+        events.append("stop 1 begins")
+        deadline = time.monotonic() + 2
+        while "client 2" not in events and time.monotonic() < deadline:
+            time.sleep(0.01)  # the next test measures meanwhile
+        events.append("stop 1 ends")
+        return Result(text, riding_stop(SERVER_LOG), "", 0)
+
+    def started(text: str) -> Result:
+        return Result(text, riding_start(), "", 0)
+
+    def stopped(text: str) -> Result:
+        return Result(text, riding_stop(SERVER_LOG), "", 0)
+
+    nas.standing[:0] = [("port=5201", noted("start 1", started)), ("grace=", first_stop)]
+    ws.standing[:0] = [("-p 5201", noted("client 1", riding_client(client_output)))]
+    ws2.standing[:0] = [("port=5202", noted("start 2", started)), ("grace=", stopped)]
+    ws3.standing[:0] = [("-p 5202", noted("client 2", riding_client(client_output)))]
+
+    cells = [run_cell(ctx, ctx.plan.tests[0]), run_cell(ctx, ctx.plan.tests[1])]
+    ctx.settle()
+    first, second = (cell.record() for cell in cells)
+
+    assert first["status"] == second["status"] == "ok"
+    assert events == [
+        "start 1", "client 1", "stop 1 begins", "start 2", "client 2", "stop 1 ends"
+    ]  # fmt: skip
+    # one server start and one stop a test, each on its own server's host
+    assert len(nas.texts("grace=")) == len(ws2.texts("grace=")) == 1
+    assert not ws.texts("grace=") and not ws3.texts("port=")
+    # the first test's record is completed once settled, after the second measured
+    assert first["resources"]["nas"]["samples"] > 1
+
+
+NEXT_ON_OTHER_HOSTS = TEST.replace("duration_s: 2", "duration_s: 1") + (
+    "  - {id: other, kind: iperf3, server: ws2, client: ws3, duration_s: 1, repetitions: 1,\n"
+    "     port: 5202}\n"
+)
+
+
+def _launching(runner: Any, events: list[str], port: int) -> list[str]:
+    """``runner`` launching its iperf3 server on a channel of its own (iperf3 >= 3.7), noted in
+    ``events``; the scripts it was given."""
+    scripts: list[str] = []
+    ready = f"Server listening on {port}\n" + riding_start() + "\n@@nasplan:iperf3-server@@\n"
+
+    def start_until(script: str, markers: Any, *, timeout_s: float) -> Launched:
+        events.append(f"start {runner.name}")
+        scripts.append(script)
+        return Launched(ready, None)
+
+    runner.start_until = start_until
+    runner.standing[:0] = [("grace=", lambda text: Result(text, riding_stop(SERVER_LOG), "", 0))]
+    return scripts
+
+
+def test_the_next_tests_server_starts_on_its_own_host_while_the_last_client_measures(
+    kind_context: Callable[..., Any],
+) -> None:
+    ctx, nas, ws = kind_context(NEXT_ON_OTHER_HOSTS, TOOLS, Overlap.concurrent(), ("ws2", "ws3"))
+    ws2, ws3 = ctx.sessions["ws2"].runner, ctx.sessions["ws3"].runner
+    ctx.hooks.ahead.upcoming = lambda: ctx.plan.tests[1]  # the run's word: it comes next
+    events: list[str] = []
+    _launching(nas, events, 5201)
+    scripts = _launching(ws2, events, 5202)
+    client_output = (IPERF3 / "tcp-single.json").read_text()
+
+    def first_client(text: str) -> Result:
+        events.append("client 1 begins")
+        deadline = time.monotonic() + 3
+        while "start ws2" not in events and time.monotonic() < deadline:
+            time.sleep(0.01)  # measuring: the next server starts meanwhile, on ws2
+        events.append("client 1 ends")
+        return riding_client(client_output)(text)
+
+    def second_client(text: str) -> Result:
+        events.append("client 2")
+        return riding_client(client_output)(text)
+
+    ws.standing[:0] = [("-p 5201", first_client)]
+    ws3.standing[:0] = [("-p 5202", second_client)]
+
+    cells = [run_cell(ctx, ctx.plan.tests[0]), run_cell(ctx, ctx.plan.tests[1])]
+    ctx.settle()
+    first, second = (cell.record() for cell in cells)
+
+    assert first["status"] == second["status"] == "ok"
+    assert events == [
+        "start nas", "client 1 begins", "start ws2", "client 1 ends", "client 2"
+    ]  # fmt: skip
+    # one server start on ws2 (the one made ahead, its sampler riding in it), one stop
+    assert len(scripts) == 1 and "nasplan-sampler" in scripts[0]
+    assert len(ws2.texts("grace=")) == 1 and not ws3.texts("port=")
+    assert second["resources"]["ws2"]["samples"] > 1
+    (rep,) = second["repetitions"]
+    assert [c["host"] for c in rep["commands"]] == ["ws2", "ws3"]
+
+
+def test_no_server_starts_ahead_on_a_host_that_measures(kind_context: Callable[..., Any]) -> None:
+    # the next test's server is this test's client: it starts once this client has ended
+    plan = NEXT_ON_OTHER_HOSTS.replace("server: ws2, client: ws3", "server: ws, client: ws3")
+    ctx, nas, ws = kind_context(plan, TOOLS, Overlap.concurrent(), ("ws2", "ws3"))
+    ctx.hooks.ahead.upcoming = lambda: ctx.plan.tests[1]
+    events: list[str] = []
+    _launching(nas, events, 5201)
+    _launching(ws, events, 5202)
+    client_output = (IPERF3 / "tcp-single.json").read_text()
+
+    def first_client(text: str) -> Result:
+        time.sleep(1.0)  # past the time a server would start ahead
+        events.append("client 1 ends")
+        return riding_client(client_output)(text)
+
+    ws.standing[:0] = [("-p 5201", first_client)]
+    ctx.sessions["ws3"].runner.standing[:0] = [("-p 5202", riding_client(client_output))]
+
+    for test in ctx.plan.tests:
+        run_cell(ctx, test)
+    ctx.settle()
+
+    assert events == ["start nas", "client 1 ends", "start ws"]
+
+
+def test_a_server_started_ahead_that_no_test_takes_is_stopped(
+    kind_context: Callable[..., Any],
+) -> None:
+    ctx, nas, ws = kind_context(NEXT_ON_OTHER_HOSTS, TOOLS, Overlap.concurrent(), ("ws2", "ws3"))
+    ws2 = ctx.sessions["ws2"].runner
+    ctx.hooks.ahead.upcoming = lambda: ctx.plan.tests[1]
+    events: list[str] = []
+    _launching(ws2, events, 5202)
+    client_output = (IPERF3 / "tcp-single.json").read_text()
+
+    def first_client(text: str) -> Result:
+        deadline = time.monotonic() + 3
+        while "start ws2" not in events and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return riding_client(client_output)(text)
+
+    nas.expect("port=5201", riding_start())
+    nas.allow("grace=", riding_stop(SERVER_LOG))
+    ws.standing[:0] = [("-p 5201", first_client)]
+
+    run_cell(ctx, ctx.plan.tests[0])
+    ctx.settle()
+    ctx.hooks.ahead.drop()  # the run ends (stopped) before the next test
+
+    assert events == ["start ws2"]
+    assert len(ws2.texts("grace=")) == 1  # its server stopped
