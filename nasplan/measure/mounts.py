@@ -181,6 +181,10 @@ fi
 # nothing works there any more (a file fio still held open would not go)
 _UNMOUNT = r"""
 nasplan_stop_users
+# once more a second later: a command cut off as it was being started (a Ctrl-C while its exec
+# request was on the way) may open its file there only after the first look
+sleep 1
+nasplan_stop_users
 case ${1:-} in "$mp"/*|"$mp")
   for nasplan_f in "$1"/nasplan-*-"$token"; do
     [ -e "$nasplan_f" ] && rm -rf -- "$nasplan_f"

@@ -221,7 +221,7 @@ def test_once_the_runs_lease_runs_out_the_watchdog_unmounts_and_removes_the_pass
     found = mounts.mount(runner, smb(), "unit" + secrets.token_hex(3))
     pid, token = (lock / "pids").read_text().split()
     assert token == found.mount_point
-    assert Path(f"/proc/{pid}/cmdline").read_bytes().count(b"nasplan-mount-watch") == 1
+    assert _watching(pid)
     time.sleep(1.5)
     assert Path(found.config_dir).exists()  # lease ahead: nothing done
     (lock / "lease").write_text("0\n")  # nasplan stopped renewing it
@@ -231,6 +231,17 @@ def test_once_the_runs_lease_runs_out_the_watchdog_unmounts_and_removes_the_pass
     assert not Path(found.config_dir).exists()  # the password with it
     assert argvs(log)[-1] == ["fusermount3", "-u", "-z", found.mount_point]
     assert not Path(f"/proc/{pid}").exists() or _zombie(pid)
+
+
+def _watching(pid: str) -> bool:
+    """``pid`` runs the watchdog: its command line says so once its exec has finished (a read
+    while the kernel swaps its memory for the new program's gives nothing)."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if Path(f"/proc/{pid}/cmdline").read_bytes().count(b"nasplan-mount-watch") == 1:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def _zombie(pid: str) -> bool:
