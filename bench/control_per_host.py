@@ -31,6 +31,10 @@ import yaml
 
 from nasplan import lab
 
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import overhead_floor  # noqa: E402  (its plan, a pair of hosts a test)
+
 LAB_PREFIX = "198.19.160.0/24"
 
 
@@ -45,18 +49,8 @@ def lab_spec(hosts: int) -> dict[str, Any]:
 
 
 def plan(size: int, inventory: Path) -> dict[str, Any]:
-    names = [f"h{i:02d}" for i in range(1, size + 1)]
-    tests = [
-        {
-            "id": f"pair-{i // 2 + 1}",
-            "kind": "iperf3",
-            "server": names[i],
-            "client": names[i + 1],
-            "duration_s": 1,
-            "repetitions": 1,
-        }
-        for i in range(0, size - 1, 2)
-    ]
+    """overhead_floor.py's plan at ``size`` hosts (an even number: one iperf3 test a pair)."""
+    tests = overhead_floor.plan_tests(size)
     return {"name": f"per-host-{size}", "inventory": str(inventory), "tests": tests}
 
 
