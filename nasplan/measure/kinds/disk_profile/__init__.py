@@ -146,7 +146,8 @@ class DiskProfile(Kind[ProfileSettings]):
         where = f"{s.host}:{s.path}"
         if s.through:
             where = f"{s.through.client} through {s.through.method} {s.host}:{s.through.share}"
-        tool = "diskspd" if s.path.find(":\\") == 1 else "fio"  # (a Windows client's: diskspd)
+        # (a Windows client is known once connected: diskspd there too)
+        tool = "diskspd" if s.path.find(":\\") == 1 else "fio"
         return (
             f"{tool} {named} ({jobs}) {'/'.join(s.modes)} on {where}, "
             f"{s.size} file, {s.duration_s} s each, x {test.repetitions_text}"
@@ -295,6 +296,9 @@ class DiskProfile(Kind[ProfileSettings]):
             mounted = via.get("mounted") or f"{via.get('method')} {via.get('share')}"
             return f"{via.get('client')} through {mounted} of {params.get('host', '–')}{on}"
         return f"{params.get('host', '–')} {params.get('path', '')}{on}".strip()
+
+    def phrase_of(self, record: Record) -> str:
+        return f"disk profiles with {(record.get('params') or {}).get('tool') or 'fio'}"
 
     def measured(self, record: Record, series: Series | None) -> str:
         tool = (record.get("params") or {}).get("tool") or "fio"

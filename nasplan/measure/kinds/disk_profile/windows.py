@@ -107,6 +107,9 @@ def place_of(
     except ValueError as exc:
         raise CannotStart(f"through: {exc}") from exc
     record["params"]["through"]["mounted"] = f"SMB {root} mapped with New-SmbMapping"
+    if s.through.version or s.through.how != "auto":
+        warn(record, f"{s.through.client} is Windows: its SMB client picks the dialect itself "
+                     "(through's version and mount are a Linux client's)")  # fmt: skip
     user = f"{share.domain}\\{share.user}" if share.domain else str(share.user)
     return Place(session.runner, path, root, user, share.password or "")
 

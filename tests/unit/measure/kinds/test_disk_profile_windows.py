@@ -15,6 +15,9 @@ from nasplan.measure import kinds
 from nasplan.measure.kinds.disk_profile import profiles
 from nasplan.measure.kinds.disk_profile import windows as profile_windows
 from nasplan.remote import shell
+from nasplan.report import render_report
+
+from .test_disk_profile import _run_of
 
 DISKSPD = Path(__file__).resolve().parents[3] / "fixtures" / "diskspd"
 MIX = (DISKSPD / "DiskSpdExample-ReadWrite.txt").read_text()  # 4K random, 70/30, Q1T1
@@ -128,6 +131,13 @@ def test_a_windows_client_measures_through_the_share_it_opens_for_each_script(
     assert _cells(record)["mix"]["latency_p999_us"] == 1608.0
     kind = kinds.bind(ctx.plan.tests[0]).kind
     assert kind.flow(record, None) == f"ws through SMB {share} mapped with New-SmbMapping of nas"
+    # the report's grid is fio's (the same columns), saying which tool measured
+    report = render_report({**_run_of(record)})
+    assert f"diskspd on ws through SMB {share} mapped with New-SmbMapping of nas:" in report
+    assert "the system's file cache off (-S), the mix 70 % reads; ok." in report
+    assert "| Test | Write (MB/s) | Mix (MB/s) |" in report
+    assert "| RND4K Q1T1 | 9183.61 | 4.87 |" in report
+    assert "| RND4K Q1T1 | mix | 1189.0 | 232 µs | 877 µs | 1.61 ms | 1 |" in report
 
 
 def test_a_failed_diskspd_is_recorded_and_the_directory_still_removed(
@@ -135,7 +145,8 @@ def test_a_failed_diskspd_is_recorded_and_the_directory_still_removed(
 ) -> None:
     ctx, _, ws = kind_context(
         "  - {id: from-pc, kind: disk-profile, host: nas, size: 16MiB, duration_s: 5, "
-        f"repetitions: 1, modes: [write], jobs: [{{block_size: 4KiB}}], {THROUGH}}}\n",
+        f"repetitions: 1, modes: [write], jobs: [{{block_size: 4KiB}}], "
+        f"{THROUGH[:-1]}, version: '3.0'}}}}\n",
         TOOLS,
     )
     ws.use_shell(shell.windows(None))
@@ -146,6 +157,10 @@ def test_a_failed_diskspd_is_recorded_and_the_directory_still_removed(
     record = kinds.bind(ctx.plan.tests[0]).run(ctx)
 
     assert record["status"] == "failed"
+    assert record["warnings"] == [
+        "ws is Windows: its SMB client picks the dialect itself (through's version and mount "
+        "are a Linux client's)"
+    ]
     (rep,) = record["repetitions"]
     assert rep["error"] == "diskspd printed no result: (no output) (exit 1)"
     assert _grid_job(record) == "SEQ4K Q1T1"

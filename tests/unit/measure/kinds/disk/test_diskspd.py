@@ -56,6 +56,22 @@ def test_random_4k_eight_threads_of_eight_a_50_50_mix() -> None:
     assert parsed["read"]["latency_mean_us"] == 1563.0
 
 
+def test_random_4k_at_queue_depth_32_in_diskspd_2_2_s_words() -> None:
+    # a SATA SSD, 4 threads of 32 requests in flight, 60/40: 2.2's "Total latency distribution:"
+    # header, no CPU table
+    text = (FIXTURES / "disk-test-README-4K-random-Q32T4-mix60-sata.txt").read_text()
+    parsed = parse(text)
+    assert parsed["duration_s"] == 30.01 and parsed["cpu_busy_percent"] is None
+    assert (parsed["read"]["iops"], parsed["write"]["iops"]) == (52405.33, 34903.69)
+    assert parsed["total"]["bytes_per_second"] == pytest.approx(10732634112 / 30.01)
+    assert parsed["read"]["bytes_per_second"] / 2**20 == pytest.approx(204.71, abs=0.01)
+    assert (parsed["read"]["latency_p50_us"], parsed["read"]["latency_p99_us"]) == (1470.0, 1806.0)
+    assert parsed["read"]["latency_p999_us"] == 4417.0
+    assert parsed["write"]["latency_p999_us"] == 2606.0
+    assert parsed["total"]["latency_p50_us"] == 1447.0
+    assert parsed["write"]["latency_mean_us"] == 1412.0
+
+
 def test_no_latency_table_without_dash_l() -> None:
     text = (FIXTURES / "DiskSpdExample-ReadWrite.txt").read_text().split("\ntotal:\n  %-ile")[0]
     parsed = parse(text)
