@@ -23,7 +23,10 @@ def test_the_windows_and_mac_example_plan_validates_with_its_inventory() -> None
 
     plan = load_plan(ROOT / "plans/examples/qnap-windows-mac.yaml")
     clients = {(t.client, t.target.label(), t.settings.get("parallel", 1)) for t in plan.tests}
-    assert len(plan.tests) == 10
+    assert len(plan.tests) == 11
+    # the CrystalDiskMark grid from the PC, through the QNAP's share (diskspd there)
+    (grid,) = [t for t in plan.tests if t.kind == "disk-profile"]
+    assert grid.hosts == ("qnap", "win11") and grid.settings["through"]["share"] == "Public"
     assert ("win11", "qnap.tengig", 2) in clients and ("macmini", "qnap.lan", 1) in clients
     win11 = plan.inventory.hosts["win11"]
     assert win11.platform_hint == "windows"

@@ -23,12 +23,13 @@ import tree_sitter
 import tree_sitter_powershell
 
 from nasplan.facts import windows as facts_windows
-from nasplan.measure.kinds.disk import diskspd
-from nasplan.measure.kinds.disk import windows as disk_windows
+from nasplan.measure import diskspd_workdir
+from nasplan.measure.kinds.disk_profile import profiles
+from nasplan.measure.kinds.disk_profile import windows as profile_windows
 from nasplan.measure.kinds.iperf3 import server_windows as iperf3_server_windows
 from nasplan.measure.kinds.iperf3 import tool as iperf3
 from nasplan.measure.kinds.iperf3.settings import Iperf3Params
-from nasplan.measure.tools import transfer_windows
+from nasplan.measure.tools import diskspd, transfer_windows
 from nasplan.platforms.windows import refusal_commands
 from nasplan.remote import shell
 
@@ -171,11 +172,11 @@ def _cleanup(value: str) -> tuple[str, list[str]]:
 
 
 def _make_dir(value: str) -> tuple[str, list[str]]:
-    return disk_windows.make_dir_script(_pathlike(value)), [_pathlike(value)]
+    return diskspd_workdir.make_dir_script(_pathlike(value)), [_pathlike(value)]
 
 
 def _remove_dir(value: str) -> tuple[str, list[str]]:
-    return disk_windows.remove_dir_script(_pathlike(value)), [_pathlike(value)]
+    return diskspd_workdir.remove_dir_script(_pathlike(value)), [_pathlike(value)]
 
 
 def _iperf3_client(value: str) -> tuple[str, list[str]]:
@@ -187,6 +188,21 @@ def _diskspd(value: str) -> tuple[str, list[str]]:
     target = f"D:\\bench {value}\\diskspd.dat"
     argv = diskspd.diskspd_argv("C:\\diskspd.exe", target, diskspd.DiskspdParams("write", 2**20))
     return shell.windows("powershell.exe").argv_script(argv), [target]
+
+
+def _profile_layout(value: str) -> tuple[str, list[str]]:
+    return profile_windows.layout_script(_pathlike(value), 2**30), [_pathlike(value)]
+
+
+def _profile_through_share(value: str) -> tuple[str, list[str]]:
+    """A disk-profile run from a Windows client: diskspd in ``\\\\nas\\s<value>``, the
+    share opened as the user ``value`` around it."""
+    share, target = f"\\\\nas\\s{value}", f"\\\\nas\\s{value}\\diskspd.dat"
+    argv = profile_windows.job_argv(
+        "C:\\diskspd.exe", target, profiles.GRID[2], "mix", duration_s=5
+    )
+    body = shell.PowerShell().join(argv) + "\n$rc = $LASTEXITCODE"
+    return diskspd_workdir.mapped_script(share, value, body), [share, value, target]
 
 
 def _refusal(value: str) -> tuple[str, list[str]]:
@@ -204,6 +220,11 @@ BUILDERS: dict[str, tuple[Builder, Callable[[str], bool]]] = {
     # the program itself is a PowerShell literal after `&`, not an argument of a native program
     "iperf3-client": (_iperf3_client, lambda v: True),
     "diskspd-run": (_diskspd, lambda v: _native_ok(f"D:\\bench {v}\\diskspd.dat")),
+    "diskspd-profile-layout": (_profile_layout, lambda v: True),
+    "diskspd-profile-through-share": (
+        _profile_through_share,
+        lambda v: _native_ok(f"\\\\nas\\s{v}\\diskspd.dat"),
+    ),
     "network-refusal": (_refusal, lambda v: True),
 }
 

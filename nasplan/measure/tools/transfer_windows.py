@@ -21,7 +21,9 @@ _UNC_UNSAFE = re.compile(r'[\\/:*?"<>|\x00-\x1f]')
 # FILE_FLAG_NO_BUFFERING: read from the server, not from what the client cached while writing.
 _NO_BUFFERING = "0x20000000"
 
-_OPEN_SHARE = """\
+# opens $share as $user, the password the first line of stdin (also the disk kinds' Windows
+# place: nasplan/measure/kinds/disk/windows.py)
+OPEN_SHARE = """\
 $password = [Console]::In.ReadLine()
 try {
   New-SmbMapping -RemotePath $share -UserName $user -Password $password -Persistent $false |
@@ -139,7 +141,7 @@ def timed_copy_script(share: str, remote: str, local_dir: str, direction: str, u
         .replace("@WALL@", WALL_MARK)
         .replace("@EXIT@", EXIT_MARK)
     )
-    return _assign(values) + _OPEN_SHARE + timed + _CLOSE_SHARE + "exit $rc\n"
+    return _assign(values) + OPEN_SHARE + timed + _CLOSE_SHARE + "exit $rc\n"
 
 
 def cleanup_script(share: str, remote: str, local_dir: str, user: str) -> str:
@@ -150,7 +152,7 @@ def cleanup_script(share: str, remote: str, local_dir: str, user: str) -> str:
     values = {"share": share, "remote": remote, "dir": local_dir, "user": user}
     return (
         _assign(values)
-        + _OPEN_SHARE
+        + OPEN_SHARE
         + "if (Test-Path -LiteralPath $remote) {\n"
         + "  try { Remove-Item -LiteralPath $remote -Force -ErrorAction Stop }\n"
         + '  catch { "nasplan: cannot remove ${remote}: $($_.Exception.Message)" }\n'

@@ -1,7 +1,8 @@
 """The ``disk`` test kind on a Windows host: diskspd instead of fio, in a directory of its own.
 
 Called by ``disk_test`` when the host speaks PowerShell. Records look like fio's (``direct``
-is always true: ``-Sh`` turns the caches off); the directory is removed in ``finally``.
+is always true: ``-Sh`` turns the caches off); the directory (``nasplan.measure.diskspd_workdir``)
+is removed in ``finally``.
 """
 
 from __future__ import annotations
@@ -10,27 +11,12 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from nasplan.measure.kinds.disk import diskspd
+from nasplan.errors import CannotStart
+from nasplan.measure.diskspd_workdir import Place, private_dir
+from nasplan.measure.tools import diskspd
 from nasplan.remote.runner import Runner
-from nasplan.remote.shell import PowerShell
 
-_SETUP_TIMEOUT_S = 60.0
 _TIMEOUT_MARGIN_S = 60.0
-
-
-def workdir_of(path: str, token: str) -> str:
-    """``D:\\bench\\nasplan-diskspd-<token>``."""
-    return f"{path.rstrip(chr(92) + '/')}\\nasplan-diskspd-{token}"
-
-
-def make_dir_script(workdir: str) -> str:
-    """PowerShell creating ``workdir`` (and its parents)."""
-    return f"New-Item -ItemType Directory -Force -Path {PowerShell().quote(workdir)} | Out-Null"
-
-
-def remove_dir_script(workdir: str) -> str:
-    """PowerShell removing ``workdir`` and everything in it."""
-    return f"Remove-Item -LiteralPath {PowerShell().quote(workdir)} -Recurse -Force"
 
 
 def run_repetitions(
@@ -46,35 +32,28 @@ def run_repetitions(
 
     Returns (repetitions, errors, warnings); ``save(name, raw)`` stores raw output, gives its path.
     """
-    workdir = workdir_of(path, secrets.token_hex(4))
-    made = runner.run_script(make_dir_script(workdir), timeout_s=_SETUP_TIMEOUT_S)
-    if not made.ok:
-        return [], [f"cannot create {workdir} on {runner.name}: {made.stderr.strip()}"], []
     reps: list[dict[str, Any]] = []
     errors: list[str] = []
+    warnings: list[str] = []
     try:
-        for direction, index in plan:
-            params = diskspd.DiskspdParams(direction, size_bytes, duration_s)
-            argv = diskspd.diskspd_argv(diskspd_path, f"{workdir}\\diskspd.dat", params)
-            result = runner.run(argv, timeout_s=duration_s + _TIMEOUT_MARGIN_S)
-            raw = result.stdout + result.stderr
-            rep: dict[str, Any] = {"index": index, "direction": direction, "status": "failed"}
-            rep.update(error=None, raw_file=save(f"{direction}-{index}", raw))
-            try:
-                parsed = diskspd.parse(result.stdout)[direction]
-            except (diskspd.DiskspdError, KeyError) as exc:
-                rep["error"] = f"{exc} (exit {result.exited})"
-                errors.append(f"{direction} {index}: {rep['error']}")
-            else:
-                rep.update(
-                    status="ok",
-                    bytes_per_second=parsed["bytes_per_second"],
-                    bytes=parsed["bytes"],
-                    duration_s=diskspd.parse(result.stdout)["duration_s"],
-                    direct=True,
-                )
-            reps.append(rep)
-    finally:
-        removed = runner.run_script(remove_dir_script(workdir), timeout_s=_SETUP_TIMEOUT_S)
-        warnings = [] if removed.ok else [f"could not remove {workdir}: {removed.stderr.strip()}"]
+        with private_dir(Place(runner, path), secrets.token_hex(4), warnings) as workdir:
+            for direction, index in plan:
+                params = diskspd.DiskspdParams(direction, size_bytes, duration_s)
+                argv = diskspd.diskspd_argv(diskspd_path, f"{workdir}\\diskspd.dat", params)
+                result = runner.run(argv, timeout_s=duration_s + _TIMEOUT_MARGIN_S)
+                rep: dict[str, Any] = {"index": index, "direction": direction}
+                rep.update(status="failed", error=None)
+                rep["raw_file"] = save(f"{direction}-{index}", result.stdout + result.stderr)
+                try:
+                    parsed = diskspd.parse(result.stdout)
+                    side = parsed[direction]
+                except (diskspd.DiskspdError, KeyError) as exc:
+                    rep["error"] = f"{exc} (exit {result.exited})"
+                    errors.append(f"{direction} {index}: {rep['error']}")
+                else:
+                    rep.update(status="ok", bytes_per_second=side["bytes_per_second"])
+                    rep.update(bytes=side["bytes"], duration_s=parsed["duration_s"], direct=True)
+                reps.append(rep)
+    except CannotStart as exc:
+        return [], [str(exc)], []
     return reps, errors, warnings

@@ -5,16 +5,20 @@ percentiles from fio's own JSON (``profiles`` beside it).
 
 Each test works in its own directory ``<path>/nasplan-fio-<token>``, removed in ``finally``.
 With ``through:`` it runs on a client instead, in that directory of the NAS's share, which
-nasplan mounts there for the test (``nasplan.measure.through``).
+nasplan mounts there for the test (``nasplan.measure.through``). On a Windows host or client
+diskspd measures the same grid, as CrystalDiskMark runs it (``windows`` beside it); the record
+says which tool (``params.tool``: fio or diskspd).
 """
 
 from __future__ import annotations
 
 import secrets
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
+from nasplan import platforms
 from nasplan.analysis import summarize
 from nasplan.errors import CannotStart
 from nasplan.hosts.session import HostSession
@@ -25,6 +29,7 @@ from nasplan.measure.fio_workdir import FIO_FILE, make_workdir, remove_workdir
 from nasplan.measure.kind import DASH, Kind, Needs, Probe, Record, RunContext, Section
 from nasplan.measure.kinds.disk_profile import profiles as fio_profiles
 from nasplan.measure.kinds.disk_profile import view
+from nasplan.measure.kinds.disk_profile import windows as profile_windows
 from nasplan.measure.kinds.disk_profile.profiles import Job
 from nasplan.measure.kinds.disk_profile.settings import ProfileSettings
 from nasplan.measure.pair import check_ready
@@ -80,6 +85,24 @@ def grid(record: Record) -> list[dict[str, Any]]:
     ]
 
 
+def _grid(
+    test: PlanTest, s: ProfileSettings, ctx: RunContext, record: dict[str, Any],
+    one: Callable[[Job, str], dict[str, Any]], ext: str,
+) -> None:  # fmt: skip
+    """Every job of the grid in every mode, repetitions of each (``one(job, mode)``: its
+    repetition, raw output under ``raw``, saved as ``raw/<test>/<job>-<mode>-<i>.<ext>``)."""
+    for job in s.grid:
+        for mode in s.modes:
+            for index in test.indices:
+                rep = one(job, mode)
+                name = f"{job.name.replace(' ', '-').lower()}-{mode}-{index}"
+                raw = rep.pop("raw", "")
+                rep["raw_file"] = ctx.save_raw(f"raw/{test.dir_name}/{name}.{ext}", raw)
+                rep["index"] = index
+                record["repetitions"].append(rep)
+                ctx.checkpoint(record)
+
+
 def _us_text(us: float | None) -> str:
     if us is None:
         return DASH
@@ -113,7 +136,7 @@ class DiskProfile(Kind[ProfileSettings]):
     def probes(
         self, test: PlanTest, s: ProfileSettings, plan: Plan, sessions: Mapping[str, HostSession]
     ) -> list[Probe]:
-        if s.through:  # a directory of the share, once mounted
+        if s.through or s.path.find(":\\") == 1:  # a share's, once mounted; a Windows path
             return []
         return [probes.writable_directory(s.host, s.path, "the disk profile's path")]
 
@@ -123,8 +146,10 @@ class DiskProfile(Kind[ProfileSettings]):
         where = f"{s.host}:{s.path}"
         if s.through:
             where = f"{s.through.client} through {s.through.method} {s.host}:{s.through.share}"
+        # (a Windows client is known once connected: diskspd there too)
+        tool = "diskspd" if s.path.find(":\\") == 1 else "fio"
         return (
-            f"fio {named} ({jobs}) {'/'.join(s.modes)} on {where}, "
+            f"{tool} {named} ({jobs}) {'/'.join(s.modes)} on {where}, "
             f"{s.size} file, {s.duration_s} s each, x {test.repetitions_text}"
         )
 
@@ -146,6 +171,7 @@ class DiskProfile(Kind[ProfileSettings]):
             "duration_s": s.duration_s,
             "repetitions": test.repetitions,
             "through": s.through.params() if s.through else None,
+            "tool": "fio",
         }
         record = new_record(test, params, "bytes_per_second")
         try:
@@ -154,8 +180,14 @@ class DiskProfile(Kind[ProfileSettings]):
             record["error"] = str(exc)
             return record
         token = secrets.token_hex(4)
+        session = ctx.sessions[s.through.client if s.through else s.host]
+        if platforms.of(session.runner).equivalent("fio") == "diskspd":
+            record["params"]["tool"] = "diskspd"
+            grid = partial(_grid, test, s, ctx, record)
+            profile_windows.run(s, ctx, session, token, record, grid)
+            return self.summarize(record, s)
         if s.through is None:
-            return self._run_in(test, s, ctx, ctx.sessions[s.host], s.path, token, record)
+            return self._run_in(test, s, ctx, session, s.path, token, record)
         try:
             with through.client_place(ctx, s.host, s.through, token, record) as (session, path):
                 return self._run_in(test, s, ctx, session, path, token, record)
@@ -182,16 +214,9 @@ class DiskProfile(Kind[ProfileSettings]):
                 if failed:
                     record["error"] = failed
                     return self.summarize(record, s)
-            for job in s.grid:
-                for mode in s.modes:
-                    for index in test.indices:
-                        rep = self._one(session, session.tools["fio"], filename, job, mode, s)
-                        name = f"{job.name.replace(' ', '-').lower()}-{mode}-{index}"
-                        raw = rep.pop("raw", "")
-                        rep["raw_file"] = ctx.save_raw(f"raw/{test.dir_name}/{name}.json", raw)
-                        rep["index"] = index
-                        record["repetitions"].append(rep)
-                        ctx.checkpoint(record)
+            fio_path = session.tools["fio"]
+            one = partial(self._one, session, fio_path, filename, s=s)
+            _grid(test, s, ctx, record, one, "json")
         except ValueError as exc:
             record["error"] = f"path {path!r} resolves to {workdir!r}: {exc}"
         finally:
@@ -211,32 +236,12 @@ class DiskProfile(Kind[ProfileSettings]):
             argv, timeout_s=fio_profiles.timeout_s(s.size_bytes, s.duration_s)
         )
         raw = result.stdout + (result.stderr if not result.ok else "")
-        rep: dict[str, Any] = {"status": "failed", "error": None, "profile_job": job.name}
-        rep.update(direction=mode, raw=raw)
         try:
             sides = fio_profiles.parse(result.stdout)
         except fio.FioError as exc:
-            rep["error"] = f"{exc} (exit {result.exited}): {result.stderr.strip()[:200]}"
-            return rep
-        read, write = sides["read"] or {}, sides["write"] or {}
-        main = write if mode == "write" else read
-        if not main:
-            rep["error"] = f"fio moved nothing in {mode}"
-            return rep
-        total = (read.get("bytes_per_second") or 0) + (write.get("bytes_per_second") or 0)
-        rep.update(
-            status="ok",
-            bytes_per_second=total,
-            iops=(read.get("iops") or 0) + (write.get("iops") or 0),
-            **{k: main.get(k) for k in ("latency_mean_us", "latency_p50_us", "latency_p99_us",
-                                         "latency_p999_us")},
-        )  # fmt: skip
-        if mode == "mix":
-            rep.update(
-                read_bytes_per_second=read.get("bytes_per_second"),
-                write_bytes_per_second=write.get("bytes_per_second"),
-            )
-        return rep
+            error = f"{exc} (exit {result.exited}): {result.stderr.strip()[:200]}"
+            return fio_profiles.repetition(job, mode, raw, None, error)
+        return fio_profiles.repetition(job, mode, raw, sides)
 
     def summarize(self, record: dict[str, Any], s: ProfileSettings) -> dict[str, Any]:
         """The grid, the first cell's summary as the record's, the status."""
@@ -292,8 +297,12 @@ class DiskProfile(Kind[ProfileSettings]):
             return f"{via.get('client')} through {mounted} of {params.get('host', '–')}{on}"
         return f"{params.get('host', '–')} {params.get('path', '')}{on}".strip()
 
+    def phrase_of(self, record: Record) -> str:
+        return f"disk profiles with {(record.get('params') or {}).get('tool') or 'fio'}"
+
     def measured(self, record: Record, series: Series | None) -> str:
-        return f"fio {series.direction}" if series else "fio"
+        tool = (record.get("params") or {}).get("tool") or "fio"
+        return f"{tool} {series.direction}" if series else tool
 
     def also(self, record: Record, series: Series) -> str:
         cell = _cell(self.ok_repetitions(record, series.direction))

@@ -134,6 +134,39 @@ def _us(ns: float | None) -> float | None:
     return None if ns is None else round(ns / 1000, 3)
 
 
+def repetition(
+    job: Job, mode: str, raw: str, sides: Mapping[str, Any] | None, error: str | None = None,
+    tool: str = "fio",
+) -> dict[str, Any]:  # fmt: skip
+    """One run of ``job`` in ``mode`` as the record keeps it, from its tool's ``sides``
+    (``{"read": side, "write": side}`` as ``parse`` gives them, fio's or diskspd's): MB/s and
+    IOPS of both sides, the latency of the mode's own (a mix's: its reads', as fio's), a mix's
+    sides apart; failed with ``error`` (or when the mode's side moved nothing)."""
+    rep: dict[str, Any] = {"status": "failed", "error": error, "profile_job": job.name}
+    rep.update(direction=mode, raw=raw)
+    if sides is None:
+        return rep
+    read, write = sides["read"] or {}, sides["write"] or {}
+    main = write if mode == "write" else read
+    if not main:
+        rep["error"] = f"{tool} moved nothing in {mode}"
+        return rep
+    total = (read.get("bytes_per_second") or 0) + (write.get("bytes_per_second") or 0)
+    rep.update(
+        status="ok",
+        bytes_per_second=total,
+        iops=(read.get("iops") or 0) + (write.get("iops") or 0),
+        **{k: main.get(k) for k in ("latency_mean_us", "latency_p50_us", "latency_p99_us",
+                                     "latency_p999_us")},
+    )  # fmt: skip
+    if mode == "mix":
+        rep.update(
+            read_bytes_per_second=read.get("bytes_per_second"),
+            write_bytes_per_second=write.get("bytes_per_second"),
+        )
+    return rep
+
+
 def parse(raw: str) -> dict[str, Any]:
     """fio's JSON (text before it skipped) -> ``{"read": side, "write": side}``, each side
     ``{bytes_per_second, iops, latency_mean_us, latency_p50_us, latency_p99_us,

@@ -1,7 +1,9 @@
 """diskspd (Microsoft DiskSpd, Windows): sequential write/read argv and a pure parser of -Rtext.
 
 The Windows counterpart of ``fio``: 1 MiB blocks, one thread, sequential, ``-Sh`` (software
-cache and hardware write cache off: the disk, not RAM). diskspd's ``MiB/s`` is 2^20 bytes.
+cache and hardware write cache off: the disk, not RAM). diskspd's ``MiB/s`` is 2^20 bytes, its
+sizes' K/M/G suffixes binary (``-c1024M`` is 2^30 bytes); its latencies are milliseconds, the
+percentiles (``-L``) those of each request's whole time, read, write and both.
 """
 
 from __future__ import annotations
@@ -22,6 +24,13 @@ _TOTAL = re.compile(
 _SECTION = re.compile(r"^(Total|Read|Write) IO$", re.MULTILINE)
 _TEST_TIME = re.compile(r"^actual test time:\s+([\d.]+)s", re.MULTILINE)
 _CPU_AVG = re.compile(r"avg\.\|\s*([\d.]+)%", re.MULTILINE)
+# a row of -L's table: ``  50th |      0.232 |      1.833 |      0.297`` (N/A: no such request)
+_PERCENTILE_ROW = re.compile(
+    r"^\s*(?P<name>[\w-]+)\s*\|\s*(?P<read>[\d.]+|N/A)\s*\|\s*(?P<write>[\d.]+|N/A)\s*\|"
+    r"\s*(?P<total>[\d.]+|N/A)\s*$"
+)
+# the rows kept, by the names nasplan gives them (fio's: latency_p50_us ...)
+PERCENTILES = {"50th": "p50", "99th": "p99", "3-nines": "p999"}
 
 
 class DiskspdError(ToolError):
@@ -72,12 +81,35 @@ def _section_totals(text: str) -> dict[str, re.Match[str]]:
     return totals
 
 
+def _percentiles(text: str) -> dict[str, dict[str, float | None]]:
+    """-L's table (``%-ile | Read (ms) | Write (ms) | Total (ms)``) -> ``{"read": {"p50": us,
+    ...}, "write": ..., "total": ...}`` in microseconds (None: N/A); empty without a table."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.strip().startswith("%-ile")), None)
+    if start is None:
+        return {}
+    found: dict[str, dict[str, float | None]] = {"read": {}, "write": {}, "total": {}}
+    for line in lines[start + 2 :]:
+        row = _PERCENTILE_ROW.match(line)
+        if row is None:
+            break
+        if row.group("name") in PERCENTILES:
+            for side in found:
+                ms = row.group(side)
+                found[side][PERCENTILES[row.group("name")]] = (
+                    None if ms == "N/A" else round(float(ms) * 1000, 3)
+                )
+    return found
+
+
 def parse(text: str) -> dict[str, Any]:
     """``-Rtext`` output -> ``{duration_s, cpu_busy_percent, total, read, write}``.
 
-    Each of total/read/write: ``{bytes, ios, bytes_per_second, iops, latency_ms}``; the rate is
-    bytes over the actual test time (diskspd's own MiB/s when the time is missing).
-    Raises DiskspdError when there is no ``Total IO`` result.
+    Each of total/read/write: ``{bytes, ios, bytes_per_second, iops, latency_mean_us,
+    latency_p50_us, latency_p99_us, latency_p999_us}``; the rate is bytes over the actual test
+    time (diskspd's own MiB/s when the time is missing); latencies in microseconds, None where
+    diskspd says N/A or measured none (no ``-L``). Raises DiskspdError when there is no
+    ``Total IO`` result.
     """
     totals = _section_totals(text)
     if "total" not in totals:
@@ -86,21 +118,26 @@ def parse(text: str) -> dict[str, Any]:
     time_match = _TEST_TIME.search(text)
     duration_s = float(time_match.group(1)) if time_match else None
     cpu = _CPU_AVG.search(text)
+    percentiles = _percentiles(text)
 
-    def one(match: re.Match[str]) -> dict[str, Any]:
+    def one(name: str, match: re.Match[str]) -> dict[str, Any]:
         size = int(match.group("bytes"))
         rate = size / duration_s if duration_s else float(match.group("mib_s")) * MIB
         latency = match.group("lat_ms")
-        return {
+        mean = None if latency == "N/A" or not size else round(float(latency) * 1000, 3)
+        found = {
             "bytes": size,
             "ios": int(match.group("ios")),
             "bytes_per_second": rate,
             "iops": float(match.group("iops")),
-            "latency_ms": None if latency == "N/A" or not size else float(latency),
+            "latency_mean_us": mean,
         }
+        for key in PERCENTILES.values():
+            found[f"latency_{key}_us"] = percentiles.get(name, {}).get(key) if size else None
+        return found
 
     return {
         "duration_s": duration_s,
         "cpu_busy_percent": float(cpu.group(1)) if cpu else None,
-        **{name: one(match) for name, match in totals.items()},
+        **{name: one(name, match) for name, match in totals.items()},
     }
