@@ -193,6 +193,9 @@ tries=0
 until [ -b "$link" ] || [ "$tries" -ge 20 ]; do sleep 0.5; tries=$((tries + 1)); done
 [ -b "$link" ] || nasplan_fail device "logged in, but no $link appeared"
 dir=$(readlink -f -- "$link")
+# fio runs as the login user: the device is its until the logout removes it
+[ "$(id -u)" = 0 ] || nasplan_root chown "$(id -u)" -- "$dir" ||
+  nasplan_fail device "cannot hand $dir to the login user"
 """
 
 # (an iSCSI login through the kernel makes $mp too, empty: the watchdog's sign the run is on)

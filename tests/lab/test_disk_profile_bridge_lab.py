@@ -94,7 +94,12 @@ def nothing_left(lab: LabState, before: set[str], within_s: float = 15) -> None:
     """No FUSE mount, bridge process, iSCSI session or file on the export (within_s to go)."""
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
-        found = (mounts_on_client(lab), on_volume(lab), iscsi_sessions(lab), leftovers(lab) - before)
+        found = (
+            mounts_on_client(lab),
+            on_volume(lab),
+            iscsi_sessions(lab),
+            leftovers(lab) - before,
+        )
         if not any(found):
             return
         time.sleep(0.5)
