@@ -28,6 +28,7 @@ from nasplan.remote.runner import Runner
 from nasplan.sections import split_sections
 
 PROTOCOLS = ("smb", "nfs", "iscsi")
+SMB, NFS, ISCSI = PROTOCOLS
 # how a share is mounted: auto picks the kernel's client where the client has one, else FUSE
 HOWS = ("auto", "kernel", "fuse")
 ISCSI_PORT = 3260
@@ -154,8 +155,10 @@ NASPLAN_BRIDGE_END
   fi
 fi
 # (nbdfuse stays in the foreground: started apart, it writes its PID file once it serves)
+# ($cfg/running: removed by the bridge once its file is removed or its session logged out)
+: > "$cfg/running" || nasplan_fail config "cannot write $cfg"
 ( trap '' HUP; exec nbdfuse -P "$cfg/nbdfuse.pid" "$mp" --command python3 \
-  "$cfg/nbd_bridge.py" "$@" --done "$cfg/done" ) < /dev/null > "$cfg/bridge.out" 2>&1 &
+  "$cfg/nbd_bridge.py" "$@" --running "$cfg/running" ) < /dev/null > "$cfg/bridge.out" 2>&1 &
 bpid=$!
 nasplan_register "$bpid" "$mp"
 nasplan_i=0
@@ -262,7 +265,7 @@ case $how in
     nasplan_fail unmount "fusermount -u $mp: $err"
     # the bridge: its NFS file removed, its iSCSI session logged out, once it says it is done
     nasplan_i=0
-    while [ "$method" != smb ] && [ ! -e "$cfg/done" ] && [ "$nasplan_i" -lt 40 ]; do
+    while [ -e "$cfg/running" ] && [ "$nasplan_i" -lt 40 ]; do
       sleep 0.5; nasplan_i=$((nasplan_i + 1))
     done ;;
   kernel) err=$(nasplan_root umount -- "$mp" 2>&1 || nasplan_root umount -l -- "$mp" 2>&1) ||
@@ -325,7 +328,17 @@ class Mounted:
     @property
     def bridged(self) -> bool:
         """Through the user-space bridge: ``path`` is its one file, one request at a time."""
-        return self.how == "fuse" and self.share.protocol != "smb"
+        return self.how == "fuse" and self.share.protocol != SMB
+
+    @property
+    def plain(self) -> bool:
+        """A mounted share: ``path`` is its directory (else the bridge's file, a LUN's device)."""
+        return self.how != "iscsi" and not self.bridged
+
+    @property
+    def new_file(self) -> bool:
+        """The bridge's file, new on an NFS export (to be written in full before use)."""
+        return self.bridged and self.share.protocol == NFS
 
     def describe(self) -> str:
         """``SMB //198.18.1.1/data mounted with smbnetfs (FUSE)``."""
@@ -335,7 +348,7 @@ class Mounted:
             "iscsi": f"logged in with iscsiadm ({self.path})",
         }[self.how]
         if self.bridged:
-            library = "libnfs" if self.share.protocol == "nfs" else "libiscsi"
+            library = "libnfs" if self.share.protocol == NFS else "libiscsi"
             with_ = f"through the user-space bridge ({library}, nbdfuse)"
         return f"{self.share.describe()} {with_}"
 
@@ -446,8 +459,7 @@ def mounted(
     try:
         yield found
     finally:
-        plain = found.how != "iscsi" and not found.bridged  # (else path is a file or a device)
-        inside = "/".join(p for p in (found.path, subdir) if p) if plain else ""
+        inside = "/".join(p for p in (found.path, subdir) if p) if found.plain else ""
         problem = unmount(runner, found, inside)
         if problem:
             problems.append(problem)

@@ -16,7 +16,7 @@ nasplan installed there.
 It answers one request at a time (as ``nasplan.lab.shaped_disk``): whatever queue depth fio
 asks for, the NAS sees one request in flight. It ends, removing its NFS file or logging out of
 the LUN, when nbdfuse disconnects (the FUSE mount undone), on SIGTERM or SIGHUP; then it
-creates ``--done FILE``. Errors go to stderr (nbdfuse's log).
+removes ``--running FILE``. Errors go to stderr (nbdfuse's log).
 """
 
 from __future__ import annotations
@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         "where", nargs="+", help="nfs: SERVER EXPORT FILE SIZE; iscsi: PORTAL IQN LUN"
     )
     parser.add_argument("--chap-file")
-    parser.add_argument("--done")
+    parser.add_argument("--running", help="a file removed once the bridge has cleaned up")
     args = parser.parse_args(argv)
     for number in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(number, _stop)
@@ -285,9 +285,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if disk is not None:
             disk.close()
-        if args.done:
+        if args.running:
             with contextlib.suppress(OSError):  # (its directory removed meanwhile)
-                open(args.done, "w").close()
+                os.remove(args.running)
     return 0
 
 

@@ -56,8 +56,13 @@ class Through:
             "path": self.path or None,
             "user": self.user,
             "mount": self.how,
-            **({"lun": self.lun, "scratch": self.scratch} if self.method == "iscsi" else {}),
+            **({"lun": self.lun, "scratch": self.scratch} if self.on_lun else {}),
         }
+
+    @property
+    def on_lun(self) -> bool:
+        """Through an iSCSI LUN: what fio writes destroys what the LUN holds."""
+        return self.method == mounts.ISCSI
 
 
 def through_of(settings: Mapping[str, Any]) -> Through | None:
@@ -132,8 +137,8 @@ def client_place(
         with mounts.mounted(session.runner, share, token, problems, through.path) as found:
             record["params"]["through"]["mounted"] = found.describe()
             record["params"]["through"]["bridge"] = found.bridged
-            plain = found.how != "iscsi" and not found.bridged
-            yield session, "/".join(p for p in (found.path, plain and through.path) if p), found
+            inside = found.plain and through.path
+            yield session, "/".join(p for p in (found.path, inside) if p), found
     finally:
         for problem in problems:
             warn(record, f"{problem} (the next run's clean-up of {through.client} unmounts it)")

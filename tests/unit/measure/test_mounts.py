@@ -40,11 +40,11 @@ case $name in
       { echo "iscsiadm: initiator reported error (24 - iSCSI login failed)" >&2; exit 24; } ;;
     esac ;;
   id) echo "${FAKE_UID:-0}" ;;
-  nbdfuse) # -P PIDFILE MP --command ... --chap-file F --done D: serves MP/nbd, ready at once
+  nbdfuse) # -P PIDFILE MP --command ... --chap-file F --running R: serves MP/nbd at once
     pidfile=$2 mp=$3; prev=
     for a in "$@"; do
       [ "$prev" = --chap-file ] && { stat -c 'chap mode %a' "$a" >> "$LOG"; cat "$a" >> "$LOG"; }
-      [ "$prev" = --done ] && : > "$a"
+      [ "$prev" = --running ] && rm -f -- "$a"
       prev=$a
     done
     : > "$mp/nbd"; echo $$ > "$pidfile" ;;
@@ -337,8 +337,8 @@ def test_without_a_kernel_client_nfs_and_iscsi_go_through_the_user_space_bridge(
         assert (lock / "mounts").read_text() == f"fuse {found.mount_point}\n"
     if protocol == "nfs":
         assert nbdfuse[7:] == ["nfs", "198.18.7.10", "/volume1/data",
-                               f"/bench/nasplan-nbd-{token}", str(16 << 20), "--done",
-                               f"{cfg}/done"]  # fmt: skip
+                               f"/bench/nasplan-nbd-{token}", str(16 << 20), "--running",
+                               f"{cfg}/running"]  # fmt: skip
     else:
         assert nbdfuse[7:11] == ["iscsi", "198.18.7.10:3260", iqn, "1"]
         assert f"chap mode 600\nann\n{PASSWORD}\n" in log.read_text()

@@ -159,14 +159,14 @@ class DiskProfile(Kind[ProfileSettings]):
         token = secrets.token_hex(4)
         if s.through is None:
             return self._run_in(test, s, ctx, ctx.sessions[s.host], s.path, token, record)
-        if s.through.method == "iscsi" and set(s.modes) - {"read"} and not s.through.scratch:
+        if s.through.on_lun and set(s.modes) - {"read"} and not s.through.scratch:
             record["error"] = "refusing to write to an iSCSI LUN not marked scratch: true"
             return record
         try:
             with through.client_place(ctx, s.host, s.through, token, record, s.size_bytes) as (
                 session, path, found,
             ):  # fmt: skip
-                if found.how == "iscsi" or found.bridged:
+                if not found.plain:
                     return self._run_on(test, s, ctx, session, path, found, record)
                 return self._run_in(test, s, ctx, session, path, token, record)
         except CannotStart as exc:
@@ -205,8 +205,7 @@ class DiskProfile(Kind[ProfileSettings]):
         try:
             fio.check_filename(filename)
             # (a LUN is used as it is: laying it out would write to it)
-            self._grid(test, s, ctx, session, filename, record, lay_out=found.how == "fuse"
-                       and found.share.protocol == "nfs")  # fmt: skip
+            self._grid(test, s, ctx, session, filename, record, lay_out=found.new_file)
         except ValueError as exc:
             record["error"] = str(exc)
         return self.summarize(record, s)
