@@ -151,7 +151,7 @@ class NfsFile:
         if length > len(self.buffer):
             self.buffer = ctypes.create_string_buffer(length)
         got = self.check(self.lib.nfs_pread(self.nfs, self.fh, offset, length, self.buffer), "read")
-        return self.buffer.raw[:got] + bytes(length - got)
+        return ctypes.string_at(self.buffer, got) + bytes(length - got)
 
     def write(self, offset: int, data: bytes) -> None:
         done = 0
@@ -235,7 +235,7 @@ class IscsiLun:
             return int(task or 0)
 
         self._run(make)
-        return self.buffer.raw[:length]
+        return ctypes.string_at(self.buffer, length)
 
     def write(self, offset: int, data: bytes) -> None:
         data = bytes(data)
