@@ -123,13 +123,16 @@ ls -- "$dir" >/dev/null 2>"$cfg/ls.err" ||
 
 # NFS and iSCSI: the kernel's client where it has one (and root or sudo -n), else the bridge
 _PICK_OTHER = r"""
+nasplan_bridgeable() {
+  command -v nbdfuse >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1 && [ -e /dev/fuse ]
+}
 if [ "$how" = auto ]; then
+  auto=1
   if [ "$method" = nfs ]; then module=nfs; else module=iscsi_tcp; fi
   if { [ "$method" = nfs ] || command -v iscsiadm >/dev/null 2>&1; } &&
       { grep -qw "$module" /proc/filesystems 2>/dev/null || [ -d "/sys/module/$module" ] ||
         modinfo "$module" >/dev/null 2>&1; } && nasplan_root true 2>/dev/null; then how=kernel
-  elif command -v nbdfuse >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1 &&
-      [ -e /dev/fuse ]; then how=fuse
+  elif nasplan_bridgeable; then how=fuse
   else nasplan_fail client "no $method client on this host: the kernel has none ($module), or \
 no root, and no nbdfuse (libnbd-bin) and python3 for the user-space bridge"
   fi
@@ -170,10 +173,15 @@ dir=$mp/nbd
 $(tail -n 3 "$cfg/bridge.out" | tr '\n' ' ')"
 """
 
+# (with mount: auto, a kernel mount that fails falls back to the bridge, the reason said)
 _MOUNT_NFS = r"""
-err=$(nasplan_root mount -t nfs ${version:+-o "vers=$version"} "$server:$share" "$mp" 2>&1) ||
-  nasplan_fail mount "mount -t nfs $server:$share: $err"
-dir=$mp
+if err=$(nasplan_root mount -t nfs ${version:+-o "vers=$version"} "$server:$share" "$mp" 2>&1)
+then dir=$mp
+elif [ "${auto:-}" = 1 ] && nasplan_bridgeable; then
+  how=fuse kernel_err=$(printf '%s' "$err" | tr '\n' ' ')
+  nasplan_register_mount fuse "$mp" || nasplan_fail record "the lock is full"
+else nasplan_fail mount "mount -t nfs $server:$share: $err"
+fi
 """
 
 # A LUN: discovery, login, then the by-path device udev makes for it.
@@ -309,7 +317,11 @@ _SHOWN = (
 )
 _MOUNTS = (
     ("smb", 'if [ "$how" = fuse ]; then ' + _MOUNT_SMB_FUSE + "else " + _MOUNT_SMB_KERNEL + "fi\n"),
-    ("nfs", 'if [ "$how" = fuse ]; then ' + _MOUNT_BRIDGE + "else " + _MOUNT_NFS + "fi\n"),
+    (
+        "nfs",
+        'if [ "$how" = kernel ]; then ' + _MOUNT_NFS + "fi\n"
+        'if [ "$how" = fuse ]; then ' + _MOUNT_BRIDGE + "fi\n",
+    ),
     ("iscsi", 'if [ "$how" = fuse ]; then ' + _MOUNT_BRIDGE + "else " + _LOGIN_ISCSI + "fi\n"),
 )
 
@@ -324,6 +336,7 @@ class Mounted:
     mount_point: str
     config_dir: str
     path: str
+    kernel_error: str = ""  # why the kernel's mount failed, when auto fell back to the bridge
 
     @property
     def bridged(self) -> bool:
@@ -350,6 +363,8 @@ class Mounted:
         if self.bridged:
             library = "libnfs" if self.share.protocol == NFS else "libiscsi"
             with_ = f"through the user-space bridge ({library}, nbdfuse)"
+        if self.kernel_error:
+            with_ += f" (the kernel's mount failed: {self.kernel_error.strip()[:200]})"
         return f"{self.share.describe()} {with_}"
 
 
@@ -383,7 +398,8 @@ def mount_script(share: Share, token: str) -> str:
     mount = dict(_MOUNTS)[share.protocol]
     mount = mount.replace("BRIDGE_TEXT\n", BRIDGE).replace("ISCSI_RW_TEXT\n", ISCSI_RW)
     said = (
-        'printf \'@@nasplan:mounted@@\\nhow=%s\\nmount_point=%s\\ndir=%s\\n\' "$how" "$mp" "$dir"\n'
+        "printf '@@nasplan:mounted@@\\nhow=%s\\nmount_point=%s\\ndir=%s\\nkernel_error=%s\\n' "
+        '"$how" "$mp" "$dir" "${kernel_err:-}"\n'
     )
     values = _values(share, token, share.how)
     watch = f"watch={shlex.quote(values + _HELPERS + _WATCH)}\n" + _WATCH_START
@@ -415,6 +431,7 @@ def parse_mounted(share: Share, token: str, stdout: str) -> Mounted | None:
         fields.get("mount_point", ""),
         f"/tmp/nasplan-mntcfg-{token}",
         fields.get("dir", ""),
+        fields.get("kernel_error", ""),
     )
 
 

@@ -9,6 +9,7 @@ commands a real client runs (mount -t cifs / -t nfs, iscsiadm discovery, login, 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 import shutil
@@ -346,3 +347,28 @@ def test_without_a_kernel_client_nfs_and_iscsi_go_through_the_user_space_bridge(
     assert problems == []
     assert argvs(log)[-1] == ["fusermount3", "-u", found.mount_point]
     assert not Path(cfg).exists()  # (the stand-in's nbd file keeps the mount point here)
+
+
+def test_with_mount_auto_an_nfs_kernel_mount_that_fails_falls_back_to_the_bridge(
+    host: tuple[Here, Path, Path],
+) -> None:
+    runner, log, lock = host
+    runner.env["FAIL_MOUNT"] = "1"
+    share = mounts.Share(protocol="nfs", server="198.18.7.10", name="/volume1/data",
+                         size_bytes=1 << 20)  # fmt: skip
+    token = "unit" + secrets.token_hex(3)
+    with mounts.mounted(runner, share, token, []) as found:
+        assert found.bridged and found.path == f"{found.mount_point}/nbd"
+        assert found.describe() == (
+            "NFS 198.18.7.10:/volume1/data through the user-space bridge (libnfs, nbdfuse) "
+            "(the kernel's mount failed: mount error(13): Permission denied)"
+        )
+        assert (lock / "mounts").read_text().split("\n")[:2] == [
+            f"kernel {found.mount_point}", f"fuse {found.mount_point}",
+        ]  # fmt: skip
+    assert [a[:3] for a in argvs(log) if a[0] in ("mount", "nbdfuse")] == [
+        ["mount", "-t", "nfs"], ["nbdfuse", "-P", f"{found.config_dir}/nbdfuse.pid"],
+    ]  # fmt: skip
+    # asked for the kernel's client, its failure is the test's
+    with pytest.raises(CannotStart, match=r"\(mount\): mount -t nfs 198.18.7.10:/volume1/data: "):
+        mounts.mount(runner, dataclasses.replace(share, how="kernel"), token + "k")
