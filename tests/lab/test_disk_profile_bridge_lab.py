@@ -5,8 +5,8 @@ crossing the 200 Mbit/s link to the real nfs-ganesha and tgtd. The LUN is a file
 shaped volume as the export.
 
 The measured sequential rates are the link's; Ctrl-C mid-grid and a killed run (its watchdog,
-then ``nasplan restore``) leave no FUSE mount, no bridge process, no iSCSI session and no file
-on the export."""
+then ``nasplan restore``; or the next run) leave no FUSE mount, no bridge process, no iSCSI
+session and no file on the export."""
 
 from __future__ import annotations
 
@@ -176,4 +176,22 @@ def test_a_killed_run_s_bridge_is_undone_by_its_watchdog_and_restore(
         time.sleep(0.5)
     done = finish(nasplan_process("restore", str(tmp_path / "long"), env=FAST))
     assert "removed the killed run's lock" in done, done
+    nothing_left(lab, before)
+
+
+def test_a_killed_run_s_bridge_is_undone_by_the_next_run(lab: LabState, tmp_path: Path) -> None:
+    """A lease longer than the next run takes to start: the next run's take-over of the lock
+    stops nbdfuse, which unmounts, and the bridge removes its file from the export."""
+    before = leftovers(lab)
+    env = {**FAST, "NASPLAN_LEASE_S": "60"}
+    proc = start_long(lab, tmp_path, "nfs", env)
+    proc.kill()
+    proc.wait()
+    assert on_volume(lab), "the bridge's file is not on the export: it tests nothing"
+    nxt = plan_file(lab, tmp_path, "next", {"through": THROUGH["nfs"]})
+    proc = nasplan_process("apply", str(nxt), "--out", str(tmp_path / "next"), env=env)
+    said = finish(proc)
+    assert proc.returncode == 0, said
+    # (nbdfuse, stopped first, unmounts as it ends)
+    assert "took over the stale lock of run" in said and "(/tmp/nasplan-mnt-" in said, said
     nothing_left(lab, before)
