@@ -213,6 +213,7 @@ PLAN_SECTIONS = {
     "interface_mtu": "interfaces[] (an MTU for the run)",
     "host_interface": "links[].a, links[].b (a link's end)",
     "test": TESTS_TITLE,
+    "through": "through (a disk profile from a client)",
 }
 INVENTORY_SECTIONS = {
     "host": "hosts.NAME (a host)",
@@ -280,6 +281,7 @@ def plan_reference() -> str:
     for kind in kinds:
         section = page.object_section(f"kind: {kind}", defs[kind])
         lines += ["#" + section[0], *section[1:]]
+    lines += page.object_section(PLAN_SECTIONS["through"], defs["through"])
     lines += page.formats_section()
     return "\n".join(lines).rstrip("\n") + "\n"
 

@@ -1,7 +1,9 @@
 """A NAS's share mounted on a Linux client for a test, and always unmounted: SMB (the kernel's
 ``mount -t cifs`` with a 0600 credentials file, else the FUSE client ``smbnetfs`` where the
-kernel has no cifs), NFS (``mount -t nfs``) and an iSCSI LUN (``iscsiadm`` login: a block
-device, no mount).
+kernel has no cifs), NFS (``mount -t nfs``, else ONE file of the export through the user-space
+bridge) and an iSCSI LUN (``iscsiadm`` login: a block device, no mount; else the LUN through
+the bridge). The bridge (``nasplan.measure.nbd_bridge``: libnfs or libiscsi, served as a file by
+``nbdfuse``) needs no kernel module and no root: its file is ``MOUNT_POINT/nbd``.
 
 Every mount (and login) is written into the client's host lock before it is made
 (``nasplan_register_mount``), so should nasplan die with it in place, whoever cleans the lock
@@ -18,6 +20,7 @@ import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from importlib import resources
 
 from nasplan.errors import CannotStart
 from nasplan.hosts.lock import PRELUDE
@@ -25,10 +28,14 @@ from nasplan.remote.runner import Runner
 from nasplan.sections import split_sections
 
 PROTOCOLS = ("smb", "nfs", "iscsi")
+SMB, NFS, ISCSI = PROTOCOLS
 # how a share is mounted: auto picks the kernel's client where the client has one, else FUSE
 HOWS = ("auto", "kernel", "fuse")
 ISCSI_PORT = 3260
 MOUNT_TIMEOUT_S = 60.0
+# the bridge and what it imports for an iSCSI LUN, written to the client's config directory
+BRIDGE = resources.files("nasplan.measure").joinpath("nbd_bridge.py").read_text()
+ISCSI_RW = resources.files("nasplan.measure.kinds.iscsi").joinpath("iscsi_rw.py").read_text()
 
 # sh helpers of both scripts: nasplan_root CMD: as root (sudo -n when the login user is not);
 # nasplan_fail STAGE TEXT: say why and stop.
@@ -66,7 +73,8 @@ nasplan_undo() {
     kernel) nasplan_root umount -l "$mp" ;;
     iscsi) nasplan_root iscsiadm -m node -T "$share" -p "$portal" --logout ;;
   esac > /dev/null 2>&1
-  [ "$how" = iscsi ] || { rmdir -- "$mp"; rm -rf -- "$cfg"; } 2> /dev/null
+  [ -z "${bpid:-}" ] || kill "$bpid" 2>/dev/null
+  { rmdir -- "$mp"; rm -rf -- "$cfg"; } 2> /dev/null
 }
 """
 
@@ -113,16 +121,82 @@ ls -- "$dir" >/dev/null 2>"$cfg/ls.err" ||
   nasplan_fail login "//$server/$share through smbnetfs: $(cat "$cfg/ls.err")"
 """
 
+# NFS and iSCSI: the kernel's client where it has one (and root or sudo -n), else the bridge
+_PICK_OTHER = r"""
+nasplan_bridgeable() {
+  command -v nbdfuse >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1 && [ -e /dev/fuse ]
+}
+if [ "$how" = auto ]; then
+  auto=1
+  if [ "$method" = nfs ]; then module=nfs; else module=iscsi_tcp; fi
+  if { [ "$method" = nfs ] || command -v iscsiadm >/dev/null 2>&1; } &&
+      { grep -qw "$module" /proc/filesystems 2>/dev/null || [ -d "/sys/module/$module" ] ||
+        modinfo "$module" >/dev/null 2>&1; } && nasplan_root true 2>/dev/null; then how=kernel
+  elif nasplan_bridgeable; then how=fuse
+  else nasplan_fail client "no $method client on this host: the kernel has none ($module), or \
+no root, and no nbdfuse (libnbd-bin) and python3 for the user-space bridge"
+  fi
+fi
+"""
+
+# The user-space bridge: nbdfuse serves the bridge's disk as $mp/nbd, the bridge's NBD server
+# its --command; the CHAP secret in a 0600 file the bridge removes once read
+_MOUNT_BRIDGE = r"""
+cat > "$cfg/nbd_bridge.py" <<'NASPLAN_BRIDGE_END'
+BRIDGE_TEXT
+NASPLAN_BRIDGE_END
+if [ "$method" = nfs ]; then
+  set -- nfs "$server" "$share" "${path:+/$path}/nasplan-nbd-$token" "$size"
+else
+  cat > "$cfg/iscsi_rw.py" <<'NASPLAN_BRIDGE_END'
+ISCSI_RW_TEXT
+NASPLAN_BRIDGE_END
+  set -- iscsi "$portal" "$share" "$lun"
+  if [ -n "$user" ]; then
+    printf '%s\n%s\n' "$user" "$password" > "$cfg/chap" || nasplan_fail config "cannot write $cfg"
+    set -- "$@" --chap-file "$cfg/chap"
+  fi
+fi
+# (nbdfuse stays in the foreground: started apart, it writes its PID file once it serves)
+# ($cfg/running: removed by the bridge once its file is removed or its session logged out)
+: > "$cfg/running" || nasplan_fail config "cannot write $cfg"
+( trap '' HUP; exec nbdfuse -P "$cfg/nbdfuse.pid" "$mp" --command python3 \
+  "$cfg/nbd_bridge.py" "$@" --running "$cfg/running" ) < /dev/null > "$cfg/bridge.out" 2>&1 &
+bpid=$!
+nasplan_register "$bpid" "$mp"
+nasplan_i=0
+until [ -s "$cfg/nbdfuse.pid" ] || ! kill -0 "$bpid" 2>/dev/null || [ "$nasplan_i" -ge 100 ]; do
+  sleep 0.2; nasplan_i=$((nasplan_i + 1))
+done
+dir=$mp/nbd
+[ -s "$cfg/nbdfuse.pid" ] && [ -f "$dir" ] || nasplan_fail mount "the user-space bridge: \
+$(tail -n 3 "$cfg/bridge.out" | tr '\n' ' ')"
+"""
+
+# (with mount: auto, a kernel mount that fails falls back to the bridge, the reason said)
 _MOUNT_NFS = r"""
-err=$(nasplan_root mount -t nfs ${version:+-o "vers=$version"} "$server:$share" "$mp" 2>&1) ||
-  nasplan_fail mount "mount -t nfs $server:$share: $err"
-dir=$mp
+if err=$(nasplan_root mount -t nfs ${version:+-o "vers=$version"} "$server:$share" "$mp" 2>&1)
+then dir=$mp
+elif [ "${auto:-}" = 1 ] && nasplan_bridgeable; then
+  how=fuse kernel_err=$(printf '%s' "$err" | tr '\n' ' ')
+  nasplan_register_mount fuse "$mp" || nasplan_fail record "the lock is full"
+else nasplan_fail mount "mount -t nfs $server:$share: $err"
+fi
 """
 
 # A LUN: discovery, login, then the by-path device udev makes for it.
 _LOGIN_ISCSI = r"""
 err=$(nasplan_root iscsiadm -m discovery -t sendtargets -p "$portal" 2>&1) ||
   nasplan_fail discovery "iscsiadm discovery on $portal: $err"
+# CHAP: written into the node's record by a root shell reading it on stdin (never in argv)
+if [ -n "$user" ]; then
+  printf '%s\n%s\n' "$user" "$password" | nasplan_root sh -c 'IFS= read -r u; IFS= read -r p
+    for f in /etc/iscsi/nodes/"$1"/*/default /var/lib/iscsi/nodes/"$1"/*/default; do
+      [ -f "$f" ] || continue; grep -v "^node.session.auth\." "$f" > "$f.new" &&
+      printf "node.session.auth.%s = %s\n" authmethod CHAP username "$u" password "$p" \
+        >> "$f.new" && mv -- "$f.new" "$f" || exit 1
+    done' nasplan-chap "$share" || nasplan_fail login "cannot give iscsiadm the CHAP user"
+fi
 err=$(nasplan_root iscsiadm -m node -T "$share" -p "$portal" --login 2>&1) ||
   nasplan_fail login "iscsiadm login to $share on $portal: $err"
 link="/dev/disk/by-path/ip-$portal-iscsi-$share-lun-$lun"
@@ -130,24 +204,22 @@ tries=0
 until [ -b "$link" ] || [ "$tries" -ge 20 ]; do sleep 0.5; tries=$((tries + 1)); done
 [ -b "$link" ] || nasplan_fail device "logged in, but no $link appeared"
 dir=$(readlink -f -- "$link")
+# fio runs as the login user: the device is its until the logout removes it
+[ "$(id -u)" = 0 ] || nasplan_root chown "$(id -u)" -- "$dir" ||
+  nasplan_fail device "cannot hand $dir to the login user"
 """
 
+# (an iSCSI login through the kernel makes $mp too, empty: the watchdog's sign the run is on)
 _MOUNT_BODY = r"""
 IFS= read -r password || [ -n "$password" ] || password=
 umask 077
-if [ "$method" = iscsi ]; then
-  nasplan_register_mount iscsi "$share" "$portal" || nasplan_fail record "the lock is full"
-  how=iscsi made=1
-else
-  if [ "$method" = smb ]; then PICK_SMB  fi
-  [ "$method" = nfs ] && [ "$how" != fuse ] && how=kernel
-  [ "$method" = nfs ] && [ "$how" = fuse ] && nasplan_fail client "no FUSE NFS client: NFS \
-mounts with the kernel's client (mount -t nfs)"
-  nasplan_register_mount "$how" "$mp" && nasplan_register - - "$mp" "$cfg" ||
-    nasplan_fail record "the lock is full"
-  mkdir -m 700 -- "$cfg" && mkdir -m 700 -- "$mp" || nasplan_fail mkdir "cannot make $mp"
-  made=1
-fi
+if [ "$method" = smb ]; then PICK_SMB else PICK_OTHER fi
+[ "$method" = iscsi ] && [ "$how" = kernel ] && how=iscsi
+if [ "$how" = iscsi ]; then nasplan_register_mount iscsi "$share" "$portal"
+else nasplan_register_mount "$how" "$mp"; fi && nasplan_register - - "$mp" "$cfg" ||
+  nasplan_fail record "the lock is full"
+mkdir -m 700 -- "$cfg" && mkdir -m 700 -- "$mp" || nasplan_fail mkdir "cannot make $mp"
+made=1
 """
 
 # The mount's watchdog, as every process nasplan leaves on a host (nasplan.hosts.lock): once the
@@ -170,7 +242,7 @@ exit 0
 # started once mounted, on a host this run holds the lock of; registered (token: the mount
 # point) so that the next run's clean-up stops it before it unmounts
 _WATCH_START = r"""
-if [ "$how" != iscsi ] && [ -f "$nasplan_lease" ]; then
+if [ -f "$nasplan_lease" ]; then
   ( trap '' HUP; exec sh -c "$watch" nasplan-mount-watch "$nasplan_lease" "$how" ) \
     > /dev/null 2>&1 < /dev/null &
   nasplan_register "$!" "$mp"
@@ -192,18 +264,24 @@ case ${1:-} in "$mp"/*|"$mp")
 esac
 case $how in
   iscsi) err=$(nasplan_root iscsiadm -m node -T "$share" -p "$portal" --logout 2>&1) ||
-    nasplan_fail logout "iscsiadm logout of $share: $err" ;;
+    nasplan_fail logout "iscsiadm logout of $share: $err"
+    # (the node's record holds the CHAP secret nasplan gave it)
+    [ -z "$user" ] || nasplan_root iscsiadm -m node -T "$share" -p "$portal" -o delete \
+      > /dev/null 2>&1 ;;
   fuse) err=$( { fusermount3 -u "$mp" || fusermount -u "$mp" ||
       fusermount3 -u -z "$mp" || fusermount -u -z "$mp"; } 2>&1) ||
-    nasplan_fail unmount "fusermount -u $mp: $err" ;;
+    nasplan_fail unmount "fusermount -u $mp: $err"
+    # the bridge: its NFS file removed, its iSCSI session logged out, once it says it is done
+    nasplan_i=0
+    while [ -e "$cfg/running" ] && [ "$nasplan_i" -lt 40 ]; do
+      sleep 0.5; nasplan_i=$((nasplan_i + 1))
+    done ;;
   kernel) err=$(nasplan_root umount -- "$mp" 2>&1 || nasplan_root umount -l -- "$mp" 2>&1) ||
     nasplan_fail unmount "umount $mp: $err" ;;
 esac
-if [ "$how" != iscsi ]; then
-  # nothing is mounted there any more: the mount point is an empty directory of ours
-  rmdir -- "$mp" 2>/dev/null
-  rm -rf -- "$cfg"
-fi
+# nothing is mounted there any more: the mount point is an empty directory of ours
+rmdir -- "$mp" 2>/dev/null
+rm -rf -- "$cfg"
 printf '@@nasplan:unmounted@@\n'
 """
 
@@ -223,6 +301,8 @@ class Share:
     lun: int = 0
     port: int = ISCSI_PORT
     how: str = "auto"
+    path: str = ""  # NFS through the bridge: the directory of the export its file is made in
+    size_bytes: int = 0  # and that file's size
 
     def describe(self) -> str:
         """``SMB //198.18.1.1/data``, ``NFS 198.18.1.1:/data``, ``iSCSI iqn... LUN 0``."""
@@ -237,8 +317,12 @@ _SHOWN = (
 )
 _MOUNTS = (
     ("smb", 'if [ "$how" = fuse ]; then ' + _MOUNT_SMB_FUSE + "else " + _MOUNT_SMB_KERNEL + "fi\n"),
-    ("nfs", _MOUNT_NFS),
-    ("iscsi", _LOGIN_ISCSI),
+    (
+        "nfs",
+        'if [ "$how" = kernel ]; then ' + _MOUNT_NFS + "fi\n"
+        'if [ "$how" = fuse ]; then ' + _MOUNT_BRIDGE + "fi\n",
+    ),
+    ("iscsi", 'if [ "$how" = fuse ]; then ' + _MOUNT_BRIDGE + "else " + _LOGIN_ISCSI + "fi\n"),
 )
 
 
@@ -252,15 +336,36 @@ class Mounted:
     mount_point: str
     config_dir: str
     path: str
+    kernel_error: str = ""  # why the kernel's mount failed, when auto fell back to the bridge
+
+    @property
+    def bridged(self) -> bool:
+        """Through the user-space bridge: ``path`` is its one file, one request at a time."""
+        return self.how == "fuse" and self.share.protocol != SMB
+
+    @property
+    def plain(self) -> bool:
+        """A mounted share: ``path`` is its directory (else the bridge's file, a LUN's device)."""
+        return self.how != "iscsi" and not self.bridged
+
+    @property
+    def new_file(self) -> bool:
+        """The bridge's file, new on an NFS export (to be written in full before use)."""
+        return self.bridged and self.share.protocol == NFS
 
     def describe(self) -> str:
         """``SMB //198.18.1.1/data mounted with smbnetfs (FUSE)``."""
         with_ = {
-            "kernel": "with the kernel's client",
-            "fuse": "with smbnetfs (FUSE)",
+            "kernel": "mounted with the kernel's client",
+            "fuse": "mounted with smbnetfs (FUSE)",
             "iscsi": f"logged in with iscsiadm ({self.path})",
         }[self.how]
-        return f"{self.share.describe()} {'' if self.how == 'iscsi' else 'mounted '}{with_}"
+        if self.bridged:
+            library = "libnfs" if self.share.protocol == NFS else "libiscsi"
+            with_ = f"through the user-space bridge ({library}, nbdfuse)"
+        if self.kernel_error:
+            with_ += f" (the kernel's mount failed: {self.kernel_error.strip()[:200]})"
+        return f"{self.share.describe()} {with_}"
 
 
 def _values(share: Share, token: str, how: str) -> str:
@@ -276,6 +381,9 @@ def _values(share: Share, token: str, how: str) -> str:
         "portal": f"{share.server}:{share.port}",
         "mp": f"/tmp/nasplan-mnt-{token}",
         "cfg": f"/tmp/nasplan-mntcfg-{token}",
+        "token": token,
+        "path": share.path.strip("/"),
+        "size": share.size_bytes,
     }
     return "".join(f"{k}={shlex.quote(str(v))}\n" for k, v in values.items())
 
@@ -285,10 +393,13 @@ def mount_script(share: Share, token: str) -> str:
     section (how, mount_point, dir), else a ``failed`` one with the stage, why on stderr."""
     if share.protocol not in PROTOCOLS or share.how not in HOWS:
         raise ValueError(f"cannot mount {share.protocol!r} with {share.how!r}")
-    body = _MOUNT_BODY.replace("PICK_SMB", _PICK_SMB)  # (it ends with a newline)
+    # (each ends with a newline)
+    body = _MOUNT_BODY.replace("PICK_SMB", _PICK_SMB).replace("PICK_OTHER", _PICK_OTHER)
     mount = dict(_MOUNTS)[share.protocol]
+    mount = mount.replace("BRIDGE_TEXT\n", BRIDGE).replace("ISCSI_RW_TEXT\n", ISCSI_RW)
     said = (
-        'printf \'@@nasplan:mounted@@\\nhow=%s\\nmount_point=%s\\ndir=%s\\n\' "$how" "$mp" "$dir"\n'
+        "printf '@@nasplan:mounted@@\\nhow=%s\\nmount_point=%s\\ndir=%s\\nkernel_error=%s\\n' "
+        '"$how" "$mp" "$dir" "${kernel_err:-}"\n'
     )
     values = _values(share, token, share.how)
     watch = f"watch={shlex.quote(values + _HELPERS + _WATCH)}\n" + _WATCH_START
@@ -302,7 +413,7 @@ def unmount_script(mounted: Mounted, inside: str = "") -> str:
     token = mounted.mount_point.rsplit("nasplan-mnt-", 1)[-1] if mounted.mount_point else "-"
     return (
         _values(mounted.share, token, mounted.how)
-        + f"token={shlex.quote(token)}\nset -- {shlex.quote(inside)}\n"
+        + f"set -- {shlex.quote(inside)}\n"
         + _HELPERS
         + _UNMOUNT
     )
@@ -317,9 +428,10 @@ def parse_mounted(share: Share, token: str, stdout: str) -> Mounted | None:
     return Mounted(
         share,
         fields.get("how", ""),
-        fields.get("mount_point", "") if fields.get("how") != "iscsi" else "",
-        f"/tmp/nasplan-mntcfg-{token}" if fields.get("how") != "iscsi" else "",
+        fields.get("mount_point", ""),
+        f"/tmp/nasplan-mntcfg-{token}",
         fields.get("dir", ""),
+        fields.get("kernel_error", ""),
     )
 
 
@@ -364,7 +476,7 @@ def mounted(
     try:
         yield found
     finally:
-        inside = "/".join(p for p in (found.path, subdir) if p) if found.how != "iscsi" else ""
+        inside = "/".join(p for p in (found.path, subdir) if p) if found.plain else ""
         problem = unmount(runner, found, inside)
         if problem:
             problems.append(problem)

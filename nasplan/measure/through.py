@@ -2,8 +2,12 @@
 client through the NAS's share instead of on the NAS, the share mounted there by nasplan for
 the test and unmounted on every way out (``nasplan.measure.mounts``).
 
-``through: {method: smb, client: ws, share: data, user: ann, password_env: NAS_PW}`` or
-``{method: nfs, client: ws, export: /volume1/data}``; ``path``: a directory inside the share.
+``through: {method: smb, client: ws, share: data, user: ann, password_env: NAS_PW}``,
+``{method: nfs, client: ws, export: /volume1/data}`` (``path``: a directory inside the share)
+or ``{method: iscsi, client: ws, target: IQN, lun: 0, scratch: true}`` (the LUN itself: fio on
+its block device, or on the bridge's file). Where the client has no kernel client for NFS or
+iSCSI (or no root), the user-space bridge serves ONE file of the export, or the LUN, as a file
+on FUSE (``nasplan.measure.nbd_bridge``): fio runs on it, one request at a time at the NAS.
 """
 
 from __future__ import annotations
@@ -39,6 +43,9 @@ class Through:
     domain: str | None = None
     version: str | None = None
     how: str = "auto"
+    lun: int = 0  # iscsi: the LUN, its portal's port, whether it may be written
+    port: int = mounts.ISCSI_PORT
+    scratch: bool = False
 
     def params(self) -> dict[str, Any]:
         """What run.json's params say of it (no secret: the variable's name only)."""
@@ -49,7 +56,13 @@ class Through:
             "path": self.path or None,
             "user": self.user,
             "mount": self.how,
+            **({"lun": self.lun, "scratch": self.scratch} if self.on_lun else {}),
         }
+
+    @property
+    def on_lun(self) -> bool:
+        """Through an iSCSI LUN: what fio writes destroys what the LUN holds."""
+        return self.method == mounts.ISCSI
 
 
 def through_of(settings: Mapping[str, Any]) -> Through | None:
@@ -57,24 +70,29 @@ def through_of(settings: Mapping[str, Any]) -> Through | None:
     given = settings.get("through")
     if not given:
         return None
-    share = given.get("share") or given.get("export")  # (the schema allows one: the method's)
+    # (the schema allows one name of each: the method's)
+    share = given.get("share") or given.get("export") or given.get("target")
     version = given.get("version")
     return Through(
         method=str(given["method"]),
         client=str(given["client"]),
         share=str(share),
         path=str(given.get("path") or "").strip("/"),
-        user=given.get("user"),
-        password_env=given.get("password_env"),
+        user=given.get("user") or given.get("chap_user"),
+        password_env=given.get("password_env") or given.get("chap_secret_env"),
         domain=given.get("domain"),
         version=None if version is None else str(version),
         how=str(given.get("mount", "auto")),
+        lun=int(given.get("lun", 0)),
+        port=int(given.get("port", mounts.ISCSI_PORT)),
+        scratch=bool(given.get("scratch", False)),
     )
 
 
-def share_of(through: Through, server: str, ctx: RunContext) -> mounts.Share:
+def share_of(through: Through, server: str, ctx: RunContext, size_bytes: int) -> mounts.Share:
     """The share to mount from ``server`` (the NAS's address); its password from the control
-    node's environment (masked in every file the run writes); CannotStart when it is unset."""
+    node's environment (masked in every file the run writes); CannotStart when it is unset.
+    ``size_bytes``: the bridge's file on an NFS export."""
     password = None
     if through.password_env:
         password = os.environ.get(through.password_env)
@@ -93,26 +111,34 @@ def share_of(through: Through, server: str, ctx: RunContext) -> mounts.Share:
         domain=through.domain,
         version=through.version,
         how=through.how,
+        lun=through.lun,
+        port=through.port,
+        path=through.path,
+        size_bytes=size_bytes,
     )
 
 
 @contextmanager
 def client_place(
-    ctx: RunContext, nas: str, through: Through, token: str, record: dict[str, Any]
-) -> Iterator[tuple[HostSession, str]]:
-    """The client's session and the share's directory there (``through.path`` inside it),
-    mounted for the ``with`` block; said in the record's params (``through.mounted``); an
+    ctx: RunContext, nas: str, through: Through, token: str, record: dict[str, Any],
+    size_bytes: int,
+) -> Iterator[tuple[HostSession, str, mounts.Mounted]]:  # fmt: skip
+    """The client's session, the share's directory there (``through.path`` inside it; the
+    file or device itself through the bridge or an iSCSI login) and the mount, in place for the
+    ``with`` block; said in the record's params (``through.mounted``, ``through.bridge``); an
     unmount that failed is a warning of the test. CannotStart when it cannot be mounted."""
     server = ctx.sessions[nas].host.address
     session = ctx.sessions[through.client]
     if session.runner is None:
         raise CannotStart(f"{through.client}: not reachable to mount the share")
     problems: list[str] = []
-    share = share_of(through, server, ctx)
+    share = share_of(through, server, ctx, size_bytes)
     try:
         with mounts.mounted(session.runner, share, token, problems, through.path) as found:
             record["params"]["through"]["mounted"] = found.describe()
-            yield session, "/".join(p for p in (found.path, through.path) if p)
+            record["params"]["through"]["bridge"] = found.bridged
+            inside = found.plain and through.path
+            yield session, "/".join(p for p in (found.path, inside) if p), found
     finally:
         for problem in problems:
             warn(record, f"{problem} (the next run's clean-up of {through.client} unmounts it)")

@@ -9,6 +9,7 @@ commands a real client runs (mount -t cifs / -t nfs, iscsiadm discovery, login, 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 import shutil
@@ -40,11 +41,20 @@ case $name in
       { echo "iscsiadm: initiator reported error (24 - iSCSI login failed)" >&2; exit 24; } ;;
     esac ;;
   id) echo "${FAKE_UID:-0}" ;;
+  nbdfuse) # -P PIDFILE MP --command ... --chap-file F --running R: serves MP/nbd at once
+    pidfile=$2 mp=$3; prev=
+    for a in "$@"; do
+      [ "$prev" = --chap-file ] && { stat -c 'chap mode %a' "$a" >> "$LOG"; cat "$a" >> "$LOG"; }
+      [ "$prev" = --running ] && rm -f -- "$a"
+      prev=$a
+    done
+    : > "$mp/nbd"; echo $$ > "$pidfile" ;;
   sudo) [ "$1" = -n ] && shift; exec "$@" ;;
 esac
 exit 0
 """
-TOOLS = ("mount", "umount", "mount.cifs", "modinfo", "smbnetfs", "iscsiadm", "fusermount3", "id")
+TOOLS = ("mount", "umount", "mount.cifs", "modinfo", "smbnetfs", "iscsiadm", "fusermount3", "id",
+         "nbdfuse")  # fmt: skip
 
 
 class Here(RunnerBase):
@@ -160,6 +170,7 @@ def test_nfs_mounts_with_the_kernel_through_sudo_for_a_login_user(
     found = mounts.mount(runner, share, "unit" + secrets.token_hex(3))
     assert found.describe() == "NFS 198.18.7.10:/volume1/data mounted with the kernel's client"
     assert [a for a in argvs(log) if a[0] == "sudo"] == [
+        ["sudo", "-n", "true"],  # (may it mount? else the user-space bridge)
         ["sudo", "-n", "mount", "-t", "nfs", "-o", "vers=4.1", "198.18.7.10:/volume1/data",
          found.mount_point],
     ]  # fmt: skip
@@ -278,3 +289,86 @@ def test_unmounting_removes_what_the_test_made_in_the_share_and_nothing_else(
     (share / "photos").mkdir()
     assert mounts.unmount(runner, found, str(share)) is None
     assert {p.name for p in share.iterdir()} == {"nasplan-fio-otherrun", "photos"}
+
+
+def test_iscsi_with_chap_through_iscsiadm_never_puts_the_secret_in_argv(
+    host: tuple[Here, Path, Path],
+) -> None:
+    """(iscsiadm is a stand-in: the lab's kernel has no iscsi_tcp)"""
+    runner, log, lock = host
+    iqn = "iqn.2005-10.org.freenas.ctl:scratch"
+    share = mounts.Share(protocol="iscsi", server="198.18.7.10", name=iqn, lun=1, user="ann",
+                         password=PASSWORD)  # fmt: skip
+    runner.env["FAIL_LOGIN"] = "1"  # (after the CHAP user is given)
+    with pytest.raises(CannotStart, match=r"\(login\): iscsiadm login to "):
+        mounts.mount(runner, share, "unit" + secrets.token_hex(3))
+    assert PASSWORD not in "".join("|".join(a) for a in argvs(log))
+    node = ["iscsiadm", "-m", "node", "-T", iqn, "-p", "198.18.7.10:3260"]
+    assert [*node, "--login"] in argvs(log) and [*node, "--logout"] in argvs(log)
+    assert (lock / "mounts").read_text() == f"iscsi {iqn} 198.18.7.10:3260\n"
+
+
+@pytest.mark.parametrize("protocol", ["nfs", "iscsi"])
+def test_without_a_kernel_client_nfs_and_iscsi_go_through_the_user_space_bridge(
+    host: tuple[Here, Path, Path], protocol: str
+) -> None:
+    """No nfs or iscsi_tcp module (modinfo fails, as in a container): nbdfuse serves the
+    bridge's one file; the CHAP secret reaches it in a 0600 file, never in argv."""
+    runner, log, lock = host
+    (Path(runner.env["PATH"].split(":")[0]) / "modinfo").write_text("#!/bin/sh\nexit 1\n")
+    iqn = "iqn.2005-10.org.freenas.ctl:scratch"
+    name, extra = (
+        ("/volume1/data", {"path": "bench", "size_bytes": 16 << 20})
+        if (protocol == "nfs")
+        else (iqn, {"lun": 1, "user": "ann", "password": PASSWORD})
+    )
+    share = mounts.Share(protocol=protocol, server="198.18.7.10", name=name, **extra)  # type: ignore[arg-type]
+    token = "unit" + secrets.token_hex(3)
+    problems: list[str] = []
+    with mounts.mounted(runner, share, token, problems, "bench") as found:
+        assert found.bridged and found.path == f"{found.mount_point}/nbd"
+        library = "libnfs" if protocol == "nfs" else "libiscsi"
+        assert found.describe() == (
+            f"{share.describe()} through the user-space bridge ({library}, nbdfuse)"
+        )
+        (nbdfuse,) = [a for a in argvs(log) if a[0] == "nbdfuse"]
+        cfg = found.config_dir
+        assert nbdfuse[3:7] == [found.mount_point, "--command", "python3", f"{cfg}/nbd_bridge.py"]
+        assert (Path(cfg) / "nbd_bridge.py").read_text() == mounts.BRIDGE
+        assert (lock / "mounts").read_text() == f"fuse {found.mount_point}\n"
+    if protocol == "nfs":
+        assert nbdfuse[7:] == ["nfs", "198.18.7.10", "/volume1/data",
+                               f"/bench/nasplan-nbd-{token}", str(16 << 20), "--running",
+                               f"{cfg}/running"]  # fmt: skip
+    else:
+        assert nbdfuse[7:11] == ["iscsi", "198.18.7.10:3260", iqn, "1"]
+        assert f"chap mode 600\nann\n{PASSWORD}\n" in log.read_text()
+        assert PASSWORD not in "".join("|".join(a) for a in argvs(log))
+    assert problems == []
+    assert argvs(log)[-1] == ["fusermount3", "-u", found.mount_point]
+    assert not Path(cfg).exists()  # (the stand-in's nbd file keeps the mount point here)
+
+
+def test_with_mount_auto_an_nfs_kernel_mount_that_fails_falls_back_to_the_bridge(
+    host: tuple[Here, Path, Path],
+) -> None:
+    runner, log, lock = host
+    runner.env["FAIL_MOUNT"] = "1"
+    share = mounts.Share(protocol="nfs", server="198.18.7.10", name="/volume1/data",
+                         size_bytes=1 << 20)  # fmt: skip
+    token = "unit" + secrets.token_hex(3)
+    with mounts.mounted(runner, share, token, []) as found:
+        assert found.bridged and found.path == f"{found.mount_point}/nbd"
+        assert found.describe() == (
+            "NFS 198.18.7.10:/volume1/data through the user-space bridge (libnfs, nbdfuse) "
+            "(the kernel's mount failed: mount error(13): Permission denied)"
+        )
+        assert (lock / "mounts").read_text().split("\n")[:2] == [
+            f"kernel {found.mount_point}", f"fuse {found.mount_point}",
+        ]  # fmt: skip
+    assert [a[:3] for a in argvs(log) if a[0] in ("mount", "nbdfuse")] == [
+        ["mount", "-t", "nfs"], ["nbdfuse", "-P", f"{found.config_dir}/nbdfuse.pid"],
+    ]  # fmt: skip
+    # asked for the kernel's client, its failure is the test's
+    with pytest.raises(CannotStart, match=r"\(mount\): mount -t nfs 198.18.7.10:/volume1/data: "):
+        mounts.mount(runner, dataclasses.replace(share, how="kernel"), token + "k")

@@ -5,7 +5,9 @@ percentiles from fio's own JSON (``profiles`` beside it).
 
 Each test works in its own directory ``<path>/nasplan-fio-<token>``, removed in ``finally``.
 With ``through:`` it runs on a client instead, in that directory of the NAS's share, which
-nasplan mounts there for the test (``nasplan.measure.through``). On a Windows host or client
+nasplan mounts there for the test (``nasplan.measure.through``), or on an iSCSI LUN, or on the
+one file the user-space bridge serves (an NFS export's, a LUN's): fio's queue depth then reaches
+the NAS as one request at a time, which the record's warnings say. On a Windows host or client
 diskspd measures the same grid, as CrystalDiskMark runs it (``windows`` beside it); the record
 says which tool (``params.tool``: fio or diskspd).
 """
@@ -32,8 +34,9 @@ from nasplan.measure.kinds.disk_profile import view
 from nasplan.measure.kinds.disk_profile import windows as profile_windows
 from nasplan.measure.kinds.disk_profile.profiles import Job
 from nasplan.measure.kinds.disk_profile.settings import ProfileSettings
+from nasplan.measure.mounts import Mounted
 from nasplan.measure.pair import check_ready
-from nasplan.measure.record import finish, new_record
+from nasplan.measure.record import finish, new_record, warn
 from nasplan.measure.series import Series
 from nasplan.measure.tools import fio
 from nasplan.units import parse_size
@@ -188,8 +191,15 @@ class DiskProfile(Kind[ProfileSettings]):
             return self.summarize(record, s)
         if s.through is None:
             return self._run_in(test, s, ctx, session, s.path, token, record)
+        if s.through.on_lun and set(s.modes) - {"read"} and not s.through.scratch:
+            record["error"] = "refusing to write to an iSCSI LUN not marked scratch: true"
+            return record
         try:
-            with through.client_place(ctx, s.host, s.through, token, record) as (session, path):
+            with through.client_place(ctx, s.host, s.through, token, record, s.size_bytes) as (
+                session, path, found,
+            ):  # fmt: skip
+                if not found.plain:
+                    return self._run_on(test, s, ctx, session, path, found, record)
                 return self._run_in(test, s, ctx, session, path, token, record)
         except CannotStart as exc:
             record["error"] = str(exc)
@@ -208,20 +218,43 @@ class DiskProfile(Kind[ProfileSettings]):
             return record
         try:
             filename = fio.check_filename(f"{workdir}/{FIO_FILE}")
-            if s.through:
-                failed = through.lay_out(session.runner, session.tools["fio"], filename,
-                                         s.size_bytes)  # fmt: skip
-                if failed:
-                    record["error"] = failed
-                    return self.summarize(record, s)
-            fio_path = session.tools["fio"]
-            one = partial(self._one, session, fio_path, filename, s=s)
-            _grid(test, s, ctx, record, one, "json")
+            self._fio_grid(test, s, ctx, session, filename, record, lay_out=s.through is not None)
         except ValueError as exc:
             record["error"] = f"path {path!r} resolves to {workdir!r}: {exc}"
         finally:
             remove_workdir(session, workdir, record)
         return self.summarize(record, s)
+
+    def _run_on(
+        self, test: PlanTest, s: ProfileSettings, ctx: RunContext, session: HostSession,
+        filename: str, found: Mounted, record: dict[str, Any],
+    ) -> dict[str, Any]:  # fmt: skip
+        """The grid on the one file the bridge serves, or the LUN's block device."""
+        deep = [j.name for j in s.grid if j.queue_depth * j.threads > 1]
+        if found.bridged and deep:
+            warn(record, f"{', '.join(deep)} ran at Q1 at the NAS: the user-space bridge "
+                 "(nbdfuse) serves one request at a time, whatever fio queues")  # fmt: skip
+        try:
+            fio.check_filename(filename)
+            # (a LUN is used as it is: laying it out would write to it)
+            self._fio_grid(test, s, ctx, session, filename, record, lay_out=found.new_file)
+        except ValueError as exc:
+            record["error"] = str(exc)
+        return self.summarize(record, s)
+
+    def _fio_grid(
+        self, test: PlanTest, s: ProfileSettings, ctx: RunContext, session: HostSession,
+        filename: str, record: dict[str, Any], *, lay_out: bool,
+    ) -> None:  # fmt: skip
+        """Every job in every mode on ``filename``, its file written in full first (lay_out)."""
+        assert session.runner is not None
+        if lay_out:
+            failed = through.lay_out(session.runner, session.tools["fio"], filename, s.size_bytes)
+            if failed:
+                record["error"] = failed
+                return
+        one = partial(self._one, session, session.tools["fio"], filename, s=s)
+        _grid(test, s, ctx, record, one, "json")
 
     def _one(
         self, session: HostSession, fio_path: str, filename: str, job: Job, mode: str,

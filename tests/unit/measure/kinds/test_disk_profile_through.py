@@ -25,6 +25,7 @@ MOUNT = "@@nasplan:mounted@@"
 UNMOUNT = "@@nasplan:unmounted@@"
 MP = "/tmp/nasplan-mnt-0a0b0c0d"
 MOUNTED = f"@@nasplan:mounted@@\nhow=fuse\nmount_point={MP}\ndir={MP}/198.18.251.1/data\n"
+IQN = "iqn.2005-10.org.freenas.ctl:scratch"
 THROUGH = (
     "through: {method: smb, client: ws, share: data, path: bench, user: ann, "
     "password_env: NASPLAN_UNIT_SMB_PW}"
@@ -70,6 +71,7 @@ def test_the_grid_runs_on_the_client_in_the_mounted_share_then_it_is_unmounted(
     assert record["params"]["through"] == {
         "method": "smb", "client": "ws", "share": "data", "path": "bench", "user": "ann",
         "mount": "auto", "mounted": "SMB //198.18.251.1/data mounted with smbnetfs (FUSE)",
+        "bridge": False,
     }  # fmt: skip
     kind = kinds.bind(ctx.plan.tests[0]).kind
     assert kind.flow(record, None) == (
@@ -132,6 +134,13 @@ def test_a_password_variable_that_is_not_set_mounts_nothing(
         ("through: {method: smb, client: ws, share: data}", "tests[0].through"),
         ("through: {method: smb, client: nope, share: d, user: u, password_env: X}",
          "tests[0].through.client: unknown host 'nope'"),
+        # writing destroys what the LUN holds: refused before anything connects
+        (f"through: {{method: iscsi, client: ws, target: '{IQN}', lun: 1}}",
+         "tests[0].through: writing destroys what the LUN holds: mark it scratch: true"),
+        (f"modes: [read, mix], through: {{method: iscsi, client: ws, target: '{IQN}', lun: 1}}",
+         "tests[0].through: writing destroys what the LUN holds"),
+        (f"through: {{method: iscsi, client: ws, target: '{IQN}', lun: 1, export: /d}}",
+         "tests[0].through: method iscsi takes target and lun"),
     ],
 )  # fmt: skip
 def test_a_through_the_plan_gets_wrong_is_refused_naming_it(
@@ -156,3 +165,31 @@ def test_through_fuse_the_latency_is_the_whole_requests_not_completions() -> Non
         total_latency=True,
     )  # fmt: skip
     assert argv[-1] == "--lat_percentiles=1"
+
+
+def test_a_read_only_grid_on_a_lun_needs_no_scratch_and_through_the_bridge_says_q1(
+    kind_context: Callable[..., Any],
+) -> None:
+    """The LUN through the user-space bridge: fio on its one file, nothing laid out (that would
+    write to the LUN), and a queue depth above 1 said to reach the NAS as one request."""
+    through = f"modes: [read], through: {{method: iscsi, client: ws, target: '{IQN}', lun: 1}}"
+    test = _test(through).replace("[{block_size: 1MiB}]", "[{block_size: 1MiB, queue_depth: 8}]")
+    ctx, _, ws = kind_context(test, TOOLS)
+    ws.expect(MOUNT, f"{MOUNT}\nhow=fuse\nmount_point={MP}\ndir={MP}/nbd\n")
+    ws.expect("--name=nasplan-seq1m-q8t1-read", (PROFILES / "seq1m-q8t1-read.json").read_text())
+    ws.expect(UNMOUNT, UNMOUNT + "\n")
+
+    record = kinds.bind(ctx.plan.tests[0]).run(ctx)
+
+    assert (record["status"], record["error"]) == ("ok", None)
+    (mount,) = ws.texts(MOUNT)
+    assert f"share={IQN}\n" in mount and "lun=1\n" in mount
+    assert f"--filename={MP}/nbd" in ws.texts("--name=nasplan-seq1m-q8t1-read")[0]
+    assert not ws.texts("--name=nasplan-layout") and len(ws.calls) == 3  # mount, fio, unmount
+    assert record["params"]["through"]["mounted"] == (
+        f"iSCSI {IQN} LUN 1 on 198.18.251.1:3260 through the user-space bridge (libiscsi, nbdfuse)"
+    )
+    assert record["warnings"] == [
+        "SEQ1M Q8T1 ran at Q1 at the NAS: the user-space bridge (nbdfuse) serves one request "
+        "at a time, whatever fio queues"
+    ]
