@@ -29,7 +29,7 @@ from nasplan.measure.kinds.disk_profile.profiles import Job
 from nasplan.measure.kinds.disk_profile.settings import ProfileSettings
 from nasplan.measure.pair import check_ready
 from nasplan.measure.record import finish, new_record
-from nasplan.measure.series import Series
+from nasplan.measure.series import Series, series_of
 from nasplan.measure.tools import fio
 from nasplan.units import parse_size
 
@@ -60,12 +60,27 @@ def _cell(reps: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     return {key: median(key) for key in keys} | {"n": len(ok)}
 
 
+def _keys(record: Record) -> tuple[list[str], list[str]]:
+    """The record's jobs and modes in the profile's order (its params'), then any other its
+    repetitions have: a resumed run's merged repetitions are in no such order."""
+    params = record.get("params") or {}
+    reps = record.get("repetitions") or []
+    jobs = dict.fromkeys(
+        [*map(str, params.get("jobs") or ()), *(str(r.get("profile_job")) for r in reps)]
+    )
+    modes = dict.fromkeys(
+        [*map(str, params.get("modes") or ()), *(str(r.get("direction")) for r in reps)]
+    )
+    return list(jobs), list(modes)
+
+
 def grid(record: Record) -> list[dict[str, Any]]:
-    """The grid in the shape the benchmarks print it: a row per job, in the profile's order,
-    a cell per mode (``_cell``; None where that mode did not run or failed)."""
+    """The grid in the shape the benchmarks print it: a row per job that ran, in the profile's
+    order, a cell per mode (``_cell``; None where that mode did not run or failed)."""
     reps = record.get("repetitions") or []
     modes = list((record.get("params") or {}).get("modes") or fio_profiles.MODES)
-    jobs = list(dict.fromkeys(str(r.get("profile_job")) for r in reps))
+    ran = {str(r.get("profile_job")) for r in reps}
+    jobs = [job for job in _keys(record)[0] if job in ran]
     return [
         {
             "job": job,
@@ -185,6 +200,8 @@ class DiskProfile(Kind[ProfileSettings]):
             for job in s.grid:
                 for mode in s.modes:
                     for index in test.indices:
+                        if not test.wants(index, f"{job.name} {mode}"):  # a resumed run kept it
+                            continue
                         rep = self._one(session, session.tools["fio"], filename, job, mode, s)
                         name = f"{job.name.replace(' ', '-').lower()}-{mode}-{index}"
                         raw = rep.pop("raw", "")
@@ -255,22 +272,27 @@ class DiskProfile(Kind[ProfileSettings]):
     # --- how its records read ---------------------------------------------------------------
 
     def series(self, record: Record) -> list[Series]:
-        """One per job and mode, in the order they ran: ``SEQ1M Q8T1 read``."""
+        """One per job and mode that ran, in the profile's order: ``SEQ1M Q8T1 read``."""
         reps = record.get("repetitions") or []
-        keys = list(
-            dict.fromkeys((str(r.get("profile_job")), str(r.get("direction"))) for r in reps)
-        )
+        ran = {series_of(r) for r in reps}
         found = []
-        for job, mode in keys:
+        for name in self.directions_asked(record):
+            if name not in ran:
+                continue
             values = [
                 float(r["bytes_per_second"])
                 for r in reps
-                if (r.get("profile_job"), r.get("direction")) == (job, mode)
-                and r.get("status") == "ok"
+                if series_of(r) == name and r.get("status") == "ok"
             ]
             summary = summarize(values, "bytes_per_second")
-            found.append(Series(f"{job} {mode}", "bytes_per_second", values, summary, None, None))
+            found.append(Series(name, "bytes_per_second", values, summary, None, None))
         return found
+
+    def directions_asked(self, record: Record) -> list[str | None]:
+        """Each job and mode of the grid (``SEQ1M Q8T1 read``): what a resumed run keeps or
+        measures again, a column of a table for a test that measured none."""
+        jobs, modes = _keys(record)
+        return [f"{job} {mode}" for job in jobs for mode in modes] or [None]
 
     def named(self, record: Record, found: Sequence[Series]) -> bool:
         return True
@@ -279,18 +301,11 @@ class DiskProfile(Kind[ProfileSettings]):
         return [
             r
             for r in record.get("repetitions") or []
-            if r.get("status") == "ok"
-            and (direction is None or f"{r.get('profile_job')} {r.get('direction')}" == direction)
+            if r.get("status") == "ok" and (direction is None or series_of(r) == direction)
         ]
 
     def flow(self, record: Record, direction: str | None) -> str:
-        params = record.get("params") or {}
-        on = f" (volume {params['volume']})" if params.get("volume") else ""
-        via = params.get("through") or {}
-        if via:
-            mounted = via.get("mounted") or f"{via.get('method')} {via.get('share')}"
-            return f"{via.get('client')} through {mounted} of {params.get('host', '–')}{on}"
-        return f"{params.get('host', '–')} {params.get('path', '')}{on}".strip()
+        return view.where(record)
 
     def measured(self, record: Record, series: Series | None) -> str:
         return f"fio {series.direction}" if series else "fio"
