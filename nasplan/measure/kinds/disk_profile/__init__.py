@@ -11,7 +11,6 @@ nasplan mounts there for the test (``nasplan.measure.through``).
 from __future__ import annotations
 
 import secrets
-import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -27,6 +26,7 @@ from nasplan.measure.kinds.disk_profile import profiles as fio_profiles
 from nasplan.measure.kinds.disk_profile import view
 from nasplan.measure.kinds.disk_profile.profiles import Job
 from nasplan.measure.kinds.disk_profile.settings import ProfileSettings
+from nasplan.measure.kinds.disk_profile.view import cell_of, grid, job_modes
 from nasplan.measure.pair import check_ready
 from nasplan.measure.record import finish, new_record
 from nasplan.measure.series import Series, series_of
@@ -44,55 +44,6 @@ def _job(given: Mapping[str, Any]) -> Job:
         threads=int(given.get("threads", 1)),
         random=given.get("pattern", "sequential") == "random",
     )
-
-
-def _cell(reps: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """A grid cell: the medians of its ok repetitions, None without any."""
-    ok = [r for r in reps if r.get("status") == "ok"]
-    if not ok:
-        return None
-
-    def median(key: str) -> float | None:
-        values = [float(r[key]) for r in ok if isinstance(r.get(key), (int, float))]
-        return statistics.median(values) if values else None
-
-    keys = ("bytes_per_second", "iops", "latency_p50_us", "latency_p99_us", "latency_p999_us")
-    return {key: median(key) for key in keys} | {"n": len(ok)}
-
-
-def _keys(record: Record) -> tuple[list[str], list[str]]:
-    """The record's jobs and modes in the profile's order (its params'), then any other its
-    repetitions have: a resumed run's merged repetitions are in no such order."""
-    params = record.get("params") or {}
-    reps = record.get("repetitions") or []
-    jobs = dict.fromkeys(
-        [*map(str, params.get("jobs") or ()), *(str(r.get("profile_job")) for r in reps)]
-    )
-    modes = dict.fromkeys(
-        [*map(str, params.get("modes") or ()), *(str(r.get("direction")) for r in reps)]
-    )
-    return list(jobs), list(modes)
-
-
-def grid(record: Record) -> list[dict[str, Any]]:
-    """The grid in the shape the benchmarks print it: a row per job that ran, in the profile's
-    order, a cell per mode (``_cell``; None where that mode did not run or failed)."""
-    reps = record.get("repetitions") or []
-    modes = list((record.get("params") or {}).get("modes") or fio_profiles.MODES)
-    ran = {str(r.get("profile_job")) for r in reps}
-    jobs = [job for job in _keys(record)[0] if job in ran]
-    return [
-        {
-            "job": job,
-            "cells": {
-                mode: _cell(
-                    [r for r in reps if (r.get("profile_job"), r.get("direction")) == (job, mode)]
-                )
-                for mode in modes
-            },
-        }
-        for job in jobs
-    ]
 
 
 def _us_text(us: float | None) -> str:
@@ -291,7 +242,7 @@ class DiskProfile(Kind[ProfileSettings]):
     def directions_asked(self, record: Record) -> list[str | None]:
         """Each job and mode of the grid (``SEQ1M Q8T1 read``): what a resumed run keeps or
         measures again, a column of a table for a test that measured none."""
-        jobs, modes = _keys(record)
+        jobs, modes = job_modes(record)
         return [f"{job} {mode}" for job in jobs for mode in modes] or [None]
 
     def named(self, record: Record, found: Sequence[Series]) -> bool:
@@ -311,7 +262,7 @@ class DiskProfile(Kind[ProfileSettings]):
         return f"fio {series.direction}" if series else "fio"
 
     def also(self, record: Record, series: Series) -> str:
-        cell = _cell(self.ok_repetitions(record, series.direction))
+        cell = cell_of(self.ok_repetitions(record, series.direction))
         if not cell:
             return DASH
         iops = cell["iops"]
