@@ -5,6 +5,7 @@ would read them otherwise."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 
 from nasplan.errors import InputError
 from nasplan.measure import kinds
+from nasplan.measure.kinds.disk_profile import profiles as fio_profiles
 from nasplan.measure.merge import done_indices, done_pairs, kept_part, merge
 from nasplan.report import render_report
 
@@ -146,3 +148,23 @@ def test_a_resumed_run_measures_only_the_cells_it_did_not_keep(
     keys = [(r["profile_job"], r["direction"], r["index"]) for r in merged["repetitions"]]
     assert sorted(keys) == [("SEQ1M Q1T1", "read", 1), ("SEQ1M Q1T1", "write", 1)]
     assert {m: c["n"] for m, c in merged["grid"][0]["cells"].items()} == {"read": 1, "write": 1}
+
+
+def test_the_lab_runs_records_are_what_fios_json_said() -> None:
+    """tests/fixtures/runs/disk-profile-lab: each kept repetition's numbers are its raw fio
+    JSON's, parsed again (through the share with the whole request's latency)."""
+    lab = Path(__file__).resolve().parents[3] / "fixtures" / "runs" / "disk-profile-lab"
+    run = json.loads((lab / "run.json").read_text())
+    checked = 0
+    for test in run["tests"]:
+        for rep in test["repetitions"]:
+            if not (lab / rep["raw_file"]).is_file():
+                continue  # (the fixture keeps a few)
+            sides = fio_profiles.parse((lab / rep["raw_file"]).read_text())
+            main = sides["write" if rep["direction"] == "write" else "read"]
+            total = sum(s["bytes_per_second"] for s in sides.values() if s)
+            assert rep["bytes_per_second"] == pytest.approx(total)
+            for key in ("latency_p50_us", "latency_p99_us", "latency_p999_us"):
+                assert rep[key] == pytest.approx(main[key]), (rep["raw_file"], key)
+            checked += 1
+    assert checked == 14
