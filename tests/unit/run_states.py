@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import strategies as st
 
 from nasplan.analysis import summarize
@@ -206,7 +207,9 @@ def _measured(draw: st.DrawFn, keys: Sequence[tuple[int, str, str]], fails: bool
     reps = []
     for index, job, mode in keys:
         state = draw(st.sampled_from(REP_STATES[:4])) if fails else "ok"
-        rate = draw(st.floats(1e6, 3e9, allow_subnormal=False))
+        # from a dying disk's random writes (a few KB/s) to an NVMe's sequential reads
+        rate = draw(st.sampled_from([4e3, 3.9e4])) if draw(st.booleans()) else 0.0
+        rate = rate or draw(st.floats(1e6, 3e9, allow_subnormal=False))
         reps.append(_rep(index, mode, state, rate, False, job))
     return reps
 
@@ -387,6 +390,8 @@ def check_table(table: Mapping[str, Any] | None) -> None:
                         assert "baseline baseline" not in cell["text"], cell["text"]
                     if entry.get("short_baseline") and not cell["short"]:
                         assert SHORT_BASE in cell["text"], cell["text"]
+                if cell["median"]:  # a slow disk's 0.038 MiB/s, never a 0
+                    assert not re.match(r"0(\.0*)? ", cell["text"]), cell["text"]
                 if cell["short"]:
                     assert SHORT in cell["text"], cell["text"]
                 elif cell["short_baseline"]:
@@ -467,7 +472,7 @@ def _charted(report: str) -> dict[str, float]:
     chart = report.split(title, 1)[1].split("```", 1)[0]
     categories = re.findall(r'"([^"]*)"', re.search(r"x-axis \[(.*)\]", chart)[1])  # type: ignore[index]
     unit = re.search(r'y-axis "([^"]+)"', chart)[1]  # type: ignore[index]
-    factor = {"KiB/s": 2**10, "MiB/s": 2**20, "GiB/s": 2**30}[unit]
+    factor = {"MiB/s": 2**20}[unit]  # (the report's unit of byte rates, as its tables')
     bars = re.findall(r"bar \[(.*)\]", chart)[-1].split(", ")
     return {c: float(v) * factor for c, v in zip(categories, bars, strict=True)}
 
@@ -477,10 +482,15 @@ def check_profiles(run: Mapping[str, Any], report: str) -> None:
     grid cell the median of its ok repetitions, in MB/s (10^6) in its section and MiB/s in the
     results table and the chart, as the rest of the report; a cell not measured ``–`` in the
     grid and the results table, never 0, and not charted."""
+    from nasplan.measure.kinds.disk_profile.view import mb_text
     from nasplan.report import headline
+    from nasplan.report.charts import run_charts
     from nasplan.units import format_metric
 
     charted = _charted(report)
+    for chart in run_charts(run):  # --charts png: a bar not measured is a mark, never a 0
+        for value, mark in zip(chart.values[0], chart.marks[0], strict=True):
+            assert (value is None) != (mark is None) and (value is None or value > 0), chart
     for test in (t for t in run["tests"] if t.get("kind") == "disk-profile"):
         reps = test["repetitions"]
         keys = [(r["profile_job"], r["direction"], r["index"]) for r in reps]
@@ -508,12 +518,13 @@ def check_profiles(run: Mapping[str, Any], report: str) -> None:
                     assert row is None or (row["median_text"], row["n"]) == (DASH, 0), row
                     continue
                 median = statistics.median(ok)
-                assert text == f"{median / 1e6:.2f}", (name, text, median)
+                assert text == mb_text(median) and float(text) > 0, (name, text, median)
                 assert row is not None and row["n"] == len(ok), (name, row)
                 assert row["median_text"] == format_metric(median, "bytes_per_second")
-                assert row["median_text"].endswith(("MiB/s", "GiB/s", "KiB/s")), row
+                assert row["median_text"].endswith(" MiB/s"), row
+                assert float(row["median_text"].split()[0]) > 0, row
                 assert f"| {row['median_text']} |" in report, row["median_text"]
-                assert abs(charted[name] - median) <= 0.006 * 2**30, (name, charted[name])
+                assert charted[name] == pytest.approx(median, rel=0.06, abs=0.006 * 2**20)
 
 
 def check(run: Mapping[str, Any], report: str, table: Mapping[str, Any] | None) -> None:

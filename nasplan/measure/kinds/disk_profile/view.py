@@ -11,6 +11,7 @@ from typing import Any
 
 from nasplan.measure.kind import DASH, Record
 from nasplan.measure.kinds.disk_profile import profiles as fio_profiles
+from nasplan.units import decimals
 
 
 def cell_of(reps: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
@@ -78,4 +79,11 @@ def where(record: Record) -> str:
 def view(tests: Sequence[Record]) -> dict[str, Any]:
     """What ``section.md.j2`` shows: the tests, as run.json has them, each with where it ran
     and its grid as its repetitions make it."""
-    return {"tests": [{**test, "where": where(test), "grid": grid(test)} for test in tests]}
+    shown = [{**test, "where": where(test), "grid": grid(test)} for test in tests]
+    return {"tests": shown, "mb": mb_text}
+
+
+def mb_text(bytes_per_second: float) -> str:
+    """A grid cell as the benchmarks print it: MB/s (10^6 bytes/s), two decimals (a slow
+    random write's 0.0038, never 0.00)."""
+    return decimals(bytes_per_second / 1e6, 2)
