@@ -232,7 +232,8 @@ def _profile(draw: st.DrawFn, base_id: str, cell: dict[str, str]) -> dict | None
     count = draw(st.integers(1, 3))
     params.update(jobs=jobs, modes=modes, repetitions=count, volume=cell.get("volume"))
     if via:
-        through = copy.deepcopy(PROFILES["smb" if via == "smb" else "nfs"]["params"]["through"])
+        real = {"smb": "refused" if state == "refused" else "smb", "nfs": "nfs"}[via]
+        through = copy.deepcopy(PROFILES[real]["params"]["through"])  # (refused: not mounted)
         if via == "nfs" and state != "refused":  # (the lab's kernel has no NFS client)
             through["mounted"] = "NFS 198.18.180.10:/v1 mounted with the kernel's client"
         params.update(path=None, profile=None, through=through)
