@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from decimal import Decimal
 
@@ -61,9 +62,19 @@ def format_bits_per_second(bits_per_second: float) -> str:
     return f"{bits_per_second:.0f} bit/s"
 
 
+def decimals(value: float, digits: int) -> str:
+    """``value`` to ``digits`` decimals, or to two significant figures where those would show
+    a value that is not 0 as 0 (a slow disk's 0.038, never 0.0)."""
+    places = digits
+    if value and round(value, digits) == 0:
+        places = 1 - math.floor(math.log10(abs(value)))
+    return f"{value:.{places}f}"
+
+
 def format_bytes_per_second(bytes_per_second: float, digits: int = 1) -> str:
-    """Format a rate in bytes/s as MiB/s (2^20 bytes/s), e.g. ``"131.0 MiB/s"``."""
-    return f"{bytes_per_second / MIB_BYTES:.{digits}f} MiB/s"
+    """Format a rate in bytes/s as MiB/s (2^20 bytes/s), e.g. ``"131.0 MiB/s"``, ``"0.038
+    MiB/s"``."""
+    return f"{decimals(bytes_per_second / MIB_BYTES, digits)} MiB/s"
 
 
 def format_rate_short(bits_per_second: float) -> str:
@@ -127,9 +138,9 @@ def counted(count: int, noun: str) -> str:
 
 def significant(value: float, digits: int = 3) -> str:
     """A count per unit to ``digits`` significant figures, never in exponent form and never
-    rounded past its units: ``4.58``, ``45.8``, ``1203``."""
+    rounded past its units: ``4.58``, ``45.8``, ``1203``; nor to 0 (``0.0038``)."""
     whole = len(str(int(abs(value)))) if abs(value) >= 1 else 1
-    return f"{value:.{max(digits - whole, 0)}f}"
+    return decimals(value, max(digits - whole, 0))
 
 
 def format_free(size_bytes: int | None) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from nasplan.measure.record import finish, thawed
-from nasplan.measure.series import direction_position
+from nasplan.measure.series import direction_position, series_of
 
 Record = dict[str, Any]
 Summarize = Callable[[Record], Record]
@@ -167,18 +167,18 @@ Done = tuple[int, str | None]
 
 
 def done_pairs(record: Mapping[str, Any]) -> set[Done]:
-    """Each ``(repetition number, direction)`` of ``record`` that ended ok (a kind without
-    directions: None)."""
+    """Each ``(repetition number, series)`` of ``record`` that ended ok: its direction (a kind
+    without directions: None), a disk profile's job and mode (``series_of``)."""
     return {
-        (int(rep["index"]), rep.get("direction"))
+        (int(rep["index"]), series_of(rep))
         for rep in record.get("repetitions") or []
         if rep.get("status") == "ok"
     }
 
 
 def done_indices(record: Mapping[str, Any], asked: Sequence[str | None]) -> set[int]:
-    """The repetition numbers of ``record`` that ended ok: every direction ``asked`` of it
-    there and ok (a transfer's write whose read never ran is not done)."""
+    """The repetition numbers of ``record`` that ended ok: every direction (series) ``asked`` of
+    it there and ok (a transfer's write whose read never ran is not done)."""
     pairs = done_pairs(record)
     indices = {index for index, _ in pairs}
     return {i for i in indices if all((i, direction) in pairs for direction in asked)}
@@ -192,7 +192,9 @@ def kept_part(record: Mapping[str, Any]) -> Record | None:
     if not done:
         return None
     kept: Record = thawed(record)
-    kept["repetitions"] = [r for r in kept["repetitions"] if _pair(r, "index") in done]
+    kept["repetitions"] = [
+        r for r in kept["repetitions"] if (int(r.get("index") or 0), series_of(r)) in done
+    ]
     throughput = (kept.get("timeline") or {}).get("throughput") or []
     # a series of a kind without directions may have one of its own (iperf3 -R: reverse)
     kept_series = [

@@ -59,6 +59,13 @@ def direction_position(direction: str | None) -> int:
     return ORDER.index(direction) if direction in ORDER else 0
 
 
+def series_of(rep: Mapping[str, Any]) -> str | None:
+    """Which series of its test a repetition measures: its direction (None: a kind without),
+    within its job for a kind that runs several jobs (a disk profile's ``SEQ1M Q8T1 read``)."""
+    job, direction = rep.get("profile_job"), rep.get("direction")
+    return f"{job} {direction}" if job else direction
+
+
 def data_direction(direction: str) -> str:
     """Which way the data went in ``direction``: a cold read is a read (``write``/``read``)."""
     return "read" if direction == COLD_READ else direction

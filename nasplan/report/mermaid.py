@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nasplan.quantities import BITS, QUANTITIES
+from nasplan.units import decimals
 
 FENCE = "```"
 # Words mermaid's flowchart grammar reserves; a node id must not be one of them.
@@ -54,7 +55,7 @@ def _category(value: Any) -> str:
 
 
 def _number(value: float) -> str:
-    return f"{value:.2f}".rstrip("0").rstrip(".") if value else "0"
+    return decimals(value, 2).rstrip("0").rstrip(".") if value else "0"
 
 
 def _axis_max(highest: float) -> float:

@@ -166,3 +166,16 @@ def test_a_stopped_test_of_two_directions_counts_each_directions_repetitions() -
     )
     one = stopped_record({"repetitions": reps[:2]}, 3)["error"]
     assert one == "interrupted: the run was stopped after 2 of 3 repetitions (write)"
+
+
+def test_a_slow_rate_is_never_shown_as_0() -> None:
+    """A dying disk's random writes (40 KB/s, 0.004 IOPS of 1 MiB): two significant figures
+    where the usual decimals would round them to 0; 0 itself stays 0."""
+    from nasplan.units import decimals, format_bytes_per_second, format_metric
+
+    assert format_bytes_per_second(40_000) == "0.038 MiB/s"
+    assert format_bytes_per_second(1_000_000) == "1.0 MiB/s"
+    assert format_bytes_per_second(0) == "0.0 MiB/s"
+    assert format_metric(0.0038, "iops") == "0.0038 iops"
+    assert format_metric(4.58, "files_per_second") == "4.58 files/s"
+    assert decimals(0.004, 2) == "0.0040" and decimals(219.15, 2) == "219.15"

@@ -15,7 +15,6 @@ says which tool (``params.tool``: fio or diskspd).
 from __future__ import annotations
 
 import secrets
-import statistics
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -34,10 +33,11 @@ from nasplan.measure.kinds.disk_profile import view
 from nasplan.measure.kinds.disk_profile import windows as profile_windows
 from nasplan.measure.kinds.disk_profile.profiles import Job
 from nasplan.measure.kinds.disk_profile.settings import ProfileSettings
+from nasplan.measure.kinds.disk_profile.view import cell_of, grid, job_modes
 from nasplan.measure.mounts import Mounted
 from nasplan.measure.pair import check_ready
 from nasplan.measure.record import finish, new_record, warn
-from nasplan.measure.series import Series
+from nasplan.measure.series import Series, series_of
 from nasplan.measure.tools import fio
 from nasplan.units import parse_size
 
@@ -54,40 +54,6 @@ def _job(given: Mapping[str, Any]) -> Job:
     )
 
 
-def _cell(reps: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """A grid cell: the medians of its ok repetitions, None without any."""
-    ok = [r for r in reps if r.get("status") == "ok"]
-    if not ok:
-        return None
-
-    def median(key: str) -> float | None:
-        values = [float(r[key]) for r in ok if isinstance(r.get(key), (int, float))]
-        return statistics.median(values) if values else None
-
-    keys = ("bytes_per_second", "iops", "latency_p50_us", "latency_p99_us", "latency_p999_us")
-    return {key: median(key) for key in keys} | {"n": len(ok)}
-
-
-def grid(record: Record) -> list[dict[str, Any]]:
-    """The grid in the shape the benchmarks print it: a row per job, in the profile's order,
-    a cell per mode (``_cell``; None where that mode did not run or failed)."""
-    reps = record.get("repetitions") or []
-    modes = list((record.get("params") or {}).get("modes") or fio_profiles.MODES)
-    jobs = list(dict.fromkeys(str(r.get("profile_job")) for r in reps))
-    return [
-        {
-            "job": job,
-            "cells": {
-                mode: _cell(
-                    [r for r in reps if (r.get("profile_job"), r.get("direction")) == (job, mode)]
-                )
-                for mode in modes
-            },
-        }
-        for job in jobs
-    ]
-
-
 def _grid(
     test: PlanTest, s: ProfileSettings, ctx: RunContext, record: dict[str, Any],
     one: Callable[[Job, str], dict[str, Any]], ext: str,
@@ -97,6 +63,8 @@ def _grid(
     for job in s.grid:
         for mode in s.modes:
             for index in test.indices:
+                if not test.wants(index, f"{job.name} {mode}"):  # a resumed run kept it
+                    continue
                 rep = one(job, mode)
                 name = f"{job.name.replace(' ', '-').lower()}-{mode}-{index}"
                 raw = rep.pop("raw", "")
@@ -293,22 +261,27 @@ class DiskProfile(Kind[ProfileSettings]):
     # --- how its records read ---------------------------------------------------------------
 
     def series(self, record: Record) -> list[Series]:
-        """One per job and mode, in the order they ran: ``SEQ1M Q8T1 read``."""
+        """One per job and mode that ran, in the profile's order: ``SEQ1M Q8T1 read``."""
         reps = record.get("repetitions") or []
-        keys = list(
-            dict.fromkeys((str(r.get("profile_job")), str(r.get("direction"))) for r in reps)
-        )
+        ran = {series_of(r) for r in reps}
         found = []
-        for job, mode in keys:
+        for name in self.directions_asked(record):
+            if name not in ran:
+                continue
             values = [
                 float(r["bytes_per_second"])
                 for r in reps
-                if (r.get("profile_job"), r.get("direction")) == (job, mode)
-                and r.get("status") == "ok"
+                if series_of(r) == name and r.get("status") == "ok"
             ]
             summary = summarize(values, "bytes_per_second")
-            found.append(Series(f"{job} {mode}", "bytes_per_second", values, summary, None, None))
+            found.append(Series(name, "bytes_per_second", values, summary, None, None))
         return found
+
+    def directions_asked(self, record: Record) -> list[str | None]:
+        """Each job and mode of the grid (``SEQ1M Q8T1 read``): what a resumed run keeps or
+        measures again, a column of a table for a test that measured none."""
+        jobs, modes = job_modes(record)
+        return [f"{job} {mode}" for job in jobs for mode in modes] or [None]
 
     def named(self, record: Record, found: Sequence[Series]) -> bool:
         return True
@@ -317,18 +290,11 @@ class DiskProfile(Kind[ProfileSettings]):
         return [
             r
             for r in record.get("repetitions") or []
-            if r.get("status") == "ok"
-            and (direction is None or f"{r.get('profile_job')} {r.get('direction')}" == direction)
+            if r.get("status") == "ok" and (direction is None or series_of(r) == direction)
         ]
 
     def flow(self, record: Record, direction: str | None) -> str:
-        params = record.get("params") or {}
-        on = f" (volume {params['volume']})" if params.get("volume") else ""
-        via = params.get("through") or {}
-        if via:
-            mounted = via.get("mounted") or f"{via.get('method')} {via.get('share')}"
-            return f"{via.get('client')} through {mounted} of {params.get('host', '–')}{on}"
-        return f"{params.get('host', '–')} {params.get('path', '')}{on}".strip()
+        return view.where(record)
 
     def phrase_of(self, record: Record) -> str:
         return f"disk profiles with {(record.get('params') or {}).get('tool') or 'fio'}"
@@ -338,7 +304,7 @@ class DiskProfile(Kind[ProfileSettings]):
         return f"{tool} {series.direction}" if series else tool
 
     def also(self, record: Record, series: Series) -> str:
-        cell = _cell(self.ok_repetitions(record, series.direction))
+        cell = cell_of(self.ok_repetitions(record, series.direction))
         if not cell:
             return DASH
         iops = cell["iops"]

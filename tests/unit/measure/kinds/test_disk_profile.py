@@ -4,6 +4,8 @@ would read them otherwise."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,8 @@ import pytest
 
 from nasplan.errors import InputError
 from nasplan.measure import kinds
+from nasplan.measure.kinds.disk_profile import profiles as fio_profiles
+from nasplan.measure.merge import done_indices, done_pairs, kept_part, merge
 from nasplan.report import render_report
 
 from .test_disk import MKDIR, made_in
@@ -107,3 +111,60 @@ def test_jobs_of_the_plans_own_are_named_as_the_benchmarks_name_them(
     )
     bound = kinds.bind(ctx.plan.tests[0])
     assert bound.description.startswith("fio its own jobs (RND64K Q4T2) read/write on nas:")
+
+
+def test_a_resumed_run_measures_only_the_cells_it_did_not_keep(
+    kind_context: Callable[..., Any],
+) -> None:
+    """Ctrl-C after the read of repetition 1 (tests/fixtures/runs/disk-profile-lab/interrupted
+    is such a run): the resumed run keeps that read, measures the write alone, and the merged
+    record has each job, mode and repetition once."""
+    ctx, nas, _ = kind_context(_test(", jobs: [{block_size: 1MiB}]"), TOOLS)
+    test = ctx.plan.tests[0]
+    nas.expect(MKDIR, reply=made_in("/volume1/test"))
+    nas.expect("--name=nasplan-seq1m-q1t1-read", fixture("seq1m-q8t1-read.json"))
+    nas.expect("--name=nasplan-seq1m-q1t1-write", fixture("seq1m-q1t1-write.json"))
+    nas.expect("rm -rf -- /volume1/test/nasplan-fio-")
+    bound = kinds.bind(test)
+    first = bound.run(ctx)
+    interrupted = {
+        **first,
+        "repetitions": [r for r in first["repetitions"] if r["direction"] == "read"],
+    }
+    kind = kinds.readout(interrupted)
+    assert kind.directions_asked(interrupted) == ["SEQ1M Q1T1 read", "SEQ1M Q1T1 write"]
+    assert done_indices(interrupted, kind.directions_asked(interrupted)) == set()
+    kept = done_pairs(interrupted)
+    assert kept == {(1, "SEQ1M Q1T1 read")}
+
+    nas.expect(MKDIR, reply=made_in("/volume1/test"))
+    nas.expect("--name=nasplan-seq1m-q1t1-write", fixture("seq1m-q1t1-write.json"))
+    nas.expect("rm -rf -- /volume1/test/nasplan-fio-")
+    part = bound.run_part(dataclasses.replace(test, kept=frozenset(kept)), ctx)
+    assert [r["direction"] for r in part["repetitions"]] == ["write"]
+    assert not nas.texts("--name=nasplan-seq1m-q1t1-read")[1:]  # the read not measured again
+
+    merged = merge([(kept_part(interrupted) or {}, 0.0), (part, 5.0)], bound.summarize)
+    keys = [(r["profile_job"], r["direction"], r["index"]) for r in merged["repetitions"]]
+    assert sorted(keys) == [("SEQ1M Q1T1", "read", 1), ("SEQ1M Q1T1", "write", 1)]
+    assert {m: c["n"] for m, c in merged["grid"][0]["cells"].items()} == {"read": 1, "write": 1}
+
+
+def test_the_lab_runs_records_are_what_fios_json_said() -> None:
+    """tests/fixtures/runs/disk-profile-lab: each kept repetition's numbers are its raw fio
+    JSON's, parsed again (through the share with the whole request's latency)."""
+    lab = Path(__file__).resolve().parents[3] / "fixtures" / "runs" / "disk-profile-lab"
+    run = json.loads((lab / "run.json").read_text())
+    checked = 0
+    for test in run["tests"]:
+        for rep in test["repetitions"]:
+            if not (lab / rep["raw_file"]).is_file():
+                continue  # (the fixture keeps a few)
+            sides = fio_profiles.parse((lab / rep["raw_file"]).read_text())
+            main = sides["write" if rep["direction"] == "write" else "read"]
+            total = sum(s["bytes_per_second"] for s in sides.values() if s)
+            assert rep["bytes_per_second"] == pytest.approx(total)
+            for key in ("latency_p50_us", "latency_p99_us", "latency_p999_us"):
+                assert rep[key] == pytest.approx(main[key]), (rep["raw_file"], key)
+            checked += 1
+    assert checked == 14
