@@ -194,21 +194,6 @@ class HostFacts:
         """The NIC called ``name`` (e.g. ``eth0``), or None."""
         return next((nic for nic in self.interfaces if nic.name == name), None)
 
-    def interface_for_address(self, address: str) -> NicFacts | None:
-        """The NIC that has ``address`` (``198.18.0.10``, prefix optional) assigned, or None."""
-        try:
-            wanted = ipaddress.ip_interface(address).ip
-        except ValueError:
-            return None
-        for nic in self.interfaces:
-            for cidr in nic.addresses:
-                try:
-                    if ipaddress.ip_interface(cidr).ip == wanted:
-                        return nic
-                except ValueError:
-                    continue
-        return None
-
     def tool(self, name: str) -> str | None:
         """Full path of ``name`` (e.g. ``iperf3``) on the host, or None when it was not found."""
         return self.tools.get(name)
