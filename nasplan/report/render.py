@@ -53,14 +53,7 @@ def bits_per_second(value: float | None) -> str:
 
 def bits_per_second_range(low: float | None, high: float | None) -> str:
     """``939.8–941.5 Mbit/s``, or both rates in full when their units differ."""
-    if low is None or high is None:
-        return DASH
-    low_text, high_text = format_bits_per_second(low), format_bits_per_second(high)
-    low_number, _, low_unit = low_text.partition(" ")
-    high_number, _, high_unit = high_text.partition(" ")
-    if low_unit == high_unit:
-        return f"{low_number}–{high_number} {high_unit}"
-    return f"{low_text} – {high_text}"
+    return headline.value_range(low, high, "bits_per_second")
 
 
 def nominal_speed(value: float | None) -> str:
