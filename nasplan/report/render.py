@@ -329,7 +329,6 @@ def _framings(tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
         {
             "name": name,
-            "overhead_bytes": FRAME_OVERHEAD_BYTES[name],
             "examples": [
                 {
                     "speed_bits_per_second": speed,
