@@ -166,28 +166,12 @@ def _bits_text(bits_per_second: float) -> str:
     return f"{bits_per_second / 1e6:.0f} Mbit/s"
 
 
-def attribute_bottleneck(
-    *,
-    label: str,
-    direction: str,
-    transfer_bytes_per_second: float,
-    network_bits_per_second: float | None,
-    network_source: str = "iperf3",
-    path_speed_bits_per_second: float | None = None,
-    disk_bytes_per_second: float | None = None,
-    cpu_busy_percent: Mapping[str, float | None] | None = None,
-    cpu_shared_with: Mapping[str, Sequence[str]] | None = None,
-    cpu_cores: Mapping[str, CoreLoad] | None = None,
-    disk_name: str = "the NAS's local",
-    cache_dropped: bool = False,
-    disk_source: str = "fio",
-    moved_bytes: int | None = None,
-    cache_bytes: int | None = None,
-    cache_name: str = "RAM",
-) -> dict[str, Any]:
-    """What limited a file transfer, from the plan's own measurements of the same path and NAS.
+@dataclass(frozen=True, kw_only=True)
+class TransferFigures:
+    """A file transfer's figures, and what limited it (``attribute_bottleneck``), from the plan's
+    own measurements of the same path and NAS.
 
-    Inputs: ``label`` (``"SMB write"``), ``direction`` (``write``: client -> NAS, ``read``),
+    ``label`` (``"SMB write"``), ``direction`` (``write``: client -> NAS, ``read``),
     the transfer's rate in bytes/s, the path's network rate in bit/s (``network_source``:
     ``iperf3`` for a measured median, ``theoretical`` for the TCP maximum), the NAS's local
     sequential disk rate for that direction in bytes/s (fio), CPU busy % per host during the
@@ -203,36 +187,29 @@ def attribute_bottleneck(
     ``cache_bytes`` (what the NAS's page cache can hold: its RAM or a lower memory limit,
     ``cache_name``): a rate the cache cannot explain (``cache_explains``) is
     ``faster-than-disk``, not ``cache-served``.
-    Returns ``{"verdict": one of VERDICTS, "text": "...", "evidence": {...}}``, e.g.
-    ``SMB write 131 MiB/s = 12 % of the 10G path (9.4 Gbit/s) and 98 % of the NAS's local
-    sequential write (134 MiB/s): disk-bound``.
     """
-    # every argument, by name: one transfer's figures
-    return _Transfer(**locals()).attribution()
-
-
-@dataclass(frozen=True)
-class _Transfer:
-    """``attribute_bottleneck``'s arguments, and what follows from them."""
 
     label: str
     direction: str
     transfer_bytes_per_second: float
     network_bits_per_second: float | None
-    network_source: str
-    path_speed_bits_per_second: float | None
-    disk_bytes_per_second: float | None
-    cpu_busy_percent: Mapping[str, float | None] | None
-    cpu_shared_with: Mapping[str, Sequence[str]] | None
-    cpu_cores: Mapping[str, CoreLoad] | None
-    disk_name: str
-    cache_dropped: bool
-    disk_source: str
-    moved_bytes: int | None
-    cache_bytes: int | None
-    cache_name: str
+    network_source: str = "iperf3"
+    path_speed_bits_per_second: float | None = None
+    disk_bytes_per_second: float | None = None
+    cpu_busy_percent: Mapping[str, float | None] | None = None
+    cpu_shared_with: Mapping[str, Sequence[str]] | None = None
+    cpu_cores: Mapping[str, CoreLoad] | None = None
+    disk_name: str = "the NAS's local"
+    cache_dropped: bool = False
+    disk_source: str = "fio"
+    moved_bytes: int | None = None
+    cache_bytes: int | None = None
+    cache_name: str = "RAM"
 
-    def attribution(self) -> dict[str, Any]:
+    def attribute_bottleneck(self) -> dict[str, Any]:
+        """``{"verdict": one of VERDICTS, "text": "...", "evidence": {...}}``, e.g. ``SMB write
+        131 MiB/s = 12 % of the 10G path (9.4 Gbit/s) and 98 % of the NAS's local sequential
+        write (134 MiB/s): disk-bound``."""
         verdict = self.verdict()
         head = f"{self.label} {format_bytes_per_second(self.transfer_bytes_per_second, 0)}"
         parts = self.parts()

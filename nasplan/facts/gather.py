@@ -6,7 +6,7 @@ import ipaddress
 import json
 import re
 import shlex
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from importlib import resources
 from typing import Any
@@ -104,6 +104,12 @@ _CPU_MODEL_KEYS = ("model name", "cpu model", "Hardware", "Processor")
 _MAX_SPEED_MBPS = 10_000_000  # sysfs reports -1 or 4294967295 when a link's speed is unknown
 
 
+def _scalars(cls: type[NicFacts | HostFacts], data: Mapping[str, Any]) -> dict[str, Any]:
+    """``from_dict``'s optional scalar fields (``str | None``, ``int | None``, ``bool | None``)
+    read from ``data``: a value of another type is None."""
+    return {f.name: _READ[f.type](data.get(f.name)) for f in fields(cls) if f.type in _READ}
+
+
 def _fields(facts: NicFacts | HostFacts) -> dict[str, Any]:
     """A facts object's fields by name, values as they are (no deep copy: dataclasses.asdict
     copies every host's facts again, and run.json takes them after every test)."""
@@ -141,12 +147,7 @@ class NicFacts:
         """Inverse of ``to_dict``; missing keys become None / empty."""
         return cls(
             name=str(data.get("name", "")),
-            mtu_bytes=_int_or_none(data.get("mtu_bytes")),
-            state=_str_or_none(data.get("state")),
-            mac=_str_or_none(data.get("mac")),
-            speed_mbps=_int_or_none(data.get("speed_mbps")),
-            duplex=_str_or_none(data.get("duplex")),
-            driver=_str_or_none(data.get("driver")),
+            **_scalars(cls, data),
             addresses=tuple(str(a) for a in data.get("addresses") or ()),
             bus=dict(data["bus"]) if isinstance(data.get("bus"), Mapping) else None,
         )
@@ -194,21 +195,6 @@ class HostFacts:
         """The NIC called ``name`` (e.g. ``eth0``), or None."""
         return next((nic for nic in self.interfaces if nic.name == name), None)
 
-    def interface_for_address(self, address: str) -> NicFacts | None:
-        """The NIC that has ``address`` (``198.18.0.10``, prefix optional) assigned, or None."""
-        try:
-            wanted = ipaddress.ip_interface(address).ip
-        except ValueError:
-            return None
-        for nic in self.interfaces:
-            for cidr in nic.addresses:
-                try:
-                    if ipaddress.ip_interface(cidr).ip == wanted:
-                        return nic
-                except ValueError:
-                    continue
-        return None
-
     def tool(self, name: str) -> str | None:
         """Full path of ``name`` (e.g. ``iperf3``) on the host, or None when it was not found."""
         return self.tools.get(name)
@@ -227,28 +213,12 @@ class HostFacts:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> HostFacts:
         """Inverse of ``to_dict``; missing keys become None / empty."""
-        is_root, ip_json = data.get("is_root"), data.get("ip_json")
         return cls(
-            hostname=_str_or_none(data.get("hostname")),
-            kernel_name=_str_or_none(data.get("kernel_name")),
-            os_id=_str_or_none(data.get("os_id")),
-            os_like=_str_or_none(data.get("os_like")),
-            os_version=_str_or_none(data.get("os_version")),
-            os_pretty=_str_or_none(data.get("os_pretty")),
-            kernel=_str_or_none(data.get("kernel")),
-            arch=_str_or_none(data.get("arch")),
-            cpu_model=_str_or_none(data.get("cpu_model")),
-            cpu_cores=_int_or_none(data.get("cpu_cores")),
-            memory_bytes=_int_or_none(data.get("memory_bytes")),
-            memory_limit_bytes=_int_or_none(data.get("memory_limit_bytes")),
-            is_root=is_root if isinstance(is_root, bool) else None,
+            **_scalars(cls, data),
             interfaces=tuple(NicFacts.from_dict(n) for n in data.get("interfaces") or ()),
             tools={str(k): _str_or_none(v) for k, v in (data.get("tools") or {}).items()},
-            iperf3_version=_str_or_none(data.get("iperf3_version")),
             markers={str(k): str(v) for k, v in (data.get("markers") or {}).items()},
-            ip_json=ip_json if isinstance(ip_json, bool) else None,
             storage=dict(data.get("storage") or {}),
-            boot_id=_str_or_none(data.get("boot_id")),
         )
 
 
@@ -595,3 +565,10 @@ def _str_or_none(value: object) -> str | None:
         return None
     text = str(value).strip()
     return text or None
+
+
+_READ: dict[object, Callable[[object], object]] = {
+    "str | None": _str_or_none,
+    "int | None": _int_or_none,
+    "bool | None": lambda value: value if isinstance(value, bool) else None,
+}

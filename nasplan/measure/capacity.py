@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nasplan.analysis import MIN_TRUSTED_S, CoreLoad, attribute_bottleneck, cache_influence
+from nasplan.analysis import MIN_TRUSTED_S, CoreLoad, TransferFigures, cache_influence
 from nasplan.input.inventory import Host
 from nasplan.measure import together
 from nasplan.measure.series import COLD_READ, data_direction
@@ -41,7 +41,7 @@ class Evidence:
     """What the whole run says of its hosts, against which each copy is judged: the
     ``capacities`` its records show (and the inventory states), what each host's page cache can
     hold (``memory_bytes``: its RAM, or a lower memory limit) and what shares each host's kernel
-    (``cpu_shared_with``: ``analysis.attribute_bottleneck``)."""
+    (``cpu_shared_with``: ``analysis.TransferFigures``)."""
 
     capacities: Sequence[Capacity]
     memory_bytes: Mapping[str, int | None]
@@ -135,7 +135,7 @@ def judged(record: Mapping[str, Any], label: str, evidence: Evidence) -> dict[st
         if network is None:
             network, source = path.get("theoretical_bits_per_second"), "theoretical"
         disk = best_disk(capacities, server, way, volume)
-        verdicts[direction] = attribute_bottleneck(
+        verdicts[direction] = TransferFigures(
             label=f"{label} {direction}",
             direction=way,
             transfer_bytes_per_second=float(rate),
@@ -152,7 +152,7 @@ def judged(record: Mapping[str, Any], label: str, evidence: Evidence) -> dict[st
             moved_bytes=size if isinstance(size, int) else None,
             cache_bytes=memory_bytes.get(server),
             cache_name="memory limit" if limited else "RAM",
-        )
+        ).attribute_bottleneck()
     out = dict(record)
     out["bottleneck"] = verdicts or None
     if isinstance(size, int) and record.get("cache_warning") is None:

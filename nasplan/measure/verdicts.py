@@ -26,7 +26,7 @@ def annotated(
     """The run's records, each transfer's with its verdicts (``Readout.annotated``) from the
     capacities of every record; ``memory_bytes``: host -> what its page cache can hold (its RAM,
     or a lower memory limit); ``cpu_shared_with``: host -> what shares its kernel
-    (``analysis.attribute_bottleneck``); ``stated``: capacities the run did not measure (a
+    (``analysis.TransferFigures``); ``stated``: capacities the run did not measure (a
     volume's inventory ``rate``: ``capacity.stated_volumes``), a measured one taken first."""
     capacities = [*(c for t in tests for c in kinds.readout(t).capacities(t)), *stated]
     evidence = Evidence(capacities, memory_bytes, cpu_shared_with or {})

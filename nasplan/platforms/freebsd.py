@@ -29,39 +29,6 @@ def _is_freebsd(facts: HostFacts) -> bool:
     return facts.kernel_name == "FreeBSD"
 
 
-class TrueNasCore(PlatformBase):
-    """TrueNAS CORE and FreeNAS: FreeBSD with the TrueNAS middleware (``midclt``)."""
-
-    name = "truenas-core"
-
-    def matches(self, facts: HostFacts) -> bool:
-        version = facts.markers.get(VERSION_FILE, "")
-        appliance = version.startswith(("TrueNAS", "FreeNAS")) or facts.tool("midclt") is not None
-        return _is_freebsd(facts) and appliance
-
-    def os_name(self, facts: HostFacts) -> str | None:
-        # /etc/version reads e.g. "TrueNAS-13.0-U6.1 (hash)": keep the name and version.
-        version = facts.markers.get(VERSION_FILE, "").strip().split(" (")[0]
-        if version:
-            return version.replace("-", " ", 1)
-        return f"TrueNAS CORE ({facts.os_pretty})" if facts.os_pretty else "TrueNAS CORE"
-
-    def install_missing(self, facts: HostFacts, missing: list[str]) -> list[Command]:
-        raise not_shipped(missing, NO_INSTALL)
-
-    def network_mechanism(self, facts: HostFacts) -> str:
-        """The middleware's own commit with rollback (``interface.commit``), read back with BSD
-        ifconfig: its network belongs to the middleware, which would undo an ifconfig change."""
-        return TRUENAS_INTERFACE_COMMIT
-
-    def drop_cache(self, facts: HostFacts, path: str | None) -> Command | str:
-        """FreeBSD has no command that drops its buffer cache or ZFS's ARC."""
-        return (
-            "FreeBSD has no command that drops its buffer cache or ZFS's ARC for a file: the "
-            "cold read was not measured"
-        )
-
-
 class FreeBsd(PlatformBase):
     """Plain FreeBSD: tools from ``pkg`` when missing."""
 
@@ -87,3 +54,30 @@ class FreeBsd(PlatformBase):
             "FreeBSD has no command that drops its buffer cache or ZFS's ARC for a file: the "
             "cold read was not measured"
         )
+
+
+class TrueNasCore(FreeBsd):
+    """TrueNAS CORE and FreeNAS: FreeBSD with the TrueNAS middleware (``midclt``); no cache
+    to drop either."""
+
+    name = "truenas-core"
+
+    def matches(self, facts: HostFacts) -> bool:
+        version = facts.markers.get(VERSION_FILE, "")
+        appliance = version.startswith(("TrueNAS", "FreeNAS")) or facts.tool("midclt") is not None
+        return _is_freebsd(facts) and appliance
+
+    def os_name(self, facts: HostFacts) -> str | None:
+        # /etc/version reads e.g. "TrueNAS-13.0-U6.1 (hash)": keep the name and version.
+        version = facts.markers.get(VERSION_FILE, "").strip().split(" (")[0]
+        if version:
+            return version.replace("-", " ", 1)
+        return f"TrueNAS CORE ({facts.os_pretty})" if facts.os_pretty else "TrueNAS CORE"
+
+    def install_missing(self, facts: HostFacts, missing: list[str]) -> list[Command]:
+        raise not_shipped(missing, NO_INSTALL)
+
+    def network_mechanism(self, facts: HostFacts) -> str:
+        """The middleware's own commit with rollback (``interface.commit``), read back with BSD
+        ifconfig: its network belongs to the middleware, which would undo an ifconfig change."""
+        return TRUENAS_INTERFACE_COMMIT

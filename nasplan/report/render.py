@@ -29,7 +29,6 @@ from nasplan.units import (
     counted,
     format_bits_per_second,
     format_bytes_per_second,
-    format_metric,
     format_size,
 )
 
@@ -49,18 +48,6 @@ STATUS_MEANING = {
 def bits_per_second(value: float | None) -> str:
     """``941.5 Mbit/s`` / ``9.41 Gbit/s``; ``–`` when unknown."""
     return DASH if value is None else format_bits_per_second(value)
-
-
-def bits_per_second_range(low: float | None, high: float | None) -> str:
-    """``939.8–941.5 Mbit/s``, or both rates in full when their units differ."""
-    if low is None or high is None:
-        return DASH
-    low_text, high_text = format_bits_per_second(low), format_bits_per_second(high)
-    low_number, _, low_unit = low_text.partition(" ")
-    high_number, _, high_unit = high_text.partition(" ")
-    if low_unit == high_unit:
-        return f"{low_number}–{high_number} {high_unit}"
-    return f"{low_text} – {high_text}"
 
 
 def nominal_speed(value: float | None) -> str:
@@ -131,11 +118,6 @@ def utc(timestamp: str | None) -> str:
     return timestamp.replace("T", " ").removesuffix("Z") + " UTC"
 
 
-def metric_value(value: float | None, metric: str) -> str:
-    """A summary value in the unit its metric names (``*_ms``, ``*_bytes``, rates), or a dash."""
-    return DASH if value is None else format_metric(value, metric)
-
-
 def microseconds(value: float | None) -> str:
     """A latency in µs, in ms from a millisecond on: ``297 µs``, ``2.15 ms``; ``–`` for None."""
     if value is None:
@@ -144,10 +126,8 @@ def microseconds(value: float | None) -> str:
 
 
 FILTERS = {
-    "metric_value": metric_value,
     "value_range": lambda low, high, metric: headline.value_range(low, high, metric),
     "bits_per_second": bits_per_second,
-    "bits_per_second_range": bits_per_second_range,
     "nominal_speed": nominal_speed,
     "speed_mbps": speed_mbps,
     "percent": percent,
@@ -349,7 +329,6 @@ def _framings(tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
         {
             "name": name,
-            "overhead_bytes": FRAME_OVERHEAD_BYTES[name],
             "examples": [
                 {
                     "speed_bits_per_second": speed,

@@ -20,9 +20,7 @@ from typing import Any
 from nasplan import results
 from nasplan.errors import HostLostError
 from nasplan.hosts.session import HostSession
-from nasplan.input.plan import Plan
 from nasplan.measure.ahead import Ahead
-from nasplan.measure.kind import RunContext
 from nasplan.progress import Progress
 from nasplan.run.cell import Cell
 from nasplan.tasks import Task, Tasks
@@ -128,16 +126,3 @@ class KindHooks:
         if self._pending is None or (self._on is not None and host not in self._on):
             return None
         return self._pending[0]
-
-
-def run_context(
-    plan: Plan,
-    sessions: Mapping[str, HostSession],
-    progress: Progress,
-    run_dir: Path,
-    tasks: Tasks,
-    secrets: list[str] | None = None,
-) -> RunContext:
-    """A ``RunContext`` with this run's ``KindHooks`` (also what unit tests of a kind use)."""
-    hooks = KindHooks(run_dir, tasks, sessions, progress, secrets)
-    return RunContext(plan, sessions, progress, tasks, hooks)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,45 +48,36 @@ def network_refusals(sessions: Mapping[str, HostSession], hosts: Iterable[str]) 
     return refusals
 
 
+@dataclass(eq=False)
 class NetworkPhase:
-    """Declared network changes over the sessions of one run."""
+    """Declared network changes over the sessions of one run (``keep``: left in place)."""
 
-    def __init__(
-        self,
-        spec: NetworkSpec,
-        sessions: Mapping[str, HostSession],
-        run_dir: Path,
-        progress: Progress,
-        connector: Callable[[Host], Runner],
-        *,
-        keep: bool = False,
-        inventory_file: str = "",
-        known_hosts: str | None = None,
-        reconnect_grace_s: float = RECONNECT_GRACE_S,
-        lease_s: float = 30.0,
-        tasks: Tasks | None = None,
-    ) -> None:
-        self.spec = spec
-        # the hosts are changed, checked and restored at once
-        self.tasks: Tasks = tasks if tasks is not None else Overlap.concurrent()
-        self.sessions = sessions
-        self.run_dir = run_dir
-        self.progress = progress
-        self.connector = connector
-        self.keep = keep
-        self.inventory_file = inventory_file
-        self.known_hosts = known_hosts
-        self.reconnect_grace_s = reconnect_grace_s
-        # the host lease: how long a confirmed change outlives nasplan's last renewal there
-        self.lease_s = lease_s
+    spec: NetworkSpec
+    sessions: Mapping[str, HostSession]
+    run_dir: Path
+    progress: Progress
+    connector: Callable[[Host], Runner]
+    _: KW_ONLY
+    keep: bool = False
+    inventory_file: str = ""
+    known_hosts: str | None = None
+    reconnect_grace_s: float = RECONNECT_GRACE_S
+    # the host lease: how long a confirmed change outlives nasplan's last renewal there
+    lease_s: float = 30.0
+    # the hosts are changed, checked and restored at once
+    tasks: Tasks = field(default_factory=Overlap.concurrent)
+    hosts: dict[str, HostNetwork] = field(init=False)
+    checks: list[dict[str, Any]] = field(init=False, default_factory=list)
+    warnings: list[str] = field(init=False, default_factory=list)
+    error: str | None = field(init=False, default=None)
+    torn_down: bool = field(init=False, default=False)
+
+    def __post_init__(self) -> None:
         token = secrets.token_hex(4)
         self.hosts = {
-            h: HostNetwork(spec.changes(h), scripts.revert_dir(token, h)) for h in spec.hosts
+            h: HostNetwork(self.spec.changes(h), scripts.revert_dir(token, h))
+            for h in self.spec.hosts
         }
-        self.checks: list[dict[str, Any]] = []
-        self.warnings: list[str] = []
-        self.error: str | None = None
-        self.torn_down = False
 
     @property
     def active(self) -> bool:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from nasplan.analysis import attribute_bottleneck, cache_influence
+from nasplan.analysis import TransferFigures, cache_influence
 from nasplan.measure.verdicts import annotated
 
 MIB = 2**20
@@ -23,7 +23,7 @@ def verdict(**overrides: Any) -> dict[str, Any]:
         "disk_bytes_per_second": 134 * MIB,
         "cpu_busy_percent": {"nas": 30.0, "pc": 10.0},
     }
-    return attribute_bottleneck(**{**inputs, **overrides})
+    return TransferFigures(**{**inputs, **overrides}).attribute_bottleneck()
 
 
 def test_disk_bound_like_the_issue_example() -> None:

@@ -78,10 +78,6 @@ def test_veth_in_netns_capture() -> None:
     assert eth1.driver == "veth"  # from ethtool -i: veth has no device/driver link
     assert (eth1.mtu_bytes, eth1.speed_mbps, eth1.duplex, eth1.state) == (9000, 10000, "full", "up")
     assert eth1.addresses[0] == "198.18.251.1/30"
-    assert facts.interface_for_address("198.18.251.1") == eth1
-    assert facts.interface_for_address("198.18.251.1/30") == eth1
-    assert facts.interface_for_address("198.18.251.2") is None
-    assert facts.interface_for_address("not-an-ip") is None
     lo = facts.interface("lo")
     assert lo is not None and lo.addresses == ("127.0.0.1/8", "::1/128")
 
@@ -110,8 +106,8 @@ def test_qnap_lab_capture_with_busybox_ifconfig() -> None:
     assert facts.markers["getcfg System Version"] == "5.1.0"
     assert facts.tool("iperf3") is None and facts.tool("opkg") == "/opt/bin/opkg"
     assert facts.tool("ip") is None and facts.tool("ifconfig") == "/usr/local/bin/ifconfig"
-    eth0 = facts.interface_for_address("198.19.240.10")
-    assert eth0 is not None and eth0.name == "eth0"
+    eth0 = facts.interface("eth0")
+    assert eth0 is not None
     assert (eth0.mtu_bytes, eth0.addresses) == (1500, ("198.19.240.10/28",))
     installed = fixture("qnap-lab-busybox-ifconfig-entware-iperf3.txt")
     assert installed.tool("iperf3") == "/opt/bin/iperf3" and installed.iperf3_version == "3.12"

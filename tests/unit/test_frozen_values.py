@@ -29,8 +29,9 @@ PACKAGE = Path(__file__).resolve().parents[1].parent / "nasplan"
 
 # dataclasses of nasplan/run that are an object's changing state, not a value handed on: the
 # one test's cell (it owns its log and adds to it), the run's clock, a host's network changes,
-# the lease keeper (when each host's lease was last renewed)
-STATEFUL = {"Cell", "RunClock", "HostNetwork", "LeaseKeeper"}
+# the network phase (its checks, warnings and error as its steps go), the lease keeper (when
+# each host's lease was last renewed)
+STATEFUL = {"Cell", "RunClock", "HostNetwork", "NetworkPhase", "LeaseKeeper"}
 
 
 def _dataclasses_of_run() -> dict[str, bool]:

@@ -16,10 +16,11 @@ from nasplan.hosts.session import HostSession, prepare
 from nasplan.input.inventory import Host
 from nasplan.input.plan import load_plan
 from nasplan.measure import kinds
+from nasplan.measure.kind import RunContext
 from nasplan.measure.pair import check_ready
 from nasplan.platforms.generic import GenericLinux
 from nasplan.progress import PlainProgress
-from nasplan.run.kind_hooks import run_context
+from nasplan.run.kind_hooks import KindHooks
 from nasplan.run.overlap import Overlap
 from nasplan.run.planned import tool_needs
 
@@ -63,8 +64,9 @@ def test_a_tool_the_platform_cannot_provide_fails_only_its_tests(
         "  - {kind: disk, host: nas, path: /volume1/test}\n"
     )
     plan = load_plan(plan_file)
-    ctx = run_context(
-        plan, {"nas": session}, PlainProgress(log.open("a")), tmp_path, Overlap.serial()
+    sessions, progress, tasks = {"nas": session}, PlainProgress(log.open("a")), Overlap.serial()
+    ctx = RunContext(
+        plan, sessions, progress, tasks, KindHooks(tmp_path, tasks, sessions, progress)
     )
     with pytest.raises(CannotStart) as failed:
         check_ready(plan.tests[0], ctx, kinds.bind(plan.tests[0]).needs)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from nasplan.analysis import attribute_bottleneck, shared_kernels
+from nasplan.analysis import TransferFigures, shared_kernels
 from nasplan.cli import main
 from nasplan.facts.gather import parse_facts, split_also
 from nasplan.hosts.session import HostSession, planned_installs
@@ -219,21 +219,21 @@ def test_a_cpu_bound_verdict_says_when_the_cpu_figure_is_the_whole_machine_s() -
         "nas": ["ws", "the machine running nasplan"],
         "ws": ["nas", "the machine running nasplan"],
     }
-    verdict = attribute_bottleneck(
+    verdict = TransferFigures(
         label="SMB write",
         direction="write",
         transfer_bytes_per_second=50e6,
         network_bits_per_second=9e9,
         cpu_busy_percent={"nas": 97.0, "ws": 40.0},
         cpu_shared_with=shared,
-    )
+    ).attribute_bottleneck()
     assert verdict["verdict"] == "cpu-bound"
     assert "CPU nas is the whole machine's, not nas's own" in verdict["text"]
     assert verdict["evidence"]["cpu_whole_machine"] == ["nas", "ws"]
-    own = attribute_bottleneck(
+    own = TransferFigures(
         label="SMB write", direction="write", transfer_bytes_per_second=50e6,
         network_bits_per_second=9e9, cpu_busy_percent={"real": 97.0}, cpu_shared_with=shared,
-    )  # fmt: skip
+    ).attribute_bottleneck()  # fmt: skip
     assert "whole machine" not in own["text"]
 
 

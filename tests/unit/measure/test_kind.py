@@ -5,13 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from nasplan.measure.kind import RunContext
 from nasplan.measure.record import finish
-from nasplan.run.kind_hooks import run_context
+from nasplan.run.kind_hooks import KindHooks
 from nasplan.run.overlap import Overlap
 
 
 def test_save_raw_masks_the_runs_secrets(tmp_path: Path) -> None:
-    ctx = run_context(None, {}, None, tmp_path, Overlap.serial())  # type: ignore[arg-type]
+    tasks = Overlap.serial()
+    hooks = KindHooks(tmp_path, tasks, {}, None)  # type: ignore[arg-type]
+    ctx = RunContext(None, {}, None, tasks, hooks)  # type: ignore[arg-type]
     ctx.mask("hunter2")
     relative = ctx.save_raw("raw/t/rep-1.txt", "smbclient: password hunter2 refused\n")
     assert relative == "raw/t/rep-1.txt"

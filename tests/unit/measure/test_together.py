@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from nasplan.analysis import attribute_bottleneck
+from nasplan.analysis import TransferFigures
 from nasplan.measure import together
 from nasplan.measure.capacity import DISK, Capacity, best
 
@@ -88,24 +88,24 @@ def test_the_volume_s_disks_and_then_the_cpu() -> None:
 
 
 def test_a_read_faster_than_its_volume_s_disk_is_served_from_the_nas_s_cache() -> None:
-    found = attribute_bottleneck(
+    found = TransferFigures(
         label="SMB read",
         direction="read",
         transfer_bytes_per_second=280 * 2**20,
         network_bits_per_second=2.37e9,
         disk_bytes_per_second=180 * 2**20,
         disk_name="volume hdd's",
-    )
+    ).attribute_bottleneck()
     assert found["verdict"] == "cache-served"
     assert "of volume hdd's sequential read (180 MiB/s)" in found["text"]
     assert found["text"].endswith("served from the NAS's cache)")
-    write = attribute_bottleneck(
+    write = TransferFigures(
         label="SMB write",
         direction="write",
         transfer_bytes_per_second=280 * 2**20,
         network_bits_per_second=2.37e9,
         disk_bytes_per_second=180 * 2**20,
-    )
+    ).attribute_bottleneck()
     assert "took the file into its RAM" in write["text"]
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nasplan.analysis import BOUND_RATIO, VERDICTS, attribute_bottleneck, cache_explains
+from nasplan.analysis import BOUND_RATIO, VERDICTS, TransferFigures, cache_explains
 from nasplan.input.inventory import Host, Volume
 from nasplan.measure.capacity import stated_volumes
 from nasplan.measure.verdicts import annotated
@@ -150,7 +150,7 @@ def test_a_volume_without_a_rate_states_nothing() -> None:
 def test_cache_served_only_when_the_cache_can_explain_the_rate(
     rate: float, disk: float, moved: int, cache: int, dropped: bool
 ) -> None:
-    found = attribute_bottleneck(
+    found = TransferFigures(
         label="SMB read",
         direction="read",
         transfer_bytes_per_second=rate,
@@ -159,7 +159,7 @@ def test_cache_served_only_when_the_cache_can_explain_the_rate(
         moved_bytes=moved,
         cache_bytes=cache,
         cache_dropped=dropped,
-    )
+    ).attribute_bottleneck()
     assert found["verdict"] in VERDICTS
     if found["verdict"] == "cache-served":
         # the bytes fit, or the part beyond the cache at the disk's rate allows this rate

@@ -17,7 +17,8 @@ from nasplan.errors import InputError
 from nasplan.facts.storage import parse_mdstat
 from nasplan.measure import kinds
 from nasplan.report import render_report, write_report
-from nasplan.report.render import bits_per_second_range, cell, gibibytes, nominal_speed, percent
+from nasplan.report.headline import value_range
+from nasplan.report.render import cell, gibibytes, nominal_speed, percent
 from nasplan.results import load_run, save_run
 
 SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "runs" / "sample"
@@ -215,8 +216,9 @@ def test_unit_filters_name_their_units() -> None:
     assert gibibytes(8 * 2**30) == "8.0 GiB"
     assert nominal_speed(2_500_000_000) == "2.5 Gbit/s"
     assert nominal_speed(100_000_000) == "100 Mbit/s"
-    assert bits_per_second_range(939_811_840, 941_530_112) == "939.8–941.5 Mbit/s"
-    assert bits_per_second_range(941_000_000, 1_200_000_000) == "941.0 Mbit/s – 1.20 Gbit/s"
+    assert value_range(939_811_840, 941_530_112, "bits_per_second") == "939.8–941.5 Mbit/s"
+    bits = value_range(941_000_000, 1_200_000_000, "bits_per_second")
+    assert bits == "941.0 Mbit/s – 1.20 Gbit/s"
 
 
 def test_write_report_refuses_an_invalid_run(tmp_path: Path, run: dict[str, Any]) -> None:

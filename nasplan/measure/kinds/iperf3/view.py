@@ -4,8 +4,7 @@ to *How the numbers were computed*. From run.json alone."""
 
 from __future__ import annotations
 
-import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -29,11 +28,6 @@ UDP_MAXIMUM = (
     "**UDP maximum**: the payload rate of full-size UDP datagrams over IPv4: MTU − 28 bytes (20 "
     "IPv4 + 8 UDP) for the same bytes on the wire."
 )
-
-
-def _median(values: Iterable[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return statistics.median(present) if present else None
 
 
 def _udp_maximum(path: Mapping[str, Any]) -> float | None:
@@ -76,17 +70,12 @@ def _test(test: Record) -> dict[str, Any]:
     path = test.get("path") or {}
     summary = test.get("summary") or {}
     reps = test.get("repetitions", [])
-    ok_reps = [r for r in reps if r.get("status") == "ok"]
-    found = kinds.readout(test).series(test)
-    retransmits = [r["retransmits"] for r in ok_reps if r.get("retransmits") is not None]
     return {
         "id": test["id"],
-        "name": test.get("name") or test["id"],
         "heading": test["heading"],
         "udp": _udp(test),
         "udp_maximum": _udp_maximum(path),
         "results": test["results"],
-        "kind": test["kind"],
         "status": test["status"],
         "error": test.get("error"),
         "path_label": _path_label(params, path),
@@ -98,15 +87,10 @@ def _test(test: Record) -> dict[str, Any]:
         "summary": summary,
         "median": summary.get("median"),
         "wide_spread": bool(summary.get("wide_spread")),
-        "efficiency": test.get("efficiency"),
-        "retransmits_total": sum(retransmits) if retransmits else None,
-        "cpu_client_percent": _median(r.get("cpu_client_percent") for r in ok_reps),
-        "cpu_server_percent": _median(r.get("cpu_server_percent") for r in ok_reps),
         "repetitions": [
             {**r, "raw_link": quote(r["raw_file"]) if r.get("raw_file") else None} for r in reps
         ],
         "failed_repetitions": [r for r in reps if r.get("status") != "ok"],
-        "reverse": next((s.summary for s in found if s.metric == "reverse_bits_per_second"), None),
     }
 
 

@@ -19,7 +19,7 @@ from nasplan.platforms.generic import GenericLinux
 from nasplan.progress import PlainProgress
 from nasplan.remote.runner import Result
 from nasplan.run.cell import Cell
-from nasplan.run.kind_hooks import KindHooks, run_context
+from nasplan.run.kind_hooks import KindHooks
 from nasplan.run.overlap import Overlap
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
@@ -122,7 +122,9 @@ def kind_context(
         run_dir = tmp_path / "run"
         (run_dir / "raw").mkdir(parents=True)
         progress = PlainProgress(io.StringIO())
-        ctx = run_context(plan, sessions, progress, run_dir, tasks or Overlap.serial())
+        tasks = tasks or Overlap.serial()
+        hooks = KindHooks(run_dir, tasks, sessions, progress)
+        ctx = RunContext(plan, sessions, progress, tasks, hooks)
         return ctx, nas, ws
 
     return make
