@@ -99,8 +99,9 @@ def host(tmp_path: Path) -> Iterator[tuple[Here, Path, Path]]:
     log = tmp_path / "log"
     env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "LOG": str(log), "SERVER": "198.18.7.10",
            "SHARE": "data"}  # fmt: skip
-    # (the mount points and configs of this test's tokens only: other test runs' are theirs)
-    prefix = f"unit{secrets.token_hex(4)}"
+    # (the mount points and configs of this test's tokens only: other test runs' are theirs;
+    # not named "unit...", which an older copy of this fixture removed wherever it ran)
+    prefix = f"ut{secrets.token_hex(4)}"
     try:
         yield Here(env, prefix), log, lock
     finally:
