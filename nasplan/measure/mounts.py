@@ -282,6 +282,20 @@ esac
 # nothing is mounted there any more: the mount point is an empty directory of ours
 rmdir -- "$mp" 2>/dev/null
 rm -rf -- "$cfg"
+# the mount's own processes (registered with it: its watchdog, which sees its mount point gone
+# within a second, and the bridge's nbdfuse) end with it: waited for by PID (5 s at most), so
+# that the run's release does not find them ending and say the run left them behind
+nasplan_i=0
+while [ ! -d "$mp" ] && [ -f "$nasplan_dir/pids" ] && [ "$nasplan_i" -lt 50 ]; do
+  nasplan_left=
+  while read -r nasplan_p nasplan_t; do
+    case $nasplan_p in ''|*[!0-9]*) continue ;; esac
+    [ "$nasplan_t" = "$mp" ] && grep -qF -- "$mp" "/proc/$nasplan_p/cmdline" 2>/dev/null &&
+      nasplan_left=1
+  done < "$nasplan_dir/pids"
+  [ -n "$nasplan_left" ] || break
+  sleep 0.1; nasplan_i=$((nasplan_i + 1))
+done
 printf '@@nasplan:unmounted@@\n'
 """
 
@@ -414,6 +428,7 @@ def unmount_script(mounted: Mounted, inside: str = "") -> str:
     return (
         _values(mounted.share, token, mounted.how)
         + f"set -- {shlex.quote(inside)}\n"
+        + PRELUDE
         + _HELPERS
         + _UNMOUNT
     )

@@ -96,7 +96,12 @@ def stopped_record(record: Mapping[str, Any], planned: int | None = None) -> dic
 
 def _done_text(record: Mapping[str, Any], planned: int | None) -> str:
     """``2 of 3 repetitions``; a test of several directions counts each direction's:
-    ``3 of 3 repetitions (write), 1 of 3 (read)`` (never ``6 of 3``)."""
+    ``3 of 3 repetitions (write), 1 of 3 (read)`` (never ``6 of 3``); a grid's (a disk
+    profile's jobs × modes) counts its cells, ``_grid_text``."""
+    params = record.get("params") or {}
+    jobs, modes = params.get("jobs"), params.get("modes")
+    if isinstance(jobs, list) and isinstance(modes, list) and jobs and modes:
+        return _grid_text(record, len(jobs) * len(modes), planned)
     # one repetition is one index of a direction (several clients' rows share their index)
     ok = list(
         dict.fromkeys(
@@ -115,6 +120,27 @@ def _done_text(record: Mapping[str, Any], planned: int | None) -> str:
     return ", ".join(
         [first, *(f"{n}{of} ({d})" for n, d in zip(counts[1:], directions[1:], strict=True))]
     )
+
+
+def _grid_text(record: Mapping[str, Any], cells: int, planned: int | None) -> str:
+    """How far a grid of ``cells`` (job × mode), measured ``planned`` times over, got:
+    ``5 of its 12 cells (job × mode) in repetition 1 of 3``, ``1 of 3 repetitions of the grid
+    (12 cells, job × mode)``, or both: ``1 of 3 ... and 5 of its cells in repetition 2``."""
+    done: dict[tuple[Any, Any], set[Any]] = {}
+    for rep in record.get("repetitions") or []:
+        if rep.get("status") == "ok":
+            done.setdefault((rep.get("profile_job"), rep.get("direction")), set()).add(
+                rep.get("index")
+            )
+    counts = [len(indexes) for indexes in done.values()]
+    whole = min(counts) if len(counts) == cells else 0
+    more = sum(1 for n in counts if n > whole)
+    of = f" of {planned}" if planned else ""
+    if not whole:
+        return f"{more} of the grid's {cells} cells (job × mode) in repetition 1{of}"
+    noun = "repetition" if (planned or whole) == 1 else "repetitions"
+    text = f"{whole}{of} {noun} of the grid ({cells} cells, job × mode)"
+    return text + (f" and {more} of its cells in repetition {whole + 1}" if more else "")
 
 
 def summarize_directions(record: dict[str, Any], directions: tuple[str, ...] | list[str]) -> None:

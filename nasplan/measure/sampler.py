@@ -130,9 +130,14 @@ echo "$!"
 
 # The loop is ours (started by _START): end it now rather than wait out its interval; a line it
 # was writing is incomplete and ignored by the parser. Should the kill miss, the loop ends at
-# its next sample, when it finds its flag gone.
+# its next sample, when it finds its flag gone. Once signalled it is waited for (5 s at most):
+# gone, not ending, when the script returns (the run's release must not find it still there).
 _STOP = """\
 kill "$pid" 2>/dev/null
+nasplan_i=0
+while [ "$nasplan_i" -lt 50 ] && grep -qF -- "$out" "/proc/$pid/cmdline" 2>/dev/null; do
+  sleep 0.1; nasplan_i=$((nasplan_i + 1))
+done
 cat "$out" 2>/dev/null
 rm -f "$flag" "$out"
 """

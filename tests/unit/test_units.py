@@ -168,6 +168,29 @@ def test_a_stopped_test_of_two_directions_counts_each_directions_repetitions() -
     assert one == "interrupted: the run was stopped after 2 of 3 repetitions (write)"
 
 
+@pytest.mark.parametrize(
+    ("run", "said"),
+    [
+        # Ctrl-C in the first repetition of a 4 × 3 grid: its first job's three modes and the
+        # second's read and write measured (not "1 of 3 (mix)", as if a third of it had run)
+        ("interrupted", "5 of the grid's 12 cells (job × mode) in repetition 1 of 3"),
+        # just after the grid's first repetition (it said the same as the run above before)
+        ("interrupted-early", "1 of 3 repetitions of the grid (12 cells, job × mode)"),
+    ],
+)
+def test_a_disk_profile_stopped_mid_grid_counts_the_grids_cells(run: str, said: str) -> None:
+    """Real runs (tests/fixtures/runs/disk-profile-lab, README.md): their ``cdm`` record as the
+    run stopped it, its message made again."""
+    from nasplan.measure.record import stopped_record
+
+    path = Path(__file__).parent.parent / "fixtures/runs/disk-profile-lab" / run / "run.json"
+    (record,) = [t for t in json.loads(path.read_text())["tests"] if t["id"] == "cdm"]
+    assert record["status"] == "interrupted"
+    stopped = stopped_record({**record, "status": "failed", "error": None}, 3)
+    assert stopped["status"] == "interrupted"
+    assert stopped["error"] == f"interrupted: the run was stopped after {said}"
+
+
 def test_a_slow_rate_is_never_shown_as_0() -> None:
     """A dying disk's random writes (40 KB/s, 0.004 IOPS of 1 MiB): two significant figures
     where the usual decimals would round them to 0; 0 itself stays 0."""

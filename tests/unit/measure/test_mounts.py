@@ -62,9 +62,14 @@ class Here(RunnerBase):
 
     name = "ws"
 
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], prefix: str) -> None:
         self.env = env
         self.stdins: list[str | None] = []
+        self.prefix = prefix
+
+    def token(self) -> str:
+        """A mount's token, of this test's own (/tmp/nasplan-mnt-PREFIX...)."""
+        return self.prefix + secrets.token_hex(3)
 
     def run(self, argv: object, **_: object) -> Result:
         raise AssertionError(f"unexpected command {argv}")
@@ -94,11 +99,14 @@ def host(tmp_path: Path) -> Iterator[tuple[Here, Path, Path]]:
     log = tmp_path / "log"
     env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "LOG": str(log), "SERVER": "198.18.7.10",
            "SHARE": "data"}  # fmt: skip
+    # (the mount points and configs of this test's tokens only: other test runs' are theirs;
+    # not named "unit...", which an older copy of this fixture removed wherever it ran)
+    prefix = f"ut{secrets.token_hex(4)}"
     try:
-        yield Here(env), log, lock
+        yield Here(env, prefix), log, lock
     finally:
         shutil.rmtree(lock)
-        for made in Path("/tmp").glob("nasplan-mnt*-unit*"):
+        for made in Path("/tmp").glob(f"nasplan-mnt*-{prefix}*"):
             shutil.rmtree(made, ignore_errors=True)
 
 
@@ -116,7 +124,7 @@ def test_smb_with_the_kernels_cifs_takes_the_password_from_a_0600_file_never_arg
     host: tuple[Here, Path, Path],
 ) -> None:
     runner, log, lock = host
-    token = "unit" + secrets.token_hex(3)
+    token = runner.token()
     found = mounts.mount(runner, smb(version="3.0"), token)
     assert found.how == "kernel" and found.path == f"/tmp/nasplan-mnt-{token}"
     assert found.describe() == "SMB //198.18.7.10/data mounted with the kernel's client"
@@ -142,7 +150,7 @@ def test_smb_without_cifs_in_the_kernel_mounts_with_smbnetfs(
 ) -> None:
     runner, log, lock = host
     (Path(runner.env["PATH"].split(":")[0]) / "mount.cifs").unlink()  # no cifs-utils
-    token = "unit" + secrets.token_hex(3)
+    token = runner.token()
     problems: list[str] = []
     with mounts.mounted(runner, smb(), token, problems) as found:
         assert found.how == "fuse"
@@ -167,7 +175,7 @@ def test_nfs_mounts_with_the_kernel_through_sudo_for_a_login_user(
     runner, log, _ = host
     runner.env["FAKE_UID"] = "1000"
     share = mounts.Share(protocol="nfs", server="198.18.7.10", name="/volume1/data", version="4.1")
-    found = mounts.mount(runner, share, "unit" + secrets.token_hex(3))
+    found = mounts.mount(runner, share, runner.token())
     assert found.describe() == "NFS 198.18.7.10:/volume1/data mounted with the kernel's client"
     assert [a for a in argvs(log) if a[0] == "sudo"] == [
         ["sudo", "-n", "true"],  # (may it mount? else the user-space bridge)
@@ -180,7 +188,7 @@ def test_nfs_mounts_with_the_kernel_through_sudo_for_a_login_user(
 def test_a_mount_refused_is_said_and_leaves_no_mount_point(host: tuple[Here, Path, Path]) -> None:
     runner, _, lock = host
     runner.env["FAIL_MOUNT"] = "1"
-    token = "unit" + secrets.token_hex(3)
+    token = runner.token()
     with pytest.raises(CannotStart) as said:
         mounts.mount(runner, smb(), token)
     assert str(said.value) == (
@@ -200,7 +208,7 @@ def test_iscsi_discovers_logs_in_and_a_failed_login_is_logged_out(
     iqn = "iqn.2005-10.org.freenas.ctl:scratch"
     share = mounts.Share(protocol="iscsi", server="198.18.7.10", name=iqn, lun=1)
     with pytest.raises(CannotStart, match=r"\(login\): iscsiadm login to .*login failed\)$"):
-        mounts.mount(runner, share, "unit" + secrets.token_hex(3))
+        mounts.mount(runner, share, runner.token())
     node = ["iscsiadm", "-m", "node", "-T", iqn, "-p", "198.18.7.10:3260"]
     assert [a for a in argvs(log) if a[0] == "iscsiadm"] == [
         ["iscsiadm", "-m", "discovery", "-t", "sendtargets", "-p", "198.18.7.10:3260"],
@@ -217,7 +225,7 @@ def test_an_smb_password_with_a_double_quote_is_refused_for_smbnetfs(
     runner, log, _ = host
     log.write_text("")
     with pytest.raises(CannotStart, match=r"\(config\): smbnetfs cannot read a user or password"):
-        mounts.mount(runner, smb(how="fuse", password='a"b'), "unit" + secrets.token_hex(3))
+        mounts.mount(runner, smb(how="fuse", password='a"b'), runner.token())
     assert not any(a[0] == "smbnetfs" for a in argvs(log))
 
 
@@ -229,7 +237,7 @@ def test_once_the_runs_lease_runs_out_the_watchdog_unmounts_and_removes_the_pass
     runner, log, lock = host
     (Path(runner.env["PATH"].split(":")[0]) / "mount.cifs").unlink()  # smbnetfs
     (lock / "lease").write_text("99999999\n")  # the run alive
-    found = mounts.mount(runner, smb(), "unit" + secrets.token_hex(3))
+    found = mounts.mount(runner, smb(), runner.token())
     pid, token = (lock / "pids").read_text().split()
     assert token == found.mount_point
     assert _watching(pid)
@@ -241,13 +249,16 @@ def test_once_the_runs_lease_runs_out_the_watchdog_unmounts_and_removes_the_pass
         time.sleep(0.1)
     assert not Path(found.config_dir).exists()  # the password with it
     assert argvs(log)[-1] == ["fusermount3", "-u", "-z", found.mount_point]
-    assert not Path(f"/proc/{pid}").exists() or _zombie(pid)
+    deadline = time.monotonic() + 10  # (it exits just after it removed the config)
+    while not _ended(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _ended(pid)
 
 
 def _watching(pid: str) -> bool:
     """``pid`` runs the watchdog: its command line says so once its exec has finished (a read
     while the kernel swaps its memory for the new program's gives nothing)."""
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         if Path(f"/proc/{pid}/cmdline").read_bytes().count(b"nasplan-mount-watch") == 1:
             return True
@@ -255,21 +266,24 @@ def _watching(pid: str) -> bool:
     return False
 
 
-def _zombie(pid: str) -> bool:
-    stat_line = Path(f"/proc/{pid}/stat").read_text()
+def _ended(pid: str) -> bool:
+    """Gone, or a zombie waiting for its parent (init) to reap it."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
     return stat_line.rsplit(")", 1)[1].split()[0] == "Z"
 
 
 def test_a_run_that_unmounts_ends_its_watchdog(host: tuple[Here, Path, Path]) -> None:
     runner, log, lock = host
     (lock / "lease").write_text("99999999\n")
-    found = mounts.mount(runner, smb(), "unit" + secrets.token_hex(3))
+    found = mounts.mount(runner, smb(), runner.token())
     pid = (lock / "pids").read_text().split()[0]
     assert mounts.unmount(runner, found) is None
-    deadline = time.monotonic() + 5
-    while Path(f"/proc/{pid}").exists() and not _zombie(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not Path(f"/proc/{pid}").exists() or _zombie(pid)
+    # ended when the unmount returns: the run's release right after must not find it ending
+    # (and say the run left it behind)
+    assert _ended(pid)
     assert [a[0] for a in argvs(log)].count("umount") == 1  # the run's own, not the watchdog's
 
 
@@ -280,7 +294,7 @@ def test_unmounting_removes_what_the_test_made_in_the_share_and_nothing_else(
     by this test's token only (another run's and the NAS's own are not this test's). The
     stand-in mount leaves the share's files in the mount point: rmdir keeps them too."""
     runner, _, _ = host
-    token = "unit" + secrets.token_hex(3)
+    token = runner.token()
     found = mounts.mount(runner, smb(), token)
     share = Path(found.path)
     (share / f"nasplan-fio-{token}").mkdir()
@@ -301,7 +315,7 @@ def test_iscsi_with_chap_through_iscsiadm_never_puts_the_secret_in_argv(
                          password=PASSWORD)  # fmt: skip
     runner.env["FAIL_LOGIN"] = "1"  # (after the CHAP user is given)
     with pytest.raises(CannotStart, match=r"\(login\): iscsiadm login to "):
-        mounts.mount(runner, share, "unit" + secrets.token_hex(3))
+        mounts.mount(runner, share, runner.token())
     assert PASSWORD not in "".join("|".join(a) for a in argvs(log))
     node = ["iscsiadm", "-m", "node", "-T", iqn, "-p", "198.18.7.10:3260"]
     assert [*node, "--login"] in argvs(log) and [*node, "--logout"] in argvs(log)
@@ -323,7 +337,7 @@ def test_without_a_kernel_client_nfs_and_iscsi_go_through_the_user_space_bridge(
         else (iqn, {"lun": 1, "user": "ann", "password": PASSWORD})
     )
     share = mounts.Share(protocol=protocol, server="198.18.7.10", name=name, **extra)  # type: ignore[arg-type]
-    token = "unit" + secrets.token_hex(3)
+    token = runner.token()
     problems: list[str] = []
     with mounts.mounted(runner, share, token, problems, "bench") as found:
         assert found.bridged and found.path == f"{found.mount_point}/nbd"
@@ -356,7 +370,7 @@ def test_with_mount_auto_an_nfs_kernel_mount_that_fails_falls_back_to_the_bridge
     runner.env["FAIL_MOUNT"] = "1"
     share = mounts.Share(protocol="nfs", server="198.18.7.10", name="/volume1/data",
                          size_bytes=1 << 20)  # fmt: skip
-    token = "unit" + secrets.token_hex(3)
+    token = runner.token()
     with mounts.mounted(runner, share, token, []) as found:
         assert found.bridged and found.path == f"{found.mount_point}/nbd"
         assert found.describe() == (

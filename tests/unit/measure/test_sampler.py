@@ -57,14 +57,11 @@ def test_loop_samples_and_leaves_nothing_behind() -> None:
     token = f"unit-{os.getpid()}"
     pid = sampler.start(runner, token, max_s=30)
     assert pid is not None
-    time.sleep(1.2)
+    out, flag = _sampled(token, 2)
     result = sampler.stop(runner, token, pid)
     assert result is not None and result["samples"] >= 2
-    out, flag = sampler.paths(token)
     assert not Path(out).exists() and not Path(flag).exists()
-    status = Path(f"/proc/{pid}/status")
-    # gone, or a zombie waiting for a lazy init to reap it: either way no longer running
-    assert not status.exists() or "\nState:\tZ" in status.read_text()
+    assert _gone(str(pid))  # at once: the stop waited for it
 
 
 def test_riding_along_in_a_server_start_and_stop_samples_and_leaves_nothing_behind(
@@ -82,7 +79,7 @@ def test_riding_along_in_a_server_start_and_stop_samples_and_leaves_nothing_behi
     assert started.exited == 1 and "ended before it listened" in started.stderr
     pid_text = split_sections(started.stdout)[sampler.STARTED]
     assert pid_text.isdigit()
-    time.sleep(1.2)
+    out, flag = _sampled(token, 2)
     stop = iperf3_server.server_stop_script(
         pidfile, logfile, grace_s=0, also=sampler.stop_text(token, int(pid_text))
     )
@@ -90,13 +87,22 @@ def test_riding_along_in_a_server_start_and_stop_samples_and_leaves_nothing_behi
     assert stopped.ok
     parsed = sampler.parse(split_sections(stopped.stdout)[sampler.SECTION])
     assert parsed["samples"] >= 2
-    out, flag = sampler.paths(token)
     assert not Path(out).exists() and not Path(flag).exists()
-    status = Path(f"/proc/{pid_text}/status")
-    assert not status.exists() or "\nState:\tZ" in status.read_text()
+    assert _gone(pid_text)  # gone once stopped, not still ending: the stop waited for it
+
+
+def _sampled(token: str, samples: int) -> tuple[str, str]:
+    """Wait until the loop wrote ``samples`` whole samples (0.5 s apart, later on a loaded
+    host); its output and flag files."""
+    out, flag = sampler.paths(token)
+    deadline = time.monotonic() + 20
+    while Path(out).read_text().count(" E\n") < samples and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return out, flag
 
 
 def _gone(pid: str) -> bool:
+    """Gone, or a zombie waiting for a lazy init to reap it: either way no longer running."""
     status = Path(f"/proc/{pid}/status")
     return not status.exists() or "\nState:\tZ" in status.read_text()
 

@@ -86,6 +86,11 @@ fi
 if alive "$server"; then
   echo "nasplan: iperf3 server did not listen on port $port within $((limit / 100)) s" >&2
   kill "$server" 2>/dev/null
+  # gone, not ending, when this returns (Linux: /proc tells a zombie; 2 s at most)
+  if [ -r "/proc/$server/status" ]; then
+    ticks=0
+    while [ "$ticks" -lt 200 ] && alive "$server"; do nap; done
+  fi
 else
   echo "nasplan: $iperf3 -s ended before it listened on port $port" >&2
 fi
