@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import testinfra
+import yaml
 
 from nasplan.lab import LabState
 
@@ -150,3 +151,28 @@ def finish(proc: subprocess.Popen[str], seen: str = "", timeout_s: float = 120) 
         proc.send_signal(signal.SIGABRT)
         _, err = proc.communicate(timeout=10)
         raise AssertionError(f"nasplan hung:\n{seen}{err}") from None
+
+
+def profile_plan(state: LabState, tmp_path: Path, name: str, host: str, *tests: Any) -> Path:
+    """A plan of disk-profile ``tests`` on ``host`` (each a dict of its own keys over a short
+    default: one 1 MiB job, a 16 MiB file, 1 s, one repetition), written under ``tmp_path``."""
+    bodies = [
+        {"kind": "disk-profile", "host": host, "jobs": [{"block_size": "1MiB"}],
+         "size": "16MiB", "duration_s": 1, "repetitions": 1, **test}
+        for test in tests
+    ]  # fmt: skip
+    plan = {"name": name, "inventory": str(state.inventory_path), "tests": bodies}
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(plan, sort_keys=False))
+    return path
+
+
+def client_mounts(state: LabState, host: str) -> list[str]:
+    """The mount points nasplan made on ``host``, from its own mount table."""
+    text = Path(f"/proc/{state.hosts[host].sshd_pid}/mountinfo").read_text()
+    return [line.split()[4] for line in text.splitlines() if "nasplan-mnt-" in line]
+
+
+def files_in(state: LabState, host: str, path: str, *besides: str) -> set[str]:
+    """The names in ``path`` on ``host`` (a lab volume), ``lost+found`` and ``besides`` left out."""
+    return {p.name for p in state.host_path(host, path).iterdir()} - {"lost+found", *besides}

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from lab_helpers import finish, leftovers, nasplan_process
+from lab_helpers import client_mounts, files_in, finish, leftovers, nasplan_process, profile_plan
 
 from nasplan.input.plan import load_plan
 from nasplan.lab import LabState, iscsi
@@ -61,26 +60,15 @@ def lab(running_lab: Any) -> Iterator[LabState]:
 
 
 def plan_file(lab: LabState, tmp_path: Path, name: str, *tests: dict[str, Any]) -> Path:
-    bodies = [
-        {"kind": "disk-profile", "host": "brnas", "jobs": [{"block_size": "1MiB"}],
-         "size": "16MiB", "duration_s": 1, "repetitions": 1, **test}
-        for test in tests
-    ]  # fmt: skip
-    plan = {"name": name, "inventory": str(lab.inventory_path), "tests": bodies}
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(plan, sort_keys=False))
-    return path
+    return profile_plan(lab, tmp_path, name, "brnas", *tests)
 
 
 def mounts_on_client(lab: LabState) -> list[str]:
-    text = Path(f"/proc/{lab.hosts['brws'].sshd_pid}/mountinfo").read_text()
-    return [line.split()[4] for line in text.splitlines() if "nasplan-mnt-" in line]
+    return client_mounts(lab, "brws")
 
 
 def on_volume(lab: LabState) -> set[str]:
-    return {p.name for p in lab.host_path("brnas", VOLUME).iterdir()} - {
-        "lost+found", iscsi.VOLUME_LUN_NAME,
-    }  # fmt: skip
+    return files_in(lab, "brnas", VOLUME, iscsi.VOLUME_LUN_NAME)
 
 
 def iscsi_sessions(lab: LabState) -> str:

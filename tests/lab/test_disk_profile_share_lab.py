@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from lab_helpers import finish, leftovers, nasplan_process
+from lab_helpers import client_mounts, files_in, finish, leftovers, nasplan_process, profile_plan
 
 from nasplan.input.plan import load_plan
 from nasplan.lab import LabState, services
@@ -70,23 +69,15 @@ def password(lab: LabState, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def plan_file(lab: LabState, tmp_path: Path, name: str, **test: Any) -> Path:
-    body = {"id": name, "kind": "disk-profile", "host": "shnas", "through": THROUGH,
-            "jobs": [{"block_size": "1MiB"}], "size": "16MiB", "duration_s": 1,
-            "repetitions": 1, **test}  # fmt: skip
-    plan = {"name": name, "inventory": str(lab.inventory_path), "tests": [body]}
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(plan, sort_keys=False))
-    return path
+    return profile_plan(lab, tmp_path, name, "shnas", {"id": name, "through": THROUGH, **test})
 
 
 def mounts_on_client(lab: LabState) -> list[str]:
-    """The client's mount points nasplan made, from its own mount table."""
-    text = Path(f"/proc/{lab.hosts['shws'].sshd_pid}/mountinfo").read_text()
-    return [line.split()[4] for line in text.splitlines() if "nasplan-mnt-" in line]
+    return client_mounts(lab, "shws")
 
 
 def on_volume(lab: LabState) -> set[str]:
-    return {p.name for p in lab.host_path("shnas", VOLUME).iterdir()} - {"lost+found"}
+    return files_in(lab, "shnas", VOLUME)
 
 
 def run_plan(path: Path, out: Path) -> dict[str, Any]:

@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from lab_helpers import finish, leftovers, nasplan_process
+from lab_helpers import client_mounts, files_in, finish, leftovers, nasplan_process, profile_plan
 
 from nasplan.lab import LabState, services
 
@@ -52,22 +51,17 @@ def env(lab: LabState) -> dict[str, str]:
 
 
 def plan_file(lab: LabState, tmp_path: Path, name: str, method: str, **test: Any) -> Path:
-    body = {"id": method, "kind": "disk-profile", "host": "mwnas", "through": THROUGH[method],
-            "jobs": [{"block_size": "1MiB"}], "size": "16MiB", "duration_s": 1,
-            "repetitions": 1, **test}  # fmt: skip
-    plan = {"name": name, "inventory": str(lab.inventory_path), "tests": [body]}
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(plan, sort_keys=False))
-    return path
+    return profile_plan(
+        lab, tmp_path, name, "mwnas", {"id": method, "through": THROUGH[method], **test}
+    )
 
 
 def mounts_on_client(lab: LabState) -> list[str]:
-    text = Path(f"/proc/{lab.hosts['mwws'].sshd_pid}/mountinfo").read_text()
-    return [line.split()[4] for line in text.splitlines() if "nasplan-mnt-" in line]
+    return client_mounts(lab, "mwws")
 
 
 def on_volume(lab: LabState) -> set[str]:
-    return {p.name for p in lab.host_path("mwnas", VOLUME).iterdir()} - {"lost+found"}
+    return files_in(lab, "mwnas", VOLUME)
 
 
 def apply(path: Path, out: Path, env: dict[str, str]) -> str:
