@@ -12,7 +12,6 @@ from nasplan.measure import sampling
 from nasplan.measure.commands import command
 from nasplan.measure.estimate import Estimate
 from nasplan.measure.kind import DASH, Kind, Record, RunContext, Section, target_text
-from nasplan.measure.kinds.latency import view
 from nasplan.measure.kinds.latency.settings import LatencySettings
 from nasplan.measure.pair import open_client_tool
 from nasplan.measure.record import finish, new_record, path_params, warn
@@ -69,7 +68,7 @@ class Latency(Kind[LatencySettings]):
     groups = ("Latency",)
     lower_is_better = True
     metric = METRIC
-    section = Section(__name__, view.view)
+    section = Section(__name__)
 
     def settings(self, test: PlanTest) -> LatencySettings:
         """10 pings 0.2 s apart, MTU probe on, by default."""
