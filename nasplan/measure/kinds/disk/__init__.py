@@ -239,8 +239,9 @@ class Disk(Kind[DiskSettings]):
     def settings(self, test: PlanTest) -> DiskSettings:
         """``host`` and ``path`` required; the defaults of DiskSettings."""
         s = test.settings
-        keys = ("volume", "direction", "size", "direct", "fallback_buffered", "duration_s")
-        given = {k: s[k] for k in keys if k in s}
+        given = test.given(
+            "volume", "direction", "size", "direct", "fallback_buffered", "duration_s"
+        )
         return DiskSettings(host=str(s["host"]), path=str(s["path"]), **given)
 
     def needs(self, test: PlanTest, s: DiskSettings) -> Needs:
