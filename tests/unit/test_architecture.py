@@ -41,7 +41,8 @@ def test_every_module_is_in_the_architecture_doc() -> None:
 # or a document. Rooms on one floor do not import each other. Every room is named here.
 FLOORS: tuple[tuple[str, ...], ...] = (
     # the contracts and what every room reads: stdlib (and yaml, jinja2) only below them
-    ("nasplan", "errors", "units", "quantities", "tasks", "sections", "significance"),
+    # (and the NBD server the client's bridge and the lab's shaped disks speak)
+    ("nasplan", "errors", "units", "quantities", "tasks", "sections", "significance", "nbd_bridge"),
     # files written, statistics of repetitions; plans and inventories read and checked
     ("output", "analysis", "input"),
     # talking to hosts (runners, quoting, sudo); the run directory; the console; the lab; the
