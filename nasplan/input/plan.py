@@ -116,6 +116,10 @@ class PlanTest:
     # measures none of them again (its other directions, yes)
     kept: frozenset[tuple[int, str | None]] = frozenset()
 
+    def given(self, *keys: str) -> dict[str, Any]:
+        """Those of its kind's ``keys`` the plan gives it: a kind's settings default the rest."""
+        return {key: self.settings[key] for key in keys if key in self.settings}
+
     @property
     def indices(self) -> range:
         """The repetition numbers this test (or this part of it) runs."""

@@ -24,6 +24,7 @@ from typing import Any
 
 from nasplan.errors import LabError
 from nasplan.lab import daemon, netns
+from nasplan.lab.state import InRoot
 from nasplan.units import parse_size
 
 TGTD = "/usr/sbin/tgtd"
@@ -46,25 +47,11 @@ class IscsiFiles:
 
     root: Path
 
-    @property
-    def lun_path(self) -> Path:
-        return self.root / "lun1.img"
-
-    @property
-    def secret_path(self) -> Path:
-        return self.root / "chap-secret"
-
-    @property
-    def settings_path(self) -> Path:
-        return self.root / "target.json"
-
-    @property
-    def out_path(self) -> Path:
-        return self.root / "tgtd.out"
-
-    @property
-    def pid_path(self) -> Path:
-        return self.root / "tgtd.pid"
+    lun_path = InRoot("lun1.img")
+    secret_path = InRoot("chap-secret")
+    settings_path = InRoot("target.json")
+    out_path = InRoot("tgtd.out")
+    pid_path = InRoot("tgtd.pid")
 
 
 def iscsi_files(host_dir: Path) -> IscsiFiles:

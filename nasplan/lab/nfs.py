@@ -19,6 +19,7 @@ from typing import Any
 
 from nasplan.errors import LabError
 from nasplan.lab import daemon, netns
+from nasplan.lab.state import InRoot
 
 GANESHA = "/usr/bin/ganesha.nfsd"
 RPCBIND = "/usr/sbin/rpcbind"
@@ -35,37 +36,14 @@ class NfsFiles:
 
     root: Path
 
-    @property
-    def conf_path(self) -> Path:
-        return self.root / "ganesha.conf"
-
-    @property
-    def export_path(self) -> Path:
-        return self.root / "export"
-
-    @property
-    def recovery_path(self) -> Path:
-        return self.root / "recovery"
-
-    @property
-    def log_path(self) -> Path:
-        return self.root / "ganesha.log"
-
-    @property
-    def out_path(self) -> Path:
-        return self.root / "ganesha.out"
-
-    @property
-    def release_log_path(self) -> Path:
-        return self.root / "release.log"
-
-    @property
-    def pid_path(self) -> Path:
-        return self.root / "ganesha.pid"
-
-    @property
-    def rpcbind_pid_path(self) -> Path:
-        return self.root / "rpcbind.pid"
+    conf_path = InRoot("ganesha.conf")
+    export_path = InRoot("export")
+    recovery_path = InRoot("recovery")
+    log_path = InRoot("ganesha.log")
+    out_path = InRoot("ganesha.out")
+    release_log_path = InRoot("release.log")
+    pid_path = InRoot("ganesha.pid")
+    rpcbind_pid_path = InRoot("rpcbind.pid")
 
 
 def nfs_files(host_dir: Path) -> NfsFiles:

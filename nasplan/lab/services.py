@@ -26,6 +26,7 @@ from typing import Any
 from nasplan.errors import LabError
 from nasplan.lab import daemon, iscsi, netns, nfs
 from nasplan.lab.model import LabHost
+from nasplan.lab.state import InRoot
 
 SMBD = "/usr/sbin/smbd"
 SMBPASSWD = "/usr/bin/smbpasswd"
@@ -46,26 +47,12 @@ class SmbFiles:
 
     root: Path
 
-    @property
-    def conf_path(self) -> Path:
-        return self.root / "smb.conf"
-
-    @property
-    def share_path(self) -> Path:
-        return self.root / "share"
-
-    @property
-    def password_path(self) -> Path:
-        return self.root / "password"
-
-    @property
-    def log_path(self) -> Path:
-        return self.root / "smbd.out"
-
-    @property
-    def pid_path(self) -> Path:
-        """The PID file smbd itself writes (``pid directory``)."""
-        return self.root / "run" / "smbd.pid"
+    conf_path = InRoot("smb.conf")
+    share_path = InRoot("share")
+    password_path = InRoot("password")
+    log_path = InRoot("smbd.out")
+    # The PID file smbd itself writes (``pid directory``).
+    pid_path = InRoot("run", "smbd.pid")
 
 
 def short_root(files: SmbFiles) -> Path:

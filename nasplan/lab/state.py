@@ -15,6 +15,17 @@ STATE_VERSION = 1
 STATE_FILE = "state.json"
 
 
+class InRoot:
+    """A file of a layout under its folder (its attribute ``under``: ``root``, or the lab's
+    ``state_dir``): ``pid_path = InRoot("tgtd.pid")`` reads as ``self.root / "tgtd.pid"``."""
+
+    def __init__(self, *parts: str, under: str = "root") -> None:
+        self.parts, self.under = parts, under
+
+    def __get__(self, layout: Any, owner: type | None = None) -> Path:
+        return Path(getattr(layout, self.under)).joinpath(*self.parts)
+
+
 @dataclass
 class HostState:
     """A running lab host: namespace, LAN address/prefix, personality, sshd PID, interfaces."""
@@ -75,25 +86,11 @@ class LabState:
     # sha256 of the lab file's data: a changed file means the running lab is stale.
     lab_digest: str = ""
 
-    @property
-    def inventory_path(self) -> Path:
-        return self.state_dir / "inventory.yaml"
-
-    @property
-    def known_hosts_path(self) -> Path:
-        return self.state_dir / "known_hosts"
-
-    @property
-    def identity_path(self) -> Path:
-        return self.state_dir / "id_ed25519"
-
-    @property
-    def ssh_config_path(self) -> Path:
-        return self.state_dir / "ssh_config"
-
-    @property
-    def state_path(self) -> Path:
-        return self.state_dir / STATE_FILE
+    inventory_path = InRoot("inventory.yaml", under="state_dir")
+    known_hosts_path = InRoot("known_hosts", under="state_dir")
+    identity_path = InRoot("id_ed25519", under="state_dir")
+    ssh_config_path = InRoot("ssh_config", under="state_dir")
+    state_path = InRoot(STATE_FILE, under="state_dir")
 
     def host_dir(self, host: str) -> Path:
         """Where a host's sshd_config, host key, wrapper and log live."""

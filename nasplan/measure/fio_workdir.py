@@ -1,16 +1,35 @@
-"""The directory a fio test works in on its host (the disk and disk-profile kinds): made fresh
-under the plan's path and registered in the host's lock (should the run die, the next one
-removes it), removed when the test ends."""
+"""The directory a fio test works in on its host (the disk and disk-profile kinds): where their
+settings say it is (``FioPlace``), made fresh under the plan's path and registered in the host's
+lock (should the run die, the next one removes it), removed when the test ends."""
 
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass
 from typing import Any
 
 from nasplan.errors import CannotStart
 from nasplan.hosts.lock import PRELUDE
 from nasplan.hosts.session import HostSession
 from nasplan.measure.record import warn
+from nasplan.units import parse_size
+
+
+@dataclass(frozen=True)
+class FioPlace:
+    """Where a fio test writes (its kind's settings start with it): the host, the plan's
+    directory there, the inventory's volume it lies on (``volume:``, or found from the path),
+    and how much (a kind states its own default)."""
+
+    host: str
+    path: str
+    volume: str | None = None
+    size: str | int = "64MiB"
+
+    @property
+    def size_bytes(self) -> int:
+        return parse_size(self.size)
+
 
 _SETUP_TIMEOUT_S = 60.0
 WORKDIR_PREFIX = "nasplan-fio-"

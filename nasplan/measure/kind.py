@@ -164,16 +164,22 @@ def no_numbers(tests: Sequence[Record]) -> Numbers:
     return Numbers()
 
 
+def as_run_json(tests: Sequence[Record]) -> dict[str, Any]:
+    """A view that hands the template ``tests``, the section's tests as run.json has them."""
+    return {"tests": list(tests)}
+
+
 @dataclass(frozen=True)
 class Section:
     """A section of report.md that details a kind's tests, asked of the kind (``Readout.section``):
     its template (``template`` in the package ``package``: the kind's folder) and its view, which
-    turns the section's tests into what the template shows. The report hands the view each test
+    turns the section's tests into what the template shows (by default, ``tests`` as they are:
+    ``as_run_json``). The report hands the view each test
     as run.json has it, with its ``heading`` and its results rows (``results``) beside; kinds
     that share a section (iSCSI beside the file transfers) give the same one."""
 
     package: str
-    view: Callable[[Sequence[Record]], Mapping[str, Any]]
+    view: Callable[[Sequence[Record]], Mapping[str, Any]] = as_run_json
     numbers: Callable[[Sequence[Record]], Numbers] = no_numbers
     template: str = "section.md.j2"
 

@@ -2,7 +2,7 @@
 ``mount -t cifs`` with a 0600 credentials file, else the FUSE client ``smbnetfs`` where the
 kernel has no cifs), NFS (``mount -t nfs``, else ONE file of the export through the user-space
 bridge) and an iSCSI LUN (``iscsiadm`` login: a block device, no mount; else the LUN through
-the bridge). The bridge (``nasplan.measure.nbd_bridge``: libnfs or libiscsi, served as a file by
+the bridge). The bridge (``nasplan.nbd_bridge``: libnfs or libiscsi, served as a file by
 ``nbdfuse``) needs no kernel module and no root: its file is ``MOUNT_POINT/nbd``.
 
 Every mount (and login) is written into the client's host lock before it is made
@@ -34,7 +34,7 @@ HOWS = ("auto", "kernel", "fuse")
 ISCSI_PORT = 3260
 MOUNT_TIMEOUT_S = 60.0
 # the bridge and what it imports for an iSCSI LUN, written to the client's config directory
-BRIDGE = resources.files("nasplan.measure").joinpath("nbd_bridge.py").read_text()
+BRIDGE = resources.files("nasplan").joinpath("nbd_bridge.py").read_text()
 ISCSI_RW = resources.files("nasplan.measure.kinds.iscsi").joinpath("iscsi_rw.py").read_text()
 
 # sh helpers of both scripts: nasplan_root CMD: as root (sudo -n when the login user is not);

@@ -7,7 +7,7 @@ the test and unmounted on every way out (``nasplan.measure.mounts``).
 or ``{method: iscsi, client: ws, target: IQN, lun: 0, scratch: true}`` (the LUN itself: fio on
 its block device, or on the bridge's file). Where the client has no kernel client for NFS or
 iSCSI (or no root), the user-space bridge serves ONE file of the export, or the LUN, as a file
-on FUSE (``nasplan.measure.nbd_bridge``): fio runs on it, one request at a time at the NAS.
+on FUSE (``nasplan.nbd_bridge``): fio runs on it, one request at a time at the NAS.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ import threading
 
 import pytest
 
+from nasplan import nbd_bridge as nbd
 from nasplan.lab import shaped_disk
 from nasplan.lab.disk_pacing import BURSTINESS_S, DiskShape, Pacer
 
@@ -65,8 +66,9 @@ def serve_in_thread(size: int, shape: DiskShape) -> tuple[socket.socket, threadi
 
     def run() -> None:
         try:
-            shaped_disk.handshake(theirs, size)
-            shaped_disk.serve(theirs, shaped_disk.Disk(size, Pacer(shape)))
+            disk = shaped_disk.Disk(size, Pacer(shape))
+            nbd.handshake(theirs, disk)
+            nbd.serve(theirs, disk)
         except EOFError:
             pass
         finally:
@@ -80,28 +82,28 @@ def serve_in_thread(size: int, shape: DiskShape) -> tuple[socket.socket, threadi
 def go(conn: socket.socket) -> tuple[int, int]:
     """A client's fixed newstyle handshake with NBD_OPT_GO (after an option the server lacks):
     the export's size and transmission flags."""
-    magic, opt, flags = struct.unpack(">QQH", shaped_disk.recv_exact(conn, 18))
-    assert (magic, opt) == (shaped_disk.NBDMAGIC, shaped_disk.IHAVEOPT) and flags & 1
+    magic, opt, flags = struct.unpack(">QQH", nbd.recv_exact(conn, 18))
+    assert (magic, opt) == (nbd.NBDMAGIC, nbd.IHAVEOPT) and flags & 1
     conn.sendall(struct.pack(">I", 3))
-    conn.sendall(struct.pack(">QII", shaped_disk.IHAVEOPT, 8, 0))  # structured replies
-    _, option, reply, length = struct.unpack(">QIII", shaped_disk.recv_exact(conn, 20))
-    assert (option, reply, length) == (8, shaped_disk.REP_ERR_UNSUP, 0)
+    conn.sendall(struct.pack(">QII", nbd.IHAVEOPT, 8, 0))  # structured replies
+    _, option, reply, length = struct.unpack(">QIII", nbd.recv_exact(conn, 20))
+    assert (option, reply, length) == (8, nbd.REP_ERR_UNSUP, 0)
     name = b""
     data = struct.pack(">I", len(name)) + name + struct.pack(">H", 0)
-    conn.sendall(struct.pack(">QII", shaped_disk.IHAVEOPT, shaped_disk.OPT_GO, len(data)) + data)
-    _, _, reply, length = struct.unpack(">QIII", shaped_disk.recv_exact(conn, 20))
-    assert (reply, length) == (shaped_disk.REP_INFO, 12)
-    info, size, transmission = struct.unpack(">HQH", shaped_disk.recv_exact(conn, 12))
-    _, _, reply, _ = struct.unpack(">QIII", shaped_disk.recv_exact(conn, 20))
-    assert (info, reply) == (shaped_disk.INFO_EXPORT, shaped_disk.REP_ACK)
+    conn.sendall(struct.pack(">QII", nbd.IHAVEOPT, nbd.OPT_GO, len(data)) + data)
+    _, _, reply, length = struct.unpack(">QIII", nbd.recv_exact(conn, 20))
+    assert (reply, length) == (nbd.REP_INFO, 12)
+    info, size, transmission = struct.unpack(">HQH", nbd.recv_exact(conn, 12))
+    _, _, reply, _ = struct.unpack(">QIII", nbd.recv_exact(conn, 20))
+    assert (info, reply) == (0, nbd.REP_ACK)  # NBD_INFO_EXPORT
     return size, transmission
 
 
 def request(conn: socket.socket, command: int, offset: int, length: int, data: bytes = b"") -> int:
-    conn.sendall(struct.pack(">IHHQQI", shaped_disk.REQUEST_MAGIC, 0, command, 7, offset, length))
+    conn.sendall(struct.pack(">IHHQQI", nbd.REQUEST_MAGIC, 0, command, 7, offset, length))
     conn.sendall(data)
-    magic, error, cookie = struct.unpack(">IIQ", shaped_disk.recv_exact(conn, 16))
-    assert (magic, cookie) == (shaped_disk.SIMPLE_REPLY_MAGIC, 7)
+    magic, error, cookie = struct.unpack(">IIQ", nbd.recv_exact(conn, 16))
+    assert (magic, cookie) == (nbd.SIMPLE_REPLY_MAGIC, 7)
     return int(error)
 
 
@@ -110,20 +112,18 @@ def test_the_disk_serves_nbd_reads_writes_and_zeroes() -> None:
     size, flags = go(conn)
     assert size == 8 * MIB and flags & 1 and flags & 32  # has flags; trims
     block = bytes(range(256)) * 4096
-    assert request(conn, shaped_disk.CMD_WRITE, 4096, len(block), block) == 0
-    assert request(conn, shaped_disk.CMD_READ, 4096, len(block)) == 0
-    assert shaped_disk.recv_exact(conn, len(block)) == block
+    assert request(conn, nbd.CMD_WRITE, 4096, len(block), block) == 0
+    assert request(conn, nbd.CMD_READ, 4096, len(block)) == 0
+    assert nbd.recv_exact(conn, len(block)) == block
     # zeroing a range that is not page-aligned zeroes it exactly
-    assert request(conn, shaped_disk.CMD_WRITE_ZEROES, 5000, 10000) == 0
-    assert request(conn, shaped_disk.CMD_READ, 4096, 16384) == 0
+    assert request(conn, nbd.CMD_WRITE_ZEROES, 5000, 10000) == 0
+    assert request(conn, nbd.CMD_READ, 4096, 16384) == 0
     expected = block[:904] + bytes(10000) + block[10904:16384]
-    assert shaped_disk.recv_exact(conn, 16384) == expected
+    assert nbd.recv_exact(conn, 16384) == expected
     # past the end: EINVAL, and the connection goes on
-    assert request(conn, shaped_disk.CMD_READ, 8 * MIB - 512, 1024) == shaped_disk.EINVAL
-    assert request(conn, shaped_disk.CMD_FLUSH, 0, 0) == 0
-    conn.sendall(
-        struct.pack(">IHHQQI", shaped_disk.REQUEST_MAGIC, 0, shaped_disk.CMD_DISC, 0, 0, 0)
-    )
+    assert request(conn, nbd.CMD_READ, 8 * MIB - 512, 1024) == nbd.EINVAL
+    assert request(conn, nbd.CMD_FLUSH, 0, 0) == 0
+    conn.sendall(struct.pack(">IHHQQI", nbd.REQUEST_MAGIC, 0, nbd.CMD_DISC, 0, 0, 0))
     thread.join(timeout=5)
     assert not thread.is_alive()
     conn.close()

@@ -42,7 +42,7 @@ from nasplan.errors import CannotStart
 from nasplan.input.plan import Plan, PlanTest
 from nasplan.measure.estimate import Estimate
 from nasplan.measure.kind import Kind, Needs, Record, RunContext, Section
-from nasplan.measure.kinds.sleep import gnu_time, view
+from nasplan.measure.kinds.sleep import gnu_time
 from nasplan.measure.kinds.sleep.settings import SleepSettings
 from nasplan.measure.pair import check_ready, host_tool
 from nasplan.measure.record import finish, new_record
@@ -59,7 +59,7 @@ class Sleep(Kind[SleepSettings]):
     groups = ("Sleep",)
     lower_is_better = True
     metric = METRIC
-    section = Section(__name__, view.view)
+    section = Section(__name__)
 
     def settings(self, test: PlanTest) -> SleepSettings:
         return SleepSettings(float(test.settings.get("seconds", SleepSettings.seconds)))
@@ -143,21 +143,6 @@ def timed_sleep(runner: Runner, time_path: str, seconds: float) -> tuple[str, fl
     return result.stderr, parse(result.stderr)
 '''
 
-VIEW = '''\
-"""The sleep tests' section of report.md."""
-
-from __future__ import annotations
-
-from collections.abc import Sequence
-from typing import Any
-
-from nasplan.measure.kind import Record
-
-
-def view(tests: Sequence[Record]) -> dict[str, Any]:
-    return {"tests": list(tests)}
-'''
-
 SECTION = """\
 ## Pauses
 
@@ -225,7 +210,6 @@ def follow(tree: ScratchTree, leave_out: int | None = None) -> None:
     # 1. its settings; 2. the kind; 3. its section of report.md
     tree.write(f"{folder}/settings.py", SETTINGS)
     tree.write(f"{folder}/__init__.py", KIND)
-    tree.write(f"{folder}/view.py", VIEW)
     tree.write(f"{folder}/section.md.j2", SECTION)
     # 4. the registry, last: the report's last section
     tree.insert_after(
@@ -285,7 +269,7 @@ def follow(tree: ScratchTree, leave_out: int | None = None) -> None:
             "| `nasplan/measure/kinds/sleep/__init__.py` | `kind: sleep`: a pause on one host |\n"
             "| `nasplan/measure/kinds/sleep/settings.py` | its settings, `SleepSettings` |\n"
             "| `nasplan/measure/kinds/sleep/gnu_time.py` | `time -p` argv, parser, one sleep |\n"
-            "| `nasplan/measure/kinds/sleep/view.py` + `section.md.j2` | its section |\n",
+            "| `nasplan/measure/kinds/sleep/section.md.j2` | its section |\n",
         )
     # 9. the manual
     tree.insert_before(
@@ -308,7 +292,6 @@ def test_the_recipe_names_the_files_of_each_of_its_steps() -> None:
     assert recipe.files == {
         f"{folder}/settings.py",
         f"{folder}/__init__.py",
-        f"{folder}/view.py",
         f"{folder}/section.md.j2",
         "nasplan/measure/kinds/__init__.py",
         "nasplan/schemas/plan.schema.json",

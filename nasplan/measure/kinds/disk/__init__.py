@@ -23,7 +23,6 @@ from nasplan.measure.commands import command
 from nasplan.measure.estimate import Estimate, parts, volume_rate
 from nasplan.measure.fio_workdir import FIO_FILE, WORKDIR_PREFIX, make_workdir, remove_workdir
 from nasplan.measure.kind import Kind, Needs, Probe, Record, RunContext, Section
-from nasplan.measure.kinds.disk import view
 from nasplan.measure.kinds.disk import windows as disk_windows
 from nasplan.measure.kinds.disk.settings import DiskSettings
 from nasplan.measure.pair import check_ready
@@ -235,13 +234,14 @@ class Disk(Kind[DiskSettings]):
     timeline_quantity = BYTES
     directed = True
     short_start = "start-up (opening the file, the first requests)"
-    section = Section(__name__, view.view)
+    section = Section(__name__)
 
     def settings(self, test: PlanTest) -> DiskSettings:
         """``host`` and ``path`` required; the defaults of DiskSettings."""
         s = test.settings
-        keys = ("volume", "direction", "size", "direct", "fallback_buffered", "duration_s")
-        given = {k: s[k] for k in keys if k in s}
+        given = test.given(
+            "volume", "direction", "size", "direct", "fallback_buffered", "duration_s"
+        )
         return DiskSettings(host=str(s["host"]), path=str(s["path"]), **given)
 
     def needs(self, test: PlanTest, s: DiskSettings) -> Needs:

@@ -92,8 +92,7 @@ class DiskProfile(Kind[ProfileSettings]):
 
     def settings(self, test: PlanTest) -> ProfileSettings:
         s = test.settings
-        keys = ("volume", "profile", "read_percent", "size", "duration_s")
-        given = {k: s[k] for k in keys if k in s}
+        given = test.given("volume", "profile", "read_percent", "size", "duration_s")
         jobs = tuple(_job(j) for j in s.get("jobs") or ())
         modes = tuple(s.get("modes") or ("read", "write"))
         return ProfileSettings(

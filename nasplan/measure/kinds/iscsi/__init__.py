@@ -165,9 +165,8 @@ class Iscsi(Kind[IscsiSettings]):
     def settings(self, test: PlanTest) -> IscsiSettings:
         """``iqn`` and ``lun`` required; the defaults of IscsiSettings."""
         s = test.settings
-        keys = ("scratch", "direction", "size", "request_size", "queue_depth", "port",
-                "chap_user", "chap_secret_env")  # fmt: skip
-        given = {k: s[k] for k in keys if k in s}
+        given = test.given("scratch", "direction", "size", "request_size", "queue_depth", "port",
+                           "chap_user", "chap_secret_env")  # fmt: skip
         return IscsiSettings(iqn=str(s["iqn"]), lun=int(s["lun"]), **given)
 
     def describe(self, test: PlanTest, s: IscsiSettings) -> str:

@@ -12,7 +12,6 @@ from nasplan.measure import sampling
 from nasplan.measure.commands import command
 from nasplan.measure.estimate import Estimate
 from nasplan.measure.kind import DASH, Kind, Record, RunContext, Section, target_text
-from nasplan.measure.kinds.latency import view
 from nasplan.measure.kinds.latency.settings import LatencySettings
 from nasplan.measure.pair import open_client_tool
 from nasplan.measure.record import finish, new_record, path_params, warn
@@ -69,15 +68,14 @@ class Latency(Kind[LatencySettings]):
     groups = ("Latency",)
     lower_is_better = True
     metric = METRIC
-    section = Section(__name__, view.view)
+    section = Section(__name__)
 
     def settings(self, test: PlanTest) -> LatencySettings:
-        """10 pings 0.2 s apart, MTU probe on, by default."""
-        s = test.settings
-        params = ping.PingParams(
-            count=int(s.get("count", 10)), interval_s=float(s.get("interval_s", 0.2))
-        )
-        return LatencySettings(params, bool(s.get("mtu_probe", True)))
+        """The defaults of PingParams (10 pings 0.2 s apart) and LatencySettings (MTU probe on)."""
+        given = test.given("count", "interval_s")
+        if "interval_s" in given:  # ``interval_s: 1`` (an int once read) is recorded as 1.0
+            given["interval_s"] = float(given["interval_s"])
+        return LatencySettings(ping.PingParams(**given), **test.given("mtu_probe"))
 
     def describe(self, test: PlanTest, s: LatencySettings) -> str:
         probe = ", path-MTU probe" if s.mtu_probe else ""

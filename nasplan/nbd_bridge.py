@@ -13,10 +13,12 @@ nasplan installed there.
 - ``iscsi PORTAL IQN LUN``: the LUN as it is (READ16, WRITE16, flush: SYNCHRONIZE CACHE16); a
   CHAP user and secret come from the file ``--chap-file`` (two lines; removed once read).
 
-It answers one request at a time (as ``nasplan.lab.shaped_disk``): whatever queue depth fio
-asks for, the NAS sees one request in flight. It ends, removing its NFS file or logging out of
-the LUN, when nbdfuse disconnects (the FUSE mount undone), on SIGTERM or SIGHUP; then it
-removes ``--running FILE``. Errors go to stderr (nbdfuse's log).
+It answers one request at a time: whatever queue depth fio asks for, the NAS sees one request
+in flight. It ends, removing its NFS file or logging out of the LUN, when nbdfuse disconnects
+(the FUSE mount undone), on SIGTERM or SIGHUP; then it removes ``--running FILE``. Errors go to
+stderr (nbdfuse's log). Its NBD server (``handshake``, ``serve``: the fixed newstyle handshake,
+``NBD_OPT_GO`` or else ``NBD_OPT_EXPORT_NAME``, and simple replies) serves the lab's shaped disks
+too (``nasplan.lab.shaped_disk``), whose disk can also zero a range (trim, write zeroes).
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ REPLY_MAGIC, REQUEST_MAGIC, SIMPLE_REPLY_MAGIC = 0x3E889045565A9, 0x25609513, 0x
 OPT_EXPORT_NAME, OPT_ABORT, OPT_GO = 1, 2, 7
 REP_ACK, REP_INFO, REP_ERR_UNSUP = 1, 3, 2**31 + 1
 TRANSMISSION_FLAGS = 1 | 4  # has flags, flush
-CMD_READ, CMD_WRITE, CMD_DISC, CMD_FLUSH = 0, 1, 2, 3
+ZERO_FLAGS = 32 | 64  # trim, write zeroes: a disk with ``zero(offset, length)``
+CMD_READ, CMD_WRITE, CMD_DISC, CMD_FLUSH, CMD_TRIM, CMD_WRITE_ZEROES = 0, 1, 2, 3, 4, 6
+_RANGED = (CMD_READ, CMD_WRITE, CMD_TRIM, CMD_WRITE_ZEROES)
 EIO, EINVAL = 5, 22
 _REQUEST = struct.Struct(">IHHQQI")
 O_RDWR, O_CREAT, O_EXCL = 0o2, 0o100, 0o200
@@ -49,6 +53,7 @@ class Stop(Exception):
 
 
 def recv_exact(conn: socket.socket, length: int) -> bytearray:
+    """``length`` bytes from ``conn``; EOFError when it closes first."""
     data = bytearray(length)
     view, got = memoryview(data), 0
     while got < length:
@@ -59,28 +64,38 @@ def recv_exact(conn: socket.socket, length: int) -> bytearray:
     return data
 
 
-def handshake(conn: socket.socket, size: int) -> None:
-    """The fixed newstyle handshake up to transmission (``NBD_OPT_GO`` or ``EXPORT_NAME``)."""
+def handshake(conn: socket.socket, disk: Any) -> None:
+    """The fixed newstyle handshake up to transmission (``NBD_OPT_GO`` or ``EXPORT_NAME``) of
+    ``disk`` (its ``size``; trim and write zeroes when it can ``zero``); EOFError when the
+    client leaves."""
     conn.sendall(struct.pack(">QQH", NBDMAGIC, IHAVEOPT, 1 | 2))
     (client_flags,) = struct.unpack(">I", recv_exact(conn, 4))
-    export = struct.pack(">QH", size, TRANSMISSION_FLAGS)
+    flags = TRANSMISSION_FLAGS | (ZERO_FLAGS if hasattr(disk, "zero") else 0)
+    export = struct.pack(">QH", disk.size, flags)
     while True:
         magic, option, length = struct.unpack(">QII", recv_exact(conn, 16))
         recv_exact(conn, length)
-        if magic != IHAVEOPT or option == OPT_ABORT:
+        if magic != IHAVEOPT:
             raise EOFError
         if option == OPT_EXPORT_NAME:
             conn.sendall(export + (b"" if client_flags & 2 else bytes(124)))
             return
-        replies = [(REP_INFO, struct.pack(">H", 0) + export), (REP_ACK, b"")]
-        for reply, data in replies if option == OPT_GO else [(REP_ERR_UNSUP, b"")]:
+        replies = {
+            OPT_GO: [(REP_INFO, struct.pack(">H", 0) + export), (REP_ACK, b"")],
+            OPT_ABORT: [(REP_ACK, b"")],
+        }.get(option, [(REP_ERR_UNSUP, b"")])
+        for reply, data in replies:
             conn.sendall(struct.pack(">QIII", REPLY_MAGIC, option, reply, len(data)) + data)
+        if option == OPT_ABORT:
+            raise EOFError
         if option == OPT_GO:
             return
 
 
 def serve(conn: socket.socket, disk: Any) -> None:
-    """Answer requests one at a time until the client disconnects."""
+    """Answer requests one at a time until the client disconnects: ``disk``'s ``read(offset,
+    length)``, ``write(offset, data)``, ``flush()`` and ``zero(offset, length)`` (trim, write
+    zeroes) where it has one; a range past its ``size`` fails with EINVAL."""
     while True:
         magic, _flags, command, cookie, offset, length = _REQUEST.unpack(
             recv_exact(conn, _REQUEST.size)
@@ -90,7 +105,7 @@ def serve(conn: socket.socket, disk: Any) -> None:
         error, data = 0, b""
         payload = recv_exact(conn, length) if command == CMD_WRITE else None
         try:
-            if command in (CMD_READ, CMD_WRITE) and offset + length > disk.size:
+            if command in _RANGED and offset + length > disk.size:
                 error = EINVAL
             elif command == CMD_READ:
                 data = disk.read(offset, length)
@@ -98,6 +113,8 @@ def serve(conn: socket.socket, disk: Any) -> None:
                 disk.write(offset, payload)
             elif command == CMD_FLUSH:
                 disk.flush()
+            elif command in (CMD_TRIM, CMD_WRITE_ZEROES) and hasattr(disk, "zero"):
+                disk.zero(offset, length)
             else:
                 error = EINVAL
         except OSError as exc:
@@ -275,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
             portal, iqn, lun = args.where
             disk = IscsiLun(portal, iqn, int(lun), args.chap_file)
         conn = socket.socket(fileno=sys.stdin.fileno())
-        handshake(conn, disk.size)
+        handshake(conn, disk)
         serve(conn, disk)
     except (EOFError, ConnectionError, Stop):
         pass

@@ -8,7 +8,7 @@ import socket
 import struct
 import threading
 
-from nasplan.measure import nbd_bridge as nbd
+from nasplan import nbd_bridge as nbd
 
 
 class Memory:
@@ -45,7 +45,7 @@ def test_the_bridge_answers_nbdfuse_s_handshake_reads_writes_and_flushes() -> No
     disk = Memory()
 
     def run() -> None:
-        nbd.handshake(server, disk.size)
+        nbd.handshake(server, disk)
         nbd.serve(server, disk)
 
     thread = threading.Thread(target=run)
