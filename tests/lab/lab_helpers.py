@@ -176,3 +176,12 @@ def client_mounts(state: LabState, host: str) -> list[str]:
 def files_in(state: LabState, host: str, path: str, *besides: str) -> set[str]:
     """The names in ``path`` on ``host`` (a lab volume), ``lost+found`` and ``besides`` left out."""
     return {p.name for p in state.host_path(host, path).iterdir()} - {"lost+found", *besides}
+
+
+# nasplan's timers shortened for a lab test of faults: connect, a channel, the lease and renewal
+FAST_TIMERS = {
+    "NASPLAN_CONNECT_S": "3",
+    "NASPLAN_CHANNEL_S": "2",
+    "NASPLAN_LEASE_S": "4",
+    "NASPLAN_RENEW_S": "1",
+}

@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lab_helpers import client_mounts, files_in, finish, leftovers, nasplan_process, profile_plan
+from lab_helpers import (
+    FAST_TIMERS,
+    client_mounts,
+    files_in,
+    finish,
+    leftovers,
+    nasplan_process,
+    profile_plan,
+)
 
 from nasplan.input.plan import load_plan
 from nasplan.lab import LabState, services
@@ -40,12 +48,7 @@ LAB = {
         "shws": {},
     },
 }  # fmt: skip
-FAST = {
-    "NASPLAN_CONNECT_S": "3",
-    "NASPLAN_CHANNEL_S": "2",
-    "NASPLAN_LEASE_S": "4",
-    "NASPLAN_RENEW_S": "1",
-}
+FAST = FAST_TIMERS
 THROUGH = {
     "method": "smb",
     "client": "shws",

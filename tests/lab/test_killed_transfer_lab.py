@@ -20,18 +20,13 @@ from typing import Any
 
 import pytest
 import yaml
-from lab_helpers import leftovers, nasplan_process, wait_for
+from lab_helpers import FAST_TIMERS, leftovers, nasplan_process, wait_for
 
 from nasplan.lab import LabState, services
 
 ROOT = Path(__file__).resolve().parents[2]
 VOLUME = "/srv/v1"
-FAST = {
-    "NASPLAN_CONNECT_S": "3",
-    "NASPLAN_CHANNEL_S": "2",
-    "NASPLAN_LEASE_S": "4",
-    "NASPLAN_RENEW_S": "1",
-}
+FAST = FAST_TIMERS
 LAB = {
     "name": "killxfer",
     "lan": {"prefix": "198.18.44.0/24", "rate": "1G"},
