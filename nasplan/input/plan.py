@@ -367,12 +367,12 @@ def _parse_target(
     inventory: Inventory,
     network: NetworkSpec | None = None,
 ) -> Target:
-    """The test's ``target:``, or its ``through:``'s (the NAS's address a client mounts its
-    share from; an iSCSI ``target`` is the LUN's name instead)."""
+    """The test's ``target:``, or its ``through:``'s: the NAS's address a client mounts its
+    ``share`` or ``export`` from (a LUN's ``target``, with neither, is the LUN's name)."""
     where: JsonPath = ("tests", index, "target")
     server, text = raw.get("server"), raw.get("target")
     via = raw.get("through")
-    if isinstance(via, dict) and via.get("method") != "iscsi" and "target" in via:
+    if isinstance(via, dict) and "target" in via and ("share" in via or "export" in via):
         where, server, text = ("tests", index, "through", "target"), raw.get("host"), via["target"]
     if text is None:
         return Target(server, _interface_at(inventory, server), None)
