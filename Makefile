@@ -81,6 +81,7 @@ EXAMPLES := docs/examples
 examples: venv
 	$(BIN)/nasplan report $(EXAMPLES)/ts253d-10g --charts png
 	$(BIN)/nasplan report $(EXAMPLES)/ts253d-matrix
+	$(BIN)/nasplan report $(EXAMPLES)/ts253d-disks
 	$(BIN)/nasplan compare $(EXAMPLES)/compare-runs/p2p10-2g5 $(EXAMPLES)/compare-runs/p2p10-10g \
 	  --label p2p10=2.5G --label p2p10=10G --out $(EXAMPLES)/compare.md --charts png
 

@@ -367,9 +367,13 @@ def _parse_target(
     inventory: Inventory,
     network: NetworkSpec | None = None,
 ) -> Target:
+    """The test's ``target:``, or its ``through:``'s: the NAS's address a client mounts its
+    ``share`` or ``export`` from (a LUN's ``target``, with neither, is the LUN's name)."""
     where: JsonPath = ("tests", index, "target")
-    server = raw.get("server")
-    text = raw.get("target")
+    server, text = raw.get("server"), raw.get("target")
+    via = raw.get("through")
+    if isinstance(via, dict) and "target" in via and ("share" in via or "export" in via):
+        where, server, text = ("tests", index, "through", "target"), raw.get("host"), via["target"]
     if text is None:
         return Target(server, _interface_at(inventory, server), None)
     link_end = parse_link_target(network or NetworkSpec(), str(text))
@@ -763,7 +767,7 @@ def load_plan(
         raise InputError(jump_problems)
     if unread:  # (said where the inventory's warnings are: validate, apply, run.json)
         inventory = dataclasses.replace(inventory, warnings=(*inventory.warnings, *unread))
-    table_problems = tables_errors(document, resolved, [t.cell for t in tests])
+    table_problems = tables_errors(document, resolved, [(t.base_id, t.cell) for t in tests])
     if table_problems:
         raise InputError(table_problems)
     if any(test.cell for test in tests):

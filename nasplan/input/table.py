@@ -15,9 +15,10 @@ PSEUDO_DIMENSIONS = ("test", "direction")
 
 
 def tables_errors(
-    document: Document, plan: Mapping[str, Any], cells: Sequence[Mapping[str, Any]]
+    document: Document, plan: Mapping[str, Any], cells: Sequence[tuple[str, Mapping[str, Any]]]
 ) -> list[str]:
-    """table_errors of the plan's ``table:`` and of each of its ``tables:``."""
+    """table_errors of the plan's ``table:`` and of each of its ``tables:`` (``cells``: each
+    test's id in the plan and its matrix cell)."""
     listed = plan.get("tables") or []
     found = table_errors(document, plan.get("table"), cells)
     for index, one in enumerate(listed if isinstance(listed, list) else []):
@@ -28,22 +29,32 @@ def tables_errors(
 def table_errors(
     document: Document,
     table: Any,
-    cells: Sequence[Mapping[str, Any]],
+    cells: Sequence[tuple[str, Mapping[str, Any]]],
     where: tuple[str | int, ...] = ("table",),
 ) -> list[str]:
     """``FILE:LINE:COL: table.rows[0]: ...`` for each dimension of ``table`` (at ``where`` in
-    the plan) that no test's matrix cell (``cells``, one per test, empty outside a matrix),
-    ``test`` or ``direction`` names, and each baseline value its dimension never takes."""
+    the plan) that no matrix cell of its tests (``cells``: (test id, cell), one per test,
+    empty outside a matrix; the table's ``tests``, else every one), ``test`` or ``direction``
+    names, each baseline value its dimension never takes, and each of its tests the plan has
+    not."""
     if not isinstance(table, Mapping):
         return []
+    ids = list(dict.fromkeys(test for test, _ in cells))
+    named = [str(t) for t in table.get("tests") or []]
+    there_are = f"(there are: {', '.join(ids)})"
+    errors = [
+        document.error((*where, "tests", index), f"no test {test!r} in the plan {there_are}")
+        for index, test in enumerate(named)
+        if test not in ids
+    ]
     values: dict[str, list[str]] = {}
-    for cell in cells:
+    for cell in (c for test, c in cells if not named or test in named):
         for dim, value in cell.items():
             taken = values.setdefault(str(dim), [])
             taken.extend([value_text(value)] if value_text(value) not in taken else [])
     known = [*values, *PSEUDO_DIMENSIONS]
     there = f"(there are: {', '.join(known)})"
-    errors = [
+    errors += [
         document.error((*where, key, index), f"no dimension {dim!r} in the plan {there}")
         for key in ("rows", "columns")
         for index, dim in enumerate(table.get(key) or [])

@@ -30,7 +30,7 @@ def target_address(test: PlanTest, plan: Plan, server: HostSession) -> str:
     if target.address:
         return target.address
     if target.interface:
-        iface = plan.inventory.hosts[test.server].interfaces[target.interface]
+        iface = plan.inventory.hosts[target.host or test.server].interfaces[target.interface]
         if iface.address:
             return iface.address
         nic = server.facts.interface(iface.name) if server.facts else None

@@ -7,7 +7,9 @@ the test and unmounted on every way out (``nasplan.measure.mounts``).
 or ``{method: iscsi, client: ws, target: IQN, lun: 0, scratch: true}`` (the LUN itself: fio on
 its block device, or on the bridge's file). Where the client has no kernel client for NFS or
 iSCSI (or no root), the user-space bridge serves ONE file of the export, or the LUN, as a file
-on FUSE (``nasplan.nbd_bridge``): fio runs on it, one request at a time at the NAS.
+on FUSE (``nasplan.nbd_bridge``): fio runs on it, one request at a time at the NAS. An SMB share
+or NFS export is mounted from the NAS's address, or from ``target: nas.p2p10`` (one of its
+addresses, as a transfer's ``target``: ``PlanTest.target``).
 """
 
 from __future__ import annotations
@@ -15,13 +17,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from nasplan.errors import CannotStart
 from nasplan.hosts.session import HostSession
+from nasplan.input.plan import PlanTest
 from nasplan.measure import mounts
 from nasplan.measure.kind import RunContext
+from nasplan.measure.pair import target_address
 from nasplan.measure.record import warn
 from nasplan.remote.runner import Runner
 
@@ -46,6 +50,8 @@ class Through:
     lun: int = 0  # iscsi: the LUN, its portal's port, whether it may be written
     port: int = mounts.ISCSI_PORT
     scratch: bool = False
+    target: str | None = None  # smb, nfs: the NAS's address name mounted from (nas.p2p10)
+    server: str = ""  # that address, once the run knows it (``at``)
 
     def params(self) -> dict[str, Any]:
         """What run.json's params say of it (no secret: the variable's name only)."""
@@ -56,6 +62,7 @@ class Through:
             "path": self.path or None,
             "user": self.user,
             "mount": self.how,
+            **({} if self.on_lun else {"target": self.target, "address": self.server or None}),
             **({"lun": self.lun, "scratch": self.scratch} if self.on_lun else {}),
         }
 
@@ -71,10 +78,11 @@ def through_of(settings: Mapping[str, Any]) -> Through | None:
     if not given:
         return None
     # (the schema allows one name of each: the method's)
+    method = str(given["method"])
     share = given.get("share") or given.get("export") or given.get("target")
     version = given.get("version")
     return Through(
-        method=str(given["method"]),
+        method=method,
         client=str(given["client"]),
         share=str(share),
         path=str(given.get("path") or "").strip("/"),
@@ -86,11 +94,18 @@ def through_of(settings: Mapping[str, Any]) -> Through | None:
         lun=int(given.get("lun", 0)),
         port=int(given.get("port", mounts.ISCSI_PORT)),
         scratch=bool(given.get("scratch", False)),
+        target=None if method == mounts.ISCSI else given.get("target"),
     )
 
 
-def share_of(through: Through, server: str, ctx: RunContext, size_bytes: int) -> mounts.Share:
-    """The share to mount from ``server`` (the NAS's address); its password from the control
+def at(through: Through, test: PlanTest, ctx: RunContext, nas: str) -> Through:
+    """``through`` with the address it mounts from: its ``target``'s (the test's), else the
+    NAS's; CannotStart when that interface has no address."""
+    return replace(through, server=target_address(test, ctx.plan, ctx.sessions[nas]))
+
+
+def share_of(through: Through, ctx: RunContext, size_bytes: int) -> mounts.Share:
+    """The share to mount from ``through.server`` (``at``); its password from the control
     node's environment (masked in every file the run writes); CannotStart when it is unset.
     ``size_bytes``: the bridge's file on an NFS export."""
     password = None
@@ -104,7 +119,7 @@ def share_of(through: Through, server: str, ctx: RunContext, size_bytes: int) ->
         ctx.mask(password)
     return mounts.Share(
         protocol=through.method,
-        server=server,
+        server=through.server,
         name=through.share,
         user=through.user,
         password=password,
@@ -120,19 +135,17 @@ def share_of(through: Through, server: str, ctx: RunContext, size_bytes: int) ->
 
 @contextmanager
 def client_place(
-    ctx: RunContext, nas: str, through: Through, token: str, record: dict[str, Any],
-    size_bytes: int,
+    ctx: RunContext, through: Through, token: str, record: dict[str, Any], size_bytes: int,
 ) -> Iterator[tuple[HostSession, str, mounts.Mounted]]:  # fmt: skip
     """The client's session, the share's directory there (``through.path`` inside it; the
     file or device itself through the bridge or an iSCSI login) and the mount, in place for the
     ``with`` block; said in the record's params (``through.mounted``, ``through.bridge``); an
     unmount that failed is a warning of the test. CannotStart when it cannot be mounted."""
-    server = ctx.sessions[nas].host.address
     session = ctx.sessions[through.client]
     if session.runner is None:
         raise CannotStart(f"{through.client}: not reachable to mount the share")
     problems: list[str] = []
-    share = share_of(through, server, ctx, size_bytes)
+    share = share_of(through, ctx, size_bytes)
     try:
         with mounts.mounted(session.runner, share, token, problems, through.path) as found:
             record["params"]["through"]["mounted"] = found.describe()

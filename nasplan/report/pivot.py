@@ -42,6 +42,7 @@ class TableSpec:
     metric: str | None = None
     # further baselines, each its own ratio beside the baseline's (``against: [{link: p2p25}]``)
     against: tuple[tuple[tuple[str, str], ...], ...] = ()
+    tests: tuple[str, ...] = ()  # the plan's tests (ids) it lays out; (): every one
 
     @property
     def named(self) -> tuple[str, ...]:
@@ -112,7 +113,8 @@ def spec_from_plan(table: Mapping[str, Any], where: str = "table") -> TableSpec:
         tuple((str(k), value_text(v)) for k, v in one.items()) for one in table.get("against") or ()
     )
     metric = table.get("metric")
-    return TableSpec(rows, columns, baseline, str(metric) if metric else None, against)
+    tests = tuple(str(t) for t in table.get("tests") or ())
+    return TableSpec(rows, columns, baseline, str(metric) if metric else None, against, tests)
 
 
 def points_of(
@@ -263,6 +265,8 @@ def build(
     each cell against its baseline (``pivot_match.baseline_of``). A point with none of the
     row dimensions, and the records in ``outside`` (not matrix cells), are named in the notes.
     Raises InputError (check_spec) when the spec names what the points lack."""
+    if spec.tests:
+        points = [p for p in points if p.coordinates.get(TEST) in spec.tests]
     dims = dimensions(points)
     check_spec(spec, dims, origin)
     placed = [p for p in points if any(v != DASH for v in key(p, spec.rows))]

@@ -79,3 +79,22 @@ def test_a_plan_without_a_matrix_may_lay_out_its_tests_and_directions(tmp_path: 
     with pytest.raises(InputError, match=r"table\.rows\[0\]: no dimension 'link' in the plan "
                        r"\(there are: test, direction\)"):  # fmt: skip
         load_plan(path)
+
+
+def test_a_table_s_tests_are_the_plan_s_and_its_dimensions_theirs(tmp_path: Path) -> None:
+    """``tests: [net]`` lays out that test only: a test it does not name is not there, and a
+    dimension only another test has is none of the table's."""
+    path = write(tmp_path)
+    path.write_text(
+        path.read_text().replace("table:\n", "table:\n  tests: [net, nope]\n")
+        + "  - {id: ping, kind: latency, server: nas, client: ws, matrix: {count: [5, 10]}}\n"
+    )
+    with pytest.raises(InputError) as caught:
+        load_plan(path)
+    assert caught.value.messages == [
+        f"{path}:7:16: table.tests[1]: no test 'nope' in the plan (there are: net, ping)"
+    ]
+    path.write_text(path.read_text().replace("[net, nope]", "[net]").replace("mtu, d", "count, d"))
+    with pytest.raises(InputError, match=r"table\.columns\[0\]: no dimension 'count' in the plan "
+                       r"\(there are: link, mtu, test, direction\)"):  # fmt: skip
+        load_plan(path)

@@ -147,3 +147,13 @@ def test_a_listed_table_the_plan_cannot_lay_out_is_named_where_it_stands(tmp_pat
     path.write_text(PLAN.replace("[disk]", "[direction]"))
     plan: Any = load_plan(path)
     assert [t.get("title") for t in plan.resolved["tables"]] == ["Links", None]
+
+
+def test_a_table_s_tests_leave_the_others_out(run_dir: Path) -> None:
+    """``tests: [smb]``: the table of the SMB copies alone, no page of the iperf3 tests that
+    share its link dimension."""
+    run = load_run(run_dir)
+    run["plan"]["tables"] = [{**LINKS, "tests": ["smb"]}]
+    links = section(render_report(run), "## Table: The links")
+    assert "### size=32MiB\n\n| link | smb · write | smb · read |" in links
+    assert "without size" not in links and "net · forward" not in links

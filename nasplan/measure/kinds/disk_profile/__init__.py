@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -115,7 +116,8 @@ class DiskProfile(Kind[ProfileSettings]):
         jobs = ", ".join(j.name for j in s.grid)
         where = f"{s.host}:{s.path}"
         if s.through:
-            where = f"{s.through.client} through {s.through.method} {s.host}:{s.through.share}"
+            nas = s.through.target or s.host
+            where = f"{s.through.client} through {s.through.method} {nas}:{s.through.share}"
         # (a Windows client is known once connected: diskspd there too)
         tool = "diskspd" if s.path.find(":\\") == 1 else "fio"
         return (
@@ -146,6 +148,10 @@ class DiskProfile(Kind[ProfileSettings]):
         record = new_record(test, params, "bytes_per_second")
         try:
             check_ready(test, ctx, self.needs(test, s))
+            if s.through:
+                via = through.at(s.through, test, ctx, s.host)
+                s = replace(s, through=via)
+                record["params"]["through"] = via.params()
         except CannotStart as exc:
             record["error"] = str(exc)
             return record
@@ -162,7 +168,7 @@ class DiskProfile(Kind[ProfileSettings]):
             record["error"] = "refusing to write to an iSCSI LUN not marked scratch: true"
             return record
         try:
-            with through.client_place(ctx, s.host, s.through, token, record, s.size_bytes) as (
+            with through.client_place(ctx, s.through, token, record, s.size_bytes) as (
                 session, path, found,
             ):  # fmt: skip
                 if not found.plain:

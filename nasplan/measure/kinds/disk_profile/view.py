@@ -65,14 +65,14 @@ def grid(record: Record) -> list[dict[str, Any]]:
 
 def where(record: Record) -> str:
     """Where fio ran: ``nas /srv/v1 (volume v1)``, or through a share ``ws through SMB
-    //198.18.1.1/v1 mounted with smbnetfs (FUSE) of nas``."""
+    //198.18.1.1/v1 mounted with smbnetfs (FUSE) of nas`` (of ``nas.p2p10``: its target's)."""
     params = record.get("params") or {}
     host = params.get("host") or DASH
     on = f" (volume {params['volume']})" if params.get("volume") else ""
     via = params.get("through") or {}
     if via:
         mounted = via.get("mounted") or f"{via.get('method')} {via.get('share')}"
-        return f"{via.get('client')} through {mounted} of {host}{on}"
+        return f"{via.get('client')} through {mounted} of {via.get('target') or host}{on}"
     return f"{host} {params.get('path') or ''}".strip() + on
 
 

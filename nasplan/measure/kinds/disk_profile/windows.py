@@ -95,7 +95,7 @@ def place_of(
     assert session.runner is not None
     if s.through is None:
         return Place(session.runner, s.path)
-    share = through.share_of(s.through, ctx.sessions[s.host].host.address, ctx, s.size_bytes)
+    share = through.share_of(s.through, ctx, s.size_bytes)
     if share.protocol != "smb":  # Windows' own client: SMB
         raise CannotStart(
             f"{s.through.client} is Windows: nasplan measures a share from Windows over SMB "

@@ -70,12 +70,39 @@ def test_the_grid_runs_on_the_client_in_the_mounted_share_then_it_is_unmounted(
     assert record["params"]["path"] is None
     assert record["params"]["through"] == {
         "method": "smb", "client": "ws", "share": "data", "path": "bench", "user": "ann",
-        "mount": "auto", "mounted": "SMB //198.18.251.1/data mounted with smbnetfs (FUSE)",
-        "bridge": False,
+        "mount": "auto", "target": None, "address": "198.18.251.1",
+        "mounted": "SMB //198.18.251.1/data mounted with smbnetfs (FUSE)", "bridge": False,
     }  # fmt: skip
     kind = kinds.bind(ctx.plan.tests[0]).kind
     assert kind.flow(record, None) == (
         "ws through SMB //198.18.251.1/data mounted with smbnetfs (FUSE) of nas"
+    )
+
+
+def test_a_target_mounts_the_share_from_that_address_of_the_nas(
+    kind_context: Callable[..., Any],
+) -> None:
+    """``target:`` picks which of the NAS's addresses (which link) the client mounts from."""
+    ctx, _, ws = kind_context(_test(THROUGH.replace("}", ", target: 198.18.251.5}")), TOOLS)
+    assert ctx.plan.tests[0].target.label() == "198.18.251.5"
+    ws.expect(MOUNT, MOUNTED.replace("198.18.251.1", "198.18.251.5"))
+    ws.expect(MKDIR, reply=made_in(f"{MP}/198.18.251.5/data/bench"))
+    ws.expect("--name=nasplan-layout", "{}")
+    ws.expect("--name=nasplan-seq1m-q1t1-read", (PROFILES / "seq1m-q8t1-read.json").read_text())
+    ws.expect("--name=nasplan-seq1m-q1t1-write", (PROFILES / "seq1m-q1t1-write.json").read_text())
+    ws.expect("rm -rf -- ")
+    ws.expect(UNMOUNT, UNMOUNT + "\n")
+    bound = kinds.bind(ctx.plan.tests[0])
+    assert "ws through smb 198.18.251.5:data" in bound.description
+
+    record = bound.run(ctx)
+
+    assert (record["status"], record["error"]) == ("ok", None)
+    assert "server=198.18.251.5\n" in ws.texts(MOUNT)[0]
+    via = record["params"]["through"]
+    assert (via["target"], via["address"]) == ("198.18.251.5", "198.18.251.5")
+    assert bound.kind.flow(record, None) == (
+        "ws through SMB //198.18.251.5/data mounted with smbnetfs (FUSE) of 198.18.251.5"
     )
 
 
@@ -141,6 +168,15 @@ def test_a_password_variable_that_is_not_set_mounts_nothing(
          "tests[0].through: writing destroys what the LUN holds"),
         (f"through: {{method: iscsi, client: ws, target: '{IQN}', lun: 1, export: /d}}",
          "tests[0].through: method iscsi takes target and lun"),
+        # target: which of the NAS's addresses, as a transfer's (an iSCSI target's name)
+        ("through: {method: smb, client: ws, share: d, user: u, password_env: X, target: p2p}",
+         "tests[0].through.target: expected HOST.INTERFACE (e.g. nas.lan) or an IP address"),
+        ("through: {method: smb, client: ws, share: d, user: u, password_env: X, target: ws.e}",
+         "tests[0].through.target: target 'ws.e' is not an interface of the server host 'nas'"),
+        ("through: {method: nfs, client: ws, export: /d, target: nas.p2p10}",
+         "tests[0].through.target: host 'nas' has no interface 'p2p10' in"),
+        ("modes: [read], through: {method: iscsi, client: ws, target: nas.p2p10, lun: 1}",
+         "tests[0].through.target: an iSCSI target's name: iqn."),
     ],
 )  # fmt: skip
 def test_a_through_the_plan_gets_wrong_is_refused_naming_it(
