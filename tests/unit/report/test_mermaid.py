@@ -137,3 +137,20 @@ def test_report_charts_drawn_with_matplotlib(tmp_path: Path, chart_format: str) 
         else b"<svg" in head or b"<?xml" in head
     )
     assert f"](charts/throughput.{chart_format})" in report
+
+
+def test_a_title_too_wide_for_the_chart_is_cut_at_a_comma_and_said_whole_in_the_caption() -> None:
+    """Chromium cut a 66-character title at 700 px: the chart shows the part that fits, the
+    caption under it (which no width cuts) the whole title."""
+    title = "links[link=p2p25,volume=hdd]: memory available on nas, 2 s averages"
+    chart = mermaid.steps_chart(title, "s", [1.0, None, 2.0], "GiB", 2.0, caption="Blue bars: nas.")
+    assert chart is not None
+    assert 'title "links[link=p2p25,volume=hdd]: memory available on nas"' in chart
+    assert chart.endswith(f"*{title}. Blue bars: nas.*")
+    short = mermaid.steps_chart("smb: rate, per second", "s", [1.0], "MB/s", 1.0, caption="Blue.")
+    assert short is not None and 'title "smb: rate, per second"' in short
+    assert short.endswith("*Blue.*")
+    no_comma = "x" * 70
+    chart = mermaid.quantity_chart(no_comma, "bytes", ["a"], [1.0])
+    assert chart is not None
+    assert f'title "{"x" * 59}…"' in chart and chart.endswith(f"*{no_comma}.*")
